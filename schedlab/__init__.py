@@ -1,0 +1,7 @@
+"""schedlab: sweeps of scheduling policies over synthetic workloads and trace replays.
+
+Import-light on purpose: the CLI imports this package at start-up, so nothing
+here may pull in ray, mlflow or polars.
+"""
+
+__version__ = "0.1.0"
