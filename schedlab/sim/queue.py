@@ -188,6 +188,7 @@ class Server:
 
     def _leave(self, job: int, pool: Pool) -> None:
         self._anchor(pool)
+        self._entry[job] = -1
         pool.size -= 1
         if pool.size == 0:
             pool.weight = 0.0
@@ -195,7 +196,15 @@ class Server:
             pool.heap.clear()
         else:
             pool.weight -= self._w[job]
-        self._entry[job] = -1
+            if len(pool.heap) > 2 * pool.size + 32:
+                self._compact(pool)
+
+    def _compact(self, pool: Pool) -> None:
+        """Drop the stale heap entries of jobs that left the pool (lazy
+        deletion), so a long-lived pool's heap stays O(members): amortised O(1)."""
+        entry = self._entry
+        pool.heap = [e for e in pool.heap if entry[e[2]] == e[1]]
+        heapq.heapify(pool.heap)
 
     def _join(self, job: int, pool: Pool, weight: float, attained: float) -> None:
         self._anchor(pool)
