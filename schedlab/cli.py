@@ -121,6 +121,160 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         click.echo(f"  per-job rows written to {jobs_out}")
 
 
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+def validate(spec_file: Path) -> None:
+    """Check a sweep spec completely; errors name the field (exit 2)."""
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    plan = build_plan(spec, str(spec_file))
+    click.echo(f"{spec_file}: ok ({len(plan.configs)} configurations, {len(plan.points)} workload points)")
+
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+def plan(spec_file: Path) -> None:
+    """Show what a sweep will run: configurations, replications, tasks."""
+    from schedlab.platform.plan import Plan, build_plan
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    p = build_plan(spec, str(spec_file))
+    reps = spec.replications
+    first = reps.n if not reps.adaptive else reps.min
+    tasks = Plan.tasks(p.instances(range(first)), spec.execution.task_jobs)
+    click.echo(f"sweep {spec.name}: engine {spec.engine}, seed {spec.seed}, results in {spec.results_dir()}")
+    click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")
+    click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
+    click.echo(f"  configurations    {len(p.configs)}")
+    if reps.adaptive:
+        click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
+                   f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean")
+    else:
+        click.echo(f"  replications      {reps.n}")
+    click.echo(f"  simulations       {len(p.configs) * first}" + (" (first round)" if reps.adaptive else ""))
+    click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
+    varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
+    click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
+
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--address", help="Ray cluster address (default: local Ray started in-process; RAY_ADDRESS is honoured).")
+@click.option("--fresh", is_flag=True, help="Discard existing results of this sweep first.")
+@click.option("--tracking-uri", help="MLflow tracking URI (overrides the spec).")
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet only).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool,
+        no_progress: bool) -> None:
+    """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
+    from schedlab.platform.runner import Interrupted, run_sweep
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    if tracking_uri:
+        spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if no_progress:
+            return
+        if bar is None or done == 0:
+            if bar is not None:
+                bar.render_finish()
+            bar = click.progressbar(length=max(total, 1), label=f"{spec.name}", file=sys.stderr, show_pos=True)
+            bar.render_progress()
+        else:
+            bar.update(done - bar.pos)
+
+    try:
+        report = run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
+                           progress=progress)
+    except Interrupted as err:
+        click.echo(f"\nschedlab: {err}", err=True)
+        sys.exit(130)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
+               f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
+               f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}")
+    tr = report.tracking
+    if tr is not None:
+        if tr.failed:
+            click.echo(f"MLflow tracking failed ({tr.error}); results are complete in Parquet: "
+                       f"`schedlab track {report.results_dir}` logs them later", err=True)
+        else:
+            click.echo(f"MLflow: {tr.logged} configuration runs logged to {spec.tracking.uri} "
+                       f"(experiment {spec.experiment()})")
+    if report.failures:
+        click.echo(f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:",
+                   err=True)
+        for f in report.failures[:5]:
+            click.echo(f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}",
+                       err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
+@click.option("--metric", "metrics", multiple=True, default=["mst"], show_default=True,
+              help="Metric column (repeatable).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
+    """Mean, 95% CI half-width and n of metrics over replications."""
+    from schedlab.platform.stats import summarize
+    from schedlab.platform.store import load
+
+    if not results_dir.exists():
+        raise UserError(f"{results_dir}: no such directory")
+    lf = load(results_dir)
+    columns = lf.collect_schema().names()
+    keys = [k.strip() for k in by.split(",") if k.strip()]
+    for name in keys + list(metrics):
+        if name not in columns:
+            raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
+    table = summarize(lf, keys, list(metrics))
+    if as_csv:
+        click.echo(table.write_csv(), nl=False)
+        return
+    header = keys + [f"{m} (mean ± 95% CI)" for m in metrics] + ["n"]
+    rows = []
+    for rec in table.iter_rows(named=True):
+        cells = [str(rec[k]) for k in keys]
+        for m in metrics:
+            ci = rec[f"{m}_ci95"]
+            cells.append(f"{rec[f'{m}_mean']:.6g} ± {ci:.3g}" if ci is not None else f"{rec[f'{m}_mean']:.6g}")
+        cells.append(str(rec["n"]))
+        rows.append(cells)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--uri", help="MLflow tracking URI (default: the sweep spec's).")
+@click.option("--experiment", help="MLflow experiment (default: the sweep's).")
+def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
+    """(Re)log a results dir into MLflow, e.g. after an outage or into a new server."""
+    from schedlab.platform.store import ResultStore
+    from schedlab.platform.tracking import track_results
+
+    manifest = ResultStore(results_dir).read_manifest()
+    if manifest is None:
+        raise UserError(f"{results_dir}: not a schedlab results dir (no manifest.json)")
+    report = track_results(results_dir, uri=uri, experiment=experiment)
+    if report.failed:
+        raise UserError(f"MLflow tracking failed: {report.error}")
+    click.echo(f"{report.logged} configuration runs logged from {results_dir}")
+
 def _write_jobs(columns: dict, path: Path) -> None:
     import polars as pl
 

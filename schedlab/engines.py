@@ -31,6 +31,7 @@ class Engine:
     summary: str
     policies: Mapping[str, Any]  # name -> policy class (with .summary)
     run: Callable[..., RunResult]  # run(jobs: polars.DataFrame, policy: str, **params)
+    workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
 
     def policy(self, name: str):
         try:
@@ -101,6 +102,7 @@ ENGINES: dict[str, Engine] = {
         summary="one shared server, preemptive fluid sharing (PSBS paper)",
         policies=_LazyPolicies(_queue_policies),
         run=_run_queue,
+        workload_kinds=("synthetic", "file"),
     ),
 }
 

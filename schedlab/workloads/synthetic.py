@@ -86,7 +86,7 @@ def queue_workload(
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    _check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode)
+    check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode)
     njobs = int(njobs)
     size_rng, gap_rng, error_rng, class_rng = rng.spawn(4)
 
@@ -156,7 +156,7 @@ def _draw_submits(
     return submit * (total_work / (float(load) * submit[-1]))
 
 
-def _check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode) -> None:
+def check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode) -> None:
     _check_int("njobs", njobs, "an integer >= 1")
     _check_real("shape", shape, lambda v: v > 0, "a number > 0")
     _check_real("timeshape", timeshape, lambda v: v > 0, "a number > 0")

@@ -1,0 +1,277 @@
+"""Run a sweep on Ray: plan -> tasks -> Parquet commits -> MLflow.
+
+The driver is the only writer. It submits at most ``max_in_flight`` tasks,
+streams results back as they finish (``ray.wait`` with ``num_returns > 1``),
+buffers rows and commits them to Parquet in atomic batches (``store``), and
+after each commit hands the touched configurations to the MLflow tracker's
+background thread. Re-running the same spec resumes: keys on disk are skipped.
+
+Ray retries system failures (``max_retries``); a task that still cannot finish
+and any exception inside a simulation become failure records, the sweep goes
+on, and the report says so (the CLI then exits non-zero).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from schedlab import __version__
+from schedlab.platform.plan import Config, Instance, Plan, build_plan, canonical, digest
+from schedlab.platform.spec import SweepSpec
+from schedlab.platform.store import ResultStore
+from schedlab.platform.tasks import TaskResult, run_instances
+
+#: Commit when this many per-job rows are buffered (bounds driver memory).
+FLUSH_JOB_ROWS = 200_000
+#: ... or this many summary rows ...
+FLUSH_SUMMARY_ROWS = 5_000
+#: ... or when the oldest buffered row is this old (seconds).
+FLUSH_SECONDS = 2.0
+
+
+class Interrupted(Exception):
+    """Ctrl-C: what was received is committed; running again resumes."""
+
+
+@dataclass
+class SweepReport:
+    results_dir: str
+    configs: int
+    rows_written: int = 0
+    rows_skipped: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    tasks: int = 0
+    wall_seconds: float = 0.0
+    sim_seconds: float = 0.0
+    rounds: int = 0
+    tracking: Any = None
+
+
+def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
+    defining = spec.result_defining()
+    return {
+        "name": spec.name,
+        "engine": spec.engine,
+        "spec": defining,
+        "spec_hash": digest(defining),
+        "schedlab_version": __version__,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "param_columns": plan.param_columns,
+        "configs": {
+            cid: {"engine": c.engine, "policy": c.policy, "workload_kind": c.workload_kind, "params": c.flat_params()}
+            for cid, c in plan.configs.items()
+        },
+    }
+
+
+class _Sink:
+    """Buffers task results and commits them in atomic batches."""
+
+    def __init__(self, store: ResultStore, on_commit: Callable[[set[str]], None]) -> None:
+        self.store = store
+        self.on_commit = on_commit
+        self.written: set[tuple[str, int]] = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.summary: list[dict[str, Any]] = []
+        self.jobs: list = []
+        self.failures: list[dict[str, Any]] = []
+        self.job_rows = 0
+        self.since = time.monotonic()
+
+    def add(self, result: TaskResult) -> None:
+        accepted: set[tuple[str, int]] = set()
+        for row in result.summary:
+            key = (row["config_id"], row["replication"])
+            if key in self.written:  # a retried task delivered twice: keep one row per key
+                continue
+            self.written.add(key)
+            accepted.add(key)
+            self.summary.append(row)
+        for policy, table in result.jobs:
+            if (table["config_id"][0].as_py(), table["replication"][0].as_py()) in accepted:
+                self.jobs.append((policy, table))
+                self.job_rows += table.num_rows
+        self.failures += result.failures
+
+    def due(self) -> bool:
+        return (
+            self.job_rows >= FLUSH_JOB_ROWS
+            or len(self.summary) >= FLUSH_SUMMARY_ROWS
+            or (bool(self.summary or self.failures) and time.monotonic() - self.since >= FLUSH_SECONDS)
+        )
+
+    def flush(self) -> int:
+        if not (self.summary or self.failures):
+            return 0
+        self.store.commit(self.summary, self.jobs, self.failures)
+        n = len(self.summary)
+        touched = {r["config_id"] for r in self.summary}
+        self._reset()
+        if touched:
+            self.on_commit(touched)
+        return n
+
+
+def _init_ray(spec: SweepSpec, address: str | None):
+    import ray
+
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
+        address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = spec.execution.num_cpus
+        ray.init(**kwargs)
+    return ray
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    address: str | None = None,
+    fresh: bool = False,
+    tracking: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepReport:
+    """Run (or resume) a sweep; returns what happened. Failures do not raise."""
+    started = time.monotonic()
+    plan = build_plan(spec)
+    store = ResultStore(spec.results_dir())
+    store.prepare(manifest_for(spec, plan), fresh)
+    report = SweepReport(str(store.root), configs=len(plan.configs))
+
+    tracker = None
+    if spec.tracking.enabled if tracking is None else tracking:
+        from schedlab.platform.tracking import Tracker
+
+        tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
+        tracker.start()  # store, experiment and parent run exist before any task
+    sink = _Sink(store, (lambda ids: tracker.submit(sorted(ids))) if tracker else (lambda ids: None))
+    done = store.done_keys()
+    sink.written |= done
+
+    ray = _init_ray(spec, address)
+    remote = ray.remote(run_instances).options(
+        num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
+    )
+    cpus = ray.cluster_resources().get("CPU", 1.0)
+    max_in_flight = spec.execution.max_in_flight or max(2, int(3 * cpus / spec.execution.cpus_per_task))
+    shared_refs: dict[str, Any] = {}
+
+    def shared_for(instance: Instance):
+        from schedlab.workloads.registry import workload_kind
+
+        kind = workload_kind(instance.point.kind)
+        if kind.load_shared is None:
+            return None
+        key = canonical({k: instance.point.params[k] for k in kind.shared_keys})
+        if key not in shared_refs:  # parsed once, shared through the object store
+            shared_refs[key] = ray.put(kind.load_shared(instance.point.params))
+        return shared_refs[key]
+
+    def run_round(instances: list[Instance]) -> None:
+        work: list[tuple[Instance, list[Config]]] = []
+        for inst in instances:
+            todo = [c for c in inst.point.configs if (c.config_id, inst.replication) not in sink.written]
+            report.rows_skipped += len(inst.point.configs) - len(todo)
+            if todo:
+                work.append((inst, todo))
+        tasks = Plan.tasks([w[0] for w in work], spec.execution.task_jobs)
+        todo_of = {(w[0].point.point_id, w[0].replication): w[1] for w in work}
+        pending = deque(tasks)
+        inflight: dict[Any, list[Instance]] = {}
+        total, finished = len(tasks), 0
+        report.tasks += total
+        if progress:
+            progress(0, total)
+        try:
+            while pending or inflight:
+                while pending and len(inflight) < max_in_flight:
+                    task = pending.popleft()
+                    payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
+                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job)
+                    inflight[ref] = task
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
+                if ready:
+                    more, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0)
+                    ready = list(dict.fromkeys(ready + more))
+                for ref in ready:
+                    task = inflight.pop(ref)
+                    try:
+                        result: TaskResult = ray.get(ref)
+                    except ray.exceptions.RayError as err:  # retries exhausted: a system failure
+                        text = f"task failed after {spec.execution.retries} retries: {type(err).__name__}: {err}"
+                        result = TaskResult([], [], [
+                            {"config_id": c.config_id, "replication": i.replication, "policy": c.policy, "error": text}
+                            for i in task for c in todo_of[(i.point.point_id, i.replication)]
+                        ], 0.0)
+                    report.sim_seconds += result.sim_seconds
+                    report.failures += result.failures
+                    sink.add(result)
+                    finished += 1
+                    if progress:
+                        progress(finished, total)
+                if sink.due():
+                    report.rows_written += sink.flush()
+            report.rows_written += sink.flush()
+        except KeyboardInterrupt:
+            for ref in inflight:
+                ray.cancel(ref, force=True)
+            report.rows_written += sink.flush()
+            raise Interrupted(f"interrupted: {report.rows_written} rows committed to {store.root}; run again to resume") from None
+
+    try:
+        if not spec.replications.adaptive:
+            run_round(plan.instances(range(spec.replications.n)))
+            report.rounds = 1
+        else:
+            _adaptive(spec, plan, store, run_round, report)
+    finally:
+        if tracker is not None:
+            report.tracking = tracker.close(timeout=60.0)
+    report.wall_seconds = time.monotonic() - started
+    return report
+
+
+def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report: SweepReport) -> None:
+    """Rounds of replications until every configuration's 95 % CI half-width of
+    the metric is within rel_halfwidth of its mean (or max is reached)."""
+    import polars as pl
+
+    from schedlab.platform.stats import summarize
+
+    reps = spec.replications
+    next_r = {p.point_id: 0 for p in plan.points}
+    want = {p.point_id: reps.min for p in plan.points}
+    while True:
+        instances = [
+            inst
+            for p in plan.points
+            for inst in plan.instances(range(next_r[p.point_id], want[p.point_id]), [p])
+        ]
+        if not instances:
+            return
+        for p in plan.points:
+            next_r[p.point_id] = want[p.point_id]
+        run_round(instances)
+        report.rounds += 1
+        rows = store.scan().select("config_id", reps.metric).collect() if store.has("summary") else None
+        if rows is None or reps.metric not in rows.columns:
+            return
+        stats = summarize(rows, ["config_id"], [reps.metric])
+        ok = stats.filter(
+            pl.col(f"{reps.metric}_ci95").is_not_null()
+            & (pl.col(f"{reps.metric}_ci95") <= reps.rel_halfwidth * pl.col(f"{reps.metric}_mean").abs())
+        )
+        satisfied = set(ok["config_id"].to_list())
+        for p in plan.points:
+            if any(c.config_id not in satisfied for c in p.configs) and want[p.point_id] < reps.max:
+                want[p.point_id] = min(reps.max, want[p.point_id] + reps.batch)

@@ -1,0 +1,167 @@
+"""Parquet results: the source of truth of a sweep, written only by the driver.
+
+Layout of a results dir::
+
+    manifest.json                          spec, spec hash, schedlab version, creation time, configs
+    summary/policy=<p>/part-<batch>.parquet one row per (config id, replication)
+    jobs/policy=<p>/part-<batch>.parquet    optional per-job rows
+    failures/part-<batch>.parquet           simulations that raised (config, replication, error)
+
+Partitions are hive-style (``policy=FSPE%2BPS`` is URI-quoted; polars and
+pyarrow decode it), so ``pl.scan_parquet(..., hive_partitioning=True)`` gives
+the policy back as a column.
+
+Crash safety: every file is written under ``.tmp/`` and renamed into place
+(atomic on one filesystem), and within a batch the per-job file of a partition
+is renamed *before* its summary file. A summary file is therefore the commit
+record of its partition's batch: on open, per-job files without their summary
+twin are leftovers of a crash and are deleted, and the keys they held are
+recomputed. Hence exactly one row per key whatever was killed when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schedlab.errors import UserError
+
+SUMMARY, JOBS, FAILURES = "summary", "jobs", "failures"
+MANIFEST = "manifest.json"
+
+
+def _partition(policy: str) -> str:
+    return f"policy={quote(policy, safe='')}"
+
+
+class ResultStore:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # ---- manifest -------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self.root / MANIFEST
+        if not path.exists():
+            return None
+        return json.loads(path.read_text())
+
+    def prepare(self, manifest: dict[str, Any], fresh: bool) -> None:
+        """Create or reopen the results dir for ``manifest``'s spec.
+
+        Reopening with a different result-defining spec is an error unless
+        ``fresh`` (which discards the old results)."""
+        existing = self.read_manifest()
+        if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
+            raise UserError(
+                f"{self.root}: holds results of a different spec (spec hash {existing.get('spec_hash')} "
+                f"!= {manifest['spec_hash']}); run with --fresh to discard them, or set outputs.dir"
+            )
+        if fresh:
+            for name in (SUMMARY, JOBS, FAILURES, ".tmp", MANIFEST):
+                target = self.root / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+            existing = None
+        if existing is not None:
+            manifest = {**manifest, "created": existing.get("created", manifest["created"])}
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
+        self.clean()
+
+    def clean(self) -> int:
+        """Delete crash leftovers: temp files and per-job files whose summary
+        twin never landed. Returns how many files were removed."""
+        removed = 0
+        tmp = self.root / ".tmp"
+        if tmp.exists():
+            removed += sum(1 for _ in tmp.iterdir())
+            shutil.rmtree(tmp)
+        jobs = self.root / JOBS
+        if jobs.exists():
+            for f in jobs.glob("*/part-*.parquet"):
+                if not (self.root / SUMMARY / f.parent.name / f.name).exists():
+                    f.unlink()
+                    removed += 1
+        return removed
+
+    # ---- reading --------------------------------------------------------------------
+    def has(self, table: str) -> bool:
+        return any((self.root / table).glob("**/*.parquet"))
+
+    def scan(self, table: str = SUMMARY) -> pl.LazyFrame:
+        if not self.has(table):
+            raise UserError(f"{self.root}: no {table} rows yet")
+        return pl.scan_parquet(
+            str(self.root / table / "**" / "*.parquet"),
+            hive_partitioning=table != FAILURES,
+            missing_columns="insert",
+        )
+
+    def done_keys(self) -> set[tuple[str, int]]:
+        if not self.has(SUMMARY):
+            return set()
+        keys = self.scan().select("config_id", "replication").collect()
+        return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
+
+    # ---- writing --------------------------------------------------------------------
+    def commit(self, summary: list[dict[str, Any]], jobs: list[tuple[str, pa.Table]], failures: list[dict[str, Any]]) -> None:
+        """Write one batch atomically per partition (see the module docstring).
+
+        ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` is a
+        list of (policy, table) pairs."""
+        batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in summary:
+            row = dict(row)
+            by_policy[row.pop("policy")].append(row)
+        job_tables: dict[str, list[pa.Table]] = defaultdict(list)
+        for policy, table in jobs:
+            job_tables[policy].append(table)
+        for policy, rows in by_policy.items():
+            part = _partition(policy)
+            if job_tables.get(policy):
+                self._atomic_table(self.root / JOBS / part / batch, pa.concat_tables(job_tables[policy]))
+            self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
+        if failures:
+            self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
+
+    def _atomic_table(self, path: Path, table: pa.Table) -> None:
+        tmp = self._tmp_path(path)
+        pq.write_table(table, tmp)
+        self._publish(tmp, path)
+
+    def _atomic_bytes(self, path: Path, data: bytes) -> None:
+        tmp = self._tmp_path(path)
+        tmp.write_bytes(data)
+        self._publish(tmp, path)
+
+    def _tmp_path(self, path: Path) -> Path:
+        tmp_dir = self.root / ".tmp"
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tmp_dir / f"{uuid.uuid4().hex}-{path.name}"
+
+    @staticmethod
+    def _publish(tmp: Path, path: Path) -> None:
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, path)
+
+
+def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
+    """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``
+    or ``failures``)."""
+    return ResultStore(results_dir).scan(table)
