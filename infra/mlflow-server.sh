@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Start a local MLflow tracking server for schedlab sweeps.
+#
+#   infra/mlflow-server.sh [PORT] [DATA_DIR]
+#
+# PORT (default $MLFLOW_PORT or 5000) and DATA_DIR (default $MLFLOW_DATA_DIR or
+# ./mlflow-server) can also come from the environment. The server binds to
+# 127.0.0.1 only, keeps runs in DATA_DIR/mlflow.db (SQLite) and artifacts in
+# DATA_DIR/artifacts, and runs in the foreground (Ctrl-C stops it). Extra
+# arguments after DATA_DIR are passed to `mlflow server`.
+set -euo pipefail
+
+port="${1:-${MLFLOW_PORT:-5000}}"
+data_dir="${2:-${MLFLOW_DATA_DIR:-./mlflow-server}}"
+shift $(( $# > 2 ? 2 : $# ))
+
+case "$port" in
+  ''|*[!0-9]*) echo "mlflow-server.sh: port must be a number, got '$port'" >&2; exit 2 ;;
+esac
+if ! command -v mlflow >/dev/null 2>&1; then
+  echo "mlflow-server.sh: 'mlflow' not found on PATH (pip install mlflow)" >&2
+  exit 2
+fi
+
+mkdir -p "$data_dir/artifacts"
+data_dir="$(cd "$data_dir" && pwd)"
+uri="http://127.0.0.1:$port"
+
+echo "MLflow server: $uri   (data: $data_dir)"
+echo "Track a sweep with:  --tracking-uri $uri   or   export MLFLOW_TRACKING_URI=$uri"
+
+exec mlflow server \
+  --host 127.0.0.1 \
+  --port "$port" \
+  --backend-store-uri "sqlite:///$data_dir/mlflow.db" \
+  --artifacts-destination "$data_dir/artifacts" \
+  --serve-artifacts \
+  "$@"
