@@ -26,8 +26,9 @@ mkdir -p "$data_dir/artifacts"
 data_dir="$(cd "$data_dir" && pwd)"
 uri="http://127.0.0.1:$port"
 
-echo "MLflow server: $uri   (data: $data_dir)"
-echo "Track a sweep with:  --tracking-uri $uri   or   export MLFLOW_TRACKING_URI=$uri"
+# The URI alone on stdout's first line (scripts can read it); the rest on stderr.
+echo "$uri"
+echo "mlflow-server.sh: tracking URI $uri (data in $data_dir); e.g. export MLFLOW_TRACKING_URI=$uri" >&2
 
 exec mlflow server \
   --host 127.0.0.1 \

@@ -27,7 +27,8 @@ and the others are still logged. An ``http(s)://`` URI is health-checked
 (``<uri>/health``, a few seconds at most) before MLflow is used, and unless
 the user set them, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` /
 ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR`` / ``MLFLOW_HTTP_REQUEST_TIMEOUT`` are
-lowered for this process (MLflow's defaults retry for about four minutes).
+lowered for this process (MLflow's defaults retry for about four minutes) and
+``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` is set (see `HTTP_ENV_DEFAULTS`).
 
 ``mlflow`` and ``polars`` are imported inside functions only: the CLI imports
 this module without paying for them.
@@ -66,10 +67,13 @@ MAX_ENTITIES_PER_BATCH = 1000
 HEALTH_TIMEOUT = 3.0
 # Applied with os.environ.setdefault for http(s) URIs: an explicit user setting wins.
 # Connection refused then fails in ~3 s instead of ~4 min; a hung server in ~30 s.
+# MLflow also prints two "View run" lines per terminated run to stdout over HTTP:
+# one per configuration would flood the sweep's output.
 HTTP_ENV_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 READ_ATTEMPTS = 3
 
@@ -123,21 +127,16 @@ def _summary_files(results_dir: Path) -> list[Path]:
     return sorted(root.rglob("*.parquet")) if root.is_dir() else []
 
 
-def _scan_summary(results_dir: Path) -> pl.LazyFrame | None:
-    """All summary rows (lazy), or None when none are on disk yet."""
+def _aggregate(lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Iterable[str] | None):
     import polars as pl
 
-    files = _summary_files(results_dir)
-    if not files:
-        return None
-    lf = pl.scan_parquet(str(results_dir / "summary" / "**" / "*.parquet"), hive_partitioning=True)
-    try:
-        lf.collect_schema()
-        return lf
-    except pl.exceptions.PolarsError:
-        # Part files whose schemas differ (a metric only some files have, int vs
-        # float): read them one by one and let polars find the supertypes.
-        return pl.concat([pl.scan_parquet(f, hive_partitioning=True) for f in files], how="diagonal_relaxed")
+    from schedlab.platform.stats import summarize
+
+    metrics = metric_columns(lf.collect_schema().items(), param_columns)
+    lf = lf.with_columns(pl.col("config_id").cast(pl.String))
+    if config_ids is not None:
+        lf = lf.filter(pl.col("config_id").is_in(list(config_ids)))
+    return summarize(lf, by=["config_id"], metrics=metrics), metrics
 
 
 def metric_columns(schema: Iterable[tuple[str, Any]], param_columns: Iterable[str]) -> list[str]:
@@ -153,20 +152,23 @@ def aggregate_summary(
     ``config_ids`` when given) and the metric names; (None, []) if no rows."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
-
-    lf = _scan_summary(Path(results_dir))
-    if lf is None:
+    results_dir = Path(results_dir)
+    files = _summary_files(results_dir)
+    if not files:
         return None, []
-    metrics = metric_columns(lf.collect_schema().items(), param_columns)
-    if config_ids is not None:
-        lf = lf.filter(pl.col("config_id").cast(pl.String).is_in(list(config_ids)))
-    lf = lf.with_columns(pl.col("config_id").cast(pl.String))
-    frame = summarize(lf, by=["config_id"], metrics=metrics)
+    param_columns = list(param_columns)
+    try:
+        lf = pl.scan_parquet(str(results_dir / "summary" / "**" / "*.parquet"), hive_partitioning=True)
+        frame, metrics = _aggregate(lf, param_columns, config_ids)
+    except (pl.exceptions.SchemaError, pl.exceptions.ColumnNotFoundError):
+        # Part files whose schemas differ (a metric only some files have, int in
+        # one and float in another): read them one by one, polars finds supertypes.
+        lf = pl.concat([pl.scan_parquet(f, hive_partitioning=True) for f in files], how="diagonal_relaxed")
+        frame, metrics = _aggregate(lf, param_columns, config_ids)
     return (frame if frame.height else None), metrics
 
 
-def _finite(value: Any) -> float | None:
+def _number_or_none(value: Any) -> float | None:
     if value is None:
         return None
     value = float(value)
@@ -200,7 +202,7 @@ def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], 
     values: dict[str, float] = {}
     for m in metrics:
         for key in (f"{m}_mean", f"{m}_ci95"):
-            v = _finite(row.get(key))
+            v = _number_or_none(row.get(key))
             if v is not None:
                 values[key] = v
     values["n"] = float(n)
@@ -353,7 +355,9 @@ class _Mirror:
             self._children = found
         return self._children
 
-    def log(self, config_id: str, params: dict[str, str], tags: dict[str, str], values: dict[str, float], n: int) -> list[str]:
+    def log(
+        self, config_id: str, params: dict[str, str], tags: dict[str, str], values: dict[str, float], n: int
+    ) -> list[str]:
         """Bring the config's child run up to date; returns data warnings."""
         from mlflow.entities import Metric, Param
 
@@ -376,7 +380,9 @@ class _Mirror:
         stale = any(state.metrics.get(k) != v for k, v in values.items())
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, n) for k, v in values.items()] if stale else []
-        for m, p, t in _batches(metrics, [Param(k, v) for k, v in new_params.items()], [_tag(k, v) for k, v in new_tags.items()]):
+        param_list = [Param(k, v) for k, v in new_params.items()]
+        tag_list = [_tag(k, v) for k, v in new_tags.items()]
+        for m, p, t in _batches(metrics, param_list, tag_list):
             self.client.log_batch(state.run_id, metrics=m, params=p, tags=t, synchronous=True)
         state.params.update(new_params)
         state.tags.update(new_tags)
@@ -465,7 +471,8 @@ class _Sync:
                 self.record(str(err))
         unknown = [row["config_id"] for row in rows if row["config_id"] not in self.manifest["configs"]]
         if unknown:
-            self.record(f"{len(unknown)} configuration(s) in the summary are not in manifest.json: {', '.join(unknown[:5])}")
+            listed = ", ".join(unknown[:5])
+            self.record(f"{len(unknown)} configuration(s) in the summary are not in manifest.json: {listed}")
             unknown = set(unknown)
         for row in rows:
             cid = row["config_id"]
