@@ -187,10 +187,11 @@ class Server:
             pool.t_ref = self.now
 
     def _leave(self, job: int, pool: Pool) -> None:
+        """Take ``job`` out of ``pool`` (its clock anchored at now first)."""
         self._anchor(pool)
         self._entry[job] = -1
         pool.size -= 1
-        if pool.size == 0:
+        if pool.size == 0:  # reset exactly: no drift carried into the pool's next use
             pool.weight = 0.0
             pool.v_ref = 0.0
             pool.heap.clear()
@@ -238,18 +239,12 @@ class Server:
         """The predicted completion of ``job`` (the served pool's heap top)."""
         pool = self._pool[job]
         finish, _, _ = heapq.heappop(pool.heap)
-        # The clock reached the job's finish tag exactly: set it so, so that
-        # members with an equal tag finish at this same instant.
+        # The clock reached the job's finish tag exactly: set it so (then
+        # _leave's anchoring keeps it), so members with an equal tag finish at
+        # this same instant.
         pool.v_ref = finish
         pool.t_ref = self.now
-        pool.size -= 1
-        if pool.size == 0:
-            pool.weight = 0.0
-            pool.v_ref = 0.0
-            pool.heap.clear()
-        else:
-            pool.weight -= self._w[job]
-        self._entry[job] = -1
+        self._leave(job, pool)
         self._pool[job] = None
 
 
