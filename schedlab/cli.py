@@ -209,7 +209,9 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
             click.echo(f"MLflow tracking failed ({tr.error}); results are complete in Parquet: "
                        f"`schedlab track {report.results_dir}` logs them later", err=True)
         else:
-            click.echo(f"MLflow: {tr.logged} configuration runs logged to {spec.tracking.uri} "
+            from schedlab.platform.tracking import resolve_uri
+
+            click.echo(f"MLflow: {tr.logged} configuration runs logged to {resolve_uri(spec.tracking.uri)} "
                        f"(experiment {spec.experiment()})")
     if report.failures:
         click.echo(f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:",
@@ -260,7 +262,7 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
 
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--uri", help="MLflow tracking URI (default: the sweep spec's).")
+@click.option("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db).")
 @click.option("--experiment", help="MLflow experiment (default: the sweep's).")
 def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
     """(Re)log a results dir into MLflow, e.g. after an outage or into a new server."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from schedlab import __version__
+from schedlab.errors import UserError
 from schedlab.platform.plan import Config, Instance, Plan, build_plan, canonical, digest
 from schedlab.platform.spec import SweepSpec
 from schedlab.platform.store import ResultStore
@@ -128,8 +129,14 @@ def _init_ray(spec: SweepSpec, address: str | None):
         if address:
             kwargs["address"] = address
         else:
-            kwargs["num_cpus"] = spec.execution.num_cpus
-        ray.init(**kwargs)
+            kwargs.update(address="local", num_cpus=spec.execution.num_cpus)  # never join a `ray start` cluster
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, ray.exceptions.AuthenticationError) as err:
+            raise UserError(
+                f"cannot connect to Ray at {address}: {err} "
+                f"(RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', 'unset')}; see docs/cluster.md)"
+            ) from None
     return ray
 
 
@@ -162,8 +169,18 @@ def run_sweep(
     remote = ray.remote(run_instances).options(
         num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
     )
-    cpus = ray.cluster_resources().get("CPU", 1.0)
-    max_in_flight = spec.execution.max_in_flight or max(2, int(3 * cpus / spec.execution.cpus_per_task))
+
+    limit_cache = [0.0, 0]
+
+    def max_in_flight() -> int:
+        """A few tasks per CPU; re-read every 10 s as an autoscaling cluster grows."""
+        if spec.execution.max_in_flight:
+            return spec.execution.max_in_flight
+        if time.monotonic() - limit_cache[0] > 10.0:
+            cpus = ray.cluster_resources().get("CPU", 1.0)
+            limit_cache[:] = [time.monotonic(), max(2, int(3 * cpus / spec.execution.cpus_per_task))]
+        return limit_cache[1]
+
     shared_refs: dict[str, Any] = {}
 
     def shared_for(instance: Instance):
@@ -194,7 +211,8 @@ def run_sweep(
             progress(0, total)
         try:
             while pending or inflight:
-                while pending and len(inflight) < max_in_flight:
+                limit = max_in_flight()
+                while pending and len(inflight) < limit:
                     task = pending.popleft()
                     payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
                     ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job)

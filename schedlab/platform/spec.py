@@ -98,7 +98,7 @@ class OutputsSpec(_Model):
 
 class TrackingSpec(_Model):
     enabled: bool = True
-    uri: str = "sqlite:///mlflow.db"
+    uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db
     experiment: str | None = None
 
 
