@@ -142,6 +142,23 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
     return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
 
 
+def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:
+    """Grid points with defaults filled in, checked, and expanded by the kind
+    (e.g. a trace's window = "all" becomes one point per window)."""
+    out = []
+    for raw in _grid(params, zips, where):
+        full = kind.complete(raw, where)
+        try:
+            kind.check(full)
+        except UserError as err:  # names a parameter: workload.<param>: ...
+            raise UserError(f"{where}.{err}") from None
+        try:
+            out += kind.expand(full) if kind.expand else [full]
+        except UserError as err:  # names a file:line or a parameter
+            raise UserError(f"{where}: {err}") from None
+    return out
+
+
 def build_plan(spec, source: str = "spec") -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field."""
     from schedlab.engines import get_engine
@@ -179,12 +196,7 @@ def build_plan(spec, source: str = "spec") -> Plan:
 
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
-    for raw in _grid(spec.workload.params(), spec.workload.zip, f"{source}: workload"):
-        params = kind.complete(raw, f"{source}: workload")
-        try:
-            kind.check(params)
-        except UserError as err:
-            raise UserError(f"{source}: workload.{err}") from None
+    for params in _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload"):
         point_id = digest({"kind": kind_name, "params": params})
         point_configs = []
         for name, pparams in policies:

@@ -189,7 +189,9 @@ def run_sweep(
         kind = workload_kind(instance.point.kind)
         if kind.load_shared is None:
             return None
-        key = canonical({k: instance.point.params[k] for k in kind.shared_keys})
+        params = instance.point.params
+        key = canonical({k: v for k, v in params.items()
+                         if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))})
         if key not in shared_refs:  # parsed once, shared through the object store
             shared_refs[key] = ray.put(kind.load_shared(instance.point.params))
         return shared_refs[key]

@@ -24,16 +24,20 @@ class WorkloadKind:
     build: Callable[[Any, dict[str, Any], Any], Any]  # (rng, params, shared) -> polars job table
     load_shared: Callable[[dict[str, Any]], Any] | None = None  # driver side, e.g. read a file once
     shared_keys: tuple[str, ...] = field(default=())  # params that identify the shared input
+    open_prefix: str | None = None  # params with this prefix are accepted as they are (reader options)
+    expand: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None  # e.g. window="all" -> 0..K-1
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
-        unknown = sorted(set(params) - set(self.defaults))
+        unknown = sorted(k for k in set(params) - set(self.defaults)
+                         if not (self.open_prefix and k.startswith(self.open_prefix)))
         if unknown:
             raise UserError(
                 f"{where}.{unknown[0]}: unknown parameter for workload kind {self.name!r}; "
                 f"allowed: {', '.join(self.defaults)}"
             )
         full = {k: params.get(k, v) for k, v in self.defaults.items()}
+        full.update({k: v for k, v in params.items() if k not in self.defaults})
         missing = [k for k, v in full.items() if v is None]
         if missing:
             raise UserError(f"{where}.{missing[0]}: required for workload kind {self.name!r}")
@@ -72,7 +76,23 @@ def _file() -> WorkloadKind:
     )
 
 
-_KINDS: dict[str, Callable[[], WorkloadKind]] = {"synthetic": _synthetic, "file": _file}
+def _trace() -> WorkloadKind:
+    from schedlab.workloads import trace_kind
+
+    return WorkloadKind(
+        name="trace",
+        summary="a real trace (reader + path + reader_* options) with windows, load/traffic scaling and estimate errors",
+        defaults=trace_kind.DEFAULTS,
+        check=trace_kind.check,
+        build=trace_kind.build,
+        load_shared=trace_kind.load_shared,
+        shared_keys=trace_kind.SHARED_KEYS,
+        open_prefix=trace_kind.READER_PREFIX,
+        expand=trace_kind.expand,
+    )
+
+
+_KINDS: dict[str, Callable[[], WorkloadKind]] = {"synthetic": _synthetic, "file": _file, "trace": _trace}
 
 
 def workload_kind(name: str, where: str = "workload.kind") -> WorkloadKind:

@@ -1,0 +1,125 @@
+"""The ``trace`` workload kind: replay a real trace inside a sweep.
+
+Parameters (a list value is a grid axis, as everywhere)::
+
+    reader = "swim"            # swf, swim, squid, bu98, google (see traces/registry.py)
+    path = "/data/FB-2010_samples_24_times_1hr_0.tsv.gz"
+    on_bad_line = "error"      # or "skip" (counted)
+    reader_size = "weighted"   # reader_* options go to the reader without the prefix
+    window_length = 604800     # seconds; 0 = the whole trace
+    window = "all"             # with window_length: every window (one shard each) or an index
+    traffic = 1.0              # multiply arrival times by this (Psychas & Ghaderi)
+    load = 0.9                 # rescale work so the offered load is this (PSBS §6.8); 0 = as is
+    sigma = 0.5                # estimate = size x LogNormal(0, sigma^2), drawn per replication
+    arrival_load = 0.9         # order-only traces (bu98): Poisson arrivals at this load
+
+The parsed trace is loaded once on the driver (and cached as Parquet by the
+reader) and shared with every task through Ray's object store; a task cuts
+its window and applies the transforms. ``window = "all"`` is expanded at plan
+time into one workload point per window, so windows shard into Ray tasks and
+each result row carries its ``window`` index (and ``window_length``) as
+columns. Replications differ only in the random draws (estimate errors,
+attached arrivals): with sigma = 0 on a timed trace, one replication suffices.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from schedlab.errors import UserError
+
+READER_PREFIX = "reader_"
+SHARED_KEYS = ("reader", "path", "on_bad_line")
+DEFAULTS: dict[str, Any] = {
+    "reader": None,
+    "path": None,
+    "on_bad_line": "error",
+    "window_length": 0.0,
+    "window": 0,
+    "traffic": 1.0,
+    "load": 0.0,
+    "sigma": 0.0,
+    "arrival_load": 0.0,
+}
+
+
+def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
+    return {k[len(READER_PREFIX):]: v for k, v in params.items() if k.startswith(READER_PREFIX)}
+
+
+def _number(params: dict[str, Any], name: str, ok, rule: str) -> None:
+    v = params[name]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+        raise UserError(f"{name}: must be {rule}; got {v!r}")
+
+
+def check(params: dict[str, Any]) -> None:
+    from schedlab.workloads.traces.registry import reader_module
+
+    reader_module(params["reader"], "reader")
+    if not isinstance(params["path"], str):
+        raise UserError(f"path: must be a file path string; got {params['path']!r}")
+    _number(params, "window_length", lambda v: v >= 0, "a number of seconds >= 0 (0: whole trace)")
+    _number(params, "traffic", lambda v: v > 0, "a number > 0")
+    _number(params, "load", lambda v: v >= 0, "a number >= 0 (0: keep the trace's units)")
+    _number(params, "sigma", lambda v: v >= 0, "a number >= 0")
+    _number(params, "arrival_load", lambda v: v >= 0, "a number >= 0")
+    w = params["window"]
+    if not (w == "all" or (isinstance(w, int) and not isinstance(w, bool) and w >= 0)):
+        raise UserError(f"window: must be \"all\" or a window index >= 0; got {w!r}")
+
+
+def load_shared(params: dict[str, Any]) -> pl.DataFrame:
+    """Parse the trace (driver side, once per sweep; the reader caches it)."""
+    from schedlab.workloads.traces.registry import read_trace
+
+    trace = read_trace(params["reader"], params["path"], on_bad_line=params["on_bad_line"],
+                       **_reader_options(params))
+    jobs = trace.jobs
+    if trace.meta.get("needs_arrivals") and not params["arrival_load"]:
+        raise UserError(f"arrival_load: the {params['reader']} trace has no arrival times; set arrival_load > 0")
+    return jobs
+
+
+def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """``window = "all"`` -> one point per window of the trace."""
+    from schedlab.workloads.transforms import window_count
+
+    if params["window"] != "all":
+        return [params]
+    if not params["window_length"]:
+        raise UserError('window: "all" needs window_length > 0')
+    jobs = load_shared(params)
+    if "submit" not in jobs.columns:
+        raise UserError('window: "all" needs a trace with arrival times')
+    return [{**params, "window": k} for k in range(window_count(jobs, params["window_length"]))]
+
+
+def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
+    """One instance: window, arrivals, traffic, load, estimates -> job table."""
+    from schedlab.workloads import transforms as tf
+
+    jobs = shared
+    if params["arrival_load"]:
+        jobs = tf.attach_arrivals(jobs, rng, params["arrival_load"])
+    if params["window_length"]:
+        jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"])
+    else:
+        jobs = tf.shift_to_zero(jobs)
+    if params["traffic"] != 1.0:
+        jobs = tf.scale_traffic(jobs, params["traffic"])
+    if params["load"]:
+        jobs = tf.scale_load(jobs, params["load"])
+    jobs = tf.add_estimates(jobs, rng, params["sigma"])
+    if "weight" not in jobs.columns:
+        jobs = jobs.with_columns(pl.lit(1.0).alias("weight"))
+    if jobs.is_empty():
+        raise UserError(f"window {params['window']}: no jobs in this window")
+    return jobs.with_columns(pl.col("job_id").cast(pl.Int64), pl.col("submit").cast(pl.Float64),
+                             pl.col("size").cast(pl.Float64), pl.col("weight").cast(pl.Float64))
+
+
+__all__ = ["DEFAULTS", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]

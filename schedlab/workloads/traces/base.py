@@ -1,0 +1,145 @@
+"""What every trace reader shares: the `Trace` it returns, line-error policy,
+gzip reading that refuses truncated files, and the Parquet cache.
+
+Canonical job-table columns (polars), used as each engine needs; a reader
+fills what its format has and leaves the rest out:
+
+=================  =======  ==================================================
+job_id             Int64    unique, as in the trace when it has ids
+submit             Float64  seconds (the trace's own origin; see transforms)
+size               Float64  work for the queue engine (bytes, seconds, ...)
+runtime            Float64  actual run time in seconds (HPC, Google)
+requested_time     Float64  user's run-time estimate in seconds (SWF field 9)
+procs              Int64    processors (SWF) / tasks
+cpu, mem           Float64  resource requests, normalised (Google)
+user               Int64    user id where known
+=================  =======  ==================================================
+
+Rows are sorted by submit time (stable: ties keep file order).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import polars as pl
+
+from schedlab.errors import UserError
+
+ON_BAD_LINE = ("error", "skip")
+
+
+@dataclass
+class Trace:
+    """A parsed trace: the job table, metadata (header fields, source, reader
+    options) and counts of what cleaning and skipping changed."""
+
+    jobs: pl.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class BadLines:
+    """Applies ``on_bad_line``: "error" raises one UserError naming file:line,
+    "skip" counts the line (reported in ``Trace.counts['skipped_bad_lines']``)."""
+
+    def __init__(self, path: str | Path, on_bad_line: str) -> None:
+        if on_bad_line not in ON_BAD_LINE:
+            raise UserError(f"on_bad_line: must be one of {', '.join(ON_BAD_LINE)}; got {on_bad_line!r}")
+        self.path = str(path)
+        self.skip = on_bad_line == "skip"
+        self.skipped = 0
+        self.first_skipped: str | None = None
+
+    def __call__(self, lineno: int, message: str) -> None:
+        where = f"{self.path}:{lineno}: {message}"
+        if not self.skip:
+            raise UserError(where)
+        self.skipped += 1
+        if self.first_skipped is None:
+            self.first_skipped = where
+
+
+def open_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, line without newline) for a plain or gzip text file.
+
+    A truncated or corrupt gzip stream is a UserError naming the file (never a
+    silently short trace); undecodable bytes are replaced, so a reader reports
+    them as a malformed line."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a trace file")
+    gz = _is_gzip(path)
+    opener = gzip.open if gz else open
+    lineno = 0
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                yield lineno, line.rstrip("\r\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise UserError(f"{path}: no such file") from None
+        raise UserError(f"{path}: corrupt or truncated gzip after line {lineno}: {err}") from None
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def file_digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    """``$SCHEDLAB_CACHE_DIR``, else ``~/.cache/schedlab/traces``."""
+    env = os.environ.get("SCHEDLAB_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "schedlab" / "traces"
+
+
+def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any],
+           parse: Callable[[], Trace], use_cache: bool = True) -> Trace:
+    """Parse once, then read Parquet: keyed by (file content hash, reader,
+    reader version, options). The cache is written atomically; a damaged cache
+    entry is ignored and rebuilt."""
+    if not use_cache:
+        return parse()
+    for p in paths:
+        if not Path(p).exists():
+            raise UserError(f"{p}: no such file")
+    key_src = json.dumps({"reader": reader, "version": version, "options": options,
+                          "content": file_digest([Path(p) for p in paths])}, sort_keys=True, default=str)
+    key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
+    root = cache_dir()
+    table, meta_file = root / f"{reader}-{key}.parquet", root / f"{reader}-{key}.json"
+    if table.exists() and meta_file.exists():
+        try:
+            info = json.loads(meta_file.read_text())
+            return Trace(pl.read_parquet(table), info["meta"], info["counts"])
+        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt, never trusted
+            pass
+    trace = parse()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".{key}.{os.getpid()}.tmp"
+        trace.jobs.write_parquet(tmp)
+        os.replace(tmp, table)
+        tmp.write_text(json.dumps({"meta": trace.meta, "counts": trace.counts}, default=str))
+        os.replace(tmp, meta_file)
+    except OSError:
+        pass  # an unwritable cache only costs speed
+    return trace

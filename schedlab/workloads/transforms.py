@@ -1,0 +1,107 @@
+"""Job-table transforms used to replay traces the way the papers do.
+
+All are pure functions of a polars job table (plus a seeded generator where
+randomness is involved) and never modify their input.
+
+* `shift_to_zero` -- time origin at the first submission.
+* `scale_load` -- choose the service speed so the offered load is rho: the
+  PSBS paper (§6.8) sets "the processing speed of the simulated system ... to
+  obtain a load (total size of the submitted jobs divided by total length of
+  the submission schedule) of 0.9". We divide sizes (and estimates) by that
+  speed, so a server of rate 1 sees load rho.
+* `scale_traffic` -- multiply arrival times by beta (Psychas & Ghaderi's
+  traffic scaling: beta < 1 compresses time and raises the load).
+* `windows` / `window` -- cut a trace into consecutive windows of a fixed length
+  (e.g. the DFRS paper's 182 week-long HPC2N traces; hourly or daily windows),
+  each shifted to start at 0.
+* `add_estimates` -- estimate = size x LogNormal(0, sigma^2), the PSBS paper's
+  error model (§5.3), for trace replays with estimation errors (Figs. 14-15).
+* `attach_arrivals` -- for order-only traces (the BU98 `seq id size` trace):
+  Poisson arrivals at the rate giving offered load rho.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from schedlab.errors import UserError
+
+
+def shift_to_zero(jobs: pl.DataFrame) -> pl.DataFrame:
+    if jobs.is_empty():
+        return jobs
+    return jobs.with_columns(pl.col("submit") - pl.col("submit").min())
+
+
+def offered_load(jobs: pl.DataFrame, work: str = "size") -> float:
+    """Total work / length of the submission schedule (the PSBS definition)."""
+    if jobs.height < 2:
+        return float("nan")
+    span = jobs["submit"].max() - jobs["submit"].min()
+    return float(jobs[work].sum() / span) if span > 0 else float("inf")
+
+
+def scale_load(jobs: pl.DataFrame, load: float, work: str = "size") -> pl.DataFrame:
+    """Rescale work so the offered load is exactly ``load`` on a rate-1 server."""
+    if not (isinstance(load, (int, float)) and math.isfinite(load) and load > 0):
+        raise UserError(f"load: must be a number > 0; got {load!r}")
+    current = offered_load(jobs, work)
+    if not (math.isfinite(current) and current > 0):
+        raise UserError("load: the trace (window) needs at least two distinct submit times and positive work to scale its load")
+    factor = load / current
+    cols = [pl.col(work) * factor]
+    if "estimate" in jobs.columns and work == "size":
+        cols.append(pl.col("estimate") * factor)
+    return jobs.with_columns(cols)
+
+
+def scale_traffic(jobs: pl.DataFrame, beta: float) -> pl.DataFrame:
+    if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
+        raise UserError(f"traffic: must be a number > 0; got {beta!r}")
+    return jobs.with_columns(pl.col("submit") * float(beta))
+
+
+def window_count(jobs: pl.DataFrame, length: float) -> int:
+    """Number of windows of ``length`` seconds from the first submission on."""
+    if jobs.is_empty():
+        return 0
+    span = jobs["submit"].max() - jobs["submit"].min()
+    return int(span // length) + 1
+
+
+def window(jobs: pl.DataFrame, length: float, index: int) -> pl.DataFrame:
+    """Jobs submitted in [t0 + index*length, t0 + (index+1)*length), t0 = the
+    first submission; the window is shifted to start at 0 (its own origin)."""
+    if not (isinstance(length, (int, float)) and length > 0):
+        raise UserError(f"window_length: must be a number of seconds > 0; got {length!r}")
+    count = window_count(jobs, length)
+    if not (isinstance(index, int) and 0 <= index < count):
+        raise UserError(f"window: must be an integer in 0..{count - 1} for this trace; got {index!r}")
+    t0 = jobs["submit"].min()
+    lo, hi = t0 + index * length, t0 + (index + 1) * length
+    part = jobs.filter((pl.col("submit") >= lo) & (pl.col("submit") < hi))
+    return part.with_columns(pl.col("submit") - lo)
+
+
+def add_estimates(jobs: pl.DataFrame, rng: np.random.Generator, sigma: float) -> pl.DataFrame:
+    """estimate = size x X, X ~ LogNormal(0, sigma^2); sigma = 0 gives exact sizes."""
+    if not (isinstance(sigma, (int, float)) and sigma >= 0):
+        raise UserError(f"sigma: must be a number >= 0; got {sigma!r}")
+    if sigma == 0:
+        return jobs.with_columns(pl.col("size").alias("estimate"))
+    factor = rng.lognormal(0.0, float(sigma), jobs.height)
+    return jobs.with_columns((pl.col("size") * pl.Series(factor)).alias("estimate"))
+
+
+def attach_arrivals(jobs: pl.DataFrame, rng: np.random.Generator, load: float) -> pl.DataFrame:
+    """Poisson arrivals, in the trace's order, at the rate giving offered load
+    ``load`` for the mean size (first arrival at 0)."""
+    if not (isinstance(load, (int, float)) and load > 0):
+        raise UserError(f"load: must be a number > 0 to attach arrivals; got {load!r}")
+    mean = float(jobs["size"].mean())
+    gaps = rng.exponential(mean / load, jobs.height)
+    gaps[0] = 0.0
+    return jobs.with_columns(pl.Series("submit", np.cumsum(gaps)))
