@@ -102,7 +102,7 @@ ENGINES: dict[str, Engine] = {
         summary="one shared server, preemptive fluid sharing (PSBS paper)",
         policies=_LazyPolicies(_queue_policies),
         run=_run_queue,
-        workload_kinds=("synthetic", "file"),
+        workload_kinds=("synthetic", "file", "trace"),
     ),
 }
 
