@@ -27,7 +27,9 @@ Floating-point tolerances (all explicit):
 * ``PRIO_TOL``: priority keys (SRPT estimated remaining, FSP virtual finishing
   key) within PRIO_TOL * max(1, |key|) count as equal, and the earlier
   arrival then wins. Without this, a float rounding step could turn an exact
-  tie into a strict preemption.
+  tie into a strict preemption. The cost is that inputs which genuinely
+  differ by less than that (sizes 10.0 and 9.999999999999998, say) are also
+  treated as tied. That is why the property test draws its inputs from grids.
 """
 
 from __future__ import annotations

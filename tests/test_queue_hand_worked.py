@@ -22,7 +22,7 @@ def test_fig2_virtual_lag_values():
     assert v.g == 3.0
     v.arrive(5.0, 2, 2.0, 1.0)
     assert v.g == 4.0
-    assert sorted(v.O) == [(6.0, 2, 1.0), (8.0, 1, 1.0), (10.0, 0, 1.0)]
+    assert sorted((g_i, job) for _, job, g_i, _ in v.O) == [(6.0, 2), (8.0, 1), (10.0, 0)]
     assert v.head() == 2
     finished = []
     while v.next_completion_time() < float("inf"):

@@ -4,6 +4,18 @@
 Agreement means that, for every job, |engine - reference| <= RTOL *
 max(|engine|, |reference|). RTOL is deliberately tight. If this test fails,
 do not loosen it: shrink the example and work it out by hand.
+
+The reference follows the specified float semantics: a job is complete when
+remaining <= 1e-9 * max(1, size), and ties (within 1e-9) go to the earlier
+arrival. When the two disagree, the job is almost always left with a
+rounding-level residue, or two priority keys are equal but for rounding.
+Deciding it with Fractions on the same binary inputs (exact arithmetic)
+splits the cases in two:
+  * exact arithmetic agrees with the reference. The engine is simply wrong;
+    the minimal cases are pinned in ``test_engine_on_exact_coincidences``;
+  * exact arithmetic leaves a residue of about 1e-16, or keys that differ by
+    about 1e-16. The engine then matches exact arithmetic, but not the
+    specified tolerance semantics, nor a hand calculation in decimals.
 """
 
 import numpy as np
@@ -20,16 +32,37 @@ RTOL = 1e-6
 WEIGHTS = [1.0, 0.5, 0.25, 1 / 3, 0.2]
 
 
+def _on_grid(draw, n, lo, hi, zeros=False):
+    """n floats in [lo, hi] on one grid drawn per array: 1/10, 1/1000 or 2**-20.
+
+    Why grids rather than arbitrary floats: hypothesis likes inputs one ulp
+    apart (sizes 10.0 and 9.999999999999998, say). Which job goes first then
+    depends only on rounding, i.e. on whether an implementation keeps virtual
+    lags g + s/w or virtual remaining work; no tolerance can settle that. On
+    these grids two distinct inputs differ by far more than the reference's
+    PRIO_TOL. Decimal grids still round (0.9 is not a binary float), so
+    both implementations must cope with ties and coincidences that hold only
+    up to rounding. The 1/10 grid makes such coincidences common."""
+    den = draw(st.sampled_from([10, 1000, 2**20]))
+    k = st.integers(int(np.ceil(lo * den)), int(np.floor(hi * den)))
+    if zeros:
+        k = st.one_of(st.just(0), k)
+    return np.array(draw(st.lists(k, min_size=n, max_size=n)), dtype=float) / den
+
+
 @st.composite
 def workloads(draw):
+    """1-20 jobs: gaps in [0, 5] with some exact zeros (simultaneous
+    arrivals); sizes in [0.05, 10]; estimate = size * factor, factor in
+    [0.1, 10], rounded to 1e-9; weights from WEIGHTS."""
     n = draw(st.integers(1, 20))
-    gap = st.one_of(st.just(0.0), st.floats(0.0, 5.0))
-    gaps = draw(st.lists(gap, min_size=n, max_size=n))
-    submit = np.cumsum(gaps)
-    size = np.array(draw(st.lists(st.floats(0.05, 10.0), min_size=n, max_size=n)))
-    factor = np.array(draw(st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n)))
+    submit = np.cumsum(_on_grid(draw, n, 0.0, 5.0, zeros=True))
+    size = _on_grid(draw, n, 0.05, 10.0)
+    factor = _on_grid(draw, n, 0.1, 10.0)
     weight = np.array(draw(st.lists(st.sampled_from(WEIGHTS), min_size=n, max_size=n)))
-    return submit, size, size * factor, weight
+    # Round to 1e-9 so that 0.8 * 3.0 and 4.8 * 0.5 are the same 2.4, not
+    # two floats one ulp apart (see _on_grid).
+    return submit, size, np.round(size * factor, 9), weight
 
 
 def assert_agree(policy, submit, size, estimate, weight):
@@ -60,7 +93,6 @@ def test_engine_matches_reference(policy, w):
 S3 = [0.0, 3.0, 5.0]
 Z3 = [10.0, 5.0, 2.0]
 UNDER = [1.0, 5.0, 2.0]  # J1 (size 10) estimated at 1
-ONES = [1.0, 1.0, 1.0]
 
 
 def ref(policy, submit, size, estimate=None, weight=None):
@@ -135,3 +167,63 @@ def test_reference_las_ties_and_idle_gap():
     assert ref("SRPT", [0.0, 1.0], [2.0, 1.0]) == [2.0, 3.0]
     # FSP tie: virtual finishes are equal (both at 3), earlier arrival first.
     assert ref("FSP", [0.0, 1.0], [2.0, 1.0]) == [2.0, 3.0]
+
+
+# --- minimal disagreements found by the property test, worked by hand -------
+# Each is an exact coincidence or tie even in exact rational arithmetic on the
+# binary inputs (checked with Fractions), so the expected values do not rest
+# on the reference's tolerances. Two engine defects show up:
+#  * residue: a job whose real completion falls exactly on another event is
+#    left a rounding-level remainder and not retired; it ends only when next
+#    served, which LAS and SRPTE-style priorities can put off a long way;
+#  * tie: equal priority keys (SRPT remaining work, FSP virtual lag) are
+#    broken by rounding instead of by earlier arrival.
+FSP_TIE = ([0.0, 0.1, 3.0], [0.9, 2.5, 0.4], None, [0.9, 3.4, 3.8])
+
+REGRESSIONS = {
+    # LAS: J0 alone to 0.6; J1 (att 0) alone to 1.2 (att 0.6); then halves:
+    # J1's 1.1 left ends at 1.2 + 2.2 = 3.4 = J2's arrival (3.4 = 2 * fl(1.7)).
+    # Completions first, so J1 ends at 3.4. J2 (att 0) alone to 4.0; J0's 0.3
+    # left ends at 4.3. The engine keeps a residue of J1 until 4.0.
+    "residue-LAS": ("LAS", [0.0, 0.6, 3.4], [2.0, 1.7, 0.6], None, [4.3, 3.4, 4.0]),
+    # SRPTE+PS: J0 (size 10, est 0.1) is late from 0.1, alone to 0.2; shares
+    # with J1 (est 10), whose 0.1 ends at 0.4 = J2's arrival. J1 ends at 0.4;
+    # J0 + J2 share to 0.6 (J2 ends); J0's 9.6 left ends at 10.2.
+    "residue-SRPTE+PS": ("SRPTE+PS", [0.0, 0.2, 0.4], [10.0, 0.1, 0.1],
+                         [0.1, 10.0, 0.1], [10.2, 0.4, 0.6]),
+    # SRPTE+LAS: J0 (size 1, est 0.1) late from 0.1, alone to 0.9 (0.1 left);
+    # head J1 shares with it, J0 ends at 1.1 (J1 att 0.1); J1 alone turns late
+    # at 1.25; J1 + head J2 halve; at 1.75 J1 ends just as J2 turns late. J2
+    # alone ends at 2.0. (Unretired, J1 would lose the LAS race to J2, since
+    # att 0.5 > 0.25, and wait until 2.0.)
+    "residue-SRPTE+LAS": ("SRPTE+LAS", [0.0, 0.9, 0.9], [1.0, 0.5, 0.5],
+                          [0.1, 0.25, 0.25], [1.1, 1.75, 2.0]),
+    # SRPTE+LAS with one batch at t = 0 (sizes 0.1 x3, 0.3, 0.7 x4; estimates a
+    # tenth of that). J0-J2 turn late in turn (at 0.01, 0.03, 0.05) and LAS
+    # levels them at att 0.02 by 0.07, while head J3 gets 0.01. Quarters to
+    # 0.15 (J3 late, att 0.03; J0-J2 0.04); J3 + head J4 halve to 0.17 (J3
+    # 0.04, J4 0.01). Fifths: at 0.47 J4 turns late (att 0.07) exactly as
+    # J0-J2 reach 0.1 and end. The engine ends them at 0.53, after LAS has
+    # brought J4 up to their level.
+    "residue-SRPTE+LAS-batch": ("SRPTE+LAS", [0.0] * 8, [0.1] * 3 + [0.3] + [0.7] * 4,
+                                [0.01] * 3 + [0.03] + [0.07] * 4,
+                                [0.47] * 3 + [1.8] + [3.4] * 4),
+    # SRPT: J0 runs to 0.5 (1.3 left); J1 (0.4) preempts and ends at 0.9; J0
+    # resumes and has exactly 0.4 left at 1.8 when J2 (0.4) arrives. It is a
+    # tie, so the earlier J0 keeps the server: J0 2.2, J2 2.6.
+    "tie-SRPT": ("SRPT", [0.0, 0.5, 1.8], [1.8, 0.4, 0.4], None, [2.2, 0.9, 2.6]),
+    # FSP family (estimates exact): virtual PS: J0 alone to 0.1 (0.8 left);
+    # halves, J0 ends virtually at 1.7 (J1 has 1.7 left); J1 alone to 3.0,
+    # 0.4 left, equal to newcomer J2's 0.4. It is a tie, so J1 (earlier) goes
+    # first. Real: J0 0-0.9, J1 0.9-3.4, J2 3.4-3.8.
+    **{f"tie-{p}": (p, *FSP_TIE) for p in ("FSP", "FSPE", "FSPE+PS", "FSPE+LAS", "PSBS")},
+}
+
+
+@pytest.mark.parametrize("case", list(REGRESSIONS))
+def test_engine_on_exact_coincidences(case):
+    policy, submit, size, est, expected = REGRESSIONS[case]
+    est = size if est is None else est
+    assert ref(policy, submit, size, est) == pytest.approx(expected, rel=RTOL)
+    weight = [1.0] * len(size)
+    assert_agree(policy, *(np.array(x, dtype=float) for x in (submit, size, est, weight)))

@@ -51,11 +51,31 @@ therefore reported as ``max(1, sojourn / size)``: see ``schedlab.sim.metrics``.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Protocol, Sequence
 
 import numpy as np
 
 INF = float("inf")
+
+#: A job whose remaining work is at most this fraction of its size when another
+#: event happens is complete at that event (not ~1e-16 later): a leftover of
+#: rounding must not reorder a schedule (e.g. leave a finished job waiting
+#: behind a newcomer under LAS).
+DONE_REL_TOL = 1e-9
+#: Priority keys (SRPT remaining estimates, FSP virtual lags, LAS levels) are
+#: compared after rounding to this many mantissa bits (~1e-12 relative), so
+#: keys that are equal in exact arithmetic tie, and ties go by arrival order.
+TIE_BITS = 40
+
+
+def tie_key(x: float) -> float:
+    """``x`` rounded to TIE_BITS significant bits: the form in which policies
+    compare computed priority keys (see TIE_BITS)."""
+    if x == 0.0 or x != x or x in (INF, -INF):
+        return x
+    m, e = math.frexp(x)
+    return math.ldexp(round(m * (1 << TIE_BITS)), e - TIE_BITS)
 
 
 class Pool:
@@ -275,6 +295,7 @@ def simulate(
     arrive, depart = policy.arrive, policy.depart
     next_event_time, on_event = policy.next_event_time, policy.on_event
     next_completion, complete, admit = server._next_completion, server._complete, server._admit
+    w_of = server._w
     i = 0
     events = 0
     done = 0
@@ -283,6 +304,12 @@ def simulate(
         t_done, job = next_completion()
         t_policy = next_event_time()
         events += 1
+        if job >= 0:
+            t_other = t_policy if t_policy < t_arrival else t_arrival
+            # Completion first if the job's residual work at the other event is
+            # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
+            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served.weight:
+                t_done = t_other if t_other > server.now else server.now
         if t_done <= t_policy and t_done <= t_arrival and job >= 0:
             server.now = t_done
             complete(job)

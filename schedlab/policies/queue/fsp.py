@@ -37,14 +37,16 @@ from collections import deque
 
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.policies.queue.las import LeastAttained
-from schedlab.sim.queue import INF, Server
+from schedlab.sim.queue import INF, Server, tie_key
 
 
 class VirtualLag:
     """The emulated GPS system of Algorithm 1: heaps O and E ordered by g_i.
 
     O holds jobs running in both systems, E the "early" jobs already finished in
-    the real system but still running virtually. Ties on g_i: arrival order.
+    the real system but still running virtually. Entries are (tie key of g_i,
+    job, g_i, w_i): lags equal to ~1e-12 relative tie, and ties go by arrival
+    order (O before E); the exact g_i times the virtual completion.
     """
 
     def __init__(self) -> None:
@@ -52,8 +54,8 @@ class VirtualLag:
         self.t = 0.0  # time of the last update
         self.w_v = 0.0  # total weight in the virtual system
         self.count = 0  # jobs in the virtual system (resets g and w_v exactly when 0)
-        self.O: list[tuple[float, int, float]] = []  # (g_i, job, w_i)
-        self.E: list[tuple[float, int, float]] = []
+        self.O: list[tuple[float, int, float, float]] = []  # (tie key, job, g_i, w_i)
+        self.E: list[tuple[float, int, float, float]] = []
 
     def _update(self, t: float) -> None:
         if self.w_v > 0.0:
@@ -62,7 +64,8 @@ class VirtualLag:
 
     def arrive(self, t: float, job: int, size: float, weight: float) -> None:
         self._update(t)
-        heapq.heappush(self.O, (self.g + size / weight, job, weight))
+        g_i = self.g + size / weight
+        heapq.heappush(self.O, (tie_key(g_i), job, g_i, weight))
         self.w_v += weight
         self.count += 1
 
@@ -70,22 +73,23 @@ class VirtualLag:
         """The job to serve when nothing is late: the first to finish virtually."""
         return self.O[0][1] if self.O else None
 
+    def _next_from_o(self) -> bool:
+        return bool(self.O) and (not self.E or self.O[0][:2] <= self.E[0][:2])
+
     def next_completion_time(self) -> float:
-        if self.O:
-            g_next = self.O[0][0] if not self.E or self.O[0][0] <= self.E[0][0] else self.E[0][0]
-        elif self.E:
-            g_next = self.E[0][0]
-        else:
+        if not (self.O or self.E):
             return INF
+        g_next = (self.O if self._next_from_o() else self.E)[0][2]
         return self.t + self.w_v * (g_next - self.g)
 
     def complete_next(self, t: float) -> int | None:
         """Apply the announced virtual completion at ``t``; return the job if it
         became late (it was still running in the real system), else None."""
-        from_o = bool(self.O) and (not self.E or self.O[0][0] <= self.E[0][0])
-        g_i, job, weight = heapq.heappop(self.O if from_o else self.E)
+        from_o = self._next_from_o()
+        _, job, g_i, weight = heapq.heappop(self.O if from_o else self.E)
         self.t = t
-        self.g = g_i  # the lag reached g_i exactly: equal tags finish at this same instant
+        if g_i > self.g:  # the lag reached g_i exactly: equal tags finish at this same instant
+            self.g = g_i
         self.count -= 1
         if self.count == 0:
             self.w_v = 0.0

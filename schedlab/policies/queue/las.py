@@ -19,7 +19,7 @@ import heapq
 import itertools
 
 from schedlab.policies.queue.base import QueuePolicy
-from schedlab.sim.queue import INF, Pool, Server
+from schedlab.sim.queue import INF, Pool, Server, tie_key
 
 
 class _Group:
@@ -40,8 +40,10 @@ class LeastAttained:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.active: _Group | None = None
-        self.paused: list[tuple[float, int, _Group]] = []  # heap by level, then creation order
-        self.paused_at: dict[float, _Group] = {}  # level -> paused group, to join equal levels
+        # paused groups: heap of (tie key of level, creation order, level, group);
+        # levels equal as tie keys are one level (see schedlab.sim.queue.TIE_BITS)
+        self.paused: list[tuple[float, int, float, _Group]] = []
+        self.paused_at: dict[float, _Group] = {}  # tie key of level -> paused group
         self.group_of: dict[int, _Group] = {}
         self._order = itertools.count()
 
@@ -67,14 +69,14 @@ class LeastAttained:
             self._enter(job, self.active)
             return
         current = self.level(active)
-        if attained == current:
+        if tie_key(attained) == tie_key(current):
             self._enter(job, active)
         elif attained < current:
             self._pause(active, current)
             self.active = self._new_group(attained)
             self._enter(job, self.active)
         else:
-            group = self.paused_at.get(attained)
+            group = self.paused_at.get(tie_key(attained))
             if group is None:
                 group = self._new_group(attained)
                 self._push(group, attained)
@@ -96,14 +98,14 @@ class LeastAttained:
         self._drop_empty_paused()
         if not self.paused:
             return INF
-        gap = self.paused[0][0] - self.level(active)
+        gap = self.paused[0][2] - self.level(active)
         return self.server.now + self.server.time_to_advance(active.pool, gap)
 
     def on_event(self) -> None:
         """The served group met the next group: merge them."""
         self._drop_empty_paused()
-        level, _, other = heapq.heappop(self.paused)
-        del self.paused_at[level]
+        key, _, level, other = heapq.heappop(self.paused)
+        del self.paused_at[key]
         active = self.active
         small, large = (active, other) if len(active.members) <= len(other.members) else (other, active)
         for job in small.members:
@@ -124,13 +126,13 @@ class LeastAttained:
         self.group_of[job] = group
 
     def _push(self, group: _Group, level: float) -> None:
-        heapq.heappush(self.paused, (level, next(self._order), group))
-        self.paused_at[level] = group
+        heapq.heappush(self.paused, (tie_key(level), next(self._order), level, group))
+        self.paused_at[tie_key(level)] = group
 
     def _pause(self, group: _Group, level: float) -> None:
         group.level = level
         group.clock = self.server.pool_clock(group.pool)
-        existing = self.paused_at.get(level)
+        existing = self.paused_at.get(tie_key(level))
         if existing is None:
             self._push(group, level)
         else:  # a paused group already sits at exactly this level: join it
@@ -140,16 +142,16 @@ class LeastAttained:
 
     def _drop_empty_paused(self) -> None:
         paused = self.paused
-        while paused and not paused[0][2].members:
-            level, _, _ = heapq.heappop(paused)
-            self.paused_at.pop(level, None)
+        while paused and not paused[0][3].members:
+            key, _, _, _ = heapq.heappop(paused)
+            self.paused_at.pop(key, None)
 
     def _pop_paused(self) -> _Group | None:
         self._drop_empty_paused()
         if not self.paused:
             return None
-        level, _, group = heapq.heappop(self.paused)
-        del self.paused_at[level]
+        key, _, _, group = heapq.heappop(self.paused)
+        del self.paused_at[key]
         return group
 
 

@@ -12,8 +12,9 @@ which the paper names as the precise description (§4.1).
 
 Only the head (the highest-priority non-late job) has a changing key, so the
 waiting jobs sit in a heap keyed by their estimated remaining work when they
-were last preempted: O(log n) per event. Ties: on equal keys the earlier
-arrival goes first, and a newcomer preempts the head only if strictly smaller.
+were last preempted: O(log n) per event. Ties: keys are compared as
+`tie_key`s (equal to ~1e-12 relative); on equal keys the earlier arrival goes
+first, and a newcomer preempts the head only if strictly smaller.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import heapq
 
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.policies.queue.las import LeastAttained
-from schedlab.sim.queue import INF, Pool, Server
+from schedlab.sim.queue import INF, Pool, Server, tie_key
 
 
 class SRPTE(QueuePolicy):
@@ -33,7 +34,7 @@ class SRPTE(QueuePolicy):
 
     def __init__(self, server: Server) -> None:
         super().__init__(server)
-        self.waiting: list[tuple[float, int]] = []  # (estimated remaining, job)
+        self.waiting: list[tuple[float, int, float]] = []  # (tie key, job, estimated remaining)
         self.head: int | None = None
         self.head_key = 0.0  # estimated remaining of the head when it became head
         self.head_att = 0.0  # its attained service at that moment
@@ -50,7 +51,7 @@ class SRPTE(QueuePolicy):
 
     def _next_head(self) -> None:
         if self.waiting:
-            key, job = heapq.heappop(self.waiting)
+            _, job, key = heapq.heappop(self.waiting)
             self._set_head(job, key)
         else:
             self.head = None
@@ -61,11 +62,11 @@ class SRPTE(QueuePolicy):
             self._set_head(job, estimate)
             return False
         remaining = self.head_remaining()
-        if estimate < remaining:
-            heapq.heappush(self.waiting, (remaining, self.head))
+        if tie_key(estimate) < tie_key(remaining):
+            heapq.heappush(self.waiting, (tie_key(remaining), self.head, remaining))
             self._set_head(job, estimate)
             return True
-        heapq.heappush(self.waiting, (estimate, job))
+        heapq.heappush(self.waiting, (tie_key(estimate), job, estimate))
         return False
 
     # ---- the seam -----------------------------------------------------------------
