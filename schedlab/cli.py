@@ -277,6 +277,41 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
         raise UserError(f"MLflow tracking failed: {report.error}")
     click.echo(f"{report.logged} configuration runs logged from {results_dir}")
 
+
+@main.group()
+def workloads() -> None:
+    """Trace workloads: inspect what a trace holds."""
+
+
+@workloads.command("inspect")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--reader", help="swf, swim, squid, bu98 or google (default: guessed from the name).")
+@click.option("--on-bad-line", type=click.Choice(["error", "skip"]), default="error", show_default=True)
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="A reader option (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def inspect_cmd(path: Path, reader: str | None, on_bad_line: str, options: tuple[str, ...], fmt: str) -> None:
+    """Jobs, time span, offered load, size and resource statistics, cleaning counts."""
+    from schedlab.workloads.inspect import describe, guess_reader, render
+    from schedlab.workloads.traces.registry import read_trace
+
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    reader = reader or guess_reader(path)
+    parsed: dict[str, object] = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--option {item!r}: expected KEY=VALUE")
+        try:
+            parsed[key] = json.loads(value)  # numbers, true/false
+        except ValueError:
+            parsed[key] = value  # a plain string
+    info = describe(read_trace(reader, str(path), on_bad_line=on_bad_line, **parsed))
+    if fmt == "json":
+        click.echo(json.dumps(info, default=str))
+    else:
+        click.echo(render(info, str(path), reader))
+
 def _write_jobs(columns: dict, path: Path) -> None:
     import polars as pl
 
