@@ -102,13 +102,15 @@ class ResultStore:
         return any((self.root / table).glob("**/*.parquet"))
 
     def scan(self, table: str = SUMMARY) -> pl.LazyFrame:
-        if not self.has(table):
+        """All committed rows of ``table``. Files are scanned one by one and
+        concatenated diagonally with relaxed types, so batches whose columns
+        differ (e.g. a per-class metric only some configurations have) still
+        combine; the policy partition comes back as a column."""
+        files = sorted((self.root / table).glob("**/*.parquet"))
+        if not files:
             raise UserError(f"{self.root}: no {table} rows yet")
-        return pl.scan_parquet(
-            str(self.root / table / "**" / "*.parquet"),
-            hive_partitioning=table != FAILURES,
-            missing_columns="insert",
-        )
+        hive = table != FAILURES
+        return pl.concat([pl.scan_parquet(f, hive_partitioning=hive) for f in files], how="diagonal_relaxed")
 
     def done_keys(self) -> set[tuple[str, int]]:
         if not self.has(SUMMARY):

@@ -92,7 +92,24 @@ def _trace() -> WorkloadKind:
     )
 
 
-_KINDS: dict[str, Callable[[], WorkloadKind]] = {"synthetic": _synthetic, "file": _file, "trace": _trace}
+def _lublin() -> WorkloadKind:
+    from schedlab.workloads import lublin
+
+    def check(params: dict[str, Any]) -> None:
+        lublin.check_params(njobs=params["njobs"], nodes=params["nodes"], params=lublin.LublinParams())
+
+    return WorkloadKind(
+        name="lublin",
+        summary="the Lublin-Feitelson (2003) rigid parallel job model (runtime, procs, daily-cycle arrivals)",
+        defaults={"njobs": 10_000, "nodes": 256},
+        check=check,
+        build=lambda rng, params, shared: lublin.lublin_workload(rng, njobs=params["njobs"], nodes=params["nodes"]),
+    )
+
+
+_KINDS: dict[str, Callable[[], WorkloadKind]] = {
+    "synthetic": _synthetic, "file": _file, "trace": _trace, "lublin": _lublin,
+}
 
 
 def workload_kind(name: str, where: str = "workload.kind") -> WorkloadKind:
