@@ -78,17 +78,20 @@ def open_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a trace file")
-    gz = _is_gzip(path)
-    opener = gzip.open if gz else open
     lineno = 0
+    gz = False
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+        gz = _is_gzip(path)
+        opener = gzip.open if gz else open
+        # newline="\n": only LF ends a line, so line numbers agree with wc -l / sed -n
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
             for lineno, line in enumerate(fh, start=1):
                 yield lineno, line.rstrip("\r\n")
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as err:
-        if isinstance(err, FileNotFoundError):
-            raise UserError(f"{path}: no such file") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise UserError(f"{path}: corrupt or truncated gzip after line {lineno}: {err}") from None
+    except OSError as err:
+        what = "gzip stream" if gz else "file"
+        raise UserError(f"{path}: cannot read the {what} after line {lineno}: {err.strerror or err}") from None
 
 
 def _is_gzip(path: Path) -> bool:
@@ -129,7 +132,9 @@ def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any]
     if table.exists() and meta_file.exists():
         try:
             info = json.loads(meta_file.read_text())
-            return Trace(pl.read_parquet(table), info["meta"], info["counts"])
+            # the key is the content, not the path: name the file asked for
+            meta = {**info["meta"], "source": str(paths[0])}
+            return Trace(pl.read_parquet(table), meta, info["counts"])
         except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt, never trusted
             pass
     trace = parse()
