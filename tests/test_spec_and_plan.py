@@ -5,6 +5,7 @@ import hashlib
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +124,9 @@ def test_cli_validate_exit_codes(tmp_path):
 
 
 def test_example_specs_validate():
-    for name in ("psbs-shape", "psbs-sigma"):
+    names = ["psbs-shape", "psbs-sigma"]
+    if Path("../shared/data/swim-facebook").exists():
+        names.append("fb2010-sigma")
+    for name in names:
         spec = load_spec(f"sweeps/{name}.toml")
         assert build_plan(spec).configs
