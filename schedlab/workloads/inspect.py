@@ -9,6 +9,8 @@ from schedlab.errors import UserError
 from schedlab.workloads.traces.base import Trace
 
 QUANTILES = (0.5, 0.9, 0.99)
+#: Readers whose `size` is in bytes (shown also in decimal units: GB = 1e9 B).
+BYTE_READERS = ("swim", "squid", "bu98")
 
 
 def guess_reader(path: Path) -> str:
@@ -34,6 +36,13 @@ def _stats(series) -> dict[str, float]:
     return out
 
 
+def _decimal_bytes(x: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f} {unit}"
+    return f"{x:.0f} B"
+
+
 def describe(trace: Trace) -> dict[str, Any]:
     jobs = trace.jobs
     info: dict[str, Any] = {"jobs": jobs.height, "counts": trace.counts,
@@ -44,6 +53,11 @@ def describe(trace: Trace) -> dict[str, Any]:
         info["time_span_days"] = span / 86400.0
         if "size" in jobs.columns and span > 0:
             info["offered_work_per_s"] = float(jobs["size"].sum()) / span
+        machine = trace.meta.get("machine_procs")
+        if {"runtime", "procs"} <= set(jobs.columns) and isinstance(machine, int) and machine > 0 and span > 0:
+            # HPC: processor-seconds asked for / processor-seconds available
+            info["offered_load"] = float((jobs["runtime"] * jobs["procs"]).sum()) / (span * machine)
+            info["machine_procs"] = machine
     for column in ("size", "runtime", "requested_time", "procs", "cpu", "mem", "demand"):
         if column in jobs.columns and jobs.height:
             info[column] = _stats(jobs[column].drop_nulls())
@@ -56,8 +70,13 @@ def describe(trace: Trace) -> dict[str, Any]:
 
 def render(info: dict[str, Any], path: str, reader: str) -> str:
     lines = [f"{path} ({reader})", f"  jobs                {info['jobs']}"]
+    if reader in BYTE_READERS and "size" in info:
+        s = info["size"]
+        lines.append(f"  size (bytes)        mean {_decimal_bytes(s['mean'])}  max {_decimal_bytes(s['max'])}")
     if "time_span_s" in info:
         lines.append(f"  time span           {info['time_span_s']:.6g} s ({info['time_span_days']:.4g} days)")
+    if "offered_load" in info:
+        lines.append(f"  offered load        {info['offered_load']:.4g} (processor-seconds / ({info['machine_procs']} procs x span))")
     if "offered_work_per_s" in info:
         lines.append(f"  offered work / s    {info['offered_work_per_s']:.6g} (load on a rate-1 server)")
     for key in ("MaxProcs", "MaxNodes"):

@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import json
 import os
+import uuid
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,8 +125,14 @@ def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any]
     for p in paths:
         if not Path(p).exists():
             raise UserError(f"{p}: no such file")
+        if Path(p).is_dir():
+            raise UserError(f"{p}: is a directory, not a trace file")
+    try:
+        content = file_digest([Path(p) for p in paths])
+    except OSError as err:
+        raise UserError(f"{paths[0]}: cannot read: {err.strerror or err}") from None
     key_src = json.dumps({"reader": reader, "version": version, "options": options,
-                          "content": file_digest([Path(p) for p in paths])}, sort_keys=True, default=str)
+                          "content": content}, sort_keys=True, default=str)
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     root = cache_dir()
     table, meta_file = root / f"{reader}-{key}.parquet", root / f"{reader}-{key}.json"
@@ -140,7 +147,7 @@ def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any]
     trace = parse()
     try:
         root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".{key}.{os.getpid()}.tmp"
+        tmp = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         trace.jobs.write_parquet(tmp)
         os.replace(tmp, table)
         tmp.write_text(json.dumps({"meta": trace.meta, "counts": trace.counts}, default=str))
