@@ -1,0 +1,73 @@
+"""Synthetic slotted workloads for the packing engine (Psychas & Ghaderi §VII-A).
+
+Time is slotted: A(t) ~ Poisson(rate) jobs arrive at the start of slot t
+(submit = t, an integer), t = 0..slots-1, numbered in slot order. Each job's
+demand (one resource) is drawn i.i.d. from a discrete distribution (``sizes``
+with ``probs``, uniform over ``sizes`` when ``probs`` is omitted) or uniformly
+from ``uniform = (lo, hi)``. Durations are integers: geometric with mean
+``mean_service`` (support ≥ 1, success probability 1/mean_service), or fixed
+(= ``mean_service``, which must then be an integer). Everything is drawn from
+the given ``numpy.random.Generator``, in the order counts, demands, durations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from schedlab.errors import UserError
+
+PACKING_SCHEMA = {"job_id": pl.Int64(), "submit": pl.Float64(), "duration": pl.Float64(), "demand": pl.Float64()}
+
+
+def packing_workload(
+    rng: np.random.Generator,
+    *,
+    slots: int,
+    rate: float,
+    sizes=None,
+    probs=None,
+    uniform: tuple[float, float] | None = None,
+    service: str = "geometric",
+    mean_service: float = 100,
+) -> pl.DataFrame:
+    """A job table with columns job_id, submit, duration, demand (see module docstring)."""
+    if not (isinstance(slots, (int, np.integer)) and slots >= 0):
+        raise UserError(f"packing workload: slots must be an integer >= 0 (got {slots!r})")
+    if not (rate >= 0):
+        raise UserError(f"packing workload: rate must be >= 0 (got {rate!r})")
+    if (sizes is None) == (uniform is None):
+        raise UserError("packing workload: give exactly one of sizes (with optional probs) or uniform=(lo, hi)")
+    if service not in ("geometric", "fixed"):
+        raise UserError(f"packing workload: service must be 'geometric' or 'fixed' (got {service!r})")
+    if not (mean_service >= 1):
+        raise UserError(f"packing workload: mean_service must be >= 1 (got {mean_service!r})")
+    if service == "fixed" and mean_service != int(mean_service):
+        raise UserError(f"packing workload: fixed service needs an integer mean_service (got {mean_service!r})")
+
+    counts = rng.poisson(rate, size=slots)
+    submit = np.repeat(np.arange(slots, dtype=float), counts)
+    n = len(submit)
+    if sizes is not None:
+        sizes = np.asarray(sizes, dtype=float)
+        if sizes.ndim != 1 or len(sizes) == 0 or np.any(sizes <= 0):
+            raise UserError("packing workload: sizes must be a non-empty list of positive values")
+        if probs is not None:
+            probs = np.asarray(probs, dtype=float)
+            if probs.shape != sizes.shape or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
+                raise UserError("packing workload: probs must be non-negative, one per size, summing to 1")
+            probs = probs / probs.sum()
+        demand = rng.choice(sizes, size=n, p=probs)
+    else:
+        lo, hi = map(float, uniform)
+        if not (0 < lo <= hi):
+            raise UserError(f"packing workload: uniform needs 0 < lo <= hi (got {uniform!r})")
+        demand = rng.uniform(lo, hi, size=n)
+    if service == "geometric":
+        duration = rng.geometric(1.0 / mean_service, size=n).astype(float)
+    else:
+        duration = np.full(n, float(mean_service))
+    return pl.DataFrame(
+        {"job_id": np.arange(n, dtype=np.int64), "submit": submit, "duration": duration, "demand": demand},
+        schema=PACKING_SCHEMA,
+    )
