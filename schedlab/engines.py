@@ -9,7 +9,8 @@ packing or batch simulator means adding one :class:`Engine` entry here.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -19,10 +20,12 @@ from schedlab.errors import UserError
 
 @dataclass(frozen=True)
 class RunResult:
-    """One policy on one workload: per-job columns and summary metrics."""
+    """One policy on one workload: per-job columns, summary metrics and, for
+    engines that sample one, a time series (columns of equal length)."""
 
     jobs: dict[str, np.ndarray]
     summary: dict[str, float]
+    series: dict[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,22 @@ class Engine:
     name: str
     summary: str
     policies: Mapping[str, Any]  # name -> policy class (with .summary)
-    run: Callable[..., RunResult]  # run(jobs: polars.DataFrame, policy: str, **params)
+    run: Callable[..., RunResult]  # run(jobs: polars.DataFrame, policy: str, params=None, system=None)
     workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
+    system_defaults: Mapping[str, Any] = field(default_factory=dict)  # the spec's [system] table
+
+    def check_system(self, system: Mapping[str, Any], where: str) -> None:
+        unknown = sorted(set(system) - set(self.system_defaults))
+        if unknown:
+            allowed = ", ".join(self.system_defaults) or "none"
+            raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.name!r}; allowed: {allowed}")
+
+    def policy_param_names(self, policy: str) -> set[str]:
+        """Keyword parameters the policy's constructor takes (beyond its handle)."""
+        sig = inspect.signature(self.policy(policy).__init__)
+        names = {n for n, p in sig.parameters.items()
+                 if n not in ("self", "server", "cluster") and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        return names
 
     def policy(self, name: str):
         try:
@@ -42,13 +59,16 @@ class Engine:
             ) from None
 
 
-def _run_queue(jobs, policy: str, **params: Any) -> RunResult:
+def _run_queue(jobs, policy: str, params: Mapping[str, Any] | None = None,
+               system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one queue policy over a canonical job table (see workloads.schema)."""
     from schedlab.sim.metrics import queue_summary, slowdown
     from schedlab.sim.queue import simulate
 
     if params:
         raise UserError(f"policy {policy!r} takes no parameters (got {', '.join(sorted(params))})")
+    if system:
+        raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
     cls = ENGINES["queue"].policy(policy)
     submit = jobs["submit"].to_numpy()
     size = jobs["size"].to_numpy()
@@ -72,6 +92,39 @@ def _run_queue(jobs, policy: str, **params: Any) -> RunResult:
         "slowdown": slowdown(sojourn, size),
     }
     return RunResult(per_job, summary)
+
+
+def _run_packing(jobs, policy: str, params: Mapping[str, Any] | None = None,
+                 system: Mapping[str, Any] | None = None) -> RunResult:
+    """Run one packing policy over a job table: job_id, submit, duration (or
+    runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
+    every event), sample_every (0 = no time series)."""
+    from schedlab.sim.packing import run_table
+
+    cls = ENGINES["packing"].policy(policy)
+    sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
+    if not sys_params["epoch"]:
+        sys_params["epoch"] = None
+    if not sys_params["sample_every"]:
+        sys_params["sample_every"] = None
+    per_job, summary, samples = run_table(jobs, cls, **sys_params, **(params or {}))
+    series = None
+    if samples is not None:
+        series = {}
+        for key, values in samples.items():
+            arr = np.asarray(values, dtype=float)
+            if arr.ndim == 1:
+                series[key] = arr
+            else:  # one column per resource
+                for r in range(arr.shape[1]):
+                    series[key if arr.shape[1] == 1 else f"{key}_{r}"] = arr[:, r]
+    return RunResult(per_job, summary, series)
+
+
+def _packing_policies():
+    from schedlab.policies.packing import PACKING_POLICIES
+
+    return PACKING_POLICIES
 
 
 def _queue_policies():
@@ -103,6 +156,14 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies(_queue_policies),
         run=_run_queue,
         workload_kinds=("synthetic", "file", "trace"),
+    ),
+    "packing": Engine(
+        name="packing",
+        summary="L servers with capacities; jobs with demands packed without preemption (Psychas & Ghaderi, Tetris)",
+        policies=_LazyPolicies(_packing_policies),
+        run=_run_packing,
+        workload_kinds=("packing", "trace"),
+        system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
     ),
 }
 

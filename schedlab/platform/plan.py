@@ -54,10 +54,12 @@ class Config:
     workload_kind: str
     workload_params: dict[str, Any]
     point_id: str
+    system: dict[str, Any] = field(default_factory=dict)
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
-        return {**self.workload_params, **{f"policy_{k}": v for k, v in self.policy_params.items()}}
+        return {**self.workload_params, **{f"system_{k}": v for k, v in self.system.items()},
+                **{f"policy_{k}": v for k, v in self.policy_params.items()}}
 
 
 @dataclass(frozen=True)
@@ -182,11 +184,15 @@ def build_plan(spec, source: str = "spec") -> Plan:
             engine.policy(entry.name)
         except UserError as err:
             raise UserError(f"{source}: policies[{i}]: {err}") from None
-        if entry.params:
-            first = next(iter(entry.params))
-            raise UserError(f"{source}: policies[{i}].params.{first}: policy {entry.name!r} takes no parameters")
+        allowed = engine.policy_param_names(entry.name)
+        for name in entry.params:
+            if name not in allowed:
+                takes = f"takes: {', '.join(sorted(allowed))}" if allowed else "takes no parameters"
+                raise UserError(f"{source}: policies[{i}].params.{name}: policy {entry.name!r} {takes}")
         for point in _grid(entry.params, [], f"{source}: policies[{i}].params"):
             policies.append((entry.name, point))
+    engine.check_system(spec.system, f"{source}: system")
+    systems = _grid(dict(spec.system), [], f"{source}: system")
     seen: set[str] = set()
     for i, (name, params) in enumerate(policies):
         key = canonical([name, params])
@@ -199,12 +205,16 @@ def build_plan(spec, source: str = "spec") -> Plan:
     for params in _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload"):
         point_id = digest({"kind": kind_name, "params": params})
         point_configs = []
-        for name, pparams in policies:
-            cid = digest({"engine": engine.name, "policy": name, "policy_params": pparams,
-                          "workload": {"kind": kind_name, "params": params}})
-            config = Config(cid, engine.name, name, pparams, kind_name, params, point_id)
-            configs[cid] = config
-            point_configs.append(config)
+        for system in systems:
+            for name, pparams in policies:
+                identity = {"engine": engine.name, "policy": name, "policy_params": pparams,
+                            "workload": {"kind": kind_name, "params": params}}
+                if system:  # only engines with system params carry the key (queue ids unchanged)
+                    identity["system"] = system
+                cid = digest(identity)
+                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system)
+                configs[cid] = config
+                point_configs.append(config)
         points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs)))
     if len({p.point_id for p in points}) != len(points):
         raise UserError(f"{source}: workload: the grid repeats a point (a value is listed twice)")

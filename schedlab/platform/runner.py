@@ -82,6 +82,7 @@ class _Sink:
     def _reset(self) -> None:
         self.summary: list[dict[str, Any]] = []
         self.jobs: list = []
+        self.series: list = []
         self.failures: list[dict[str, Any]] = []
         self.job_rows = 0
         self.since = time.monotonic()
@@ -95,10 +96,11 @@ class _Sink:
             self.written.add(key)
             accepted.add(key)
             self.summary.append(row)
-        for policy, table in result.jobs:
-            if (table["config_id"][0].as_py(), table["replication"][0].as_py()) in accepted:
-                self.jobs.append((policy, table))
-                self.job_rows += table.num_rows
+        for target, pairs in ((self.jobs, result.jobs), (self.series, result.series)):
+            for policy, table in pairs:
+                if table.num_rows and (table["config_id"][0].as_py(), table["replication"][0].as_py()) in accepted:
+                    target.append((policy, table))
+                    self.job_rows += table.num_rows
         self.failures += result.failures
 
     def due(self) -> bool:
@@ -111,7 +113,7 @@ class _Sink:
     def flush(self) -> int:
         if not (self.summary or self.failures):
             return 0
-        self.store.commit(self.summary, self.jobs, self.failures)
+        self.store.commit(self.summary, self.jobs, self.failures, self.series)
         n = len(self.summary)
         touched = {r["config_id"] for r in self.summary}
         self._reset()

@@ -19,6 +19,9 @@ A spec::
 
     policies = ["PS", "SRPT", "PSBS"]    # or [[policies]] tables: name, params
 
+    [system]                     # the engine's system parameters (gridable), e.g.
+    servers = 5                  # packing: servers, capacity, epoch, sample_every
+
     [replications]               # either a fixed n ...
     n = 10
     # ... or adaptive: rounds until the 95 % CI half-width of `metric` is within
@@ -42,7 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from schedlab.errors import UserError
 
 Scalar = Union[bool, int, float, str]
-ParamValue = Union[Scalar, list[Scalar]]
+#: A list is a grid axis; a list inside it is one list-valued point ([[0.4, 0.6]]).
+ParamValue = Union[Scalar, list[Union[Scalar, list[Scalar]]]]
 
 
 class _Model(BaseModel):
@@ -117,6 +121,7 @@ class SweepSpec(_Model):
     seed: int = Field(default=0, ge=0)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     policies: list[Union[str, PolicyEntry]] = Field(min_length=1)
+    system: dict[str, ParamValue] = Field(default_factory=dict)  # engine's system params (e.g. servers)
     replications: ReplicationsSpec = Field(default_factory=lambda: ReplicationsSpec(n=1))
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
@@ -143,7 +148,7 @@ class SweepSpec(_Model):
         they are computed): changing it under an existing results dir is an
         error unless --fresh."""
         data = self.model_dump(mode="json")
-        keep = ("name", "engine", "seed", "workload", "policies", "replications")
+        keep = ("name", "engine", "seed", "workload", "policies", "system", "replications")
         out = {k: data[k] for k in keep}
         out["per_job"] = self.outputs.per_job
         return out

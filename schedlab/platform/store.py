@@ -5,6 +5,7 @@ Layout of a results dir::
     manifest.json                          spec, spec hash, schedlab version, creation time, configs
     summary/policy=<p>/part-<batch>.parquet one row per (config id, replication)
     jobs/policy=<p>/part-<batch>.parquet    optional per-job rows
+    series/policy=<p>/part-<batch>.parquet  sampled time series (engines that sample one)
     failures/part-<batch>.parquet           simulations that raised (config, replication, error)
 
 Partitions are hive-style (``policy=FSPE%2BPS`` is URI-quoted; polars and
@@ -12,8 +13,8 @@ pyarrow decode it), so ``pl.scan_parquet(..., hive_partitioning=True)`` gives
 the policy back as a column.
 
 Crash safety: every file is written under ``.tmp/`` and renamed into place
-(atomic on one filesystem), and within a batch the per-job file of a partition
-is renamed *before* its summary file. A summary file is therefore the commit
+(atomic on one filesystem), and within a batch the per-job and series files of
+a partition are renamed *before* its summary file. A summary file is therefore the commit
 record of its partition's batch: on open, per-job files without their summary
 twin are leftovers of a crash and are deleted, and the keys they held are
 recomputed. Hence exactly one row per key whatever was killed when.
@@ -37,7 +38,7 @@ import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
 
-SUMMARY, JOBS, FAILURES = "summary", "jobs", "failures"
+SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
 MANIFEST = "manifest.json"
 
 
@@ -68,7 +69,7 @@ class ResultStore:
                 f"!= {manifest['spec_hash']}); run with --fresh to discard them, or set outputs.dir"
             )
         if fresh:
-            for name in (SUMMARY, JOBS, FAILURES, ".tmp", MANIFEST):
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, ".tmp", MANIFEST):
                 target = self.root / name
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -89,9 +90,8 @@ class ResultStore:
         if tmp.exists():
             removed += sum(1 for _ in tmp.iterdir())
             shutil.rmtree(tmp)
-        jobs = self.root / JOBS
-        if jobs.exists():
-            for f in jobs.glob("*/part-*.parquet"):
+        for table in (JOBS, SERIES):
+            for f in (self.root / table).glob("*/part-*.parquet"):
                 if not (self.root / SUMMARY / f.parent.name / f.name).exists():
                     f.unlink()
                     removed += 1
@@ -119,23 +119,26 @@ class ResultStore:
         return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
 
     # ---- writing --------------------------------------------------------------------
-    def commit(self, summary: list[dict[str, Any]], jobs: list[tuple[str, pa.Table]], failures: list[dict[str, Any]]) -> None:
+    def commit(self, summary: list[dict[str, Any]], jobs: list[tuple[str, pa.Table]], failures: list[dict[str, Any]],
+               series: list[tuple[str, pa.Table]] = ()) -> None:
         """Write one batch atomically per partition (see the module docstring).
 
-        ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` is a
-        list of (policy, table) pairs."""
+        ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` and
+        ``series`` are lists of (policy, table) pairs."""
         batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in summary:
             row = dict(row)
             by_policy[row.pop("policy")].append(row)
-        job_tables: dict[str, list[pa.Table]] = defaultdict(list)
-        for policy, table in jobs:
-            job_tables[policy].append(table)
+        extra: dict[tuple[str, str], list[pa.Table]] = defaultdict(list)
+        for table_name, pairs in ((JOBS, jobs), (SERIES, series)):
+            for policy, table in pairs:
+                extra[(table_name, policy)].append(table)
         for policy, rows in by_policy.items():
             part = _partition(policy)
-            if job_tables.get(policy):
-                self._atomic_table(self.root / JOBS / part / batch, pa.concat_tables(job_tables[policy]))
+            for table_name in (JOBS, SERIES):
+                if extra.get((table_name, policy)):
+                    self._atomic_table(self.root / table_name / part / batch, pa.concat_tables(extra[(table_name, policy)]))
             self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
         if failures:
             self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
@@ -164,6 +167,6 @@ class ResultStore:
 
 
 def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
-    """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``
-    or ``failures``)."""
+    """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
+    ``series`` or ``failures``)."""
     return ResultStore(results_dir).scan(table)

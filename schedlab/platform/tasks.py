@@ -10,7 +10,8 @@ row per key.
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,26 @@ class TaskResult:
     jobs: list[tuple[str, pa.Table]]  # (policy, per-job rows)
     failures: list[dict[str, Any]]
     sim_seconds: float
+    series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
 
 
 def _column_value(v: Any) -> Any:
-    """Parameters as stable column types: numbers -> float64, others as they are."""
+    """Parameters as stable column types: numbers -> float64, lists -> JSON
+    text, others as they are."""
+    if isinstance(v, list):
+        return json.dumps(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return v
     return float(v)
+
+
+def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
+    n = len(next(iter(columns.values())))
+    return pa.table({
+        "config_id": pa.array([config.config_id] * n, pa.string()),
+        "replication": pa.array(np.full(n, replication, dtype=np.int64)),
+        **{k: pa.array(v) for k, v in columns.items()},
+    })
 
 
 def _failure(config: Config, replication: int, error: str) -> dict[str, Any]:
@@ -56,7 +70,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
             continue
         for config in configs:
             try:
-                result = engine.run(jobs, config.policy, **config.policy_params)
+                result = engine.run(jobs, config.policy, config.policy_params, config.system)
             except Exception as err:  # noqa: BLE001
                 detail = "".join(traceback.format_exception_only(type(err), err)).strip()
                 out.failures.append(_failure(config, instance.replication, detail))
@@ -74,11 +88,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
             }
             out.summary.append(row)
             if per_job:
-                n = len(next(iter(result.jobs.values())))
-                table = pa.table({
-                    "config_id": pa.array([config.config_id] * n, pa.string()),
-                    "replication": pa.array(np.full(n, instance.replication, dtype=np.int64)),
-                    **{k: pa.array(v) for k, v in result.jobs.items()},
-                })
-                out.jobs.append((config.policy, table))
+                out.jobs.append((config.policy, _keyed_table(config, instance.replication, result.jobs)))
+            if result.series:
+                out.series.append((config.policy, _keyed_table(config, instance.replication, result.series)))
     return out

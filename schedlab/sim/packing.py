@@ -51,6 +51,21 @@ is the last end minus the first submit (NaN if some job never ran). With
 ``sample_every`` the state at times ``t0 + k·sample_every`` (the state in
 force at that instant, after that instant's epoch) is returned as a series.
 
+Multi-task jobs and duration estimates
+--------------------------------------
+The rows of the tables are *tasks* (the engine's "jobs"). An optional
+``group`` array (task -> job id, any ints) bundles tasks into multi-task jobs
+as in Tetris; the policy reads it as ``cluster.group(task)`` (without groups
+every task is its own job: ``cluster.group(t) == t``). With groups the result
+also carries each job's completion time, JCT = end of its last task - the
+earliest submit among its tasks (NaN if some task never ran), and the summary
+adds ``jct_mean`` (over completed jobs) and ``jct_p99``; ``makespan`` is in
+every summary. An optional ``estimate`` array is the scheduler's estimate of
+each task's duration, read as ``cluster.estimate(task)``; it defaults to the
+true duration (an oracle: Tetris's remaining-work/SRTF term assumes known task
+durations, which the paper obtains from recurring jobs and earlier tasks of the
+same phase). Policies that do not call ``estimate`` still never see durations.
+
 Determinism
 -----------
 No random numbers; ties are decided by order (arrivals in job order,
@@ -109,9 +124,11 @@ class Cluster:
     ``jobs_on(s)`` is the live set of jobs running on s (do not modify it).
     """
 
-    __slots__ = ("servers", "resources", "now", "_cap", "_free", "_free_ro", "_cap_ro", "_dem_ro", "_jobs_on")
+    __slots__ = (
+        "servers", "resources", "now", "_cap", "_free", "_free_ro", "_cap_ro", "_dem_ro", "_jobs_on", "_group", "_est",
+    )
 
-    def __init__(self, capacity: np.ndarray, demand: np.ndarray) -> None:
+    def __init__(self, capacity: np.ndarray, demand: np.ndarray, group=None, estimate=None) -> None:
         self.servers, self.resources = capacity.shape
         self.now = 0.0
         self._cap = capacity
@@ -123,6 +140,18 @@ class Cluster:
         self._dem_ro = demand.view()
         self._dem_ro.flags.writeable = False
         self._jobs_on: list[set[int]] = [set() for _ in range(self.servers)]
+        self._group = None if group is None else [int(g) for g in group]
+        self._est = None if estimate is None else [float(e) for e in estimate]
+
+    def group(self, job: int) -> int:
+        """The multi-task job (group) that task ``job`` belongs to; ``job`` itself without groups."""
+        return job if self._group is None else self._group[job]
+
+    def estimate(self, job: int) -> float:
+        """The scheduler's estimate of ``job``'s duration (by default the true duration)."""
+        if self._est is None:
+            raise RuntimeError("this cluster was built without duration estimates")
+        return self._est[job]
 
     def capacity(self, s: int) -> np.ndarray:
         return self._cap_ro[s]
@@ -158,6 +187,12 @@ class PackingResult:
     started: int
     epochs: int
     samples: dict[str, np.ndarray] | None = field(default=None)
+    # multi-task jobs (only when ``group`` was given): the sorted distinct group
+    # ids and, aligned with them, each group's completion time (NaN if unfinished)
+    groups: np.ndarray | None = field(default=None)
+    jct: np.ndarray | None = field(default=None)
+    jct_mean: float = math.nan
+    jct_p99: float = math.nan
 
     def summary(self, resource_names: list[str] | None = None) -> dict[str, float]:
         """Flat float metrics; per-resource ones suffixed by resource name
@@ -175,6 +210,9 @@ class PackingResult:
             "started": float(self.started),
             "epochs": float(self.epochs),
         }
+        if self.groups is not None:
+            out["jct_mean"] = self.jct_mean
+            out["jct_p99"] = self.jct_p99
         for k, name in enumerate(names):
             sfx = f"_{name}" if name else ""
             out[f"queue_resource_mean{sfx}"] = float(self.queue_resource_mean[k])
@@ -225,6 +263,8 @@ def simulate_packing(
     sample_every: float | None = None,
     until: float | None = None,
     check: bool = False,
+    group=None,
+    estimate=None,
 ) -> PackingResult:
     """Run one packing policy (``policy_factory(cluster)``) over the jobs.
 
@@ -233,15 +273,20 @@ def simulate_packing(
     started by then have NaN start). ``check`` re-verifies after every epoch,
     from the jobs running on each server, that no capacity is exceeded and the
     free-capacity bookkeeping is exact (debugging aid, O(running jobs) per epoch).
+    ``group`` (n ints, task -> job id) makes the rows tasks of multi-task jobs
+    and adds job completion times to the result; ``estimate`` (n numbers >= 0)
+    is what ``cluster.estimate`` returns, by default the true duration (see the
+    module docstring).
     """
     submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
+    group, estimate = _as_groups(group, estimate, duration)
     if epoch is not None and not (epoch > 0 and math.isfinite(epoch)):
         raise ValueError(f"epoch must be > 0 or None (got {epoch})")
     if sample_every is not None and not (sample_every > 0 and math.isfinite(sample_every)):
         raise ValueError(f"sample_every must be > 0 (got {sample_every})")
     n, d = demand.shape
     L = capacity.shape[0]
-    cluster = Cluster(capacity, demand)
+    cluster = Cluster(capacity, demand, group, estimate)
     policy = policy_factory(cluster)
 
     if epoch is None:
@@ -397,6 +442,19 @@ def simulate_packing(
             "queue_resource": np.array(samples["queue_resource"], dtype=float).reshape(-1, d),
             "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
         }
+    groups_a = jct_a = None
+    jct_mean = jct_p99 = nan
+    if group is not None:
+        groups_a, inv = np.unique(group, return_inverse=True)
+        first = np.full(len(groups_a), INF)
+        np.minimum.at(first, inv, submit)
+        last = np.full(len(groups_a), -INF)
+        np.maximum.at(last, inv, np.where(ok, end_a, INF))  # an unstarted task makes its group unfinished
+        jct_a = np.where(np.isfinite(last), last - first, nan)
+        done = ~np.isnan(jct_a)
+        if done.any():
+            jct_mean = float(jct_a[done].mean())
+            jct_p99 = float(np.percentile(jct_a[done], 99))
     return PackingResult(
         start=start_a,
         end=end_a,
@@ -415,7 +473,34 @@ def simulate_packing(
         started=started,
         epochs=epochs,
         samples=series,
+        groups=groups_a,
+        jct=jct_a,
+        jct_mean=jct_mean,
+        jct_p99=jct_p99,
     )
+
+
+def _as_groups(group, estimate, duration):
+    n = len(duration)
+    if group is not None:
+        g = np.asarray(group)
+        if g.shape != (n,):
+            raise ValueError(f"group must have one entry per task (got shape {g.shape}, n = {n})")
+        if g.dtype.kind == "f":
+            if not np.all(np.isfinite(g)) or np.any(g != np.round(g)):
+                raise ValueError("group ids must be integers")
+        elif g.dtype.kind not in "iub":
+            raise ValueError(f"group ids must be integers (got dtype {g.dtype})")
+        group = g.astype(np.int64)
+    if estimate is None:
+        estimate = duration
+    else:
+        estimate = np.ascontiguousarray(estimate, dtype=float).ravel()
+        if estimate.shape != (n,):
+            raise ValueError(f"estimate must have one entry per task (got {estimate.shape[0]}, n = {n})")
+        if not np.all(np.isfinite(estimate)) or np.any(estimate < 0):
+            raise ValueError("estimates must be finite and >= 0")
+    return group, estimate
 
 
 def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
@@ -440,6 +525,9 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     that order). Params: ``servers`` (L, default 1), ``capacity`` (a number or
     one per resource, default 1), ``epoch`` (Δ, or None for event-driven;
     default 1), ``sample_every``, ``until``; anything else goes to the policy.
+    Optional columns ``group`` (task -> multi-task job id) and ``estimate``
+    (the scheduler's duration estimate) are passed to ``simulate_packing``;
+    with ``group`` the per-job columns include it and the summary has JCTs.
     Returns (per-job columns, summary, sampled series or None)."""
     params = dict(params)
     servers = params.pop("servers", 1)
@@ -468,11 +556,14 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     capacity = np.tile(cap_v, (servers, 1))
     submit = jobs["submit"].to_numpy().astype(float)
     duration = jobs[dur_col].to_numpy().astype(float)
+    group = jobs["group"].to_numpy() if "group" in cols else None
+    estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
     started = time.perf_counter()
     try:
         res = simulate_packing(
-            submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until
+            submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
+            group=group, estimate=estimate,
         )
     except ValueError as exc:
         raise UserError(f"packing engine: {exc}") from None
@@ -488,4 +579,6 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
         "wait": res.wait,
         "server": res.server,
     }
+    if group is not None:
+        per_job["group"] = np.asarray(group)
     return per_job, summary, res.samples

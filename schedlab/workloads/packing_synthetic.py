@@ -33,35 +33,38 @@ def packing_workload(
 ) -> pl.DataFrame:
     """A job table with columns job_id, submit, duration, demand (see module docstring)."""
     if not (isinstance(slots, (int, np.integer)) and slots >= 0):
-        raise UserError(f"packing workload: slots must be an integer >= 0 (got {slots!r})")
+        raise UserError(f"slots: must be an integer >= 0; got {slots!r}")
     if not (rate >= 0):
-        raise UserError(f"packing workload: rate must be >= 0 (got {rate!r})")
+        raise UserError(f"rate: must be a number >= 0; got {rate!r}")
     if (sizes is None) == (uniform is None):
-        raise UserError("packing workload: give exactly one of sizes (with optional probs) or uniform=(lo, hi)")
+        raise UserError("sizes: give exactly one of sizes (with optional probs) or uniform_lo/uniform_hi")
     if service not in ("geometric", "fixed"):
-        raise UserError(f"packing workload: service must be 'geometric' or 'fixed' (got {service!r})")
+        raise UserError(f"service: must be 'geometric' or 'fixed'; got {service!r}")
     if not (mean_service >= 1):
-        raise UserError(f"packing workload: mean_service must be >= 1 (got {mean_service!r})")
+        raise UserError(f"mean_service: must be a number >= 1; got {mean_service!r}")
     if service == "fixed" and mean_service != int(mean_service):
-        raise UserError(f"packing workload: fixed service needs an integer mean_service (got {mean_service!r})")
+        raise UserError(f"mean_service: fixed service needs an integer; got {mean_service!r}")
 
     counts = rng.poisson(rate, size=slots)
     submit = np.repeat(np.arange(slots, dtype=float), counts)
     n = len(submit)
     if sizes is not None:
-        sizes = np.asarray(sizes, dtype=float)
+        try:
+            sizes = np.asarray(sizes, dtype=float)
+        except (TypeError, ValueError):
+            raise UserError(f"sizes: must be a list of numbers; got {sizes!r}") from None
         if sizes.ndim != 1 or len(sizes) == 0 or np.any(sizes <= 0):
-            raise UserError("packing workload: sizes must be a non-empty list of positive values")
+            raise UserError("sizes: must be a non-empty list of positive values (in a sweep spec write a list value as [[0.4, 0.6]]: a plain list is a grid axis)")
         if probs is not None:
             probs = np.asarray(probs, dtype=float)
             if probs.shape != sizes.shape or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
-                raise UserError("packing workload: probs must be non-negative, one per size, summing to 1")
+                raise UserError("probs: must be non-negative, one per size, summing to 1")
             probs = probs / probs.sum()
         demand = rng.choice(sizes, size=n, p=probs)
     else:
         lo, hi = map(float, uniform)
         if not (0 < lo <= hi):
-            raise UserError(f"packing workload: uniform needs 0 < lo <= hi (got {uniform!r})")
+            raise UserError(f"uniform_lo: uniform needs 0 < lo <= hi; got {uniform!r}")
         demand = rng.uniform(lo, hi, size=n)
     if service == "geometric":
         duration = rng.geometric(1.0 / mean_service, size=n).astype(float)

@@ -107,8 +107,54 @@ def _lublin() -> WorkloadKind:
     )
 
 
+def _packing() -> WorkloadKind:
+    """Psychas & Ghaderi §VII-A slotted workloads. ``rate`` is Poisson jobs per
+    slot; or give ``intensity`` (alpha) and ``intensity_servers`` (L) for the
+    paper's rate = alpha x L x mu / mean size, mu = 1 / mean_service."""
+    import numpy as np
+
+    from schedlab.workloads.packing_synthetic import packing_workload
+
+    defaults = {"slots": None, "rate": 0.0, "intensity": 0.0, "intensity_servers": 0, "sizes": [],
+                "probs": [], "uniform_lo": 0.0, "uniform_hi": 0.0, "service": "geometric", "mean_service": 100}
+
+    def call(rng, params):
+        p = dict(params)
+        sizes, probs = p.pop("sizes") or None, p.pop("probs") or None
+        lo, hi = p.pop("uniform_lo"), p.pop("uniform_hi")
+        uniform = (lo, hi) if (lo or hi) else None
+        alpha, servers = p.pop("intensity"), p.pop("intensity_servers")
+        if alpha:
+            if not (isinstance(servers, int) and servers >= 1):
+                raise UserError(f"intensity_servers: must be an integer >= 1 with intensity; got {servers!r}")
+            if uniform is not None:
+                mean_size = (uniform[0] + uniform[1]) / 2
+            elif sizes:
+                w = np.asarray(probs, float) if probs else np.full(len(sizes), 1 / len(sizes))
+                mean_size = float(np.dot(np.asarray(sizes, float), w))
+            else:
+                mean_size = 0.0
+            if mean_size > 0:
+                p["rate"] = alpha * servers / p["mean_service"] / mean_size
+        return packing_workload(rng, sizes=sizes, probs=probs, uniform=uniform, **p)
+
+    def check(params):
+        slots = params["slots"]
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise UserError(f"slots: must be an integer >= 1; got {slots!r}")
+        call(np.random.default_rng(0), {**params, "slots": 0})  # every other rule, on an empty draw
+
+    return WorkloadKind(
+        name="packing",
+        summary="Psychas & Ghaderi slotted workloads: Poisson arrivals, discrete or uniform demands, geometric/fixed service",
+        defaults=defaults,
+        check=check,
+        build=lambda rng, params, shared: call(rng, params),
+    )
+
+
 _KINDS: dict[str, Callable[[], WorkloadKind]] = {
-    "synthetic": _synthetic, "file": _file, "trace": _trace, "lublin": _lublin,
+    "synthetic": _synthetic, "file": _file, "trace": _trace, "lublin": _lublin, "packing": _packing,
 }
 
 

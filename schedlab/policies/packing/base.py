@@ -25,7 +25,11 @@ A policy implements four methods:
 * and it may read the cluster through the ``Cluster`` handle it is built with:
   ``cluster.servers`` (L), ``cluster.resources`` (d), ``cluster.capacity(s)``,
   ``cluster.free(s)`` (numpy vectors, read-only views), ``cluster.demand(job)``,
-  ``cluster.now``, ``cluster.jobs_on(s)`` (a set of running jobs).
+  ``cluster.now``, ``cluster.jobs_on(s)`` (a set of running jobs); for
+  multi-task jobs (Tetris) also ``cluster.group(task)`` (the job a task belongs
+  to) and ``cluster.estimate(task)`` (a duration estimate, by default the true
+  duration: only policies that model known durations, like Tetris's SRTF term,
+  read it).
 
 Jobs are ints (their index in the job table, i.e. arrival order); servers are
 ints 0..L-1. Cost per decision: a policy keeps sorted structures (see
