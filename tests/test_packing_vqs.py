@@ -522,3 +522,23 @@ def test_example2_vqs_stable_with_normalised_sizes():
     )
     assert abs(_second_half_slope(res)) < STABLE_SLOPE
     assert res.samples["queue_jobs"].max() < 200
+
+
+def test_example2_vqsbf_can_lock_into_an_unstable_configuration_while_vqs_stays_bounded():
+    """§VII-A example 2: VQS-BF (like BF-J/S) can stay locked in the (2, 1)
+    configuration, whose departure rates (0.02, 0.01) are below the arrival
+    rates (0.0204, 0.0102); the paper says this happens with positive
+    probability, not always. Seed 5 is a run where it does (seeds 2-7 give
+    second-half slopes of -3e-5 .. 3e-4): pinned, with VQS on the same jobs."""
+    T = 1_000_000
+    rng = np.random.default_rng(5)
+    submit, demand = _slotted(rng, T, 0.0306, [2.0, 5.0], [2 / 3, 1 / 3])
+    demand = demand / 10.0
+    duration = np.full(len(submit), 100.0)
+    run = lambda cls: simulate_packing(  # noqa: E731
+        submit, duration, demand, [1.0], cls, epoch=1.0, sample_every=1000.0, until=float(T)
+    )
+    vqsbf, vqs = run(VQSBF), run(VQS)
+    assert _second_half_slope(vqsbf) > GROWTH_SLOPE
+    assert abs(_second_half_slope(vqs)) < STABLE_SLOPE
+    assert vqs.samples["queue_jobs"].max() < 200
