@@ -155,3 +155,38 @@ def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any]
     except OSError:
         pass  # an unwritable cache only costs speed
     return trace
+
+
+def merge_options(reader: str, defaults: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The reader's defaults updated with ``options``; an unknown name is a
+    UserError listing the allowed ones. Value checks stay with each reader."""
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise UserError(f"{unknown[0]}: unknown option for the {reader} reader; choose from: {', '.join(defaults)}")
+    return {**defaults, **options}
+
+
+def check_file(path: Path) -> None:
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a trace file")
+
+
+def short(token: str) -> str:
+    """A token as quoted in an error message (long ones cut)."""
+    return repr(token if len(token) <= 40 else token[:40] + "...")
+
+
+def read_file_trace(reader: str, version: int, path: str | Path, on_bad_line: str, use_cache: bool,
+                    opts: dict[str, Any], parse: Callable[[Path, str, dict[str, Any], dict[str, Any]], Trace]) -> Trace:
+    """The common ``read`` of a one-file reader: validate on_bad_line and the
+    path before any cache lookup, then parse (or hit the cache), naming the
+    file asked for in the metadata."""
+    p = Path(path)
+    BadLines(p, on_bad_line)  # validates on_bad_line
+    check_file(p)
+    all_opts = {"on_bad_line": on_bad_line, **opts}
+    trace = cached(reader, version, [p], all_opts, lambda: parse(p, on_bad_line, opts, all_opts), use_cache)
+    trace.meta["source"] = str(p)  # a cache hit may come from a copy elsewhere
+    return trace

@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from schedlab.errors import UserError
-from schedlab.workloads.traces.base import BadLines, Trace, cached, open_lines
+from schedlab.workloads.traces.base import BadLines, Trace, merge_options, open_lines, read_file_trace, short
 
 NAME = "bu98"
 VERSION = 1
@@ -63,44 +63,19 @@ LAYOUT = "seq object_id size"
 
 
 def _check_options(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise UserError(f"{unknown[0]}: unknown option for the {NAME} reader; "
-                        f"choose from: {', '.join(OPTIONS)}")
-    out = dict(OPTIONS)
-    out.update(options)
+    out = merge_options(NAME, OPTIONS, options)
     value = out["min_bytes"]
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UserError(f"min_bytes: must be an integer >= 0 (bytes); got {value!r}")
     return out
 
 
-def _check_path(path: Path) -> None:
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory, not a trace file")
-
 
 def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
          **options: Any) -> Trace:
     """Parse a webcachesim ``seq id size`` trace; see the module docstring."""
-    p = Path(path)
-    opts = _check_options(options)
-    BadLines(p, on_bad_line)  # validates on_bad_line before any cache lookup
-    _check_path(p)
-    all_opts = {"on_bad_line": on_bad_line, **opts}
+    return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, _check_options(options), _parse)
 
-    def parse() -> Trace:
-        return _parse(p, on_bad_line, opts, all_opts)
-
-    trace = cached(NAME, VERSION, [p], all_opts, parse, use_cache)
-    trace.meta["source"] = str(p)  # a cache hit may come from a copy elsewhere
-    return trace
-
-
-def _short(token: str) -> str:
-    return repr(token if len(token) <= 40 else token[:40] + "...")
 
 
 def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, Any]) -> Trace:
@@ -129,7 +104,7 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     for i in np.flatnonzero(nulls.any(axis=1)):
         k = int(np.argmax(nulls[i]))
         problems[int(lines[i])] = (f"field {k + 1} ({FIELDS[k]}) must be an integer, "
-                                   f"got {_short(rows[i].split(' ')[k])}")
+                                   f"got {short(rows[i].split(' ')[k])}")
     ok = ~nulls.any(axis=1)
     seq = cols[0].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)
     size = cols[2].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)

@@ -103,7 +103,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from schedlab.errors import UserError
-from schedlab.workloads.traces.base import BadLines, Trace, cached, open_lines
+from schedlab.workloads.traces.base import BadLines, Trace, merge_options, open_lines, read_file_trace, short
 
 NAME = "swf"
 VERSION = 1
@@ -129,28 +129,14 @@ _LEADING_INT = re.compile(r"^[+-]?\d+")
 _I = {name: i for i, name in enumerate(FIELDS)}
 
 
-def _short(token: str) -> str:
-    return repr(token if len(token) <= 40 else token[:40] + "...")
-
 
 def _check_options(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise UserError(f"{unknown[0]}: unknown option for the {NAME} reader; "
-                        f"choose from: {', '.join(OPTIONS)}")
-    out = dict(OPTIONS)
+    out = merge_options(NAME, OPTIONS, options)
     for key, value in options.items():
         if not isinstance(value, bool):
             raise UserError(f"{key}: must be true or false; got {value!r}")
-        out[key] = value
     return out
 
-
-def _check_path(path: Path) -> None:
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory, not a trace file")
 
 
 def _header_dict(entries: list[tuple[str, list[str]]]) -> tuple[dict[str, Any], dict[str, int]]:
@@ -175,18 +161,7 @@ def _header_dict(entries: list[tuple[str, list[str]]]) -> tuple[dict[str, Any], 
 def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
          **options: Any) -> Trace:
     """Parse an SWF file (plain or gzip); see the module docstring."""
-    p = Path(path)
-    opts = _check_options(options)
-    BadLines(p, on_bad_line)  # validates on_bad_line before any cache lookup
-    _check_path(p)
-    all_opts = {"on_bad_line": on_bad_line, **opts}
-
-    def parse() -> Trace:
-        return _parse(p, on_bad_line, opts, all_opts)
-
-    trace = cached(NAME, VERSION, [p], all_opts, parse, use_cache)
-    trace.meta["source"] = str(p)  # a cache hit may come from a copy elsewhere
-    return trace
+    return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, _check_options(options), _parse)
 
 
 def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, Any]) -> Trace:
@@ -351,7 +326,7 @@ def _to_floats(rows: list[str]) -> tuple[np.ndarray, dict[int, str]]:
     for i in np.flatnonzero(nulls.any(axis=1)):
         k = int(np.argmax(nulls[i]))
         problems[int(i)] = (f"expected {NFIELDS} numeric fields, got non-numeric field {k + 1} "
-                            f"({FIELDS[k]}): {_short(rows[i].split(' ')[k])}")
+                            f"({FIELDS[k]}): {short(rows[i].split(' ')[k])}")
     return table, problems
 
 

@@ -1,0 +1,478 @@
+"""Offline max-stretch lower bound and normalised underutilization (DFRS paper).
+
+Source: Stillwell, Vivien, Casanova, "Dynamic Fractional Resource Scheduling
+vs. Batch Scheduling", TPDS 2012 (/work/shared/papers/dfrs-vs-batch-scheduling.md),
+§2 (model, bounded stretch), §3 (Theorem 1, linear system (1)) and §5.3.1
+(underutilization).
+
+Model (§2, §3). Job j has ``tasks[j]`` = |T_j| tasks, a CPU need
+c_j = ``cpu_need[j]`` in (0, 1] (fraction of a node's CPU one task needs to run
+at full speed), a release date r_j and a processing time p_j (its run time on
+a dedicated system). There are |P| = ``nodes`` identical nodes. Memory is
+ignored (infinite memory, as Theorem 1 assumes), so the bound is valid for any
+memory-constrained schedule too.
+
+Bounded stretch
+---------------
+The paper (§2) uses the *bounded* stretch with a 10 s threshold
+(``BOUNDED_STRETCH_THRESHOLD``). This module uses the standard bounded-slowdown
+form (the paper's reference [9], Feitelson et al.)::
+
+    stretch_j = max(C_j - r_j, tau) / max(p_j, tau)            (see bounded_stretch)
+
+and the LP bound uses the *same* convention: the deadline of job j for a
+target max stretch S is ``d_j = r_j + S * max(p_j, tau)``, while the work the
+job must receive stays ``p_j``. Every schedule whose bounded max stretch is S
+finishes every job by that deadline (C_j - r_j <= max(C_j - r_j, tau) <= S max(p_j, tau)),
+so the LP is feasible at S and the returned bound is <= the bounded max stretch
+achieved by every policy. It is also <= the literal reading of §2
+(max(C_j - r_j, tau) / p_j, which is never smaller). With ``threshold=0`` the
+bound is exactly the paper's Theorem 1 bound on the plain stretch (C_j - r_j) / p_j.
+Bounded stretch is always >= 1, so the binary search starts at S = 1.
+
+Linear system (Theorem 1, system (1)), for a fixed target S
+-----------------------------------------------------------
+D = {r_j} U {d_j}; the sorted distinct points of D cut
+[min r_j, max d_j] into consecutive left-closed intervals t with length
+l(t) = sup t - inf t. Variables alpha_j^t >= 0 (fraction of job j done in t)::
+
+    (1a)  for all j:      sum_t alpha_j^t = 1
+    (1b)  r_j >= sup t  =>  alpha_j^t = 0
+    (1c)  d_j <= inf t  =>  alpha_j^t = 0
+    (1d)  for all j, t:   alpha_j^t * p_j <= l(t)
+    (1e)  for all t:      sum_j alpha_j^t * p_j * c_j * |T_j| <= |P| * l(t)
+
+(1b)/(1c) are imposed by creating variables only for the intervals inside each
+job's window [r_j, d_j) (r_j and d_j are interval end points, so a window is a
+contiguous run of intervals); (1d) is a variable upper bound
+alpha_j^t <= l(t) / p_j. Note that (1d) has no c_j: p_j is the time at *full*
+speed (a task allocated its full need c_j), so a task cannot do more than a
+fraction l(t)/p_j of its job in t. The work of one task in t is
+alpha_j^t p_j c_j CPU-seconds; (1e) is the platform capacity in node-CPU
+seconds. Feasibility is checked with scipy's HiGHS (zero objective); the LP
+has one variable per (job, interval in its window), |J| equality rows and |I|
+inequality rows (each divided by |P| l(t) for conditioning).
+
+The smallest feasible S is bracketed by a binary search (geometric midpoint)
+between 1 and the bounded max stretch of a feasible processor-sharing schedule
+(or of the serial schedule, whichever is smaller), down to a relative width of
+``rel_precision`` (default ``STRETCH_BOUND_REL_PRECISION``). The *lower* end of
+the final bracket (an S proven infeasible, or exactly 1 when S = 1 is feasible)
+is returned, so the result is a true lower bound on the optimum.
+
+Underutilization (§5.3.1)
+-------------------------
+With D(t) the total CPU demand (sum over submitted-but-not-completed jobs of
+c_j |T_j|) and u(t) the total allocated CPU::
+
+    underutilization = integral of min(|P|, D(t)) - u(t) dt
+
+The paper normalises it "as a fraction of the total resources required to
+execute the workload", i.e. divided by sum_j c_j |T_j| p_j (CPU-seconds, the
+same unit as the integral). See ``normalized_underutilization`` for the two
+accepted schedule formats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+BOUNDED_STRETCH_THRESHOLD = 10.0
+"""Bounded-stretch threshold in seconds (paper §2)."""
+
+STRETCH_BOUND_REL_PRECISION = 1e-4
+"""Default relative width of the final binary-search bracket on S."""
+
+_HI_SAFETY_DOUBLINGS = 8
+_UTIL_TOL = 1e-9
+
+__all__ = [
+    "BOUNDED_STRETCH_THRESHOLD",
+    "STRETCH_BOUND_REL_PRECISION",
+    "UsageProfile",
+    "batch_usage_profile",
+    "bounded_stretch",
+    "max_stretch_lower_bound",
+    "normalized_underutilization",
+    "stretch_lp_feasible",
+    "underutilization",
+]
+
+
+# --------------------------------------------------------------------------
+# Bounded stretch
+# --------------------------------------------------------------------------
+
+
+def bounded_stretch(
+    release: Any, processing: Any, completion: Any, *, threshold: float = BOUNDED_STRETCH_THRESHOLD
+) -> np.ndarray:
+    """Per-job bounded stretch max(C - r, tau) / max(p, tau) (the convention of the bound)."""
+    r = np.asarray(release, dtype=float)
+    p = np.asarray(processing, dtype=float)
+    c = np.asarray(completion, dtype=float)
+    if not (r.shape == p.shape == c.shape):
+        raise ValueError("release, processing and completion must have the same shape")
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    return np.maximum(c - r, threshold) / np.maximum(p, threshold)
+
+
+# --------------------------------------------------------------------------
+# LP bound
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Instance:
+    release: np.ndarray  # r_j
+    processing: np.ndarray  # p_j
+    weight: np.ndarray  # max(p_j, tau): deadline d_j = r_j + S * weight_j
+    demand: np.ndarray  # c_j * |T_j| (node-CPU units while running at full speed)
+    nodes: float
+
+
+def _instance(release, processing, tasks, cpu_need, nodes, threshold) -> _Instance:
+    r = np.asarray(release, dtype=float).ravel()
+    p = np.asarray(processing, dtype=float).ravel()
+    k = np.asarray(tasks, dtype=float).ravel()
+    c = np.asarray(cpu_need, dtype=float).ravel()
+    n = len(r)
+    if not (len(p) == len(k) == len(c) == n):
+        raise ValueError("release, processing, tasks and cpu_need must have the same length")
+    if n == 0:
+        raise ValueError("at least one job is required")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("release dates must be finite")
+    if not np.all(np.isfinite(p) & (p > 0)):
+        raise ValueError("processing times must be finite and > 0")
+    if not np.all((k >= 1) & (k == np.round(k))):
+        raise ValueError("tasks must be integers >= 1")
+    if not np.all((c > 0) & (c <= 1)):
+        raise ValueError("cpu_need must be in (0, 1]")
+    if not (np.isfinite(nodes) and nodes > 0):
+        raise ValueError(f"nodes must be > 0, got {nodes}")
+    if not (np.isfinite(threshold) and threshold >= 0):
+        raise ValueError(f"threshold must be finite and >= 0, got {threshold}")
+    return _Instance(r, p, np.maximum(p, float(threshold)), c * k, float(nodes))
+
+
+def _lp_feasible(inst: _Instance, S: float) -> bool:
+    r, p, w, q, P = inst.release, inst.processing, inst.weight, inst.demand, inst.nodes
+    n = len(r)
+    d = r + S * w
+    points = np.unique(np.concatenate((r, d)))
+    length = np.diff(points)  # l(t), all > 0
+    lo = np.searchsorted(points, r)  # first interval with inf t >= r_j   (1b)
+    hi = np.searchsorted(points, d)  # intervals with sup t <= d_j        (1c)
+    counts = hi - lo
+    if np.any(counts <= 0):
+        return False
+    # (1d) as bounds: alpha_j^t <= l(t) / p_j. Quick necessary check: a job
+    # running at full speed over its whole window must be able to finish.
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    nvar = int(offsets[-1])
+    job = np.repeat(np.arange(n), counts)
+    interval = lo[job] + (np.arange(nvar) - offsets[job])
+    ub = length[interval] / p[job]
+    window_capacity = np.add.reduceat(np.minimum(ub, 1.0), offsets[:-1])
+    if np.any(window_capacity < 1.0 - 1e-12):
+        return False
+    ub = np.minimum(ub, 1.0)  # alpha <= 1 is implied by (1a) and alpha >= 0
+
+    # (1a): one equality row per job.
+    a_eq = sp.csr_matrix((np.ones(nvar), (job, np.arange(nvar))), shape=(n, nvar))
+    b_eq = np.ones(n)
+    # (1e): one row per interval, divided by |P| l(t).
+    coef = q[job] * p[job] / (P * length[interval])
+    a_ub = sp.csr_matrix((coef, (interval, np.arange(nvar))), shape=(len(length), nvar))
+    b_ub = np.ones(len(length))
+
+    res = linprog(
+        c=np.zeros(nvar),
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=b_eq,
+        bounds=np.column_stack((np.zeros(nvar), ub)),
+        method="highs",
+    )
+    if res.status == 0:
+        return True
+    if res.status == 2:
+        return False
+    raise RuntimeError(f"HiGHS failed on the stretch LP at S={S!r}: status {res.status}, {res.message}")
+
+
+def stretch_lp_feasible(
+    release: Any,
+    processing: Any,
+    tasks: Any,
+    cpu_need: Any,
+    nodes: float,
+    S: float,
+    *,
+    threshold: float = BOUNDED_STRETCH_THRESHOLD,
+) -> bool:
+    """Whether linear system (1) has a solution for target max stretch ``S``."""
+    return _lp_feasible(_instance(release, processing, tasks, cpu_need, nodes, threshold), float(S))
+
+
+def _serial_completions(inst: _Instance) -> np.ndarray:
+    """Jobs one at a time in release order, each alone at rate min(1, |P| / (c |T|))."""
+    order = np.argsort(inst.release, kind="stable")
+    dur = inst.processing * np.maximum(1.0, inst.demand / inst.nodes)
+    out = np.empty(len(order))
+    clock = -np.inf
+    for j in order:
+        clock = max(clock, inst.release[j]) + dur[j]
+        out[j] = clock
+    return out
+
+
+def _processor_sharing_completions(inst: _Instance) -> np.ndarray:
+    """Equal-yield processor sharing: every released, unfinished job runs at
+    rate min(1, |P| / sum of active c_j |T_j|); valid for system (1)."""
+    r, p, q, P = inst.release, inst.processing, inst.demand, inst.nodes
+    n = len(r)
+    order = np.argsort(r, kind="stable")
+    remaining = p.astype(float).copy()  # in seconds at full speed
+    out = np.full(n, np.nan)
+    active: list[int] = []
+    clock = r[order[0]]
+    nxt = 0
+    while nxt < n or active:
+        while nxt < n and r[order[nxt]] <= clock:
+            active.append(int(order[nxt]))
+            nxt += 1
+        if not active:
+            clock = r[order[nxt]]
+            continue
+        idx = np.array(active)
+        rate = min(1.0, P / float(q[idx].sum()))
+        rem = remaining[idx]
+        dt_done = float(rem.min()) / rate
+        dt = dt_done if nxt >= n else min(dt_done, r[order[nxt]] - clock)
+        remaining[idx] = rem - rate * dt
+        clock += dt
+        finished = remaining[idx] <= 1e-12 * np.maximum(p[idx], 1.0)
+        if dt == dt_done:
+            finished[int(np.argmin(rem))] = True
+        for j in idx[finished]:
+            out[j] = clock
+        active = [int(j) for j in idx[~finished]]
+    return out
+
+
+def max_stretch_lower_bound(
+    release: Any,
+    processing: Any,
+    tasks: Any,
+    cpu_need: Any,
+    nodes: float,
+    *,
+    rel_precision: float = STRETCH_BOUND_REL_PRECISION,
+    threshold: float = BOUNDED_STRETCH_THRESHOLD,
+) -> float:
+    """Lower bound on the optimal (bounded) max stretch: Theorem 1 + binary search.
+
+    For a target S, deadlines are d_j = r_j + S * max(p_j, threshold) (§3,
+    with the bounded-stretch convention of the module docstring) and
+    linear system (1) is checked for feasibility::
+
+        (1a) sum_t alpha_j^t = 1
+        (1b) r_j >= sup t => alpha_j^t = 0
+        (1c) d_j <= inf t => alpha_j^t = 0
+        (1d) alpha_j^t p_j <= l(t)
+        (1e) sum_j alpha_j^t p_j c_j |T_j| <= |P| l(t)
+
+    Binary search on S in [1, S_feasible] (S_feasible: bounded max stretch of
+    a processor-sharing or serial schedule) until hi <= lo * (1 + rel_precision);
+    returns lo (proven infeasible; exactly 1.0 if S = 1 is feasible), so the
+    value is <= the bounded max stretch of every valid schedule and within a
+    factor (1 + rel_precision) of the smallest feasible S.
+
+    ``release``, ``processing`` (> 0, seconds at full speed), ``tasks`` (int >= 1),
+    ``cpu_need`` (in (0, 1]) are per-job arrays; ``nodes`` = |P|. A job with
+    c_j |T_j| > |P| is allowed (it then cannot run at full speed even alone).
+    Memory is ignored (infinite memory, as in Theorem 1).
+    """
+    if not (0 < rel_precision < 1):
+        raise ValueError(f"rel_precision must be in (0, 1), got {rel_precision}")
+    inst = _instance(release, processing, tasks, cpu_need, nodes, threshold)
+    tau = float(threshold)
+
+    if _lp_feasible(inst, 1.0):
+        return 1.0
+    lo = 1.0
+    hi = float(
+        min(
+            bounded_stretch(inst.release, inst.processing, _processor_sharing_completions(inst), threshold=tau).max(),
+            bounded_stretch(inst.release, inst.processing, _serial_completions(inst), threshold=tau).max(),
+        )
+    )
+    hi = max(hi, 1.0) * (1.0 + 1e-9)
+    for _ in range(_HI_SAFETY_DOUBLINGS):  # numerically the bracket end must be feasible
+        if _lp_feasible(inst, hi):
+            break
+        lo, hi = hi, 2.0 * hi
+    else:
+        raise RuntimeError("could not find a feasible upper end for the stretch binary search")
+
+    while hi > lo * (1.0 + rel_precision):
+        mid = float(np.sqrt(lo * hi))
+        if _lp_feasible(inst, mid):
+            hi = mid
+        else:
+            lo = mid
+    return float(lo)
+
+
+# --------------------------------------------------------------------------
+# Underutilization (§5.3.1)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageProfile:
+    """Piecewise-constant CPU demand and allocation.
+
+    ``times`` has K+1 strictly increasing break points; ``demand[k]`` = D(t)
+    and ``allocated[k]`` = u(t) on [times[k], times[k+1]) (both in node-CPU
+    units: a task of need c running at full speed allocates c). Outside
+    [times[0], times[-1]) both are 0.
+    """
+
+    times: np.ndarray
+    demand: np.ndarray
+    allocated: np.ndarray
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.times, dtype=float)
+        dm = np.asarray(self.demand, dtype=float)
+        al = np.asarray(self.allocated, dtype=float)
+        if t.ndim != 1 or len(t) < 1:
+            raise ValueError("times must be a 1-D array with at least one break point")
+        if dm.shape != (len(t) - 1,) or al.shape != (len(t) - 1,):
+            raise ValueError("demand and allocated must have len(times) - 1 entries")
+        if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+            raise ValueError("times must be finite and strictly increasing")
+        if np.any(dm < -_UTIL_TOL) or np.any(al < -_UTIL_TOL):
+            raise ValueError("demand and allocated must be >= 0")
+        object.__setattr__(self, "times", t)
+        object.__setattr__(self, "demand", dm)
+        object.__setattr__(self, "allocated", al)
+
+
+def batch_usage_profile(submit: Any, start: Any, end: Any, tasks: Any, cpu_need: Any) -> UsageProfile:
+    """Profile of a batch schedule from per-job (submit, start, end, tasks, cpu_need).
+
+    Demand of job j is cpu_need_j * tasks_j on [submit_j, end_j); a running
+    job (on [start_j, end_j)) is allocated min(cpu_need_j, 1) * tasks_j.
+    """
+    s = np.asarray(submit, dtype=float).ravel()
+    b = np.asarray(start, dtype=float).ravel()
+    e = np.asarray(end, dtype=float).ravel()
+    k = np.asarray(tasks, dtype=float).ravel()
+    c = np.asarray(cpu_need, dtype=float).ravel()
+    if not (len(s) == len(b) == len(e) == len(k) == len(c)):
+        raise ValueError("submit, start, end, tasks and cpu_need must have the same length")
+    if len(s) == 0:
+        return UsageProfile(np.zeros(1), np.zeros(0), np.zeros(0))
+    if not (np.all(np.isfinite(s)) and np.all(np.isfinite(b)) and np.all(np.isfinite(e))):
+        raise ValueError("submit, start and end must be finite")
+    if np.any(b < s) or np.any(e < b):
+        raise ValueError("need submit <= start <= end for every job")
+    if np.any(k < 0) or np.any(c < 0):
+        raise ValueError("tasks and cpu_need must be >= 0")
+    need = c * k
+    used = np.minimum(c, 1.0) * k
+    times = np.unique(np.concatenate((s, b, e)))
+    dd = np.zeros(len(times))
+    du = np.zeros(len(times))
+    np.add.at(dd, np.searchsorted(times, s), need)
+    np.add.at(dd, np.searchsorted(times, e), -need)
+    np.add.at(du, np.searchsorted(times, b), used)
+    np.add.at(du, np.searchsorted(times, e), -used)
+    demand = np.cumsum(dd)[:-1]
+    allocated = np.cumsum(du)[:-1]
+    # Remove cumulative round-off (exact zeros where nothing is pending).
+    demand[np.abs(demand) < _UTIL_TOL * max(1.0, float(need.max()))] = 0.0
+    allocated[np.abs(allocated) < _UTIL_TOL * max(1.0, float(used.max()))] = 0.0
+    return UsageProfile(times, demand, allocated)
+
+
+def underutilization(profile: UsageProfile, nodes: float) -> float:
+    """integral of min(|P|, D(t)) - u(t) dt (§5.3.1), in node-CPU seconds.
+
+    Raises ValueError if the allocation exceeds min(|P|, D) anywhere (the paper
+    notes u <= |P| and u <= D for a valid schedule).
+    """
+    if not (np.isfinite(nodes) and nodes > 0):
+        raise ValueError(f"nodes must be > 0, got {nodes}")
+    cap = np.minimum(float(nodes), profile.demand)
+    gap = cap - profile.allocated
+    scale = max(1.0, float(nodes))
+    if np.any(gap < -1e-7 * scale):
+        k = int(np.argmin(gap))
+        raise ValueError(
+            f"allocation {profile.allocated[k]} exceeds min(|P|, D) = {cap[k]} on "
+            f"[{profile.times[k]}, {profile.times[k + 1]})"
+        )
+    return float(np.sum(np.maximum(gap, 0.0) * np.diff(profile.times)))
+
+
+def _column(jobs: Any, name: str) -> np.ndarray:
+    try:
+        col = jobs[name]
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"jobs has no column {name!r}") from exc
+    if hasattr(col, "to_numpy"):
+        col = col.to_numpy()
+    return np.asarray(col, dtype=float)
+
+
+def normalized_underutilization(
+    nodes: float,
+    *,
+    jobs: Any = None,
+    profile: UsageProfile | Sequence[Any] | None = None,
+    total_work: float | None = None,
+) -> float:
+    """Underutilization (§5.3.1) divided by the total resources required to
+    execute the workload, sum_j c_j |T_j| p_j (node-CPU seconds).
+
+    Give exactly one schedule:
+
+    * ``jobs``: a batch schedule, any object indexable by column name (dict of
+      arrays, polars DataFrame) with columns ``submit``, ``start``, ``end``,
+      ``tasks``, ``cpu_need``; see ``batch_usage_profile``. ``total_work``
+      defaults to sum min(cpu_need, 1) * tasks * (end - start) (a batch job
+      runs at full speed, so end - start = p_j).
+    * ``profile``: a ``UsageProfile`` or a (times, demand, allocated) triple
+      of piecewise-constant values (e.g. from a DFRS simulation). ``total_work``
+      = sum_j c_j |T_j| p_j is then required (the allocation integral can
+      contain wasted time, e.g. preemption penalties).
+    """
+    if (jobs is None) == (profile is None):
+        raise ValueError("give exactly one of jobs= or profile=")
+    if jobs is not None:
+        cols = {n: _column(jobs, n) for n in ("submit", "start", "end", "tasks", "cpu_need")}
+        prof = batch_usage_profile(**cols)
+        if total_work is None:
+            total_work = float(
+                np.sum(np.minimum(cols["cpu_need"], 1.0) * cols["tasks"] * (cols["end"] - cols["start"]))
+            )
+    else:
+        prof = profile if isinstance(profile, UsageProfile) else UsageProfile(*profile)
+        if total_work is None:
+            raise ValueError("total_work (sum of c_j |T_j| p_j) is required with profile=")
+    if not (np.isfinite(total_work) and total_work > 0):
+        raise ValueError(f"total_work must be > 0, got {total_work}")
+    return underutilization(prof, nodes) / float(total_work)
