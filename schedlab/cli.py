@@ -52,7 +52,10 @@ def policies() -> None:
 @click.option("--engine", default="queue", show_default=True, help="Simulator engine.")
 @click.option("--policy", required=True, help="Policy name (see `schedlab policies`).")
 @click.option("--workload-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Job table (.csv or .parquet) with job_id, submit, size[, estimate, weight].")
+              help="Job table (.csv or .parquet) with job_id, submit, size[, estimate, weight]; "
+                   "with --engine batch an SWF log (.swf or .swf.gz).")
+@click.option("--procs", type=int, default=None,
+              help="--engine batch: machine size in processors (default: the SWF header's MaxProcs).")
 @click.option("--shape", type=float, default=0.25, show_default=True, help="Weibull shape of job sizes (mean 1).")
 @click.option("--timeshape", type=float, default=1.0, show_default=True, help="Weibull shape of inter-arrival times.")
 @click.option("--load", type=float, default=0.9, show_default=True, help="Offered load.")
@@ -68,7 +71,7 @@ def policies() -> None:
               help="Write per-job rows here (.parquet or .csv).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path | None, seed: int,
+def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path | None, procs: int | None, seed: int,
              jobs_out: Path | None, as_json: bool, **synthetic) -> None:
     """Run one policy on one workload and print a summary."""
     from schedlab.engines import get_engine
@@ -77,15 +80,32 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
     eng.policy(policy)  # fail fast on an unknown name, before any work
     if jobs_out is not None and jobs_out.suffix not in (".parquet", ".csv"):
         raise UserError(f"--jobs-out {jobs_out}: the file name must end in .parquet or .csv")
+    if engine == "batch" and workload_file is None:
+        raise UserError("--engine batch needs --workload-file (an SWF log)")
+    if procs is not None and engine != "batch":
+        raise UserError("--procs is only for --engine batch")
+    system = None
     if workload_file is not None:
         clash = [o for o in SYNTHETIC_OPTIONS
                  if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
         if clash:
             raise UserError(f"--workload-file cannot be combined with --{clash[0].replace('_', '-')}")
-        from schedlab.workloads.files import read_job_table
+        if engine == "batch":
+            from schedlab.workloads.traces.swf import read as read_swf
 
-        jobs = read_job_table(workload_file)
-        described = f"file {workload_file}"
+            trace = read_swf(workload_file)
+            jobs = trace.jobs
+            machine = procs if procs is not None else trace.meta.get("machine_procs")
+            if machine is None:
+                raise UserError(f"--workload-file {workload_file}: the SWF header has no MaxProcs or MaxNodes; "
+                                f"give the machine size with --procs")
+            system = {"model": "procs", "procs": int(machine)}
+            described = f"SWF {workload_file} on {machine} processors"
+        else:
+            from schedlab.workloads.files import read_job_table
+
+            jobs = read_job_table(workload_file)
+            described = f"file {workload_file}"
     else:
         import numpy as np
 
@@ -95,16 +115,36 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         described = " ".join(f"{k}={v}" for k, v in synthetic.items()) + f" seed={seed}"
 
     started = time.perf_counter()
-    result = eng.run(jobs, policy)
+    result = eng.run(jobs, policy) if system is None else eng.run(jobs, policy, system=system)
     wall = time.perf_counter() - started
     if jobs_out is not None:
-        _write_jobs(result.jobs, jobs_out)
+        columns = result.jobs
+        if engine == "batch":
+            columns = {k: columns[k] for k in ("job_id", "submit", "start", "end", "procs", "wait", "stretch")}
+        _write_jobs(columns, jobs_out)
     summary = {"engine": engine, "policy": policy, "workload": described, **result.summary, "wall_seconds": wall}
     if as_json:
         click.echo(json.dumps(summary))
         return
     s = result.summary
     click.echo(f"{engine} / {policy} on {described}")
+    if engine == "batch":
+        rows = [
+            ("jobs", f"{int(s['n_jobs'])}"),
+            ("bounded stretch mean", f"{s['stretch_mean']:.6g}"),
+            ("bounded stretch max", f"{s['stretch_max']:.6g}"),
+            ("wait mean (s)", f"{s['wait_mean']:.6g}"),
+            ("wait max (s)", f"{s['wait_max']:.6g}"),
+            ("utilisation", f"{s['utilisation']:.6g}"),
+            ("makespan (s)", f"{s['makespan']:.6g}"),
+            ("events", f"{int(s['events'])}"),
+            ("wall time", f"{wall:.3f} s"),
+        ]
+        for label, value in rows:
+            click.echo(f"  {label:22s} {value}")
+        if jobs_out is not None:
+            click.echo(f"  per-job rows written to {jobs_out}")
+        return
     rows = [
         ("jobs", f"{int(s['n_jobs'])}"),
         ("mean sojourn time", f"{s['mst']:.6g}"),

@@ -121,6 +121,31 @@ def _run_packing(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary, series)
 
 
+def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
+               system: Mapping[str, Any] | None = None) -> RunResult:
+    """Run one batch policy over a rigid-job table: job_id, submit, runtime,
+    procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
+    "nodes"), procs (model procs; 0 = the trace's machine size from a
+    ``machine_procs`` column if the table carries one), nodes (model nodes),
+    tasks_per_node, oversize ("error" or "drop")."""
+    from schedlab.sim.batch import run_table
+
+    cls = ENGINES["batch"].policy(policy)
+    sys_params = {**ENGINES["batch"].system_defaults, **(system or {})}
+    if not sys_params["procs"]:
+        sys_params["procs"] = int(jobs["machine_procs"][0]) if "machine_procs" in jobs.columns and jobs.height else None
+    if not sys_params["nodes"]:
+        sys_params["nodes"] = None
+    per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
+    return RunResult(per_job, summary)
+
+
+def _batch_policies():
+    from schedlab.policies.batch import BATCH_POLICIES
+
+    return BATCH_POLICIES
+
+
 def _packing_policies():
     from schedlab.policies.packing import PACKING_POLICIES
 
@@ -164,6 +189,14 @@ ENGINES: dict[str, Engine] = {
         run=_run_packing,
         workload_kinds=("packing", "trace"),
         system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
+    ),
+    "batch": Engine(
+        name="batch",
+        summary="rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling)",
+        policies=_LazyPolicies(_batch_policies),
+        run=_run_batch,
+        workload_kinds=("trace", "lublin"),
+        system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error"},
     ),
 }
 

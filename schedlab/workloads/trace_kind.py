@@ -79,6 +79,9 @@ def load_shared(params: dict[str, Any]) -> pl.DataFrame:
     trace = read_trace(params["reader"], params["path"], on_bad_line=params["on_bad_line"],
                        **_reader_options(params))
     jobs = trace.jobs
+    machine = trace.meta.get("machine_procs")
+    if isinstance(machine, int) and "machine_procs" not in jobs.columns:
+        jobs = jobs.with_columns(pl.lit(machine, dtype=pl.Int64).alias("machine_procs"))  # the batch engine's default size
     if trace.meta.get("needs_arrivals") and not params["arrival_load"]:
         raise UserError(f"arrival_load: the {params['reader']} trace has no arrival times; set arrival_load > 0")
     return jobs

@@ -1,0 +1,286 @@
+"""The batch engine: rigid parallel jobs, space-shared without preemption on a
+homogeneous cluster (the FCFS / EASY baselines of the DFRS paper, §5).
+
+Model
+-----
+Job j is submitted at ``submit[j]`` and asks for ``procs[j]`` processors (or
+tasks) for a user-estimated ``requested_time[j]``; once started it holds its
+share of the machine exclusively for its *actual* ``runtime[j]`` and releases it.
+The scheduler (the policy) sees submit, procs, requested time and the machine
+state, never the actual runtime. The machine is a number of identical *units*;
+how a job maps to units is the machine model (``model``):
+
+* ``"procs"`` -- the Parallel Workloads Archive convention: the machine has
+  ``procs`` processors, a job needs ``procs[j]`` of them, no topology (units =
+  processors);
+* ``"nodes"`` -- whole nodes held exclusively: the machine has ``nodes`` nodes
+  and a job of p tasks holds ``ceil(p / tasks_per_node)`` nodes (units =
+  nodes). ``tasks_per_node = 1`` (the default) is the DFRS comparison: a task
+  holds a whole node, whatever its number of cores.
+
+Jobs larger than the machine
+----------------------------
+A job needing more units than the machine has can never run. ``oversize =
+"error"`` (the default) raises a :class:`UserError` naming the first such job
+id; ``oversize = "drop"`` removes such jobs before the run, counts them in the
+summary (``dropped_oversize``) and leaves them out of the per-job rows.
+
+Events and tie rule
+-------------------
+Event-driven: the engine jumps from one event instant to the next (the next
+submit or the next actual end; a heap of (end, job) for completions, O(log n)
+per job). At each instant t it applies *all* events at t -- completions first
+(in (end, job) order), then arrivals (in job order) -- and then makes exactly
+ONE ``policy.schedule(t)`` call; the jobs it returns start at t, in list order.
+A job of runtime 0 ends at its start instant; its completion is handled at a
+second pass at the same t (completions, arrivals, one schedule again).
+
+The seam (``schedlab.policies.batch.base``): ``arrive(job)``,
+``complete(job)``, ``schedule(now) -> list[job]``. The policy reads the
+machine through the :class:`Machine` handle (capacity, free units at the
+start of the pass, each job's need in units, requested time, submit). Each
+start is checked against the free units left after the earlier starts of the
+same list: a job that does not fit, or is not queued, raises
+:class:`BatchCapacityExceeded` / :class:`BatchStartError` (a policy bug, never
+repaired).
+
+Metrics
+-------
+Per job: wait = start - submit; bounded stretch = (end - submit) /
+max(runtime, ``BOUNDED_STRETCH_THRESHOLD``) -- the DFRS paper's bounded
+stretch with a 10 s threshold. Summary: ``n_jobs``, ``stretch_mean``,
+``stretch_max``, ``wait_mean``, ``wait_max``, ``utilisation`` = used
+unit-seconds (need x runtime) / (capacity x (last end - first submit)),
+``makespan`` = last end - first submit, ``events`` = number of scheduling
+passes (event instants visited), ``sim_seconds``; and the machine:
+``model_nodes`` (0 = procs model, 1 = nodes model; a number because summary
+values are floats), ``capacity`` (units), ``tasks_per_node``,
+``dropped_oversize``.
+
+Determinism
+-----------
+No random numbers; ties are decided by order (completions by (end, job),
+arrivals in job order, starts in the policy's list order). Same inputs, same
+outputs, bit for bit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from schedlab.errors import UserError
+
+#: Runtime floor of the bounded stretch (s): stretch = (end - submit) / max(runtime, this).
+BOUNDED_STRETCH_THRESHOLD = 10.0
+
+MODELS = ("procs", "nodes")
+
+_WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
+
+
+class BatchCapacityExceeded(RuntimeError):
+    """A policy started a job without enough free units for it."""
+
+    def __init__(self, job: int, need: int, free: int, now: float) -> None:
+        self.job, self.need, self.free, self.now = job, need, free, now
+        super().__init__(f"t={now}: job {job} needs {need} units but only {free} are free")
+
+
+class BatchStartError(RuntimeError):
+    """A policy started a job that is not queued."""
+
+
+class Machine:
+    """The handle a batch policy is built with. ``free`` is the number of free
+    units at the start of the current pass (the engine updates it after the
+    pass's starts); ``need``, ``requested`` and ``submit`` are Python lists
+    indexed by job (do not modify them)."""
+
+    __slots__ = ("capacity", "free", "now", "need", "requested", "submit")
+
+    def __init__(self, capacity: int, need: list[int], requested: list[float], submit: list[float]) -> None:
+        self.capacity = int(capacity)
+        self.free = int(capacity)
+        self.now = 0.0
+        self.need = need
+        self.requested = requested
+        self.submit = submit
+
+
+@dataclass
+class BatchResult:
+    start: np.ndarray
+    end: np.ndarray
+    events: int
+    policy: Any  # the policy instance after the run (tests read its reservations)
+
+
+def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarray:
+    """Units a job holds: procs (model procs) or ceil(procs / tasks_per_node) nodes."""
+    procs = np.asarray(procs, dtype=np.int64)
+    if model == "procs":
+        return procs.copy()
+    return -(-procs // tasks_per_node)
+
+
+def simulate_batch(submit, runtime, requested, need, capacity: int,
+                   policy_factory: Callable[[Machine], Any]) -> BatchResult:
+    """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
+
+    ``need`` is in units (see :func:`units_needed`); every need must be in
+    1..capacity (checked by the caller). Returns start and end times."""
+    submit = np.asarray(submit, dtype=float)
+    runtime = np.asarray(runtime, dtype=float)
+    requested = np.asarray(requested, dtype=float)
+    need_a = np.asarray(need, dtype=np.int64)
+    n = len(submit)
+    sub_l = submit.tolist()
+    run_l = runtime.tolist()
+    need_l = need_a.tolist()
+    machine = Machine(capacity, list(need_l), requested.tolist(), list(sub_l))
+    policy = policy_factory(machine)
+    order = np.argsort(submit, kind="stable").tolist()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    state = [_WAITING] * n
+    heap: list[tuple[float, int]] = []
+    free = int(capacity)
+    i = 0
+    passes = 0
+    inf = math.inf
+    while i < n or heap:
+        t_arr = sub_l[order[i]] if i < n else inf
+        t = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
+        while heap and heap[0][0] <= t:
+            _, j = heapq.heappop(heap)
+            free += need_l[j]
+            state[j] = _DONE
+            policy.complete(j)
+        while i < n and sub_l[order[i]] <= t:
+            j = order[i]
+            i += 1
+            state[j] = _QUEUED
+            policy.arrive(j)
+        machine.now = t
+        machine.free = free
+        passes += 1
+        for j in policy.schedule(t):
+            if not (0 <= j < n) or state[j] != _QUEUED:
+                raise BatchStartError(f"t={t}: policy started job {j}, which is not queued")
+            nj = need_l[j]
+            if nj > free:
+                raise BatchCapacityExceeded(j, nj, free, t)
+            free -= nj
+            state[j] = _RUNNING
+            start[j] = t
+            e = t + run_l[j]
+            end[j] = e
+            heapq.heappush(heap, (e, j))
+        machine.free = free
+    return BatchResult(np.array(start, dtype=float), np.array(end, dtype=float), passes, policy)
+
+
+def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = None, nodes: int | None = None,
+              tasks_per_node: int = 1, oversize: str = "error",
+              **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
+    procs and requested_time (absent: requested = runtime, exact estimates).
+    Machine: ``model="procs"`` with ``procs`` processors, or ``model="nodes"``
+    with ``nodes`` nodes and ``tasks_per_node``. ``oversize``: "error" or
+    "drop". Other params go to the policy. Returns (per-job columns, summary)."""
+    if model not in MODELS:
+        raise UserError(f"batch engine: model must be one of {', '.join(MODELS)} (got {model!r})")
+    if oversize not in ("error", "drop"):
+        raise UserError(f"batch engine: oversize must be 'error' or 'drop' (got {oversize!r})")
+
+    def _pos_int(name, value):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise UserError(f"batch engine: {name} must be an integer >= 1 (got {value!r})")
+        return int(value)
+
+    tpn = _pos_int("tasks_per_node", tasks_per_node)
+    if model == "procs":
+        if procs is None:
+            raise UserError("batch engine: model 'procs' needs the machine size 'procs'")
+        capacity = _pos_int("procs", procs)
+    else:
+        if nodes is None:
+            raise UserError("batch engine: model 'nodes' needs the number of nodes 'nodes'")
+        capacity = _pos_int("nodes", nodes)
+    for col in ("job_id", "submit", "runtime", "procs"):
+        if col not in jobs.columns:
+            raise UserError(f"batch engine: the job table needs a {col!r} column")
+    job_id = jobs["job_id"].to_numpy()
+    submit = jobs["submit"].to_numpy().astype(float)
+    runtime = jobs["runtime"].to_numpy().astype(float)
+    jprocs = jobs["procs"].to_numpy().astype(np.int64)
+    if "requested_time" in jobs.columns:
+        requested = jobs["requested_time"].to_numpy().astype(float)
+    else:
+        requested = runtime.copy()
+    for name, arr in (("submit", submit), ("runtime", runtime), ("requested_time", requested)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise UserError(f"batch engine: job {job_id[bad[0]]}: {name} is not finite")
+    checks = (("runtime", runtime < 0, "is negative"), ("requested_time", requested <= 0, "must be > 0"),
+              ("procs", jprocs < 1, "must be >= 1"))
+    for name, mask, what in checks:
+        bad = np.flatnonzero(mask)
+        if bad.size:
+            raise UserError(f"batch engine: job {job_id[bad[0]]}: {name} {what}")
+    need = units_needed(jprocs, model, tpn)
+    big = need > capacity
+    dropped = int(big.sum())
+    if dropped:
+        if oversize == "error":
+            k = int(np.flatnonzero(big)[0])
+            unit = "processors" if model == "procs" else "nodes"
+            raise UserError(f"batch engine: job {job_id[k]} needs {need[k]} {unit} but the machine has {capacity} "
+                            f"(use oversize='drop' to drop and count such jobs)")
+        keep = ~big
+        job_id, submit, runtime, jprocs, requested, need = (
+            a[keep] for a in (job_id, submit, runtime, jprocs, requested, need))
+    if params:
+        try:
+            policy_cls(Machine(capacity, [], [], []), **params)
+        except TypeError as exc:
+            raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
+    factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
+    started = time.perf_counter()
+    res = simulate_batch(submit, runtime, requested, need, capacity, factory)
+    wall = time.perf_counter() - started
+    wait = res.start - submit
+    stretch = (res.end - submit) / np.maximum(runtime, BOUNDED_STRETCH_THRESHOLD)
+    n = len(submit)
+    if n:
+        horizon = float(res.end.max() - submit.min())
+        used = float(np.dot(need.astype(float), runtime))
+        util = used / (capacity * horizon) if horizon > 0 else math.nan
+        stats = dict(stretch_mean=float(stretch.mean()), stretch_max=float(stretch.max()),
+                     wait_mean=float(wait.mean()), wait_max=float(wait.max()), utilisation=util, makespan=horizon)
+    else:
+        stats = dict(stretch_mean=math.nan, stretch_max=math.nan, wait_mean=math.nan, wait_max=math.nan,
+                     utilisation=math.nan, makespan=math.nan)
+    summary: dict[str, Any] = {
+        "n_jobs": float(n), **stats, "events": float(res.events), "sim_seconds": wall,
+        "model_nodes": float(model == "nodes"), "capacity": float(capacity), "tasks_per_node": float(tpn),
+        "dropped_oversize": float(dropped),
+    }
+    per_job = {
+        "job_id": job_id,
+        "submit": submit,
+        "start": res.start,
+        "end": res.end,
+        "procs": jprocs,
+        "runtime": runtime,
+        "requested_time": requested,
+        "wait": wait,
+        "stretch": stretch,
+    }
+    return per_job, summary
