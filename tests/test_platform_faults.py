@@ -280,3 +280,28 @@ def test_worker_sigkill_mid_task_is_retried(tmp_path, ray_env):
     per_job = schedlab.load(out_dir, "jobs").select("config_id", "replication", "job_id").collect()
     assert per_job.height == 20_000 * total
     assert per_job.is_duplicated().sum() == 0
+
+
+# ---- c. Ctrl-C: a clean stop that leaves a resumable state ----------------------------
+def test_ctrl_c_commits_what_arrived_and_resumes(tmp_path, ray_env):
+    out_dir = tmp_path / "interrupted"
+    spec = write_spec(tmp_path / "ctrlc.toml", "faults-ctrlc", out_dir, DRIVER_SWEEP)
+    total = 2 * 4 * 10
+
+    with sweep_process(spec, ray_env(), tmp_path) as proc:
+        wait_for(lambda: any((out_dir / "summary").glob("*/part-*.parquet")), proc, RUN_TIMEOUT,
+                 "the first summary commit")
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the driver
+        rc = proc.wait(timeout=60)
+    text = output_of(spec, tmp_path)
+    assert rc == 130, text[-3000:]
+    assert "interrupted" in text and "run again to resume" in text and "Traceback" not in text
+    on_disk = schedlab.load(out_dir).select(pl.len()).collect().item()
+    assert 0 < on_disk <= total
+
+    with sweep_process(spec, ray_env(), tmp_path) as proc:
+        text = finish(proc, spec, tmp_path)
+    rows = schedlab.load(out_dir).collect()
+    assert rows.height == total
+    assert rows.select("config_id", "replication").is_duplicated().sum() == 0
+    assert f"{on_disk} already on disk" in text

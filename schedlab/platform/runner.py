@@ -13,8 +13,11 @@ on, and the report says so (the CLI then exits non-zero).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -111,15 +114,32 @@ class _Sink:
         )
 
     def flush(self) -> int:
+        """Commit the buffer. The buffer is taken before writing, and Ctrl-C is
+        held back while the batch is written (delivered right after), so an
+        interrupt can never commit the same rows twice nor half a batch."""
         if not (self.summary or self.failures):
             return 0
-        self.store.commit(self.summary, self.jobs, self.failures, self.series)
-        n = len(self.summary)
-        touched = {r["config_id"] for r in self.summary}
+        summary, jobs, failures, series = self.summary, self.jobs, self.failures, self.series
         self._reset()
+        with _sigint_deferred():
+            self.store.commit(summary, jobs, failures, series)
+        touched = {r["config_id"] for r in summary}
         if touched:
             self.on_commit(touched)
-        return n
+        return len(summary)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Block SIGINT in this thread while the body runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _init_ray(spec: SweepSpec, address: str | None):
