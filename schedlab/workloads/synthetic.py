@@ -13,7 +13,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import polars as pl
-from scipy.special import gammaln
 
 from schedlab.errors import UserError
 from schedlab.workloads.schema import QUEUE_COLUMNS, QUEUE_SCHEMA
@@ -113,8 +112,9 @@ def queue_workload(
 
 
 def _unit_mean_weibull_scale(k: float) -> float:
-    """Scale making Weibull(k) have mean 1: 1 / Gamma(1 + 1/k), via gammaln so small k cannot overflow."""
-    return math.exp(-gammaln(1.0 + 1.0 / k))
+    """Scale making Weibull(k) have mean 1: 1 / Gamma(1 + 1/k), via log-gamma so
+    small k cannot overflow (math.lgamma: no scipy import in every Ray worker)."""
+    return math.exp(-math.lgamma(1.0 + 1.0 / k))
 
 
 def _draw_sizes(rng: np.random.Generator, njobs: int, size_dist: str, shape: float, alpha: float) -> np.ndarray:
