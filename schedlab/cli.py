@@ -319,6 +319,48 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
 
 
 @main.group()
+def pipelines() -> None:
+    """Paper-reproduction pipelines: sweeps -> figures -> report.md (with the paper's claims checked)."""
+
+
+@pipelines.command("list")
+def pipelines_list() -> None:
+    """List the pipelines: name, paper, figure, one line each."""
+    from schedlab.pipelines.registry import PIPELINES
+
+    for p in PIPELINES.values():
+        click.echo(f"{p.name:12s} {p.figure:8s} {p.paper}")
+
+
+@pipelines.command("run")
+@click.argument("name")
+@click.option("--scale", default="quick", show_default=True, metavar="quick|paper",
+              help="quick: minutes on a laptop; paper: the paper's settings.")
+@click.option("--address", help="Ray cluster address (default: local Ray started in-process).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Output dir (default: results/pipelines/NAME).")
+@click.option("--fresh", is_flag=True, help="Discard existing results of the pipeline's sweeps first.")
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet, figures and report.md only).")
+def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, fresh: bool,
+                  no_tracking: bool) -> None:
+    """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
+    from schedlab.pipelines.base import check_scale, get_pipeline, run_pipeline
+
+    check_scale(scale)
+    get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
+    result = run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking)
+    for f in result.figures:
+        held = sum(c.holds for c in f.checks)
+        click.echo(f"{f.png}: {f.title} -- {held} of {len(f.checks)} claims hold")
+        for c in f.checks:
+            click.echo(f"  [{'holds' if c.holds else 'does not hold'}] {c.claim}")
+    click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
+    if result.failures:
+        click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)
+        sys.exit(1)
+
+
+@main.group()
 def workloads() -> None:
     """Trace workloads: inspect what a trace holds."""
 

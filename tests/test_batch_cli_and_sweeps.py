@@ -63,3 +63,25 @@ def test_lublin_sweep_point_runs_on_the_batch_engine():
     with pytest.raises(UserError, match="system.cores"):
         parse_spec({"name": "b", "engine": "batch", "policies": ["FCFS"], "system": {"cores": 2},
                     "workload": {"kind": "lublin"}}, "b.toml")
+
+
+def test_dfrs_engine_in_a_spec():
+    """DFRS policies are named as the paper writes them; /per takes a period."""
+    spec = parse_spec({"name": "d", "engine": "dfrs",
+                       "policies": ["GreedyPM*/OPT=MIN", {"name": "GreedyPM*/per/OPT=MIN", "params": {"period": [600.0, 1200.0]}}],
+                       "system": {"nodes": 32, "memory": 0.25},
+                       "workload": {"kind": "lublin", "njobs": 60, "nodes": 32},
+                       "tracking": {"enabled": False}}, "d.toml")
+    plan = build_plan(spec)
+    assert len(plan.configs) == 3
+    import numpy as np
+
+    inst = plan.instances([0])[0]
+    jobs = workload_kind("lublin").build(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
+                                         inst.point.params, None)
+    for c in inst.point.configs:
+        s = get_engine("dfrs").run(jobs, c.policy, c.policy_params, c.system).summary
+        assert s["n_jobs"] == 60 and s["stretch_max"] >= 1.0
+    with pytest.raises(UserError, match="takes: period"):
+        parse_spec({"name": "d", "engine": "dfrs", "policies": [{"name": "GreedyPM*/per/OPT=MIN", "params": {"J": 1}}],
+                    "workload": {"kind": "lublin"}}, "d.toml")

@@ -1,0 +1,185 @@
+"""Paper-reproduction pipelines: sweep specs in, figures and a report out.
+
+A `Pipeline` knows nothing about Ray, Parquet or MLflow. It builds plain sweep
+spec dicts (`specs(scale, overrides)`) and turns finished results dirs into
+figures and report sections (`report(results_dirs, out_dir)`). `run_pipeline`
+does the rest with the platform: every spec goes through
+`schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for free),
+then the figures (PNG) and ``report.md`` are written to the pipeline's output
+dir and, with tracking on, attached to each sweep's MLflow parent run.
+
+Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
+as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from schedlab.errors import UserError
+
+SCALES = ("quick", "paper")
+HIDDEN_SCALES = ("smoke",)
+
+
+@dataclass
+class Check:
+    """One qualitative claim of the paper, checked on the measured numbers."""
+
+    claim: str
+    holds: bool
+    detail: str
+
+
+@dataclass
+class FigureReport:
+    """One reproduced figure: the PNG, the plotted series and the comparison."""
+
+    key: str
+    title: str
+    png: Path
+    series: list[str]
+    paper_says: str
+    measured: str  # markdown (a table of means with 95 % CIs)
+    checks: list[Check] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        lines = [f"## {self.title}", "", f"![{self.key}]({self.png.name})", "",
+                 "### Paper says", "", self.paper_says, "",
+                 "### Measured", "", self.measured, "",
+                 "### Holds?", ""]
+        for c in self.checks:
+            lines.append(f"- **{'holds' if c.holds else 'does not hold'}** — {c.claim}: {c.detail}")
+        lines.append("")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    paper: str
+    figure: str
+    description: str
+    #: (scale, overrides) -> list of sweep spec dicts (names unique per scale)
+    specs: Callable[[str, dict[str, Any]], list[dict[str, Any]]]
+    #: ({spec name: results dir}, out_dir) -> figure reports (PNGs written)
+    report: Callable[[dict[str, Path], Path], list[FigureReport]]
+
+
+@dataclass
+class PipelineResult:
+    name: str
+    scale: str
+    out_dir: Path
+    results_dirs: dict[str, Path]
+    sweeps: list[Any]
+    figures: list[FigureReport]
+    report_md: Path
+    wall_seconds: float
+    failures: int = 0
+
+
+def deep_merge(base: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of base with overrides merged in (nested dicts merged, rest replaced)."""
+    out = copy.deepcopy(base)
+    for k, v in (overrides or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def check_scale(scale: str) -> None:
+    if scale not in SCALES + HIDDEN_SCALES:
+        raise UserError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+
+
+def get_pipeline(name: str) -> Pipeline:
+    from schedlab.pipelines.registry import PIPELINES
+
+    if name not in PIPELINES:
+        raise UserError(f"unknown pipeline {name!r}; pipelines: {', '.join(sorted(PIPELINES))}")
+    return PIPELINES[name]
+
+
+def _attach_artifacts(spec, paths: list[Path]) -> None:
+    """Log figures and report.md to the sweep's MLflow parent run; warn on any failure."""
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from schedlab.platform.tracking import SWEEP_TAG, resolve_uri
+
+        client = MlflowClient(tracking_uri=resolve_uri(spec.tracking.uri))
+        exp = client.get_experiment_by_name(spec.experiment())
+        if exp is None:
+            raise RuntimeError(f"no MLflow experiment {spec.experiment()!r}")
+        runs = client.search_runs([exp.experiment_id], f"tags.`{SWEEP_TAG}` = '{spec.name}'",
+                                  max_results=1000, order_by=["attributes.start_time ASC"])
+        parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+        if not parents:
+            raise RuntimeError(f"no parent run tagged {SWEEP_TAG}={spec.name}")
+        for p in paths:
+            client.log_artifact(parents[0].info.run_id, str(p), artifact_path="pipeline")
+    except Exception as err:  # tracking never fails a pipeline
+        warnings.warn(f"pipeline artifacts not attached to MLflow run of {spec.name}: {err}", stacklevel=2)
+
+
+def run_pipeline(
+    name: str,
+    scale: str = "quick",
+    address: str | None = None,
+    out: str | Path | None = None,
+    fresh: bool = False,
+    tracking: bool = True,
+    overrides: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PipelineResult:
+    """Run every sweep of a pipeline (resuming), then write its figures and report.md."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.spec import parse_spec
+
+    pipe = get_pipeline(name)
+    check_scale(scale)
+    started = time.monotonic()
+    out_dir = Path(out) if out is not None else Path("results") / "pipelines" / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    specs = []
+    for data in pipe.specs(scale, overrides or {}):
+        data = deep_merge(data, {"outputs": {"dir": str(out_dir / data["name"])},
+                                 "tracking": {"enabled": bool(tracking)}})
+        specs.append(parse_spec(data, f"pipeline {name} ({data['name']})"))
+
+    sweeps = []
+    for spec in specs:
+        sweeps.append(run_sweep(spec, address=address, fresh=fresh, tracking=tracking, progress=progress))
+    results_dirs = {s.name: s.results_dir() for s in specs}
+
+    figures = pipe.report(results_dirs, out_dir)
+    failures = sum(len(r.failures) for r in sweeps)
+    report_md = out_dir / "report.md"
+    header = [f"# {pipe.name}: {pipe.paper}, {pipe.figure}", "", pipe.description, "",
+              f"Scale `{scale}`; sweeps: " + ", ".join(f"`{s.name}` ({r.configs} configurations, "
+                                                       f"{r.rows_written} rows new, {r.rows_skipped} resumed)"
+                                                       for s, r in zip(specs, sweeps)) + ".", ""]
+    if failures:
+        header += [f"**{failures} simulations failed**; see the sweeps' `failures/` dirs.", ""]
+    verdicts = [c for f in figures for c in f.checks]
+    header += [f"Claims checked: {sum(c.holds for c in verdicts)} of {len(verdicts)} hold.", ""]
+    report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
+
+    if tracking:
+        artifacts = [f.png for f in figures] + [report_md]
+        for spec in specs:
+            _attach_artifacts(spec, artifacts)
+    return PipelineResult(name, scale, out_dir, results_dirs, sweeps, figures, report_md,
+                          time.monotonic() - started, failures)

@@ -1,0 +1,91 @@
+"""Small aggregation and plotting helpers shared by the pipelines (headless, Agg)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MARKERS = {"FIFO": "s", "PS": "o", "LAS": "^", "SRPT": "x", "SRPTE": "v", "FSPE": "D", "PSBS": "*",
+           "BF-J/S": "o", "VQS": "s", "VQS-BF": "^", "FIFO-FF": "D"}
+
+
+def relative_to(results_dir: str | Path, metric: str, baseline: str, keys: list[str]):
+    """Per replication, metric / metric of the baseline policy in the same
+    configuration and replication (common random numbers), then mean, 95 % CI
+    and n over replications via `stats.summarize`. Columns: keys, policy,
+    n, ratio_mean, ratio_ci95, <metric>_mean, <metric>_ci95."""
+    import polars as pl
+
+    from schedlab import load
+    from schedlab.platform.stats import summarize
+
+    lf = load(results_dir).select(keys + ["policy", "replication", metric])
+    base = lf.filter(pl.col("policy") == baseline).select(
+        keys + ["replication", pl.col(metric).alias("_base")])
+    joined = lf.filter(pl.col("policy") != baseline).join(base, on=keys + ["replication"], how="inner")
+    joined = joined.with_columns((pl.col(metric) / pl.col("_base")).alias("ratio"))
+    return summarize(joined, keys + ["policy"], ["ratio", metric])
+
+
+def absolute(results_dir: str | Path, metric: str, keys: list[str]):
+    """Mean, 95 % CI and n of a metric per keys + policy."""
+    from schedlab import load
+    from schedlab.platform.stats import summarize
+
+    return summarize(load(results_dir), keys + ["policy"], [metric])
+
+
+def lookup(table, policy: str, **where: Any) -> dict[str, Any] | None:
+    """The row of a summarized table for a policy and key values (floats matched approximately)."""
+    for row in table.iter_rows(named=True):
+        if row["policy"] != policy:
+            continue
+        if all(abs(float(row[k]) - float(v)) < 1e-9 for k, v in where.items()):
+            return row
+    return None
+
+
+def fmt_ci(mean: float | None, ci: float | None) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:.3g} ± {ci:.2g}" if ci is not None and ci == ci else f"{mean:.3g}"
+
+
+def md_table(table, x: str, policies: list[str], col: str, x_label: str | None = None) -> str:
+    """Markdown: one row per x value, one column per policy, 'mean ± 95 % CI'."""
+    xs = sorted(set(table[x].to_list()))
+    head = f"| {x_label or x} | " + " | ".join(policies) + " |"
+    lines = [head, "|" + "---|" * (len(policies) + 1)]
+    for xv in xs:
+        cells = []
+        for p in policies:
+            row = lookup(table, p, **{x: xv})
+            cells.append(fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–")
+        lines.append(f"| {xv:g} | " + " | ".join(cells) + " |")
+    n = sorted(set(table["n"].to_list()))
+    lines.append("")
+    lines.append(f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t).")
+    return "\n".join(lines)
+
+
+def plot_lines(ax, table, x: str, col: str, policies: list[str]) -> list[str]:
+    """One line per policy (mean, with 95 % CI error bars); returns the series names plotted."""
+    plotted = []
+    for p in policies:
+        sub = table.filter(table["policy"] == p).sort(x)
+        if sub.height == 0:
+            continue
+        ci = [c if c is not None and c == c else 0.0 for c in sub[f"{col}_ci95"].to_list()]
+        ax.errorbar(sub[x].to_list(), sub[f"{col}_mean"].to_list(), yerr=ci, label=p,
+                    marker=MARKERS.get(p, "o"), markersize=5, capsize=2, linewidth=1.2)
+        plotted.append(p)
+    return plotted
+
+
+def save(fig, path: Path, dpi: int = 80) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path

@@ -1,0 +1,105 @@
+"""Pipelines: `pipelines list`, smoke-scale runs of psbs-shape and pg-fig4 (one Ray
+session, tracking off), their figures, series and report.md, and CLI errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from schedlab.cli import main
+from schedlab.pipelines.registry import PIPELINES
+
+EXPECTED_SERIES = {
+    "psbs-shape": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
+    "pg-fig4": ["BF-J/S", "VQS", "VQS-BF", "FIFO-FF"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    import ray
+
+    from schedlab.pipelines.base import run_pipeline
+
+    root = tmp_path_factory.mktemp("pipelines")
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield {name: run_pipeline(name, "smoke", out=root / name, tracking=False) for name in EXPECTED_SERIES}
+    finally:
+        ray.shutdown()
+
+
+def test_list():
+    res = CliRunner().invoke(main, ["pipelines", "list"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == len(PIPELINES) == 3
+    for line, (name, p) in zip(lines, PIPELINES.items()):
+        assert line.split()[0] == name
+        assert p.figure in line and p.paper in line
+    assert "smoke" not in CliRunner().invoke(main, ["pipelines", "run", "--help"]).output
+
+
+def test_unknown_pipeline_exit_2():
+    res = CliRunner().invoke(main, ["pipelines", "run", "no-such-pipeline"])
+    assert res.exit_code == 2
+    assert "unknown pipeline 'no-such-pipeline'" in res.output
+    for name in PIPELINES:
+        assert name in res.output
+
+
+def test_unknown_scale_exit_2():
+    res = CliRunner().invoke(main, ["pipelines", "run", "psbs-shape", "--scale", "huge"])
+    assert res.exit_code == 2 and "unknown scale" in res.output
+
+
+def test_specs_every_scale_valid():
+    from schedlab.platform.spec import parse_spec
+
+    for p in PIPELINES.values():
+        for scale in ("smoke", "quick", "paper"):
+            specs = p.specs(scale, {})
+            assert specs and len({s["name"] for s in specs}) == len(specs)
+            for s in specs:
+                parse_spec(s, p.name)
+    assert PIPELINES["psbs-shape"].specs("quick", {})[0]["workload"]["njobs"] == 5000
+    over = PIPELINES["psbs-shape"].specs("quick", {"workload": {"njobs": 7}})[0]
+    assert over["workload"]["njobs"] == 7 and over["workload"]["sigma"] == 0.5
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_SERIES))
+def test_pipeline_outputs(runs, name):
+    import matplotlib.image as mpimg
+
+    result = runs[name]
+    assert result.failures == 0
+    assert all(r.rows_written > 0 for r in result.sweeps)
+    for d in result.results_dirs.values():
+        assert d.parent == result.out_dir and (d / "manifest.json").exists()
+    assert len(result.figures) == 1
+    fig = result.figures[0]
+    assert fig.png.exists() and fig.png.stat().st_size > 0
+    img = mpimg.imread(fig.png)
+    assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
+    assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > 10  # not one colour
+    assert fig.series == EXPECTED_SERIES[name]
+    assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
+
+    text = result.report_md.read_text()
+    assert text.count("\n## ") == len(result.figures)
+    section = text[text.index(f"## {fig.title}"):]
+    parts = [section.index(h) for h in ("### Paper says", "### Measured", "### Holds?")]
+    assert parts == sorted(parts)
+    assert fig.png.name in section
+    assert "±" in section or "Replications per point: 1" in section
+    assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
+
+
+def test_resume_is_idempotent(runs):
+    from schedlab.pipelines.base import run_pipeline
+
+    first = runs["pg-fig4"]
+    again = run_pipeline("pg-fig4", "smoke", out=first.out_dir, tracking=False)
+    assert all(r.rows_written == 0 and r.rows_skipped > 0 for r in again.sweeps)
+    assert [c.holds for c in again.figures[0].checks] == [c.holds for c in first.figures[0].checks]
