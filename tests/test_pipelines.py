@@ -1,5 +1,6 @@
-"""Pipelines: `pipelines list`, smoke-scale runs of psbs-shape and pg-fig4 (one Ray
-session, tracking off), their figures, series and report.md, and CLI errors."""
+"""Pipelines: `pipelines list`, smoke-scale runs of psbs-shape, pg-fig4, psbs-weights
+and psbs-slowdown (one Ray session, tracking off), their figures, series and
+report.md, and CLI errors."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from schedlab.pipelines.registry import PIPELINES
 EXPECTED_SERIES = {
     "psbs-shape": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
     "pg-fig4": ["BF-J/S", "VQS", "VQS-BF", "FIFO-FF"],
+    "psbs-weights": ["PSBS", "GPS"],
+    "psbs-slowdown": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
 }
+FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2}
+NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psbs-slowdown", "psbs-heatmap"]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,7 @@ def test_list():
     res = CliRunner().invoke(main, ["pipelines", "list"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == len(PIPELINES) == 3
+    assert len(lines) == len(PIPELINES) == 9
     for line, (name, p) in zip(lines, PIPELINES.items()):
         assert line.split()[0] == name
         assert p.figure in line and p.paper in line
@@ -77,23 +82,26 @@ def test_pipeline_outputs(runs, name):
     assert all(r.rows_written > 0 for r in result.sweeps)
     for d in result.results_dirs.values():
         assert d.parent == result.out_dir and (d / "manifest.json").exists()
-    assert len(result.figures) == 1
-    fig = result.figures[0]
-    assert fig.png.exists() and fig.png.stat().st_size > 0
-    img = mpimg.imread(fig.png)
-    assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
-    assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > 10  # not one colour
-    assert fig.series == EXPECTED_SERIES[name]
-    assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
-
+    assert len(result.figures) == FIGURES[name]
     text = result.report_md.read_text()
     assert text.count("\n## ") == len(result.figures)
-    section = text[text.index(f"## {fig.title}"):]
-    parts = [section.index(h) for h in ("### Paper says", "### Measured", "### Holds?")]
-    assert parts == sorted(parts)
-    assert fig.png.name in section
-    assert "±" in section or "Replications per point: 1" in section
-    assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
+    assert len({f.png for f in result.figures}) == len(result.figures)
+    for i, fig in enumerate(result.figures):
+        assert fig.png.exists() and fig.png.stat().st_size > 0
+        img = mpimg.imread(fig.png)
+        assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
+        assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > 10  # not one colour
+        assert fig.series == EXPECTED_SERIES[name]
+        assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
+
+        section = text[text.index(f"## {fig.title}"):]
+        if i + 1 < len(result.figures):
+            section = section[:section.index(f"## {result.figures[i + 1].title}")]
+        parts = [section.index(h) for h in ("### Paper says", "### Measured", "### Holds?")]
+        assert parts == sorted(parts)
+        assert fig.png.name in section
+        assert "±" in section or "Replications per point: " in section
+        assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
 
 
 def test_resume_is_idempotent(runs):
@@ -103,3 +111,42 @@ def test_resume_is_idempotent(runs):
     again = run_pipeline("pg-fig4", "smoke", out=first.out_dir, tracking=False)
     assert all(r.rows_written == 0 and r.rows_skipped > 0 for r in again.sweeps)
     assert [c.holds for c in again.figures[0].checks] == [c.holds for c in first.figures[0].checks]
+
+
+def test_new_pipelines_specs_every_scale():
+    """The PSBS pipelines added after Figs. 5, 6: valid specs at every scale, the
+    paper's settings where stated, overrides merged."""
+    from schedlab.platform.spec import parse_spec
+
+    for name in NEW_PIPELINES:
+        p = PIPELINES[name]
+        for scale in ("smoke", "quick", "paper"):
+            specs = p.specs(scale, {})
+            assert specs and all(s["name"].endswith(f"-{scale}") for s in specs)
+            for s in specs:
+                parse_spec(s, name)
+                assert "SRPT" in s["policies"] or name in ("psbs-weights", "psbs-slowdown", "psbs-heatmap")
+        over = p.specs("quick", {"workload": {"load": 0.8}})
+        assert all(s["workload"]["load"] == 0.8 for s in over)
+    w = PIPELINES["psbs-weights"].specs("paper", {})[0]["workload"]
+    assert w["beta"] == [0.0, 1.0, 2.0] and w["shape"] == [0.25, 1.0, 4.0] and w["weight_classes"] == 5
+    assert PIPELINES["psbs-pareto"].specs("paper", {})[0]["workload"]["alpha"] == [2.0, 1.0]
+    assert [s["name"] for s in PIPELINES["psbs-load"].specs("quick", {})] == ["psbs-load-quick", "psbs-timeshape-quick"]
+    fb = PIPELINES["psbs-fb2010"].specs("quick", {})[0]["workload"]
+    assert fb["kind"] == "trace" and fb["reader"] == "swim" and fb["load"] == 0.9
+    sd = PIPELINES["psbs-slowdown"].specs("smoke", {})[0]
+    assert sd["outputs"]["per_job"] is True and sd["workload"]["shape"] == 0.25
+
+
+def test_slowdown_checks_from_per_job_rows(runs):
+    """Fig. 7 is computed from the per-job rows: 100 classes (or fewer, at smoke scale) per policy."""
+    from schedlab.pipelines import psbs_slowdown
+
+    result = runs["psbs-slowdown"]
+    (d,) = result.results_dirs.values()
+    cond = psbs_slowdown.curves(psbs_slowdown.per_job(d))
+    assert set(cond) == set(psbs_slowdown.POLICIES)
+    for x, y in cond.values():
+        assert len(x) == len(y) == 100 and np.all(np.diff(x) >= 0) and np.all(y >= 1.0 - 1e-9)
+    assert {c.claim for c in result.figures[1].checks} >= {
+        "PS, LAS and PSBS: no job has slowdown above 100"}

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from schedlab.pipelines.base import Pipeline
 from schedlab.pipelines.pg_fig4 import PIPELINE as PG_FIG4
+from schedlab.pipelines.psbs_fb2010 import PIPELINE as PSBS_FB2010
+from schedlab.pipelines.psbs_heatmap import PIPELINE as PSBS_HEATMAP
+from schedlab.pipelines.psbs_load import PIPELINE as PSBS_LOAD
+from schedlab.pipelines.psbs_pareto import PIPELINE as PSBS_PARETO
 from schedlab.pipelines.psbs_shape import PIPELINE as PSBS_SHAPE
 from schedlab.pipelines.psbs_sigma import PIPELINE as PSBS_SIGMA
+from schedlab.pipelines.psbs_slowdown import PIPELINE as PSBS_SLOWDOWN
+from schedlab.pipelines.psbs_weights import PIPELINE as PSBS_WEIGHTS
 
-PIPELINES: dict[str, Pipeline] = {p.name: p for p in (PSBS_SHAPE, PSBS_SIGMA, PG_FIG4)}
+PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
+    PSBS_SHAPE, PSBS_SIGMA, PG_FIG4, PSBS_WEIGHTS, PSBS_PARETO, PSBS_LOAD, PSBS_FB2010, PSBS_SLOWDOWN, PSBS_HEATMAP)}
