@@ -66,7 +66,7 @@ def test_lublin_sweep_point_runs_on_the_batch_engine():
 
 
 def test_dfrs_engine_in_a_spec():
-    """DFRS policies are named as the paper writes them; /per takes a period."""
+    """DFRS policies are named as the paper writes them; /per takes a period (and the MINVT / MINFT bounds)."""
     spec = parse_spec({"name": "d", "engine": "dfrs",
                        "policies": ["GreedyPM*/OPT=MIN", {"name": "GreedyPM*/per/OPT=MIN", "params": {"period": [600.0, 1200.0]}}],
                        "system": {"nodes": 32, "memory": 0.25},
@@ -82,6 +82,6 @@ def test_dfrs_engine_in_a_spec():
     for c in inst.point.configs:
         s = get_engine("dfrs").run(jobs, c.policy, c.policy_params, c.system).summary
         assert s["n_jobs"] == 60 and s["stretch_max"] >= 1.0
-    with pytest.raises(UserError, match="takes: period"):
+    with pytest.raises(UserError, match="takes: minft, minvt, period"):
         parse_spec({"name": "d", "engine": "dfrs", "policies": [{"name": "GreedyPM*/per/OPT=MIN", "params": {"J": 1}}],
                     "workload": {"kind": "lublin"}}, "d.toml")

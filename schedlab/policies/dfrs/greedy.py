@@ -17,11 +17,19 @@ Implemented (names as the paper writes them, §4.5), each with /OPT=MIN and
 The paper's 12 + 1 combinations (§4.5) always pair a submission policy with
 '*' and/or '/per'; without either, paused jobs would never resume, so the
 bare ``Greedy``, ``GreedyP``, ``GreedyPM`` are not offered (nor their
-non-'*' /per forms, nor the MCB8-on-submission and /per-only algorithms).
+non-'*' /per forms, nor ``MCB8``, ``MCB8/per`` and the /per-only algorithm).
 
 * ``Greedy*/per``, ``GreedyP*/per``, ``GreedyPM*/per`` (each /OPT=MIN and
   /OPT=AVG): as above plus a periodic MCB8 remapping (``PeriodicMCB8``;
-  parameter ``period``, default 600 s; no MINVT / MINFT).
+  parameter ``period``, default 600 s; optional ``minvt`` / ``minft``).
+* ``.../per/OPT=.../MINVT=b`` and ``.../MINFT=b``, b in 300, 600 (§4.3
+  "Limiting Migration", §5.1): the /per forms whose periodic remap keeps
+  running jobs with virtual (flow) time < b s on their nodes (they may be
+  paused, not migrated); see ``PeriodicMCB8``.
+* ``MCB8*/OPT=...`` and ``MCB8*/per/OPT=...`` (§4.4, §4.5; ``MCB8Star``):
+  MCB8 remaps everything on every submission and at every completion
+  instant (and periodically for /per), each also with /MINVT=b and /MINFT=b,
+  b in 300, 600 (the limit applies to every MCB8 remap).
 
 Greedy (§4.2): the job's tasks are placed one by one, each on the node with
 the lowest CPU load (sum of the needs of the tasks on it, counting the tasks
@@ -189,47 +197,129 @@ class PeriodicMCB8:
     pays nothing); pending jobs it mapped are placed (a paused job pays the
     penalty). MCB8's bins are first renumbered to keep as much running memory
     in place as possible (``_relabel``). MCB8's common yield is not used: the engine's OPT=MIN / OPT=AVG
-    allocation runs on the new mapping. No MINVT / MINFT limit."""
+    allocation runs on the new mapping.
 
-    def __init__(self, period: float = DEFAULT_PERIOD) -> None:
+    MINVT / MINFT (§4.3 "Limiting Migration"; parameters ``minvt`` /
+    ``minft``, seconds, at most one of them, default None = no limit): a
+    running job whose virtual time (MINVT) or flow time now - r_j (MINFT) is
+    strictly smaller than the bound is *pinned*: it "may be paused in order to
+    run higher priority jobs, but, if [it continues] running, [its] current
+    node mapping must be maintained". So MCB8 runs with the pinned jobs'
+    current nodes fixed (``mcb8(..., pinned=...)``): for each yield tried, the
+    pinned tasks are put first on their current nodes (their memory and Y x
+    need count there) and MCB8 fills the other tasks around them; a pinned job
+    still takes part in MCB8's priority order and job dropping, so it can be
+    dropped (paused) for higher-priority jobs, but is never migrated. The
+    bin renumbering then only permutes the nodes holding no kept pinned task.
+    Pending jobs (waiting or paused) have no mapping and are never pinned.
+    Migrations by GreedyPM on submission are not affected (as in the paper)."""
+
+    minvt: float | None = None  # class defaults, set by the registered .../MINVT=b and .../MINFT=b names
+    minft: float | None = None
+
+    def __init__(self, period: float = DEFAULT_PERIOD, minvt: float | None = None,
+                 minft: float | None = None) -> None:
         if isinstance(period, bool) or not isinstance(period, (int, float)) or not (0 < period < math.inf):
             raise TypeError(f"period must be a number > 0 (got {period!r})")
         self.period = float(period)
+        _set_bounds(self, minvt, minft)
 
     def on_period(self, st: DfrsState) -> None:
-        from schedlab.policies.dfrs.mcb8 import mcb8
-
-        jobs = sorted(st.running | st.pending)
-        res = mcb8([(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs], st.nodes)
-        relabel = _relabel(st, res.mapping)
-        mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
-        pauses = [j for j in res.dropped if st.status[j] == RUNNING]
-        moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
-        places = {j: nodes for j, nodes in mapping.items() if st.status[j] != RUNNING}
-        st.apply(pauses=pauses, moves=moves, places=places)
+        mcb8_remap(st, self.minvt, self.minft)
 
 
-def _relabel(st: DfrsState, mapping: dict[int, list[int]]) -> np.ndarray:
+def _set_bounds(pol, minvt, minft) -> None:
+    minvt = type(pol).minvt if minvt is None else minvt
+    minft = type(pol).minft if minft is None else minft
+    for label, b in (("minvt", minvt), ("minft", minft)):
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf)):
+            raise TypeError(f"{label} must be a number >= 0 or None (got {b!r})")
+    if minvt is not None and minft is not None:
+        raise TypeError("set at most one of minvt and minft")
+    pol.minvt = None if minvt is None else float(minvt)
+    pol.minft = None if minft is None else float(minft)
+
+
+def _pinned(st: DfrsState, minvt: float | None, minft: float | None) -> dict[int, list[int]]:
+    if minvt is not None:
+        young = [j for j in st.running if float(st.vt[j]) < minvt]
+    elif minft is not None:
+        young = [j for j in st.running if st.now - st.release[j] < minft]
+    else:
+        return {}
+    return {j: st.where[j].tolist() for j in sorted(young)}
+
+
+def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = None) -> None:
+    """One MCB8 remapping of all running and pending jobs (see ``PeriodicMCB8``),
+    with the running jobs below the MINVT / MINFT bound pinned."""
+    from schedlab.policies.dfrs.mcb8 import mcb8
+
+    jobs = sorted(st.running | st.pending)
+    if not jobs:
+        return
+    pinned = _pinned(st, minvt, minft)
+    res = mcb8([(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs], st.nodes, pinned=pinned)
+    fixed = {k for j in pinned if j in res.mapping for k in res.mapping[j]}
+    relabel = _relabel(st, res.mapping, fixed)
+    mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
+    pauses = [j for j in res.dropped if st.status[j] == RUNNING]
+    moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
+    places = {j: nodes for j, nodes in mapping.items() if st.status[j] != RUNNING}
+    st.apply(pauses=pauses, moves=moves, places=places)
+
+
+class MCB8Star:
+    """MCB8*: at every submission and at every completion instant, MCB8
+    remaps all running and pending jobs (``mcb8_remap``: exactly the
+    remapping of /per, with the same MINVT / MINFT pinning; parameters
+    ``minvt`` / ``minft``)."""
+
+    name: ClassVar[str] = "MCB8*"
+    summary: ClassVar[str] = "DFRS: MCB8 remapping of all jobs on submission and on completion"
+    opt: ClassVar[str] = "MIN"
+    period: float | None = None
+    minvt: float | None = None
+    minft: float | None = None
+
+    def __init__(self, minvt: float | None = None, minft: float | None = None) -> None:
+        _set_bounds(self, minvt, minft)
+
+    def on_arrival(self, st: DfrsState, j: int) -> None:
+        mcb8_remap(st, self.minvt, self.minft)
+
+    def on_completion(self, st: DfrsState) -> None:
+        mcb8_remap(st, self.minvt, self.minft)
+
+
+def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: set[int] = frozenset()) -> np.ndarray:
     """Nodes are identical, so any permutation of MCB8's bins is an equally
     valid mapping: bin b goes to node relabel[b], the permutation maximising
     the memory that stays in place, sum over running jobs of
     m_j x min(tasks of j in bin b, tasks of j on node relabel[b])
     (``scipy.optimize.linear_sum_assignment``). Without it MCB8, which fills
-    node 0 first, would migrate jobs merely because of node numbering."""
+    node 0 first, would migrate jobs merely because of node numbering.
+    Bins in ``fixed`` (holding pinned tasks, MINVT / MINFT) are real nodes and
+    stay where they are; the others are permuted among themselves."""
     from scipy.optimize import linear_sum_assignment
 
-    W = np.zeros((st.nodes, st.nodes))
+    relabel = np.arange(st.nodes, dtype=np.int64)
+    free = np.asarray([k for k in range(st.nodes) if k not in fixed], dtype=np.int64)
+    if len(free) < 2:
+        return relabel
+    pos = np.full(st.nodes, -1, dtype=np.int64)
+    pos[free] = np.arange(len(free))
+    W = np.zeros((len(free), len(free)))
     for j, bins in mapping.items():
         if st.status[j] != RUNNING:
             continue
-        new = Counter(bins)
-        old = Counter(st.where[j].tolist())
+        new = Counter(b for b in bins if pos[b] >= 0)
+        old = Counter(k for k in st.where[j].tolist() if pos[k] >= 0)
         for b, nb in new.items():
             for k, nk in old.items():
-                W[b, k] += st.mem[j] * min(nb, nk)
+                W[pos[b], pos[k]] += st.mem[j] * min(nb, nk)
     rows, cols = linear_sum_assignment(W, maximize=True)
-    relabel = np.empty(st.nodes, dtype=np.int64)
-    relabel[rows] = cols
+    relabel[free[rows]] = free[cols]
     return relabel
 
 
@@ -256,5 +346,29 @@ GREEDY_POLICIES: dict[str, type[GreedyStar]] = {
 GREEDY_PER_POLICIES: dict[str, type[GreedyStar]] = {
     c.name: c for base in _BASES for c in (_with_opt(_with_per(base), "MIN"), _with_opt(_with_per(base), "AVG"))
 }
+MIN_BOUNDS = (300.0, 600.0)  # the bounds of the paper's experiments (§5.1)
 
-__all__ = ["DEFAULT_PERIOD", "GREEDY_PER_POLICIES", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]
+
+def _with_limit(base: type[GreedyStar], kind: str, bound: float) -> type[GreedyStar]:
+    name = f"{base.name}/{kind}={bound:g}"
+    what = "virtual" if kind == "MINVT" else "flow"
+    return type(name, (base,), {
+        "name": name, kind.lower(): float(bound), "__module__": __name__,
+        "summary": f"{base.summary}; the periodic remap keeps running jobs with {what} time < {bound:g} s in place",
+        "__doc__": f"{base.__doc__} {kind}={bound:g}: running jobs with {what} time < {bound:g} s may be "
+                   "paused by the periodic MCB8 but not migrated."})
+
+
+# GreedyPM*/per/OPT=MIN/MINVT=600 etc.: /per families x OPT=MIN/AVG x MINVT/MINFT x 300/600
+GREEDY_PER_LIMIT_POLICIES: dict[str, type[GreedyStar]] = {
+    c.name: c for per in GREEDY_PER_POLICIES.values() for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
+    for c in (_with_limit(per, kind, b),)
+}
+
+# MCB8 on submission (§4.4, §4.5): MCB8*, MCB8*/per, each OPT=MIN/AVG, and with MINVT / MINFT = 300 / 600
+_MCB8_BASES = [c for base in (MCB8Star, _with_per(MCB8Star)) for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
+MCB8_POLICIES: dict[str, type] = {c.name: c for c in _MCB8_BASES}
+MCB8_POLICIES.update({c.name: c for base in _MCB8_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
+                      for c in (_with_limit(base, kind, b),)})
+
+__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]

@@ -71,10 +71,18 @@ FIT_TOL = 1e-9  # same tolerance as the packing engine's capacity test
 __all__ = ["FIT_TOL", "MCB8Result", "mcb8", "pack"]
 
 
-def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int) -> list[int] | None:
+def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
+         init_cpu: Sequence[float] | None = None, init_mem: Sequence[float] | None = None) -> list[int] | None:
     """MCB8 fill of tasks with requirements ``(cpu[i], mem[i])`` on ``nodes``
     unit nodes (rules in the module docstring). Returns the node of each task
-    (``result[i]`` for task ``i``), or ``None`` if not all tasks fit."""
+    (``result[i]`` for task ``i``), or ``None`` if not all tasks fit.
+
+    ``init_cpu`` / ``init_mem`` (optional, one value per node): load already on
+    each node (pinned tasks, MINVT / MINFT): node k is opened with load
+    ``(init_cpu[k], init_mem[k])`` instead of ``(0, 0)``; the fill rules are
+    unchanged. The early failure on a node closed empty applies only to nodes
+    opened with zero load (a pre-loaded node closed without a placement says
+    nothing about the later nodes)."""
     cpu = [float(x) for x in cpu]
     mem = [float(x) for x in mem]
     if len(cpu) != len(mem):
@@ -100,10 +108,16 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int) -> list[int] | 
                 return i
         return None
 
+    if (init_cpu is None) != (init_mem is None):
+        raise ValueError("init_cpu and init_mem go together")
+    if init_cpu is not None and (len(init_cpu) != nodes or len(init_mem) != nodes):
+        raise ValueError("init_cpu / init_mem need one value per node")
     for node in range(nodes):
         if remaining == 0:
             break
-        c = m = 0.0
+        c = float(init_cpu[node]) if init_cpu is not None else 0.0
+        m = float(init_mem[node]) if init_mem is not None else 0.0
+        preloaded = c > 0.0 or m > 0.0
         placed = 0
         while remaining:
             first, second = (cpu_list, mem_list) if c <= m else (mem_list, cpu_list)
@@ -117,7 +131,7 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int) -> list[int] | 
             m += mem[i]
             placed += 1
             remaining -= 1
-        if placed == 0:
+        if placed == 0 and not preloaded:
             return None  # nothing fits an empty node: nothing fits a later one
     return where if remaining == 0 else None
 
@@ -136,10 +150,22 @@ def mcb8(
     jobs: Iterable[tuple[Hashable, int, float, float, float]],
     nodes: int,
     precision: float = 0.01,
+    pinned: dict[Hashable, Sequence[int]] | None = None,
 ) -> MCB8Result:
     """MCB8 on ``jobs`` = ``(job_id, tasks, need, mem, priority)`` tuples in any
     order (higher priority = more important; job ids unique and mutually
-    comparable). See the module docstring for the search and dropping rules."""
+    comparable). See the module docstring for the search and dropping rules.
+
+    ``pinned`` (MINVT / MINFT, dfrs-vs-batch-scheduling §4.3 "Limiting
+    Migration"): job id -> node of each of its tasks. A pinned job takes part
+    in the priority order and in the dropping exactly like the others (it may
+    be dropped, i.e. paused), but while it is kept its tasks stay on those
+    nodes: for each attempt at yield Y its tasks are put first on their nodes
+    (memory ``mem`` and CPU ``Y x need`` each; if that alone overfills a node's
+    CPU, Y fails) and ``pack`` fills the other jobs' tasks around them
+    (``init_cpu`` / ``init_mem``). The mapping of a kept pinned job is its
+    pinned nodes. Nodes are then no longer interchangeable, so a caller may
+    only renumber nodes that hold no kept pinned task."""
     if not 0 < precision <= 1:
         raise ValueError(f"precision must be in (0, 1], got {precision}")
     if nodes < 0:
@@ -162,16 +188,38 @@ def mcb8(
     table.sort(key=lambda j: j[0])
     table.sort(key=lambda j: -j[4])
 
+    pinned = dict(pinned or {})
+    for job_id, where in pinned.items():
+        row = next((r for r in table if r[0] == job_id), None)
+        if row is None:
+            raise ValueError(f"pinned job {job_id!r} is not among the jobs")
+        if len(where) != row[1] or any(not (0 <= int(k) < nodes) for k in where):
+            raise ValueError(f"pinned job {job_id!r}: needs {row[1]} nodes in 0..{nodes - 1}, got {list(where)}")
+
     steps = math.ceil(1.0 / precision - 1e-12)
     dropped: list[Hashable] = []
     while table:
-        owner = [j for j, row in enumerate(table) for _ in range(row[1])]
+        owner = [j for j, row in enumerate(table) if row[0] not in pinned for _ in range(row[1])]
         needs = [table[j][2] for j in owner]
         mems = [table[j][3] for j in owner]
+        kept_pins = [(row, [int(k) for k in pinned[row[0]]]) for row in table if row[0] in pinned]
+        pin_need = [0.0] * nodes
+        pin_mem = [0.0] * nodes
+        for row, where in kept_pins:
+            for k in where:
+                pin_need[k] += row[2]
+                pin_mem[k] += row[3]
+        if any(x > 1.0 + FIT_TOL for x in pin_mem):
+            raise ValueError("pinned tasks overfill a node's memory")
 
         def attempt(k: int) -> list[int] | None:
             y = k / steps
-            return pack([y * x for x in needs], mems, nodes)
+            if not kept_pins:
+                return pack([y * x for x in needs], mems, nodes)
+            init_cpu = [y * x for x in pin_need]
+            if any(x > 1.0 + FIT_TOL for x in init_cpu):
+                return None
+            return pack([y * x for x in needs], mems, nodes, init_cpu, pin_mem)
 
         best = attempt(0)
         if best is None:
@@ -186,6 +234,8 @@ def mcb8(
             else:
                 lo, best = mid, where
         mapping: dict[Hashable, list[int]] = {row[0]: [] for row in table}
+        for row, where in kept_pins:
+            mapping[row[0]] = list(where)
         for t, j in enumerate(owner):
             mapping[table[j][0]].append(best[t])
         return MCB8Result(lo / steps, mapping, dropped)
