@@ -89,3 +89,33 @@ def save(fig, path: Path, dpi: int = 80) -> Path:
 
     plt.close(fig)
     return path
+
+
+def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
+                 *, ylabel: str = "MST / optimal", col: str = "ratio", width: float = 4.0) -> list[str]:
+    """One log-log panel per (column, value, title) in ``panels`` (an empty
+    column name means the whole table), ``col`` against ``x`` for each policy,
+    with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
+    figures. Returns the series plotted (policy names, in order)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1, 3.8), sharey=True, squeeze=False)
+    series: list[str] = []
+    xs = sorted(set(table[x].to_list()))
+    for ax, (key, value, title) in zip(axes[0], panels):
+        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
+        for name in plot_lines(ax, sub, x, col, policies):
+            if name not in series:
+                series.append(name)
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.minorticks_off()
+        ax.set_xlabel(x)
+        ax.set_title(title)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=8)
+    save(fig, path)
+    return series

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, plot_lines, relative_to, save
+from schedlab.pipelines.common import lookup, md_table, ratio_panels, relative_to
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 TRACE = "../shared/data/swim-facebook/FB-2010_samples_24_times_1hr_0.tsv.gz"
@@ -41,23 +41,9 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plot(table, path: Path) -> list[str]:
     """Fig. 14: MST / optimal (log) vs sigma (log); returns the series plotted."""
-    import matplotlib.pyplot as plt
+    return ratio_panels(table, path, "sigma", POLICIES, [("", None, "Facebook FB-2010 workload (load 0.9)")],
+                        width=5.0)
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    series = plot_lines(ax, table, "sigma", "ratio", POLICIES)
-    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    sigmas = sorted(set(table["sigma"].to_list()))
-    ax.set_xticks(sigmas, [f"{v:g}" for v in sigmas])
-    ax.minorticks_off()
-    ax.set_xlabel("sigma")
-    ax.set_ylabel("MST / optimal")
-    ax.set_title("Facebook FB-2010 workload (load 0.9)")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="major", alpha=0.3)
-    save(fig, path)
-    return series
 
 
 def checks(table) -> list[Check]:

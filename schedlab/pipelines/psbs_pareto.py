@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, plot_lines, relative_to, save
+from schedlab.pipelines.common import lookup, md_table, ratio_panels, relative_to
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 ALPHAS = [2.0, 1.0]  # panel order: growing skew
@@ -40,28 +40,10 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plot(table, path: Path) -> list[str]:
     """Fig. 10 (a) alpha 2, (b) alpha 1: MST / optimal (log) vs sigma (log); returns series plotted."""
-    import matplotlib.pyplot as plt
+    return ratio_panels(table, path, "sigma", POLICIES,
+                        [("alpha", alpha, f"({tag}) Pareto alpha = {alpha:g}") for alpha, tag in zip(ALPHAS, "ab")],
+                        width=4.5)
 
-    fig, axes = plt.subplots(1, len(ALPHAS), figsize=(9, 3.8), sharey=True)
-    series: list[str] = []
-    sigmas = sorted(set(table["sigma"].to_list()))
-    for ax, alpha, tag in zip(axes, ALPHAS, "ab"):
-        sub = table.filter((table["alpha"] - alpha).abs() < 1e-9)
-        for name in plot_lines(ax, sub, "sigma", "ratio", POLICIES):
-            if name not in series:
-                series.append(name)
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(sigmas, [f"{v:g}" for v in sigmas])
-        ax.minorticks_off()
-        ax.set_xlabel("sigma")
-        ax.set_title(f"({tag}) Pareto alpha = {alpha:g}")
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("MST / optimal")
-    axes[0].legend(fontsize=8)
-    save(fig, path)
-    return series
 
 
 def checks(table) -> list[Check]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, plot_lines, relative_to, save
+from schedlab.pipelines.common import lookup, md_table, ratio_panels, relative_to
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SHAPES = [0.25, 0.177, 0.125]
@@ -36,28 +36,9 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plot(table, path: Path) -> list[str]:
     """Fig. 6 (a)–(c): MST / optimal (log) vs sigma (log), one panel per shape; returns series plotted."""
-    import matplotlib.pyplot as plt
+    return ratio_panels(table, path, "sigma", POLICIES,
+                        [("shape", shape, f"({tag}) shape = {shape:g}") for shape, tag in zip(SHAPES, "abc")])
 
-    fig, axes = plt.subplots(1, len(SHAPES), figsize=(12, 3.8), sharey=True)
-    series: list[str] = []
-    sigmas = sorted(set(table["sigma"].to_list()))
-    for ax, shape, tag in zip(axes, SHAPES, "abc"):
-        sub = table.filter((table["shape"] - shape).abs() < 1e-9)
-        for name in plot_lines(ax, sub, "sigma", "ratio", POLICIES):
-            if name not in series:
-                series.append(name)
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(sigmas, [f"{v:g}" for v in sigmas])
-        ax.minorticks_off()
-        ax.set_xlabel("sigma")
-        ax.set_title(f"({tag}) shape = {shape:g}")
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("MST / optimal")
-    axes[0].legend(fontsize=8)
-    save(fig, path)
-    return series
 
 
 def checks(table) -> list[Check]:
