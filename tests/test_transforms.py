@@ -62,3 +62,13 @@ def test_attached_arrivals_give_the_load():
     timed = tf.attach_arrivals(jobs, rng, 0.8)
     assert timed["submit"][0] == 0.0 and timed["submit"].is_sorted()
     assert tf.offered_load(timed) == pytest.approx(0.8, rel=0.02)  # Poisson count noise ~0.3 %
+
+
+def test_rigid_load_scaling():
+    """Jobs (runtime x procs) 10x4 + 20x2 + 30x1 = 110 processor-seconds over a
+    100 s span on 4 processors: load 0.275; to reach 0.55 the span halves."""
+    jobs = pl.DataFrame({"submit": [10.0, 60.0, 110.0], "runtime": [10.0, 20.0, 30.0], "procs": [4, 2, 1]})
+    assert tf.rigid_offered_load(jobs, 4) == pytest.approx(0.275)
+    scaled = tf.scale_rigid_load(jobs, 0.55, 4)
+    assert scaled["submit"].to_list() == [10.0, 35.0, 60.0]
+    assert tf.rigid_offered_load(scaled, 4) == pytest.approx(0.55)

@@ -9,6 +9,9 @@ randomness is involved) and never modify their input.
   obtain a load (total size of the submitted jobs divided by total length of
   the submission schedule) of 0.9". We divide sizes (and estimates) by that
   speed, so a server of rate 1 sees load rho.
+* `scale_rigid_load` -- stretch or compress arrival times so that a rigid-job
+  trace offers load rho to a machine of P processors (sum of runtime x procs
+  over P x span), as the DFRS paper's "scaled synthetic traces" (§5).
 * `scale_traffic` -- multiply arrival times by beta (Psychas & Ghaderi's
   traffic scaling: beta < 1 compresses time and raises the load).
 * `windows` / `window` -- cut a trace into consecutive windows of a fixed length
@@ -56,6 +59,27 @@ def scale_load(jobs: pl.DataFrame, load: float, work: str = "size") -> pl.DataFr
     if "estimate" in jobs.columns and work == "size":
         cols.append(pl.col("estimate") * factor)
     return jobs.with_columns(cols)
+
+
+def rigid_offered_load(jobs: pl.DataFrame, machine: int) -> float:
+    """Processor-seconds asked for / processor-seconds available over the
+    submission span."""
+    span = jobs["submit"].max() - jobs["submit"].min() if jobs.height else 0.0
+    if not span or span <= 0:
+        return float("inf")
+    return float((jobs["runtime"] * jobs["procs"]).sum()) / (machine * span)
+
+
+def scale_rigid_load(jobs: pl.DataFrame, load: float, machine: int) -> pl.DataFrame:
+    """Multiply arrival times (from the first submission) so the offered load
+    on ``machine`` processors is exactly ``load``; run times are unchanged."""
+    if not (isinstance(load, (int, float)) and math.isfinite(load) and load > 0):
+        raise UserError(f"load: must be a number > 0; got {load!r}")
+    current = rigid_offered_load(jobs, machine)
+    if not (math.isfinite(current) and current > 0):
+        raise UserError("load: the trace needs at least two distinct submit times to scale its load")
+    t0 = jobs["submit"].min()
+    return jobs.with_columns((t0 + (pl.col("submit") - t0) * (current / load)).alias("submit"))
 
 
 def scale_traffic(jobs: pl.DataFrame, beta: float) -> pl.DataFrame:
