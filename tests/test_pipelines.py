@@ -16,8 +16,9 @@ EXPECTED_SERIES = {
     "pg-fig4": ["BF-J/S", "VQS", "VQS-BF", "FIFO-FF"],
     "psbs-weights": ["PSBS", "GPS"],
     "psbs-slowdown": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
+    "pg-fig3": ["VQS", "BF-J/S", "VQS-BF"],
 }
-FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2}
+FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2, "pg-fig3": 1}
 NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psbs-slowdown", "psbs-heatmap"]
 
 
@@ -39,7 +40,7 @@ def test_list():
     res = CliRunner().invoke(main, ["pipelines", "list"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == len(PIPELINES) == 9
+    assert len(lines) == len(PIPELINES) == 10
     for line, (name, p) in zip(lines, PIPELINES.items()):
         assert line.split()[0] == name
         assert p.figure in line and p.paper in line
@@ -150,3 +151,38 @@ def test_slowdown_checks_from_per_job_rows(runs):
         assert len(x) == len(y) == 100 and np.all(np.diff(x) >= 0) and np.all(y >= 1.0 - 1e-9)
     assert {c.claim for c in result.figures[1].checks} >= {
         "PS, LAS and PSBS: no job has slowdown above 100"}
+
+
+def test_pg_fig3_specs_every_scale():
+    """Fig. 3: two single-server sweeps per scale, the paper's settings, list values wrapped."""
+    from schedlab.platform.spec import parse_spec
+
+    p = PIPELINES["pg-fig3"]
+    slots = {"smoke": 40_000, "quick": 300_000, "paper": 1_000_000}
+    for scale in ("smoke", "quick", "paper"):
+        specs = p.specs(scale, {})
+        assert [s["name"] for s in specs] == [f"pg-fig3a-{scale}", f"pg-fig3b-{scale}"]
+        for s in specs:
+            parse_spec(s, "pg-fig3")
+            assert s["system"]["servers"] == 1 and s["system"]["sample_every"] > 0
+            assert s["workload"]["slots"] == slots[scale] and s["replications"]["n"] == 1
+    a, b = (s["workload"] for s in p.specs("quick", {}))
+    assert a["sizes"] == [[0.4, 0.6]] and a["rate"] == 0.014 and a["service"] == "geometric"
+    assert b["sizes"] == [[0.2, 0.5]] and b["rate"] == 0.0306 and b["service"] == "fixed"
+    assert b["probs"][0][0] == pytest.approx(2 / 3)
+    assert all(s["workload"]["slots"] == 7 for s in p.specs("quick", {"workload": {"slots": 7}}))
+
+
+def test_pg_fig3_checks_from_series(runs):
+    """The slopes behind Fig. 3's checks are recomputed from the series dataset, arrival horizon only."""
+    from schedlab.pipelines import pg_fig3
+
+    result = runs["pg-fig3"]
+    assert len(result.figures[0].checks) == 5
+    for name, d in result.results_dirs.items():
+        tag = name.removeprefix("pg-fig3")[0]
+        series = pg_fig3.load_series(d, pg_fig3.PANELS[tag][1])
+        assert set(series) == set(pg_fig3.POLICIES)
+        for t, y in series.values():
+            assert len(t) > 10 and t.max() < 40_000 and np.all(np.diff(t) > 0) and np.all(y >= 0)
+            assert f"{pg_fig3.slope(t, y):.2e}" in result.figures[0].checks[0 if tag == "a" else 2].detail

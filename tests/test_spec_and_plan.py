@@ -94,8 +94,9 @@ def test_tasks_pack_small_instances():
     plan = build_plan(spec_with())
     instances = plan.instances(range(10))
     tasks = Plan.tasks(instances, task_jobs=1000)  # an instance is 100 jobs x 2 policies = 200 job-runs
-    assert all(len(t) == 5 for t in tasks) and len(tasks) == 8
-    assert all(len({i.point.point_id for i in t}) == 1 for t in tasks)
+    assert [len(t) for t in tasks] == [5] * 8  # 40 instances, 5 (1000 job-runs) per task
+    assert [i for t in tasks for i in t] == instances  # order kept, nothing lost
+    assert len(Plan.tasks(instances, task_jobs=10**9)) == 1  # synthetic points need no shared input: one task
 
 
 def test_cli_validate_exit_codes(tmp_path):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -104,14 +103,35 @@ class Plan:
 
     @staticmethod
     def tasks(instances: list[Instance], task_jobs: int) -> list[list[Instance]]:
-        """Pack consecutive instances of one point into tasks of about
-        ``task_jobs`` job-runs each (tiny simulations share a task)."""
+        """Pack consecutive instances into tasks of about ``task_jobs``
+        job-runs each (tiny simulations share a task; a task never mixes
+        instances that need different shared inputs, e.g. two traces)."""
         out: list[list[Instance]] = []
-        for _, group in itertools.groupby(instances, key=lambda i: i.point.point_id):
-            group = list(group)
-            per_task = max(1, math.ceil(task_jobs / max(1, group[0].point.work())))
-            out += [group[k : k + per_task] for k in range(0, len(group), per_task)]
+        current: list[Instance] = []
+        work, key = 0, None
+        for inst in instances:
+            k = shared_input_key(inst.point)
+            if current and (work >= task_jobs or k != key):
+                out.append(current)
+                current, work = [], 0
+            current.append(inst)
+            work += max(1, inst.point.work())
+            key = k
+        if current:
+            out.append(current)
         return out
+
+
+def shared_input_key(point: WorkloadPoint) -> str | None:
+    """Identity of the input a point loads once and shares (a parsed trace),
+    or None when its instances are generated from the seed alone."""
+    from schedlab.workloads.registry import workload_kind
+
+    kind = workload_kind(point.kind)
+    if kind.load_shared is None:
+        return None
+    return canonical({k: v for k, v in point.params.items()
+                      if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))})
 
 
 def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:

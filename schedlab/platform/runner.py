@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from schedlab import __version__
 from schedlab.errors import UserError
-from schedlab.platform.plan import Config, Instance, Plan, build_plan, canonical, digest
+from schedlab.platform.plan import Config, Instance, Plan, build_plan, digest, shared_input_key
 from schedlab.platform.spec import SweepSpec
 from schedlab.platform.store import ResultStore
 from schedlab.platform.tasks import TaskResult, run_instances
@@ -208,14 +208,11 @@ def run_sweep(
     def shared_for(instance: Instance):
         from schedlab.workloads.registry import workload_kind
 
-        kind = workload_kind(instance.point.kind)
-        if kind.load_shared is None:
+        key = shared_input_key(instance.point)
+        if key is None:
             return None
-        params = instance.point.params
-        key = canonical({k: v for k, v in params.items()
-                         if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))})
         if key not in shared_refs:  # parsed once, shared through the object store
-            shared_refs[key] = ray.put(kind.load_shared(instance.point.params))
+            shared_refs[key] = ray.put(workload_kind(instance.point.kind).load_shared(instance.point.params))
         return shared_refs[key]
 
     def run_round(instances: list[Instance]) -> None:
