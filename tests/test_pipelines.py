@@ -40,7 +40,7 @@ def test_list():
     res = CliRunner().invoke(main, ["pipelines", "list"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == len(PIPELINES) == 10
+    assert len(lines) == len(PIPELINES) == 11
     for line, (name, p) in zip(lines, PIPELINES.items()):
         assert line.split()[0] == name
         assert p.figure in line and p.paper in line
@@ -186,3 +186,29 @@ def test_pg_fig3_checks_from_series(runs):
         for t, y in series.values():
             assert len(t) > 10 and t.max() < 40_000 and np.all(np.diff(t) > 0) and np.all(y >= 0)
             assert f"{pg_fig3.slope(t, y):.2e}" in result.figures[0].checks[0 if tag == "a" else 2].detail
+
+
+def test_pg_fig5_specs_every_scale():
+    """Fig. 5: the Google prefix setting of sweeps/google-packing.toml at every scale."""
+    from pathlib import Path
+
+    from schedlab.platform.spec import parse_spec
+    from schedlab.pipelines import pg_fig5
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / pg_fig5.TRACE).exists():
+        pytest.skip(f"Google trace not found at {pg_fig5.TRACE} (relative to the repository root)")
+    p = PIPELINES["pg-fig5"]
+    for scale in ("smoke", "quick", "paper"):
+        (s,) = p.specs(scale, {})
+        parse_spec(s, "pg-fig5")
+        assert s["name"] == f"pg-fig5-{scale}" and s["policies"] == ["BF-J/S", "VQS-BF", "VQS", "FIFO-FF"]
+        w = s["workload"]
+        assert w["reader"] == "google" and w["reader_single_resource"] is True and w["path"] == pg_fig5.TRACE
+        assert s["system"]["epoch"] == 0.1
+    paper = p.specs("paper", {})[0]
+    assert paper["workload"]["traffic"] == pg_fig5.TRAFFIC and paper["system"]["servers"] == 1000
+    assert [round(1 / b, 6) for b in pg_fig5.TRAFFIC] == [1.0, 1.2, 1.4, 1.6]
+    assert p.specs("quick", {})[0]["workload"]["traffic"] == [1.0, 0.7142857142857143, 0.625]
+    smoke = p.specs("smoke", {})[0]
+    assert smoke["system"]["servers"] == 100 and smoke["workload"]["window_length"] == 3600.0
