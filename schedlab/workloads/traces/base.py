@@ -190,3 +190,14 @@ def read_file_trace(reader: str, version: int, path: str | Path, on_bad_line: st
     trace = cached(reader, version, [p], all_opts, lambda: parse(p, on_bad_line, opts, all_opts), use_cache)
     trace.meta["source"] = str(p)  # a cache hit may come from a copy elsewhere
     return trace
+
+
+def min_bytes_options(reader: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Options of the web-proxy readers (squid, bu98): ``min_bytes`` (default
+    1) drops responses smaller than that many bytes -- a zero-size request is
+    no job for the queue engine."""
+    out = merge_options(reader, {"min_bytes": 1}, options)
+    value = out["min_bytes"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"min_bytes: must be an integer >= 0 (bytes); got {value!r}")
+    return out

@@ -62,30 +62,19 @@ import numpy as np
 import polars as pl
 
 from schedlab.errors import UserError
-from schedlab.workloads.traces.base import BadLines, Trace, merge_options, open_lines, read_file_trace, short
+from schedlab.workloads.traces.base import BadLines, Trace, min_bytes_options, open_lines, read_file_trace, short
 
 NAME = "squid"
 VERSION = 1
 
-OPTIONS: dict[str, Any] = {"min_bytes": 1}
 MIN_FIELDS = 10
 LAYOUT = "time elapsed client action/code bytes method URL ident hierarchy/from type"
-
-
-def _check_options(options: dict[str, Any]) -> dict[str, Any]:
-    out = merge_options(NAME, OPTIONS, options)
-    value = out["min_bytes"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UserError(f"min_bytes: must be an integer >= 0 (bytes); got {value!r}")
-    return out
-
 
 
 def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
          **options: Any) -> Trace:
     """Parse a Squid native access.log (plain or gzip); see the module docstring."""
-    return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, _check_options(options), _parse)
-
+    return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, min_bytes_options(NAME, options), _parse)
 
 
 def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, Any]) -> Trace:

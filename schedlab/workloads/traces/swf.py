@@ -129,14 +129,12 @@ _LEADING_INT = re.compile(r"^[+-]?\d+")
 _I = {name: i for i, name in enumerate(FIELDS)}
 
 
-
 def _check_options(options: dict[str, Any]) -> dict[str, Any]:
     out = merge_options(NAME, OPTIONS, options)
     for key, value in options.items():
         if not isinstance(value, bool):
             raise UserError(f"{key}: must be true or false; got {value!r}")
     return out
-
 
 
 def _header_dict(entries: list[tuple[str, list[str]]]) -> tuple[dict[str, Any], dict[str, int]]:
