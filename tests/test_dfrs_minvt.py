@@ -14,8 +14,9 @@ from schedlab.policies.dfrs import DFRS_POLICIES
 from schedlab.policies.dfrs.mcb8 import mcb8, pack
 from schedlab.sim.dfrs import PAUSED, RUNNING, run_table, simulate_dfrs
 
-LIMITED = sorted(n for n in DFRS_POLICIES if "/MINVT=" in n or "/MINFT=" in n)
-NEW = sorted(set(LIMITED) | {n for n in DFRS_POLICIES if n.startswith("MCB8")})
+STARRED = [n for n in DFRS_POLICIES if "*" in n]  # the forms without '*': their own test below
+LIMITED = sorted(n for n in STARRED if "/MINVT=" in n or "/MINFT=" in n)
+NEW = sorted(set(LIMITED) | {n for n in STARRED if n.startswith("MCB8")})
 
 
 def test_registry_has_the_paper_names():
@@ -217,3 +218,24 @@ def test_invariants_and_pinning_hold(jobs, nodes, name, penalty, period):
             young = vt[j] < bound if "/MINVT=" in name else t - rel[j] < bound
             if young:  # paused, or still on exactly its nodes
                 assert status[j] == PAUSED or after[j] == nodes_j, (t, j)
+
+
+def test_the_forms_without_star_complete_the_13_basic_algorithms():
+    """§4.5: 4 submission strategies x {*, /per, */per} + /per alone = 13. The
+    forms without '*' do nothing on a completion (and /per alone nothing on a
+    submission): waiting jobs start at the next periodic remap."""
+    from schedlab.policies.dfrs import DFRS_POLICIES
+    from schedlab.sim.dfrs import run_table
+    from schedlab.workloads.lublin import lublin_workload
+
+    basic = {n.rsplit("/OPT=", 1)[0] for n in DFRS_POLICIES if "/MIN" not in n.split("/OPT=")[1]}
+    assert basic == {"Greedy*", "GreedyP*", "GreedyPM*", "MCB8*", "Greedy*/per", "GreedyP*/per", "GreedyPM*/per",
+                     "MCB8*/per", "Greedy/per", "GreedyP/per", "GreedyPM/per", "MCB8/per", "/per"}
+    jobs = lublin_workload(np.random.default_rng(3), njobs=40, nodes=8)
+    for name in ("Greedy/per/OPT=MIN", "GreedyPM/per/OPT=AVG", "MCB8/per/OPT=MIN", "/per/OPT=MIN",
+                 "GreedyP/per/OPT=MIN/MINVT=600"):
+        per_job, summary = run_table(jobs, DFRS_POLICIES[name], nodes=8, memory=0.3, check=True)
+        assert summary["n_jobs"] == 40 and np.all(np.isfinite(per_job["end"])), name
+    # /per alone starts nothing before the first periodic instant (first release + 600 s)
+    per_job, _ = run_table(jobs, DFRS_POLICIES["/per/OPT=MIN"], nodes=8, memory=0.3, check=True)
+    assert np.min(per_job["start"]) >= jobs["submit"].min() + 600.0 - 1e-9

@@ -7,14 +7,17 @@ forms Greedy*/per/OPT=MIN, ..., GreedyPM*/per/OPT=AVG (see ``greedy``; the
 /per names need ``mcb8``), and these /per forms with the migration limits of
 §4.3, e.g. GreedyPM*/per/OPT=MIN/MINVT=600 (MINVT or MINFT = 300 or 600);
 MCB8 on submission and completion: MCB8*/OPT=MIN, MCB8*/OPT=AVG,
-MCB8*/per/OPT=MIN, MCB8*/per/OPT=AVG, each also with the MINVT / MINFT limits.
+MCB8*/per/OPT=MIN, MCB8*/per/OPT=AVG, each also with the MINVT / MINFT limits;
+and the /per forms without '*' (Greedy/per, GreedyP/per, GreedyPM/per,
+MCB8/per and /per alone), completing the paper's 13 basic algorithms.
 ``mcb8`` holds the MCB8 vector-packing heuristic (a pure function).
 """
 
 from __future__ import annotations
 
-from schedlab.policies.dfrs.greedy import MCB8_POLICIES, GREEDY_PER_LIMIT_POLICIES, GREEDY_PER_POLICIES, GREEDY_POLICIES, GreedyPMStar, GreedyPStar, GreedyStar
+from schedlab.policies.dfrs.greedy import MCB8_POLICIES, NO_STAR_PER_POLICIES, GREEDY_PER_LIMIT_POLICIES, GREEDY_PER_POLICIES, GREEDY_POLICIES, GreedyPMStar, GreedyPStar, GreedyStar
 
-DFRS_POLICIES: dict[str, type] = {**GREEDY_POLICIES, **GREEDY_PER_POLICIES, **GREEDY_PER_LIMIT_POLICIES, **MCB8_POLICIES}
+DFRS_POLICIES: dict[str, type] = {**GREEDY_POLICIES, **GREEDY_PER_POLICIES, **GREEDY_PER_LIMIT_POLICIES, **MCB8_POLICIES,
+                                 **NO_STAR_PER_POLICIES}
 
 __all__ = ["DFRS_POLICIES", "GreedyPMStar", "GreedyPStar", "GreedyStar"]

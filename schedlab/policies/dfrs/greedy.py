@@ -365,10 +365,35 @@ GREEDY_PER_LIMIT_POLICIES: dict[str, type[GreedyStar]] = {
     for c in (_with_limit(per, kind, b),)
 }
 
+def _without_star(base: type, name: str, on_arrival: bool = True) -> type:
+    """The form without the opportunistic '*' (§4.5): nothing is done on a
+    completion (and, for the bare /per algorithm, nothing on a submission
+    either); waiting and paused jobs are placed by the next periodic MCB8
+    remap, which is why these forms exist only with /per."""
+    attrs = {"name": name, "on_completion": lambda self, st: None, "__module__": __name__,
+             "summary": base.summary.replace(" and opportunistically on completion", "")
+                                    .replace(" and on completion", "").replace(", Greedy on completion", ""),
+             "__doc__": f"{base.__doc__} Without '*': nothing happens on a completion."}
+    if not on_arrival:
+        attrs["on_arrival"] = lambda self, st, j: None
+        attrs["summary"] = "DFRS: jobs placed only by the periodic MCB8 remap"
+        attrs["__doc__"] = "/per: no scheduling on submission or completion, only the periodic MCB8 remap."
+    return type(name or "PerOnly", (base,), attrs)
+
+
+# The 13 basic algorithms of §4.5 include the /per forms without '*':
+# Greedy/per, GreedyP/per, GreedyPM/per, MCB8/per and /per alone; each OPT=MIN/AVG, with MINVT / MINFT limits.
+_NO_STAR_PER = [_with_per(_without_star(b, b.name.rstrip("*"))) for b in (GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)]
+_NO_STAR_PER.append(_with_per(_without_star(GreedyStar, "", on_arrival=False)))
+_NO_STAR_BASES = [c for base in _NO_STAR_PER for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
+NO_STAR_PER_POLICIES: dict[str, type] = {c.name: c for c in _NO_STAR_BASES}
+NO_STAR_PER_POLICIES.update({c.name: c for base in _NO_STAR_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
+                             for c in (_with_limit(base, kind, b),)})
+
 # MCB8 on submission (§4.4, §4.5): MCB8*, MCB8*/per, each OPT=MIN/AVG, and with MINVT / MINFT = 300 / 600
 _MCB8_BASES = [c for base in (MCB8Star, _with_per(MCB8Star)) for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
 MCB8_POLICIES: dict[str, type] = {c.name: c for c in _MCB8_BASES}
 MCB8_POLICIES.update({c.name: c for base in _MCB8_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
                       for c in (_with_limit(base, kind, b),)})
 
-__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]
+__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "NO_STAR_PER_POLICIES", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]
