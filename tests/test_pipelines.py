@@ -1,5 +1,5 @@
-"""Pipelines: `pipelines list`, smoke-scale runs of psbs-shape, pg-fig4, psbs-weights
-and psbs-slowdown (one Ray session, tracking off), their figures, series and
+"""Pipelines: `pipelines list`, smoke-scale runs of psbs-shape, pg-fig4, psbs-weights,
+psbs-slowdown, pg-fig3 and psbs-ircache (one Ray session, tracking off), their figures, series and
 report.md, and CLI errors."""
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ EXPECTED_SERIES = {
     "psbs-weights": ["PSBS", "GPS"],
     "psbs-slowdown": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
     "pg-fig3": ["VQS", "BF-J/S", "VQS-BF"],
+    "psbs-ircache": ["PS", "LAS", "SRPTE", "FSPE", "PSBS"],
 }
-FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2, "pg-fig3": 1}
-NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psbs-slowdown", "psbs-heatmap"]
+FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2, "pg-fig3": 1, "psbs-ircache": 1}
+NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psbs-slowdown", "psbs-heatmap",
+                 "psbs-ircache", "psbs-ecdf"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,7 @@ def test_list():
     res = CliRunner().invoke(main, ["pipelines", "list"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == len(PIPELINES) == 11
+    assert len(lines) == len(PIPELINES) == 13
     for line, (name, p) in zip(lines, PIPELINES.items()):
         assert line.split()[0] == name
         assert p.figure in line and p.paper in line
@@ -126,7 +128,8 @@ def test_new_pipelines_specs_every_scale():
             assert specs and all(s["name"].endswith(f"-{scale}") for s in specs)
             for s in specs:
                 parse_spec(s, name)
-                assert "SRPT" in s["policies"] or name in ("psbs-weights", "psbs-slowdown", "psbs-heatmap")
+                assert "SRPT" in s["policies"] or name in ("psbs-weights", "psbs-slowdown", "psbs-heatmap",
+                                                                     "psbs-ecdf")
         over = p.specs("quick", {"workload": {"load": 0.8}})
         assert all(s["workload"]["load"] == 0.8 for s in over)
     w = PIPELINES["psbs-weights"].specs("paper", {})[0]["workload"]
@@ -212,3 +215,49 @@ def test_pg_fig5_specs_every_scale():
     assert p.specs("quick", {})[0]["workload"]["traffic"] == [1.0, 0.7142857142857143, 0.625]
     smoke = p.specs("smoke", {})[0]
     assert smoke["system"]["servers"] == 100 and smoke["workload"]["window_length"] == 3600.0
+
+
+def test_ircache_specs_every_scale():
+    """Fig. 15: two web-proxy panels by default; a workload.path override (the user's own
+    IRCache access.log) gives one squid panel."""
+    from schedlab.platform.spec import parse_spec
+    from schedlab.pipelines import psbs_ircache
+
+    p = PIPELINES["psbs-ircache"]
+    sigmas = {"smoke": [1.0], "quick": [0.25, 1.0, 4.0], "paper": [0.125, 0.25, 0.5, 1.0, 2.0, 4.0]}
+    for scale in ("smoke", "quick", "paper"):
+        specs = p.specs(scale, {})
+        assert [s["name"] for s in specs] == [f"psbs-ircache-squid-{scale}", f"psbs-ircache-bu98-{scale}"]
+        for s in specs:
+            parse_spec(s, "psbs-ircache")
+            w = s["workload"]
+            assert w["kind"] == "trace" and w["load"] == 0.9 and w["sigma"] == sigmas[scale]
+            assert s["policies"] == ["PS", "LAS", "SRPTE", "FSPE", "PSBS", "SRPT"]
+        squid, bu98 = (s["workload"] for s in specs)
+        assert squid["reader"] == "squid" and squid["path"] == psbs_ircache.SQUID and "arrival_load" not in squid
+        assert bu98["reader"] == "bu98" and bu98["path"] == psbs_ircache.BU98 and bu98["arrival_load"] == 0.9
+    assert [s["replications"]["n"] for s in p.specs("quick", {})] == [3, 3]
+    assert [s["replications"]["n"] for s in p.specs("smoke", {})] == [1, 1]
+    (own,) = p.specs("quick", {"workload": {"path": "/data/access.log"}})
+    assert own["name"] == "psbs-ircache-quick"
+    assert own["workload"]["reader"] == "squid" and own["workload"]["path"] == "/data/access.log"
+    assert "arrival_load" not in own["workload"]
+    assert psbs_ircache.panel_title(own["name"]) == psbs_ircache.OWN_TITLE
+
+
+def test_ecdf_specs_every_scale():
+    """Fig. 4: per-job rows, sigma 0.5, the seven policies, the shape grid per scale."""
+    from schedlab.platform.spec import parse_spec
+    from schedlab.pipelines import psbs_ecdf
+
+    p = PIPELINES["psbs-ecdf"]
+    shapes = {"smoke": [0.25, 1.0], "quick": [0.25, 1.0], "paper": [0.125, 0.25, 0.5, 1.0]}
+    for scale in ("smoke", "quick", "paper"):
+        (s,) = p.specs(scale, {})
+        parse_spec(s, "psbs-ecdf")
+        assert s["name"] == f"psbs-ecdf-{scale}" and s["outputs"]["per_job"] is True
+        assert s["policies"] == ["PS", "SRPTE", "FSPE", "SRPTE+PS", "SRPTE+LAS", "FSPE+PS", "FSPE+LAS"]
+        assert s["workload"]["shape"] == shapes[scale] and s["workload"]["sigma"] == 0.5
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0, 10.0])
+    assert psbs_ecdf.ecdf_distance(a, a) == 0.0
+    assert psbs_ecdf.ecdf_distance(a, b) == pytest.approx(0.25)

@@ -6,8 +6,10 @@ from schedlab.pipelines.base import Pipeline
 from schedlab.pipelines.pg_fig3 import PIPELINE as PG_FIG3
 from schedlab.pipelines.pg_fig4 import PIPELINE as PG_FIG4
 from schedlab.pipelines.pg_fig5 import PIPELINE as PG_FIG5
+from schedlab.pipelines.psbs_ecdf import PIPELINE as PSBS_ECDF
 from schedlab.pipelines.psbs_fb2010 import PIPELINE as PSBS_FB2010
 from schedlab.pipelines.psbs_heatmap import PIPELINE as PSBS_HEATMAP
+from schedlab.pipelines.psbs_ircache import PIPELINE as PSBS_IRCACHE
 from schedlab.pipelines.psbs_load import PIPELINE as PSBS_LOAD
 from schedlab.pipelines.psbs_pareto import PIPELINE as PSBS_PARETO
 from schedlab.pipelines.psbs_shape import PIPELINE as PSBS_SHAPE
@@ -17,4 +19,4 @@ from schedlab.pipelines.psbs_weights import PIPELINE as PSBS_WEIGHTS
 
 PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
     PSBS_SHAPE, PSBS_SIGMA, PG_FIG4, PSBS_WEIGHTS, PSBS_PARETO, PSBS_LOAD, PSBS_FB2010, PSBS_SLOWDOWN, PSBS_HEATMAP,
-    PG_FIG3, PG_FIG5)}
+    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF)}
