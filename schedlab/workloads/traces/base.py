@@ -67,6 +67,19 @@ class BadLines:
         if self.first_skipped is None:
             self.first_skipped = where
 
+    def report(self, problems: dict[int, str]) -> None:
+        """Apply the policy to every {line: message}, in line order (so in
+        "error" mode the first bad line of the file is the one named)."""
+        for lineno in sorted(problems):
+            self(lineno, problems[lineno])
+
+    def nothing_valid(self, what: str) -> UserError:
+        """The error for a file with no valid ``what`` lines (e.g. "job")."""
+        if self.skipped:
+            return UserError(f"{self.path}: no valid {what} lines; {self.skipped} bad lines skipped, "
+                             f"the first: {self.first_skipped}")
+        return UserError(f"{self.path}: no {what} lines (empty file)")
+
 
 def open_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, line without newline) for a plain or gzip text file.

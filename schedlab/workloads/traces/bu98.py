@@ -112,13 +112,9 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
                                        f"{int(lines[by_seq[fp]])}")
             ok[i] = False
     del rows
-    for bad_line in sorted(problems):
-        bad(bad_line, problems[bad_line])  # with on_bad_line="error": raises at the first
+    bad.report(problems)  # with on_bad_line="error": raises at the first
     if not ok.any():
-        if bad.skipped:
-            raise UserError(f"{p}: no valid request lines; {bad.skipped} bad lines skipped, "
-                            f"the first: {bad.first_skipped}")
-        raise UserError(f"{p}: no request lines (empty file)")
+        raise bad.nothing_valid("request")
 
     keep = ok & (size >= opts["min_bytes"])
     valid = seq[ok]

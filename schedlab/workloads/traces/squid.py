@@ -103,15 +103,11 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     for row, message in _bad_rows(rows, cols).items():
         problems[int(ids[row])] = message
     del rows
-    for bad_line in sorted(problems):
-        bad(bad_line, problems[bad_line])  # with on_bad_line="error": raises at the first
+    bad.report(problems)  # with on_bad_line="error": raises at the first
     ok = ~np.isin(ids, np.fromiter(problems, dtype=np.int64, count=len(problems))) if problems \
         else np.ones(len(ids), dtype=bool)
     if not ok.any():
-        if bad.skipped:
-            raise UserError(f"{p}: no valid request lines; {bad.skipped} bad lines skipped, "
-                            f"the first: {bad.first_skipped}")
-        raise UserError(f"{p}: no request lines (empty file)")
+        raise bad.nothing_valid("request")
 
     submit = cols["submit"].to_numpy()
     size = cols["bytes"].to_numpy()

@@ -203,8 +203,7 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     table, lines = table[keep], lines[keep]
     for row, message in _bad_rows(table, lines).items():
         problems[int(lines[row])] = message
-    for bad_line in sorted(problems):
-        bad(bad_line, problems[bad_line])  # with on_bad_line="error": raises at the first
+    bad.report(problems)  # with on_bad_line="error": raises at the first
     if problems:
         keep = ~np.isin(lines, np.fromiter(problems, dtype=np.int64, count=len(problems)))
         table, lines = table[keep], lines[keep]
