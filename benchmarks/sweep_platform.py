@@ -28,16 +28,17 @@ load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.processes
+from tests.processes import kill_session  # noqa: E402
 
 POLICIES_10 = ["FIFO", "PS", "GPS", "LAS", "SRPT", "SRPTE", "FSP", "FSPE", "FSPE+PS", "PSBS"]
 GRID_20 = {"shape": [0.125, 0.25, 0.5, 1.0, 2.0], "sigma": [0.25, 0.5, 1.0, 2.0]}  # 5 x 4 points
@@ -79,31 +80,6 @@ def child(config: dict) -> None:
 
 
 # ---- parent -------------------------------------------------------------------------
-def _session_members(sid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                out.append(int(entry))
-    return out
-
-
-def _kill_session(proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 15
-    while (members := _session_members(proc.pid)) and time.monotonic() < deadline:
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
 def run_child(spec: dict, timeout: float = 900) -> dict:
     """One sweep in a fresh Python process (fresh Ray), private RAY_TMPDIR."""
     ray_tmp = tempfile.mkdtemp(prefix="slbench-", dir="/tmp")
@@ -114,7 +90,7 @@ def run_child(spec: dict, timeout: float = 900) -> dict:
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        _kill_session(proc)
+        kill_session(proc)
         shutil.rmtree(ray_tmp, ignore_errors=True)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark child failed ({proc.returncode}):\n{err[-3000:]}")

@@ -28,7 +28,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from tests.processes import kill_session
 from polars.testing import assert_frame_equal
 
 RAY = shutil.which("ray")
@@ -52,41 +53,6 @@ RUN_TIMEOUT = 150.0
 
 
 # ---- processes ----------------------------------------------------------------------
-def _session_members(sid: int) -> list[int]:
-    """Live (non-zombie) processes of session ``sid``: a process started with
-    start_new_session=True and everything it spawned (Ray workers get their own
-    process group, but stay in the session)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        state, session = fields[0], int(fields[3])
-        if session == sid and state != "Z":
-            out.append(int(entry))
-    return out
-
-
-def kill_session(proc: subprocess.Popen) -> None:
-    """SIGKILL every process in ``proc``'s session and wait until they are gone."""
-    deadline = time.monotonic() + 15.0
-    while True:
-        members = _session_members(proc.pid)
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.2)
-        if not members or time.monotonic() > deadline:
-            break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
 @contextlib.contextmanager
 def session(cmd: list[str], env: dict[str, str], log_dir: Path, name: str):
     """``cmd`` running in its own session, output in ``log_dir/name.{out,err}``;

@@ -30,57 +30,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import schedlab
+from tests.processes import cmdline, kill_session, proc_stat, session_members
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 TIMING = ["sim_seconds"]  # wall-clock columns: the only ones allowed to differ
 RUN_TIMEOUT = 120.0
-
-
-# ---- processes ----------------------------------------------------------------------
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, session id) of a process, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return fields[0], int(fields[3])
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def session_members(sid: int) -> list[int]:
-    """Live processes of session ``sid`` (Ray workers get their own process
-    group but stay in the session of the driver that started Ray)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _proc_stat(int(entry))
-            if stat is not None and stat[1] == sid and stat[0] != "Z":
-                out.append(int(entry))
-    return out
-
-
-def kill_session(proc: subprocess.Popen) -> None:
-    """SIGKILL every process of ``proc``'s session and wait until they are gone."""
-    deadline = time.monotonic() + 15.0
-    while True:
-        members = session_members(proc.pid)
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.2)
-        if not members or time.monotonic() > deadline:
-            break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
 
 
 @pytest.fixture
@@ -238,7 +192,7 @@ WORKER_SWEEP = """\
 def running_task(sid: int, name: str) -> list[int]:
     """Workers of session ``sid`` executing a task ``name`` (Ray sets a worker's
     process title to ``ray::<task name>`` while it runs a task)."""
-    return [pid for pid in session_members(sid) if _cmdline(pid).startswith(f"ray::{name}")]
+    return [pid for pid in session_members(sid) if cmdline(pid).startswith(f"ray::{name}")]
 
 
 def test_worker_sigkill_mid_task_is_retried(tmp_path, ray_env):
@@ -255,7 +209,7 @@ def test_worker_sigkill_mid_task_is_retried(tmp_path, ray_env):
             now = time.monotonic()
             for pid in running_task(proc.pid, "run_instances"):
                 # 0.5 s into a ~2 s task: surely mid-task, not between tasks.
-                if now - first_seen.setdefault(pid, now) >= 0.5 and _cmdline(pid).startswith("ray::run_instances"):
+                if now - first_seen.setdefault(pid, now) >= 0.5 and cmdline(pid).startswith("ray::run_instances"):
                     os.kill(pid, signal.SIGKILL)
                     victim = pid
                     return True
@@ -268,7 +222,7 @@ def test_worker_sigkill_mid_task_is_retried(tmp_path, ray_env):
             pytest.fail(f"the sweep did not finish after the worker was killed:\n{output_of(spec, tmp_path)[-4000:]}")
     text = output_of(spec, tmp_path)
     assert rc == 0, f"exit {rc}:\n{text[-4000:]}"
-    assert _proc_stat(victim) is None or _proc_stat(victim)[0] == "Z"
+    assert proc_stat(victim) is None or proc_stat(victim)[0] == "Z"
     # Ray's death notice for the worker names its PID (sent to the driver's log).
     assert re.search(rf"\bPID\W+{victim}\b", text), f"no report of worker {victim} dying:\n{text[-4000:]}"
     assert re.search(rf"\b{total} rows written, 0 already on disk\b", text), text[-2000:]
