@@ -119,3 +119,14 @@ def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tu
     axes[0][0].legend(fontsize=8)
     save(fig, path)
     return series
+
+
+def panel_tables(table, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
+                 what: str = "MST / optimal (SRPT)", col: str = "ratio") -> list[str]:
+    """The report's markdown table for each panel of `ratio_panels` (same
+    (column, value, title) list, so figure and report cannot disagree)."""
+    out = []
+    for key, value, title in panels:
+        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
+        out.append(f"{title}, {what}:\n\n" + md_table(sub, x, policies, col))
+    return out

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, ratio_panels, relative_to
+from schedlab.pipelines.common import lookup, panel_tables, ratio_panels, relative_to
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 ALPHAS = [2.0, 1.0]  # panel order: growing skew
@@ -38,11 +38,13 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     return [deep_merge(spec, overrides)]
 
 
+#: one panel per alpha: (column, value, title), shared by the figure and the report
+PANELS = [("alpha", alpha, f"({tag}) Pareto alpha = {alpha:g}") for alpha, tag in zip(ALPHAS, "ab")]
+
+
 def plot(table, path: Path) -> list[str]:
     """Fig. 10 (a) alpha 2, (b) alpha 1: MST / optimal (log) vs sigma (log); returns series plotted."""
-    return ratio_panels(table, path, "sigma", POLICIES,
-                        [("alpha", alpha, f"({tag}) Pareto alpha = {alpha:g}") for alpha, tag in zip(ALPHAS, "ab")],
-                        width=4.5)
+    return ratio_panels(table, path, "sigma", POLICIES, PANELS, width=4.5)
 
 
 
@@ -89,11 +91,7 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
     table = relative_to(results_dir, "mst", "SRPT", ["alpha", "sigma"])
     png = out_dir / "psbs-pareto-fig10.png"
     series = plot(table, png)
-    measured = []
-    for alpha, tag in zip(ALPHAS, "ab"):
-        sub = table.filter((table["alpha"] - alpha).abs() < 1e-9)
-        measured.append(f"({tag}) Pareto alpha {alpha:g}, MST / optimal (SRPT):\n\n"
-                        + md_table(sub, "sigma", POLICIES, "ratio"))
+    measured = panel_tables(table, "sigma", POLICIES, PANELS)
     return [FigureReport(
         key="fig10", title="Fig. 10 — Pareto job size distributions (MST / optimal vs sigma)",
         png=png, series=series,

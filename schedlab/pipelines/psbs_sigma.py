@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, ratio_panels, relative_to
+from schedlab.pipelines.common import lookup, panel_tables, ratio_panels, relative_to
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SHAPES = [0.25, 0.177, 0.125]
@@ -34,10 +34,13 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     return [deep_merge(spec, overrides)]
 
 
+#: one panel per shape: (column, value, title), shared by the figure and the report
+PANELS = [("shape", shape, f"({tag}) shape = {shape:g}") for shape, tag in zip(SHAPES, "abc")]
+
+
 def plot(table, path: Path) -> list[str]:
     """Fig. 6 (a)–(c): MST / optimal (log) vs sigma (log), one panel per shape; returns series plotted."""
-    return ratio_panels(table, path, "sigma", POLICIES,
-                        [("shape", shape, f"({tag}) shape = {shape:g}") for shape, tag in zip(SHAPES, "abc")])
+    return ratio_panels(table, path, "sigma", POLICIES, PANELS)
 
 
 
@@ -75,10 +78,7 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
     table = relative_to(results_dir, "mst", "SRPT", ["shape", "sigma"])
     png = out_dir / "psbs-sigma-fig6.png"
     series = plot(table, png)
-    measured = []
-    for shape, tag in zip(SHAPES, "abc"):
-        sub = table.filter((table["shape"] - shape).abs() < 1e-9)
-        measured.append(f"({tag}) shape {shape:g}, MST / optimal (SRPT):\n\n" + md_table(sub, "sigma", POLICIES, "ratio"))
+    measured = panel_tables(table, "sigma", POLICIES, PANELS)
     return [FigureReport(
         key="fig6", title="Fig. 6 — Impact of error on heavy-tailed workloads (MST / optimal vs sigma)",
         png=png, series=series,
