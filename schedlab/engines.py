@@ -140,12 +140,6 @@ def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary)
 
 
-def _batch_policies():
-    from schedlab.policies.batch import BATCH_POLICIES
-
-    return BATCH_POLICIES
-
-
 def _run_dfrs(jobs, policy: str, params: Mapping[str, Any] | None = None,
               system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
@@ -165,29 +159,17 @@ def _run_dfrs(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary)
 
 
-def _dfrs_policies():
-    from schedlab.policies.dfrs import DFRS_POLICIES
-
-    return DFRS_POLICIES
-
-
-def _packing_policies():
-    from schedlab.policies.packing import PACKING_POLICIES
-
-    return PACKING_POLICIES
-
-
-def _queue_policies():
-    from schedlab.policies.queue import QUEUE_POLICIES
-
-    return QUEUE_POLICIES
-
-
 class _LazyPolicies(Mapping):
-    """Policy table imported on first use, so `schedlab --help` stays light."""
+    """Policy table (``module.attr``) imported on first use, so `schedlab
+    --help` stays light."""
 
-    def __init__(self, load: Callable[[], Mapping[str, Any]]) -> None:
-        self._load = load
+    def __init__(self, module: str, attr: str) -> None:
+        self._where = (module, attr)
+
+    def _load(self) -> Mapping[str, Any]:
+        import importlib
+
+        return getattr(importlib.import_module(self._where[0]), self._where[1])
 
     def __getitem__(self, key):
         return self._load()[key]
@@ -203,14 +185,14 @@ ENGINES: dict[str, Engine] = {
     "queue": Engine(
         name="queue",
         summary="one shared server, preemptive fluid sharing (PSBS paper)",
-        policies=_LazyPolicies(_queue_policies),
+        policies=_LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
         run=_run_queue,
         workload_kinds=("synthetic", "file", "trace"),
     ),
     "packing": Engine(
         name="packing",
         summary="L servers with capacities; jobs with demands packed without preemption (Psychas & Ghaderi, Tetris)",
-        policies=_LazyPolicies(_packing_policies),
+        policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
         run=_run_packing,
         workload_kinds=("packing", "trace"),
         system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
@@ -218,7 +200,7 @@ ENGINES: dict[str, Engine] = {
     "batch": Engine(
         name="batch",
         summary="rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling)",
-        policies=_LazyPolicies(_batch_policies),
+        policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         run=_run_batch,
         workload_kinds=("trace", "lublin"),
         system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error"},
@@ -226,7 +208,7 @@ ENGINES: dict[str, Engine] = {
     "dfrs": Engine(
         name="dfrs",
         summary="DFRS: VM time-sharing of parallel jobs with pausing/migration (Greedy*, GreedyP*, GreedyPM*, /per; OPT=MIN/AVG)",
-        policies=_LazyPolicies(_dfrs_policies),
+        policies=_LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
         run=_run_dfrs,
         workload_kinds=("trace", "lublin"),
         system_defaults={"nodes": 128, "penalty": 300.0, "cpu_need": 1.0, "memory": 0.1, "bound": False,

@@ -61,7 +61,6 @@ events.
 
 from __future__ import annotations
 
-import math
 import re
 from array import array
 from pathlib import Path
@@ -136,6 +135,21 @@ def shard_paths(path: str | Path) -> list[Path]:
     return shards
 
 
+_BAD = object()  # marks an unusable request field
+
+
+def _request(text: str):
+    """A normalised resource request: None if empty, else a float in [0, 1],
+    or _BAD."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return _BAD
+    return value if 0.0 <= value <= 1.0 else _BAD
+
+
 def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True, **options: Any) -> Trace:
     """Read clusterdata-2011 task_events shards (see the module docstring)."""
     opts = _check_options(on_bad_line, options)
@@ -203,25 +217,11 @@ def _parse(source: Path, shards: list[Path], opts: dict[str, Any]) -> Trace:
             if not (0 <= job < 1 << 63 and 0 <= index < 1 << 32):
                 bad(lineno, f"fields 3-4 (job ID, task index): out of range: {job}, {index}")
                 continue
-            cpu = mem = None
-            text = parts[9]
-            if text:
-                try:
-                    cpu = float(text)
-                except ValueError:
-                    cpu = math.nan
-                if not 0.0 <= cpu <= 1.0:
-                    bad(lineno, f"field 10 (CPU request): must be a number in [0, 1]; got {text!r}")
-                    continue
-            text = parts[10]
-            if text:
-                try:
-                    mem = float(text)
-                except ValueError:
-                    mem = math.nan
-                if not 0.0 <= mem <= 1.0:
-                    bad(lineno, f"field 11 (memory request): must be a number in [0, 1]; got {text!r}")
-                    continue
+            cpu, mem = _request(parts[9]), _request(parts[10])
+            if cpu is _BAD or mem is _BAD:
+                field = "field 10 (CPU request)" if cpu is _BAD else "field 11 (memory request)"
+                bad(lineno, f"{field}: must be a number in [0, 1]; got {parts[9 if cpu is _BAD else 10]!r}")
+                continue
 
             # A valid event.
             prev_ts = ts
