@@ -106,14 +106,17 @@ def resolve_uri(uri: str | None) -> str:
 
 
 def read_manifest(results_dir: str | Path) -> dict[str, Any]:
-    """The sweep's manifest; a `UserError` naming the file if it is missing or bad."""
-    path = Path(results_dir) / "manifest.json"
+    """The sweep's manifest (read by the store); a `UserError` naming the file
+    if it is missing or lacks what tracking needs."""
+    from schedlab.platform.store import MANIFEST, ResultStore
+
+    path = Path(results_dir) / MANIFEST
     try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: not found (is {results_dir} a sweep results dir?)") from None
+        manifest = ResultStore(results_dir).read_manifest()
     except (OSError, ValueError) as err:
         raise UserError(f"{path}: cannot read manifest: {err}") from None
+    if manifest is None:
+        raise UserError(f"{path}: not found (is {results_dir} a sweep results dir?)")
     if not isinstance(manifest, dict):
         raise UserError(f"{path}: expected a JSON object")
     for key in ("name", "configs"):
