@@ -127,7 +127,9 @@ def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
     "nodes"), procs (model procs; 0 = the trace's machine size from a
     ``machine_procs`` column if the table carries one), nodes (model nodes),
-    tasks_per_node, oversize ("error" or "drop")."""
+    tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
+    has no such column) and bound (the DFRS view: underutilization and Theorem
+    1's max-stretch lower bound, see ``schedlab.sim.batch``)."""
     from schedlab.sim.batch import run_table
 
     cls = ENGINES["batch"].policy(policy)
@@ -203,7 +205,8 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         run=_run_batch,
         workload_kinds=("trace", "lublin"),
-        system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error"},
+        system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error",
+                         "cpu_need": 1.0, "bound": False},
     ),
     "dfrs": Engine(
         name="dfrs",

@@ -82,9 +82,10 @@ def test_example1_fcfs_and_easy():
     assert starts(ej) == [0, 10, 20, 3]
     assert ej["end"].tolist() == [10, 20, 120, 8]
     assert ej["wait"].tolist() == [0, 9, 18, 0]
-    # bounded stretch: D ran 5 s < threshold -> (8 - 3) / 10
+    # bounded stretch max(C - r, 10) / max(p, 10): D ran 5 s and finished 5 s
+    # after its submission, both below the threshold -> 10 / 10
     assert BOUNDED_STRETCH_THRESHOLD == 10.0
-    assert ej["stretch"].tolist() == [1.0, 19 / 10, 118 / 100, 5 / 10]
+    assert ej["stretch"].tolist() == [1.0, 19 / 10, 118 / 100, 1.0]
     assert es["n_jobs"] == 4 and es["makespan"] == 120
     assert es["utilisation"] == pytest.approx((2 * 10 + 4 * 10 + 2 * 100 + 2 * 5) / (4 * 120))
     assert es["wait_mean"] == pytest.approx(27 / 4) and es["wait_max"] == 18

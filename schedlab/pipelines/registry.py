@@ -16,7 +16,9 @@ from schedlab.pipelines.psbs_shape import PIPELINE as PSBS_SHAPE
 from schedlab.pipelines.psbs_sigma import PIPELINE as PSBS_SIGMA
 from schedlab.pipelines.psbs_slowdown import PIPELINE as PSBS_SLOWDOWN
 from schedlab.pipelines.psbs_weights import PIPELINE as PSBS_WEIGHTS
+from schedlab.pipelines.tetris_fairness import PIPELINE as TETRIS_FAIRNESS
+from schedlab.pipelines.tetris_packing import PIPELINE as TETRIS_PACKING
 
 PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
     PSBS_SHAPE, PSBS_SIGMA, PG_FIG4, PSBS_WEIGHTS, PSBS_PARETO, PSBS_LOAD, PSBS_FB2010, PSBS_SLOWDOWN, PSBS_HEATMAP,
-    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF)}
+    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF, TETRIS_PACKING, TETRIS_FAIRNESS)}

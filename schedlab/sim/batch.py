@@ -46,9 +46,11 @@ repaired).
 
 Metrics
 -------
-Per job: wait = start - submit; bounded stretch = (end - submit) /
-max(runtime, ``BOUNDED_STRETCH_THRESHOLD``) -- the DFRS paper's bounded
-stretch with a 10 s threshold. Summary: ``n_jobs``, ``stretch_mean``,
+Per job: wait = start - submit; bounded stretch = max(end - submit, tau) /
+max(runtime, tau), tau = ``BOUNDED_STRETCH_THRESHOLD`` = 10 s -- the DFRS
+paper's bounded stretch, computed by the same function as the DFRS engine
+and its LP bound (``stretch_bound.bounded_stretch``), so batch and DFRS
+results compare directly. Summary: ``n_jobs``, ``stretch_mean``,
 ``stretch_max``, ``wait_mean``, ``wait_max``, ``utilisation`` = used
 unit-seconds (need x runtime) / (capacity x (last end - first submit)),
 ``makespan`` = last end - first submit, ``events`` = number of scheduling
@@ -56,6 +58,17 @@ passes (event instants visited), ``sim_seconds``; and the machine:
 ``model_nodes`` (0 = procs model, 1 = nodes model; a number because summary
 values are floats), ``capacity`` (units), ``tasks_per_node``,
 ``dropped_oversize``.
+
+The DFRS view of the same schedule (dfrs-vs-batch-scheduling §3, §5.3.1):
+each of a job's ``procs`` tasks has a CPU need c_j (a ``cpu_need`` column,
+else the ``cpu_need`` parameter, default 1) on a platform of |P| = nodes
+(model nodes) or procs (model procs, a processor being a node of one core).
+``underutilization`` is the normalised underutilization of the schedule
+(a running batch job uses exactly its need; NaN in the nodes model when
+tasks_per_node x c_j > 1, where the tasks of a node would not fit its CPU), and with ``bound=True`` the
+summary adds Theorem 1's ``stretch_lower_bound`` (LP, infinite memory) and
+``degradation`` = stretch_max / stretch_lower_bound -- the same bound the
+DFRS engine computes for the same annotated jobs.
 
 Determinism
 -----------
@@ -75,9 +88,13 @@ from typing import Any, Callable
 import numpy as np
 
 from schedlab.errors import UserError
+from schedlab.sim.stretch_bound import (
+    BOUNDED_STRETCH_THRESHOLD,
+    bounded_stretch,
+    max_stretch_lower_bound,
+    normalized_underutilization,
+)
 
-#: Runtime floor of the bounded stretch (s): stretch = (end - submit) / max(runtime, this).
-BOUNDED_STRETCH_THRESHOLD = 10.0
 
 MODELS = ("procs", "nodes")
 
@@ -187,13 +204,15 @@ def simulate_batch(submit, runtime, requested, need, capacity: int,
 
 
 def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = None, nodes: int | None = None,
-              tasks_per_node: int = 1, oversize: str = "error",
+              tasks_per_node: int = 1, oversize: str = "error", cpu_need: float = 1.0, bound: bool = False,
               **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent: requested = runtime, exact estimates).
     Machine: ``model="procs"`` with ``procs`` processors, or ``model="nodes"``
     with ``nodes`` nodes and ``tasks_per_node``. ``oversize``: "error" or
-    "drop". Other params go to the policy. Returns (per-job columns, summary)."""
+    "drop". ``cpu_need`` (a per-job column wins) and ``bound``: the DFRS view
+    (module docstring). Other params go to the policy. Returns (per-job
+    columns, summary)."""
     if model not in MODELS:
         raise UserError(f"batch engine: model must be one of {', '.join(MODELS)} (got {model!r})")
     if oversize not in ("error", "drop"):
@@ -228,8 +247,10 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             raise UserError(f"batch engine: job {job_id[bad[0]]}: {name} is not finite")
+    cpu = (jobs["cpu_need"].to_numpy().astype(float) if "cpu_need" in jobs.columns
+           else np.full(jobs.height, float(cpu_need)))
     checks = (("runtime", runtime < 0, "is negative"), ("requested_time", requested <= 0, "must be > 0"),
-              ("procs", jprocs < 1, "must be >= 1"))
+              ("procs", jprocs < 1, "must be >= 1"), ("cpu_need", ~((cpu > 0) & (cpu <= 1)), "must be in (0, 1]"))
     for name, mask, what in checks:
         bad = np.flatnonzero(mask)
         if bad.size:
@@ -244,34 +265,48 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
             raise UserError(f"batch engine: job {job_id[k]} needs {need[k]} {unit} but the machine has {capacity} "
                             f"(use oversize='drop' to drop and count such jobs)")
         keep = ~big
-        job_id, submit, runtime, jprocs, requested, need = (
-            a[keep] for a in (job_id, submit, runtime, jprocs, requested, need))
+        job_id, submit, runtime, jprocs, requested, need, cpu = (
+            a[keep] for a in (job_id, submit, runtime, jprocs, requested, need, cpu))
     if params:
         try:
             policy_cls(Machine(capacity, [], [], []), **params)
         except TypeError as exc:
             raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
+    # The DFRS view needs the tasks sharing a node to fit its CPU (tpn x c <= 1).
+    dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + 1e-9
+    if bound and not dfrs_view:
+        raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
     factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
     started = time.perf_counter()
     res = simulate_batch(submit, runtime, requested, need, capacity, factory)
     wall = time.perf_counter() - started
     wait = res.start - submit
-    stretch = (res.end - submit) / np.maximum(runtime, BOUNDED_STRETCH_THRESHOLD)
+    stretch = bounded_stretch(submit, runtime, res.end, threshold=BOUNDED_STRETCH_THRESHOLD)
     n = len(submit)
     if n:
         horizon = float(res.end.max() - submit.min())
         used = float(np.dot(need.astype(float), runtime))
         util = used / (capacity * horizon) if horizon > 0 else math.nan
+        work = float(np.sum(cpu * jprocs * runtime))
+        underutil = (normalized_underutilization(float(capacity), jobs={
+            "submit": submit, "start": res.start, "end": res.end, "tasks": jprocs, "cpu_need": cpu})
+            if work > 0 and dfrs_view else math.nan)
         stats = dict(stretch_mean=float(stretch.mean()), stretch_max=float(stretch.max()),
-                     wait_mean=float(wait.mean()), wait_max=float(wait.max()), utilisation=util, makespan=horizon)
+                     wait_mean=float(wait.mean()), wait_max=float(wait.max()), utilisation=util, makespan=horizon,
+                     underutilization=underutil)
     else:
         stats = dict(stretch_mean=math.nan, stretch_max=math.nan, wait_mean=math.nan, wait_max=math.nan,
-                     utilisation=math.nan, makespan=math.nan)
+                     utilisation=math.nan, makespan=math.nan, underutilization=math.nan)
     summary: dict[str, Any] = {
         "n_jobs": float(n), **stats, "events": float(res.events), "sim_seconds": wall,
         "model_nodes": float(model == "nodes"), "capacity": float(capacity), "tasks_per_node": float(tpn),
         "dropped_oversize": float(dropped),
     }
+    if bound and n:
+        b0 = time.perf_counter()
+        lb = max_stretch_lower_bound(submit, runtime, jprocs, cpu, float(capacity))
+        summary.update(stretch_lower_bound=lb, degradation=summary["stretch_max"] / lb,
+                       bound_seconds=time.perf_counter() - b0)
     per_job = {
         "job_id": job_id,
         "submit": submit,
@@ -282,5 +317,6 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         "requested_time": requested,
         "wait": wait,
         "stretch": stretch,
+        "cpu_need": cpu,
     }
     return per_job, summary

@@ -96,24 +96,28 @@ def _lublin() -> WorkloadKind:
     """The Lublin-Feitelson model; ``load`` > 0 rescales arrival times so the
     trace offers that load to ``nodes`` processors (the DFRS paper's scaled
     synthetic traces; 0 keeps the model's own arrivals)."""
-    from schedlab.workloads import lublin
+    from schedlab.workloads import annotate, lublin
 
     def check(params: dict[str, Any]) -> None:
         lublin.check_params(njobs=params["njobs"], nodes=params["nodes"], params=lublin.LublinParams())
         load = params["load"]
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not load >= 0:
             raise UserError(f"load: must be a number >= 0 (0: the model's own arrivals); got {load!r}")
+        annotate.check(params)
+        if params["memory"] == "trace":
+            raise UserError('memory: "trace" needs a trace with memory fields; use a fraction or "uniform"')
 
     def build(rng, params: dict[str, Any], shared: Any):
         from schedlab.workloads.transforms import scale_rigid_load
 
         jobs = lublin.lublin_workload(rng, njobs=params["njobs"], nodes=params["nodes"])
-        return scale_rigid_load(jobs, params["load"], params["nodes"]) if params["load"] else jobs
+        jobs = scale_rigid_load(jobs, params["load"], params["nodes"]) if params["load"] else jobs
+        return annotate.annotate(jobs, rng, params) if annotate.wanted(params) else jobs
 
     return WorkloadKind(
         name="lublin",
         summary="the Lublin-Feitelson (2003) rigid parallel job model (runtime, procs, daily-cycle arrivals)",
-        defaults={"njobs": 10_000, "nodes": 256, "load": 0.0},
+        defaults={"njobs": 10_000, "nodes": 256, "load": 0.0, **annotate.DEFAULTS},
         check=check,
         build=build,
     )

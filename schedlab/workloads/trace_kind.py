@@ -12,6 +12,11 @@ Parameters (a list value is a grid axis, as everywhere)::
     load = 0.9                 # rescale work so the offered load is this (PSBS §6.8); 0 = as is
     sigma = 0.5                # estimate = size x LogNormal(0, sigma^2), drawn per replication
     arrival_load = 0.9         # order-only traces (bu98): Poisson arrivals at this load
+    group_column = "google_job_id"  # packing engine: this trace column becomes `group`
+                                    # (tasks -> multi-task jobs); "" = every row is a job
+    max_procs = 120            # drop jobs wider than this (after windowing; 0 = keep all)
+    cores_per_node = 2         # DFRS annotation (workloads/annotate.py): tasks, CPU
+    memory = "trace"           #   need and memory per task; 0 = none (engine defaults)
 
 The parsed trace is loaded once on the driver (and cached as Parquet by the
 reader) and shared with every task through Ray's object store; a task cuts
@@ -20,6 +25,17 @@ time into one workload point per window, so windows shard into Ray tasks and
 each result row carries its ``window`` index (and ``window_length``) as
 columns. Replications differ only in the random draws (estimate errors,
 attached arrivals): with sigma = 0 on a timed trace, one replication suffices.
+
+Multi-task jobs: ``group_column`` names an integer column of the trace (the
+Google reader's ``google_job_id``) that is copied into the ``group`` column
+the packing engine reads (task -> job: Tetris's fair shares and SRTF term,
+per-job completion times, ``jct_mean``/``jct_p99``). Without it (the
+default, "") every row is its own job. It was added after other trace
+parameters, so it is left out of a workload point's parameters when empty:
+the configuration ids of sweeps written before it existed do not change.
+Demands: a reader that gives ``cpu`` and ``mem`` (Google without
+``reader_single_resource``) gives the packing engine two resources; with
+``demand`` (``reader_single_resource = true``) one.
 """
 
 from __future__ import annotations
@@ -27,9 +43,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from schedlab.errors import UserError
+from schedlab.workloads import annotate
 
 READER_PREFIX = "reader_"
 SHARED_KEYS = ("reader", "path", "on_bad_line")
@@ -43,7 +61,12 @@ DEFAULTS: dict[str, Any] = {
     "load": 0.0,
     "sigma": 0.0,
     "arrival_load": 0.0,
+    "group_column": "",
+    "max_procs": 0,
+    **annotate.DEFAULTS,
 }
+#: Parameters dropped from a workload point when at their default (see the module docstring).
+OMIT_IF_DEFAULT = ("group_column",)
 
 
 def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -67,9 +90,18 @@ def check(params: dict[str, Any]) -> None:
     _number(params, "load", lambda v: v >= 0, "a number >= 0 (0: keep the trace's units)")
     _number(params, "sigma", lambda v: v >= 0, "a number >= 0")
     _number(params, "arrival_load", lambda v: v >= 0, "a number >= 0")
+    mp = params["max_procs"]
+    if isinstance(mp, bool) or not isinstance(mp, int) or mp < 0:
+        raise UserError(f"max_procs: must be an integer >= 0 (0: keep every job); got {mp!r}")
+    annotate.check(params)
     w = params["window"]
     if not (w == "all" or (isinstance(w, int) and not isinstance(w, bool) and w >= 0)):
         raise UserError(f"window: must be \"all\" or a window index >= 0; got {w!r}")
+    g = params.get("group_column", "")
+    if not isinstance(g, str):
+        raise UserError(f"group_column: must be a column name string (\"\": no grouping); got {g!r}")
+    if g in ("group", "job_id"):
+        raise UserError(f"group_column: must name another column of the trace than {g!r}")
 
 
 def load_shared(params: dict[str, Any]) -> pl.DataFrame:
@@ -88,30 +120,53 @@ def load_shared(params: dict[str, Any]) -> pl.DataFrame:
 
 
 def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """``window = "all"`` -> one point per window of the trace."""
+    """``window = "all"`` -> one point per window of the trace; an empty
+    ``group_column`` is dropped from the point, a set one is checked against
+    the trace's columns (driver side, before anything runs)."""
     from schedlab.workloads.transforms import window_count
 
+    params = {k: v for k, v in params.items() if not (k in OMIT_IF_DEFAULT and v == DEFAULTS[k])}
+    jobs = None
+    if params.get("group_column"):
+        jobs = load_shared(params)
+        _check_group_column(jobs, params["group_column"])
     if params["window"] != "all":
         return [params]
     if not params["window_length"]:
         raise UserError('window: "all" needs window_length > 0')
-    jobs = load_shared(params)
+    if jobs is None:
+        jobs = load_shared(params)
     if "submit" not in jobs.columns:
         raise UserError('window: "all" needs a trace with arrival times')
     return [{**params, "window": k} for k in range(window_count(jobs, params["window_length"]))]
 
 
+def _check_group_column(jobs: pl.DataFrame, name: str) -> None:
+    if name not in jobs.columns:
+        raise UserError(f"group_column: the trace has no column {name!r}; columns: {', '.join(jobs.columns)}")
+    if not jobs[name].dtype.is_integer():
+        raise UserError(f"group_column: column {name!r} must hold integers (got {jobs[name].dtype})")
+
+
 def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
-    """One instance: window, arrivals, traffic, load, estimates -> job table."""
+    """One instance: window, arrivals, traffic, load, estimates[, group] -> job table."""
     from schedlab.workloads import transforms as tf
 
     jobs = shared
+    group = params.get("group_column", "")
+    if group:
+        _check_group_column(jobs, group)
+        jobs = jobs.with_columns(pl.col(group).cast(pl.Int64).alias("group"))
     if params["arrival_load"]:
         jobs = tf.attach_arrivals(jobs, rng, params["arrival_load"])
     if params["window_length"]:
         jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"])
     else:
         jobs = tf.shift_to_zero(jobs)
+    if params["max_procs"]:
+        if "procs" not in jobs.columns:
+            raise UserError(f"max_procs: the {params['reader']} trace has no procs column")
+        jobs = jobs.filter(pl.col("procs") <= params["max_procs"])
     if params["traffic"] != 1.0:
         jobs = tf.scale_traffic(jobs, params["traffic"])
     if params["load"]:
@@ -121,8 +176,11 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
         jobs = jobs.with_columns(pl.lit(1.0).alias("weight"))
     if jobs.is_empty():
         raise UserError(f"window {params['window']}: no jobs in this window")
+    if annotate.wanted(params):
+        kb = annotate.trace_memory_kb(shared)
+        jobs = annotate.annotate(jobs, rng, params, float(np.nanmax(kb)) if np.isfinite(kb).any() else None)
     return jobs.with_columns(pl.col("job_id").cast(pl.Int64), pl.col("submit").cast(pl.Float64),
                              pl.col("size").cast(pl.Float64), pl.col("weight").cast(pl.Float64))
 
 
-__all__ = ["DEFAULTS", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]
+__all__ = ["DEFAULTS", "OMIT_IF_DEFAULT", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]

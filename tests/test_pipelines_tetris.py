@@ -1,0 +1,186 @@
+"""The Tetris pipelines (tetris-packing, tetris-fairness): smoke-scale runs
+(one Ray session, tracking off), their figures and report.md, valid specs at
+every scale, the job-by-job slowdown computation on a hand-made table, and the
+trace kind's ``group_column`` (Google tasks grouped into jobs, two resources)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from schedlab.pipelines import tetris_fairness as tf_pipe
+from schedlab.pipelines import tetris_packing as tp_pipe
+from schedlab.pipelines.registry import PIPELINES
+
+ROOT = Path(__file__).resolve().parents[1]
+HAVE_TRACE = (ROOT / tp_pipe.TRACE).exists()
+needs_trace = pytest.mark.skipif(not HAVE_TRACE, reason=f"Google trace not found at {tp_pipe.TRACE}")
+
+EXPECTED_SERIES = {
+    "tetris-packing": ["Tetris", "FIFO-FF", "BF-J/S", "Slots-Fair"],
+    "tetris-fairness": ["fraction slowed", "mean slowdown of slowed", "mean JCT", "makespan"],
+}
+SECTIONS = ("### Paper says", "### Measured", "### Holds?")
+MIN_COLOURS = 10  # a real plot, not a blank canvas
+RATIO_TOL = 1e-12  # ratios recomputed from the summary rows
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if not HAVE_TRACE:
+        pytest.skip(f"Google trace not found at {tp_pipe.TRACE}")
+    import ray
+
+    from schedlab.pipelines.base import run_pipeline
+
+    root = tmp_path_factory.mktemp("tetris")
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield {name: run_pipeline(name, "smoke", out=root / name, tracking=False) for name in EXPECTED_SERIES}
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_SERIES))
+def test_pipeline_outputs(runs, name):
+    import matplotlib.image as mpimg
+
+    result = runs[name]
+    assert result.failures == 0
+    assert all(r.rows_written > 0 for r in result.sweeps)
+    (fig,) = result.figures
+    assert fig.png.exists() and fig.png.stat().st_size > 0
+    img = mpimg.imread(fig.png)
+    assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
+    assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > MIN_COLOURS
+    assert fig.series == EXPECTED_SERIES[name]
+    assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
+    text = result.report_md.read_text()
+    section = text[text.index(f"## {fig.title}"):]
+    assert [section.index(h) for h in SECTIONS] == sorted(section.index(h) for h in SECTIONS)
+    assert fig.png.name in section and "±" in section
+    assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
+    assert f"Claims checked: {sum(c.holds for c in fig.checks)} of {len(fig.checks)} hold." in text
+
+
+def test_packing_ratios_match_summary_rows(runs):
+    """The bars are per-window ratios to Slots-Fair: recompute Tetris's from the raw rows;
+    the two-resource sweep really ran on cpu and mem and reported JCTs."""
+    from schedlab import load
+
+    result = runs["tetris-packing"]
+    frame, table = tp_pipe.load_table(result.results_dirs)
+    assert set(frame["policy"].to_list()) == set(tp_pipe.POLICIES)
+    windows = sorted(set(frame["window"].to_list()))
+    assert windows == tp_pipe.SCALES["smoke"]["windows"]
+    by = {(r["policy"], r["window"]): r for r in frame.iter_rows(named=True)}
+    expect = np.mean([by[("Tetris", w)]["jct_mean"] / by[("Slots-Fair", w)]["jct_mean"] for w in windows])
+    row = table.filter(pl.col("policy") == "Tetris").row(0, named=True)
+    assert abs(row["jct_mean_ratio_mean"] - expect) <= RATIO_TOL * expect and row["n"] == len(windows)
+    two_d = load(result.results_dirs["tetris-packing-2d-smoke"]).collect()
+    assert {"utilisation_cpu", "utilisation_mem", "jct_mean"} <= set(two_d.columns)
+    assert two_d["group_column"].unique().to_list() == ["google_job_id"]
+
+
+def test_fairness_jct_from_per_job_rows(runs):
+    """Per-job JCTs recomputed from the task rows agree with the engine's jct_mean."""
+    result = runs["tetris-fairness"]
+    (d,) = result.results_dirs.values()
+    jct, summ = tf_pipe.load_jct(d)
+    assert set(jct.columns) >= {"window", "group", "policy", "f", "jct"}
+    for r in summ.iter_rows(named=True):
+        sub = jct.filter((pl.col("policy") == r["policy"]) & (pl.col("window") == int(r["window"])))
+        if r["policy"] == "Tetris":
+            sub = sub.filter(pl.col("f") == r["policy_fairness"])
+        assert math.isclose(sub["jct"].mean(), r["jct_mean"], rel_tol=1e-9)
+
+
+def test_job_slowdowns_hand_made():
+    """Two windows, reference f = 0.1: job-by-job slowed fraction and mean slowdown."""
+    base = pl.DataFrame({"window": [0, 0, 0, 1, 1],
+                         "group": [1, 2, 3, 1, 7],
+                         "jct": [100.0, 50.0, 0.2, 10.0, 40.0]})
+    runs = pl.DataFrame({
+        "window": [0, 0, 0, 1, 1] * 2,
+        "group": [1, 2, 3, 1, 7] * 2,
+        "f": [0.5] * 5 + [1.0] * 5,
+        # f = 0.5: job (0,1) +10 %, (0,3) 0.2 s -> 0.9 s (both below the 1-s floor: tie), (1,7) +50 %
+        # f = 1.0: only faster or equal (one unfinished job is left out)
+        "jct": [110.0, 50.0, 0.9, 8.0, 60.0,
+                90.0, 50.0, 0.2, 10.0, float("nan")],
+    })
+    out = tf_pipe.job_slowdowns(runs, base, ["f"], floor=1.0)
+    assert out["f"].to_list() == [0.5, 1.0]
+    a, b = out.row(0, named=True), out.row(1, named=True)
+    assert (a["jobs"], a["slowed"]) == (5, 2)
+    assert math.isclose(a["frac_slowed"], 0.4)
+    assert math.isclose(a["slowdown_mean"], (0.1 + 0.5) / 2)
+    assert (b["jobs"], b["slowed"], b["frac_slowed"]) == (4, 0, 0.0) and b["slowdown_mean"] is None
+    per_window = tf_pipe.job_slowdowns(runs, base, ["window", "f"], floor=1.0)
+    w = {(r["window"], r["f"]): r for r in per_window.iter_rows(named=True)}
+    assert w[(0, 0.5)]["slowed"] == 1 and math.isclose(w[(1, 0.5)]["frac_slowed"], 0.5)
+    # without the floor the 0.2 s -> 0.9 s job counts as slowed (by 350 %)
+    assert tf_pipe.job_slowdowns(runs, base, ["f"], floor=0.0).row(0, named=True)["slowed"] == 3
+
+
+def test_window_ratios_hand_made():
+    frame = pl.DataFrame({"policy": ["Slots-Fair", "Tetris", "Slots-Fair", "Tetris"], "window": [0, 0, 1, 1],
+                          "makespan": [100.0, 60.0, 50.0, 50.0], "jct_mean": [10.0, 6.0, 4.0, 2.0]})
+    r = tp_pipe.window_ratios(frame, ["makespan", "jct_mean"]).filter(pl.col("policy") == "Tetris").sort("window")
+    assert r["makespan_ratio"].to_list() == [0.6, 1.0] and r["jct_mean_ratio"].to_list() == [0.6, 0.5]
+
+
+def test_specs_every_scale():
+    from schedlab.platform.spec import parse_spec
+
+    for name in EXPECTED_SERIES:
+        p = PIPELINES[name]
+        for scale in ("smoke", "quick", "paper"):
+            specs = p.specs(scale, {})
+            assert specs and all(s["name"].endswith(f"-{scale}") for s in specs)
+            for s in specs:
+                parse_spec(s, name)
+                w = s["workload"]
+                assert w["reader"] == "google" and w["group_column"] == "google_job_id" and w["path"] == tp_pipe.TRACE
+    two, one = PIPELINES["tetris-packing"].specs("quick", {})
+    assert "reader_single_resource" not in two["workload"] and one["workload"]["reader_single_resource"] is True
+    assert two["policies"][0] == {"name": "Tetris", "params": {"fairness": 0.75}}
+    assert set(one["policies"]) == {"FIFO-FF", "BF-J/S"}
+    fair = PIPELINES["tetris-fairness"].specs("quick", {})[0]
+    assert fair["outputs"]["per_job"] is True and 0.75 in fair["policies"][0]["params"]["fairness"]
+    assert fair["workload"] == two["workload"] and fair["system"] == two["system"]
+    over = PIPELINES["tetris-fairness"].specs("quick", {"system": {"servers": 9}})[0]
+    assert over["system"]["servers"] == 9 and over["system"]["epoch"] == tp_pipe.EPOCH
+
+
+@needs_trace
+def test_trace_group_column(tmp_path):
+    """group_column copies a trace column into the packing engine's `group`; an empty
+    one is left out of the workload point, so existing configuration ids do not change."""
+    from schedlab.errors import UserError
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import parse_spec
+    from schedlab.workloads import trace_kind
+
+    def plan(**extra):
+        return build_plan(parse_spec({
+            "name": "g", "engine": "packing", "seed": 1, "policies": ["Tetris", "Slots-Fair"],
+            "system": {"servers": 5}, "replications": {"n": 1}, "outputs": {"dir": str(tmp_path / "g")},
+            "workload": {"kind": "trace", "reader": "google", "path": str(ROOT / tp_pipe.TRACE),
+                         "window_length": 300.0, "window": 0, **extra}}, "g.toml"))
+
+    assert set(plan().configs) == set(plan(group_column="").configs)
+    grouped = plan(group_column="google_job_id")
+    assert not set(grouped.configs) & set(plan().configs)
+    (point,) = grouped.points
+    shared = trace_kind.load_shared(point.params)
+    jobs = trace_kind.build(np.random.default_rng(0), point.params, shared)
+    assert (jobs["group"] == jobs["google_job_id"]).all() and {"cpu", "mem"} <= set(jobs.columns)
+    assert "demand" not in jobs.columns  # two resources reach the engine
+    assert "group" not in trace_kind.build(np.random.default_rng(0), plan().points[0].params, shared).columns
+    with pytest.raises(UserError, match="group_column: the trace has no column 'nope'"):
+        plan(group_column="nope")
