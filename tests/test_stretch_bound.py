@@ -253,3 +253,16 @@ def test_underutilization_validation():
         normalized_underutilization(1)
     with pytest.raises(ValueError):
         batch_usage_profile([1], [0], [2], [1], [1])  # start before submit
+
+
+def test_bound_is_memoised_by_instance_content():
+    from schedlab.sim import stretch_bound as sb
+
+    r, p, k, c = np.array([0.0, 5.0]), np.array([100.0, 20.0]), np.array([2, 1]), np.array([1.0, 1.0])
+    sb._BOUND_MEMO.clear()
+    first = sb.max_stretch_lower_bound(r, p, k, c, 2.0)
+    assert len(sb._BOUND_MEMO) == 1
+    assert sb.max_stretch_lower_bound(r.copy(), p.copy(), k.copy(), c.copy(), 2.0) == first
+    assert len(sb._BOUND_MEMO) == 1  # same content: no second search
+    sb.max_stretch_lower_bound(r, p, k, c, 3.0)  # another platform: another instance
+    assert len(sb._BOUND_MEMO) == 2

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from schedlab.pipelines.base import Pipeline
+from schedlab.pipelines.dfrs_fig1 import PIPELINE as DFRS_FIG1
+from schedlab.pipelines.dfrs_period import PIPELINE as DFRS_PERIOD
+from schedlab.pipelines.dfrs_table import PIPELINE as DFRS_TABLE
 from schedlab.pipelines.pg_fig3 import PIPELINE as PG_FIG3
 from schedlab.pipelines.pg_fig4 import PIPELINE as PG_FIG4
 from schedlab.pipelines.pg_fig5 import PIPELINE as PG_FIG5
@@ -21,4 +24,4 @@ from schedlab.pipelines.tetris_packing import PIPELINE as TETRIS_PACKING
 
 PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
     PSBS_SHAPE, PSBS_SIGMA, PG_FIG4, PSBS_WEIGHTS, PSBS_PARETO, PSBS_LOAD, PSBS_FB2010, PSBS_SLOWDOWN, PSBS_HEATMAP,
-    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF, TETRIS_PACKING, TETRIS_FAIRNESS)}
+    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF, TETRIS_PACKING, TETRIS_FAIRNESS, DFRS_FIG1, DFRS_TABLE, DFRS_PERIOD)}

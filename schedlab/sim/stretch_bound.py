@@ -75,6 +75,7 @@ accepted schedule formats.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -306,7 +307,32 @@ def max_stretch_lower_bound(
     if not (0 < rel_precision < 1):
         raise ValueError(f"rel_precision must be in (0, 1), got {rel_precision}")
     inst = _instance(release, processing, tasks, cpu_need, nodes, threshold)
-    tau = float(threshold)
+    key = _bound_key(inst, rel_precision, threshold)
+    if key in _BOUND_MEMO:
+        return _BOUND_MEMO[key]
+    value = _search_bound(inst, rel_precision, float(threshold))
+    _BOUND_MEMO[key] = value
+    while len(_BOUND_MEMO) > _BOUND_MEMO_SIZE:
+        _BOUND_MEMO.pop(next(iter(_BOUND_MEMO)))
+    return value
+
+
+#: Bounds of the last few instances, by content: a sweep task runs every
+#: policy of one instance in turn in one process, and the bound belongs to the
+#: instance, so each policy's ``bound=True`` run after the first costs nothing.
+_BOUND_MEMO: dict[str, float] = {}
+_BOUND_MEMO_SIZE = 16
+
+
+def _bound_key(inst: _Instance, rel_precision: float, threshold: float) -> str:
+    h = hashlib.sha256()
+    for a in (inst.release, inst.processing, inst.weight, inst.demand):
+        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
+    h.update(np.array([inst.nodes, rel_precision, threshold], dtype=float).tobytes())
+    return h.hexdigest()
+
+
+def _search_bound(inst: _Instance, rel_precision: float, tau: float) -> float:
 
     if _lp_feasible(inst, 1.0):
         return 1.0

@@ -1,0 +1,42 @@
+"""One check of a finished pipeline run, shared by the pipeline tests: no
+failed simulation, rows written, each figure a real non-blank PNG with the
+expected series and checks, and report.md with every figure's sections in
+order and one verdict line per check."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SECTIONS = ("### Paper says", "### Measured", "### Holds?")
+MIN_COLOURS = 10  # a real plot, not a blank canvas
+
+
+def check_outputs(result, series: list[list[str]]) -> None:
+    """``series``: the expected plotted series of each figure, in order."""
+    import matplotlib.image as mpimg
+
+    assert result.failures == 0
+    assert all(r.rows_written + r.rows_skipped > 0 for r in result.sweeps)
+    for d in result.results_dirs.values():
+        assert d.parent == result.out_dir and (d / "manifest.json").exists()
+    assert len(result.figures) == len(series)
+    assert len({f.png for f in result.figures}) == len(result.figures)
+    text = result.report_md.read_text()
+    assert text.count("\n## ") == len(result.figures)
+    checks = [c for f in result.figures for c in f.checks]
+    assert f"Claims checked: {sum(c.holds for c in checks)} of {len(checks)} hold." in text
+    for i, (fig, expected) in enumerate(zip(result.figures, series)):
+        assert fig.png.exists() and fig.png.stat().st_size > 0
+        img = mpimg.imread(fig.png)
+        assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
+        assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > MIN_COLOURS
+        assert fig.series == expected
+        assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
+        section = text[text.index(f"## {fig.title}"):]
+        if i + 1 < len(result.figures):
+            section = section[:section.index(f"## {result.figures[i + 1].title}")]
+        parts = [section.index(h) for h in SECTIONS]
+        assert parts == sorted(parts)
+        assert fig.png.name in section
+        assert "±" in section or "Replications per point: " in section or "Instances per" in section
+        assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
