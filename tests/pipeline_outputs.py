@@ -11,14 +11,18 @@ SECTIONS = ("### Paper says", "### Measured", "### Holds?")
 MIN_COLOURS = 10  # a real plot, not a blank canvas
 
 
-def check_outputs(result, series: list[list[str]]) -> None:
-    """``series``: the expected plotted series of each figure, in order."""
+def check_outputs(result, series: list[list[str]] | None) -> None:
+    """``series``: the expected plotted series of each figure, in order (None:
+    any non-empty list of names per figure)."""
     import matplotlib.image as mpimg
 
     assert result.failures == 0
     assert all(r.rows_written + r.rows_skipped > 0 for r in result.sweeps)
     for d in result.results_dirs.values():
         assert d.parent == result.out_dir and (d / "manifest.json").exists()
+    if series is None:
+        series = [f.series for f in result.figures]
+        assert result.figures and all(s and all(isinstance(n, str) and n for n in s) for s in series)
     assert len(result.figures) == len(series)
     assert len({f.png for f in result.figures}) == len(result.figures)
     text = result.report_md.read_text()
