@@ -36,14 +36,14 @@ def plot(table, path: Path) -> list[str]:
     """Fig. 1: average degradation from bound vs load (log y); returns the series plotted."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     series = plot_lines(ax, table, "load", METRIC, POLICIES)
     ax.set_yscale("log")
     ax.set_xlabel("offered load")
     ax.set_ylabel("average degradation from bound")
     ax.set_title("Scaled synthetic traces (128 quad-core nodes)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save(fig, path)
     return series
 
