@@ -37,7 +37,8 @@ from schedlab.pipelines.base import deep_merge
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
-WEEK = 604800.0
+DAY = 86400.0
+WEEK = 7 * DAY
 NODES = {"hpc2n": 120, "unscaled": 128, "scaled": 128}
 TITLES = {"hpc2n": "HPC2N weeks (real-world)", "unscaled": "unscaled synthetic", "scaled": "scaled synthetic"}
 LOADS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
@@ -45,14 +46,15 @@ BATCH = ["FCFS", "EASY"]
 BEST = "GreedyPM*/per/OPT=MIN/MINVT=600"  # §5.1: "the best DFRS algorithm regardless of the load level"
 MEMORY = {"memory": "uniform", "memory_lo": 0.05, "memory_hi": 0.5}
 
-#: Trace counts and sizes per scale. HPC2N windows: "all" weeks at paper scale;
-#: a few spread-out weeks at quick scale; one day at smoke scale.
+#: Trace counts and sizes per scale. HPC2N windows: "all" weeks at paper scale
+#: (about 1,100 jobs each); four spread-out two-day windows at quick scale (a
+#: few hundred jobs each, like the quick Lublin traces); one day at smoke scale.
 #: Smoke scale also shrinks the synthetic cluster (16 nodes) so that 60 jobs contend.
 SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"njobs": 60, "loads": [0.3, 0.9], "n": 1, "window_length": 86400.0, "windows": [400],
+    "smoke": {"njobs": 60, "loads": [0.3, 0.9], "n": 1, "window_length": DAY, "windows": [400],
               "synthetic_nodes": 16},
-    "quick": {"njobs": 300, "loads": [0.1, 0.3, 0.5, 0.7, 0.9], "n": 3, "window_length": WEEK,
-              "windows": [20, 60, 100, 140]},
+    "quick": {"njobs": 300, "loads": [0.1, 0.3, 0.5, 0.7, 0.9], "n": 3, "window_length": 2 * DAY,
+              "windows": [100, 250, 400, 550]},
     "paper": {"njobs": 1000, "loads": LOADS, "n": 100, "window_length": WEEK, "windows": "all"},
 }
 
