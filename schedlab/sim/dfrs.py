@@ -36,7 +36,12 @@ then the arrivals at t one by one (submission order), each followed by
 r_min + k x ``policy.period`` (policies with a period, the paper's /per:
 k = 1, 2, ...), ONE ``policy.on_period(state)``; then, if the mapping
 changed, the resource allocation (``policy.opt``: "MIN" or "AVG")
-recomputes the yields.
+recomputes the yields -- or, when the policy has an ``allocate`` method,
+``policy.allocate(state, next_period)`` does (it sets ``state.y`` for the
+running jobs and returns the number of solver failures to add to
+``lp_failures``; ``next_period`` is the next periodic instant, > now, or inf
+without a period). The /stretch-per policies use this hook
+(``schedlab.policies.dfrs.stretch``).
 A penalty expiry changes no mapping and no yield. (While nothing is running
 or pending, periodic instants are skipped.)
 
@@ -387,6 +392,7 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     t = float(rel[order[0]]) if n else 0.0
     st.now = t
     period = getattr(policy, "period", None)
+    own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
     t0 = t
     k_per = 1
     t_per = t0 + period if period else math.inf
@@ -450,7 +456,10 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
         if st.dirty:
-            lp_failures += allocate(st, policy.opt)
+            if own_allocate is not None:
+                lp_failures += int(own_allocate(st, t_per))
+            else:
+                lp_failures += allocate(st, policy.opt)
             st.dirty = False
             allocated = float(sum(demand_j[j] * st.y[j] for j in st.running))
         if check:

@@ -11,13 +11,27 @@ MCB8*/per/OPT=MIN, MCB8*/per/OPT=AVG, each also with the MINVT / MINFT limits;
 and the /per forms without '*' (Greedy/per, GreedyP/per, GreedyPM/per,
 MCB8/per and /per alone), completing the paper's 13 basic algorithms.
 ``mcb8`` holds the MCB8 vector-packing heuristic (a pure function).
+
+And (``stretch``, §4.7) the /stretch-per variants, e.g.
+GreedyPM*/stretch-per/OPT=MAX/MINVT=600: MCB8-stretch periodically, OPT=MAX
+/ OPT=AVG on the expected stretch (``STRETCH_PER_POLICIES``).
 """
 
 from __future__ import annotations
 
-from schedlab.policies.dfrs.greedy import MCB8_POLICIES, NO_STAR_PER_POLICIES, GREEDY_PER_LIMIT_POLICIES, GREEDY_PER_POLICIES, GREEDY_POLICIES, GreedyPMStar, GreedyPStar, GreedyStar
+from schedlab.policies.dfrs.greedy import (
+    GREEDY_PER_LIMIT_POLICIES,
+    GREEDY_PER_POLICIES,
+    GREEDY_POLICIES,
+    MCB8_POLICIES,
+    NO_STAR_PER_POLICIES,
+    GreedyPMStar,
+    GreedyPStar,
+    GreedyStar,
+)
+from schedlab.policies.dfrs.stretch import STRETCH_PER_POLICIES
 
 DFRS_POLICIES: dict[str, type] = {**GREEDY_POLICIES, **GREEDY_PER_POLICIES, **GREEDY_PER_LIMIT_POLICIES, **MCB8_POLICIES,
-                                 **NO_STAR_PER_POLICIES}
+                                 **NO_STAR_PER_POLICIES, **STRETCH_PER_POLICIES}
 
-__all__ = ["DFRS_POLICIES", "GreedyPMStar", "GreedyPStar", "GreedyStar"]
+__all__ = ["DFRS_POLICIES", "STRETCH_PER_POLICIES", "GreedyPMStar", "GreedyPStar", "GreedyStar"]
