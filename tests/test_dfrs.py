@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from schedlab.errors import UserError
 from schedlab.policies.dfrs import DFRS_POLICIES
-from schedlab.sim.dfrs import RUNNING, WAITING, DfrsState, allocate, max_min_yields, run_table, simulate_dfrs
+from schedlab.sim.dfrs import WAITING, DfrsState, allocate, max_min_yields, run_table, simulate_dfrs
+from tests.dfrs_checks import check_progress
 
 
 def _sim(policy_name, release, proc, tasks, cpu, mem, nodes, penalty=300.0, period=None, **kw):
@@ -203,19 +204,7 @@ def test_invariants_and_no_progress_while_paused_or_in_penalty(jobs, nodes, name
     tasks = [min(t, nodes) for t in tasks]
     res = _sim(name, rel, proc, tasks, cpu, mem, nodes, penalty=penalty, period=period,
                snapshots=True)  # check=True inside
-    s = res.state
-    assert np.all(np.isfinite(s.end)) and np.all(s.end >= np.asarray(rel) + np.asarray(proc) - 1e-6)
-    np.testing.assert_allclose(s.vt, proc)
-    snaps = res.snapshots
-    for (t0, vt0, status0, pen0, y0), (t1, vt1, _s1, _p1, _y1) in zip(snaps, snaps[1:]):
-        assert np.all(y0 >= -1e-9) and np.all(y0 <= 1 + 1e-9)
-        for j in range(len(rel)):
-            dv = vt1[j] - vt0[j]
-            if status0[j] != RUNNING or pen0[j] > t0:
-                assert dv == 0.0, (j, t0, t1)  # paused, waiting, or in its penalty
-            else:
-                assert dv <= y0[j] * (t1 - t0) * (1 + 1e-9) + 1e-9
-                assert dv >= -1e-12
+    check_progress(res, rel, proc)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -116,15 +116,14 @@ from typing import ClassVar
 import numpy as np
 
 from schedlab.policies.dfrs.greedy import (
-    DEFAULT_PERIOD,
     MIN_BOUNDS,
     GreedyPMStar,
     GreedyPStar,
     GreedyStar,
     MCB8Star,
+    PeriodicMCB8,
     _pinned,
     _relabel,
-    _set_bounds,
     _with_limit,
 )
 from schedlab.policies.dfrs.mcb8 import FIT_TOL, pack
@@ -415,21 +414,13 @@ def stretch_allocate(st: DfrsState, opt: str, horizon: float) -> int:
 
 # -- policies ---------------------------------------------------------------------
 
-class StretchPer:
-    """Mixin for the /stretch-per variants: MCB8-stretch every ``period``
-    seconds and the OPT=MAX / OPT=AVG expected-stretch allocation (engine
-    hook ``allocate``) after every mapping change. ``opt`` is "MAX" or "AVG"."""
+class StretchPer(PeriodicMCB8):
+    """Mixin for the /stretch-per variants: /per's parameters (period,
+    MINVT/MINFT), but MCB8-stretch every ``period`` seconds and the OPT=MAX /
+    OPT=AVG expected-stretch allocation (engine hook ``allocate``) after every
+    mapping change. ``opt`` is "MAX" or "AVG"."""
 
-    minvt: float | None = None
-    minft: float | None = None
     opt: ClassVar[str] = "MAX"
-
-    def __init__(self, period: float = DEFAULT_PERIOD, minvt: float | None = None,
-                 minft: float | None = None) -> None:
-        if isinstance(period, bool) or not isinstance(period, (int, float)) or not (0 < period < math.inf):
-            raise TypeError(f"period must be a number > 0 (got {period!r})")
-        self.period = float(period)
-        _set_bounds(self, minvt, minft)
 
     def on_period(self, st: DfrsState) -> None:
         stretch_remap(st, self.period, self.minvt, self.minft)
