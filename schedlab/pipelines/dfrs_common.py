@@ -80,7 +80,10 @@ def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any],
     workload, hence the same instances); names ``{prefix}-{set}-dfrs-{scale}``
     and ``{prefix}-{set}-batch-{scale}``."""
     n = 1 if trace_set == "hpc2n" else SCALES[scale]["n"]
-    common = {"seed": seed, "workload": workload(trace_set, scale), "replications": {"n": n}}
+    # One instance per Ray task: a DFRS job-run costs far more than the queue
+    # engine's the default packing (execution.task_jobs) is sized for.
+    common = {"seed": seed, "workload": workload(trace_set, scale), "replications": {"n": n},
+              "execution": {"task_jobs": 1}}
     out = []
     if dfrs_policies:
         out.append({"name": f"{prefix}-{trace_set}-dfrs-{scale}", "engine": "dfrs", "policies": list(dfrs_policies),

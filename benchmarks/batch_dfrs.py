@@ -1,0 +1,90 @@
+"""Speed of the batch and DFRS engines (prints figures; no pass/fail).
+
+* FCFS and EASY on the full HPC2N log (202,871 jobs): jobs per second, with
+  processors counted (240, the Parallel Workloads Archive convention) and with
+  whole nodes per task (120 dual-core nodes, processors packed two per node).
+* DFRS algorithms on one 1000-job Lublin trace (the DFRS paper's synthetic
+  setting: 512 processors packed four per node onto 128 quad-core nodes,
+  memory per task uniform in [0.05, 0.5], offered load 0.7): wall time per
+  policy, and the LP lower bound on the optimal max stretch.
+
+Usage: python benchmarks/batch_dfrs.py [--repeat 3] [--skip-mcb8]
+Best of ``--repeat`` runs for the batch policies (one run for DFRS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.engines import get_engine
+from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
+from schedlab.workloads.registry import workload_kind
+
+HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"
+DFRS_POLICIES = ["Greedy*/OPT=MIN", "GreedyPM*/OPT=MIN", "GreedyPM*/per/OPT=MIN/MINVT=600",
+                 "GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "MCB8*/per/OPT=MIN/MINVT=600"]
+
+
+def build(kind_name: str, params: dict, seed: int = 1):
+    kind = workload_kind(kind_name)
+    p = kind.complete(params, "benchmark")
+    kind.check(p)
+    shared = kind.load_shared(p) if kind.load_shared else None
+    return kind.build(np.random.default_rng(np.random.SeedSequence(seed)), p, shared)
+
+
+def best_of(repeat: int, fn) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-mcb8", action="store_true", help="leave out MCB8*/per (the slowest, ~1-2 min)")
+    args = ap.parse_args()
+    batch = get_engine("batch")
+
+    print(f"HPC2N, full log ({HPC2N.name})")
+    procs = build("trace", {"reader": "swf", "path": str(HPC2N)})
+    nodes = build("trace", {"reader": "swf", "path": str(HPC2N), "cores_per_node": 2})
+    for label, jobs, system in (("240 processors", procs, {"model": "procs", "procs": 240}),
+                                ("120 nodes, a node per task", nodes, {"model": "nodes", "nodes": 120})):
+        for policy in ("FCFS", "EASY"):
+            wall, res = best_of(args.repeat, lambda: batch.run(jobs, policy, None, system))
+            s = res.summary
+            print(f"  {policy:5s} {label:28s} {jobs.height:7d} jobs  {wall:6.2f} s  {jobs.height / wall:9.0f} jobs/s"
+                  f"  (utilisation {s['utilisation']:.3f}, underutilization {s['underutilization']:.3f})")
+
+    print("\nLublin, 1000 jobs, 128 quad-core nodes, load 0.7, memory U[0.05, 0.5]")
+    jobs = build("lublin", {"njobs": 1000, "nodes": 512, "load": 0.7, "cores_per_node": 4, "memory": "uniform",
+                            "memory_lo": 0.05, "memory_hi": 0.5})
+    dfrs = get_engine("dfrs")
+    policies = [p for p in DFRS_POLICIES if not (args.skip_mcb8 and p.startswith("MCB8"))]
+    for policy in policies:
+        t = time.perf_counter()
+        s = dfrs.run(jobs, policy, None, {"nodes": 128}).summary
+        wall = time.perf_counter() - t
+        print(f"  {policy:42s} {wall:7.2f} s  max stretch {s['stretch_max']:8.3g}  migrations {s['migrations']:7.0f}"
+              f"  underutilization {s['underutilization']:.3f}")
+    for policy in ("FCFS", "EASY"):
+        t = time.perf_counter()
+        s = batch.run(jobs, policy, None, {"model": "nodes", "nodes": 128}).summary
+        print(f"  {policy:42s} {time.perf_counter() - t:7.2f} s  max stretch {s['stretch_max']:8.3g}")
+    _BOUND_MEMO.clear()
+    t = time.perf_counter()
+    lb = max_stretch_lower_bound(jobs["submit"].to_numpy(), jobs["runtime"].to_numpy(), jobs["procs"].to_numpy(),
+                                 jobs["cpu_need"].to_numpy(), 128.0)
+    print(f"  {'LP lower bound (Theorem 1)':42s} {time.perf_counter() - t:7.2f} s  bound {lb:.4g}")
+
+
+if __name__ == "__main__":
+    main()
