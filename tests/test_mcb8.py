@@ -209,3 +209,50 @@ def test_pack_respects_capacity(reqs, nodes):
         assert sum(m for m, w in zip(mem, where) if w == node) <= 1 + FIT_TOL * (len(reqs) + 1)
     assert all(0 <= w < nodes for w in where)
     assert not math.isnan(sum(cpu))
+
+
+def _pack_front_scan(cpu, mem, nodes, init_cpu=None, init_mem=None):
+    """The fill rules read literally (module docstring): every choice scans its
+    list from the front. The reference for pack's resumed scans."""
+    n = len(cpu)
+    key = [max(c, m) for c, m in zip(cpu, mem)]
+    lists = (sorted((i for i in range(n) if cpu[i] > mem[i]), key=lambda i: -key[i]),
+             sorted((i for i in range(n) if not cpu[i] > mem[i]), key=lambda i: -key[i]))
+    where, left = [-1] * n, n
+    for node in range(nodes):
+        if not left:
+            break
+        c = init_cpu[node] if init_cpu else 0.0
+        m = init_mem[node] if init_mem else 0.0
+        placed = 0
+        while left:
+            order = (0, 1) if c <= m else (1, 0)
+            pick = next(((k, i) for k in order for i in lists[k]
+                         if c + cpu[i] <= 1 + FIT_TOL and m + mem[i] <= 1 + FIT_TOL), None)
+            if pick is None:
+                break
+            k, i = pick
+            lists[k].remove(i)
+            where[i], c, m, placed, left = node, c + cpu[i], m + mem[i], placed + 1, left - 1
+        if placed == 0 and not (init_cpu and (init_cpu[node] > 0 or init_mem[node] > 0)):
+            return None
+    return where if left == 0 else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    jobs=st.lists(st.tuples(st.integers(1, 5), st.floats(0, 1), st.floats(0, 1)), max_size=10),
+    nodes=st.integers(0, 5),
+    preload=st.booleans(),
+    data=st.data(),
+)
+def test_pack_equals_the_front_scan_reference(jobs, nodes, preload, data):
+    """Tasks come in runs of identical requirements (a job's tasks), as in MCB8's use."""
+    cpu = [c for k, c, _ in jobs for _ in range(k)]
+    mem = [m for k, _, m in jobs for _ in range(k)]
+    init = None
+    if preload and nodes:
+        init = data.draw(st.lists(st.tuples(st.floats(0, 0.6), st.floats(0, 0.6)), min_size=nodes, max_size=nodes))
+    init_cpu = [c for c, _ in init] if init else None
+    init_mem = [m for _, m in init] if init else None
+    assert pack(cpu, mem, nodes, init_cpu, init_mem) == _pack_front_scan(cpu, mem, nodes, init_cpu, init_mem)

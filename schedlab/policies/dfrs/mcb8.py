@@ -101,11 +101,23 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
     remaining = n
     limit = 1.0 + FIT_TOL
 
-    def take(lst: list[int], c: float, m: float) -> int | None:
-        for pos, i in enumerate(lst):
+    # Within one node the loads only grow, so a task that did not fit at some
+    # point of the node's fill never fits later in it: each list is scanned
+    # from where its last scan on this node stopped (``start``), not from the
+    # front -- the same choices as a scan from the front, in O(list length) per
+    # node instead of O(list length) per placed task.
+    lists = (cpu_list, mem_list)
+    start = [0, 0]
+
+    def take(k: int, c: float, m: float) -> int | None:
+        lst = lists[k]
+        for pos in range(start[k], len(lst)):
+            i = lst[pos]
             if c + cpu[i] <= limit and m + mem[i] <= limit:
                 del lst[pos]
+                start[k] = pos
                 return i
+        start[k] = len(lst)
         return None
 
     if (init_cpu is None) != (init_mem is None):
@@ -119,8 +131,9 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
         m = float(init_mem[node]) if init_mem is not None else 0.0
         preloaded = c > 0.0 or m > 0.0
         placed = 0
+        start[0] = start[1] = 0
         while remaining:
-            first, second = (cpu_list, mem_list) if c <= m else (mem_list, cpu_list)
+            first, second = (0, 1) if c <= m else (1, 0)  # CPU-heavy list when CPU load <= memory load
             i = take(first, c, m)
             if i is None:
                 i = take(second, c, m)
@@ -211,6 +224,12 @@ def mcb8(
                 pin_mem[k] += row[3]
         if any(x > 1.0 + FIT_TOL for x in pin_mem):
             raise ValueError("pinned tasks overfill a node's memory")
+
+        if sum(mems) + sum(pin_mem) > nodes * (1.0 + FIT_TOL):
+            # Not even the memory fits (every node holds at most 1 + FIT_TOL):
+            # attempt(0) would fail; skip the packing and drop at once.
+            dropped.append(table.pop()[0])
+            continue
 
         def attempt(k: int) -> list[int] | None:
             y = k / steps
