@@ -221,6 +221,20 @@ def test_lp_bound_below_achieved_max_stretch(jobs, nodes, name):
     assert -1e-9 <= summary["underutilization"]
 
 
+def test_penalty_time_is_underutilization_hand_worked():
+    """1 node, memory 0.6 (one job at a time), penalty 300, GreedyP*/OPT=MIN.
+    J0 (p = 1000) runs from 0; J1 (p = 100) arrives at 100, has infinite
+    priority and pauses J0; J1 ends at 200; the '*' pass resumes J0, which
+    makes no progress for 300 s, then runs 500 .. 1400. D(t) >= 1 = |P| on
+    [0, 1400); the node works except on [200, 500) (J0 in its penalty): the
+    underutilization is 300 node-seconds, / total work 1100 (§5.3.1; the
+    penalty CPU does no work, §5.3.2)."""
+    df = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 100.0], "runtime": [1000.0, 100.0], "procs": [1, 1]})
+    per_job, summary = run_table(df, DFRS_POLICIES["GreedyP*/OPT=MIN"], nodes=1, memory=0.6, check=True)
+    assert per_job["end"].tolist() == [1400.0, 200.0] and per_job["pauses"].tolist() == [1, 0]
+    assert summary["underutilization"] == pytest.approx(300 / 1100, rel=1e-12)
+
+
 def test_single_job_alone_no_underutilization_and_lublin_smoke():
     df = pl.DataFrame({"job_id": [0], "submit": [5.0], "runtime": [100.0], "procs": [4]})
     per_job, summary = run_table(df, DFRS_POLICIES["GreedyPM*/OPT=AVG"], nodes=4, check=True)

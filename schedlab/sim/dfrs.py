@@ -21,10 +21,12 @@ completes when its virtual time reaches p_j.
 Penalty (§5 intro): after a job is resumed (placed again after a pause) or
 migrated (at least one task changes node), its rate is 0 for ``penalty``
 seconds (default 300). A first start costs nothing. A job in its penalty
-still holds its memory and is still allocated CPU by the resource allocation
-(the CPU is wasted: it counts as allocated in the usage profile, as
-``stretch_bound.normalized_underutilization`` expects), and it can be paused
-or migrated again (which restarts the penalty).
+still holds its memory and is still given CPU by the resource allocation,
+but that CPU does no work: the usage profile's u(t) counts only the CPU of
+jobs making progress, so penalties show as underutilization -- the paper's
+own reading (§5.3.2: DFRS's "lower efficiency is caused by time spent doing
+preemption and migration", which a longer period should reduce). It can be
+paused or migrated again (which restarts the penalty).
 
 Events and tie rule
 -------------------
@@ -84,7 +86,8 @@ tasks whose node changed (multiset difference of old and new nodes).
 Summary: n_jobs, stretch_mean, stretch_max, pauses, migrations, mem_moved,
 underutilization (normalised, §5.3.1, from the engine's own piecewise-
 constant demand D(t) = sum of c_j T_j over released unfinished jobs and
-allocation u(t) = sum of c_j T_j y_j over placed jobs), makespan, events,
+utilization u(t) = sum of c_j T_j y_j over placed jobs out of their penalty),
+makespan, events,
 lp_failures, sim_seconds (the simulation and metrics, not the bound), nodes,
 penalty, dropped_oversize; with ``bound=True`` also stretch_lower_bound
 (``max_stretch_lower_bound``, an LP binary search), degradation =
@@ -384,7 +387,6 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     dem: list[float] = []
     alloc: list[float] = []
     demand = 0.0
-    allocated = 0.0
     snaps: list = []
     i = 0
     events = 0
@@ -421,7 +423,7 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
         if dt > 0:
             times.append(t)
             dem.append(demand)
-            alloc.append(allocated)
+            alloc.append(float(np.dot(demand_j[run], rate)) if run is not None else 0.0)  # working CPU only
         if run is not None:
             if dt > 0:
                 st.vt[run] += rate * dt
@@ -461,7 +463,6 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
             else:
                 lp_failures += allocate(st, policy.opt)
             st.dirty = False
-            allocated = float(sum(demand_j[j] * st.y[j] for j in st.running))
         if check:
             check_state(st)
         if snapshots:
