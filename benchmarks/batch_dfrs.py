@@ -8,7 +8,10 @@
   memory per task uniform in [0.05, 0.5], offered load 0.7): wall time per
   policy, and the LP lower bound on the optimal max stretch.
 
-Usage: python benchmarks/batch_dfrs.py [--repeat 3] [--skip-mcb8]
+Usage: python benchmarks/batch_dfrs.py [--repeat 3] [--skip-slow]
+(--skip-slow leaves out MCB8*/per and /stretch-per, minutes each on this
+trace: MCB8 packs from scratch at every submission and completion, and
+MCB8-stretch binary-searches a packing every period).
 Best of ``--repeat`` runs for the batch policies (one run for DFRS).
 """
 
@@ -49,7 +52,7 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--skip-mcb8", action="store_true", help="leave out MCB8*/per (the slowest, ~1-2 min)")
+    ap.add_argument("--skip-slow", action="store_true", help="leave out MCB8*/per and /stretch-per")
     args = ap.parse_args()
     batch = get_engine("batch")
 
@@ -62,19 +65,19 @@ def main() -> None:
             wall, res = best_of(args.repeat, lambda: batch.run(jobs, policy, None, system))
             s = res.summary
             print(f"  {policy:5s} {label:28s} {jobs.height:7d} jobs  {wall:6.2f} s  {jobs.height / wall:9.0f} jobs/s"
-                  f"  (utilisation {s['utilisation']:.3f}, underutilization {s['underutilization']:.3f})")
+                  f"  (utilisation {s['utilisation']:.3f}, underutilization {s['underutilization']:.3f})", flush=True)
 
     print("\nLublin, 1000 jobs, 128 quad-core nodes, load 0.7, memory U[0.05, 0.5]")
     jobs = build("lublin", {"njobs": 1000, "nodes": 512, "load": 0.7, "cores_per_node": 4, "memory": "uniform",
                             "memory_lo": 0.05, "memory_hi": 0.5})
     dfrs = get_engine("dfrs")
-    policies = [p for p in DFRS_POLICIES if not (args.skip_mcb8 and p.startswith("MCB8"))]
+    policies = [p for p in DFRS_POLICIES if not (args.skip_slow and (p.startswith("MCB8") or "stretch" in p))]
     for policy in policies:
         t = time.perf_counter()
         s = dfrs.run(jobs, policy, None, {"nodes": 128}).summary
         wall = time.perf_counter() - t
         print(f"  {policy:42s} {wall:7.2f} s  max stretch {s['stretch_max']:8.3g}  migrations {s['migrations']:7.0f}"
-              f"  underutilization {s['underutilization']:.3f}")
+              f"  underutilization {s['underutilization']:.3f}", flush=True)
     for policy in ("FCFS", "EASY"):
         t = time.perf_counter()
         s = batch.run(jobs, policy, None, {"model": "nodes", "nodes": 128}).summary
