@@ -1,7 +1,8 @@
-"""One check of a finished pipeline run, shared by the pipeline tests: no
-failed simulation, rows written, each figure a real non-blank PNG with the
-expected series and checks, and report.md with every figure's sections in
-order and one verdict line per check."""
+"""Shared by the pipeline tests: running pipelines at smoke scale in one local
+Ray session, and one check of a finished run -- no failed simulation, rows
+written, each figure a real non-blank PNG with the expected series and
+checks, and report.md with every figure's sections in order and one verdict
+line per check."""
 
 from __future__ import annotations
 
@@ -9,6 +10,22 @@ import numpy as np
 
 SECTIONS = ("### Paper says", "### Measured", "### Holds?")
 MIN_COLOURS = 10  # a real plot, not a blank canvas
+
+
+def run_smoke(names, root) -> dict:
+    """Run the named pipelines at smoke scale (tracking off) in one local Ray
+    session of 2 CPUs, each into ``root / name``."""
+    import ray
+
+    from schedlab.pipelines.base import run_pipeline
+
+    if ray.is_initialized():  # e.g. left by a sweep an earlier test ran without a session of its own
+        ray.shutdown()
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        return {name: run_pipeline(name, "smoke", out=root / name, tracking=False) for name in names}
+    finally:
+        ray.shutdown()
 
 
 def check_outputs(result, series: list[list[str]] | None) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.pipeline_outputs import check_outputs
+from tests.pipeline_outputs import check_outputs, run_smoke
 from schedlab.cli import main
 from schedlab.pipelines.registry import PIPELINES
 
@@ -27,16 +27,7 @@ NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psb
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    import ray
-
-    from schedlab.pipelines.base import run_pipeline
-
-    root = tmp_path_factory.mktemp("pipelines")
-    try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        yield {name: run_pipeline(name, "smoke", out=root / name, tracking=False) for name in EXPECTED_SERIES}
-    finally:
-        ray.shutdown()
+    return run_smoke(EXPECTED_SERIES, tmp_path_factory.mktemp("pipelines"))
 
 
 def test_list():

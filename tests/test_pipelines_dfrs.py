@@ -10,19 +10,11 @@ import pytest
 
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines import dfrs_fig1, dfrs_period, dfrs_table
-from tests.pipeline_outputs import check_outputs
+from tests.pipeline_outputs import check_outputs, run_smoke
 
 
 def _run(tmp_path_factory, name):
-    import ray
-
-    from schedlab.pipelines.base import run_pipeline
-
-    try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        return run_pipeline(name, "smoke", out=tmp_path_factory.mktemp(name) / name, tracking=False)
-    finally:
-        ray.shutdown()
+    return run_smoke([name], tmp_path_factory.mktemp(name))[name]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from schedlab.pipelines.registry import PIPELINES
-from tests.pipeline_outputs import check_outputs
+from tests.pipeline_outputs import check_outputs, run_smoke
 
 #: Run at smoke scale by the default test run (test_pipelines.py, _tetris.py, _dfrs.py).
 IN_DEFAULT_RUN = {"psbs-shape", "pg-fig4", "psbs-weights", "psbs-slowdown", "pg-fig3", "psbs-ircache",
@@ -21,20 +21,7 @@ def test_every_pipeline_is_covered():
     assert not IN_DEFAULT_RUN & IN_DFRS_FULL
 
 
-@pytest.fixture(scope="module")
-def ray_session():
-    import ray
-
-    try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        yield
-    finally:
-        ray.shutdown()
-
-
 @pytest.mark.full
-@pytest.mark.parametrize("name", REST)
-def test_pipeline_at_smoke_scale(ray_session, tmp_path, name):
-    from schedlab.pipelines.base import run_pipeline
-
-    check_outputs(run_pipeline(name, "smoke", out=tmp_path / name, tracking=False), None)
+def test_pipelines_at_smoke_scale(tmp_path):
+    for name, result in run_smoke(REST, tmp_path).items():
+        check_outputs(result, None)

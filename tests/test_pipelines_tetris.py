@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.pipeline_outputs import check_outputs
+from tests.pipeline_outputs import check_outputs, run_smoke
 from schedlab.pipelines import tetris_fairness as tf_pipe
 from schedlab.pipelines import tetris_packing as tp_pipe
 from schedlab.pipelines.registry import PIPELINES
@@ -32,16 +32,7 @@ RATIO_TOL = 1e-12  # ratios recomputed from the summary rows
 def runs(tmp_path_factory):
     if not HAVE_TRACE:
         pytest.skip(f"Google trace not found at {tp_pipe.TRACE}")
-    import ray
-
-    from schedlab.pipelines.base import run_pipeline
-
-    root = tmp_path_factory.mktemp("tetris")
-    try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        yield {name: run_pipeline(name, "smoke", out=root / name, tracking=False) for name in EXPECTED_SERIES}
-    finally:
-        ray.shutdown()
+    return run_smoke(EXPECTED_SERIES, tmp_path_factory.mktemp("tetris"))
 
 
 @pytest.mark.parametrize("name", list(EXPECTED_SERIES))
