@@ -154,3 +154,24 @@ def test_batch_and_dfrs_share_the_bound_and_it_holds_for_every_policy():
     for s in out.values():
         assert s["stretch_lower_bound"] <= s["stretch_max"]
         assert 0.0 <= s["underutilization"] < 1.0
+
+
+def test_annotation_fields_left_out_of_points_at_their_defaults():
+    """Added after sweeps were written: a point omits them at their defaults, so
+    the configuration ids of earlier lublin / trace sweeps stay valid."""
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import parse_spec
+
+    def plan(**extra):
+        return build_plan(parse_spec({
+            "name": "a", "engine": "dfrs", "seed": 1, "policies": ["GreedyPM*/OPT=MIN"],
+            "workload": {"kind": "lublin", "njobs": 20, "nodes": 32, **extra}, "replications": {"n": 1}}, "a.toml"))
+
+    plain, packed = plan(), plan(cores_per_node=4, memory="uniform")
+    assert set(plain.points[0].params) == {"njobs", "nodes", "load"}
+    assert set(plain.configs) == set(plan(cores_per_node=0, memory=0.0).configs)
+    assert packed.points[0].params["cores_per_node"] == 4 and not set(packed.configs) & set(plain.configs)
+    kind = workload_kind("lublin")
+    inst = plain.instances([0])[0]
+    jobs = kind.instance(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))), inst.point.params, None)
+    assert "cpu_need" not in jobs.columns and jobs.height == 20

@@ -56,8 +56,8 @@ def test_lublin_sweep_point_runs_on_the_batch_engine():
     import numpy as np
 
     inst = plan.instances([0])[0]
-    jobs = workload_kind("lublin").build(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
-                                         inst.point.params, None)
+    jobs = workload_kind("lublin").instance(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
+                                            inst.point.params, None)
     results = {c.policy: get_engine("batch").run(jobs, c.policy, c.policy_params, c.system) for c in inst.point.configs}
     assert results["EASY"].summary["wait_mean"] <= results["FCFS"].summary["wait_mean"]
     with pytest.raises(UserError, match="system.cores"):
@@ -77,8 +77,8 @@ def test_dfrs_engine_in_a_spec():
     import numpy as np
 
     inst = plan.instances([0])[0]
-    jobs = workload_kind("lublin").build(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
-                                         inst.point.params, None)
+    jobs = workload_kind("lublin").instance(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
+                                            inst.point.params, None)
     for c in inst.point.configs:
         s = get_engine("dfrs").run(jobs, c.policy, c.policy_params, c.system).summary
         assert s["n_jobs"] == 60 and s["stretch_max"] >= 1.0

@@ -134,7 +134,7 @@ def test_trace_group_column(tmp_path):
     from schedlab.errors import UserError
     from schedlab.platform.plan import build_plan
     from schedlab.platform.spec import parse_spec
-    from schedlab.workloads import trace_kind
+    from schedlab.workloads.registry import workload_kind
 
     def plan(**extra):
         return build_plan(parse_spec({
@@ -147,10 +147,11 @@ def test_trace_group_column(tmp_path):
     grouped = plan(group_column="google_job_id")
     assert not set(grouped.configs) & set(plan().configs)
     (point,) = grouped.points
-    shared = trace_kind.load_shared(point.params)
-    jobs = trace_kind.build(np.random.default_rng(0), point.params, shared)
+    kind = workload_kind("trace")
+    shared = kind.load_shared(point.params)
+    jobs = kind.instance(np.random.default_rng(0), point.params, shared)
     assert (jobs["group"] == jobs["google_job_id"]).all() and {"cpu", "mem"} <= set(jobs.columns)
     assert "demand" not in jobs.columns  # two resources reach the engine
-    assert "group" not in trace_kind.build(np.random.default_rng(0), plan().points[0].params, shared).columns
+    assert "group" not in kind.instance(np.random.default_rng(0), plan().points[0].params, shared).columns
     with pytest.raises(UserError, match="group_column: the trace has no column 'nope'"):
         plan(group_column="nope")

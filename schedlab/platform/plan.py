@@ -178,7 +178,7 @@ def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str) -> 
             out += kind.expand(full) if kind.expand else [full]
         except UserError as err:  # names a file:line or a parameter
             raise UserError(f"{where}: {err}") from None
-    return out
+    return [kind.trim(p) for p in out]
 
 
 def build_plan(spec, source: str = "spec") -> Plan:

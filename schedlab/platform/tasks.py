@@ -63,7 +63,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
         point = instance.point
         try:
             rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
-            jobs = workload_kind(point.kind).build(rng, point.params, shared)
+            jobs = workload_kind(point.kind).instance(rng, point.params, shared)
         except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
             text = f"building the workload failed: {type(err).__name__}: {err}"
             out.failures += [_failure(c, instance.replication, text) for c in configs]

@@ -26,6 +26,10 @@ class WorkloadKind:
     shared_keys: tuple[str, ...] = field(default=())  # params that identify the shared input
     open_prefix: str | None = None  # params with this prefix are accepted as they are (reader options)
     expand: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None  # e.g. window="all" -> 0..K-1
+    #: Parameters added after sweeps were already written: a workload point
+    #: leaves them out while they hold their default (``trim``), so the
+    #: configuration ids of those sweeps stay valid; ``instance`` fills them in.
+    late: tuple[str, ...] = field(default=())
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
@@ -42,6 +46,14 @@ class WorkloadKind:
         if missing:
             raise UserError(f"{where}.{missing[0]}: required for workload kind {self.name!r}")
         return full
+
+    def trim(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A point's parameters without the ``late`` ones at their default."""
+        return {k: v for k, v in params.items() if not (k in self.late and v == self.defaults[k])}
+
+    def instance(self, rng, params: dict[str, Any], shared: Any):
+        """Build one instance from a (trimmed) point's parameters."""
+        return self.build(rng, {**{k: self.defaults[k] for k in self.late}, **params}, shared)
 
 
 def _synthetic() -> WorkloadKind:
@@ -89,6 +101,7 @@ def _trace() -> WorkloadKind:
         shared_keys=trace_kind.SHARED_KEYS,
         open_prefix=trace_kind.READER_PREFIX,
         expand=trace_kind.expand,
+        late=trace_kind.LATE,
     )
 
 
@@ -120,6 +133,7 @@ def _lublin() -> WorkloadKind:
         defaults={"njobs": 10_000, "nodes": 256, "load": 0.0, **annotate.DEFAULTS},
         check=check,
         build=build,
+        late=tuple(annotate.DEFAULTS),
     )
 
 

@@ -30,9 +30,10 @@ Multi-task jobs: ``group_column`` names an integer column of the trace (the
 Google reader's ``google_job_id``) that is copied into the ``group`` column
 the packing engine reads (task -> job: Tetris's fair shares and SRTF term,
 per-job completion times, ``jct_mean``/``jct_p99``). Without it (the
-default, "") every row is its own job. It was added after other trace
-parameters, so it is left out of a workload point's parameters when empty:
-the configuration ids of sweeps written before it existed do not change.
+default, "") every row is its own job. It, ``max_procs`` and the
+annotation fields came after other trace parameters (``LATE``): a workload
+point leaves them out at their defaults, so the configuration ids of sweeps
+written before them do not change.
 Demands: a reader that gives ``cpu`` and ``mem`` (Google without
 ``reader_single_resource``) gives the packing engine two resources; with
 ``demand`` (``reader_single_resource = true``) one.
@@ -65,8 +66,9 @@ DEFAULTS: dict[str, Any] = {
     "max_procs": 0,
     **annotate.DEFAULTS,
 }
-#: Parameters dropped from a workload point when at their default (see the module docstring).
-OMIT_IF_DEFAULT = ("group_column",)
+#: Added after trace sweeps were written: left out of a workload point at
+#: their default (``WorkloadKind.late``), so earlier configuration ids hold.
+LATE = ("group_column", "max_procs", *annotate.DEFAULTS)
 
 
 def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -120,12 +122,11 @@ def load_shared(params: dict[str, Any]) -> pl.DataFrame:
 
 
 def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """``window = "all"`` -> one point per window of the trace; an empty
-    ``group_column`` is dropped from the point, a set one is checked against
-    the trace's columns (driver side, before anything runs)."""
+    """``window = "all"`` -> one point per window of the trace; a set
+    ``group_column`` is checked against the trace's columns (driver side,
+    before anything runs)."""
     from schedlab.workloads.transforms import window_count
 
-    params = {k: v for k, v in params.items() if not (k in OMIT_IF_DEFAULT and v == DEFAULTS[k])}
     jobs = None
     if params.get("group_column"):
         jobs = load_shared(params)
@@ -183,4 +184,4 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
                              pl.col("size").cast(pl.Float64), pl.col("weight").cast(pl.Float64))
 
 
-__all__ = ["DEFAULTS", "OMIT_IF_DEFAULT", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]
+__all__ = ["DEFAULTS", "LATE", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]
