@@ -20,11 +20,20 @@ def relative_to(results_dir: str | Path, metric: str, baseline: str, keys: list[
     from schedlab.platform.stats import summarize
 
     lf = load(results_dir).select(keys + ["policy", "replication", metric])
-    base = lf.filter(pl.col("policy") == baseline).select(
-        keys + ["replication", pl.col(metric).alias("_base")])
-    joined = lf.filter(pl.col("policy") != baseline).join(base, on=keys + ["replication"], how="inner")
-    joined = joined.with_columns((pl.col(metric) / pl.col("_base")).alias("ratio"))
-    return summarize(joined, keys + ["policy"], ["ratio", metric])
+    joined = ratios_to(lf, [metric], baseline, keys + ["replication"]).filter(pl.col("policy") != baseline)
+    return summarize(joined.rename({f"{metric}_ratio": "ratio"}), keys + ["policy"], ["ratio", metric])
+
+
+def ratios_to(frame, metrics: list[str], baseline: str, on: list[str]):
+    """Each row's metrics divided by the baseline policy's on the same ``on``
+    key (the same instance: common random numbers, or the same trace window):
+    adds ``<m>_ratio`` columns; rows without a baseline row are dropped."""
+    import polars as pl
+
+    base = frame.filter(pl.col("policy") == baseline).select(on + [pl.col(m).alias(f"_b_{m}") for m in metrics])
+    out = frame.join(base, on=on, how="inner")
+    return out.with_columns([(pl.col(m) / pl.col(f"_b_{m}")).alias(f"{m}_ratio") for m in metrics]).drop(
+        [f"_b_{m}" for m in metrics])
 
 
 def absolute(results_dir: str | Path, metric: str, keys: list[str]):
@@ -35,10 +44,10 @@ def absolute(results_dir: str | Path, metric: str, keys: list[str]):
     return summarize(load(results_dir), keys + ["policy"], [metric])
 
 
-def lookup(table, policy: str, **where: Any) -> dict[str, Any] | None:
-    """The row of a summarized table for a policy and key values (floats matched approximately)."""
+def lookup(table, policy: str | None = None, **where: Any) -> dict[str, Any] | None:
+    """The row of a summarized table for a policy (None: any) and key values (floats matched approximately)."""
     for row in table.iter_rows(named=True):
-        if row["policy"] != policy:
+        if policy is not None and row["policy"] != policy:
             continue
         if all(abs(float(row[k]) - float(v)) < 1e-9 for k, v in where.items()):
             return row
@@ -68,6 +77,11 @@ def md_table(table, x: str, policies: list[str], col: str, x_label: str | None =
     return "\n".join(lines)
 
 
+def ci_or_zero(values) -> list[float]:
+    """95 % CI half-widths for error bars: 0 where there is none (n < 2: null or NaN)."""
+    return [c if c is not None and c == c else 0.0 for c in values]
+
+
 def plot_lines(ax, table, x: str, col: str, policies: list[str]) -> list[str]:
     """One line per policy (mean, with 95 % CI error bars); returns the series names plotted."""
     plotted = []
@@ -75,7 +89,7 @@ def plot_lines(ax, table, x: str, col: str, policies: list[str]) -> list[str]:
         sub = table.filter(table["policy"] == p).sort(x)
         if sub.height == 0:
             continue
-        ci = [c if c is not None and c == c else 0.0 for c in sub[f"{col}_ci95"].to_list()]
+        ci = ci_or_zero(sub[f"{col}_ci95"].to_list())
         ax.errorbar(sub[x].to_list(), sub[f"{col}_mean"].to_list(), yerr=ci, label=p,
                     marker=MARKERS.get(p, "o"), markersize=5, capsize=2, linewidth=1.2)
         plotted.append(p)

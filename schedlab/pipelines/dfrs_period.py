@@ -12,7 +12,7 @@ from typing import Any
 
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines.base import Check, FigureReport, Pipeline
-from schedlab.pipelines.common import fmt_ci, save
+from schedlab.pipelines.common import ci_or_zero, fmt_ci, save
 
 SETS = ["hpc2n", "unscaled", "scaled"]
 PERIODS = {
@@ -53,8 +53,7 @@ def tables(results_dirs: dict[str, Path]):
 
 
 def _series(t, col: str) -> tuple[list[float], list[float], list[float]]:
-    ci = [c if c is not None and c == c else 0.0 for c in t[f"{col}_ci95"].to_list()]
-    return t["policy_period"].to_list(), t[f"{col}_mean"].to_list(), ci
+    return t["policy_period"].to_list(), t[f"{col}_mean"].to_list(), ci_or_zero(t[f"{col}_ci95"].to_list())
 
 
 def plot(tabs, col: str, ylabel: str, path: Path, log: bool) -> list[str]:

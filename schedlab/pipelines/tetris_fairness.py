@@ -41,7 +41,7 @@ from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import fmt_ci, save
+from schedlab.pipelines.common import ci_or_zero, fmt_ci, lookup, save
 
 GRIDS: dict[str, list[float]] = {
     "smoke": [0.05, 0.75, 1.0],
@@ -144,15 +144,11 @@ def analyse(jct, summ) -> dict[str, Any]:
 
 
 def _at(table, f: float) -> dict[str, Any] | None:
-    for r in table.iter_rows(named=True):
-        if abs(r["f"] - f) < 1e-9:
-            return r
-    return None
+    return lookup(table, f=f)
 
 
-def _ci(r, m):
-    c = r[f"{m}_ci95"]
-    return c if c is not None and c == c else 0.0
+def _ci(r, m) -> float:
+    return ci_or_zero([r[f"{m}_ci95"]])[0]
 
 
 def plot(a: dict[str, Any], path: Path) -> list[str]:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import fmt_ci, save
+from schedlab.pipelines.common import fmt_ci, lookup, ratios_to, save
 
 TRACE = "../shared/data/google-clusterdata-2011"  # relative to the repository root, as pg-fig5
 BASELINE = "Slots-Fair"
@@ -96,13 +96,7 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
 def window_ratios(frame, metrics: list[str], baseline: str = BASELINE):
     """Per window: each policy's metric / the baseline's on the same window
     (columns window, policy, <m>, <m>_ratio)."""
-    import polars as pl
-
-    base = frame.filter(pl.col("policy") == baseline).select(
-        ["window"] + [pl.col(m).alias(f"_b_{m}") for m in metrics])
-    out = frame.join(base, on="window", how="inner")
-    return out.with_columns([(pl.col(m) / pl.col(f"_b_{m}")).alias(f"{m}_ratio") for m in metrics]).drop(
-        [f"_b_{m}" for m in metrics])
+    return ratios_to(frame, metrics, baseline, ["window"])
 
 
 def load_table(results_dirs: dict[str, Path]):
@@ -125,8 +119,6 @@ def offered_loads(scale: str, windows: list[int]) -> dict[int, float] | None:
     """Per window: max over cpu, mem of Σ demand x runtime / (servers x window length),
     from the trace (None if it cannot be read here)."""
     try:
-        import polars as pl
-
         from schedlab.workloads import trace_kind
         from schedlab.workloads import transforms as tf
 
@@ -143,25 +135,18 @@ def offered_loads(scale: str, windows: list[int]) -> dict[int, float] | None:
         return None
 
 
-def _row(table, policy: str) -> dict[str, Any] | None:
-    for r in table.iter_rows(named=True):
-        if r["policy"] == policy:
-            return r
-    return None
-
-
 def plot(table, path: Path) -> list[str]:
     """Bars: makespan and mean JCT / Slots-Fair's (mean over windows, 95 % CI)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    present = [p for p in POLICIES if _row(table, p) is not None]
+    present = [p for p in POLICIES if lookup(table, p) is not None]
     width = 0.8 / len(METRICS)
     x = np.arange(len(present))
     for i, (m, label, _) in enumerate(METRICS):
-        means = [_row(table, p)[f"{m}_ratio_mean"] for p in present]
-        cis = [_row(table, p)[f"{m}_ratio_ci95"] for p in present]
+        means = [lookup(table, p)[f"{m}_ratio_mean"] for p in present]
+        cis = [lookup(table, p)[f"{m}_ratio_ci95"] for p in present]
         cis = [c if c is not None and c == c else 0.0 for c in cis]
         ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, means, width, yerr=cis, capsize=3, label=label)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
@@ -181,7 +166,7 @@ def measured(frame, table, loads: dict[int, float] | None) -> str:
              "| policy | makespan / Slots-Fair | mean JCT / Slots-Fair | makespan (s) | mean JCT (s) | windows |",
              "|---|---|---|---|---|---|"]
     for p in POLICIES:
-        r = _row(table, p)
+        r = lookup(table, p)
         if r is None:
             continue
         lines.append(f"| {p} | {fmt_ci(r['makespan_ratio_mean'], r['makespan_ratio_ci95'])} | "
@@ -208,7 +193,7 @@ def measured(frame, table, loads: dict[int, float] | None) -> str:
 
 def checks(table) -> list[Check]:
     out = []
-    tet = _row(table, TETRIS)
+    tet = lookup(table, TETRIS)
     for m, label, paper in METRICS:
         mean, ci, n = tet[f"{m}_ratio_mean"], tet[f"{m}_ratio_ci95"], tet["n"]
         upper = mean + (ci if ci is not None and ci == ci else 0.0)

@@ -99,7 +99,7 @@ def check(params: dict[str, Any]) -> None:
     w = params["window"]
     if not (w == "all" or (isinstance(w, int) and not isinstance(w, bool) and w >= 0)):
         raise UserError(f"window: must be \"all\" or a window index >= 0; got {w!r}")
-    g = params.get("group_column", "")
+    g = params["group_column"]
     if not isinstance(g, str):
         raise UserError(f"group_column: must be a column name string (\"\": no grouping); got {g!r}")
     if g in ("group", "job_id"):
@@ -128,7 +128,7 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
     from schedlab.workloads.transforms import window_count
 
     jobs = None
-    if params.get("group_column"):
+    if params["group_column"]:
         jobs = load_shared(params)
         _check_group_column(jobs, params["group_column"])
     if params["window"] != "all":
@@ -154,7 +154,7 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     from schedlab.workloads import transforms as tf
 
     jobs = shared
-    group = params.get("group_column", "")
+    group = params["group_column"]
     if group:
         _check_group_column(jobs, group)
         jobs = jobs.with_columns(pl.col(group).cast(pl.Int64).alias("group"))
