@@ -8,14 +8,14 @@ packing or batch simulator means adding one :class:`Engine` entry here.
 
 from __future__ import annotations
 
+import hashlib
 import time
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from schedlab.errors import UserError
+from schedlab.errors import PolicyError, UserError
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,42 @@ class RunResult:
     series: dict[str, np.ndarray] | None = None
 
 
+_DIGESTS: dict[str, str] = {}
+
+
 @dataclass(frozen=True)
 class Engine:
     name: str
     summary: str
-    policies: Mapping[str, Any]  # name -> policy class (with .summary)
-    run: Callable[..., RunResult]  # run(jobs: polars.DataFrame, policy: str, params=None, system=None)
+    policies: Mapping[str, Any]  # name -> built-in policy class (with .summary)
+    adapter: Callable[..., RunResult]  # adapter(jobs: polars.DataFrame, policy_cls, params, system)
     workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
     system_defaults: Mapping[str, Any] = field(default_factory=dict)  # the spec's [system] table
+    #: The policy seam (``schedlab.api.<engine>.Policy``): user classes must subclass it.
+    seam: str = ""
+    #: Positional arguments of a policy's constructor before its parameters (the engine's handle).
+    handle_args: int = 1
+    #: Source files and folders (relative to the schedlab package) whose
+    #: content defines this engine's results: hashed into ``digest()``.
+    sources: tuple[str, ...] = ()
+
+    def digest(self) -> str:
+        """SHA-256 (16 hex digits) of the engine's and its built-in policies'
+        source (``sources``): recorded in every result row as
+        ``schedlab_digest``, so rows from before and after a change to the
+        engine can be told apart (``schedlab results`` warns when a table
+        mixes them)."""
+        if self.name not in _DIGESTS:
+            from pathlib import Path
+
+            from schedlab.usercode import source_digest
+
+            root = Path(__file__).resolve().parent
+            h = hashlib.sha256()
+            for rel in sorted(self.sources):
+                h.update(rel.encode() + b"\0" + source_digest(root / rel).encode())
+            _DIGESTS[self.name] = h.hexdigest()[:16]
+        return _DIGESTS[self.name]
 
     def check_system(self, system: Mapping[str, Any], where: str) -> None:
         unknown = sorted(set(system) - set(self.system_defaults))
@@ -43,39 +71,85 @@ class Engine:
             allowed = ", ".join(self.system_defaults) or "none"
             raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.name!r}; allowed: {allowed}")
 
-    def policy_param_names(self, policy: str) -> set[str]:
+    def policy_param_names(self, policy: str | type) -> set[str]:
         """Keyword parameters the policy's constructor takes (beyond its handle)."""
-        sig = inspect.signature(self.policy(policy).__init__)
-        names = {n for n, p in sig.parameters.items()
-                 if n not in ("self", "server", "cluster") and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-        return names
+        from schedlab.params import declared
+
+        cls = self.policy(policy) if isinstance(policy, str) else policy
+        return set(declared(cls, self.handle_args))
 
     def policy(self, name: str):
         try:
             return self.policies[name]
         except KeyError:
             raise UserError(
-                f"unknown policy {name!r} for engine {self.name!r}; choose from: {', '.join(self.policies)}"
+                f"unknown policy {name!r} for engine {self.name!r}; choose from: {', '.join(self.policies)} "
+                f"(or your own class with use = \"file.py:Name\")"
             ) from None
 
+    def seam_class(self) -> type:
+        """The base class every policy of this engine subclasses."""
+        import importlib
 
-def _run_queue(jobs, policy: str, params: Mapping[str, Any] | None = None,
+        module, _, attr = self.seam.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
+
+    def check_policy_class(self, obj: Any, where: str) -> type:
+        """``obj`` (loaded user code) must be a class implementing this
+        engine's seam, with every abstract method defined."""
+        seam = self.seam_class()
+        if not (isinstance(obj, type) and issubclass(obj, seam)):
+            what = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__name__}"
+            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass schedlab.api.{self.name}.Policy")
+        missing = sorted(getattr(obj, "__abstractmethods__", ()))
+        if missing:
+            raise UserError(f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
+                            f"(required by schedlab.api.{self.name}.Policy)")
+        return obj
+
+    def check_policy_params(self, cls: type, params: Mapping[str, Any], where: str) -> None:
+        """Names and types of one grid point of a policy's params (declared
+        by its constructor); policies built without a handle (DFRS) are also
+        constructed, so the rules their constructors enforce apply now."""
+        from schedlab.params import check_params
+
+        check_params(cls, dict(params), where, self.handle_args)
+        if self.handle_args == 0:
+            try:
+                cls(**params)
+            except (TypeError, ValueError) as err:
+                raise UserError(f"{where}: {err}") from None
+
+    def run(self, jobs, policy: str | type, params: Mapping[str, Any] | None = None,
+            system: Mapping[str, Any] | None = None) -> RunResult:
+        """Run one policy (a built-in name or a policy class) over a job
+        table. A policy that asks for something the engine forbids raises
+        :class:`PolicyError` naming the policy, the time and the job."""
+        cls = self.policy(policy) if isinstance(policy, str) else policy
+        try:
+            return self.adapter(jobs, cls, params, system)
+        except PolicyError as err:
+            label = getattr(cls, "name", "") or cls.__name__
+            if not str(err).startswith("policy "):
+                err.args = (f"policy {label!r}: {err}", *err.args[1:])
+            raise
+
+
+def _run_queue(jobs, cls: type, params: Mapping[str, Any] | None = None,
                system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one queue policy over a canonical job table (see workloads.schema)."""
     from schedlab.sim.metrics import queue_summary, slowdown
     from schedlab.sim.queue import simulate
 
-    if params:
-        raise UserError(f"policy {policy!r} takes no parameters (got {', '.join(sorted(params))})")
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
-    cls = ENGINES["queue"].policy(policy)
+    factory = (lambda server: cls(server, **params)) if params else cls
     submit = jobs["submit"].to_numpy()
     size = jobs["size"].to_numpy()
     estimate = jobs["estimate"].to_numpy()
     weight = jobs["weight"].to_numpy()
     started = time.perf_counter()
-    completion, events = simulate(submit, size, estimate, weight, cls)
+    completion, events = simulate(submit, size, estimate, weight, factory)
     wall = time.perf_counter() - started
     sojourn = completion - submit
     classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
@@ -94,14 +168,13 @@ def _run_queue(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary)
 
 
-def _run_packing(jobs, policy: str, params: Mapping[str, Any] | None = None,
+def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
                  system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one packing policy over a job table: job_id, submit, duration (or
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
     every event), sample_every (0 = no time series)."""
     from schedlab.sim.packing import run_table
 
-    cls = ENGINES["packing"].policy(policy)
     sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
     if not sys_params["epoch"]:
         sys_params["epoch"] = None
@@ -121,7 +194,7 @@ def _run_packing(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary, series)
 
 
-def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
+def _run_batch(jobs, cls: type, params: Mapping[str, Any] | None = None,
                system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one batch policy over a rigid-job table: job_id, submit, runtime,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
@@ -132,7 +205,6 @@ def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
     1's max-stretch lower bound, see ``schedlab.sim.batch``)."""
     from schedlab.sim.batch import run_table
 
-    cls = ENGINES["batch"].policy(policy)
     sys_params = {**ENGINES["batch"].system_defaults, **(system or {})}
     if not sys_params["procs"]:
         sys_params["procs"] = int(jobs["machine_procs"][0]) if "machine_procs" in jobs.columns and jobs.height else None
@@ -142,7 +214,7 @@ def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary)
 
 
-def _run_dfrs(jobs, policy: str, params: Mapping[str, Any] | None = None,
+def _run_dfrs(jobs, cls: type, params: Mapping[str, Any] | None = None,
               system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
     procs[, cpu_need, memory] (Lublin, SWF traces). System: nodes, penalty (s
@@ -153,7 +225,6 @@ def _run_dfrs(jobs, policy: str, params: Mapping[str, Any] | None = None,
     degradation), oversize ("error" or "drop"). Policy params: period (/per)."""
     from schedlab.sim.dfrs import run_table
 
-    cls = ENGINES["dfrs"].policy(policy)
     sys_params = {**ENGINES["dfrs"].system_defaults, **(system or {})}
     sys_params["nodes"] = int(sys_params["nodes"])
     sys_params["bound"] = bool(sys_params["bound"])
@@ -188,14 +259,18 @@ ENGINES: dict[str, Engine] = {
         name="queue",
         summary="one shared server, preemptive fluid sharing (PSBS paper)",
         policies=_LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
-        run=_run_queue,
+        adapter=_run_queue,
+        seam="schedlab.policies.queue.base.QueuePolicy",
+        sources=("engines.py", "params.py", "errors.py", "sim/queue.py", "sim/metrics.py", "policies/queue"),
         workload_kinds=("synthetic", "file", "trace"),
     ),
     "packing": Engine(
         name="packing",
         summary="L servers with capacities; jobs with demands packed without preemption (Psychas & Ghaderi, Tetris)",
         policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
-        run=_run_packing,
+        adapter=_run_packing,
+        seam="schedlab.policies.packing.base.PackingPolicy",
+        sources=("engines.py", "params.py", "errors.py", "sim/packing.py", "policies/packing"),
         workload_kinds=("packing", "trace"),
         system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
     ),
@@ -203,7 +278,9 @@ ENGINES: dict[str, Engine] = {
         name="batch",
         summary="rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling)",
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
-        run=_run_batch,
+        adapter=_run_batch,
+        seam="schedlab.policies.batch.base.BatchPolicy",
+        sources=("engines.py", "params.py", "errors.py", "sim/batch.py", "sim/stretch_bound.py", "policies/batch"),
         workload_kinds=("trace", "lublin"),
         system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error",
                          "cpu_need": 1.0, "bound": False},
@@ -212,7 +289,10 @@ ENGINES: dict[str, Engine] = {
         name="dfrs",
         summary="DFRS: VM time-sharing of parallel jobs with pausing/migration (Greedy*, GreedyP*, GreedyPM*, /per; OPT=MIN/AVG)",
         policies=_LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
-        run=_run_dfrs,
+        adapter=_run_dfrs,
+        seam="schedlab.policies.dfrs.base.DfrsPolicy",
+        sources=("engines.py", "params.py", "errors.py", "sim/dfrs.py", "sim/stretch_bound.py", "policies/dfrs"),
+        handle_args=0,
         workload_kinds=("trace", "lublin"),
         system_defaults={"nodes": 128, "penalty": 300.0, "cpu_need": 1.0, "memory": 0.1, "bound": False,
                          "oversize": "error"},

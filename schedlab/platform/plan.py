@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from schedlab.errors import UserError
+from schedlab.usercode import CodeRef
 
 
 def canonical(obj: Any) -> str:
@@ -54,6 +55,7 @@ class Config:
     workload_params: dict[str, Any]
     point_id: str
     system: dict[str, Any] = field(default_factory=dict)
+    code: CodeRef | None = None  # a user's policy class (None: the built-in named `policy`)
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
@@ -67,6 +69,7 @@ class WorkloadPoint:
     kind: str
     params: dict[str, Any]
     configs: tuple[Config, ...]
+    code: CodeRef | None = None  # a user's generator (kind = its label) or trace reader
 
     def work(self) -> int:
         """Job-runs one instance costs: jobs x configurations (a packing hint)."""
@@ -84,6 +87,23 @@ class Instance:
         return "/".join(str(w) for w in (self.seed_words[0], self.point.point_id, self.replication))
 
 
+@dataclass(frozen=True)
+class MetricSpec:
+    """An extra metric of every summary row: ``fn(jobs, **params)`` on the
+    per-job table, a built-in (``code`` None, ``use`` its name) or user code."""
+
+    name: str
+    use: str
+    params: dict[str, Any]
+    code: CodeRef | None = None
+
+    def function(self):
+        from schedlab.api.metrics import BUILTIN_METRICS
+        from schedlab.usercode import worker_load
+
+        return worker_load(self.code) if self.code is not None else BUILTIN_METRICS[self.use]
+
+
 @dataclass
 class Plan:
     name: str
@@ -92,6 +112,14 @@ class Plan:
     points: list[WorkloadPoint]
     param_columns: list[str]
     configs: dict[str, Config] = field(default_factory=dict)
+    metrics: tuple[MetricSpec, ...] = ()
+    #: spec field -> resolved user code, e.g. "policies[3].use" -> CodeRef
+    code: dict[str, CodeRef] = field(default_factory=dict)
+
+    def shipped(self) -> tuple[tuple[str, str], ...]:
+        """(file or package folder, digest) of the user code Ray's py_modules
+        must ship to the workers."""
+        return tuple(sorted({(c.root, c.sha256) for c in self.code.values() if c.shipped}))
 
     def instances(self, replications: Iterable[int], points: Iterable[WorkloadPoint] | None = None) -> list[Instance]:
         reps = list(replications)
@@ -164,83 +192,174 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
     return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
 
 
-def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:
+def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
+            base_dir: Any = ".") -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
     """Grid points with defaults filled in, checked, and expanded by the kind
-    (e.g. a trace's window = "all" becomes one point per window)."""
+    (e.g. a trace's window = "all" becomes one point per window), each as
+    (params, identity params, user code). A trace point whose ``reader`` is a
+    code reference gets it made absolute (the driver loads the trace from
+    anywhere) and identified by the reader's name and digest, not its path."""
+    from schedlab.usercode import absolute, is_reference, resolve
+
     out = []
     for raw in _grid(params, zips, where):
         full = kind.complete(raw, where)
+        code = None
+        if kind.name == "trace" and is_reference(full.get("reader")):
+            code = resolve(full["reader"], base_dir, f"{where}.reader")
+            full = {**full, "reader": absolute(full["reader"], base_dir)}
         try:
             kind.check(full)
         except UserError as err:  # names a parameter: workload.<param>: ...
             raise UserError(f"{where}.{err}") from None
         try:
-            out += kind.expand(full) if kind.expand else [full]
+            expanded = kind.expand(full) if kind.expand else [full]
         except UserError as err:  # names a file:line or a parameter
             raise UserError(f"{where}: {err}") from None
-    return [kind.trim(p) for p in out]
+        for p in expanded:
+            p = kind.trim(p)
+            ident = {**p, "reader": code.attr} if code is not None else p
+            out.append((p, ident, code))
+    return out
+
+
+def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef]]:
+    """(name, params of one grid point, user code) per policy configuration;
+    built-ins by name, user classes by ``use`` (checked against the engine's
+    seam), params checked against the class's declaration."""
+    from schedlab.usercode import resolve
+
+    policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+    codes: dict[str, CodeRef] = {}
+    for i, entry in enumerate(spec.policy_entries()):
+        where = f"{source}: policies[{i}]"
+        code = None
+        if entry.use is not None:
+            if entry.name in engine.policies:
+                raise UserError(f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
+                                f"give your policy another name")
+            code = resolve(entry.use, spec.base_dir, f"{where}.use")
+            cls = engine.check_policy_class(code.load(), f"{where}.use")
+            codes[f"policies[{i}].use"] = code
+        else:
+            try:
+                cls = engine.policy(entry.name)
+            except UserError as err:
+                raise UserError(f"{where}: {err}") from None
+        for point in _grid(entry.params, [], f"{where}.params"):
+            engine.check_policy_params(cls, point, f"{where}.params")
+            policies.append((entry.name, point, code))
+    seen: set[str] = set()
+    for name, params, _ in policies:
+        key = canonical([name, params])
+        if key in seen:
+            raise UserError(f"{source}: policies: {name!r} is listed twice")
+        seen.add(key)
+    return policies, codes
+
+
+def _metrics(spec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
+    from schedlab.api.metrics import BUILTIN_METRICS
+    from schedlab.params import check_params
+    from schedlab.usercode import is_reference, resolve
+
+    out: list[MetricSpec] = []
+    codes: dict[str, CodeRef] = {}
+    for i, m in enumerate(spec.metrics):
+        where = f"{source}: metrics[{i}]"
+        code = None
+        if is_reference(m.use):
+            code = resolve(m.use, spec.base_dir, f"{where}.use")
+            fn = code.load()
+            if not callable(fn):
+                raise UserError(f"{where}.use: {m.use} is not a function (a metric is fn(jobs, **params) -> number)")
+            codes[f"metrics[{i}].use"] = code
+        elif m.use in BUILTIN_METRICS:
+            fn = BUILTIN_METRICS[m.use]
+        else:
+            raise UserError(f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
+                            f"(or your own function with use = \"file.py:fn\")")
+        check_params(fn, dict(m.params), f"{where}.params", skip=1, what="metric")
+        if any(x.name == m.name for x in out):
+            raise UserError(f"{where}.name: {m.name!r} is listed twice")
+        out.append(MetricSpec(m.name, m.use, dict(m.params), code))
+    return tuple(out), codes
 
 
 def build_plan(spec, source: str = "spec") -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field."""
     from schedlab.engines import get_engine
-    from schedlab.workloads.registry import workload_kind
+    from schedlab.usercode import resolve
+    from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
     try:
         engine = get_engine(spec.engine)
     except UserError as err:
         raise UserError(f"{source}: engine: {err}") from None
-    kind_name = spec.workload.kind
-    if kind_name not in engine.workload_kinds:
-        raise UserError(
-            f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
-            f"choose from: {', '.join(engine.workload_kinds)}"
-        )
-    kind = workload_kind(kind_name, f"{source}: workload.kind")
-
-    policies: list[tuple[str, dict[str, Any]]] = []
-    for i, entry in enumerate(spec.policy_entries()):
+    codes: dict[str, CodeRef] = {}
+    if spec.workload.use is not None:
+        wl_code = resolve(spec.workload.use, spec.base_dir, f"{source}: workload.use")
+        kind_name = spec.workload.kind if "kind" in spec.workload.model_fields_set else wl_code.attr
+        if kind_name in workload_kinds():
+            raise UserError(f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, leave "
+                            f"kind out or name your generator differently")
         try:
-            engine.policy(entry.name)
+            kind = user_kind(wl_code, kind_name)
         except UserError as err:
-            raise UserError(f"{source}: policies[{i}]: {err}") from None
-        allowed = engine.policy_param_names(entry.name)
-        for name in entry.params:
-            if name not in allowed:
-                takes = f"takes: {', '.join(sorted(allowed))}" if allowed else "takes no parameters"
-                raise UserError(f"{source}: policies[{i}].params.{name}: policy {entry.name!r} {takes}")
-        for point in _grid(entry.params, [], f"{source}: policies[{i}].params"):
-            policies.append((entry.name, point))
+            raise UserError(f"{source}: workload.use: {err}") from None
+        codes["workload.use"] = wl_code
+    else:
+        wl_code = None
+        kind_name = spec.workload.kind
+        if kind_name not in engine.workload_kinds:
+            raise UserError(
+                f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
+                f"choose from: {', '.join(engine.workload_kinds)} (or your own generator with use = \"gen.py:fn\")"
+            )
+        kind = workload_kind(kind_name, f"{source}: workload.kind")
+
+    policies, policy_codes = _policies(spec, engine, source)
+    codes.update(policy_codes)
+    metrics, metric_codes = _metrics(spec, source)
+    codes.update(metric_codes)
     engine.check_system(spec.system, f"{source}: system")
     systems = _grid(dict(spec.system), [], f"{source}: system")
-    seen: set[str] = set()
-    for i, (name, params) in enumerate(policies):
-        key = canonical([name, params])
-        if key in seen:
-            raise UserError(f"{source}: policies: {name!r} is listed twice")
-        seen.add(key)
 
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
-    for params in _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload"):
-        point_id = digest({"kind": kind_name, "params": params})
+    for params, ident, reader_code in _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload",
+                                               spec.base_dir):
+        pcode = wl_code or reader_code
+        if reader_code is not None:
+            codes.setdefault("workload.reader", reader_code)
+        workload_identity = {"kind": kind_name, "params": ident}
+        if pcode is not None:
+            workload_identity["code"] = pcode.identity
+        point_id = digest(workload_identity)
         point_configs = []
         for system in systems:
-            for name, pparams in policies:
-                identity = {"engine": engine.name, "policy": name, "policy_params": pparams,
-                            "workload": {"kind": kind_name, "params": params}}
+            for name, pparams, code in policies:
+                identity: dict[str, Any] = {"engine": engine.name, "policy": name, "policy_params": pparams,
+                                            "workload": workload_identity}
                 if system:  # only engines with system params carry the key (queue ids unchanged)
                     identity["system"] = system
+                if code is not None:  # only user code carries a digest (built-in ids unchanged)
+                    identity["code"] = code.identity
                 cid = digest(identity)
-                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system)
+                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code)
                 configs[cid] = config
                 point_configs.append(config)
-        points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs)))
+        points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode))
     if len({p.point_id for p in points}) != len(points):
         raise UserError(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
     columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
-    clash = set(columns) & {"config_id", "replication", "engine", "policy", "workload_kind", "seed"}
+    reserved = {"config_id", "replication", "engine", "policy", "workload_kind", "seed", "schedlab_version",
+                "schedlab_digest", "code_sha256", "workload_code_sha256"}
+    clash = set(columns) & reserved
     if clash:
         raise UserError(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
-    return Plan(spec.name, engine.name, spec.seed, points, columns, configs)
+    for i, m in enumerate(metrics):
+        if m.name in reserved or m.name in columns:
+            raise UserError(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
+    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)

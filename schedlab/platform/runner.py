@@ -58,6 +58,8 @@ class SweepReport:
 
 def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
     defining = spec.result_defining()
+    if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
+        defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
     return {
         "name": spec.name,
         "engine": spec.engine,
@@ -67,9 +69,13 @@ def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "param_columns": plan.param_columns,
         "configs": {
-            cid: {"engine": c.engine, "policy": c.policy, "workload_kind": c.workload_kind, "params": c.flat_params()}
+            cid: {"engine": c.engine, "policy": c.policy, "workload_kind": c.workload_kind, "params": c.flat_params(),
+                  **({"code_sha256": c.code.sha256} if c.code is not None else {})}
             for cid, c in plan.configs.items()
         },
+        **({"user_code": {field_: {"use": code.ref, "module": code.module, "attr": code.attr, "sha256": code.sha256,
+                                   "files": sorted(code.sources())}
+                          for field_, code in sorted(plan.code.items())}} if plan.code else {}),
     }
 
 
@@ -142,23 +148,41 @@ def _sigint_deferred():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _init_ray(spec: SweepSpec, address: str | None):
+#: How schedlab itself started Ray in this process: {"env": shipped user code}
+#: (empty when Ray was started by someone else, or not at all).
+_OWNED: dict[str, Any] = {}
+
+
+def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, str], ...] = ()):
+    """Start (or join) Ray. User code (``shipped``: (path, sha256) pairs)
+    goes to every worker through the job's ``runtime_env`` ``py_modules``:
+    Ray uploads local files only at the job level, so a Ray that schedlab
+    started for other code is restarted with it. A Ray that the caller
+    started is used as it is (its workers then import user code from the
+    driver's paths: one host only)."""
     import ray
 
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
-        address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
-        if address:
-            kwargs["address"] = address
-        else:
-            kwargs.update(address="local", num_cpus=spec.execution.num_cpus)  # never join a `ray start` cluster
-        try:
-            ray.init(**kwargs)
-        except (ConnectionError, ray.exceptions.AuthenticationError) as err:
-            raise UserError(
-                f"cannot connect to Ray at {address}: {err} "
-                f"(RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', 'unset')}; see docs/cluster.md)"
-            ) from None
+    if ray.is_initialized():
+        if not _OWNED or not shipped or _OWNED.get("env") == shipped:
+            return ray
+        ray.shutdown()
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
+    address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        kwargs["address"] = address
+    else:
+        kwargs.update(address="local", num_cpus=spec.execution.num_cpus)  # never join a `ray start` cluster
+    if shipped:
+        kwargs["runtime_env"] = {"py_modules": [p for p, _ in shipped], "excludes": ["__pycache__", "*.pyc", ".git"]}
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, ray.exceptions.AuthenticationError) as err:
+        raise UserError(
+            f"cannot connect to Ray at {address}: {err} "
+            f"(RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', 'unset')}; see docs/cluster.md)"
+        ) from None
+    _OWNED.clear()
+    _OWNED["env"] = shipped
     return ray
 
 
@@ -175,6 +199,7 @@ def run_sweep(
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
     store.prepare(manifest_for(spec, plan), fresh)
+    store.save_code(plan.code.values())
     report = SweepReport(str(store.root), configs=len(plan.configs))
 
     tracker = None
@@ -187,7 +212,7 @@ def run_sweep(
     done = store.done_keys()
     sink.written |= done
 
-    ray = _init_ray(spec, address)
+    ray = _init_ray(spec, address, plan.shipped())
     remote = ray.remote(run_instances).options(
         num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
     )
@@ -236,7 +261,7 @@ def run_sweep(
                 while pending and len(inflight) < limit:
                     task = pending.popleft()
                     payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
-                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job)
+                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job, plan.metrics)
                     inflight[ref] = task
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
                 if ready:

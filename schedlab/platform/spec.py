@@ -40,7 +40,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from schedlab.errors import UserError
 
@@ -56,6 +56,24 @@ class _Model(BaseModel):
 class PolicyEntry(_Model):
     name: str
     params: dict[str, ParamValue] = Field(default_factory=dict)
+    #: Your own policy class: "file.py:Name" (relative to the spec's folder) or "module:Name".
+    use: str | None = None
+
+
+class MetricEntry(_Model):
+    """An extra summary metric: a function of the per-job table (a built-in
+    from ``schedlab.api.metrics`` or your own ``use = "file.py:fn"``)."""
+
+    name: str
+    use: str
+    params: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _column(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must be letters, digits or '_' (it names a column)")
+        return v
 
 
 class WorkloadSpec(BaseModel):
@@ -64,6 +82,8 @@ class WorkloadSpec(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     kind: str = "synthetic"
     zip: list[list[str]] = Field(default_factory=list)
+    #: Your own generator, "file.py:fn" or "module:fn": fn(rng, **params) -> job table.
+    use: str | None = None
 
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -121,6 +141,7 @@ class SweepSpec(_Model):
     seed: int = Field(default=0, ge=0)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     policies: list[Union[str, PolicyEntry]] = Field(min_length=1)
+    metrics: list[MetricEntry] = Field(default_factory=list)
     system: dict[str, ParamValue] = Field(default_factory=dict)  # engine's system params (e.g. servers)
     replications: ReplicationsSpec = Field(default_factory=lambda: ReplicationsSpec(n=1))
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
@@ -133,6 +154,13 @@ class SweepSpec(_Model):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v):
             raise ValueError("must be letters, digits, '.', '_' or '-' (it names a directory)")
         return v
+
+    #: The folder `use = "file.py:..."` paths are relative to (the spec file's; else the cwd).
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
 
     def policy_entries(self) -> list[PolicyEntry]:
         return [PolicyEntry(name=p) if isinstance(p, str) else p for p in self.policies]
@@ -150,6 +178,8 @@ class SweepSpec(_Model):
         data = self.model_dump(mode="json")
         keep = ("name", "engine", "seed", "workload", "policies", "system", "replications")
         out = {k: data[k] for k in keep}
+        if self.metrics:  # only when set: the spec hashes of earlier results dirs stay valid
+            out["metrics"] = data["metrics"]
         out["per_job"] = self.outputs.per_job
         return out
 
@@ -166,10 +196,14 @@ def _path(loc: tuple) -> str:
     return out or "(top level)"
 
 
-def parse_spec(data: dict[str, Any], source: str = "spec") -> SweepSpec:
-    """Validate a spec dict (from TOML) completely, or raise one UserError."""
+def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path | None = None) -> SweepSpec:
+    """Validate a spec dict (from TOML) completely, or raise one UserError.
+    ``base_dir``: the folder relative ``use`` paths start from (default: the
+    current directory)."""
     try:
         spec = SweepSpec.model_validate(data)
+        if base_dir is not None:
+            spec._base_dir = Path(base_dir).resolve()
     except ValidationError as err:
         first = err.errors()[0]
         msg = first["msg"].removeprefix("Value error, ")
@@ -194,4 +228,4 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise UserError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: not valid TOML: {err}") from None
-    return parse_spec(data, str(path))
+    return parse_spec(data, str(path), path.parent)

@@ -40,6 +40,21 @@ from schedlab.errors import UserError
 
 SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
 MANIFEST = "manifest.json"
+#: Source of the user code that produced the rows: code/<sha256>/<relative path>.
+CODE = "code"
+
+
+def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Which user code changed between two manifests, said plainly (None if
+    the difference is elsewhere in the spec)."""
+    before = old.get("user_code") or {}
+    after = new.get("user_code") or {}
+    for field_, info in after.items():
+        was = before.get(field_)
+        if was is not None and was.get("use") == info["use"] and was.get("sha256") != info["sha256"]:
+            return (f"the code of {field_} ({info['use']}) changed since these results were written "
+                    f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})")
+    return None
 
 
 def _partition(policy: str) -> str:
@@ -64,12 +79,16 @@ class ResultStore:
         ``fresh`` (which discards the old results)."""
         existing = self.read_manifest()
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
+            changed = _changed_code(existing, manifest)
+            if changed:
+                raise UserError(f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
+                                f"outputs.dir to keep both")
             raise UserError(
                 f"{self.root}: holds results of a different spec (spec hash {existing.get('spec_hash')} "
                 f"!= {manifest['spec_hash']}); run with --fresh to discard them, or set outputs.dir"
             )
         if fresh:
-            for name in (SUMMARY, JOBS, SERIES, FAILURES, ".tmp", MANIFEST):
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", MANIFEST):
                 target = self.root / name
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -96,6 +115,21 @@ class ResultStore:
                     f.unlink()
                     removed += 1
         return removed
+
+    def save_code(self, codes) -> None:
+        """Keep the source of every piece of user code under
+        ``code/<sha256>/``, once (content-addressed), so the results dir holds
+        the exact code its rows came from (MLflow attaches it too)."""
+        for code in codes:
+            target = self.root / CODE / code.sha256
+            if target.exists():
+                continue
+            staging = self.root / ".tmp" / f"code-{uuid.uuid4().hex}"
+            for rel, data in code.sources().items():
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                (staging / rel).write_bytes(data)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, target)  # the folder appears whole or not at all
 
     # ---- reading --------------------------------------------------------------------
     def has(self, table: str) -> bool:

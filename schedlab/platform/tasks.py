@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from schedlab.platform.plan import Config, Instance
+from schedlab.platform.plan import Config, Instance, MetricSpec
 
 
 @dataclass
@@ -48,32 +48,83 @@ def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
     })
 
 
-def _failure(config: Config, replication: int, error: str) -> dict[str, Any]:
-    return {"config_id": config.config_id, "replication": replication, "policy": config.policy, "error": error}
+def _failure(config: Config, replication: int, error: str, trace: str = "") -> dict[str, Any]:
+    return {"config_id": config.config_id, "replication": replication, "policy": config.policy, "error": error,
+            "traceback": trace}
 
 
-def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool) -> TaskResult:
+def _describe(err: BaseException) -> tuple[str, str]:
+    """(one line, traceback of the frames outside schedlab: the user's own)."""
+    from schedlab.usercode import user_frames_traceback
+
+    line = "".join(traceback.format_exception_only(type(err), err)).strip().splitlines()[-1]
+    return line, user_frames_traceback(err)
+
+
+def _build(engine_name: str, point, rng, shared):
+    """One workload instance: a built-in kind, or a user's generator (whose
+    table is checked against the engine's schema)."""
+    from schedlab.api.workloads import check_job_table
+    from schedlab.usercode import worker_load
+    from schedlab.workloads.registry import workload_kind, workload_kinds
+
+    if point.code is not None and point.kind not in workload_kinds():
+        jobs = worker_load(point.code)(rng, **point.params)
+        return check_job_table(jobs, engine_name, f"workload {point.kind} ({point.code.ref})")
+    return workload_kind(point.kind).instance(rng, point.params, shared)
+
+
+def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
+    """The spec's extra metrics of one run (``schedlab.api.metrics``)."""
+    if not metric_fns:
+        return {}
+    import polars as pl
+
+    table = pl.DataFrame(result.jobs)
+    out = {}
+    for m, fn in metric_fns:
+        if m.name in result.summary:
+            raise ValueError(f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; "
+                             f"rename yours")
+        out[m.name] = float(fn(table, **m.params))
+    return out
+
+
+def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
+                  metrics: tuple[MetricSpec, ...] = ()) -> TaskResult:
     """Run, for each workload instance, the configurations still to do."""
+    from schedlab import __version__
     from schedlab.engines import get_engine
-    from schedlab.workloads.registry import workload_kind
+    from schedlab.usercode import worker_load
 
     engine = get_engine(engine_name)
+    provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
+    classes: dict[str, Any] = {}
+    metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)
     for instance, configs in work:
         point = instance.point
         try:
             rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
-            jobs = workload_kind(point.kind).instance(rng, point.params, shared)
+            jobs = _build(engine_name, point, rng, shared)
         except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
-            text = f"building the workload failed: {type(err).__name__}: {err}"
-            out.failures += [_failure(c, instance.replication, text) for c in configs]
+            line, trace = _describe(err)
+            text = f"building the workload failed: {line}"
+            out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
             continue
         for config in configs:
             try:
-                result = engine.run(jobs, config.policy, config.policy_params, config.system)
+                policy = config.policy
+                if config.code is not None:
+                    key = f"{config.code.sha256}:{config.code.attr}"
+                    if key not in classes:
+                        classes[key] = worker_load(config.code)
+                    policy = classes[key]
+                result = engine.run(jobs, policy, config.policy_params, config.system)
+                extra = _extra_metrics(result, metric_fns, engine_name)
             except Exception as err:  # noqa: BLE001
-                detail = "".join(traceback.format_exception_only(type(err), err)).strip()
-                out.failures.append(_failure(config, instance.replication, detail))
+                line, trace = _describe(err)
+                out.failures.append(_failure(config, instance.replication, line, trace))
                 continue
             out.sim_seconds += result.summary.get("sim_seconds", 0.0)
             row = {
@@ -85,7 +136,13 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                 "seed": instance.seed_label,
                 **{k: _column_value(v) for k, v in config.flat_params().items()},
                 **{k: float(v) for k, v in result.summary.items()},
+                **extra,
+                **provenance,
             }
+            if config.code is not None:
+                row["code_sha256"] = config.code.sha256
+            if point.code is not None:
+                row["workload_code_sha256"] = point.code.sha256
             out.summary.append(row)
             if per_job:
                 out.jobs.append((config.policy, _keyed_table(config, instance.replication, result.jobs)))

@@ -87,7 +87,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from schedlab.errors import UserError
+from schedlab.errors import PolicyError, UserError
 from schedlab.sim.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     bounded_stretch,
@@ -101,7 +101,7 @@ MODELS = ("procs", "nodes")
 _WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
 
 
-class BatchCapacityExceeded(RuntimeError):
+class BatchCapacityExceeded(PolicyError):
     """A policy started a job without enough free units for it."""
 
     def __init__(self, job: int, need: int, free: int, now: float) -> None:
@@ -109,7 +109,7 @@ class BatchCapacityExceeded(RuntimeError):
         super().__init__(f"t={now}: job {job} needs {need} units but only {free} are free")
 
 
-class BatchStartError(RuntimeError):
+class BatchStartError(PolicyError):
     """A policy started a job that is not queued."""
 
 

@@ -107,7 +107,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from schedlab.errors import UserError
+from schedlab.errors import PolicyError, UserError
 from schedlab.sim.stretch_bound import (
     UsageProfile,
     bounded_stretch,
@@ -124,7 +124,7 @@ _LOAD_EPS = 1e-12
 FUTURE, WAITING, RUNNING, PAUSED, DONE = 0, 1, 2, 3, 4
 
 
-class DfrsCapacityError(RuntimeError):
+class DfrsCapacityError(PolicyError):
     """A placement would exceed a node's memory (a policy bug)."""
 
 
@@ -417,7 +417,7 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
         if period and (st.running or st.pending):
             t_next = min(t_next, t_per)
         if t_next == inf:
-            raise RuntimeError(f"t={t}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
+            raise PolicyError(f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
                                "(the policy left an idle cluster with jobs it never places)")
         dt = t_next - t
         if dt > 0:

@@ -83,7 +83,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from schedlab.errors import UserError
+from schedlab.errors import PolicyError, UserError
 
 #: Absolute tolerance per dimension of the fit test (see module docstring).
 FIT_TOL = 1e-9
@@ -95,7 +95,7 @@ INF = float("inf")
 _WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
 
 
-class CapacityExceeded(RuntimeError):
+class CapacityExceeded(PolicyError):
     """A policy placed a job on a server without room for it."""
 
     def __init__(self, job: int, server: int, free, demand, now: float) -> None:
@@ -108,7 +108,7 @@ class CapacityExceeded(RuntimeError):
         )
 
 
-class PlacementError(RuntimeError):
+class PlacementError(PolicyError):
     """A policy placed a job that is not queued, or on a server that does not exist."""
 
 

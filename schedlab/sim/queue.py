@@ -56,6 +56,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from schedlab.errors import PolicyError
+
 INF = float("inf")
 
 #: A job whose remaining work is at most this fraction of its size when another
@@ -164,6 +166,8 @@ class Server:
     def place(self, job: int, pool: Pool, weight: float = 1.0) -> None:
         """Move ``job`` into ``pool`` with GPS weight ``weight``, keeping the
         service it has attained. O(log n)."""
+        if not (weight > 0.0 and weight < INF):
+            raise PolicyError(f"t={self.now}: job {job}: GPS weight must be a finite number > 0; got {weight!r}")
         old = self._pool[job]
         if old is pool and self._w[job] == weight:
             return
@@ -268,7 +272,7 @@ class Server:
         self._pool[job] = None
 
 
-class PolicyStalled(RuntimeError):
+class PolicyStalled(PolicyError):
     """A policy left jobs in the system with nothing scheduled: a policy bug."""
 
 
@@ -328,5 +332,7 @@ def simulate(
         else:
             break
     if done != n:
-        raise PolicyStalled(f"{type(policy).__name__} left {n - done} jobs unserved")
+        first = next(j for j in range(n) if server._pool[j] is not None)
+        raise PolicyStalled(f"t={server.now}: job {first}: the server is idle with {n - done} jobs unserved "
+                            f"(the policy serves no pool that holds jobs)")
     return np.asarray(completion, dtype=np.float64), events

@@ -30,6 +30,8 @@ class WorkloadKind:
     #: leaves them out while they hold their default (``trim``), so the
     #: configuration ids of those sweeps stay valid; ``instance`` fills them in.
     late: tuple[str, ...] = field(default=())
+    #: Names that must be given (default: those whose default is None).
+    required: tuple[str, ...] | None = None
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
@@ -42,7 +44,8 @@ class WorkloadKind:
             )
         full = {k: params.get(k, v) for k, v in self.defaults.items()}
         full.update({k: v for k, v in params.items() if k not in self.defaults})
-        missing = [k for k, v in full.items() if v is None]
+        missing = ([k for k in self.required if k not in params] if self.required is not None
+                   else [k for k, v in full.items() if v is None])
         if missing:
             raise UserError(f"{where}.{missing[0]}: required for workload kind {self.name!r}")
         return full
@@ -181,6 +184,37 @@ def _packing() -> WorkloadKind:
         check=check,
         build=lambda rng, params, shared: call(rng, params),
     )
+
+
+def user_kind(code, label: str) -> WorkloadKind:
+    """A workload kind from a user's generator ``fn(rng, *, param=default,
+    ...) -> polars.DataFrame`` (``[workload] use = "gen.py:fn"``): its
+    parameters are the function's typed keyword arguments; the table it
+    returns is checked against the engine's job-table schema
+    (``schedlab.api.workloads.check_job_table``) in the task."""
+    import inspect as _inspect
+
+    from schedlab.params import check_params, declared
+    from schedlab.usercode import worker_load
+
+    fn = code.load()
+    if not callable(fn):
+        raise UserError(f"{code.ref} is not a function (a generator is fn(rng, **params) -> job table)")
+    decl = declared(fn, skip=1)
+    defaults = {n: (None if p.default is _inspect.Parameter.empty else p.default) for n, p in decl.items()}
+
+    def check(params: dict[str, Any]) -> None:
+        try:
+            check_params(fn, params, "", skip=1, what="generator", sep="")
+        except UserError as err:  # "alpha: ..." -- build_plan prefixes workload.
+            raise UserError(str(err).removeprefix(": ")) from None
+
+    def build(rng, params: dict[str, Any], shared: Any):
+        return worker_load(code)(rng, **params)
+
+    required = tuple(n for n, p in decl.items() if p.default is _inspect.Parameter.empty)
+    return WorkloadKind(name=label, summary=(fn.__doc__ or "").strip().split("\n")[0], defaults=defaults,
+                        check=check, build=build, required=required)
 
 
 _KINDS: dict[str, Callable[[], WorkloadKind]] = {

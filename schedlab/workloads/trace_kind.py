@@ -84,7 +84,9 @@ def _number(params: dict[str, Any], name: str, ok, rule: str) -> None:
 def check(params: dict[str, Any]) -> None:
     from schedlab.workloads.traces.registry import reader_module
 
-    reader_module(params["reader"], "reader")
+    reader = reader_module(params["reader"], "reader")
+    if hasattr(reader, "check_options"):  # a user's reader declares its options
+        reader.check_options(_reader_options(params), "reader")
     if not isinstance(params["path"], str):
         raise UserError(f"path: must be a file path string; got {params['path']!r}")
     _number(params, "window_length", lambda v: v >= 0, "a number of seconds >= 0 (0: whole trace)")

@@ -71,6 +71,7 @@ from typing import ClassVar
 import numpy as np
 
 from schedlab.sim.dfrs import RUNNING, DfrsState, task_slots
+from schedlab.policies.dfrs.base import DfrsPolicy
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
@@ -97,7 +98,7 @@ def _take(free_mem: np.ndarray, load: np.ndarray, nodes, mem: float, cpu: float,
     np.add.at(load, idx, sign * cpu)
 
 
-class GreedyStar:
+class GreedyStar(DfrsPolicy):
     """Greedy*: Greedy on arrival, Greedy on pending jobs at completions."""
 
     name: ClassVar[str] = "Greedy*"
@@ -269,7 +270,7 @@ def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = 
     st.apply(pauses=pauses, moves=moves, places=places)
 
 
-class MCB8Star:
+class MCB8Star(DfrsPolicy):
     """MCB8*: at every submission and at every completion instant, MCB8
     remaps all running and pending jobs (``mcb8_remap``: exactly the
     remapping of /per, with the same MINVT / MINFT pinning; parameters

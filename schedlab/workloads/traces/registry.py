@@ -1,6 +1,12 @@
 """Trace readers by name. Each reader module has ``NAME``, ``VERSION`` (bump it
 when parsing changes: it keys the cache) and ``read(path, *, on_bad_line,
-use_cache, **options) -> Trace``."""
+use_cache, **options) -> Trace``.
+
+A user's reader is the same seam as a function: ``reader = "mine.py:read_log"``
+names ``read_log(path, **options) -> polars.DataFrame | Trace`` (see
+``schedlab.api.workloads``); it is given ``on_bad_line`` only if it declares
+it. The sweep planner resolves the reference against the spec's folder and
+passes it here as an absolute ``/path/mine.py:read_log``."""
 
 from __future__ import annotations
 
@@ -8,7 +14,40 @@ import importlib
 from typing import Any
 
 from schedlab.errors import UserError
+from schedlab.usercode import is_reference
 from schedlab.workloads.traces.base import Trace
+
+
+class _UserReader:
+    """A user's reader function behind the reader-module interface."""
+
+    def __init__(self, ref: str, where: str) -> None:
+        from schedlab.usercode import resolve
+
+        self.code = resolve(ref, "/", where)
+        self.fn = self.code.load()
+        self.where = where
+        if not callable(self.fn):
+            raise UserError(f"{where}: {ref} is not a function (a reader is fn(path, **options) -> job table)")
+
+    def check_options(self, options: dict[str, Any], where: str) -> None:
+        from schedlab.params import check_params
+
+        check_params(self.fn, options, where, skip=1, what="reader", sep="_")
+
+    def read(self, path: str, *, on_bad_line: str = "error", use_cache: bool = True, **options: Any) -> Trace:
+        import polars as pl
+
+        from schedlab.params import declared
+
+        if "on_bad_line" in declared(self.fn, 1):
+            options = {**options, "on_bad_line": on_bad_line}
+        out = self.fn(path, **options)
+        if isinstance(out, Trace):
+            return out
+        if not isinstance(out, pl.DataFrame):
+            raise UserError(f"{self.where}: {self.code.ref} returned {type(out).__name__}, not a polars DataFrame")
+        return Trace(out, {}, {})
 
 #: reader name -> module (imported on first use)
 READERS = {
@@ -21,6 +60,8 @@ READERS = {
 
 
 def reader_module(name: str, where: str = "reader"):
+    if is_reference(name):
+        return _UserReader(name, where)
     try:
         return importlib.import_module(READERS[name])
     except KeyError:

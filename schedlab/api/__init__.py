@@ -1,0 +1,25 @@
+"""schedlab's public API: the seams a researcher's own code implements.
+
+One module per seam; built-in policies, workload kinds, readers and metrics
+are written against exactly these, so a built-in is just user code that
+ships with schedlab::
+
+    from schedlab.api import queue      # queue.Policy, queue.Server      (one shared server)
+    from schedlab.api import packing    # packing.Policy, packing.Cluster (L servers, no preemption)
+    from schedlab.api import batch      # batch.Policy, batch.Machine     (rigid parallel jobs)
+    from schedlab.api import dfrs       # dfrs.Policy, dfrs.State         (VMs, pausing, migration)
+    from schedlab.api import workloads  # generators and trace readers: job tables per engine
+    from schedlab.api import metrics    # extra summary metrics: per-job table -> number
+
+A spec refers to user code with ``use = "file.py:Name"`` (relative to the
+spec's folder) or ``use = "package.module:Name"``; see docs/extending.md.
+Parameters are declared as typed keyword arguments with defaults
+(``schedlab.params``) and checked by ``schedlab validate``; a list value in a
+spec is a grid axis, as for built-ins. ``schedlab check-policy REF --engine
+E`` runs the engine's invariants on seeded random workloads.
+
+This package imports nothing heavy: importing ``schedlab.api.queue`` loads
+the queue engine only.
+"""
+
+__all__ = ["batch", "dfrs", "metrics", "packing", "queue", "workloads"]

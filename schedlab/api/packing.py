@@ -1,0 +1,31 @@
+"""The packing engine's policy seam: L servers with capacity vectors, jobs
+with demand vectors, placed without preemption.
+
+Subclass :class:`Policy` and implement ``arrive(job)``, ``depart(job,
+server)`` and ``schedule() -> [(job, server), ...]``. The engine calls, at
+each decision epoch at which something changed: ``depart`` for every job
+that finished (its demand is free again), ``arrive`` for every new job (job
+order), then ONE ``schedule``, whose placements it applies in list order;
+each must fit the server's free capacity after the earlier placements of the
+same list (the engine raises ``CapacityExceeded``, naming the policy, the
+time, the job and the server, otherwise).
+
+What a policy may read through its :class:`Cluster` handle:
+``cluster.servers`` (L), ``cluster.resources`` (d), ``cluster.capacity(s)``,
+``cluster.free(s)``, ``cluster.demand(job)`` (read-only numpy vectors),
+``cluster.now``, ``cluster.jobs_on(s)``; for multi-task jobs
+``cluster.group(task)``; ``cluster.estimate(task)`` only for policies that
+model known durations (like Tetris's SRTF term). Never a job's duration.
+
+Parameters: keyword arguments of ``__init__`` after ``cluster``, typed, with
+defaults. Keep sorted structures (:mod:`schedlab.policies.packing.structures`:
+a max segment tree over free capacity, servers sorted by free capacity, jobs
+sorted by size) instead of scanning every server or every queued job.
+"""
+
+from schedlab.policies.packing.base import PackingPolicy as Policy
+from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
+from schedlab.sim.packing import FIT_TOL, CapacityExceeded, Cluster, PlacementError, fits
+
+__all__ = ["FIT_TOL", "CapacityExceeded", "Cluster", "JobsBySize", "MaxSegmentTree", "PlacementError", "Policy",
+           "ServersByFree", "fits"]

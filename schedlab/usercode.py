@@ -1,0 +1,293 @@
+"""User code referenced from a spec: ``use = "mypolicies.py:AgedSRPT"`` or
+``use = "mylab.policies:AgedSRPT"``.
+
+A reference names an attribute of a Python module, given either as a file
+path (relative to the spec's folder; ``~`` is expanded) or as an importable
+module name. Resolving it (driver side, at ``validate``/``plan`` time) yields a
+:class:`CodeRef`: what to import, what to ship to Ray workers and the SHA-256
+of the source that defines it. That digest is part of the identity of every
+configuration the code takes part in, so a result row can always be traced
+back to the exact source that produced it, and an edit is never silently
+mixed with results of the code before it.
+
+What is hashed and shipped:
+
+* a single file ``mypolicies.py`` (its folder has no ``__init__.py``): that
+  file; it is imported on the workers as the module ``mypolicies``;
+* a file inside a package (``lab/policies.py`` with ``lab/__init__.py``): the
+  whole top-level package folder (every ``.py`` file below it), imported as
+  ``lab.policies`` -- the way to split user code over several modules;
+* ``module:attr`` naming an importable module outside ``site-packages``
+  (e.g. an editable install): its top-level package folder, likewise;
+  modules of installed distributions and of schedlab itself are not shipped
+  (the cluster's image provides them) and are hashed by their own files.
+
+Shipping goes through Ray's ``runtime_env`` ``py_modules`` (the runner adds
+:meth:`CodeRef.ship` paths), never as a pickled closure of the driver's
+globals; the worker imports the module by name and checks the digest of what
+it imported against the driver's, so the code that ran is the code hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.abc
+import importlib.util
+import re
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import UserError
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Folders never hashed or shipped inside a user package.
+SKIP_DIRS = ("__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+
+@dataclass(frozen=True)
+class CodeRef:
+    """A resolved reference to user code (picklable: it travels in tasks)."""
+
+    ref: str  # as written in the spec
+    module: str  # importable module name (on the driver and on the workers)
+    attr: str  # attribute of the module (may be dotted: Outer.Inner)
+    root: str  # the file or top-level package folder that defines the module
+    sha256: str  # digest of the source under ``root`` (see ``source_digest``)
+    shipped: bool  # True: ``root`` goes to the workers with runtime_env py_modules
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """What enters configuration ids: the attribute and the digest, not
+        the path (moving a folder keeps the ids; editing the code does not)."""
+        return {"attr": self.attr, "sha256": self.sha256}
+
+    def sources(self) -> dict[str, bytes]:
+        """Relative path -> content of every source file the digest covers."""
+        return _sources(Path(self.root))
+
+    def load(self) -> Any:
+        """Import the module (registering the driver-side path finder for
+        shipped code when needed), check its digest, return the attribute."""
+        module = _import(self)
+        obj: Any = module
+        for part in self.attr.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                raise UserError(f"{self.ref}: module {self.module!r} has no attribute {self.attr!r}") from None
+        return obj
+
+
+def _sources(root: Path) -> dict[str, bytes]:
+    if root.is_file():
+        return {root.name: root.read_bytes()}
+    out: dict[str, bytes] = {}
+    for f in sorted(root.rglob("*.py")):
+        rel = f.relative_to(root.parent)
+        if any(part in SKIP_DIRS for part in rel.parts):
+            continue
+        out[rel.as_posix()] = f.read_bytes()
+    return out
+
+
+def source_digest(root: Path) -> str:
+    """SHA-256 over (relative path, NUL, content, NUL) of every source file,
+    in sorted path order: a file's name and its bytes, nothing else (no
+    timestamps), so the same code hashes the same on every machine."""
+    h = hashlib.sha256()
+    for rel, data in _sources(root).items():
+        h.update(rel.encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+def is_reference(value: Any) -> bool:
+    """True for a string of the form ``something:attr`` (a built-in name
+    never contains a colon)."""
+    return isinstance(value, str) and ":" in value
+
+
+def _split(ref: str, where: str) -> tuple[str, str]:
+    target, _, attr = ref.rpartition(":")
+    if not target or not attr or not all(_IDENT.fullmatch(p) for p in attr.split(".")):
+        raise UserError(f"{where}: {ref!r} is not a code reference; write \"file.py:Name\" or \"module:Name\"")
+    return target, attr
+
+
+def _is_path(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or "\\" in target or target.startswith(("~", "."))
+
+
+def absolute(ref: str, base_dir: str | Path) -> str:
+    """``ref`` with a relative file path made absolute against ``base_dir``
+    (module references are returned as they are)."""
+    target, _, attr = ref.rpartition(":")
+    if not _is_path(target):
+        return ref
+    path = Path(target).expanduser()
+    return f"{(path if path.is_absolute() else Path(base_dir) / path).resolve()}:{attr}"
+
+
+def _installed(path: Path) -> bool:
+    """Inside an installed distribution's folder (site-packages) or the
+    standard library: provided by the environment, not shipped."""
+    roots = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib", "platstdlib")}
+    parts = set(path.parts)
+    return any(str(path).startswith(r) for r in roots) or "site-packages" in parts or "dist-packages" in parts
+
+
+def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
+    """Resolve a reference written in a spec (``where`` names the spec field,
+    e.g. ``spec.toml: policies[3].use``) or raise one UserError naming it."""
+    if not isinstance(ref, str):
+        raise UserError(f"{where}: must be a string \"file.py:Name\" or \"module:Name\"; got {ref!r}")
+    target, attr = _split(ref, where)
+    if _is_path(target):
+        base = Path(base_dir)
+        path = Path(target).expanduser()
+        path = (path if path.is_absolute() else base / path).resolve()
+        if not path.is_file():
+            raise UserError(f"{where}: no such file {target} (resolved against {base.resolve()})")
+        if path.suffix != ".py":
+            raise UserError(f"{where}: {target} is not a .py file")
+        parts = [path.stem]
+        top = path
+        folder = path.parent
+        while (folder / "__init__.py").is_file():
+            parts.insert(0, folder.name)
+            top = folder
+            folder = folder.parent
+        if path.name == "__init__.py":
+            parts.pop()
+        for p in parts:
+            if not _IDENT.fullmatch(p):
+                raise UserError(f"{where}: {p!r} (in {target}) is not a valid Python module name")
+        code = CodeRef(ref, ".".join(parts), attr, str(top), source_digest(top), shipped=True)
+    else:
+        if not all(_IDENT.fullmatch(p) for p in target.split(".")):
+            raise UserError(f"{where}: {target!r} is not a module name")
+        try:
+            module = importlib.import_module(target)
+        except ImportError as err:
+            raise UserError(f"{where}: cannot import {target!r}: {err}") from None
+        except Exception as err:  # noqa: BLE001 - the user's module raised while importing
+            raise UserError(f"{where}: importing {target!r} raised {type(err).__name__}: {err}") from None
+        top_name = target.split(".")[0]
+        top_module = sys.modules[top_name]
+        location = getattr(top_module, "__file__", None)
+        if location is None:
+            raise UserError(f"{where}: module {top_name!r} has no source file to hash")
+        top = Path(location).resolve()
+        if top.name == "__init__.py":
+            top = top.parent
+        shipped = top_name != "schedlab" and not _installed(top)
+        code = CodeRef(ref, target, attr, str(top), source_digest(top), shipped=shipped)
+    obj = code.load()  # the attribute must exist now, at validate time
+    del obj
+    return code
+
+
+class _UserFinder(importlib.abc.MetaPathFinder):
+    """Driver side: makes exactly the top-level names of resolved user code
+    importable from their folders, without putting those folders (and
+    whatever else they hold) on ``sys.path``."""
+
+    def __init__(self) -> None:
+        self.roots: dict[str, Path] = {}  # top-level module name -> file or package folder
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.split(".")[0]
+        root = self.roots.get(top)
+        if root is None:
+            return None
+        if fullname == top:
+            if root.is_dir():
+                return importlib.util.spec_from_file_location(fullname, root / "__init__.py",
+                                                              submodule_search_locations=[str(root)])
+            return importlib.util.spec_from_file_location(fullname, root)
+        return None  # submodules: the package's __path__ finds them
+
+
+_FINDER = _UserFinder()
+_LOADED: dict[str, str] = {}  # top-level module name -> digest of what is loaded
+_WORKER_ROOTS: dict[str, str] = {}  # where shipped code sits on this worker -> where it came from
+
+
+def _unload(top: str) -> None:
+    for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+        del sys.modules[name]
+
+
+def _import(code: CodeRef):
+    top = code.module.split(".")[0]
+    root = Path(code.root)
+    if code.shipped:
+        if _FINDER not in sys.meta_path:
+            sys.meta_path.insert(0, _FINDER)
+        known = _FINDER.roots.get(top)
+        on_worker = known is None and top in sys.modules and _LOADED.get(top) is None
+        if not on_worker:
+            if known is not None and known != root:
+                raise UserError(f"{code.ref}: another user module named {top!r} is already in use "
+                                f"(from {known}); rename one of them")
+            if _LOADED.get(top) not in (None, code.sha256):
+                _unload(top)  # the file changed since it was imported in this process
+            _FINDER.roots[top] = root
+    try:
+        module = importlib.import_module(code.module)
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's module raised while importing
+        raise UserError(f"{code.ref}: importing {code.module!r} raised {type(err).__name__}: {err}") from None
+    _LOADED[top] = code.sha256
+    return module
+
+
+def worker_load(code: CodeRef) -> Any:
+    """Worker side: import the shipped module by name (Ray put the shipped
+    file or folder on ``sys.path``), check that its source has the digest the
+    driver resolved, and return the attribute."""
+    top = code.module.split(".")[0]
+    if code.shipped and top not in _FINDER.roots:
+        try:
+            module = importlib.import_module(top)
+        except ImportError:
+            # Not shipped to this process (e.g. an in-process call): load from the driver's path.
+            return code.load()
+        location = Path(module.__file__).resolve()
+        found = location.parent if location.name == "__init__.py" else location
+        digest = source_digest(found)
+        if digest != code.sha256:
+            raise RuntimeError(f"{code.ref}: the code on this worker ({found}, sha256 {digest[:12]}) is not the "
+                               f"code the driver resolved (sha256 {code.sha256[:12]})")
+        _LOADED[top] = digest
+        _WORKER_ROOTS[str(found)] = code.root
+        obj: Any = importlib.import_module(code.module)
+        for part in code.attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+    return code.load()
+
+
+def user_frames_traceback(err: BaseException) -> str:
+    """The traceback of an exception raised inside user code, keeping only the
+    frames outside schedlab's own package (the user's bug, the user's lines)
+    and the exception line; all frames if none are outside."""
+    import traceback
+
+    package = str(Path(__file__).resolve().parent)
+    frames = traceback.extract_tb(err.__traceback__)
+    mine = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package + "/")]
+    shown = mine or frames
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(shown),
+             *traceback.format_exception_only(type(err), err)]
+    text = "".join(lines).rstrip()
+    for shipped, origin in _WORKER_ROOTS.items():  # name the user's own files, not Ray's copies
+        text = text.replace(shipped, origin)
+    return text
+
+
+__all__ = ["CodeRef", "is_reference", "resolve", "source_digest", "user_frames_traceback", "worker_load"]
