@@ -259,6 +259,9 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
         for f in report.failures[:5]:
             click.echo(f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}",
                        err=True)
+        trace = report.failures[0].get("traceback")
+        if trace:
+            click.echo("first failure's traceback (your code's frames):\n  " + trace.replace("\n", "\n  "), err=True)
         sys.exit(1)
 
 
@@ -276,6 +279,11 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     if not results_dir.exists():
         raise UserError(f"{results_dir}: no such directory")
     lf = load(results_dir)
+    from schedlab.platform.store import mixed_digests
+
+    warning = mixed_digests(lf)
+    if warning:
+        click.echo(f"schedlab: warning: {warning}", err=True)
     columns = lf.collect_schema().names()
     keys = [k.strip() for k in by.split(",") if k.strip()]
     for name in keys + list(metrics):

@@ -104,6 +104,18 @@ def source_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+def check_distinct(codes: dict[str, CodeRef], source: str) -> None:
+    """Two pieces of user code in one sweep must not share a top-level module
+    name from different places: the workers import each by that name."""
+    seen: dict[str, tuple[str, CodeRef]] = {}
+    for field_, code in codes.items():
+        top = code.module.split(".")[0]
+        if top in seen and seen[top][1].root != code.root:
+            raise UserError(f"{source}: {field_}: module {top!r} ({code.root}) has the name of {seen[top][0]}'s "
+                            f"module ({seen[top][1].root}); rename one of them")
+        seen.setdefault(top, (field_, code))
+
+
 def is_reference(value: Any) -> bool:
     """True for a string of the form ``something:attr`` (a built-in name
     never contains a colon)."""
@@ -185,8 +197,10 @@ def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
             top = top.parent
         shipped = top_name != "schedlab" and not _installed(top)
         code = CodeRef(ref, target, attr, str(top), source_digest(top), shipped=shipped)
-    obj = code.load()  # the attribute must exist now, at validate time
-    del obj
+    try:
+        code.load()  # the module must import and the attribute exist now, at validate time
+    except UserError as err:
+        raise UserError(f"{where}: {err}") from None
     return code
 
 
@@ -230,11 +244,8 @@ def _import(code: CodeRef):
         known = _FINDER.roots.get(top)
         on_worker = known is None and top in sys.modules and _LOADED.get(top) is None
         if not on_worker:
-            if known is not None and known != root:
-                raise UserError(f"{code.ref}: another user module named {top!r} is already in use "
-                                f"(from {known}); rename one of them")
-            if _LOADED.get(top) not in (None, code.sha256):
-                _unload(top)  # the file changed since it was imported in this process
+            if (known is not None and known != root) or _LOADED.get(top) not in (None, code.sha256):
+                _unload(top)  # another folder's module of that name, or the file changed since it was imported
             _FINDER.roots[top] = root
     try:
         module = importlib.import_module(code.module)

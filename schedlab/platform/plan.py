@@ -153,8 +153,10 @@ class Plan:
 def shared_input_key(point: WorkloadPoint) -> str | None:
     """Identity of the input a point loads once and shares (a parsed trace),
     or None when its instances are generated from the seed alone."""
-    from schedlab.workloads.registry import workload_kind
+    from schedlab.workloads.registry import workload_kind, workload_kinds
 
+    if point.kind not in workload_kinds():  # a user's generator: drawn from the seed alone
+        return None
     kind = workload_kind(point.kind)
     if kind.load_shared is None:
         return None
@@ -353,6 +355,9 @@ def build_plan(spec, source: str = "spec") -> Plan:
     if len({p.point_id for p in points}) != len(points):
         raise UserError(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
+    from schedlab.usercode import check_distinct
+
+    check_distinct(codes, source)
     columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
     reserved = {"config_id", "replication", "engine", "policy", "workload_kind", "seed", "schedlab_version",
                 "schedlab_digest", "code_sha256", "workload_code_sha256"}

@@ -200,6 +200,23 @@ class ResultStore:
         os.replace(tmp, path)
 
 
+def mixed_digests(lf: pl.LazyFrame) -> str | None:
+    """A warning when the rows of one table come from different versions of
+    an engine (``schedlab_digest``: the engine's and built-in policies'
+    source), e.g. a sweep resumed after schedlab was upgraded; None if not."""
+    if "schedlab_digest" not in lf.collect_schema().names():
+        return None
+    cols = ["engine", "schedlab_digest"]
+    seen = lf.select(cols).unique().drop_nulls().collect()
+    mixed = seen.group_by("engine").agg(pl.col("schedlab_digest").sort()).filter(pl.col("schedlab_digest").list.len() > 1)
+    if mixed.is_empty():
+        return None
+    parts = [f"{r['engine']} engine: {', '.join(r['schedlab_digest'])}" for r in mixed.iter_rows(named=True)]
+    return ("rows come from more than one version of schedlab's engine code (schedlab_digest "
+            + "; ".join(parts) + "): results before and after an engine change are mixed; "
+            "compare them per digest or rerun with --fresh")
+
+
 def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
     """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
     ``series`` or ``failures``)."""
