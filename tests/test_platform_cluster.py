@@ -106,7 +106,8 @@ def ray_env(tmpdir: str | Path) -> dict[str, str]:
     inherited cluster address, token auth with a fresh token."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_"))}
     env.update(RAY_TMPDIR=str(tmpdir), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-               RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+               RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1",
+               SCHEDLAB_TEST_IMPORT_LOG=str(Path(tmpdir) / "user-imports.log"))
     return env
 
 
@@ -188,15 +189,36 @@ def finished_tasks(cluster: Cluster, name: str, want: int) -> list[dict]:
 
 
 # ---- the sweep --------------------------------------------------------------------------
+USER_POLICY = "userlib/mypsbs.py"  # a user's file: a verbatim copy of the built-in PSBS, beside the spec
+
+
+def write_user_policy(spec_dir: Path) -> None:
+    """A user's policy file outside the repository, which logs where each
+    process imported it from (``SCHEDLAB_TEST_IMPORT_LOG``, set in every Ray
+    process's environment) so the test can see that workers on both nodes
+    imported the copy Ray shipped, not the driver's file."""
+    import schedlab
+
+    source = (Path(schedlab.__file__).parent / "policies" / "queue" / "fsp.py").read_text()
+    target = spec_dir / USER_POLICY
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log = ('import os\nif "SCHEDLAB_TEST_IMPORT_LOG" in os.environ:\n'
+           '    with open(os.environ["SCHEDLAB_TEST_IMPORT_LOG"], "a") as _log:\n'
+           '        _log.write(f"{os.getpid()} {__file__}\\n")\n')
+    future = "from __future__ import annotations\n"
+    target.write_text(source.replace(future, future + log, 1))
+
+
 def write_spec(path: Path, out_dir: Path) -> Path:
-    # Tasks of ~1 s (20k jobs x three slower policies, one instance per task):
+    # Tasks of ~1 s (20k jobs x four slower policies, one instance per task):
     # Ray packs leases onto the driver's node while it can, so tasks must outlast
     # the second node's worker start-up for the test to see both nodes used.
+    write_user_policy(path.parent)
     path.write_text(textwrap.dedent(f"""\
         name = "cluster-e2e"
         engine = "queue"
         seed = 11
-        policies = ["LAS", "PSBS", "SRPTE+LAS"]
+        policies = ["LAS", "PSBS", "SRPTE+LAS", {{name = "MyPSBS", use = "{USER_POLICY}:PSBS"}}]
 
         [workload]
         kind = "synthetic"
@@ -263,6 +285,13 @@ def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
                 print("run_instances attempts per node:",
                       {role: sum(node_of.get(t["node_id"]) == role for t in tasks) for role in ("head", "worker2")})
                 assert used == {"head", "worker2"}, f"run_instances ran on {used} only"
+                # The user's file reached the workers as Ray's shipped copy (py_modules), on both nodes.
+                imports = Path(cluster.env["SCHEDLAB_TEST_IMPORT_LOG"]).read_text().split("\n")
+                shipped = {line.split()[1] for line in imports if "_ray_pkg_" in line}
+                worker_pids = {t["worker_pid"] for t in tasks}
+                shipped_pids = {int(line.split()[0]) for line in imports if "_ray_pkg_" in line}
+                print("user-code imports:", imports)
+                assert shipped and worker_pids <= shipped_pids, (worker_pids, imports)
             res = wait_output(local_run, tmp_path, "local-run")
     finally:
         shutil.rmtree(local_env["RAY_TMPDIR"], ignore_errors=True)
@@ -273,3 +302,10 @@ def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
     assert on_cluster.select("config_id", "replication").is_duplicated().sum() == 0
     assert sorted(on_cluster.columns) == sorted(local.columns)
     assert_frame_equal(on_cluster, local.select(on_cluster.columns), check_exact=True)
+    # The user's verbatim copy of PSBS gives PSBS's numbers, and its rows carry the file's digest.
+    metrics = ["mst", "slowdown_mean", "slowdown_p99", "events", "shape", "replication"]
+    mine = on_cluster.filter(pl.col("policy") == "MyPSBS")
+    assert mine.height == expected_rows // 4 and mine["code_sha256"].n_unique() == 1
+    assert_frame_equal(mine.select(metrics).sort("shape", "replication"),
+                       on_cluster.filter(pl.col("policy") == "PSBS").select(metrics).sort("shape", "replication"),
+                       check_exact=True)
