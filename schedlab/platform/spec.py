@@ -12,12 +12,17 @@ A spec::
     seed = 1
 
     [workload]                   # kind + params; a list is a grid axis
-    kind = "synthetic"
+    kind = "synthetic"           # or use = "gen.py:fn" (your generator; its params here)
     shape = [0.125, 0.25, 0.5]
     sigma = 0.5
     zip = [["shape", "load"]]    # optional: zip these axes instead of crossing them
 
-    policies = ["PS", "SRPT", "PSBS"]    # or [[policies]] tables: name, params
+    policies = ["PS", "SRPT", "PSBS"]    # or [[policies]] tables: name, params, use
+    # your own class: {name = "AgedSRPT", use = "mypolicies.py:AgedSRPT", params = {alpha = [0.1, 1.0]}}
+    # (use: a file relative to this spec's folder, or "module:Name"; see docs/extending.md)
+
+    [[metrics]]                  # optional extra summary columns (schedlab.api.metrics)
+    name = "sojourn_p999"; use = "quantile"; params = {column = "sojourn", q = 0.999}
 
     [system]                     # the engine's system parameters (gridable), e.g.
     servers = 5                  # packing: servers, capacity, epoch, sample_every
