@@ -42,15 +42,20 @@ def policies() -> None:
     """List the engines and their policies, one line each."""
     from schedlab.engines import ENGINES
 
+    from schedlab.params import describe
+
     for engine in ENGINES.values():
         click.echo(f"{engine.name}: {engine.summary}")
         for name, cls in engine.policies.items():
-            click.echo(f"  {engine.name:6s} {name:10s} {cls.summary}")
+            params = describe(cls, engine.handle_args)
+            click.echo(f"  {engine.name:6s} {name:10s} {cls.summary}" + (f" [params: {params}]" if params else ""))
+    click.echo("your own: subclass schedlab.api.<engine>.Policy; in a spec, {name = \"Mine\", use = \"file.py:Mine\"} "
+               "(docs/extending.md)")
 
 
 @main.command()
 @click.option("--engine", default="queue", show_default=True, help="Simulator engine.")
-@click.option("--policy", required=True, help="Policy name (see `schedlab policies`).")
+@click.option("--policy", required=True, help="Policy name (see `schedlab policies`), or your own class: file.py:Name.")
 @click.option("--workload-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Job table (.csv or .parquet) with job_id, submit, size[, estimate, weight]; "
                    "with --engine batch an SWF log (.swf or .swf.gz).")
@@ -76,8 +81,13 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
     """Run one policy on one workload and print a summary."""
     from schedlab.engines import get_engine
 
+    from schedlab.usercode import is_reference, resolve
+
     eng = get_engine(engine)
-    eng.policy(policy)  # fail fast on an unknown name, before any work
+    if is_reference(policy):  # your own class: "file.py:Name" (relative to the current folder) or "module:Name"
+        policy_obj = eng.check_policy_class(resolve(policy, Path.cwd(), "--policy").load(), "--policy")
+    else:
+        policy_obj = eng.policy(policy)  # fail fast on an unknown name, before any work
     if jobs_out is not None and jobs_out.suffix not in (".parquet", ".csv"):
         raise UserError(f"--jobs-out {jobs_out}: the file name must end in .parquet or .csv")
     if engine == "batch" and workload_file is None:
@@ -115,7 +125,7 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         described = " ".join(f"{k}={v}" for k, v in synthetic.items()) + f" seed={seed}"
 
     started = time.perf_counter()
-    result = eng.run(jobs, policy) if system is None else eng.run(jobs, policy, system=system)
+    result = eng.run(jobs, policy_obj) if system is None else eng.run(jobs, policy_obj, system=system)
     wall = time.perf_counter() - started
     if jobs_out is not None:
         columns = result.jobs
