@@ -16,6 +16,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from schedlab.errors import UserError
+from schedlab.sim.system import BATCH as BATCH_SYSTEM
+from schedlab.sim.system import DFRS as DFRS_SYSTEM
+from schedlab.sim.system import PACKING as PACKING_SYSTEM
+from schedlab.sim.system import QUEUE as QUEUE_SYSTEM
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,26 @@ class Engine:
     policies: Mapping[str, Any]  # name -> policy class (with .summary)
     run: Callable[..., RunResult]  # run(jobs: polars.DataFrame, policy: str, params=None, system=None)
     workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
-    system_defaults: Mapping[str, Any] = field(default_factory=dict)  # the spec's [system] table
+    #: The spec's [system] table: every parameter's type, range, default and
+    #: the cross-field rules (``schedlab.sim.system``); the engine's
+    #: ``run_table`` checks its arguments against the same declaration.
+    system: SystemSchema = field(default_factory=lambda: QUEUE_SYSTEM)
+
+    @property
+    def system_defaults(self) -> dict[str, Any]:
+        return self.system.defaults()
 
     def check_system(self, system: Mapping[str, Any], where: str) -> None:
-        unknown = sorted(set(system) - set(self.system_defaults))
-        if unknown:
-            allowed = ", ".join(self.system_defaults) or "none"
-            raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.name!r}; allowed: {allowed}")
+        """Plan time: unknown names, every value of every grid axis and the
+        rules between fields; errors name ``where.field[i]``."""
+        self.system.check_spec(system, where)
+
+    def check_system_workload(self, system: Mapping[str, Any], kind, points, where: str, workload_where: str) -> None:
+        """Plan time: the rules between system values and the workload's job
+        table (e.g. a capacity list's length), for every workload point."""
+        from schedlab.sim.system import check_workload_points
+
+        check_workload_points(self.system, system, kind, points, where, workload_where)
 
     def policy_param_names(self, policy: str) -> set[str]:
         """Keyword parameters the policy's constructor takes (beyond its handle)."""
@@ -103,10 +120,6 @@ def _run_packing(jobs, policy: str, params: Mapping[str, Any] | None = None,
 
     cls = ENGINES["packing"].policy(policy)
     sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
-    if not sys_params["epoch"]:
-        sys_params["epoch"] = None
-    if not sys_params["sample_every"]:
-        sys_params["sample_every"] = None
     per_job, summary, samples = run_table(jobs, cls, **sys_params, **(params or {}))
     series = None
     if samples is not None:
@@ -134,10 +147,6 @@ def _run_batch(jobs, policy: str, params: Mapping[str, Any] | None = None,
 
     cls = ENGINES["batch"].policy(policy)
     sys_params = {**ENGINES["batch"].system_defaults, **(system or {})}
-    if not sys_params["procs"]:
-        sys_params["procs"] = int(jobs["machine_procs"][0]) if "machine_procs" in jobs.columns and jobs.height else None
-    if not sys_params["nodes"]:
-        sys_params["nodes"] = None
     per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
     return RunResult(per_job, summary)
 
@@ -155,8 +164,6 @@ def _run_dfrs(jobs, policy: str, params: Mapping[str, Any] | None = None,
 
     cls = ENGINES["dfrs"].policy(policy)
     sys_params = {**ENGINES["dfrs"].system_defaults, **(system or {})}
-    sys_params["nodes"] = int(sys_params["nodes"])
-    sys_params["bound"] = bool(sys_params["bound"])
     per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
     return RunResult(per_job, summary)
 
@@ -197,7 +204,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
         run=_run_packing,
         workload_kinds=("packing", "trace"),
-        system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
+        system=PACKING_SYSTEM,
     ),
     "batch": Engine(
         name="batch",
@@ -205,8 +212,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         run=_run_batch,
         workload_kinds=("trace", "lublin"),
-        system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error",
-                         "cpu_need": 1.0, "bound": False},
+        system=BATCH_SYSTEM,
     ),
     "dfrs": Engine(
         name="dfrs",
@@ -214,8 +220,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
         run=_run_dfrs,
         workload_kinds=("trace", "lublin"),
-        system_defaults={"nodes": 128, "penalty": 300.0, "cpu_need": 1.0, "memory": 0.1, "bound": False,
-                         "oversize": "error"},
+        system=DFRS_SYSTEM,
     ),
 }
 
