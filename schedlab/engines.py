@@ -16,10 +16,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from schedlab.errors import UserError
-from schedlab.sim.system import BATCH as BATCH_SYSTEM
-from schedlab.sim.system import DFRS as DFRS_SYSTEM
-from schedlab.sim.system import PACKING as PACKING_SYSTEM
-from schedlab.sim.system import QUEUE as QUEUE_SYSTEM
+from schedlab.sim.system import SYSTEMS, SystemSchema, check_workload_points
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,7 @@ class Engine:
     #: The spec's [system] table: every parameter's type, range, default and
     #: the cross-field rules (``schedlab.sim.system``); the engine's
     #: ``run_table`` checks its arguments against the same declaration.
-    system: SystemSchema = field(default_factory=lambda: QUEUE_SYSTEM)
+    system: SystemSchema = field(default_factory=lambda: SYSTEMS["queue"])
 
     @property
     def system_defaults(self) -> dict[str, Any]:
@@ -56,8 +53,6 @@ class Engine:
     def check_system_workload(self, system: Mapping[str, Any], kind, points, where: str, workload_where: str) -> None:
         """Plan time: the rules between system values and the workload's job
         table (e.g. a capacity list's length), for every workload point."""
-        from schedlab.sim.system import check_workload_points
-
         check_workload_points(self.system, system, kind, points, where, workload_where)
 
     def policy_param_names(self, policy: str) -> set[str]:
@@ -204,7 +199,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
         run=_run_packing,
         workload_kinds=("packing", "trace"),
-        system=PACKING_SYSTEM,
+        system=SYSTEMS["packing"],
     ),
     "batch": Engine(
         name="batch",
@@ -212,7 +207,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         run=_run_batch,
         workload_kinds=("trace", "lublin"),
-        system=BATCH_SYSTEM,
+        system=SYSTEMS["batch"],
     ),
     "dfrs": Engine(
         name="dfrs",
@@ -220,7 +215,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
         run=_run_dfrs,
         workload_kinds=("trace", "lublin"),
-        system=DFRS_SYSTEM,
+        system=SYSTEMS["dfrs"],
     ),
 }
 

@@ -224,9 +224,9 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
     tpn = int(tasks_per_node)
     if model == "procs":
         capacity = int(system["procs"]) or (int(jobs[MACHINE_PROCS][0]) if jobs.height else 0)
-        if capacity < 1:
-            raise UserError(f"batch engine: procs: the job table is empty, so its {MACHINE_PROCS} column gives no "
-                            f"machine size; give procs >= 1")
+        if capacity < 1:  # procs = 0 and the table's machine_procs gives no size either
+            raise UserError(f"batch engine: procs: the job table's {MACHINE_PROCS} gives no machine size "
+                            f"({'no rows' if not jobs.height else capacity}); give procs >= 1")
     else:
         capacity = int(system["nodes"])
     for col in ("job_id", "submit", "runtime", "procs"):

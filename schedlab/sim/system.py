@@ -73,9 +73,9 @@ class Param:
     zero: str = ""
     doc: str = ""
 
-    def check(self, value: Any, path: str, *, given: bool = True) -> None:
+    def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
-            raise UserError(f"{path}: must be {self.rule}; got {_show(value)}{'' if given else ' (the default)'}")
+            raise UserError(f"{path}: must be {self.rule}; got {_show(value)}")
 
 
 def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
@@ -138,7 +138,8 @@ class Rule:
     reads_table: bool = False
 
 
-def _unknown(_columns=None) -> None:
+def _no_table() -> None:
+    """The columns argument of rules checked without a job table."""
     return None
 
 
@@ -157,8 +158,10 @@ class SystemSchema:
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
-    def __contains__(self, name: str) -> bool:
-        return name in self._index
+    def describe(self) -> list[str]:
+        """One line per parameter and rule, as declared (docs, reports)."""
+        lines = [f"{p.name}: {p.rule} (default {_show(p.default)}) -- {p.doc}" for p in self.params]
+        return lines + [f"rule: {r.text}{' (reads the job table)' if r.reads_table else ''}" for r in self.rules]
 
     def __getitem__(self, name: str) -> Param:
         return self._index[name]
@@ -180,7 +183,7 @@ class SystemSchema:
                 self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
         own = [r for r in self.rules if not r.reads_table]
         for point, path in self._grid(table, where):
-            self._apply(own, point, path, _unknown)
+            self._apply(own, point, path, _no_table)
 
     def check_workload(self, table: Mapping[str, Any], columns: Columns, where: str) -> None:
         """The rules that read the job table, at every grid point of a
@@ -313,7 +316,7 @@ BATCH = SystemSchema(
     "batch",
     params=(
         choice("model", "procs", BATCH_MODELS, doc="machine in processors or in whole nodes held per task"),
-        integer("procs", 0, ge=0, zero="the trace's machine size (machine_procs column)",
+        integer("procs", 0, ge=0, zero="the trace's machine size, its machine_procs column",
                 doc="machine size in processors (model procs)"),
         integer("nodes", 0, ge=0, zero="not set; model 'nodes' needs it", doc="machine size in nodes (model nodes)"),
         integer("tasks_per_node", 1, ge=1, doc="tasks sharing one node (model nodes)"),
@@ -346,8 +349,9 @@ DFRS = SystemSchema(
 # ---- plan time: what a workload point's job table will look like ----------------------------------
 
 #: Generated kinds: the parameters that make an instance tiny without
-#: changing its columns (the packing kind's own check draws slots = 0 too).
-_TINY_DRAW = {"packing": {"slots": 0}, "lublin": {"njobs": 1}}
+#: changing its columns (the packing kind's own check draws slots = 0 too;
+#: a lublin load only moves submit times, and one job cannot be rescaled).
+_TINY_DRAW = {"packing": {"slots": 0}, "lublin": {"njobs": 1, "load": 0.0}}
 #: Columns a shared-input kind's instance may add to the parsed input
 #: (trace_kind.build: grouping, estimates, weights; the annotation).
 _ADDED_BY_BUILD = frozenset({"group", "estimate", "weight"})
@@ -372,8 +376,6 @@ def job_columns(kind, params: Mapping[str, Any], shared_cache: dict) -> frozense
         if key not in shared_cache:
             shared_cache[key] = frozenset(kind.load_shared(full).columns)
         cols = shared_cache[key]
-        if kind.name == "file":
-            return cols
         from schedlab.workloads import annotate
 
         annotated = all(k in full for k in annotate.DEFAULTS) and annotate.wanted(full)
