@@ -517,8 +517,6 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
 
 # ---- the engine-registry adapter ------------------------------------------------------------------
 
-RESOURCE_COLUMNS = system_params.RESOURCE_COLUMNS
-
 
 def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
