@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.sim.system import SYSTEMS, SystemSchema, check_workload_points
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class Engine:
     policies: Mapping[str, Any]  # name -> built-in policy class (with .summary)
     adapter: Callable[..., RunResult]  # adapter(jobs: polars.DataFrame, policy_cls, params, system)
     workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
-    system_defaults: Mapping[str, Any] = field(default_factory=dict)  # the spec's [system] table
+    #: The spec's [system] table: every parameter's type, range, default and
+    #: the cross-field rules (``schedlab.sim.system``); the engine's
+    #: ``run_table`` checks its arguments against the same declaration.
+    system: SystemSchema = field(default_factory=lambda: SYSTEMS["queue"])
     #: The policy seam (``schedlab.api.<engine>.Policy``): user classes must subclass it.
     seam: str = ""
     #: Positional arguments of a policy's constructor before its parameters (the engine's handle).
@@ -46,6 +50,10 @@ class Engine:
     #: Source files and folders (relative to the schedlab package) whose
     #: content defines this engine's results: hashed into ``digest()``.
     sources: tuple[str, ...] = ()
+
+    @property
+    def system_defaults(self) -> dict[str, Any]:
+        return self.system.defaults()
 
     def digest(self) -> str:
         """SHA-256 (16 hex digits) of the engine's and its built-in policies'
@@ -66,10 +74,14 @@ class Engine:
         return _DIGESTS[self.name]
 
     def check_system(self, system: Mapping[str, Any], where: str) -> None:
-        unknown = sorted(set(system) - set(self.system_defaults))
-        if unknown:
-            allowed = ", ".join(self.system_defaults) or "none"
-            raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.name!r}; allowed: {allowed}")
+        """Plan time: unknown names, every value of every grid axis and the
+        rules between fields; errors name ``where.field[i]``."""
+        self.system.check_spec(system, where)
+
+    def check_system_workload(self, system: Mapping[str, Any], kind, points, where: str, workload_where: str) -> None:
+        """Plan time: the rules between system values and the workload's job
+        table (e.g. a capacity list's length), for every workload point."""
+        check_workload_points(self.system, system, kind, points, where, workload_where)
 
     def policy_param_names(self, policy: str | type) -> set[str]:
         """Keyword parameters the policy's constructor takes (beyond its handle)."""
@@ -176,10 +188,6 @@ def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
     from schedlab.sim.packing import run_table
 
     sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
-    if not sys_params["epoch"]:
-        sys_params["epoch"] = None
-    if not sys_params["sample_every"]:
-        sys_params["sample_every"] = None
     per_job, summary, samples = run_table(jobs, cls, **sys_params, **(params or {}))
     series = None
     if samples is not None:
@@ -206,10 +214,6 @@ def _run_batch(jobs, cls: type, params: Mapping[str, Any] | None = None,
     from schedlab.sim.batch import run_table
 
     sys_params = {**ENGINES["batch"].system_defaults, **(system or {})}
-    if not sys_params["procs"]:
-        sys_params["procs"] = int(jobs["machine_procs"][0]) if "machine_procs" in jobs.columns and jobs.height else None
-    if not sys_params["nodes"]:
-        sys_params["nodes"] = None
     per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
     return RunResult(per_job, summary)
 
@@ -226,8 +230,6 @@ def _run_dfrs(jobs, cls: type, params: Mapping[str, Any] | None = None,
     from schedlab.sim.dfrs import run_table
 
     sys_params = {**ENGINES["dfrs"].system_defaults, **(system or {})}
-    sys_params["nodes"] = int(sys_params["nodes"])
-    sys_params["bound"] = bool(sys_params["bound"])
     per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
     return RunResult(per_job, summary)
 
@@ -270,9 +272,9 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
         adapter=_run_packing,
         seam="schedlab.policies.packing.base.PackingPolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/packing.py", "policies/packing"),
+        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py", "policies/packing"),
         workload_kinds=("packing", "trace"),
-        system_defaults={"servers": 1, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
+        system=SYSTEMS["packing"],
     ),
     "batch": Engine(
         name="batch",
@@ -280,10 +282,9 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         adapter=_run_batch,
         seam="schedlab.policies.batch.base.BatchPolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/batch.py", "sim/stretch_bound.py", "policies/batch"),
+        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py", "sim/stretch_bound.py", "policies/batch"),
         workload_kinds=("trace", "lublin"),
-        system_defaults={"model": "procs", "procs": 0, "nodes": 0, "tasks_per_node": 1, "oversize": "error",
-                         "cpu_need": 1.0, "bound": False},
+        system=SYSTEMS["batch"],
     ),
     "dfrs": Engine(
         name="dfrs",
@@ -291,11 +292,10 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
         adapter=_run_dfrs,
         seam="schedlab.policies.dfrs.base.DfrsPolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/dfrs.py", "sim/stretch_bound.py", "policies/dfrs"),
+        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/dfrs.py", "sim/stretch_bound.py", "policies/dfrs"),
         handle_args=0,
         workload_kinds=("trace", "lublin"),
-        system_defaults={"nodes": 128, "penalty": 300.0, "cpu_need": 1.0, "memory": 0.1, "bound": False,
-                         "oversize": "error"},
+        system=SYSTEMS["dfrs"],
     ),
 }
 

@@ -65,6 +65,30 @@ def test_bad_specs_name_the_field(changes, expected):
     assert expected in str(info.value)
 
 
+_ENGINE_SPECS = {
+    "packing": {"engine": "packing", "policies": ["FIFO-FF"],
+                "workload": {"kind": "packing", "slots": 50, "rate": 0.1, "sizes": [[0.5]]}},
+    "batch": {"engine": "batch", "policies": ["FCFS"], "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}},
+    "dfrs": {"engine": "dfrs", "policies": ["Greedy*/OPT=MIN"], "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}},
+}
+
+
+@pytest.mark.parametrize("engine, system, expected", [
+    # the malformed [system] values of issue 13 that used to pass validate (tests/test_system_params.py generates more)
+    ("packing", {"servers": -5}, "t.toml: system.servers: must be an integer >= 1; got -5"),
+    ("packing", {"servers": 0}, "t.toml: system.servers: must be an integer >= 1; got 0"),
+    ("packing", {"capacity": float("nan")}, "t.toml: system.capacity: must be a number > 0 or a list of numbers > 0"),
+    ("packing", {"epoch": -1.0}, "t.toml: system.epoch: must be a number >= 0 (0: a decision at every event); got -1.0"),
+    ("dfrs", {"nodes": -3}, "t.toml: system.nodes: must be an integer >= 1; got -3"),
+    ("batch", {"model": "cores", "procs": 8}, "t.toml: system.model: must be one of 'procs', 'nodes'; got 'cores'"),
+    ("batch", {"procs": [8, -1]}, "t.toml: system.procs[1]: must be an integer >= 0"),
+])
+def test_bad_system_values_name_the_field(engine, system, expected):
+    with pytest.raises(UserError) as info:
+        parse_spec({**BASE, **_ENGINE_SPECS[engine], "system": system}, "t.toml")
+    assert str(info.value).startswith(expected), str(info.value)
+
+
 def test_grid_cross_and_zip():
     plan = build_plan(spec_with())
     assert len(plan.points) == 4 and len(plan.configs) == 8

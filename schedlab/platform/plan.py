@@ -352,6 +352,9 @@ def build_plan(spec, source: str = "spec") -> Plan:
                 configs[cid] = config
                 point_configs.append(config)
         points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode))
+    # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
+    engine.check_system_workload(spec.system, kind, [p.params for p in points], f"{source}: system",
+                                 f"{source}: workload")
     if len({p.point_id for p in points}) != len(points):
         raise UserError(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 

@@ -88,6 +88,8 @@ from typing import Any, Callable
 import numpy as np
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.sim.system import BATCH as BATCH_SYSTEM
+from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS
 from schedlab.sim.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     bounded_stretch,
@@ -96,7 +98,7 @@ from schedlab.sim.stretch_bound import (
 )
 
 
-MODELS = ("procs", "nodes")
+MODELS = BATCH_MODELS
 
 _WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
 
@@ -208,30 +210,25 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
               **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent: requested = runtime, exact estimates).
-    Machine: ``model="procs"`` with ``procs`` processors, or ``model="nodes"``
-    with ``nodes`` nodes and ``tasks_per_node``. ``oversize``: "error" or
-    "drop". ``cpu_need`` (a per-job column wins) and ``bound``: the DFRS view
-    (module docstring). Other params go to the policy. Returns (per-job
-    columns, summary)."""
-    if model not in MODELS:
-        raise UserError(f"batch engine: model must be one of {', '.join(MODELS)} (got {model!r})")
-    if oversize not in ("error", "drop"):
-        raise UserError(f"batch engine: oversize must be 'error' or 'drop' (got {oversize!r})")
-
-    def _pos_int(name, value):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise UserError(f"batch engine: {name} must be an integer >= 1 (got {value!r})")
-        return int(value)
-
-    tpn = _pos_int("tasks_per_node", tasks_per_node)
+    Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
+    table's ``machine_procs`` column, an SWF header's MaxProcs), or
+    ``model="nodes"`` with ``nodes`` nodes and ``tasks_per_node``.
+    ``oversize``: "error" or "drop". ``cpu_need`` (a per-job column wins) and
+    ``bound``: the DFRS view (module docstring). The machine parameters are
+    checked against the engine's declaration (``schedlab.sim.system.BATCH``),
+    the same one a sweep's plan checks. Other params go to the policy.
+    Returns (per-job columns, summary)."""
+    system = BATCH_SYSTEM.check_call(
+        {"model": model, "procs": procs, "nodes": nodes, "tasks_per_node": tasks_per_node, "oversize": oversize,
+         "cpu_need": cpu_need, "bound": bound}, "batch engine", jobs.columns)
+    tpn = int(tasks_per_node)
     if model == "procs":
-        if procs is None:
-            raise UserError("batch engine: model 'procs' needs the machine size 'procs'")
-        capacity = _pos_int("procs", procs)
+        capacity = int(system["procs"]) or (int(jobs[MACHINE_PROCS][0]) if jobs.height else 0)
+        if capacity < 1:  # procs = 0 and the table's machine_procs gives no size either
+            raise UserError(f"batch engine: procs: the job table's {MACHINE_PROCS} gives no machine size "
+                            f"({'no rows' if not jobs.height else capacity}); give procs >= 1")
     else:
-        if nodes is None:
-            raise UserError("batch engine: model 'nodes' needs the number of nodes 'nodes'")
-        capacity = _pos_int("nodes", nodes)
+        capacity = int(system["nodes"])
     for col in ("job_id", "submit", "runtime", "procs"):
         if col not in jobs.columns:
             raise UserError(f"batch engine: the job table needs a {col!r} column")
@@ -273,7 +270,7 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         except TypeError as exc:
             raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
     # The DFRS view needs the tasks sharing a node to fit its CPU (tpn x c <= 1).
-    dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + 1e-9
+    dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + BOUND_TOL
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
     factory = (lambda m: policy_cls(m, **params)) if params else policy_cls

@@ -108,6 +108,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.sim.stretch_bound import (
     UsageProfile,
     bounded_stretch,
@@ -493,13 +494,11 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     size; ``penalty``: seconds per pause/migration; ``bound``: also compute
     the LP max-stretch lower bound and the degradation; ``check``: verify the
     invariants at every event; ``oversize``: "error" or "drop" for jobs that
-    do not fit on the empty cluster (procs > nodes x floor(1/memory))."""
-    if oversize not in ("error", "drop"):
-        raise UserError(f"dfrs engine: oversize must be 'error' or 'drop' (got {oversize!r})")
-    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
-        raise UserError(f"dfrs engine: nodes must be an integer >= 1 (got {nodes!r})")
-    if not (isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0):
-        raise UserError(f"dfrs engine: penalty must be a number >= 0 (got {penalty!r})")
+    do not fit on the empty cluster (procs > nodes x floor(1/memory)). The
+    system parameters are checked against the engine's declaration
+    (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
+    DFRS_SYSTEM.check_call({"nodes": nodes, "penalty": penalty, "cpu_need": cpu_need, "memory": memory,
+                            "bound": bound, "oversize": oversize}, "dfrs engine", jobs.columns)
     for col in ("job_id", "submit", "runtime", "procs"):
         if col not in jobs.columns:
             raise UserError(f"dfrs engine: the job table needs a {col!r} column")

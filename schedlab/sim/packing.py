@@ -84,6 +84,7 @@ from typing import Any, Callable
 import numpy as np
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.sim import system as system_params
 
 #: Absolute tolerance per dimension of the fit test (see module docstring).
 FIT_TOL = 1e-9
@@ -516,43 +517,39 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
 
 # ---- the engine-registry adapter ------------------------------------------------------------------
 
-RESOURCE_COLUMNS = ("cpu", "mem")
-
 
 def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
     that order). Params: ``servers`` (L, default 1), ``capacity`` (a number or
-    one per resource, default 1), ``epoch`` (Δ, or None for event-driven;
-    default 1), ``sample_every``, ``until``; anything else goes to the policy.
-    Optional columns ``group`` (task -> multi-task job id) and ``estimate``
-    (the scheduler's duration estimate) are passed to ``simulate_packing``;
-    with ``group`` the per-job columns include it and the summary has JCTs.
-    Returns (per-job columns, summary, sampled series or None)."""
+    one per resource, default 1), ``epoch`` (Δ; 0 or None: event-driven;
+    default 1), ``sample_every`` (0 or None: no series), ``until``; anything
+    else goes to the policy. The system parameters are checked against the
+    engine's declaration (``schedlab.sim.system.PACKING``), the same one a
+    sweep's plan checks. Optional columns ``group`` (task -> multi-task job
+    id) and ``estimate`` (the scheduler's duration estimate) are passed to
+    ``simulate_packing``; with ``group`` the per-job columns include it and
+    the summary has JCTs. Returns (per-job columns, summary, sampled series or
+    None)."""
     params = dict(params)
-    servers = params.pop("servers", 1)
-    cap = params.pop("capacity", 1.0)
-    epoch = params.pop("epoch", 1.0)
-    sample_every = params.pop("sample_every", None)
+    system = {name: params.pop(name) for name in system_params.PACKING.defaults() if name in params}
     until = params.pop("until", None)
     cols = jobs.columns
     dur_col = "duration" if "duration" in cols else "runtime" if "runtime" in cols else None
     if dur_col is None:
         raise UserError("packing engine: the job table needs a 'duration' (or 'runtime') column")
-    if "demand" in cols:
-        res_names = [""]
+    res_names = system_params.resources(cols)
+    if not res_names:
+        raise UserError("packing engine: the job table needs a 'demand' column or cpu/mem columns")
+    system = {**system_params.PACKING.defaults(), **system_params.PACKING.check_call(system, "packing engine", cols)}
+    servers, cap = system["servers"], system["capacity"]
+    epoch, sample_every = system["epoch"] or None, system["sample_every"] or None
+    if res_names == [""]:
         demand = jobs["demand"].to_numpy().astype(float)[:, None]
     else:
-        res_names = [c for c in RESOURCE_COLUMNS if c in cols]
-        if not res_names:
-            raise UserError("packing engine: the job table needs a 'demand' column or cpu/mem columns")
         demand = np.column_stack([jobs[c].to_numpy().astype(float) for c in res_names])
     d = demand.shape[1]
-    if not isinstance(servers, int) or isinstance(servers, bool) or servers < 1:
-        raise UserError(f"packing engine: servers must be an integer >= 1 (got {servers!r})")
-    cap_v = np.broadcast_to(np.atleast_1d(np.asarray(cap, dtype=float)), (d,)) if np.size(cap) in (1, d) else None
-    if cap_v is None:
-        raise UserError(f"packing engine: capacity must be a number or {d} numbers (got {cap!r})")
+    cap_v = np.broadcast_to(np.atleast_1d(np.asarray(cap, dtype=float)), (d,))
     capacity = np.tile(cap_v, (servers, 1))
     submit = jobs["submit"].to_numpy().astype(float)
     duration = jobs[dur_col].to_numpy().astype(float)

@@ -1,0 +1,415 @@
+"""Each engine's ``[system]`` parameters, declared once: type, range, allowed
+values, default and what a sentinel 0 means, plus the rules that tie fields
+to each other or to the workload's job table.
+
+Why one declaration checked in two places: ``build_plan`` (so ``validate``,
+``plan`` and ``run``) checks every grid point of a spec's ``[system]`` table
+before Ray starts or anything is written, and each engine's ``run_table``
+checks its arguments again, because the engines are also called directly
+from Python and by ``schedlab simulate``, which never build a plan. Both read
+the :class:`SystemSchema` below, so what ``validate`` accepts and what an
+engine accepts cannot drift apart.
+
+Why a small checker rather than a pydantic model: the values are checked,
+never converted. A configuration id is a hash of the ``[system]`` values as
+the spec wrote them, so a coercion (``true`` -> 1, ``"3"`` -> 3, 2.0 -> 2)
+would hash one value and run another; every rule here is strict (no bool
+where a number goes, no float where an integer goes, no NaN or infinity).
+And each error must read ``system.servers[1]: must be an integer >= 1; got
+-5`` -- the rule as the declaration states it, the grid index, the value --
+which is one format string here rather than a translation of pydantic's
+error types and union branches.
+
+Rules that need the job table (``Rule.reads_table``) are checked at plan time
+against the columns the workload point's table will have, when those are
+known without drawing an instance (:func:`job_columns`), and at run time
+against the real table. What depends on the drawn rows themselves (a job
+larger than the machine, per-job CPU needs) stays with the engines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from schedlab.errors import UserError
+
+Columns = Callable[[], "frozenset[str] | None"]  # the job table's columns, None if unknown (lazy)
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it in TOML (true, not True)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    """A finite real (int or float, numpy ones too), never a bool."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One system parameter: ``rule`` is the text after "must be" in an error
+    and states exactly what ``accepts`` accepts. ``zero`` says what 0 means
+    when 0 is a sentinel ("" if it is not); Python callers of ``run_table``
+    may spell that sentinel ``None``."""
+
+    name: str
+    default: Any
+    rule: str
+    accepts: Callable[[Any], bool]
+    zero: str = ""
+    doc: str = ""
+
+    def check(self, value: Any, path: str) -> None:
+        if not self.accepts(value):
+            raise UserError(f"{path}: must be {self.rule}; got {_show(value)}")
+
+
+def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
+    if gt is not None and le is not None:
+        return f"in ({gt:g}, {le:g}]", lambda v: gt < v <= le
+    if gt is not None:
+        return f"> {gt:g}", lambda v: v > gt
+    if ge is not None:
+        return f">= {ge:g}", lambda v: v >= ge
+    return "", lambda v: True
+
+
+def integer(name: str, default: int, *, ge: int, zero: str = "", doc: str = "") -> Param:
+    text, ok = _bounds(ge=ge)
+    rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
+    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc)
+
+
+def number(name: str, default: float, *, ge=None, gt=None, le=None, zero: str = "", doc: str = "") -> Param:
+    text, ok = _bounds(ge, gt, le)
+    rule = f"a number {text}" + (f" (0: {zero})" if zero else "")
+    return Param(name, default, rule, lambda v: _is_number(v) and ok(v), zero, doc)
+
+
+def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "") -> Param:
+    """A number, or a non-empty list of numbers (one per resource), each
+    checked as ``number`` would."""
+    text, ok = _bounds(gt=gt)
+
+    def accepts(v):
+        if _is_number(v):
+            return ok(v)
+        if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim == 1):
+            return len(v) > 0 and all(_is_number(x) and ok(x) for x in v)
+        return False
+
+    return Param(name, default, f"a number {text} or a list of numbers {text} (one per resource)", accepts, doc=doc)
+
+
+def choice(name: str, default: str, options: tuple[str, ...], doc: str = "") -> Param:
+    return Param(name, default, "one of " + ", ".join(repr(o) for o in options),
+                 lambda v: isinstance(v, str) and v in options, doc=doc)
+
+
+def flag(name: str, default: bool, doc: str = "") -> Param:
+    return Param(name, default, "true or false", lambda v: isinstance(v, (bool, np.bool_)), doc=doc)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule across fields (or fields and the job table). ``broken(point,
+    columns)`` gets one grid point with defaults filled in (sentinel ``None``
+    read as 0) and returns what ``field`` must be, or None if the rule holds.
+    ``reads_table``: the rule calls ``columns()``; it is checked at plan time
+    per workload point, and must return None when ``columns()`` is None."""
+
+    field: str
+    text: str  # the rule in words, for documentation and reports
+    broken: Callable[[Mapping[str, Any], Columns], str | None]
+    reads_table: bool = False
+
+
+def _no_table() -> None:
+    """The columns argument of rules checked without a job table."""
+    return None
+
+
+@dataclass(frozen=True)
+class SystemSchema:
+    """An engine's ``[system]`` table: its parameters and rules."""
+
+    engine: str
+    params: tuple[Param, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    _index: dict[str, Param] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {p.name: p for p in self.params})
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def describe(self) -> list[str]:
+        """One line per parameter and rule, as declared (docs, reports)."""
+        lines = [f"{p.name}: {p.rule} (default {_show(p.default)}) -- {p.doc}" for p in self.params]
+        return lines + [f"rule: {r.text}{' (reads the job table)' if r.reads_table else ''}" for r in self.rules]
+
+    def __getitem__(self, name: str) -> Param:
+        return self._index[name]
+
+    # ---- plan time: a spec's [system] table, list values being grid axes ----
+
+    def check_spec(self, table: Mapping[str, Any], where: str) -> None:
+        """Unknown names, every value of every grid axis, then the rules that
+        need no job table at every grid point. ``where``: e.g. ``spec.toml:
+        system``; errors name ``where.field`` or ``where.field[i]``."""
+        unknown = sorted(set(table) - set(self._index))
+        if unknown:
+            allowed = ", ".join(self._index) or "none"
+            raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.engine!r}; "
+                            f"allowed: {allowed}")
+        for name, value in table.items():
+            values = value if isinstance(value, list) else [value]
+            for i, v in enumerate(values):
+                self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
+        own = [r for r in self.rules if not r.reads_table]
+        for point, path in self._grid(table, where):
+            self._apply(own, point, path, _no_table)
+
+    def check_workload(self, table: Mapping[str, Any], columns: Columns, where: str) -> None:
+        """The rules that read the job table, at every grid point of a
+        checked ``table``, for one workload point whose table has ``columns``."""
+        rules = [r for r in self.rules if r.reads_table]
+        if rules:
+            for point, path in self._grid(table, where):
+                self._apply(rules, point, path, columns)
+
+    def _grid(self, table: Mapping[str, Any], where: str) -> Iterator[tuple[dict[str, Any], Callable]]:
+        axes = [(name, value) for name, value in table.items() if isinstance(value, list)]
+        for idx in itertools.product(*(range(len(v)) for _, v in axes)):
+            point = {**self.defaults(), **table}
+            at = dict(zip((n for n, _ in axes), idx))
+            point.update({n: table[n][i] for n, i in at.items()})
+
+            def path(name: str, at=at) -> tuple[str, bool]:
+                return (f"{where}.{name}[{at[name]}]" if name in at else f"{where}.{name}"), name in table
+
+            yield point, path
+
+    def _apply(self, rules, point: Mapping[str, Any], path, columns: Columns) -> None:
+        for rule in rules:
+            need = rule.broken(point, columns)
+            if need is not None:
+                where, given = path(rule.field)
+                raise UserError(f"{where}: must be {need}; got {_show(point[rule.field])}"
+                                f"{'' if given else ' (the default)'}")
+
+    # ---- run time: one call's keyword arguments ----
+
+    def check_call(self, values: Mapping[str, Any], where: str, columns=None) -> dict[str, Any]:
+        """Check one engine call's system arguments (``where``: e.g. ``packing
+        engine``) and every rule, the table rules against ``columns`` (the job
+        table's). ``None`` is accepted for a parameter whose 0 is a sentinel
+        and comes back as 0; returns the values."""
+        out = dict(values)
+        for name, value in values.items():
+            p = self[name]
+            if value is None and p.zero:
+                out[name] = 0
+            else:
+                p.check(value, f"{where}: {name}")
+        point = {**self.defaults(), **out}
+        cols = frozenset(columns) if columns is not None else None
+        self._apply(self.rules, point, lambda name: (f"{where}: {name}", True), lambda: cols)
+        return out
+
+
+# ---- the engines' declarations -----------------------------------------------------------------
+
+#: Columns a packing job table may give its resources in (see ``resources``).
+RESOURCE_COLUMNS = ("cpu", "mem")
+
+
+def resources(columns) -> list[str]:
+    """The resources of a packing job table, in order: ``demand`` (one,
+    unnamed: [""]) or whichever of cpu, mem it has ([] if none)."""
+    if "demand" in columns:
+        return [""]
+    return [c for c in RESOURCE_COLUMNS if c in columns]
+
+
+def _capacity_length(point, columns: Columns) -> str | None:
+    cap = point["capacity"]
+    if _is_number(cap) or len(cap) == 1:
+        return None
+    cols = columns()
+    names = resources(cols) if cols is not None else []
+    if not names or len(cap) == len(names):  # unknown, or no resources at all (the engine says so)
+        return None
+    if names == [""]:
+        return "a single number (the job table has one resource, 'demand')"
+    return f"one number or a list of {len(names)} (the job table has {len(names)} resources: {', '.join(names)})"
+
+
+QUEUE = SystemSchema("queue")
+
+PACKING = SystemSchema(
+    "packing",
+    params=(
+        integer("servers", 1, ge=1, doc="L identical servers"),
+        numbers_per_resource("capacity", 1.0, gt=0,
+                             doc="each server's capacity: one number (every resource) or one per resource"),
+        number("epoch", 1.0, ge=0, zero="a decision at every event", doc="decision epoch length (slotted model: 1)"),
+        number("sample_every", 0.0, ge=0, zero="no time series", doc="sampling interval of the queue time series"),
+    ),
+    rules=(
+        Rule("capacity", "a capacity list has one entry per resource of the job table (or one for all)",
+             _capacity_length, reads_table=True),
+    ),
+)
+
+#: The batch engine's machine models (``schedlab.sim.batch``).
+BATCH_MODELS = ("procs", "nodes")
+#: The job-table column a trace gives its machine size in (SWF MaxProcs).
+MACHINE_PROCS = "machine_procs"
+#: Slack of the batch bound rule's tasks_per_node x cpu_need <= 1.
+BOUND_TOL = 1e-9
+
+
+def _nodes_for_model(point, columns) -> str | None:
+    if point["model"] == "nodes" and not point["nodes"]:
+        return "an integer >= 1 with model 'nodes' (it needs the number of nodes)"
+    return None
+
+
+def _procs_from_table(point, columns: Columns) -> str | None:
+    if point["model"] != "procs" or point["procs"]:
+        return None
+    cols = columns()
+    if cols is None or MACHINE_PROCS in cols:
+        return None
+    return ("an integer >= 1 with model 'procs': the job table has no machine_procs column "
+            "(an SWF header's MaxProcs) to take the machine size from")
+
+
+def _bound_fits(point, columns: Columns) -> str | None:
+    tpn, cpu = point["tasks_per_node"], point["cpu_need"]
+    if not (point["bound"] and point["model"] == "nodes" and tpn * cpu > 1.0 + BOUND_TOL):
+        return None
+    cols = columns()
+    if cols is None or "cpu_need" in cols:  # per-job needs: the engine checks the drawn rows
+        return None
+    return (f"false with model 'nodes' and tasks_per_node x cpu_need = {tpn} x {cpu:g} > 1 "
+            f"(the bound needs the tasks of a node to fit its CPU)")
+
+
+BATCH = SystemSchema(
+    "batch",
+    params=(
+        choice("model", "procs", BATCH_MODELS, doc="machine in processors or in whole nodes held per task"),
+        integer("procs", 0, ge=0, zero="the trace's machine size, its machine_procs column",
+                doc="machine size in processors (model procs)"),
+        integer("nodes", 0, ge=0, zero="not set; model 'nodes' needs it", doc="machine size in nodes (model nodes)"),
+        integer("tasks_per_node", 1, ge=1, doc="tasks sharing one node (model nodes)"),
+        choice("oversize", "error", ("error", "drop"), doc="a job larger than the machine: an error, or dropped and counted"),
+        number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
+        flag("bound", False, doc="also compute the LP max-stretch lower bound"),
+    ),
+    rules=(
+        Rule("nodes", "model 'nodes' needs nodes >= 1", _nodes_for_model),
+        Rule("procs", "model 'procs' with procs = 0 needs a machine_procs column in the job table",
+             _procs_from_table, reads_table=True),
+        Rule("bound", "bound in model 'nodes' needs tasks_per_node x cpu_need <= 1 (the system cpu_need "
+             "when the table has no cpu_need column)", _bound_fits, reads_table=True),
+    ),
+)
+
+DFRS = SystemSchema(
+    "dfrs",
+    params=(
+        integer("nodes", 128, ge=1, doc="cluster size"),
+        number("penalty", 300.0, ge=0, doc="seconds without progress after a pause or migration"),
+        number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
+        number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
+        flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),
+        choice("oversize", "error", ("error", "drop"), doc="a job that cannot fit the empty cluster"),
+    ),
+)
+
+
+# ---- plan time: what a workload point's job table will look like ----------------------------------
+
+#: Generated kinds: the parameters that make an instance tiny without
+#: changing its columns (the packing kind's own check draws slots = 0 too;
+#: a lublin load only moves submit times, and one job cannot be rescaled).
+_TINY_DRAW = {"packing": {"slots": 0}, "lublin": {"njobs": 1, "load": 0.0}}
+#: Columns a shared-input kind's instance may add to the parsed input
+#: (trace_kind.build: grouping, estimates, weights; the annotation).
+_ADDED_BY_BUILD = frozenset({"group", "estimate", "weight"})
+_ADDED_BY_ANNOTATION = frozenset({"procs", "procs_trace", "cpu_need", "memory"})
+
+
+def job_columns(kind, params: Mapping[str, Any], shared_cache: dict) -> frozenset[str] | None:
+    """The columns a workload point's job table will have, as far as they are
+    known without drawing its instances; None if they are not.
+
+    Generated kinds (packing, lublin): the columns of a tiny draw from a fixed
+    generator -- columns never depend on the draw. Shared-input kinds (trace,
+    file): the parsed input's columns (read once per input, through the
+    reader's cache; ``shared_cache`` memoises them across workload points),
+    plus every column building an instance may add -- an over-approximation,
+    so a rule that needs a column to be absent never fires wrongly."""
+    full = {**{k: kind.defaults[k] for k in kind.late}, **params}
+    if kind.load_shared is not None:
+        key = json.dumps({k: v for k, v in full.items()
+                          if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))},
+                         sort_keys=True, default=str)
+        if key not in shared_cache:
+            shared_cache[key] = frozenset(kind.load_shared(full).columns)
+        cols = shared_cache[key]
+        from schedlab.workloads import annotate
+
+        annotated = all(k in full for k in annotate.DEFAULTS) and annotate.wanted(full)
+        return cols | _ADDED_BY_BUILD | (_ADDED_BY_ANNOTATION if annotated else frozenset())
+    tiny = _TINY_DRAW.get(kind.name)
+    if tiny is None:
+        return None
+    try:
+        return frozenset(kind.instance(np.random.default_rng(0), {**full, **tiny}, None).columns)
+    except (UserError, ValueError):  # the tiny draw itself is not a valid instance: say unknown
+        return None
+
+
+def check_workload_points(schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str,
+                          workload_where: str) -> None:
+    """Plan time: the table-reading rules of ``schema`` for every workload
+    point (``points``: their params). The columns of a point are looked up
+    only when a rule asks (e.g. only for a capacity list), so specs that give
+    no such value never read a trace here."""
+    if not any(r.reads_table for r in schema.rules):
+        return
+    shared_cache: dict = {}
+    for params in points:
+        memo: list = []
+
+        def columns(params=params, memo=memo):
+            if not memo:
+                try:
+                    memo.append(job_columns(kind, params, shared_cache))
+                except UserError as err:  # reading the input failed: run would fail the same way
+                    raise UserError(f"{workload_where}: {err}") from None
+            return memo[0]
+
+        schema.check_workload(table, columns, where)
+
+
+SYSTEMS: dict[str, SystemSchema] = {s.engine: s for s in (QUEUE, PACKING, BATCH, DFRS)}
