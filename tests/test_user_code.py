@@ -334,7 +334,7 @@ def test_a_package_folder_is_hashed_whole(tmp_path):
 
 # ---- invalid actions name the policy, the simulated time and the job --------------------------------
 def test_invalid_actions_name_policy_time_and_job():
-    from schedlab.api import batch, dfrs, packing, queue
+    from schedlab.api import dfrs, packing, queue
 
     class Idle(queue.Policy):
         name = "Idle"
@@ -371,25 +371,10 @@ def test_invalid_actions_name_policy_time_and_job():
     with pytest.raises(PolicyError, match=r"^policy 'Server0': t=0\.0: job 1 \(demand \[0\.6\]\) does not fit on server 0"):
         get_engine("packing").run(pjobs, Server0, None, {"servers": 2, "capacity": 1.0, "epoch": 0.0})
 
-    class StartAll(batch.Policy):
-        name = "StartAll"
-
-        def __init__(self, machine):
-            super().__init__(machine)
-            self.queue = []
-
-        def arrive(self, job):
-            self.queue.append(job)
-
-        def complete(self, job):
-            pass
-
-        def schedule(self, now):
-            out, self.queue = self.queue, []
-            return out
+    from tests.test_batch import _Greedy as StartAll  # starts every queued job
 
     bjobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 2.0], "runtime": [10.0, 10.0], "procs": [3, 3]})
-    with pytest.raises(PolicyError, match=r"^policy 'StartAll': t=2\.0: job 1 needs 3 units but only 1 are free"):
+    with pytest.raises(PolicyError, match=r"^policy '_Greedy': t=2\.0: job 1 needs 3 units but only 1 are free"):
         get_engine("batch").run(bjobs, StartAll, None, {"procs": 4})
 
     class Node0(dfrs.Policy):
