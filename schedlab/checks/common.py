@@ -35,6 +35,9 @@ from typing import Any
 #: Largest workload generated: small enough to read, large enough for ties,
 #: queues and contention.
 MAX_JOBS = 12
+#: Replays of the reported workload: a policy whose failure does not repeat
+#: (state kept across runs, randomness) is reported as not deterministic.
+REPLAYS = 2
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,25 @@ def minimise(check: EngineCheck, found: Violation) -> Violation:
     return best
 
 
+def confirm(check: EngineCheck, found: Violation) -> Violation:
+    """Replay ``found.workload`` ``REPLAYS`` times: the same invariant must
+    fail every time, otherwise the policy's behaviour is not a function of
+    its input -- a ``deterministic`` violation on that workload."""
+    for _ in range(REPLAYS):
+        try:
+            check.check(found.workload)
+            other = "passed on another"
+        except Violation as v:
+            if v.invariant == found.invariant:
+                continue
+            other = f"violated {v.invariant} on another ({v.message})"
+        again = violation("deterministic", f"this workload violated {found.invariant} on one run ({found.message}) "
+                                           f"and {other}")
+        again.workload = found.workload
+        return again
+    return found
+
+
 def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> CheckReport:
     """Search ``examples`` seeded random workloads for a violation of
     ``check``'s invariants; shrink the first one found."""
@@ -288,17 +310,17 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
         v = min(found, key=lambda v: v.workload.n)
         report.failure = Failure(
             check.invariant("deterministic"),
-            f"this workload violated {v.invariant} ({v.message}) on one run and passed on another",
+            f"this workload violated {v.invariant} on one run ({v.message}) and passed on another",
             v.workload, first_seen or 1)
     except BaseException as err:  # a Violation, or a group of them (several invariants failed)
         found = [v for v in _violations_in(err) if v.workload is not None]
         if not found:
             raise
-        v = minimise(check, min(found, key=lambda v: (v.workload.n, order.index(v.invariant))))
+        v = confirm(check, minimise(check, min(found, key=lambda v: (v.workload.n, order.index(v.invariant)))))
         report.failure = Failure(check.invariant(v.invariant), v.message, v.workload, first_seen or 1)
     report.workloads = generated
     return report
 
 
-__all__ = ["MAX_JOBS", "CheckReport", "EngineCheck", "Failure", "Invariant", "Violation", "Workload", "crashed",
-           "first_difference", "fmt", "minimise", "run_check", "swallowed_reads", "violation"]
+__all__ = ["MAX_JOBS", "REPLAYS", "CheckReport", "EngineCheck", "Failure", "Invariant", "Violation", "Workload", "crashed",
+           "confirm", "first_difference", "fmt", "minimise", "run_check", "swallowed_reads", "violation"]

@@ -15,10 +15,14 @@ Why each holds for every correct DFRS policy:
   progresses at its yield <= 1, no job ends before release + processing time.
 * ``completes`` -- every job fits the empty cluster, so a correct policy
   completes every job: no idle cluster with pending jobs (the engine's
-  error), no livelock (periodic calls in which no job progresses, arrives or
-  completes, more than ``STALL_PERIODS`` in a row plus the periods one
-  penalty spans: pausing or migrating jobs over and over so that none ever
-  runs out of its penalty).
+  error), no livelock. Only periodic policies can loop forever (the other
+  events are finitely many); one is declared livelocked when, at a periodic
+  call, no job has progressed, arrived or completed for ``STALL_FACTOR``
+  times the time the whole workload needs when run one job after another
+  (span of submits + sum of runtimes + one penalty per job + one period):
+  jobs paused or migrated over and over so that none ever leaves its
+  penalty, or kept waiting for good. ``MAX_CALLS`` policy calls in one run is
+  a backstop (progress ever smaller, never finishing).
 * ``deterministic`` -- the engine is deterministic: two runs give
   bit-identical start and end times, pauses and migrations.
 * ``no-processing-access`` -- a scheduler does not know processing times:
@@ -45,12 +49,12 @@ from schedlab.checks.common import (MAX_JOBS, EngineCheck, Invariant, Workload, 
 #: by that much) times 10, relative to the processing time, plus 1e-9 of the
 #: time scale for rounding.
 END_REL_TOL = 1e-5
-#: Consecutive periodic calls without progress (no virtual time gained, no
-#: arrival, no completion) beyond those one penalty spans, before the policy
-#: is declared livelocked.
-STALL_PERIODS = 50
-#: Policy calls in one run before the policy is declared stuck.
-MAX_CALLS = 200_000
+#: Livelock: no progress for this many times the serial schedule's length
+#: (see ``completes`` in the module docstring).
+STALL_FACTOR = 10.0
+#: Policy calls in one run before the policy is declared stuck (a /per policy
+#: with period >= 1 s needs at most ~1e5 on these workloads).
+MAX_CALLS = 1_000_000
 #: Most tasks per generated job (keeps MCB8's packing small).
 MAX_TASKS = 16
 
@@ -77,42 +81,40 @@ class _Watched:
     through (``opt``, ``period``, ``allocate``); the callbacks are counted and
     ``on_period`` watches for progress (see ``completes``)."""
 
-    def __init__(self, policy, penalty: float) -> None:
+    def __init__(self, policy, stall: float) -> None:
         self._policy = policy
-        period = getattr(policy, "period", None)
-        self._limit = STALL_PERIODS + (math.ceil(penalty / period) if period else 0)
-        self._idle = 0
+        self._stall = stall  # seconds without progress that make a livelock
+        self._since = -math.inf  # time of the last progress, arrival or completion
         self._vt = -1.0
         self._calls = 0
 
     def __getattr__(self, name):
         return getattr(self._policy, name)
 
-    def _count(self) -> None:
+    def _count(self, state) -> None:
         self._calls += 1
         if self._calls > MAX_CALLS:
-            raise _Stuck(f"{MAX_CALLS} policy calls without finishing the workload")
+            raise _Stuck(f"t={state.now}: {MAX_CALLS} policy calls without finishing the workload")
 
     def on_arrival(self, state, job):
-        self._count()
-        self._idle = 0
+        self._count(state)
+        self._since = state.now
         return self._policy.on_arrival(state, job)
 
     def on_completion(self, state):
-        self._count()
-        self._idle = 0
+        self._count(state)
+        self._since = state.now
         return self._policy.on_completion(state)
 
     def on_period(self, state):
-        self._count()
+        self._count(state)
         vt = float(state.vt.sum())
         if vt > self._vt:
-            self._vt, self._idle = vt, 0
-        else:
-            self._idle += 1
-            if self._idle > self._limit:
-                raise _Stuck(f"t={state.now}: {self._idle} periodic calls in a row in which no job progressed, "
-                             f"arrived or completed (livelock: jobs kept paused or in their migration penalty)")
+            self._vt, self._since = vt, state.now
+        elif state.now - self._since > self._stall:
+            raise _Stuck(f"t={state.now}: no job progressed, arrived or completed for {state.now - self._since:g} s "
+                         f"({STALL_FACTOR:g}x the time the workload needs run one job after another): a livelock "
+                         f"of jobs kept paused, waiting or in their migration penalty")
         return self._policy.on_period(state)
 
 
@@ -170,7 +172,10 @@ class Check(EngineCheck):
         cols, system = w.columns, w.system
         guard = hider("schedlab.sim.dfrs", "the true processing times (state.processing)")
         try:
-            policy = _Watched(self.cls(**self.params), system["penalty"])
+            policy = self.cls(**self.params)
+            serial = (cols["submit"][-1] - cols["submit"][0] + sum(cols["runtime"]) + w.n * system["penalty"]
+                      + (getattr(policy, "period", None) or 0.0))
+            policy = _Watched(policy, STALL_FACTOR * serial)
             res = simulate_dfrs(cols["submit"], cols["runtime"], cols["procs"], cols["cpu_need"], cols["memory"],
                                 system["nodes"], policy, penalty=system["penalty"], check=True, hidden=guard)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
@@ -206,4 +211,4 @@ class Check(EngineCheck):
                 raise violation("deterministic", diff)
 
 
-__all__ = ["END_REL_TOL", "INVARIANTS", "MAX_CALLS", "STALL_PERIODS", "Check"]
+__all__ = ["END_REL_TOL", "INVARIANTS", "MAX_CALLS", "STALL_FACTOR", "Check"]
