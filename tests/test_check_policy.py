@@ -530,6 +530,31 @@ def test_the_search_is_reproducible():
     assert "seed 3" in a.render()
 
 
+def test_the_search_does_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
+    """Hypothesis can draw constants found in loaded local modules' source;
+    a check does not, so importing new code does not change its workloads."""
+
+    class Recorder(PFirstFit):
+        seen: list = []
+
+        def __init__(self, cluster):
+            super().__init__(cluster)
+            Recorder.seen.append(cluster.demand(slice(None)).tolist())
+
+    def searched():
+        Recorder.seen = []
+        assert check_policy("packing", Recorder, examples=100, seed=0).ok
+        return Recorder.seen
+
+    before = searched()
+    # A few floats in every generated range (hypothesis ignores modules with
+    # very many constants).
+    (tmp_path / "cp_constants_galore.py").write_text("FLOATS = [0.0137, 0.2093, 0.4411, 0.6673, 0.8819]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("cp_constants_galore")
+    assert searched() == before
+
+
 def test_a_failure_that_does_not_repeat_is_reported_as_nondeterminism():
     """A policy that crashes on every third instance fails a workload once
     and passes it when replayed: the report names determinism, not the crash."""

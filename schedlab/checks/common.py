@@ -5,8 +5,10 @@ Why hypothesis: random workloads find a violation; *shrinking* turns it into
 the smallest workload that still violates the same invariant (fewer jobs,
 simpler numbers), which is what a researcher can read and debug. The search
 is seeded (``hypothesis.seed``), has no example database (``database=None``:
-nothing is read from or written to disk, so the same seed gives the same
-answer everywhere) and uses no global random state of ours.
+nothing is read from or written to disk), does not draw constants from the
+loaded modules' source (:func:`_no_local_constants`) and uses no global
+random state of ours, so the same seed gives the same answer in every
+process (with the same hypothesis version).
 
 Each invariant raises its own :class:`Violation` subclass: hypothesis tells
 failures apart by exception type and, with ``report_multiple_bugs=True``,
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,9 +272,40 @@ def confirm(check: EngineCheck, found: Violation) -> Violation:
     return found
 
 
+@contextmanager
+def _no_local_constants():
+    """Hypothesis (>= 6.13x) sometimes draws a constant mined from the source
+    of every *local* module loaded in the process (schedlab itself when
+    installed editable, the user's file, whatever else was imported), so the
+    same seed would give different workloads in different processes. For
+    the length of a check the pool of local constants is empty (and the cache
+    of permitted constants cleared before and after), which makes the search
+    a function of the seed, the strategies and the hypothesis version only.
+    Not thread-safe: one check at a time per process. Versions without these
+    internals do not mine constants, and nothing is changed."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+
+        original = providers._get_local_constants
+        cache = providers.CONSTANTS_CACHE.cache
+    except (ImportError, AttributeError):  # pragma: no cover - other hypothesis versions
+        yield
+        return
+    empty = Constants()
+    cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.clear()
+
+
 def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> CheckReport:
-    """Search ``examples`` seeded random workloads for a violation of
-    ``check``'s invariants; shrink the first one found."""
+    """Search ``examples`` seeded random workloads for violations of
+    ``check``'s invariants; shrink each invariant's failures, report the
+    smallest (minimised in jobs, then replayed: see :func:`confirm`)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as fixed_seed
     from hypothesis.errors import Flaky
@@ -300,7 +334,8 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
                          tuple(i.name for i in check.invariants if i.name not in check.skipped), dict(check.skipped))
     order = [i.name for i in check.invariants]
     try:
-        test()
+        with _no_local_constants():
+            test()
     except Flaky as err:
         # A shrunk workload failed once and passed when hypothesis ran it
         # again: the policy's behaviour is not a function of its input.
