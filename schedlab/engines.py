@@ -119,13 +119,15 @@ class Engine:
                             f"(required by schedlab.api.{self.name}.Policy)")
         return obj
 
-    def check_policy_params(self, cls: type, params: Mapping[str, Any], where: str) -> None:
+    def check_policy_params(self, cls: type, params: Mapping[str, Any], where: str, sep: str = ".") -> None:
         """Names and types of one grid point of a policy's params (declared
         by its constructor); policies built without a handle (DFRS) are also
-        constructed, so the rules their constructors enforce apply now."""
+        constructed, so the rules their constructors enforce apply now.
+        Messages read ``{where}{sep}{param}: ...`` (a spec field path by
+        default; ``sep=" "`` for command-line options)."""
         from schedlab.params import check_params
 
-        check_params(cls, dict(params), where, self.handle_args)
+        check_params(cls, dict(params), where, self.handle_args, sep=sep)
         if self.handle_args == 0:
             try:
                 cls(**params)

@@ -191,6 +191,21 @@ def test_priority_convention():
     assert s.by_priority([0, 1, 2]) == [1, 2, 0]  # infinite first, ties by submission
 
 
+def test_priority_of_a_virtual_time_whose_square_underflows_is_infinite():
+    """Found by `schedlab check-policy`: a job run for ~1e-253 s (two submits
+    that close) has vt^2 == 0.0; its priority is the limit, +inf, not a
+    ZeroDivisionError in GreedyP's victim ordering."""
+    s = DfrsState(1, [0.0, 0.0, 0.0], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0.1] * 3, 0.0)
+    s.now = 10.0
+    s.vt[:] = [3.7e-253, 1e-160, 2.0]  # squares: 0.0 (underflow), 1e-320 (10 / 1e-320 overflows)
+    assert math.isinf(s.priority(0)) and math.isinf(s.priority(1))
+    assert s.by_priority([2, 1, 0]) == [0, 1, 2]
+    jobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 3.6581897313751635e-253], "runtime": [100.0, 100.0],
+                         "procs": [1, 4], "cpu_need": [1.0, 1.0], "memory": [0.5, 0.5]})
+    per_job, _ = run_table(jobs, DFRS_POLICIES["GreedyP*/OPT=MIN"], nodes=2, check=True)
+    assert np.isfinite(per_job["end"]).all()
+
+
 _job = st.tuples(st.integers(0, 400), st.integers(1, 600), st.integers(1, 4),
                  st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([0.2, 0.3, 0.5, 0.6, 1.0]))
 

@@ -112,7 +112,12 @@ class BatchCapacityExceeded(PolicyError):
 
 
 class BatchStartError(PolicyError):
-    """A policy started a job that is not queued."""
+    """A policy started a job that is not queued (``job``: what it named,
+    ``now``: the pass's time)."""
+
+    def __init__(self, message: str, job=None, now: float | None = None) -> None:
+        super().__init__(message)
+        self.job, self.now = job, now
 
 
 class Machine:
@@ -149,11 +154,15 @@ def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarr
 
 
 def simulate_batch(submit, runtime, requested, need, capacity: int,
-                   policy_factory: Callable[[Machine], Any]) -> BatchResult:
+                   policy_factory: Callable[[Machine], Any], *, hidden=None) -> BatchResult:
     """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
 
     ``need`` is in units (see :func:`units_needed`); every need must be in
-    1..capacity (checked by the caller). Returns start and end times."""
+    1..capacity (checked by the caller). Returns start and end times.
+    ``hidden`` (check mode, ``schedlab.checks``): a function applied once to
+    the list of actual runtimes, returning the sequence the engine then reads
+    -- a guard that refuses reads from outside this module (None, the normal
+    path, adds nothing per pass)."""
     submit = np.asarray(submit, dtype=float)
     runtime = np.asarray(runtime, dtype=float)
     requested = np.asarray(requested, dtype=float)
@@ -161,6 +170,8 @@ def simulate_batch(submit, runtime, requested, need, capacity: int,
     n = len(submit)
     sub_l = submit.tolist()
     run_l = runtime.tolist()
+    if hidden is not None:
+        run_l = hidden(run_l)
     need_l = need_a.tolist()
     machine = Machine(capacity, list(need_l), requested.tolist(), list(sub_l))
     policy = policy_factory(machine)
@@ -191,7 +202,7 @@ def simulate_batch(submit, runtime, requested, need, capacity: int,
         passes += 1
         for j in policy.schedule(t):
             if not (0 <= j < n) or state[j] != _QUEUED:
-                raise BatchStartError(f"t={t}: policy started job {j}, which is not queued")
+                raise BatchStartError(f"t={t}: policy started job {j}, which is not queued", j, t)
             nj = need_l[j]
             if nj > free:
                 raise BatchCapacityExceeded(j, nj, free, t)

@@ -70,7 +70,9 @@ yield 1. Lambda = max_k Lambda_k.
 Priority (§4.1)
 ---------------
 priority = flow time / virtual time^2 with flow time = now - r_j. A job with
-zero virtual time (never run, or only run in penalty) has infinite priority.
+zero virtual time (never run, or only run in penalty) has infinite priority,
+and so has one whose virtual time is so small (~1e-154 s) that its square
+underflows.
 Ties (including among infinite priorities) go to the earlier submission
 (release, then job index). :meth:`DfrsState.priority_key` sorts highest
 priority first.
@@ -175,17 +177,25 @@ class DfrsState:
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
+        """Flow time / virtual time^2; infinite for a job with zero virtual
+        time or one so small that its square underflows (the limit as the
+        virtual time goes to 0+)."""
         v = float(self.vt[j])
-        if v <= 0.0:
+        v2 = v * v
+        if v2 <= 0.0:
             return math.inf
-        return (self.now - self.release[j]) / (v * v)
+        return (self.now - self.release[j]) / v2
 
     def priority_key(self, j: int) -> tuple:
-        """Sort key, highest priority first; ties by submission (release, job)."""
+        """Sort key, highest priority first; ties by submission (release, job).
+        Every infinite priority (see :meth:`priority`) ranks first."""
         v = float(self.vt[j])
-        if v <= 0.0:
-            return (0, 0.0, self.release[j], j)
-        return (1, -(self.now - self.release[j]) / (v * v), self.release[j], j)
+        v2 = v * v
+        if v2 > 0.0:
+            p = (self.now - self.release[j]) / v2
+            if p < math.inf:
+                return (1, -p, self.release[j], j)
+        return (0, 0.0, self.release[j], j)
 
     def by_priority(self, jobs) -> list[int]:
         return sorted(jobs, key=self.priority_key)
@@ -371,14 +381,20 @@ class DfrsResult:
 
 
 def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, penalty: float = DEFAULT_PENALTY,
-                  check: bool = False, snapshots: bool = False) -> DfrsResult:
+                  check: bool = False, snapshots: bool = False, hidden=None) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
     must fit on the empty cluster (checked by :func:`run_table`).
 
     ``snapshots=True`` records, after each instant, (t, vt copy, status
-    copy, pen_until copy, y copy) for tests."""
+    copy, pen_until copy, y copy) for tests. ``hidden`` (check mode,
+    ``schedlab.checks``): a function applied once to the processing-time
+    array, returning what ``state.processing`` then holds and the engine
+    reads -- a guard that refuses reads from outside this module (None, the
+    normal path, adds nothing per event)."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
+    if hidden is not None:
+        st.processing = hidden(st.processing)
     n = st.n
     rel = np.asarray(st.release)
     p = st.processing
@@ -418,6 +434,9 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
         if period and (st.running or st.pending):
             t_next = min(t_next, t_per)
         if t_next == inf:
+            if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
+                raise PolicyError(f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
+                                  "and nothing arrives (every running job has yield 0)")
             raise PolicyError(f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
                                "(the policy left an idle cluster with jobs it never places)")
         dt = t_next - t

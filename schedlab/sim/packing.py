@@ -266,6 +266,7 @@ def simulate_packing(
     check: bool = False,
     group=None,
     estimate=None,
+    hidden=None,
 ) -> PackingResult:
     """Run one packing policy (``policy_factory(cluster)``) over the jobs.
 
@@ -277,7 +278,10 @@ def simulate_packing(
     ``group`` (n ints, task -> job id) makes the rows tasks of multi-task jobs
     and adds job completion times to the result; ``estimate`` (n numbers >= 0)
     is what ``cluster.estimate`` returns, by default the true duration (see the
-    module docstring).
+    module docstring). ``hidden`` (check mode, ``schedlab.checks``): a
+    function applied once to the list of true durations, returning the
+    sequence the engine then reads -- a guard that refuses reads from outside
+    this module (None, the normal path, adds nothing per epoch).
     """
     submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
     group, estimate = _as_groups(group, estimate, duration)
@@ -296,6 +300,8 @@ def simulate_packing(
         q = submit / epoch
         arr_t = (np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch).tolist()
     dur = duration.tolist()
+    if hidden is not None:
+        dur = hidden(dur)
     dem_t = [tuple(row) for row in demand.tolist()]
     free = cluster._free
     jobs_on = cluster._jobs_on

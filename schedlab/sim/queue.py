@@ -282,15 +282,24 @@ def simulate(
     estimate: np.ndarray,
     weight: np.ndarray,
     policy_factory,
+    *,
+    hidden=None,
 ) -> tuple[np.ndarray, int]:
     """Run one policy over one workload; return (completion times, events).
 
     ``submit`` must be non-decreasing; ``policy_factory(server)`` builds the
     policy. Completion times are in job-table order.
+
+    ``hidden`` (check mode, ``schedlab.checks``): a function applied once to
+    the list of true sizes, returning the sequence the engine then uses
+    (``Server._size`` included) -- a guard that refuses reads from outside
+    this module. None (the normal path) adds nothing per event.
     """
     n = len(submit)
     sub = submit.tolist()
     sizes = size.tolist()
+    if hidden is not None:
+        sizes = hidden(sizes)
     server = Server(sizes, n)
     policy = policy_factory(server)
     seen = sizes if policy.exact_size else estimate.tolist()

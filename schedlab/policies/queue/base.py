@@ -14,8 +14,10 @@ pool holds the server. The engine calls:
   ``INF``; it must be a pure query;
 - ``on_event()`` at that time, to apply the event it announced.
 
-A policy must keep the server busy while jobs are present (every policy here
-is work-conserving); the engine raises ``PolicyStalled`` otherwise.
+A policy must eventually serve every job: the engine raises ``PolicyStalled``
+when jobs are left with nothing scheduled. Every policy here is also
+work-conserving (the server is never idle while jobs are present) and says so
+with ``work_conserving = True``, which ``schedlab check-policy`` verifies.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ class QueuePolicy(ABC):
     #: True for the exact-size policies (SRPT, FSP): the engine passes the real
     #: size as the estimate.
     exact_size: ClassVar[bool] = False
+    #: True (the default) for a policy that never leaves the server idle while
+    #: jobs are present -- every built-in. ``schedlab check-policy`` then checks
+    #: that every busy period ends when the FIFO recursion says it does (the
+    #: unfinished work of a work-conserving system does not depend on the
+    #: order of service). A policy that idles on purpose (e.g. waits for a
+    #: better job) sets it to False; it must still complete every job.
+    work_conserving: ClassVar[bool] = True
 
     def __init__(self, server: Server) -> None:
         self.server = server
