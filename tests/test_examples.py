@@ -348,6 +348,18 @@ def test_conservative_survives_jobs_that_overrun_their_requested_time():
     assert pol.rebuilds > 0
 
 
+def test_a_requested_time_below_the_clock_resolution_still_holds_its_units():
+    # 1 processor; job 1 asks for 1.2e-38 s at t = 1, where 1 + 1.2e-38 == 1.
+    # Its hold must still cover the instant 1, or job 2 would be given the same
+    # processor at the same pass (found by `schedlab check-policy`). Job 1
+    # ends at 1 in a second pass of the same instant; job 2 starts after it.
+    tiny = 1.1754943508222875e-38
+    assert 1.0 + tiny == 1.0
+    start, pol = batch_run(Conservative, [0, 0, 0], [1, 1, 1], [1, tiny, 1], capacity=1)
+    assert start == [0.0, 1.0, 1.0]
+    assert pol.rebuilds == 0
+
+
 def test_conservative_handles_zero_runtimes_and_simultaneous_events():
     start, pol = batch_run(Conservative, [0, 0, 0, 5], [4, 2, 2, 4], [10, 10, 10, 10], runtime=[0, 5, 0, 1])
     # job 0 starts and ends at 0; jobs 1 and 2 start at 0 too (second pass);

@@ -51,7 +51,7 @@ import math
 
 from sortedcontainers import SortedList
 
-from mypolicies.profile import Profile
+from mypolicies.profile import Profile, span_end
 from schedlab.api import batch
 
 
@@ -116,7 +116,7 @@ class ConservativeBackfilling(batch.Policy):
             start, _, job = self.reserved.pop(0)
             del self.queue[job]
             del self.arrival[job]
-            end = start + self.machine.requested[job]  # the reservation's own interval: the hold is unchanged
+            end = span_end(start, self.machine.requested[job])  # the reservation's own interval: the hold is unchanged
             self.planned_end[job] = end
             self.by_end.add((end, job))
             out.append(job)
@@ -130,14 +130,14 @@ class ConservativeBackfilling(batch.Policy):
     def _reserve(self, job: int) -> float:
         units, length = self.machine.need[job], self.machine.requested[job]
         start = self.profile.earliest(units, length)
-        self.profile.hold(start, start + length, units)
+        self.profile.hold(start, span_end(start, length), units)
         self.queue[job] = start
         self.reserved.add((start, self.arrival[job], job))
         return start
 
     def _unreserve(self, job: int) -> None:
         start = self.queue[job]
-        self.profile.release(start, start + self.machine.requested[job], self.machine.need[job])
+        self.profile.release(start, span_end(start, self.machine.requested[job]), self.machine.need[job])
         self.reserved.remove((start, self.arrival[job], job))
 
     def _compress(self) -> None:

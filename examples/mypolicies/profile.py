@@ -8,14 +8,25 @@ schedlab import: it can be tested on its own.
 Representation: breakpoints ``t[0] < t[1] < ...`` with ``f[i]`` free units
 on ``[t[i], t[i+1])``; the last segment runs to infinity. Units are ints, so
 the free counts are exact; times are the policy's own sums (start +
-requested), reused verbatim when a reservation is removed, so a hold is
-always given back over exactly the interval it took.
+requested, see :func:`span_end`), reused verbatim when a reservation is
+removed, so a hold is always given back over exactly the interval it took.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+
+
+def span_end(start: float, duration: float) -> float:
+    """The end of a hold of ``duration`` from ``start``: ``start + duration``,
+    but never ``start`` itself. A duration far below the resolution of a
+    double at ``start`` (1e-38 at t = 1) would otherwise give an empty
+    interval: the hold would take nothing, and a second job could be given
+    the same units at the same instant, while the engine has the first one
+    hold them at its start. (``schedlab check-policy`` found this.)"""
+    end = start + duration
+    return end if end > start else math.nextafter(start, math.inf)
 
 
 class Profile:
@@ -86,7 +97,7 @@ class Profile:
             if f[i] < units:
                 i += 1
                 continue
-            end = t[i] + duration
+            end = span_end(t[i], duration)
             k = i + 1
             while k < n and t[k] < end and f[k] >= units:
                 k += 1
