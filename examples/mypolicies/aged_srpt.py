@@ -24,6 +24,9 @@ now``, is strictly smaller). Arrivals and departures are one heap push or pop.
 Ties. Keys are compared as ``queue.tie_key`` values (equal to ~1e-12
 relative), and ties go to the earlier arrival, exactly as the built-in SRPTE
 does -- with ``alpha = 0`` the two policies give bit-identical schedules.
+Precision: keys grow like ``alpha * t``, and tie keys resolve ~1e-12 of a
+key, so late in a long run (alpha * t = 1e6, say) estimates closer than
+~1e-6 compare as equal and go by arrival order.
 """
 
 from __future__ import annotations
