@@ -1,0 +1,225 @@
+"""Docs as tests: the code blocks of docs/extending.md and README.md, and the
+specs of examples/, run end to end.
+
+Convention for a document's fenced blocks, taken in order, in a fresh
+temporary folder that is the working directory (and on ``sys.path``):
+
+* a block whose first line is ``# file: PATH`` is written to PATH (without
+  that line) instead of being run -- a user's file (``twolevel.py``,
+  ``mm1.toml``, ``jobs.log``);
+* any other ``python`` block is executed; the blocks of one document share
+  one namespace, like a notebook read top to bottom;
+* every ``toml`` block must parse; a written TOML file with an ``engine`` key
+  is a spec: it is validated and run as a sweep (tracking off, results in the
+  temporary folder), and must run without a failure;
+* every written ``.py`` file must import.
+
+The examples' specs run through ``run_sweep`` too, with checks of real
+outcomes (AgedSRPT with alpha = 0 gives SRPTE's rows, DotProduct gives
+Tetris's alignment-only rows, conservative backfilling with exact times is
+the earliest-fit schedule, code digests in the rows and under code/).
+
+All sweeps share one local Ray session started here, with the examples'
+code shipped by ``runtime_env`` ``py_modules`` as ``schedlab run`` would ship
+it (the documents' files, unknown up front, reach the workers from the
+driver's paths: same host).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import schedlab
+from schedlab.platform.spec import load_spec, parse_spec
+from schedlab.usercode import source_digest
+from tests.example_checks import EXAMPLES, ROOT, conservative_reference
+
+DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md"]
+FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+FILE_MARK = re.compile(r"#\s*file:\s*(\S+)\s*$")
+#: Columns that differ between two policies with equal schedules.
+IDENTITY = {"config_id", "policy", "code_sha256", "sim_seconds"}
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    import ray
+
+    from schedlab.platform import runner
+
+    if ray.is_initialized():  # e.g. left by an earlier module's sweep
+        ray.shutdown()
+    runner._OWNED.clear()
+    shipped = [str(EXAMPLES / "mypolicies"), str(EXAMPLES / "mygenerators.py"), str(EXAMPLES / "mymetrics.py")]
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"py_modules": shipped, "excludes": ["__pycache__", "*.pyc"]})
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def blocks(path: Path) -> list[tuple[str, str, int]]:
+    """(language, text, line of the opening fence) of every fenced block."""
+    text = path.read_text()
+    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in FENCE.finditer(text)]
+
+
+def run_sweep_here(spec_path: Path, out: Path, **outputs):
+    """Run a spec file (validated as `schedlab run` does) with tracking off
+    and its results under ``out``; return (report, summary rows)."""
+    from schedlab.platform.runner import run_sweep
+
+    data = tomllib.loads(spec_path.read_text())
+    data["tracking"] = {"enabled": False}
+    data["outputs"] = {**data.get("outputs", {}), "dir": str(out / data["name"]), **outputs}
+    report = run_sweep(parse_spec(data, str(spec_path), spec_path.parent))
+    assert report.failures == [], report.failures[:1]
+    return report, schedlab.load(report.results_dir).collect()
+
+
+def forget_modules(folder: Path) -> None:
+    """Unload the modules imported from ``folder`` (the next document may
+    reuse a name) and drop it from sys.path and from schedlab's finder."""
+    from schedlab import usercode
+
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().is_relative_to(folder):
+            del sys.modules[name]
+    while str(folder) in sys.path:
+        sys.path.remove(str(folder))
+    for top, root in list(usercode._FINDER.roots.items()):
+        if Path(root).resolve().is_relative_to(folder):
+            del usercode._FINDER.roots[top]
+            usercode._LOADED.pop(top, None)
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: p.name)
+def test_every_block_of_the_document_runs(doc, tmp_path, monkeypatch, ray_session):
+    folder = tmp_path.resolve()
+    monkeypatch.chdir(folder)
+    sys.path.insert(0, str(folder))
+    namespace: dict = {"__name__": f"docs_{doc.stem}"}
+    written: list[Path] = []
+    executed = 0
+    try:
+        for lang, text, line in blocks(doc):
+            first, _, rest = text.partition("\n")
+            mark = FILE_MARK.fullmatch(first.strip())
+            if mark:
+                target = folder / mark.group(1)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(rest)
+                written.append(target)
+                if lang == "toml":
+                    tomllib.loads(rest)
+            elif lang == "python":
+                exec(compile(text, f"{doc.name}:{line}", "exec"), namespace)
+                executed += 1
+            elif lang == "toml":
+                tomllib.loads(text)  # a fragment, but valid TOML
+        for path in written:
+            if path.suffix == ".py":
+                importlib.import_module(".".join(path.relative_to(folder).with_suffix("").parts))
+        specs = [p for p in written if p.suffix == ".toml" and "engine" in tomllib.loads(p.read_text())]
+        for spec_path in specs:
+            spec = load_spec(spec_path)  # `schedlab validate`
+            report, rows = run_sweep_here(spec_path, folder / "results")
+            reps = spec.replications.n
+            assert report.rows_written == report.configs * reps == rows.height > 0
+            user = rows.filter(pl.col("code_sha256").is_not_null())
+            assert user.height > 0  # every spec on these pages runs some code of the page
+    finally:
+        forget_modules(folder)
+    assert written and (executed or doc.name == "README.md")
+
+
+def test_the_documents_show_what_they_must():
+    """One worked policy per engine in extending.md, run as a test; the
+    README's snippet covered."""
+    text = (ROOT / "docs" / "extending.md").read_text()
+    for engine in ("queue", "packing", "batch", "dfrs"):
+        assert re.search(rf"^from schedlab\.api import {engine}$", text, re.M), engine
+        assert f"get_engine(\"{engine}\")" in text, engine
+    readme = [b for b in blocks(ROOT / "README.md") if b[0] == "python"]
+    assert readme and all(FILE_MARK.fullmatch(t.partition("\n")[0].strip()) for _, t, _ in readme)
+
+
+# ---- the examples' specs, end to end -------------------------------------------------------------
+
+EXAMPLE_SPECS = sorted(EXAMPLES.glob("*.toml"))
+
+
+def test_there_is_an_example_spec_per_engine():
+    engines = {tomllib.loads(p.read_text())["engine"] for p in EXAMPLE_SPECS}
+    assert engines == {"queue", "packing", "batch", "dfrs"}
+
+
+def same_rows(rows: pl.DataFrame, a: pl.Expr, b: pl.Expr, ignore=()) -> None:
+    """The rows selected by a and b are equal in every column but IDENTITY
+    and ``ignore`` (float columns bit for bit)."""
+    keep = [c for c in rows.columns if c not in IDENTITY and c not in ignore]
+    left = rows.filter(a).select(keep).sort(keep)
+    right = rows.filter(b).select(keep).sort(keep)
+    assert left.height > 0 and left.equals(right)
+
+
+def check_provenance(rows: pl.DataFrame, results_dir: str, user_policy: str) -> None:
+    package = EXAMPLES / "mypolicies"
+    digest = source_digest(package)
+    assert set(rows.filter(pl.col("policy") == user_policy)["code_sha256"]) == {digest}
+    assert rows.filter(pl.col("policy") != user_policy)["code_sha256"].null_count() == \
+        rows.filter(pl.col("policy") != user_policy).height
+    assert set(rows["workload_code_sha256"]) == {source_digest(EXAMPLES / "mygenerators.py")}
+    assert rows["schedlab_digest"].n_unique() == 1
+    kept = Path(results_dir) / "code" / digest / "mypolicies"
+    for module in package.glob("*.py"):
+        assert (kept / module.name).read_bytes() == module.read_bytes()
+
+
+@pytest.mark.parametrize("spec_path", EXAMPLE_SPECS, ids=lambda p: p.stem)
+def test_example_spec_runs_end_to_end(spec_path, tmp_path, monkeypatch, ray_session):
+    monkeypatch.chdir(tmp_path)  # the spec's `use` paths must not depend on the working directory
+    spec = load_spec(spec_path)
+    report, rows = run_sweep_here(spec_path, tmp_path, per_job=spec_path.stem == "batch")
+    assert report.rows_written == report.configs * spec.replications.n == rows.height
+    for m in spec.metrics:
+        assert rows[m.name].is_finite().all(), m.name
+    if spec_path.stem == "aged":
+        check_provenance(rows, report.results_dir, "AgedSRPT")
+        srpte = pl.col("policy") == "SRPTE"
+        same_rows(rows, (pl.col("policy") == "AgedSRPT") & (pl.col("policy_alpha") == 0.0), srpte, ["policy_alpha"])
+        assert (rows["big_job_slowdown"] >= 1.0).all()
+        key = ["sigma", "replication"]
+        aged = rows.filter(pl.col("policy_alpha") == 0.1).sort(key)["mst"]
+        assert not aged.equals(rows.filter(srpte).sort(key)["mst"])  # alpha > 0 does change the schedule
+    elif spec_path.stem == "packing":
+        check_provenance(rows, report.results_dir, "DotProduct")
+        tetris = (pl.col("policy") == "Tetris") & (pl.col("policy_fairness") == 1.0) & (pl.col("policy_epsilon") == 0.0)
+        same_rows(rows, pl.col("policy") == "DotProduct", tetris, ["policy_fairness", "policy_epsilon"])
+    elif spec_path.stem == "batch":
+        check_provenance(rows, report.results_dir, "Conservative")
+        jobs = schedlab.load(report.results_dir, "jobs").collect()
+        exact = rows.filter((pl.col("policy") == "Conservative") & (pl.col("overestimate") == 1.0))
+        assert exact.height == spec.replications.n
+        for cid, rep in exact.select("config_id", "replication").iter_rows():
+            run = jobs.filter((pl.col("config_id") == cid) & (pl.col("replication") == rep)).sort("job_id")
+            assert run.height == 500 and run["requested_time"].equals(run["runtime"])
+            expected = conservative_reference(run["submit"].to_numpy(), run["runtime"].to_numpy(),
+                                              run["procs"].to_numpy(), 64)
+            assert np.array_equal(run["start"].to_numpy(), expected)
+    elif spec_path.stem == "dfrs":
+        check_provenance(rows, report.results_dir, "MemPack*")
+        assert (rows["n_jobs"] == 200).all() and (rows["stretch_mean"] >= 1.0).all()
+        assert rows.filter(pl.col("policy") == "MemPack*")["migrations"].sum() == 0
+    else:
+        pytest.fail(f"no outcome checks for examples/{spec_path.name}: add them here")
