@@ -227,6 +227,7 @@ class _UserFinder(importlib.abc.MetaPathFinder):
 
 _FINDER = _UserFinder()
 _LOADED: dict[str, str] = {}  # top-level module name -> digest of what is loaded
+_VERIFIED: set[tuple[str, str]] = set()  # (imported file or folder, digest) already checked in this process
 _WORKER_ROOTS: dict[str, str] = {}  # where shipped code sits on this worker -> where it came from
 
 
@@ -257,30 +258,40 @@ def _import(code: CodeRef):
     return module
 
 
+def _imported_root(top: str) -> Path:
+    location = Path(sys.modules[top].__file__).resolve()
+    return location.parent if location.name == "__init__.py" else location
+
+
 def worker_load(code: CodeRef) -> Any:
-    """Worker side: import the shipped module by name (Ray put the shipped
-    file or folder on ``sys.path``), check that its source has the digest the
-    driver resolved, and return the attribute."""
+    """Worker side: import the module (shipped code: by name, from the copy
+    Ray put on ``sys.path``; otherwise as the driver did), check that the
+    source imported has the digest the driver resolved -- so a node with
+    another installed version, or an edited file, fails loudly instead of
+    running other code -- and return the attribute."""
     top = code.module.split(".")[0]
+    obj: Any = None
     if code.shipped and top not in _FINDER.roots:
         try:
-            module = importlib.import_module(top)
+            obj = importlib.import_module(code.module)
         except ImportError:
-            # Not shipped to this process (e.g. an in-process call): load from the driver's path.
-            return code.load()
-        location = Path(module.__file__).resolve()
-        found = location.parent if location.name == "__init__.py" else location
-        digest = source_digest(found)
-        if digest != code.sha256:
-            raise RuntimeError(f"{code.ref}: the code on this worker ({found}, sha256 {digest[:12]}) is not the "
-                               f"code the driver resolved (sha256 {code.sha256[:12]})")
-        _LOADED[top] = digest
-        _WORKER_ROOTS[str(found)] = code.root
-        obj: Any = importlib.import_module(code.module)
-        for part in code.attr.split("."):
-            obj = getattr(obj, part)
+            obj = None  # not shipped to this process (an in-process call): loaded from the driver's path below
+        else:
+            _WORKER_ROOTS[str(_imported_root(top))] = code.root
+            for part in code.attr.split("."):
+                obj = getattr(obj, part)
+    if obj is None:
+        obj = code.load()
+    found = _imported_root(top)
+    if (str(found), code.sha256) in _VERIFIED:
         return obj
-    return code.load()
+    digest = source_digest(found)
+    if digest == code.sha256:
+        _VERIFIED.add((str(found), code.sha256))
+    else:
+        raise RuntimeError(f"{code.ref}: the code on this worker ({found}, sha256 {digest[:12]}) is not the "
+                           f"code the driver resolved (sha256 {code.sha256[:12]})")
+    return obj
 
 
 def user_frames_traceback(err: BaseException) -> str:

@@ -18,8 +18,13 @@ Parameters are declared as typed keyword arguments with defaults
 spec is a grid axis, as for built-ins. ``schedlab check-policy REF --engine
 E`` runs the engine's invariants on seeded random workloads.
 
+``UserError`` (bad input: a message naming the place) and ``PolicyError``
+(a policy broke the engine's model) are the errors a seam raises.
+
 This package imports nothing heavy: importing ``schedlab.api.queue`` loads
 the queue engine only.
 """
 
-__all__ = ["batch", "dfrs", "metrics", "packing", "queue", "workloads"]
+from schedlab.errors import PolicyError, UserError
+
+__all__ = ["PolicyError", "UserError", "batch", "dfrs", "metrics", "packing", "queue", "workloads"]
