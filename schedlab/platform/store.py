@@ -58,7 +58,7 @@ SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 #: What to do about a damaged part file (the end of its error message).
-DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes its rows and says so) "
+DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
                   "or restore it from a backup")
 
 

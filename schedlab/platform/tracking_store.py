@@ -180,10 +180,20 @@ def _create_atomically(path: Path) -> None:
 def _create_schema(tmp: Path) -> None:
     """Let MLflow build its whole schema (and Default experiment) in ``tmp``,
     exactly as it would for the real URI."""
+    import logging
+
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp}")
-    client.search_experiments(max_results=1)
+    quiet = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic")]
+    levels = [log.level for log in quiet]
+    for log in quiet:  # "Creating initial MLflow database tables..." for a file the user never sees
+        log.setLevel(logging.WARNING)
+    try:
+        client = MlflowClient(tracking_uri=f"sqlite:///{tmp}")
+        client.search_experiments(max_results=1)
+    finally:
+        for log, level in zip(quiet, levels):
+            log.setLevel(level)
     try:  # close MLflow's cached connections to the temporary name
         client._tracking_client.store.engine.dispose()
     except Exception:  # noqa: BLE001 - only tidiness
