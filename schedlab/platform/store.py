@@ -40,6 +40,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -342,6 +343,9 @@ def explain_read_error(files: list[Path], err: BaseException, columns: list[str]
 
 
 def _reason(err: BaseException) -> str:
+    code = re.search(r"\[errno (\d+)\]", str(err))  # pyarrow's OSError: "... Detail: [errno 27] File too large"
+    if code:
+        return os.strerror(int(code.group(1)))
     if isinstance(err, OSError) and err.strerror:
         return f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
     text = str(err).strip().splitlines()

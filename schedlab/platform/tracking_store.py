@@ -89,7 +89,25 @@ def prepare_store(uri: str) -> None:
         return
     path = sqlite_path(uri)
     if path is not None:
+        _quiet_sqlalchemy_errors()
         ensure_sqlite_store(path)
+
+
+class _DropCaughtDbErrors:
+    """MLflow logs every SQLAlchemy error it re-raises with a full traceback
+    (``mlflow.store.db.utils``); the tracker reports the failure itself, in one line."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        return not str(record.msg).startswith("SQLAlchemy database error")
+
+
+def _quiet_sqlalchemy_errors() -> None:
+    import logging
+
+    log = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _DropCaughtDbErrors) for f in log.filters):
+        log.addFilter(_DropCaughtDbErrors())
 
 
 # --------------------------------------------------------------------------- SQLite
