@@ -324,7 +324,7 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
     store = ResultStore(results_dir)
     if not results_dir.is_dir() or store.read_manifest() is None:
         raise UserError(f"{results_dir}: not a schedlab results dir (no manifest.json)")
-    store.lock("schedlab track")  # not while a run writes it (its own tracker finishes the job)
+    store.lock("schedlab track", required=False)  # not while a run writes it (its tracker finishes the job)
     try:
         report = track_results(results_dir, uri=uri, experiment=experiment)
     finally:

@@ -92,17 +92,26 @@ class ResultStore:
                             f"or run with --fresh to discard the results dir") from None
 
     # ---- one writer -----------------------------------------------------------------
-    def lock(self, what: str = "schedlab run") -> None:
+    def lock(self, what: str = "schedlab run", required: bool = True) -> None:
         """Take the results dir's lock for this object's life (until `unlock`
-        or process death). Raises `LockedError` at once if a live process holds it."""
+        or process death). Raises `LockedError` at once if a live process holds
+        it. ``required=False`` (readers such as `schedlab track`): a dir where
+        no lock file can be created (read-only) is used without one."""
         if getattr(self, "_lock_fd", None) is not None:
             return
         path = self.root / LOCK
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            if required:
+                self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as err:
-            raise StoreWriteError(f"{path}: cannot create the lock file ({_reason(err)})") from None
+            if not required:
+                try:  # an existing lock file can still be locked read-only
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    return
+            else:
+                raise StoreWriteError(f"{path}: cannot create the lock file ({_reason(err)})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
