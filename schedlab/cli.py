@@ -240,7 +240,7 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
         report = run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
                            progress=progress)
     except (Interrupted, KeyboardInterrupt) as err:
-        click.echo(f"\nschedlab: {err or 'interrupted; run again to resume'}", err=True)
+        click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     finally:
         if bar is not None:
