@@ -265,12 +265,23 @@ def test_a_sweep_through_kills_a_second_driver_disk_full_and_tracking_down(tmp_p
     assert re.search(rf"\b0 rows written, {TOTAL} already on disk\b", text5), text5[-2000:]
     assert f"MLflow: {len(POLICIES) * len(SHAPES)} configuration runs match" in text5, text5[-2000:]
     print("\n".join(landed))
+    assert not list(tmp_path.glob(".mlflow.db.creating-*")), "a killed creator's temporary store was left"
 
     rows = schedlab.load(out_dir).collect()
     assert rows.height == TOTAL and rows.select("config_id", "replication").is_duplicated().sum() == 0
     jobs = schedlab.load(out_dir, "jobs").select("config_id", "replication", "job_id").collect()
     assert jobs.height == TOTAL * NJOBS and jobs.is_duplicated().sum() == 0
 
+    assert_mlflow_matches(db, out_dir)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_mlflow_matches(db: Path, out_dir: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{db}")
@@ -289,7 +300,43 @@ def test_a_sweep_through_kills_a_second_driver_disk_full_and_tracking_down(tmp_p
             assert r.data.metrics[k] == pytest.approx(v, rel=REL), k
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+CAMPAIGN = int(os.environ.get("SCHEDLAB_KILL_CAMPAIGN", "0"))
+
+
+@pytest.mark.skipif(not CAMPAIGN, reason="a long kill campaign: SCHEDLAB_KILL_CAMPAIGN=<number of kills>")
+def test_kill_campaign(tmp_path, ray_env):
+    """SIGKILLs at seeded moments spread over a whole run (store creation, Ray
+    start, commits, the final reconcile), one after another on one results dir
+    and one SQLite store; whenever a run gets to finish (exit 0) MLflow must
+    match the rows, and the next run starts over with --fresh (its runs are
+    then replaced). Prints every moment and what was on disk after it."""
+    rng = random.Random(SEED)
+    out_dir, db = tmp_path / "out", tmp_path / "mlflow.db"
+    spec = tmp_path / "sweep.toml"
+    spec.write_text('name = "hardening-driver"\nengine = "queue"\n' + textwrap.dedent(SWEEP)
+                    + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n'
+                    f'[tracking]\nuri = "sqlite:///{db}"\n')
+    log, kills, fresh = [], 0, []
+    while kills < CAMPAIGN:
+        moment = rng.uniform(0.5, 25.0)
+        with driver(f"c{len(log)}", ["run", str(spec), "--no-progress", *fresh], ray_env(), tmp_path) as proc:
+            try:
+                rc = proc.wait(timeout=moment)
+            except subprocess.TimeoutExpired:
+                sigkill_group(proc)
+                rc = proc.returncode
+        text = proc.log.read_text()
+        if rc == -signal.SIGKILL:
+            kills += 1
+            fresh = []
+        else:
+            assert rc == 0, text[-3000:]
+            assert_mlflow_matches(db, out_dir)
+            fresh = ["--fresh"]
+        log.append(f"{moment:5.2f} s: rc {rc}, {rows_on_disk(out_dir)} rows, db {'yes' if db.exists() else 'no'}")
+    with driver("final", ["run", str(spec), "--no-progress"], ray_env(), tmp_path) as proc:
+        rc, text = wait_exit(proc)
+    assert rc == 0, text[-3000:]
+    assert rows_on_disk(out_dir) == TOTAL
+    assert_mlflow_matches(db, out_dir)
+    print("\n" + "\n".join(log))
