@@ -17,6 +17,11 @@ import click
 from schedlab import __version__
 from schedlab.errors import UserError
 
+#: Exit codes of `run` and `track` (README, "Exit codes").
+EXIT_FAILURES = 1  # some simulations raised (recorded in failures/)
+EXIT_TRACKING = 3  # results are complete in Parquet but MLflow does not match them
+EXIT_INTERRUPTED = 130  # Ctrl-C: what arrived is committed; run again to resume
+
 SYNTHETIC_OPTIONS = ("shape", "timeshape", "load", "sigma", "njobs", "size_dist", "alpha", "beta", "load_mode")
 
 
@@ -244,9 +249,9 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     try:
         report = run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
                            progress=progress)
-    except Interrupted as err:
-        click.echo(f"\nschedlab: {err}", err=True)
-        sys.exit(130)
+    except (Interrupted, KeyboardInterrupt) as err:
+        click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         if bar is not None:
             bar.render_finish()
@@ -254,15 +259,14 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
                f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
                f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}")
     tr = report.tracking
-    if tr is not None:
-        if tr.failed:
-            click.echo(f"MLflow tracking failed ({tr.error}); results are complete in Parquet: "
-                       f"`schedlab track {report.results_dir}` logs them later", err=True)
-        else:
-            from schedlab.platform.tracking import resolve_uri
+    if tr is not None and not tr.failed:
+        from schedlab.platform.tracking import resolve_uri
 
-            click.echo(f"MLflow: {tr.logged} configuration runs logged to {resolve_uri(spec.tracking.uri)} "
-                       f"(experiment {spec.experiment()})")
+        click.echo(f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
+                   f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})")
+    if tr is not None and tr.failed:
+        click.echo(f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
+                   f"`schedlab track {report.results_dir}` finishes it", err=True)
     if report.failures:
         click.echo(f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:",
                    err=True)
@@ -272,7 +276,9 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
         trace = report.failures[0].get("traceback")
         if trace:
             click.echo("first failure's traceback (your code's frames):\n  " + trace.replace("\n", "\n  "), err=True)
-        sys.exit(1)
+        sys.exit(EXIT_FAILURES)
+    if tr is not None and tr.failed:
+        sys.exit(EXIT_TRACKING)
 
 
 @main.command()
@@ -283,12 +289,15 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
     """Mean, 95% CI half-width and n of metrics over replications."""
+    import polars as pl
+
     from schedlab.platform.stats import summarize
-    from schedlab.platform.store import load
+    from schedlab.platform.store import ResultStore, explain_read_error
 
     if not results_dir.exists():
         raise UserError(f"{results_dir}: no such directory")
-    lf = load(results_dir)
+    store = ResultStore(results_dir)
+    lf = store.scan()  # a damaged part file: UserError naming it
     from schedlab.platform.store import mixed_digests
 
     warning = mixed_digests(lf)
@@ -299,7 +308,10 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
-    table = summarize(lf, keys, list(metrics))
+    try:
+        table = summarize(lf, keys, list(metrics))
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise explain_read_error(store.files(), err) from None
     if as_csv:
         click.echo(table.write_csv(), nl=False)
         return
@@ -323,17 +335,22 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
 @click.option("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db).")
 @click.option("--experiment", help="MLflow experiment (default: the sweep's).")
 def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
-    """(Re)log a results dir into MLflow, e.g. after an outage or into a new server."""
+    """(Re)log a results dir into MLflow and check it matches (exit 3 if not)."""
     from schedlab.platform.store import ResultStore
     from schedlab.platform.tracking import track_results
 
-    manifest = ResultStore(results_dir).read_manifest()
-    if manifest is None:
+    store = ResultStore(results_dir)
+    if not results_dir.is_dir() or store.read_manifest() is None:
         raise UserError(f"{results_dir}: not a schedlab results dir (no manifest.json)")
-    report = track_results(results_dir, uri=uri, experiment=experiment)
+    store.lock("schedlab track", required=False)  # not while a run writes it (its tracker finishes the job)
+    try:
+        report = track_results(results_dir, uri=uri, experiment=experiment)
+    finally:
+        store.unlock()
     if report.failed:
-        raise UserError(f"MLflow tracking failed: {report.error}")
-    click.echo(f"{report.logged} configuration runs logged from {results_dir}")
+        click.echo(f"schedlab: MLflow is not up to date: {report.error}", err=True)
+        sys.exit(EXIT_TRACKING)
+    click.echo(f"{report.logged} configuration runs match {results_dir}")
 
 
 @main.group()

@@ -148,6 +148,34 @@ def _sigint_deferred():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+#: Local Ray (no address given) binds every port to this address; token auth stays on.
+LOCAL_RAY_HOST = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _loopback_node():
+    """Make a new local Ray node take ``LOCAL_RAY_HOST`` as its IP, so that its
+    GCS, raylet, agents and workers listen on loopback only. ``ray.init``
+    otherwise turns ``_node_ip_address="127.0.0.1"`` into the host's routable
+    IP and the C++ servers listen on all interfaces; Ray keeps loopback only
+    where it disables multi-node clusters (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``,
+    read at import and from the environment its processes inherit)."""
+    import ray._private.ray_constants as ray_constants
+
+    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    saved_env, saved = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[name] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+        if saved_env is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved_env
+
+
 #: How schedlab itself started Ray in this process: {"env": shipped user code}
 #: (empty when Ray was started by someone else, or not at all).
 _OWNED: dict[str, Any] = {}
@@ -159,7 +187,7 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
     Ray uploads local files only at the job level, so a Ray that schedlab
     started for other code is restarted with it. A Ray that the caller
     started is used as it is (its workers then import user code from the
-    driver's paths: one host only)."""
+    driver's paths: one host only). Local Ray listens on loopback only."""
     import ray
 
     if ray.is_initialized():
@@ -168,14 +196,17 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
         ray.shutdown()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
+    local = contextlib.nullcontext()
     if address:
         kwargs["address"] = address
-    else:
-        kwargs.update(address="local", num_cpus=spec.execution.num_cpus)  # never join a `ray start` cluster
+    else:  # never join a `ray start` cluster; listen on loopback only
+        kwargs.update(address="local", num_cpus=spec.execution.num_cpus, _node_ip_address=LOCAL_RAY_HOST)
+        local = _loopback_node()
     if shipped:
         kwargs["runtime_env"] = {"py_modules": [p for p, _ in shipped], "excludes": ["__pycache__", "*.pyc", ".git"]}
     try:
-        ray.init(**kwargs)
+        with local:
+            ray.init(**kwargs)
     except (ConnectionError, ray.exceptions.AuthenticationError) as err:
         raise UserError(
             f"cannot connect to Ray at {address}: {err} "
@@ -198,18 +229,28 @@ def run_sweep(
     started = time.monotonic()
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
+    store.lock()  # one writer per results dir, for this driver's life (released on return or death)
+    try:
+        return _run_locked(spec, plan, store, started, address=address, fresh=fresh, tracking=tracking,
+                           progress=progress)
+    finally:
+        store.unlock()
+
+
+def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking,
+                progress) -> SweepReport:
     store.prepare(manifest_for(spec, plan), fresh)
     store.save_code(plan.code.values())
     report = SweepReport(str(store.root), configs=len(plan.configs))
+    done = store.done_keys()  # a damaged part file stops here, before any work
 
     tracker = None
     if spec.tracking.enabled if tracking is None else tracking:
         from schedlab.platform.tracking import Tracker
 
         tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
-        tracker.start()  # store, experiment and parent run exist before any task
+        tracker.start()  # store, experiment and parent run exist before any task; runs behind Parquet are re-logged
     sink = _Sink(store, (lambda ids: tracker.submit(sorted(ids))) if tracker else (lambda ids: None))
-    done = store.done_keys()
     sink.written |= done
 
     ray = _init_ray(spec, address, plan.shipped())

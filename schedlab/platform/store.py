@@ -17,13 +17,30 @@ Crash safety: every file is written under ``.tmp/`` and renamed into place
 a partition are renamed *before* its summary file. A summary file is therefore the commit
 record of its partition's batch: on open, per-job files without their summary
 twin are leftovers of a crash and are deleted, and the keys they held are
-recomputed. Hence exactly one row per key whatever was killed when.
+recomputed. Hence exactly one row per key whatever was killed when. Readers
+(`scan`) never see such leftovers either: a per-job or series file counts only
+when its summary twin exists.
+
+One writer: the driver holds ``flock`` on ``.lock`` in the results dir for its
+whole life (`ResultStore.lock`); a second driver on the same dir stops at once
+with a `UserError`. The kernel releases the lock when the holder dies, SIGKILL
+included, so there is never a stale lock to remove by hand.
+
+Damage from outside (a truncated or garbage part file, a disk that filled up
+while writing) is a `UserError` naming the file or the directory and what to
+do -- never a polars traceback, and never rows dropped or recomputed silently.
+A failed write rolls back what its batch had already published, so a batch is
+all there or not there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -55,6 +72,19 @@ def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
             return (f"the code of {field_} ({info['use']}) changed since these results were written "
                     f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})")
     return None
+LOCK = ".lock"
+#: What to do about a damaged part file (the end of its error message).
+DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
+                  "or restore it from a backup")
+
+
+class StoreWriteError(UserError):
+    """Writing to the results dir failed (disk full, file size limit, not a
+    directory, read-only, ...): nothing of the batch is visible."""
+
+
+class LockedError(UserError):
+    """Another live process holds the results dir's lock."""
 
 
 def _partition(policy: str) -> str:
@@ -70,14 +100,72 @@ class ResultStore:
         path = self.root / MANIFEST
         if not path.exists():
             return None
-        return json.loads(path.read_text())
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise UserError(f"{path}: cannot read the manifest ({_reason(err)}); restore it from a backup, "
+                            f"or run with --fresh to discard the results dir") from None
+
+    # ---- one writer -----------------------------------------------------------------
+    def lock(self, what: str = "schedlab run", required: bool = True) -> None:
+        """Take the results dir's lock for this object's life (until `unlock`
+        or process death). Raises `LockedError` at once if a live process holds
+        it. ``required=False`` (readers such as `schedlab track`): a dir where
+        no lock file can be created (read-only) is used without one."""
+        if getattr(self, "_lock_fd", None) is not None:
+            return
+        path = self.root / LOCK
+        try:
+            if required:
+                self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            if not required:
+                try:  # an existing lock file can still be locked read-only
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    return
+            else:
+                raise StoreWriteError(f"{path}: cannot create the lock file ({_reason(err)})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = ""
+            try:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockedError(
+                    f"{self.root}: in use by another process ({holder or 'unknown'}); only one `schedlab run` "
+                    f"may write a results dir at a time: wait for it to end, or stop it"
+                ) from None
+            raise StoreWriteError(f"{path}: cannot lock ({_reason(err)})") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{what} pid {os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the holder's name is only for the message
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            self._lock_fd = None
+            os.close(fd)  # closing the last descriptor releases the flock
 
     def prepare(self, manifest: dict[str, Any], fresh: bool) -> None:
         """Create or reopen the results dir for ``manifest``'s spec.
 
         Reopening with a different result-defining spec is an error unless
         ``fresh`` (which discards the old results)."""
-        existing = self.read_manifest()
+        try:
+            existing = self.read_manifest()
+        except UserError:
+            if not fresh:
+                raise
+            existing = None  # --fresh discards it anyway
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
             changed = _changed_code(existing, manifest)
             if changed:
@@ -97,9 +185,10 @@ class ResultStore:
             existing = None
         if existing is not None:
             manifest = {**manifest, "created": existing.get("created", manifest["created"])}
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
-        self.clean()
+        with self._writing(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
+            self.clean()
 
     def clean(self) -> int:
         """Delete crash leftovers: temp files and per-job files whose summary
@@ -125,22 +214,35 @@ class ResultStore:
             if target.exists():
                 continue
             staging = self.root / ".tmp" / f"code-{uuid.uuid4().hex}"
-            for rel, data in code.sources().items():
-                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-                (staging / rel).write_bytes(data)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging, target)  # the folder appears whole or not at all
+            with self._writing(target):
+                for rel, data in code.sources().items():
+                    (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (staging / rel).write_bytes(data)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging, target)  # the folder appears whole or not at all
 
     # ---- reading --------------------------------------------------------------------
     def has(self, table: str) -> bool:
         return any((self.root / table).glob("**/*.parquet"))
+
+    def files(self, table: str = SUMMARY) -> list[Path]:
+        """The committed part files of ``table``, each checked to be readable
+        Parquet (its footer); a damaged one is a `UserError` naming it. Per-job
+        and series files count only with their summary twin (see the module
+        docstring)."""
+        files = sorted((self.root / table).glob("**/*.parquet"))
+        if table in (JOBS, SERIES):
+            files = [f for f in files if (self.root / SUMMARY / f.parent.name / f.name).exists()]
+        for f in files:
+            check_part_file(f)
+        return files
 
     def scan(self, table: str = SUMMARY) -> pl.LazyFrame:
         """All committed rows of ``table``. Files are scanned one by one and
         concatenated diagonally with relaxed types, so batches whose columns
         differ (e.g. a per-class metric only some configurations have) still
         combine; the policy partition comes back as a column."""
-        files = sorted((self.root / table).glob("**/*.parquet"))
+        files = self.files(table)
         if not files:
             raise UserError(f"{self.root}: no {table} rows yet")
         hive = table != FAILURES
@@ -149,7 +251,8 @@ class ResultStore:
     def done_keys(self) -> set[tuple[str, int]]:
         if not self.has(SUMMARY):
             return set()
-        keys = self.scan().select("config_id", "replication").collect()
+        keys = collect_checked(self.scan().select("config_id", "replication"), self.files(SUMMARY),
+                               ["config_id", "replication"])
         return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
 
     # ---- writing --------------------------------------------------------------------
@@ -168,24 +271,57 @@ class ResultStore:
         for table_name, pairs in ((JOBS, jobs), (SERIES, series)):
             for policy, table in pairs:
                 extra[(table_name, policy)].append(table)
-        for policy, rows in by_policy.items():
-            part = _partition(policy)
-            for table_name in (JOBS, SERIES):
-                if extra.get((table_name, policy)):
-                    self._atomic_table(self.root / table_name / part / batch, pa.concat_tables(extra[(table_name, policy)]))
-            self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
-        if failures:
-            self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
+        published: list[Path] = []  # per-job / series files of partitions whose summary has not landed yet
+        try:
+            with self._writing(self.root, rows=len(summary)):
+                for policy, rows in by_policy.items():
+                    part = _partition(policy)
+                    for table_name in (JOBS, SERIES):
+                        if extra.get((table_name, policy)):
+                            path = self.root / table_name / part / batch
+                            self._atomic_table(path, pa.concat_tables(extra[(table_name, policy)]))
+                            published.append(path)
+                    self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
+                    published.clear()  # the partition's batch is committed
+                if failures:
+                    self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
+        except BaseException:
+            for path in published:  # not committed: roll back (readers ignore them anyway)
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+            raise
+
+    @contextlib.contextmanager
+    def _writing(self, where: Path, rows: int | None = None):
+        """Turn an OS error while writing into one `StoreWriteError` line."""
+        try:
+            yield
+        except OSError as err:
+            lost = f"; the {rows} rows of this batch were not committed" if rows else ""
+            raise StoreWriteError(
+                f"{where}: cannot write results ({_reason(err)}){lost}; free space or fix the directory, "
+                f"then run again to resume (committed rows are kept)"
+            ) from None
 
     def _atomic_table(self, path: Path, table: pa.Table) -> None:
         tmp = self._tmp_path(path)
-        pq.write_table(table, tmp)
-        self._publish(tmp, path)
+        try:
+            pq.write_table(table, tmp)
+            self._publish(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
 
     def _atomic_bytes(self, path: Path, data: bytes) -> None:
         tmp = self._tmp_path(path)
-        tmp.write_bytes(data)
-        self._publish(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            self._publish(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
 
     def _tmp_path(self, path: Path) -> Path:
         tmp_dir = self.root / ".tmp"
@@ -219,5 +355,66 @@ def mixed_digests(lf: pl.LazyFrame) -> str | None:
 
 def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
     """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
-    ``series`` or ``failures``)."""
+    ``series`` or ``failures``). A damaged part file is a `UserError` naming it."""
     return ResultStore(results_dir).scan(table)
+
+
+# ---- damaged files ------------------------------------------------------------------
+_CHECKED: dict[tuple[str, int, int], None] = {}  # (path, size, mtime_ns) of files whose footer was read
+
+
+def check_part_file(path: Path) -> None:
+    """Raise a `UserError` naming ``path`` unless its Parquet footer reads."""
+    try:
+        st = path.stat()
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({_reason(err)})") from None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key in _CHECKED:
+        return
+    try:
+        pq.read_metadata(path)
+    except Exception as err:  # ArrowInvalid (truncated, garbage), OSError
+        raise UserError(f"{path}: damaged Parquet part file ({_reason(err)}); {DAMAGED_ADVICE}") from None
+    if len(_CHECKED) > 100_000:
+        _CHECKED.clear()
+    _CHECKED[key] = None
+
+
+def collect_checked(lf: pl.LazyFrame, files: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
+    """``lf.collect()``; if polars cannot decode a file whose footer was fine
+    (damaged data pages), a `UserError` naming that file."""
+    try:
+        return lf.collect()
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise explain_read_error(files, err, columns) from None
+
+
+def explain_read_error(files: list[Path], err: BaseException, columns: list[str] | None = None) -> UserError:
+    """The `UserError` for a failed read of ``files``: names the first file
+    that does not decode (reading each in full), else the error itself."""
+    for f in files:
+        try:
+            names = pq.read_schema(f).names
+            pq.read_table(f, columns=None if columns is None else [c for c in columns if c in names])
+        except Exception as bad:  # noqa: BLE001
+            return UserError(f"{f}: damaged Parquet part file ({_reason(bad)}); {DAMAGED_ADVICE}")
+    where = files[0].parent.parent if files else "the results dir"
+    return UserError(f"cannot read the rows of {where}: {_reason(err)}")
+
+
+def _reason(err: BaseException) -> str:
+    code = re.search(r"\[errno (\d+)\]", str(err))  # pyarrow's OSError: "... Detail: [errno 27] File too large"
+    if code:
+        return os.strerror(int(code.group(1)))
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

@@ -1,34 +1,46 @@
 """MLflow tracking that mirrors a sweep's results dir.
 
-Tracking is a pure function of what is on disk (``manifest.json`` and the
-hive-partitioned ``summary/`` Parquet), so live logging during a sweep
-(`Tracker`) and backfill afterwards (`track_results`, ``schedlab track DIR``)
-share one code path (`_Sync`).
+MLflow is a function of Parquet: what a results dir's MLflow runs must hold is
+computed from ``manifest.json`` and the summary rows alone
+(`tracking_data.expected_runs`), and every way of logging -- live during a
+sweep (`Tracker`), backfill (`track_results`, ``schedlab track DIR``) -- brings
+the runs to that state and then *checks* it, so a kill at any moment, a
+Ctrl-C or a tracking server that was down cannot leave runs missing or stale
+without someone being told.
 
 Layout in MLflow:
 
 * one experiment per sweep (default name: the manifest's ``name``);
 * one parent run per sweep, tagged ``schedlab.sweep=<name>`` and found again by
-  that tag;
-* one child run per configuration (tag ``mlflow.parentRunId``), found again by
-  its ``schedlab.config_id`` tag among the parent's children, never duplicated.
-  Params: the configuration's flattened params plus engine, policy,
-  workload_kind, config_id. Metrics: ``m_mean`` and ``m_ci95`` for every metric
-  m (null/NaN skipped) and ``n``, all logged at step n, so more replications
-  append a point and the latest point is the current value. A run whose latest
-  values already equal what is on disk is left alone, so re-tracking is
-  idempotent. Only configurations with at least one summary row get a run.
+  that tag (extra parents, e.g. from a retried create, are deleted with their
+  children); the results dir's ``code/`` folder, if any, is logged under its
+  ``code/`` artifacts once (tag ``schedlab.code_artifacts`` = digest of the folder);
+* one child run per configuration with rows (tag ``mlflow.parentRunId``),
+  found again by its ``schedlab.config_id`` tag, never duplicated (duplicates
+  and runs of configurations without rows are deleted). Params: the
+  configuration's flattened params plus engine, policy, workload_kind,
+  config_id. Metrics: ``m_mean`` and ``m_ci95`` for every metric m (null/NaN
+  skipped) and ``n``, all logged at step n. Tags: config id, engine, policy,
+  version, spec hash, ``code_sha256`` and ``schedlab_digest`` when the results
+  dir has them, and -- logged last, so a run has them only once complete --
+  ``schedlab.rows`` (rows the values come from) and ``schedlab.rows_digest``
+  (digest of their replication numbers). A run whose latest values already
+  equal the disk is left alone (idempotent); one that cannot be brought up to
+  date in place (fewer rows than it was computed from, a changed param) is
+  deleted and logged anew.
 
-Failure policy: tracking never raises into a sweep. The first failure of the
-tracking store (connection refused, timeouts, server errors) is recorded in the
-`TrackReport` and the tracker stops talking to MLflow; data problems of a single
-configuration (a param whose value changed, an unreadable summary) are recorded
-and the others are still logged. An ``http(s)://`` URI is health-checked
-(``<uri>/health``, a few seconds at most) before MLflow is used, and unless
-the user set them, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` /
-``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR`` / ``MLFLOW_HTTP_REQUEST_TIMEOUT`` are
-lowered for this process (MLflow's defaults retry for about four minutes) and
-``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` is set (see `HTTP_ENV_DEFAULTS`).
+When: `Tracker.start` reconciles every configuration in the background (runs
+missing or behind after a kill are re-logged), each commit's configurations
+follow, and `Tracker.close` reconciles and verifies everything once more
+(reconnecting if the store failed during the run). The `TrackReport` says
+whether MLflow matched the disk at the end; the CLI exits 3 if not.
+
+Failure policy: tracking never raises into a sweep. A failure of the tracking
+store (connection refused, timeouts, server errors) stops talking to it until
+the final reconcile tries again; data problems of one configuration are
+recorded and the others are still logged. An ``http(s)://`` URI is
+health-checked before MLflow is used and MLflow's HTTP retries are shortened
+(`tracking_store`); a new SQLite store is created atomically.
 
 ``mlflow`` and ``polars`` are imported inside functions only: the CLI imports
 this module without paying for them.
@@ -36,27 +48,37 @@ this module without paying for them.
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from schedlab.errors import UserError
-
-if TYPE_CHECKING:
-    import polars as pl
-
-DEFAULT_URI = "sqlite:///mlflow.db"
-
-# Columns of a summary row that are neither params nor metrics (`policy` comes
-# from the hive path).
-ID_COLUMNS = ("config_id", "replication", "engine", "workload_kind", "seed", "policy")
+from schedlab.platform.tracking_data import (  # noqa: F401 - re-exported
+    CODE_TAG,
+    CONFIG_TAG,
+    ID_COLUMNS,
+    PROVENANCE_TAGS,
+    ROWS_DIGEST_TAG,
+    ROWS_TAG,
+    SCHEDLAB_DIGEST_TAG,
+    Expected,
+    aggregate_summary,
+    code_digest,
+    expected_runs,
+    metric_columns,
+    read_manifest,
+    run_contents,
+)
+from schedlab.platform.tracking_store import (  # noqa: F401 - re-exported
+    DEFAULT_URI,
+    HEALTH_TIMEOUT,
+    HTTP_ENV_DEFAULTS,
+    TrackingError,
+    prepare_store,
+    resolve_uri,
+)
 
 # MLflow's log_batch limits (mlflow.utils.validation).
 MAX_METRICS_PER_BATCH = 1000
@@ -64,152 +86,23 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_TAGS_PER_BATCH = 100
 MAX_ENTITIES_PER_BATCH = 1000
 
-HEALTH_TIMEOUT = 3.0
-# Applied with os.environ.setdefault for http(s) URIs: an explicit user setting wins.
-# Connection refused then fails in ~3 s instead of ~4 min; a hung server in ~30 s.
-# MLflow also prints two "View run" lines per terminated run to stdout over HTTP:
-# one per configuration would flood the sweep's output.
-HTTP_ENV_DEFAULTS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
-    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
-}
 READ_ATTEMPTS = 3
 
 SWEEP_TAG = "schedlab.sweep"
-CONFIG_TAG = "schedlab.config_id"
 PARENT_TAG = "mlflow.parentRunId"
+CODE_ARTIFACTS_TAG = "schedlab.code_artifacts"
+CODE_DIR = "code"
 
 
 @dataclass
 class TrackReport:
     """What tracking achieved. ``logged``: configurations whose MLflow run now
-    mirrors the results dir; ``failed``: something could not be tracked
-    (``error`` says what; re-run ``schedlab track DIR`` to backfill)."""
+    mirrors the results dir; ``failed``: MLflow does not (or may not) match the
+    results dir (``error`` says why; ``schedlab track DIR`` finishes it)."""
 
     logged: int = 0
     failed: bool = False
     error: str | None = None
-
-
-class TrackingError(Exception):
-    """A tracking failure that is not a user mistake (store unreachable, ...)."""
-
-
-def resolve_uri(uri: str | None) -> str:
-    """The tracking URI: the argument, else ``MLFLOW_TRACKING_URI``, else `DEFAULT_URI`."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
-
-
-# --------------------------------------------------------------------------- disk
-
-
-def read_manifest(results_dir: str | Path) -> dict[str, Any]:
-    """The sweep's manifest (read by the store); a `UserError` naming the file
-    if it is missing or lacks what tracking needs."""
-    from schedlab.platform.store import MANIFEST, ResultStore
-
-    path = Path(results_dir) / MANIFEST
-    try:
-        manifest = ResultStore(results_dir).read_manifest()
-    except (OSError, ValueError) as err:
-        raise UserError(f"{path}: cannot read manifest: {err}") from None
-    if manifest is None:
-        raise UserError(f"{path}: not found (is {results_dir} a sweep results dir?)")
-    if not isinstance(manifest, dict):
-        raise UserError(f"{path}: expected a JSON object")
-    for key in ("name", "configs"):
-        if key not in manifest:
-            raise UserError(f"{path}: missing field {key!r}")
-    return manifest
-
-
-def _summary_files(results_dir: Path) -> list[Path]:
-    root = results_dir / "summary"
-    return sorted(root.rglob("*.parquet")) if root.is_dir() else []
-
-
-def _aggregate(lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Iterable[str] | None):
-    import polars as pl
-
-    from schedlab.platform.stats import summarize
-
-    metrics = metric_columns(lf.collect_schema().items(), param_columns)
-    lf = lf.with_columns(pl.col("config_id").cast(pl.String))
-    if config_ids is not None:
-        lf = lf.filter(pl.col("config_id").is_in(list(config_ids)))
-    return summarize(lf, by=["config_id"], metrics=metrics), metrics
-
-
-def metric_columns(schema: Iterable[tuple[str, Any]], param_columns: Iterable[str]) -> list[str]:
-    """Every numeric column that is neither an identifier nor a param column."""
-    skip = set(ID_COLUMNS) | set(param_columns)
-    return [name for name, dtype in schema if name not in skip and dtype.is_numeric()]
-
-
-def aggregate_summary(
-    results_dir: str | Path, param_columns: Iterable[str], config_ids: Iterable[str] | None = None
-) -> tuple[pl.DataFrame | None, list[str]]:
-    """`stats.summarize` of the summary rows by config_id (restricted to
-    ``config_ids`` when given) and the metric names; (None, []) if no rows."""
-    import polars as pl
-
-    results_dir = Path(results_dir)
-    files = _summary_files(results_dir)
-    if not files:
-        return None, []
-    param_columns = list(param_columns)
-    try:
-        lf = pl.scan_parquet(str(results_dir / "summary" / "**" / "*.parquet"), hive_partitioning=True)
-        frame, metrics = _aggregate(lf, param_columns, config_ids)
-    except (pl.exceptions.SchemaError, pl.exceptions.ColumnNotFoundError):
-        # Part files whose schemas differ (a metric only some files have, int in
-        # one and float in another): read them one by one, polars finds supertypes.
-        lf = pl.concat([pl.scan_parquet(f, hive_partitioning=True) for f in files], how="diagonal_relaxed")
-        frame, metrics = _aggregate(lf, param_columns, config_ids)
-    return (frame if frame.height else None), metrics
-
-
-def _number_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
-def _param_value(value: Any) -> str:
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return str(value)
-    return json.dumps(value, sort_keys=True)
-
-
-def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], metrics: list[str]):
-    """(params, tags, metric values, n) of one configuration's child run."""
-    config = manifest["configs"][config_id]
-    params = {k: _param_value(v) for k, v in (config.get("params") or {}).items()}
-    params.update(
-        engine=str(config.get("engine", manifest.get("engine", ""))),
-        policy=str(config.get("policy", "")),
-        workload_kind=str(config.get("workload_kind", "")),
-        config_id=config_id,
-    )
-    tags = {
-        CONFIG_TAG: config_id,
-        "schedlab.engine": params["engine"],
-        "schedlab.policy": params["policy"],
-        "schedlab.version": str(manifest.get("schedlab_version", "")),
-        "schedlab.spec_hash": str(manifest.get("spec_hash", "")),
-    }
-    n = int(row["n"])
-    values: dict[str, float] = {}
-    for m in metrics:
-        for key in (f"{m}_mean", f"{m}_ci95"):
-            v = _number_or_none(row.get(key))
-            if v is not None:
-                values[key] = v
-    values["n"] = float(n)
-    return params, tags, values, n
 
 
 def _batches(metrics: list, params: list, tags: list) -> Iterator[tuple[list, list, list]]:
@@ -220,38 +113,6 @@ def _batches(metrics: list, params: list, tags: list) -> Iterator[tuple[list, li
         room = min(MAX_METRICS_PER_BATCH, MAX_ENTITIES_PER_BATCH - len(p) - len(t))
         m, metrics = metrics[:room], metrics[room:]
         yield m, p, t
-
-
-# --------------------------------------------------------------------------- MLflow
-
-
-def _is_http(uri: str) -> bool:
-    return uri.startswith(("http://", "https://"))
-
-
-def _health_check(uri: str) -> None:
-    """Raise TrackingError if nothing answers at ``uri`` within a few seconds.
-    An HTTP error status still means a server is there: MLflow gets to try."""
-    url = uri.rstrip("/") + "/health"
-    try:
-        with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT):
-            pass
-    except urllib.error.HTTPError:
-        return
-    except Exception as err:  # URLError, timeout, connection reset, ...
-        reason = getattr(err, "reason", err)
-        raise TrackingError(f"MLflow server {uri} unreachable: {reason}") from None
-
-
-def _prepare_store(uri: str) -> None:
-    if _is_http(uri):
-        _health_check(uri)
-        for key, value in HTTP_ENV_DEFAULTS.items():
-            os.environ.setdefault(key, value)
-    elif uri.startswith("sqlite:///"):
-        path = uri[len("sqlite:///"):].split("?", 1)[0]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _filter_eq(key: str, value: str) -> str | None:
@@ -265,6 +126,12 @@ def _filter_eq(key: str, value: str) -> str | None:
 def _is_data_error(err: Exception) -> bool:
     """A problem with one configuration's data, not with the tracking store."""
     return getattr(err, "error_code", None) == "INVALID_PARAMETER_VALUE"
+
+
+def _tag(key: str, value: str):
+    from mlflow.entities import RunTag
+
+    return RunTag(key, value)
 
 
 @dataclass
@@ -284,6 +151,35 @@ class _RunState:
             dict(run.data.metrics),
             run.info.status == "FINISHED",
         )
+
+
+def up_to_date(state: _RunState, exp: Expected) -> bool:
+    """Does the run hold exactly what the disk says (params, tags, latest metric values)?"""
+    return (
+        state.finished
+        and all(state.params.get(k) == v for k, v in exp.params.items())
+        and all(state.tags.get(k) == v for k, v in exp.tags.items())
+        and all(state.metrics.get(k) == v for k, v in exp.values.items())
+    )
+
+
+def _behind(state: _RunState, exp: Expected) -> str:
+    """A short description of how a run differs from the disk."""
+    if not state.finished:
+        return "not finished"
+    for k, v in exp.params.items():
+        if state.params.get(k) != v:
+            return f"param {k} is {state.params.get(k)!r}, disk says {v!r}"
+    for k in PROVENANCE_TAGS:
+        if state.tags.get(k) != exp.tags.get(k):
+            return f"computed from {state.tags.get(ROWS_TAG, '?')} rows, disk has {exp.n}"
+    for k, v in exp.tags.items():
+        if state.tags.get(k) != v:
+            return f"tag {k} is {state.tags.get(k)!r}, disk says {v!r}"
+    for k, v in exp.values.items():
+        if state.metrics.get(k) != v:
+            return f"metric {k} is {state.metrics.get(k)!r}, disk says {v!r}"
+    return "up to date"
 
 
 class _Mirror:
@@ -313,6 +209,23 @@ class _Mirror:
             raise TrackingError(f"MLflow experiment {name!r} is deleted: restore it or choose another name")
         return exp.experiment_id
 
+    def _search(self, flt: str) -> list:
+        runs, token = [], None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id], flt, max_results=1000, order_by=["attributes.start_time ASC"], page_token=token
+            )
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def parents(self) -> list[_RunState]:
+        """Active parent runs of this sweep, oldest first."""
+        flt = _filter_eq(SWEEP_TAG, self.sweep) or f"tags.`{SWEEP_TAG}` LIKE '%'"
+        runs = self._search(flt)
+        return [_RunState.of(r) for r in runs if r.data.tags.get(SWEEP_TAG) == self.sweep and PARENT_TAG not in r.data.tags]
+
     def _parent(self, manifest: dict[str, Any]) -> _RunState:
         tags = {
             SWEEP_TAG: self.sweep,
@@ -320,69 +233,80 @@ class _Mirror:
             "schedlab.version": str(manifest.get("schedlab_version", "")),
             "schedlab.spec_hash": str(manifest.get("spec_hash", "")),
         }
-        flt = _filter_eq(SWEEP_TAG, self.sweep) or f"tags.`{SWEEP_TAG}` LIKE '%'"
-        runs = self.client.search_runs(
-            [self.experiment_id], flt, max_results=1000, order_by=["attributes.start_time ASC"]
-        )
-        runs = [r for r in runs if r.data.tags.get(SWEEP_TAG) == self.sweep and PARENT_TAG not in r.data.tags]
+        runs = self.parents()
         if not runs:
             run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.sweep)
             return _RunState.of(run)
-        state = _RunState.of(runs[0])
+        state = runs[0]
         changed = [_tag(k, v) for k, v in tags.items() if state.tags.get(k) != v]
         if changed:
             self.client.log_batch(state.run_id, tags=changed, synchronous=True)
             state.tags.update(tags)
         return state
 
+    def search_children(self, parent_id: str | None = None) -> list[_RunState]:
+        """Child runs of a parent (ours by default), oldest first, fresh from the store."""
+        runs = self._search(f"tags.`{PARENT_TAG}` = '{parent_id or self.parent.run_id}'")
+        return [_RunState.of(r) for r in runs if r.data.tags.get(CONFIG_TAG) is not None]
+
     def children(self) -> dict[str, _RunState]:
-        """config_id -> child run, one search (paged) the first time."""
+        """config_id -> child run (the oldest), one search the first time."""
         if self._children is None:
             found: dict[str, _RunState] = {}
-            token = None
-            while True:
-                page = self.client.search_runs(
-                    [self.experiment_id],
-                    f"tags.`{PARENT_TAG}` = '{self.parent.run_id}'",
-                    max_results=1000,
-                    order_by=["attributes.start_time ASC"],
-                    page_token=token,
-                )
-                for run in page:
-                    cid = run.data.tags.get(CONFIG_TAG)
-                    if cid is not None:
-                        found.setdefault(cid, _RunState.of(run))
-                token = page.token
-                if not token:
-                    break
+            for state in self.search_children():
+                found.setdefault(state.tags[CONFIG_TAG], state)
             self._children = found
         return self._children
 
-    def log(
-        self, config_id: str, params: dict[str, str], tags: dict[str, str], values: dict[str, float], n: int
-    ) -> list[str]:
-        """Bring the config's child run up to date; returns data warnings."""
+    def tidy(self, configs_with_rows: set[str]) -> int:
+        """Delete what no results dir row accounts for: extra parent runs of
+        this sweep (with their children), duplicated child runs (the oldest is
+        kept), child runs of configurations without rows. Refreshes the
+        children. Returns how many runs were deleted."""
+        deleted = 0
+        for extra in self.parents():
+            if extra.run_id == self.parent.run_id:
+                continue
+            for child in self.search_children(extra.run_id):
+                self.client.delete_run(child.run_id)
+                deleted += 1
+            self.client.delete_run(extra.run_id)
+            deleted += 1
+        found: dict[str, _RunState] = {}
+        for state in self.search_children():
+            cid = state.tags[CONFIG_TAG]
+            if cid in found or cid not in configs_with_rows:
+                self.client.delete_run(state.run_id)
+                deleted += 1
+            else:
+                found[cid] = state
+        self._children = found
+        return deleted
+
+    def log(self, exp: Expected) -> None:
+        """Bring one configuration's child run to ``exp``."""
         from mlflow.entities import Metric, Param
 
         children = self.children()
-        state = children.get(config_id)
+        cid = exp.config_id
+        state = children.get(cid)
+        if state is not None and self._must_replace(state, exp):
+            self.client.delete_run(state.run_id)
+            del children[cid]
+            state = None
         if state is None:
             run = self.client.create_run(
                 self.experiment_id,
-                tags={**tags, PARENT_TAG: self.parent.run_id},
-                run_name=f"{params.get('policy', '')} {config_id}".strip(),
+                tags={**{k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS},
+                      PARENT_TAG: self.parent.run_id},
+                run_name=f"{exp.params.get('policy', '')} {cid}".strip(),
             )
-            state = children[config_id] = _RunState.of(run)
-        warnings = [
-            f"config {config_id}: param {k!r} is {state.params[k]!r} in MLflow but {v!r} on disk (not updated)"
-            for k, v in params.items()
-            if k in state.params and state.params[k] != v
-        ]
-        new_params = {k: v for k, v in params.items() if k not in state.params}
-        new_tags = {k: v for k, v in tags.items() if state.tags.get(k) != v}
-        stale = any(state.metrics.get(k) != v for k, v in values.items())
+            state = children[cid] = _RunState.of(run)
+        new_params = {k: v for k, v in exp.params.items() if k not in state.params}
+        new_tags = {k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS and state.tags.get(k) != v}
+        stale = any(state.metrics.get(k) != v for k, v in exp.values.items())
         now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, n) for k, v in values.items()] if stale else []
+        metrics = [Metric(k, v, now, exp.n) for k, v in exp.values.items()] if stale else []
         param_list = [Param(k, v) for k, v in new_params.items()]
         tag_list = [_tag(k, v) for k, v in new_tags.items()]
         for m, p, t in _batches(metrics, param_list, tag_list):
@@ -390,11 +314,38 @@ class _Mirror:
         state.params.update(new_params)
         state.tags.update(new_tags)
         if stale:
-            state.metrics.update(values)
+            state.metrics.update(exp.values)
+        provenance = {k: exp.tags[k] for k in PROVENANCE_TAGS if state.tags.get(k) != exp.tags[k]}
+        if provenance:  # last: the run now holds everything these rows give
+            self.client.log_batch(state.run_id, tags=[_tag(k, v) for k, v in provenance.items()], synchronous=True)
+            state.tags.update(provenance)
         if not state.finished:
             self.client.set_terminated(state.run_id, "FINISHED")
             state.finished = True
-        return warnings
+
+    @staticmethod
+    def _must_replace(state: _RunState, exp: Expected) -> bool:
+        """A run MLflow cannot correct in place: a param value changed (params
+        are immutable), or it was computed from more rows than the disk has
+        (its metric history's latest point would hide the new values)."""
+        if any(k in state.params and state.params[k] != v for k, v in exp.params.items()):
+            return True
+        try:
+            rows = int(state.tags.get(ROWS_TAG) or 0)
+        except ValueError:
+            rows = 0
+        return max(rows, state.metrics.get("n", 0.0)) > exp.n
+
+    def sync_code(self, results_dir: Path) -> None:
+        """Log the results dir's ``code/`` folder under the parent's ``code/``
+        artifacts, unless the parent already has this exact folder."""
+        code = results_dir / CODE_DIR
+        digest = code_digest(code)
+        if digest is None or self.parent.tags.get(CODE_ARTIFACTS_TAG) == digest:
+            return
+        self.client.log_artifacts(self.parent.run_id, str(code), artifact_path=CODE_DIR)
+        self.client.log_batch(self.parent.run_id, tags=[_tag(CODE_ARTIFACTS_TAG, digest)], synchronous=True)
+        self.parent.tags[CODE_ARTIFACTS_TAG] = digest
 
     def finish(self) -> None:
         if not self.parent.finished:
@@ -402,18 +353,13 @@ class _Mirror:
             self.parent.finished = True
 
 
-def _tag(key: str, value: str):
-    from mlflow.entities import RunTag
-
-    return RunTag(key, value)
-
-
 # --------------------------------------------------------------------------- sync
 
 
 class _Sync:
-    """Reads the results dir and mirrors it; records failures instead of raising.
-    Not thread-safe: one caller at a time (the tracker's worker, or backfill)."""
+    """Reads the results dir and mirrors it; records failures instead of raising
+    (a damaged part file is a `UserError`, raised). Not thread-safe: one caller
+    at a time (the tracker's worker, then `finalize`; or backfill)."""
 
     def __init__(self, uri: str, experiment: str | None, results_dir: Path, manifest: dict[str, Any] | None = None):
         self.uri = uri
@@ -440,66 +386,141 @@ class _Sync:
         try:
             if self.manifest is None:
                 self.manifest = read_manifest(self.results_dir)
-            _prepare_store(self.uri)
+            prepare_store(self.uri)
             self.mirror = _Mirror(self.uri, self.experiment, self.manifest)
         except Exception as err:
             self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
             return False
+        self.dead = False
         return True
 
-    def _aggregate(self, config_ids: list[str] | None):
+    def _expected(self, config_ids: list[str] | None) -> dict[str, Expected] | None:
+        """What the runs must hold (None after recording a failure). A damaged
+        part file is raised (`UserError`): it is the user's to fix."""
         delay = 0.2
         for attempt in range(READ_ATTEMPTS):
             try:
-                return aggregate_summary(self.results_dir, self.manifest.get("param_columns") or [], config_ids)
-            except Exception as err:  # a part file being written, ...
+                expected, unknown = expected_runs(self.results_dir, self.manifest, config_ids)
+                break
+            except UserError:
+                raise
+            except Exception as err:  # noqa: BLE001 - e.g. a filesystem hiccup
                 if attempt == READ_ATTEMPTS - 1:
                     self.record(f"reading {self.results_dir / 'summary'} failed: {_describe(err)}")
-                    return None, []
+                    return None
                 time.sleep(delay)
                 delay *= 2.5
+        if unknown:
+            try:  # configurations added since we read it
+                self.manifest = read_manifest(self.results_dir)
+                expected, unknown = expected_runs(self.results_dir, self.manifest, config_ids)
+            except UserError as err:
+                self.record(str(err))
+        if unknown:
+            listed = ", ".join(unknown[:5])
+            self.record(f"{len(unknown)} configuration(s) in the summary are not in manifest.json: {listed}")
+        return expected
+
+    def _log_all(self, expected: Iterable[Expected]) -> None:
+        for exp in expected:
+            if self.dead:
+                return
+            try:
+                self.mirror.log(exp)
+            except Exception as err:
+                if _is_data_error(err):
+                    self.record(f"config {exp.config_id}: {_describe(err)}")
+                    continue
+                self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
+                return
+            self.logged.add(exp.config_id)
 
     def track(self, config_ids: list[str] | None) -> None:
         """Mirror the given configurations (all with summary rows when None)."""
         if self.dead or self.mirror is None:
             return
-        frame, metrics = self._aggregate(config_ids)
-        if frame is None:
-            return
-        rows = frame.to_dicts()
-        if any(row["config_id"] not in self.manifest["configs"] for row in rows):
-            try:  # configurations added since we read it
-                self.manifest = read_manifest(self.results_dir)
-            except UserError as err:
-                self.record(str(err))
-        unknown = [row["config_id"] for row in rows if row["config_id"] not in self.manifest["configs"]]
-        if unknown:
-            listed = ", ".join(unknown[:5])
-            self.record(f"{len(unknown)} configuration(s) in the summary are not in manifest.json: {listed}")
-            unknown = set(unknown)
-        for row in rows:
-            cid = row["config_id"]
-            if cid in unknown:
-                continue
-            try:
-                params, tags, values, n = run_contents(self.manifest, cid, row, metrics)
-                for warning in self.mirror.log(cid, params, tags, values, n):
-                    self.record(warning)
-            except Exception as err:
-                if _is_data_error(err):
-                    self.record(f"config {cid}: {_describe(err)}")
-                    continue
-                self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
-                return
-            self.logged.add(cid)
+        expected = self._expected(config_ids)
+        if expected:
+            self._log_all(expected.values())
 
-    def finish(self) -> None:
+    def reconcile(self, expected: dict[str, Expected] | None = None) -> dict[str, Expected] | None:
+        """Make the whole experiment match the disk: tidy (extra parents,
+        duplicated or orphan children), log every run that is missing or
+        behind, log ``code/``. Returns what was expected (None on failure)."""
+        if self.dead or self.mirror is None:
+            return None
+        if expected is None:
+            expected = self._expected(None)
+            if expected is None:
+                return None
+        try:
+            self.mirror.tidy(set(expected))
+            children = self.mirror.children()
+            self._log_all(exp for cid, exp in expected.items()
+                          if cid not in children or not up_to_date(children[cid], exp))
+            if not self.dead:
+                self.mirror.sync_code(self.results_dir)
+        except Exception as err:
+            self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
+            return None
+        return expected
+
+    def verify(self, expected: dict[str, Expected]) -> None:
+        """Check, fresh from the store, that MLflow holds exactly ``expected``:
+        one parent, one finished child per configuration with rows, equal to
+        the disk; record what does not hold."""
         if self.dead or self.mirror is None:
             return
         try:
-            self.mirror.finish()
+            parents = self.mirror.parents()
+            children: dict[str, list[_RunState]] = {}
+            for state in self.mirror.search_children():
+                children.setdefault(state.tags[CONFIG_TAG], []).append(state)
+            code = code_digest(self.results_dir / CODE_DIR)
+            parent_tags = next((p.tags for p in parents if p.run_id == self.mirror.parent.run_id), {})
         except Exception as err:
             self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
+            return
+        problems = []
+        if len(parents) != 1:
+            problems.append(f"{len(parents)} parent runs of sweep {self.mirror.sweep}")
+        if code is not None and parent_tags.get(CODE_ARTIFACTS_TAG) != code:
+            problems.append(f"code/ not logged to the parent run (digest {code})")
+        good = set()
+        for cid, exp in expected.items():
+            runs = children.get(cid, [])
+            if len(runs) != 1:
+                problems.append(f"config {cid}: {len(runs)} runs")
+            elif not up_to_date(runs[0], exp):
+                problems.append(f"config {cid}: {_behind(runs[0], exp)}")
+            else:
+                good.add(cid)
+        extra = sorted(set(children) - set(expected))
+        if extra:
+            problems.append(f"{len(extra)} run(s) of configurations without rows, e.g. {extra[0]}")
+        self.logged = good
+        if problems:
+            self.record(f"MLflow at {self.uri} does not match {self.results_dir} "
+                        f"({len(problems)} problem(s); first: {problems[0]})")
+
+    def finalize(self) -> TrackReport:
+        """Reconcile everything once more (reconnecting if the store failed
+        earlier), verify, mark the parent finished. The report is the end
+        state: earlier failures that this repaired do not count."""
+        self.failed, self.error, self.logged = False, None, set()
+        if self.mirror is None or self.dead:
+            self.mirror = None
+            if not self.connect():
+                return self.report()
+        expected = self.reconcile()
+        if expected is not None:
+            self.verify(expected)
+        if not self.dead:
+            try:
+                self.mirror.finish()
+            except Exception as err:
+                self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
+        return self.report()
 
 
 def _describe(err: Exception) -> str:
@@ -508,28 +529,31 @@ def _describe(err: Exception) -> str:
 
 
 def track_results(results_dir: str | Path, uri: str | None = None, experiment: str | None = None) -> TrackReport:
-    """Synchronously mirror every configuration of a results dir into MLflow
-    (backfill; idempotent). A missing or invalid manifest is a `UserError`;
-    tracking failures are reported, never raised."""
+    """Synchronously make MLflow mirror a results dir (backfill; idempotent)
+    and verify it. A missing or invalid manifest or a damaged part file is a
+    `UserError`; tracking failures are reported, never raised."""
+    from schedlab.platform.store import ResultStore
+
     results_dir = Path(results_dir)
-    sync = _Sync(resolve_uri(uri), experiment, results_dir, read_manifest(results_dir))
-    if sync.connect():
-        sync.track(None)
-        sync.finish()
-    return sync.report()
+    manifest = read_manifest(results_dir)
+    ResultStore(results_dir).files()  # a damaged part file: UserError before MLflow is touched
+    return _Sync(resolve_uri(uri), experiment, results_dir, manifest).finalize()
 
 
 class Tracker:
     """Live tracking during a sweep. ``start()`` (before any task: creates the
-    store, experiment and parent run), ``submit(ids)`` (non-blocking: a daemon
-    thread reads, aggregates and logs those configurations, FIFO, coalescing
-    ids still pending), ``close(timeout)`` (flushes; returns a `TrackReport`).
-    No method raises because of tracking."""
+    store, experiment and parent run, then reconciles every configuration in
+    the background), ``submit(ids)`` (non-blocking: a daemon thread reads,
+    aggregates and logs those configurations, FIFO, coalescing ids still
+    pending), ``close(timeout)`` (drains, then reconciles and verifies
+    everything; returns a `TrackReport` of the end state). No method raises
+    because of tracking."""
 
     def __init__(self, uri: str | None, experiment: str | None, results_dir: str | Path):
         self._sync = _Sync(resolve_uri(uri), experiment, Path(results_dir))
         self._cond = threading.Condition()
         self._pending: dict[str, None] = {}  # insertion-ordered set
+        self._full = False  # a full reconcile is due
         self._closing = False
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -544,15 +568,14 @@ class Tracker:
             return
         if not self._sync.connect():
             return
+        self._full = True
         self._thread = threading.Thread(target=self._work, name="schedlab-tracking", daemon=True)
         self._thread.start()
 
     def submit(self, config_ids: Iterable[str]) -> None:
         with self._cond:
             if self._thread is None or self._closing or self._stop:
-                if not self._sync.failed:
-                    self._sync.record("submit() called before start() or after close(); not tracked")
-                return
+                return  # the final reconcile in close() covers them
             for cid in config_ids:
                 self._pending.setdefault(str(cid), None)
             self._cond.notify()
@@ -560,15 +583,19 @@ class Tracker:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._closing and not self._stop:
+                while not self._pending and not self._full and not self._closing and not self._stop:
                     self._cond.wait()
-                if self._stop or not self._pending:
+                if self._stop or not (self._pending or self._full):
                     return
+                full, self._full = self._full, False
                 batch = list(self._pending)
                 self._pending.clear()
             try:
-                self._sync.track(batch)
-            except Exception as err:  # a bug must not take the sweep down either
+                if full:
+                    self._sync.reconcile()
+                if batch:
+                    self._sync.track(batch)
+            except Exception as err:  # a damaged file, a bug: must not take the sweep down
                 self._sync.record(f"tracking failed: {_describe(err)}", fatal=True)
             if self._sync.dead:
                 with self._cond:
@@ -589,13 +616,14 @@ class Tracker:
                     self._stop = True
                     left = len(self._pending)
                 self._sync.record(
-                    f"tracking did not finish within {timeout:g} s ({left} configuration(s) still queued); "
-                    "run `schedlab track DIR` to backfill",
+                    f"tracking did not finish within {timeout:g} s ({left} configuration(s) still queued)",
                     fatal=True,
                 )
-                report = self._sync.report()
-                self._report = report
-                return report
-            self._sync.finish()
-        self._report = self._sync.report()
+                self._report = self._sync.report()
+                return self._report
+        try:
+            self._report = self._sync.finalize()
+        except Exception as err:  # a damaged part file, a bug
+            self._sync.record(f"tracking failed: {_describe(err)}", fatal=True)
+            self._report = self._sync.report()
         return self._report

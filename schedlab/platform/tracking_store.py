@@ -1,0 +1,258 @@
+"""The MLflow tracking store: which one, is it there, and -- for a SQLite file --
+creating it so that a kill at any moment leaves either no store or a whole one.
+
+MLflow creates a new SQLite store in place, table by table and migration by
+migration (alembic); a process killed meanwhile leaves a half-migrated file
+that MLflow then refuses forever ("table _alembic_tmp_... already exists",
+"out-of-date database schema"). Here a new store is built in a temporary file
+beside the target and hard-linked into place only once complete (`os.link`
+never overwrites: if another process got there first, its store is used). A
+half-created file left by an older schedlab or another tool is detected;
+when it holds no runs it is moved aside (``<name>.broken-<time>``) and
+replaced, otherwise it is an error saying what to do.
+
+``mlflow`` is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+
+HEALTH_TIMEOUT = 3.0
+# Applied with os.environ.setdefault for http(s) URIs: an explicit user setting wins.
+# Connection refused then fails in ~3 s instead of ~4 min; a hung server in ~30 s.
+# MLflow also prints two "View run" lines per terminated run to stdout over HTTP:
+# one per configuration would flood the sweep's output.
+HTTP_ENV_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
+#: Seconds SQLite waits for another process's write lock while we inspect a store.
+SQLITE_TIMEOUT = 30.0
+CREATING = ".creating-"  # infix of the temporary file a new store is built in
+
+
+class TrackingError(Exception):
+    """A tracking failure that is not a user mistake (store unreachable, ...)."""
+
+
+def resolve_uri(uri: str | None) -> str:
+    """The tracking URI: the argument, else ``MLFLOW_TRACKING_URI``, else `DEFAULT_URI`."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def is_http(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def health_check(uri: str) -> None:
+    """Raise TrackingError if nothing answers at ``uri`` within a few seconds.
+    An HTTP error status still means a server is there: MLflow gets to try."""
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT):
+            pass
+    except urllib.error.HTTPError:
+        return
+    except Exception as err:  # URLError, timeout, connection reset, ...
+        reason = getattr(err, "reason", err)
+        raise TrackingError(f"MLflow server {uri} unreachable: {reason}") from None
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The file of a ``sqlite:///`` URI (relative to the working dir unless
+    absolute), or None for other URIs and in-memory databases."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def prepare_store(uri: str) -> None:
+    """Make ``uri`` usable before MLflow touches it (see the module docstring)."""
+    if is_http(uri):
+        health_check(uri)
+        for key, value in HTTP_ENV_DEFAULTS.items():
+            os.environ.setdefault(key, value)
+        return
+    path = sqlite_path(uri)
+    if path is not None:
+        _quiet_sqlalchemy_errors()
+        ensure_sqlite_store(path)
+
+
+class _DropCaughtDbErrors:
+    """MLflow logs every SQLAlchemy error it re-raises with a full traceback
+    (``mlflow.store.db.utils``); the tracker reports the failure itself, in one line."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        return not str(record.msg).startswith("SQLAlchemy database error")
+
+
+def _quiet_sqlalchemy_errors() -> None:
+    import logging
+
+    log = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _DropCaughtDbErrors) for f in log.filters):
+        log.addFilter(_DropCaughtDbErrors())
+
+
+# --------------------------------------------------------------------------- SQLite
+
+
+def ensure_sqlite_store(path: Path) -> None:
+    """A complete MLflow store at ``path``: kept if whole, created atomically if
+    absent, replaced if half-created and empty; TrackingError otherwise."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise TrackingError(f"{path.parent}: cannot create the MLflow store's directory ({err.strerror})") from None
+    _remove_dead_temporaries(path)
+    if path.exists():
+        problem, runs = inspect_sqlite_store(path)
+        if problem is None:
+            return
+        if runs:
+            raise TrackingError(
+                f"{path}: damaged MLflow store ({problem}) holding {runs} runs; back it up, then try "
+                f"`mlflow db upgrade sqlite:///{path.resolve()}` (or point tracking elsewhere)"
+            )
+        aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}")
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            src = Path(f"{path}{suffix}")
+            if src.exists():
+                os.replace(src, f"{aside}{suffix}")
+    _create_atomically(path)
+
+
+def inspect_sqlite_store(path: Path) -> tuple[str | None, int]:
+    """(what is wrong with the store at ``path`` or None, how many runs it holds)."""
+    try:
+        con = sqlite3.connect(str(path), timeout=SQLITE_TIMEOUT)
+    except sqlite3.Error as err:
+        return f"cannot open: {err}", 0
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        runs = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] if "runs" in tables else 0
+        leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
+        if leftovers:
+            return f"an interrupted schema migration left table {leftovers[0]}", runs
+        missing = [t for t in ("alembic_version", "experiments", "runs") if t not in tables]
+        if missing:
+            return f"schema creation never finished (no table {missing[0]})", runs
+        rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+        head = _head_revision()
+        if len(rows) != 1 or (head is not None and rows[0][0] != head):
+            found = rows[0][0] if rows else "none"
+            return f"schema at revision {found}, not {head}", runs
+        return None, runs
+    except sqlite3.DatabaseError as err:
+        return f"not a readable SQLite database: {err}", 0
+    finally:
+        con.close()
+
+
+def _head_revision() -> str | None:
+    try:
+        from mlflow.store.db.utils import _get_latest_schema_revision
+
+        return _get_latest_schema_revision()
+    except Exception:  # noqa: BLE001 - an MLflow without it: MLflow's own check still applies
+        return None
+
+
+def _create_atomically(path: Path) -> None:
+    tmp = path.with_name(f".{path.name}{CREATING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        _create_schema(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)  # never overwrites
+        except FileExistsError:
+            pass  # another process finished first: its store is complete too
+        _fsync_dir(path.parent)
+    except OSError as err:
+        raise TrackingError(f"{path}: cannot create the MLflow store ({err.strerror or err})") from None
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            try:
+                os.unlink(f"{tmp}{suffix}")
+            except OSError:
+                pass
+
+
+def _create_schema(tmp: Path) -> None:
+    """Let MLflow build its whole schema (and Default experiment) in ``tmp``,
+    exactly as it would for the real URI."""
+    import logging
+
+    from mlflow.tracking import MlflowClient
+
+    quiet = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic")]
+    levels = [log.level for log in quiet]
+    for log in quiet:  # "Creating initial MLflow database tables..." for a file the user never sees
+        log.setLevel(logging.WARNING)
+    try:
+        client = MlflowClient(tracking_uri=f"sqlite:///{tmp}")
+        client.search_experiments(max_results=1)
+    finally:
+        for log, level in zip(quiet, levels):
+            log.setLevel(level)
+    try:  # close MLflow's cached connections to the temporary name
+        client._tracking_client.store.engine.dispose()
+    except Exception:  # noqa: BLE001 - only tidiness
+        pass
+    problem, _ = inspect_sqlite_store(tmp)
+    if problem is not None:
+        raise TrackingError(f"{tmp}: MLflow did not create a complete store ({problem})")
+
+
+def _remove_dead_temporaries(path: Path) -> None:
+    """Temporary stores of creators that died (killed mid-creation)."""
+    for f in path.parent.glob(f".{path.name}{CREATING}*"):
+        try:
+            pid = int(f.name[len(f".{path.name}{CREATING}"):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not _alive(pid):
+            try:
+                f.unlink()
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
