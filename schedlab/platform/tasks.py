@@ -90,6 +90,20 @@ def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
     return out
 
 
+def _warmup_hook(point, jobs):
+    """With ``[outputs] warmup``: a function (run result, extra metrics) ->
+    the columns the cut changes (``schedlab.platform.warmup``), the cut
+    computed once from the instance; None without warm-up deletion."""
+    method = getattr(point, "warmup", None)
+    if method is None:
+        return None
+    from schedlab.platform import warmup
+
+    d = warmup.cut(method, jobs)
+    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
+
+
 def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
                   metrics: tuple[MetricSpec, ...] = ()) -> TaskResult:
     """Run, for each workload instance, the configurations still to do."""
@@ -112,6 +126,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
             text = f"building the workload failed: {line}"
             out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
             continue
+        steady = _warmup_hook(point, jobs)
         for config in configs:
             try:
                 policy = config.policy
@@ -122,6 +137,8 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                     policy = classes[key]
                 result = engine.run(jobs, policy, config.policy_params, config.system)
                 extra = _extra_metrics(result, metric_fns, engine_name)
+                if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
+                    extra.update(steady(result, metric_fns))
             except Exception as err:  # noqa: BLE001
                 line, trace = _describe(err)
                 out.failures.append(_failure(config, instance.replication, line, trace))
