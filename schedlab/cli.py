@@ -316,6 +316,13 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    from schedlab.platform.selection import describe, read
+
+    selection = read(results_dir)
+    if selection is not None:  # a select-best sweep: what KN selected, and when each policy left
+        click.echo("")
+        for line in describe(selection):
+            click.echo(line)
 
 
 @main.command()
