@@ -200,7 +200,15 @@ def plan(spec_file: Path) -> None:
     click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")
     click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
     click.echo(f"  configurations    {len(p.configs)}")
-    if reps.adaptive:
+    if reps.select_best:
+        click.echo(f"  replications      select-best (KN, Kim & Nelson 2001) on {reps.metric}: delta {reps.delta:g}, "
+                   f"confidence {reps.confidence or 0.95:g}, n0 {reps.min}, then {reps.step} per round per surviving "
+                   f"policy, at most {reps.max}")
+    elif reps.adaptive and reps.target == "paired":
+        what = "ratio" if reps.ratio else "difference"
+        click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until every policy's "
+                   f"paired 95% CI of the {what} of {reps.metric} to {reps.baseline} is within {reps.rel_halfwidth:.0%}")
+    elif reps.adaptive:
         click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
                    f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean")
     else:
@@ -209,6 +217,8 @@ def plan(spec_file: Path) -> None:
     click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
+    if spec.outputs.warmup:
+        click.echo(f"  warm-up deletion  {spec.outputs.warmup}: one cut per instance, the same for every policy")
 
 
 @main.command()
