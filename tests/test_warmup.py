@@ -20,7 +20,7 @@ from schedlab.platform.spec import parse_spec
 from schedlab.platform.stats import mser5, obm
 from schedlab.platform.store import ResultStore
 from schedlab.platform.tasks import run_instances
-from schedlab.platform.warmup import apply, cut, work_found
+from schedlab.platform.warmup import PILOTS, apply, cut, point_cut, work_found
 
 
 def mser5_brute(x) -> int:
@@ -87,34 +87,38 @@ BIAS_JOBS = 200  # short runs: the initial transient is a large part of each
 BIAS_LOAD = 0.9
 
 
+def _mm1(rng, n):
+    gaps = rng.exponential(1.0 / BIAS_LOAD, n)
+    submit = np.cumsum(gaps) - gaps[0]
+    size = rng.exponential(1.0, n)
+    return pl.DataFrame({"job_id": np.arange(n), "submit": submit, "size": size, "estimate": size,
+                         "weight": np.ones(n)})
+
+
 @pytest.mark.slow
 def test_mser5_reduces_the_bias_of_mm1_started_empty():
     """FIFO on M/M/1 at load 0.9 (E[T] = 1 / (1 - 0.9) = 10) started empty,
-    200 runs of 200 jobs: the mean over runs of the truncated MST is closer
-    to E[T] than that of the untruncated MST. (Longer runs: see
-    benchmarks/steady_state.py -- at 2,000+ jobs MSER-5 biases this highly
-    autocorrelated output low.)"""
+    200 runs of 200 jobs (one workload point, 200 replications): the cut is
+    the sweep's -- the largest MSER-5 cut of 5 pilot instances of the point
+    -- and the mean over runs of the truncated MST is closer to E[T] than
+    that of the untruncated MST. (Cuts chosen on each run's own data would
+    bias runs of 2,000+ jobs low: benchmarks/steady_state.py.)"""
     from schedlab.engines import get_engine
 
     engine = get_engine("queue")
     expected = 1.0 / (1.0 - BIAS_LOAD)
     rng = np.random.default_rng(BIAS_SEED)
-    raw, trunc, cuts = [], [], []
+    d = cut("mser5", [_mm1(np.random.default_rng([BIAS_SEED, 1, k]), BIAS_JOBS) for k in range(PILOTS)])
+    raw, trunc = [], []
     for _ in range(BIAS_RUNS):
-        gaps = rng.exponential(1.0 / BIAS_LOAD, BIAS_JOBS)
-        submit = np.cumsum(gaps) - gaps[0]
-        size = rng.exponential(1.0, BIAS_JOBS)
-        jobs = pl.DataFrame({"job_id": np.arange(BIAS_JOBS), "submit": submit, "size": size, "estimate": size,
-                             "weight": np.ones(BIAS_JOBS)})
-        result = engine.run(jobs, "FIFO")
-        d = cut("mser5", jobs)
+        result = engine.run(_mm1(rng, BIAS_JOBS), "FIFO")
         raw.append(result.summary["mst"])
         trunc.append(apply(result, d)["mst"])
-        cuts.append(d)
     bias_raw = float(np.mean(raw)) - expected
     bias_trunc = float(np.mean(trunc)) - expected
     print(f"M/M/1 load {BIAS_LOAD}, {BIAS_RUNS} runs x {BIAS_JOBS} jobs: bias untruncated {bias_raw:+.3f}, "
-          f"MSER-5 truncated {bias_trunc:+.3f}, mean cut {np.mean(cuts):.1f} jobs")
+          f"MSER-5 truncated (cut {d} jobs, from {PILOTS} pilots) {bias_trunc:+.3f}")
+    assert 0 < d <= BIAS_JOBS // 2
     assert abs(bias_trunc) < abs(bias_raw)
 
 
@@ -144,9 +148,8 @@ def test_warmup_same_cut_for_every_policy_and_metrics_on_kept_jobs(tmp_path):
                                                "params": {"column": "sojourn", "q": 0.9}}])
     rows = schedlab.load(spec.results_dir()).collect()
     jobs = schedlab.load(spec.results_dir(), "jobs").collect()
-    assert rows["warmup_jobs"].max() > 0  # at least one instance is cut (a cut of 0 is legitimate)
-    for rep, grp in rows.group_by("replication"):
-        assert grp["warmup_jobs"].n_unique() == 1  # the same leading jobs dropped for every policy
+    assert rows["warmup_jobs"].max() > 0  # this point is cut (a cut of 0 would be legitimate)
+    assert rows["warmup_jobs"].n_unique() == 1  # one cut per point: every policy, every replication
     for rec in rows.iter_rows(named=True):
         mine = jobs.filter((pl.col("config_id") == rec["config_id"]) & (pl.col("replication") == rec["replication"]))
         kept = mine.sort("submit", maintain_order=True)[int(rec["warmup_jobs"]):]
@@ -164,6 +167,22 @@ def test_warmup_cut_does_not_depend_on_which_policies_run(tmp_path):
     alone = run_instances(plan.engine, [(inst, [inst.point.configs[1]])], None, False, plan.metrics)
     row = next(r for r in full.summary if r["config_id"] == inst.point.configs[1].config_id and r["replication"] == 1)
     assert alone.summary[0]["warmup_jobs"] == row["warmup_jobs"] and alone.summary[0]["mst"] == row["mst"]
+
+
+def test_point_cut_is_the_largest_pilot_cut_and_memoised():
+    from schedlab.platform.warmup import pilot_seeds, table_cut
+
+    calls = []
+
+    def build(rng):
+        calls.append(1)
+        return _mm1(rng, 500)
+
+    d = point_cut("mser5", 3, "00ff", build)
+    assert len(calls) == PILOTS
+    expected = max(table_cut("mser5", _mm1(np.random.default_rng(ss), 500)) for ss in pilot_seeds(3, "00ff"))
+    assert d == expected
+    assert point_cut("mser5", 3, "00ff", build) == d and len(calls) == PILOTS  # memoised
 
 
 def test_no_warmup_leaves_rows_alone(tmp_path):

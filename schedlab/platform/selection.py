@@ -202,7 +202,10 @@ def describe(document: dict[str, Any]) -> list[str]:
     for pt in c["points"]:
         label = ", ".join(f"{k}={v}" for k, v in pt["where"].items()) or "(one workload point)"
         pol = {p["policy"]: p for p in pt["policies"]}
-        order = ", ".join(f"{nm} (r={pol[nm]['eliminated_at']})" for nm in pt["elimination_order"])
+        order = ", ".join(f"{nm} (r={pol[nm]['eliminated_at']}"
+                          + (f", identical to {pol[nm]['eliminated_by'].split(' ')[0]}"
+                             if "identical" in str(pol[nm].get("eliminated_by")) else "") + ")"
+                          for nm in pt["elimination_order"])
         state = {"one left": "selected", "max reached": "best sample mean at max (no PCS guarantee)"}.get(
             pt["stopped"], pt["stopped"] or "not finished")
         lines.append(f"  {label}: {pt['winner'] or '–'} {state} after {pt['replications']} replications "
