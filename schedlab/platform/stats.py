@@ -146,10 +146,10 @@ def mser5(x) -> int:
 #: Overlapping batch means: batch size b = n // OBM_BATCHES. Few, long
 #: batches: queueing output is strongly autocorrelated near saturation, and
 #: too short batches under-estimate the variance. Measured on M/M/1 started
-#: empty after the MSER-5 cut (benchmarks/steady_state.py): with n/b = 4 the
-#: 95 % interval covered E[T] in 93 % of 300 runs of 100k jobs at load 0.9
-#: (n/b = 20: 89 %); at load 0.99 with 1M jobs (about six relaxation times)
-#: 80 % of 80 runs (92 % without the cut: MSER-5 biases such a run low).
+#: empty after the sweep's warm-up cut (benchmarks/steady_state.py): with
+#: n/b = 4 the 95 % interval covered E[T] in 95 % of 300 runs of 100k jobs at
+#: load 0.9 (n/b = 20: 93 %); at load 0.99 with 1M jobs (about six relaxation
+#: times) in 85 % of 80 runs (n/b = 20: 78 %) -- such a run is still short.
 OBM_BATCHES = 4
 
 
