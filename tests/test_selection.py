@@ -199,6 +199,13 @@ def test_selection_goes_to_the_mlflow_parent_run(tmp_path):
 
     write(tmp_path, {"procedure": "KN (Kim & Nelson 2001)", "delta": 0.1, "confidence": 0.95, "n0": 10,
                      "points": [{"where": {"shape": 1.0}, "winner": "SRPT", "eta": 0.9, "h2": 17.0}]})
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"spec": {"replications": {"n": 3}}}))  # not a select-best sweep: ignored
+    silent = []
+    log_to_mlflow(type("C", (), {"log_artifact": lambda *a: silent.append(a), "log_batch": lambda *a, **k:
+                                 silent.append(a)})(), "parent", tmp_path)
+    assert silent == []
+    manifest.write_text(json.dumps({"spec": {"replications": {"mode": "select-best"}}}))
 
     class Client:
         def __init__(self):

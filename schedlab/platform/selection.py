@@ -188,8 +188,20 @@ def write(results_dir: str | Path, document: dict[str, Any]) -> Path:
 
 
 def read(results_dir: str | Path) -> dict[str, Any] | None:
-    path = Path(results_dir) / FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    """The results dir's ``selection.json``, if its spec (manifest) is a
+    select-best sweep (a file left by an earlier spec under --fresh is not
+    this sweep's)."""
+    root = Path(results_dir)
+    path = root / FILE
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads((root / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if (manifest.get("spec") or {}).get("replications", {}).get("mode") != "select-best":
+        return None
+    return json.loads(path.read_text())
 
 
 def describe(document: dict[str, Any]) -> list[str]:
