@@ -218,7 +218,8 @@ def plan(spec_file: Path) -> None:
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
     if spec.outputs.warmup:
-        click.echo(f"  warm-up deletion  {spec.outputs.warmup}: one cut per instance, the same for every policy")
+        click.echo(f"  warm-up deletion  {spec.outputs.warmup}: one cut per workload point (from pilot instances), "
+                   f"the same for every policy and replication")
 
 
 @main.command()
