@@ -12,3 +12,14 @@ def load(results_dir, table: str = "summary"):
     from schedlab.platform.store import load as _load
 
     return _load(results_dir, table)
+
+
+def compare(results_dir, baseline: str, metric: str = "mst", by=None, ratio: bool = False):
+    """Paired comparison of every policy with ``baseline`` (same workload point
+    and replication = a pair): per workload point (``by``) and policy, the
+    mean difference or geometric mean ratio, its 95 % t interval, n pairs and
+    Holm-adjusted p values, as a polars DataFrame
+    (``schedlab.platform.compare``)."""
+    from schedlab.platform.compare import compare as _compare
+
+    return _compare(results_dir, baseline, metric=metric, by=by, ratio=ratio)

@@ -205,7 +205,15 @@ def plan(spec_file: Path) -> None:
     click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")
     click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
     click.echo(f"  configurations    {len(p.configs)}")
-    if reps.adaptive:
+    if reps.select_best:
+        click.echo(f"  replications      select-best (KN, Kim & Nelson 2001) on {reps.metric}: delta {reps.delta:g}, "
+                   f"confidence {reps.confidence or 0.95:g}, n0 {reps.min}, then {reps.step} per round per surviving "
+                   f"policy, at most {reps.max}")
+    elif reps.adaptive and reps.target == "paired":
+        what = "ratio" if reps.ratio else "difference"
+        click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until every policy's "
+                   f"paired 95% CI of the {what} of {reps.metric} to {reps.baseline} is within {reps.rel_halfwidth:.0%}")
+    elif reps.adaptive:
         click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
                    f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean")
     else:
@@ -214,6 +222,9 @@ def plan(spec_file: Path) -> None:
     click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
+    if spec.outputs.warmup:
+        click.echo(f"  warm-up deletion  {spec.outputs.warmup}: one cut per workload point (from pilot instances), "
+                   f"the same for every policy and replication")
 
 
 @main.command()
@@ -328,6 +339,63 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    from schedlab.platform.selection import describe, read
+
+    selection = read(results_dir)
+    if selection is not None:  # a select-best sweep: what KN selected, and when each policy left
+        click.echo("")
+        for line in describe(selection):
+            click.echo(line)
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--baseline", required=True, help="The policy every other policy is compared with.")
+@click.option("--metric", default="mst", show_default=True, help="Metric column.")
+@click.option("--by", default=None,
+              help="Comma-separated workload-point columns (default: every varying parameter but the policies').")
+@click.option("--ratio", is_flag=True, help="Geometric mean ratio policy / baseline (interval on the log scale).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (method and rows).")
+def compare(results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool,
+            as_json: bool) -> None:
+    """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p."""
+    from schedlab.platform.compare import compare as paired_compare, method_text
+
+    if as_csv and as_json:
+        raise UserError("--csv and --json: choose one")
+    table = paired_compare(results_dir, baseline, metric, by, ratio)
+    k = table["policy"].n_unique()
+    method = method_text(baseline, k, ratio)
+    if as_json:
+        click.echo(json.dumps({"metric": metric, "baseline": baseline, "estimate": "ratio" if ratio else "diff",
+                               "confidence": 0.95, "correction": "holm", "method": method,
+                               "rows": [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                                        for r in table.to_dicts()]}, default=str, allow_nan=False))
+        return
+    if as_csv:
+        click.echo(table.write_csv(), nl=False)
+        return
+    est = "ratio" if ratio else "diff"
+    keys = [c for c in table.columns if c not in ("policy", "baseline", "n", f"{metric}_mean", "baseline_mean", est,
+                                                   "ci_low", "ci_high", "halfwidth", "p_value", "p_holm",
+                                                   "significant")]
+    header = keys + ["policy", f"{metric} mean", f"{baseline} mean",
+                     f"{'ratio' if ratio else 'difference'} [95% CI]", "n", "p (Holm)", ""]
+    rows = []
+    for rec in table.iter_rows(named=True):
+        interval = (f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]" if rec["ci_low"] == rec["ci_low"]
+                    and rec["ci_low"] is not None else f"{rec[est]:.4g}")
+        p = rec["p_holm"]
+        rows.append([str(rec[c]) for c in keys] + [rec["policy"], f"{rec[f'{metric}_mean']:.6g}",
+                                                   f"{rec['baseline_mean']:.6g}", interval, str(rec["n"]),
+                                                   "–" if p is None or p != p else f"{p:.3g}",
+                                                   "*" if rec["significant"] else ""])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    click.echo(f"{metric}: {method}")
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
 @main.command()

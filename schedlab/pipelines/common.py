@@ -36,6 +36,33 @@ def ratios_to(frame, metrics: list[str], baseline: str, on: list[str]):
         [f"_b_{m}" for m in metrics])
 
 
+def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], pair: list[str]):
+    """Paired 95 % intervals of ``policy`` / ``other`` (geometric mean ratio,
+    t interval of the mean log ratio, `compare.paired_stats`) per ``keys``,
+    from rows that share ``pair`` (the replication, or a trace window): the
+    interval a claim "policy beats other" is judged by. Columns: keys,
+    n, estimate, ci_low, ci_high."""
+    import polars as pl
+
+    from schedlab.platform.compare import paired_stats
+
+    if hasattr(frame, "collect"):
+        frame = frame.collect()
+    rows = frame.filter(pl.col("policy").is_in([policy, other])).select(
+        keys + [c for c in pair if c not in keys] + ["policy", pl.col(metric).cast(pl.Float64)])
+    return paired_stats(rows, keys, [c for c in pair if c not in keys], "policy", metric, other, ratio=True)
+
+
+def paired_note(table, policy: str, other: str, **where: Any) -> str:
+    """'LAS/PS 0.78 [0.75, 0.81]' from a `paired_ratios` table ('' if absent)."""
+    row = lookup(table, None, **where) if where else (table.row(0, named=True) if table.height else None)
+    if row is None:
+        return ""
+    if row["ci_low"] is None or row["ci_low"] != row["ci_low"]:
+        return f"{policy}/{other} {row['estimate']:.3f} (n = {row['n']})"
+    return f"{policy}/{other} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+
+
 def absolute(results_dir: str | Path, metric: str, keys: list[str]):
     """Mean, 95 % CI and n of a metric per keys + policy."""
     from schedlab import load

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import FigureReport, Check, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, plot_lines, relative_to, save
+from schedlab import load
+from schedlab.pipelines.common import lookup, md_table, paired_note, paired_ratios, plot_lines, relative_to, save
 
 POLICIES = ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SCALES: dict[str, dict[str, Any]] = {
@@ -58,7 +59,19 @@ def plot(table, path: Path) -> list[str]:
     return series
 
 
-def checks(table) -> list[Check]:
+def checks(table, paired: dict[str, Any] | None = None) -> list[Check]:
+    """The paper's claims on the ratio table; ``paired``: {"LAS/PS": table,
+    "FIFO/PS": table} of `common.paired_ratios` (same replications), whose
+    95 % intervals are quoted with the claims that compare two policies."""
+    paired = paired or {}
+
+    def note(pair: str, s: float) -> str:
+        if pair not in paired:
+            return ""
+        a, b = pair.split("/")
+        text = paired_note(paired[pair], a, b, shape=s)
+        return f" [paired 95 % CI {text}]" if text else ""
+
     shapes = sorted(set(table["shape"].to_list()))
     r = lambda p, s: lookup(table, p, shape=s)["ratio_mean"]  # noqa: E731
     out = []
@@ -80,12 +93,14 @@ def checks(table) -> list[Check]:
         out.append(Check(
             "LAS outperforms PS for heavy-tailed workloads (every shape < 1)",
             all(r("LAS", s) < r("PS", s) for s in heavy),
-            "; ".join(f"shape {s:g}: LAS {r('LAS', s):.3f} vs PS {r('PS', s):.3f}" for s in heavy)))
+            "; ".join(f"shape {s:g}: LAS {r('LAS', s):.3f} vs PS {r('PS', s):.3f}{note('LAS/PS', s)}"
+                      for s in heavy)))
     if light:
         out.append(Check(
             "FIFO outperforms PS for light-tailed workloads (every shape > 1)",
             all(r("FIFO", s) < r("PS", s) for s in light),
-            "; ".join(f"shape {s:g}: FIFO {r('FIFO', s):.3f} vs PS {r('PS', s):.3f}" for s in light)))
+            "; ".join(f"shape {s:g}: FIFO {r('FIFO', s):.3f} vs PS {r('PS', s):.3f}{note('FIFO/PS', s)}"
+                      for s in light)))
     if 1.0 in shapes:
         vals = {p: r(p, 1.0) for p in ("FIFO", "PS", "LAS")}
         spread = max(vals.values()) / min(vals.values()) - 1
@@ -113,7 +128,8 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
             "≥ 30 replications until the 95 % CI is within 5 %; optimal = SRPT's MST."),
         measured="MST / optimal (SRPT), per replication then averaged:\n\n"
                  + md_table(table, "shape", POLICIES, "ratio"),
-        checks=checks(table))]
+        checks=checks(table, {pair: paired_ratios(load(results_dir), "mst", *pair.split("/"), ["shape"],
+                                                  ["replication"]) for pair in ("LAS/PS", "FIFO/PS")}))]
 
 
 PIPELINE = Pipeline(

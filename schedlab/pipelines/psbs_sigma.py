@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, panel_tables, ratio_panels, relative_to
+from schedlab import load
+from schedlab.pipelines.common import lookup, panel_tables, ratio_panels, relative_to, paired_ratios
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SHAPES = [0.25, 0.177, 0.125]
@@ -44,7 +45,22 @@ def plot(table, path: Path) -> list[str]:
 
 
 
-def checks(table) -> list[Check]:
+def checks(table, paired: dict[str, Any] | None = None) -> list[Check]:
+    """``paired``: {"PSBS/PS": table, "PSBS/SRPTE": table} of
+    `common.paired_ratios` (same replications): the claims comparing two
+    policies quote the extreme paired 95 % intervals."""
+    paired = paired or {}
+
+    def note(pair: str, sigmas_: list[float]) -> str:
+        t = paired.get(pair)
+        if t is None or t.height == 0:
+            return ""
+        sub = t.filter(t["sigma"].is_in(sigmas_))
+        if sub.height == 0 or sub["ci_high"].null_count() == sub.height:
+            return ""
+        return (f" [paired 95 % CIs of {pair} over these points: upper ends {sub['ci_high'].min():.3f}–"
+                f"{sub['ci_high'].max():.3f}, n = {sub['n'].min()}–{sub['n'].max()}]")
+
     sigmas = sorted(set(table["sigma"].to_list()))
     r = lambda p, sh, sg: lookup(table, p, shape=sh, sigma=sg)["ratio_mean"]  # noqa: E731
     out = []
@@ -56,7 +72,7 @@ def checks(table) -> list[Check]:
         "PSBS/PS ratio over shapes and sigma < 2: "
         + f"{min(r('PSBS', sh, sg) / r('PS', sh, sg) for sh in SHAPES for sg in low):.3f}–"
         + f"{max(r('PSBS', sh, sg) / r('PS', sh, sg) for sh in SHAPES for sg in low):.3f}"
-        + (f"; fails at (shape, sigma) {bad}" if bad else "")))
+        + (f"; fails at (shape, sigma) {bad}" if bad else "") + note("PSBS/PS", low)))
     bad = [(sh, sg) for sh in SHAPES for sg in sigmas if not r("PSBS", sh, sg) <= r("SRPTE", sh, sg)]
     out.append(Check(
         "in all three panels PSBS performs better than SRPTE (every sigma)",
@@ -64,7 +80,7 @@ def checks(table) -> list[Check]:
         "SRPTE/PSBS ratio: "
         + f"{min(r('SRPTE', sh, sg) / r('PSBS', sh, sg) for sh in SHAPES for sg in sigmas):.2f}–"
         + f"{max(r('SRPTE', sh, sg) / r('PSBS', sh, sg) for sh in SHAPES for sg in sigmas):.2f}"
-        + (f"; fails at (shape, sigma) {bad}" if bad else "")))
+        + (f"; fails at (shape, sigma) {bad}" if bad else "") + note("PSBS/SRPTE", sigmas)))
     gap = {sh: max(r("FSPE", sh, sg) / r("PSBS", sh, sg) for sg in sigmas) for sh in SHAPES}
     out.append(Check(
         "the FSPE–PSBS gap grows with skew (largest FSPE/PSBS at shape 0.125 exceeds that at shape 0.25)",
@@ -90,7 +106,8 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
             "only for shape < 0.25 [...] reaching differences of even around one order of magnitude.\" "
             "(FIFO falls outside the plots and is not drawn.)"),
         measured="\n\n".join(measured),
-        checks=checks(table))]
+        checks=checks(table, {pair: paired_ratios(load(results_dir), "mst", *pair.split("/"), ["shape", "sigma"],
+                                                  ["replication"]) for pair in ("PSBS/PS", "PSBS/SRPTE")}))]
 
 
 PIPELINE = Pipeline(

@@ -70,6 +70,9 @@ class WorkloadPoint:
     params: dict[str, Any]
     configs: tuple[Config, ...]
     code: CodeRef | None = None  # a user's generator (kind = its label) or trace reader
+    #: Warm-up deletion the task applies to every run of this point's instances
+    #: ([outputs] warmup; not part of the point's identity: the instance is the same).
+    warmup: str | None = None
 
     def work(self) -> int:
         """Job-runs one instance costs: jobs x configurations (a packing hint)."""
@@ -351,7 +354,8 @@ def build_plan(spec, source: str = "spec") -> Plan:
                 config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code)
                 configs[cid] = config
                 point_configs.append(config)
-        points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode))
+        points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode,
+                                    getattr(spec.outputs, "warmup", None)))
     # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
     engine.check_system_workload(spec.system, kind, [p.params for p in points], f"{source}: system",
                                  f"{source}: workload")

@@ -348,12 +348,17 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
 
 def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report: SweepReport) -> None:
     """Rounds of replications until every configuration's 95 % CI half-width of
-    the metric is within rel_halfwidth of its mean (or max is reached)."""
-    import polars as pl
-
-    from schedlab.platform.stats import summarize
+    the metric is within rel_halfwidth of its mean (``target`` unset or
+    "each"), or every policy's paired interval to the baseline is
+    (``target = "paired"``, `adaptive.paired_satisfied`), or max is reached.
+    ``mode = "select-best"`` runs Kim & Nelson's KN instead
+    (`adaptive.select_best`)."""
+    from schedlab.platform import adaptive
 
     reps = spec.replications
+    if reps.select_best:
+        adaptive.select_best(spec, plan, store, run_round, report)
+        return
     next_r = {p.point_id: 0 for p in plan.points}
     want = {p.point_id: reps.min for p in plan.points}
     while True:
@@ -368,15 +373,13 @@ def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report
             next_r[p.point_id] = want[p.point_id]
         run_round(instances)
         report.rounds += 1
-        rows = store.scan().select("config_id", reps.metric).collect() if store.has("summary") else None
+        rows = store.scan().select("config_id", "replication", reps.metric).collect() if store.has("summary") else None
         if rows is None or reps.metric not in rows.columns:
             return
-        stats = summarize(rows, ["config_id"], [reps.metric])
-        ok = stats.filter(
-            pl.col(f"{reps.metric}_ci95").is_not_null()
-            & (pl.col(f"{reps.metric}_ci95") <= reps.rel_halfwidth * pl.col(f"{reps.metric}_mean").abs())
-        )
-        satisfied = set(ok["config_id"].to_list())
+        if reps.target == "paired":
+            done = adaptive.paired_satisfied(plan, rows, reps)
+        else:
+            done = adaptive.each_satisfied(plan, rows, reps)
         for p in plan.points:
-            if any(c.config_id not in satisfied for c in p.configs) and want[p.point_id] < reps.max:
+            if p.point_id not in done and want[p.point_id] < reps.max:
                 want[p.point_id] = min(reps.max, want[p.point_id] + reps.batch)

@@ -32,8 +32,16 @@ A spec::
     # ... or adaptive: rounds until the 95 % CI half-width of `metric` is within
     # rel_halfwidth of its mean for every configuration
     # metric = "mst"; rel_halfwidth = 0.05; min = 5; max = 200; batch = 5
+    # ... on a paired target: every policy's paired interval of the difference
+    # to the baseline within rel_halfwidth of the baseline's mean (ratio = true:
+    # half-width of the mean log ratio <= log(1 + rel_halfwidth))
+    # target = "paired"; baseline = "PS"; ratio = false
+    # ... or ranking and selection (Kim & Nelson's KN, per workload point):
+    # mode = "select-best"; metric = "mst"; delta = 0.1; confidence = 0.95;
+    # minimize = true; min = 10 (n0); max = 200; batch = 1
 
     [outputs]   dir = "results/psbs-shape"; per_job = false
+    # warmup = "mser5"           # queue engine: MSER-5 warm-up deletion, same cut for every policy of an instance
     [tracking]  enabled = true; uri = "sqlite:///mlflow.db"; experiment = "psbs-shape"
     [execution] address = "ray://head:10001"; max_in_flight = 6; cpus_per_task = 1; retries = 3
 """
@@ -43,7 +51,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -101,16 +109,52 @@ class ReplicationsSpec(_Model):
     min: int = Field(default=5, ge=2)
     max: int = Field(default=200, ge=2)
     batch: int = Field(default=5, ge=1)
+    #: Adaptive target: None / "each" (every configuration's own CI of the
+    #: mean) or "paired" (every policy's paired interval to ``baseline``).
+    target: Literal["each", "paired"] | None = None
+    baseline: str | None = None
+    ratio: bool | None = None  # paired target on policy / baseline (log scale)
+    #: "select-best": Kim & Nelson's (2001) fully sequential procedure KN.
+    mode: Literal["select-best"] | None = None
+    delta: float | None = Field(default=None, gt=0)  # indifference zone, in the metric's units
+    confidence: float | None = Field(default=None, gt=0, lt=1)  # 1 - alpha (default 0.95)
+    minimize: bool | None = None  # default true: smaller is better
+
+    #: Fields added after results dirs existed: left out of the spec hash while unset.
+    LATE: ClassVar[tuple[str, ...]] = ("target", "baseline", "ratio", "mode", "delta", "confidence", "minimize")
 
     @model_validator(mode="after")
     def _one_mode(self):
-        adaptive = self.metric is not None or self.rel_halfwidth is not None
-        if self.n is not None and adaptive:
-            raise ValueError("give either n, or metric + rel_halfwidth (adaptive), not both")
-        if self.n is None and not adaptive:
-            raise ValueError("give n (a fixed count) or metric + rel_halfwidth (adaptive)")
-        if adaptive and (self.metric is None or self.rel_halfwidth is None):
-            raise ValueError("adaptive replications need both metric and rel_halfwidth")
+        if self.mode == "select-best":
+            if self.n is not None:
+                raise ValueError("n: select-best decides the replications itself; leave n out")
+            for name in ("rel_halfwidth", "target", "baseline", "ratio"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: not used with mode = \"select-best\" (it takes metric, delta, "
+                                     f"confidence, minimize, min, max, batch)")
+            if self.metric is None:
+                raise ValueError("metric: select-best needs the metric to select on")
+            if self.delta is None:
+                raise ValueError("delta: select-best needs the indifference zone delta (in the metric's units)")
+        else:
+            for name in ("delta", "confidence", "minimize"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: only with mode = \"select-best\"")
+            adaptive = self.metric is not None or self.rel_halfwidth is not None
+            if self.n is not None and adaptive:
+                raise ValueError("give either n, or metric + rel_halfwidth (adaptive), not both")
+            if self.n is None and not adaptive:
+                raise ValueError("give n (a fixed count) or metric + rel_halfwidth (adaptive)")
+            if adaptive and (self.metric is None or self.rel_halfwidth is None):
+                raise ValueError("adaptive replications need both metric and rel_halfwidth")
+            if self.target == "paired" and self.baseline is None:
+                raise ValueError("baseline: target = \"paired\" needs the baseline policy")
+            if self.target != "paired":
+                for name in ("baseline", "ratio"):
+                    if getattr(self, name) is not None:
+                        raise ValueError(f"{name}: only with target = \"paired\"")
+            if self.n is not None and self.target is not None:
+                raise ValueError("target: only with adaptive replications (metric + rel_halfwidth), not n")
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
         return self
@@ -119,10 +163,22 @@ class ReplicationsSpec(_Model):
     def adaptive(self) -> bool:
         return self.n is None
 
+    @property
+    def select_best(self) -> bool:
+        return self.mode == "select-best"
+
+    @property
+    def step(self) -> int:
+        """Replications per round after the first: ``batch``; select-best
+        takes one at a time (KN's own rule) unless batch is given."""
+        return self.batch if (not self.select_best or "batch" in self.model_fields_set) else 1
+
 
 class OutputsSpec(_Model):
     dir: str | None = None
     per_job: bool = False
+    #: Warm-up deletion of the leading jobs (queue engine): "mser5" (White 1997).
+    warmup: Literal["mser5"] | None = None
 
 
 class TrackingSpec(_Model):
@@ -160,6 +216,27 @@ class SweepSpec(_Model):
             raise ValueError("must be letters, digits, '.', '_' or '-' (it names a directory)")
         return v
 
+    @model_validator(mode="after")
+    def _cross_fields(self):
+        reps = self.replications
+        if reps.baseline is not None:
+            entries = self.policy_entries()
+            names = [e.name for e in entries]
+            if reps.baseline not in names:
+                raise ValueError(f"replications.baseline: {reps.baseline!r} is not one of the spec's policies "
+                                 f"({', '.join(names)})")
+            entry = entries[names.index(reps.baseline)]
+            grid = [k for k, v in entry.params.items() if isinstance(v, list) and len(v) > 1]
+            if grid:
+                raise ValueError(f"replications.baseline: {reps.baseline!r} has a grid of params ({', '.join(grid)}); "
+                                 f"the baseline must be one configuration")
+        if reps.select_best and len(self.policies) < 2:
+            raise ValueError("replications.mode: select-best needs at least 2 policies")
+        if self.outputs.warmup is not None and self.engine != "queue":
+            raise ValueError(f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
+                             f"engine {self.engine!r} has none")
+        return self
+
     #: The folder `use = "file.py:..."` paths are relative to (the spec file's; else the cwd).
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
@@ -183,6 +260,13 @@ class SweepSpec(_Model):
         data = self.model_dump(mode="json")
         keep = ("name", "engine", "seed", "workload", "policies", "system", "replications")
         out = {k: data[k] for k in keep}
+        for k in ReplicationsSpec.LATE:  # absent while unset: earlier results dirs keep their spec hash
+            if out["replications"].get(k) is None:
+                out["replications"].pop(k, None)
+        if self.replications.select_best:  # one at a time unless batch is given: part of the procedure
+            out["replications"]["batch"] = self.replications.step
+        if self.outputs.warmup is not None:  # it changes the steady-state metrics of every row
+            out["warmup"] = self.outputs.warmup
         if self.metrics:  # only when set: the spec hashes of earlier results dirs stay valid
             out["metrics"] = data["metrics"]
         out["per_job"] = self.outputs.per_job
@@ -212,6 +296,12 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
     except ValidationError as err:
         first = err.errors()[0]
         msg = first["msg"].removeprefix("Value error, ")
+        named = re.match(r"^([a-z_]+(?:\.[a-z_]+)?): (.*)$", msg, re.S)
+        if first["type"] == "value_error" and named:  # a cross-field rule names its field: put it in the path
+            where = _path(first["loc"])
+            field_ = named.group(1)
+            path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
+            raise UserError(f"{source}: {path_}: {named.group(2)}") from None
         if first["type"] == "extra_forbidden":
             msg = "unknown field"
         elif first["type"] == "missing":

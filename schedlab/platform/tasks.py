@@ -90,6 +90,22 @@ def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
     return out
 
 
+def _warmup_hook(engine_name: str, instance: Instance, jobs, shared):
+    """With ``[outputs] warmup``: a function (run result, extra metrics) ->
+    the columns the cut changes (``schedlab.platform.warmup``: one cut per
+    workload point, from pilot instances); None without warm-up deletion."""
+    point = instance.point
+    method = getattr(point, "warmup", None)
+    if method is None:
+        return None
+    from schedlab.platform import warmup
+
+    d = warmup.point_cut(method, instance.seed_words[0], point.point_id,
+                         lambda rng: _build(engine_name, point, rng, shared))
+    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
+
+
 def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
                   metrics: tuple[MetricSpec, ...] = ()) -> TaskResult:
     """Run, for each workload instance, the configurations still to do."""
@@ -107,6 +123,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
         try:
             rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
             jobs = _build(engine_name, point, rng, shared)
+            steady = _warmup_hook(engine_name, instance, jobs, shared)
         except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
             line, trace = _describe(err)
             text = f"building the workload failed: {line}"
@@ -122,6 +139,8 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                     policy = classes[key]
                 result = engine.run(jobs, policy, config.policy_params, config.system)
                 extra = _extra_metrics(result, metric_fns, engine_name)
+                if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
+                    extra.update(steady(result, metric_fns))
             except Exception as err:  # noqa: BLE001
                 line, trace = _describe(err)
                 out.failures.append(_failure(config, instance.replication, line, trace))

@@ -517,6 +517,9 @@ class _Sync:
             self.verify(expected)
         if not self.dead:
             try:
+                from schedlab.platform.selection import log_to_mlflow
+
+                log_to_mlflow(self.mirror.client, self.mirror.parent.run_id, self.results_dir)  # selection.json, if any
                 self.mirror.finish()
             except Exception as err:
                 self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
