@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.sim.queue import DONE_REL_TOL
 from schedlab.policies.queue import QUEUE_POLICIES
 from tests.conftest import run
 
@@ -30,10 +31,18 @@ def workloads(draw, max_jobs=25):
 
 
 def fifo_recursion(submit, size):
+    """C_i = max(a_i, C_{i-1}) + s_i, with the engine's one documented
+    rounding rule (``DONE_REL_TOL``, sim/queue.py): a completion that an
+    arrival precedes by at most DONE_REL_TOL x s_i happens at that arrival
+    (hypothesis found such a case: an arrival one ULP before C_0)."""
+    submit = np.asarray(submit, dtype=float)
     c = np.empty_like(size)
     prev = -np.inf
     for i in range(len(size)):
         prev = max(submit[i], prev) + size[i]
+        near = submit[(submit >= prev - DONE_REL_TOL * size[i]) & (submit < prev)]
+        if near.size:
+            prev = float(near.min())
         c[i] = prev
     return c
 
@@ -42,6 +51,14 @@ def fifo_recursion(submit, size):
 @given(workloads())
 def test_fifo_equals_recursion_exactly(w):
     submit, size, _, _ = w
+    assert run("FIFO", submit, size).tolist() == fifo_recursion(submit, size).tolist()
+
+
+def test_fifo_recursion_with_an_arrival_one_ulp_before_a_completion():
+    """The case hypothesis found: job 1 arrives one ULP before job 0 would end."""
+    s0 = 1.572244414979377
+    submit, size = np.array([0.0, np.nextafter(s0, 0.0)]), np.array([s0, 1.0])
+    assert fifo_recursion(submit, size).tolist() == [submit[1], submit[1] + 1.0]
     assert run("FIFO", submit, size).tolist() == fifo_recursion(submit, size).tolist()
 
 
