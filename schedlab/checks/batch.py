@@ -34,7 +34,7 @@ both).
 
 from __future__ import annotations
 
-from schedlab.checks.common import (MAX_JOBS, EngineCheck, Invariant, Workload, crashed, first_difference,
+from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
                                     swallowed_reads, violation)
 
 INVARIANTS = (
@@ -65,10 +65,7 @@ def _workloads():
         wide = sorted({capacity, max(1, capacity - 1), max(1, capacity // 2)}, reverse=True)
         procs = st.one_of(st.sampled_from([1, *wide]), st.integers(1, capacity))
         jobs = draw(st.lists(st.tuples(gap, runtime, factor, procs), min_size=1, max_size=MAX_JOBS))
-        submit, t = [], 0.0
-        for g, *_ in jobs:
-            t += g
-            submit.append(t)
+        submit = arrivals(jobs)
         return Workload({
             "job": list(range(len(jobs))),
             "submit": submit,

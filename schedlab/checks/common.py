@@ -63,6 +63,17 @@ class Violation(Exception):
 _KINDS: dict[str, type[Violation]] = {}
 
 
+def arrivals(jobs) -> list[float]:
+    """Submit times from drawn job tuples whose first element is the gap to
+    the previous arrival (the strategies draw gaps so that 0.0 -- coincident
+    arrivals -- is common)."""
+    submit, t = [], 0.0
+    for gap, *_ in jobs:
+        t += gap
+        submit.append(t)
+    return submit
+
+
 def violation(invariant: str, message: str) -> Violation:
     """A :class:`Violation` of a subclass particular to ``invariant`` (see the
     module docstring: distinct types keep shrinking on one invariant)."""

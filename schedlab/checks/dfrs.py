@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 
-from schedlab.checks.common import (MAX_JOBS, EngineCheck, Invariant, Workload, crashed, first_difference,
+from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
                                     swallowed_reads, violation)
 
 #: A job ends no earlier than release + processing, up to the yield
@@ -141,10 +141,7 @@ def _workloads():
         nodes = draw(st.one_of(st.sampled_from([2, 1, 3, 4])))
         penalty = draw(st.sampled_from([300.0, 0.0, 30.0]))
         jobs = draw(st.lists(job(nodes), min_size=1, max_size=MAX_JOBS))
-        submit, t = [], 0.0
-        for g, *_ in jobs:
-            t += g
-            submit.append(t)
+        submit = arrivals(jobs)
         return Workload({
             "job": list(range(len(jobs))),
             "submit": submit,

@@ -35,7 +35,7 @@ raise ``UserError`` for one, which is how a policy says it is single-resource.
 
 from __future__ import annotations
 
-from schedlab.checks.common import (MAX_JOBS, EngineCheck, Invariant, Workload, crashed, first_difference,
+from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
                                     swallowed_reads, violation)
 from schedlab.errors import UserError
 
@@ -85,10 +85,7 @@ def _workloads(resources: tuple[int, ...]):
         grouped = draw(st.booleans())
         jobs = draw(st.lists(st.tuples(gap, duration, st.lists(demand, min_size=d, max_size=d), st.integers(0, 3)),
                              min_size=1, max_size=MAX_JOBS))
-        submit, t = [], 0.0
-        for g, *_ in jobs:
-            t += g
-            submit.append(t)
+        submit = arrivals(jobs)
         cols = {"job": list(range(len(jobs))), "submit": submit, "duration": [j[1] for j in jobs]}
         names = ["demand"] if d == 1 else ["cpu", "mem"]
         for k, name in enumerate(names):

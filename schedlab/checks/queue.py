@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 
-from schedlab.checks.common import (MAX_JOBS, EngineCheck, Invariant, Workload, crashed, first_difference,
+from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
                                     swallowed_reads, violation)
 
 #: Times are compared with this relative tolerance (x max(1, the FIFO
@@ -124,10 +124,7 @@ def _workloads():
     weight = st.sampled_from([1.0, 2.0, 0.5, 4.0, 0.25])
 
     def build(jobs) -> Workload:
-        submit, t = [], 0.0
-        for g, *_ in jobs:
-            t += g
-            submit.append(t)
+        submit = arrivals(jobs)
         return Workload({
             "job": list(range(len(jobs))),
             "submit": submit,
