@@ -36,6 +36,8 @@ A spec::
     [outputs]   dir = "results/psbs-shape"; per_job = false
     [tracking]  enabled = true; uri = "sqlite:///mlflow.db"; experiment = "psbs-shape"
     [execution] address = "ray://head:10001"; max_in_flight = 6; cpus_per_task = 1; retries = 3
+    # engine_path = "reference": run even built-in queue policies on the Python
+    # reference engine (default "fast": compiled kernels, the same numbers)
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -138,6 +140,9 @@ class ExecutionSpec(_Model):
     cpus_per_task: float = Field(default=1.0, gt=0)
     retries: int = Field(default=3, ge=0)
     task_jobs: int = Field(default=50_000, ge=1)  # pack instances until a task simulates this many job-runs
+    #: "fast": compiled kernels for the built-in queue policies (same numbers);
+    #: "reference": always the readable Python engine (schedlab.engines.ENGINE_PATHS).
+    engine_path: Literal["fast", "reference"] = "fast"
 
 
 class SweepSpec(_Model):
