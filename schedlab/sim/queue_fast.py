@@ -112,7 +112,7 @@ _TIE_BITS = TIE_BITS
 _DONE_REL_TOL = DONE_REL_TOL
 
 #: Kernel status codes.
-OK, STALLED, AMBIGUOUS = 0, 1, 2
+OK, STALLED, AMBIGUOUS, POOLS_FULL = 0, 1, 2, 3
 
 
 #: Kernels: cached on disk, no GIL, IEEE division semantics (no zero-division
@@ -126,8 +126,7 @@ _HOT = dict(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True
 # ---- state layout --------------------------------------------------------------------
 # Jobs, one row each: JF (float) and JI (int).
 W, A0, V0, FT, SZ = 0, 1, 2, 3, 4  # weight in its pool, attained at joining, pool clock then, finish tag, size
-POOL, KSEQ, CHILD, SIB, PREV, GRP, MNEXT, MPREV, SCR = 0, 1, 2, 3, 4, 5, 6, 7, 8
-# (pool, entry seq, pairing-heap links; LAS group and member list links; a scratch column)
+POOL, KSEQ, CHILD, SIB, PREV = 0, 1, 2, 3, 4  # pool, entry seq, pairing-heap links
 # Pools, one row each from row 1: PF (float) and PI (int). Row 0 holds the server's scalars.
 PV, PT, PW = 0, 1, 2  # v_ref, t_ref, weight (sum of member weights)
 PSET, PSIZE, PROOT = 0, 1, 2  # t_ref set (the pool holds the server), members, heap root
@@ -150,35 +149,23 @@ def tie_key(x):
 
 
 @njit(**_JIT)
-def _new_server(size):
-    # (Allocation by np.zeros and explicit loops only: numpy's fill and slice
-    # assignment would cost seconds of compile time.)
+def _new_server(size, cap):
+    """Job and pool tables for ``cap`` pool rows. np.empty: every field is
+    written before it is read (a job's when it is admitted, a pool's by
+    _new_pool), so untouched capacity costs nothing. (Explicit loops, not
+    numpy's fill or slice assignment: those cost seconds of compile time.)"""
     n = size.shape[0]
-    JF = np.zeros((n, 5))
-    JI = np.zeros((n, 9), dtype=np.int64)
+    JF = np.empty((n, 5))
+    JI = np.empty((n, 5), dtype=np.int64)
     for j in range(n):
         JF[j, SZ] = size[j]
-        for c in range(9):
-            JI[j, c] = NONE
-    cap = 2 * n + 16
-    PF = np.zeros((cap, 3))
-    PI = np.zeros((cap, 3), dtype=np.int64)
+    PF = np.empty((cap, 3))
+    PI = np.empty((cap, 3), dtype=np.int64)
+    PF[ROW0, NOW] = 0.0
     PI[ROW0, SERVED] = NONE
     PI[ROW0, SEQ] = 0
     PI[ROW0, NPOOLS] = 1
     return JF, JI, PF, PI
-
-
-@njit(**_JIT)
-def _grow_pools(PF, PI):
-    cap = 2 * PF.shape[0]
-    PF2 = np.zeros((cap, 3))
-    PI2 = np.zeros((cap, 3), dtype=np.int64)
-    for p in range(PF.shape[0]):
-        for c in range(3):
-            PF2[p, c] = PF[p, c]
-            PI2[p, c] = PI[p, c]
-    return PF2, PI2
 
 
 @njit(**_HOT)
@@ -263,28 +250,32 @@ def _attained(JF, JI, PF, PI, job):
 
 
 @njit(**_HOT)
-def _leave(JF, JI, PF, PI, job, p, from_heap):
-    """Server._leave: ``job`` leaves pool ``p`` (from its heap too, unless it
-    was just popped), the pool's clock anchored at now first."""
+def _unlink(JF, JI, PI, job, p):
+    """Take ``job``'s node out of pool ``p``'s heap (its children meld back in)."""
+    root = PI[p, PROOT]
+    if job == root:
+        PI[p, PROOT] = _pop_root(JF, JI, root)
+        return
+    parent = JI[job, PREV]
+    s = JI[job, SIB]
+    if JI[parent, CHILD] == job:
+        JI[parent, CHILD] = s
+    else:
+        JI[parent, SIB] = s
+    if s >= 0:
+        JI[s, PREV] = parent
+    JI[job, SIB] = NONE
+    JI[job, PREV] = NONE
+    PI[p, PROOT] = _meld(JF, JI, root, _pop_root(JF, JI, job))
+
+
+@njit(**_HOT)
+def _leave(JF, PF, PI, job, p):
+    """Server._leave, but for the heap (see _unlink): ``job`` leaves pool
+    ``p``, the pool's clock anchored at now first."""
     PF[p, PV] = _clock(PF, PI, p)  # _anchor
     if PI[p, PSET] != 0:
         PF[p, PT] = PF[ROW0, NOW]
-    if from_heap:  # unlink the node; its children's heap melds back in
-        root = PI[p, PROOT]
-        if job == root:
-            PI[p, PROOT] = _pop_root(JF, JI, root)
-        else:
-            parent = JI[job, PREV]
-            s = JI[job, SIB]
-            if JI[parent, CHILD] == job:
-                JI[parent, CHILD] = s
-            else:
-                JI[parent, SIB] = s
-            if s >= 0:
-                JI[s, PREV] = parent
-            JI[job, SIB] = NONE
-            JI[job, PREV] = NONE
-            PI[p, PROOT] = _meld(JF, JI, root, _pop_root(JF, JI, job))
     PI[p, PSIZE] -= 1
     if PI[p, PSIZE] == 0:  # reset exactly
         PF[p, PW] = 0.0
@@ -323,7 +314,9 @@ def _place(JF, JI, PF, PI, job, p, weight):
         return
     attained = _attained(JF, JI, PF, PI, job)
     if old >= 0:
-        _leave(JF, JI, PF, PI, job, old, True)
+        if PI[old, PSIZE] > 1:  # (a last member's heap is simply reset)
+            _unlink(JF, JI, PI, job, old)
+        _leave(JF, PF, PI, job, old)
     _join(JF, JI, PF, PI, job, p, weight, attained)
 
 
@@ -362,56 +355,60 @@ def _next_completion(JF, PF, PI, t_policy, t_arrival):
 def _complete(JF, JI, PF, PI, job):
     p = JI[job, POOL]
     finish = JF[job, FT]
-    PI[p, PROOT] = _pop_root(JF, JI, job)  # the job is the heap's root
+    # the job is the heap's root: pop it
+    PI[p, PROOT] = _pop_root(JF, JI, job) if JI[job, CHILD] >= 0 else NONE
     PF[p, PV] = finish
     PF[p, PT] = PF[ROW0, NOW]
-    _leave(JF, JI, PF, PI, job, p, False)
+    _leave(JF, PF, PI, job, p)
     JI[job, POOL] = NONE
 
 
-# ---- binary heaps of job ids ordered by (key[id], id) ----------------------------------
+# ---- binary heaps of job ids ordered by (key, id) -------------------------------------
+# A heap is two parallel arrays, keys ``hk`` and ids ``hi`` (a slot's key
+# beside its id: one cache line per level, not a lookup per comparison).
 
 
 @njit(**_HOT)
-def _hpush(h, hs, item, key):
+def _hpush(hk, hi, hs, key, item):
+    """Push (key, item) onto the heap of size ``hs``; return the new size."""
     i = hs
-    k = key[item]
     while i > 0:
         parent = (i - 1) >> 1
-        q = h[parent]
-        if k < key[q] or (k == key[q] and item < q):
-            h[i] = q
+        pk = hk[parent]
+        pi = hi[parent]
+        if key < pk or (key == pk and item < pi):
+            hk[i] = pk
+            hi[i] = pi
             i = parent
         else:
             break
-    h[i] = item
+    hk[i] = key
+    hi[i] = item
     return hs + 1
 
 
 @njit(**_HOT)
-def _hpop(h, hs, key):
-    """Remove h[0]; return the new size."""
+def _hpop(hk, hi, hs):
+    """Remove the top (hk[0], hi[0]); return the new size."""
     hs -= 1
-    last = h[hs]
-    kl = key[last]
+    lk = hk[hs]
+    li = hi[hs]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= hs:
             break
-        if c + 1 < hs:
-            a = h[c]
-            b = h[c + 1]
-            if key[b] < key[a] or (key[b] == key[a] and b < a):
-                c += 1
-        q = h[c]
-        if key[q] < kl or (key[q] == kl and q < last):
-            h[i] = q
+        if c + 1 < hs and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hi[c + 1] < hi[c])):
+            c += 1
+        if hk[c] < lk or (hk[c] == lk and hi[c] < li):
+            hk[i] = hk[c]
+            hi[i] = hi[c]
             i = c
         else:
             break
     if hs > 0:
-        h[i] = last
+        hk[i] = lk
+        hi[i] = li
     return hs
 
 
@@ -422,25 +419,33 @@ def _hpop(h, hs, key):
 # from tie key to group, open addressing with linear probing.
 GLEVEL, GCLOCK, GTK, GELEVEL = 0, 1, 2, 3  # level, pool clock then, heap entry's tie key and level
 GPOOL, GCOUNT, GHEAD, GTAIL, GORDER, GHEAP = 0, 1, 2, 3, 4, 5
+# Jobs' LAS rows, JL: group, member list links, a scratch column.
+GRP, MNEXT, MPREV, SCR = 0, 1, 2, 3
 ACTIVE, HSIZE, NGROUPS, ORDER, AMBIG, HLIVE = 0, 1, 2, 3, 4, 5
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed 64-bit integer
 
 
 @njit(**_JIT)
 def _las_new(n):
+    """LAS tables for ``n`` jobs: groups (at most one per job added), the jobs'
+    LAS rows and the hash table (fields written before read, but a job's
+    group, NONE until it is added, and the table's empty slots)."""
     cap = n + 2
-    gF = np.zeros((cap, 4))
-    gI = np.zeros((cap, 6), dtype=np.int64)
-    for g in range(cap):
-        for c in range(6):
-            gI[g, c] = NONE
+    JL = np.empty((n, 4), dtype=np.int64)
+    for j in range(n):
+        JL[j, GRP] = NONE
+    gF = np.empty((cap, 4))
+    gI = np.empty((cap, 6), dtype=np.int64)
     LI = np.zeros(6, dtype=np.int64)
     LI[ACTIVE] = NONE
-    hk = np.zeros(64)
-    hv = np.zeros(64, dtype=np.int64)
-    for s in range(64):
+    hcap = 64  # paused_at: at most one entry per group, so at most half full
+    while hcap < 2 * cap:
+        hcap *= 2
+    hk = np.empty(hcap)
+    hv = np.empty(hcap, dtype=np.int64)
+    for s in range(hcap):
         hv[s] = NONE
-    return gF, gI, LI, hk, hv
+    return JL, gF, gI, LI, hk, hv
 
 
 @njit(**_HOT)
@@ -499,24 +504,6 @@ def _ht_del(hk, hv, LI, key):
         hv[i] = hv[j]
         i = j
     hv[i] = NONE
-
-
-@njit(**_JIT)
-def _ht_grow(hk, hv):
-    cap = 2 * hk.shape[0]
-    hk2 = np.zeros(cap)
-    hv2 = np.zeros(cap, dtype=np.int64)
-    for s in range(cap):
-        hv2[s] = NONE
-    mask = cap - 1
-    for s in range(hk.shape[0]):
-        if hv[s] >= 0:
-            i = _ht_index(hk[s], mask)
-            while hv2[i] >= 0:
-                i = (i + 1) & mask
-            hk2[i] = hk[s]
-            hv2[i] = hv[s]
-    return hk2, hv2
 
 
 @njit(**_HOT)
@@ -588,73 +575,73 @@ def _las_new_group(PF, PI, gF, gI, LI, level):
 
 
 @njit(**_HOT)
-def _las_enter(JF, JI, PF, PI, gI, job, g):
+def _las_enter(JF, JI, PF, PI, JL, gI, job, g):
     _place(JF, JI, PF, PI, job, gI[g, GPOOL], 1.0)
     tail = gI[g, GTAIL]
-    JI[job, MPREV] = tail
-    JI[job, MNEXT] = NONE
+    JL[job, MPREV] = tail
+    JL[job, MNEXT] = NONE
     if tail >= 0:
-        JI[tail, MNEXT] = job
+        JL[tail, MNEXT] = job
     else:
         gI[g, GHEAD] = job
     gI[g, GTAIL] = job
     gI[g, GCOUNT] += 1
-    JI[job, GRP] = g
+    JL[job, GRP] = g
 
 
 @njit(**_HOT)
-def _ambiguous(JF, JI, k):
-    """Do two of the jobs JI[0:k, SCR] have bit-equal finish tags and
+def _ambiguous(JF, JL, k):
+    """Do two of the jobs JL[0:k, SCR] have bit-equal finish tags and
     different sizes? (Heap sort of that column by finish tag, then a scan.)"""
     for start in range(k // 2 - 1, -1, -1):
-        _sift(JF, JI, start, k)
+        _sift(JF, JL, start, k)
     for end in range(k - 1, 0, -1):
-        top = JI[0, SCR]
-        JI[0, SCR] = JI[end, SCR]
-        JI[end, SCR] = top
-        _sift(JF, JI, 0, end)
+        top = JL[0, SCR]
+        JL[0, SCR] = JL[end, SCR]
+        JL[end, SCR] = top
+        _sift(JF, JL, 0, end)
     for q in range(1, k):
-        a = JI[q - 1, SCR]
-        b = JI[q, SCR]
+        a = JL[q - 1, SCR]
+        b = JL[q, SCR]
         if JF[a, FT] == JF[b, FT] and JF[a, SZ] != JF[b, SZ]:
             return True
     return False
 
 
 @njit(**_HOT)
-def _sift(JF, JI, i, end):
-    """Max-heap sift-down of JI[0:end, SCR] by finish tag."""
+def _sift(JF, JL, i, end):
+    """Max-heap sift-down of JL[0:end, SCR] by finish tag."""
     while True:
         c = 2 * i + 1
         if c >= end:
             return
-        if c + 1 < end and JF[JI[c + 1, SCR], FT] > JF[JI[c, SCR], FT]:
+        if c + 1 < end and JF[JL[c + 1, SCR], FT] > JF[JL[c, SCR], FT]:
             c += 1
-        if JF[JI[c, SCR], FT] > JF[JI[i, SCR], FT]:
-            t = JI[i, SCR]
-            JI[i, SCR] = JI[c, SCR]
-            JI[c, SCR] = t
+        if JF[JL[c, SCR], FT] > JF[JL[i, SCR], FT]:
+            t = JL[i, SCR]
+            JL[i, SCR] = JL[c, SCR]
+            JL[c, SCR] = t
             i = c
         else:
             return
 
 
 @njit(**_HOT)
-def _las_move_all(JF, JI, PF, PI, gI, LI, src, dst):
+def _las_move_all(JF, JI, PF, PI, JL, gI, LI, src, dst):
     """Every member of ``src`` enters ``dst``; ``src`` ends empty. Sets AMBIG
     if the move's order could matter (see the module docstring)."""
     k = 0
     j = gI[src, GHEAD]
     while j >= 0:
-        nxt = JI[j, MNEXT]
-        _las_enter(JF, JI, PF, PI, gI, j, dst)
-        JI[k, SCR] = j
+        nxt = JL[j, MNEXT]
+        _las_enter(JF, JI, PF, PI, JL, gI, j, dst)
+        JL[k, SCR] = j
         k += 1
         j = nxt
     gI[src, GHEAD] = NONE
     gI[src, GTAIL] = NONE
     gI[src, GCOUNT] = 0
-    if k >= 2 and LI[AMBIG] == 0 and _ambiguous(JF, JI, k):
+    if k >= 2 and LI[AMBIG] == 0 and _ambiguous(JF, JL, k):
         LI[AMBIG] = 1
 
 
@@ -677,17 +664,17 @@ def _las_drop_empty_paused(gF, gI, LI, hk, hv):
 
 
 @njit(**_HOT)
-def _las_add(JF, JI, PF, PI, gF, gI, LI, hk, hv, job):
+def _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, job):
     attained = _attained(JF, JI, PF, PI, job)
     active = LI[ACTIVE]
     if active < 0:
         g = _las_new_group(PF, PI, gF, gI, LI, attained)
         LI[ACTIVE] = g
-        _las_enter(JF, JI, PF, PI, gI, job, g)
+        _las_enter(JF, JI, PF, PI, JL, gI, job, g)
         return
     current = _las_level(PF, PI, gF, gI, active)
     if tie_key(attained) == tie_key(current):
-        _las_enter(JF, JI, PF, PI, gI, job, active)
+        _las_enter(JF, JI, PF, PI, JL, gI, job, active)
     elif attained < current:  # _pause the active group at its level
         gF[active, GLEVEL] = current
         gF[active, GCLOCK] = _clock(PF, PI, gI[active, GPOOL])
@@ -695,30 +682,30 @@ def _las_add(JF, JI, PF, PI, gF, gI, LI, hk, hv, job):
         if existing < 0:
             _las_push(gF, gI, LI, hk, hv, active, current)
         else:  # a paused group already sits at this level: join it
-            _las_move_all(JF, JI, PF, PI, gI, LI, active, existing)
+            _las_move_all(JF, JI, PF, PI, JL, gI, LI, active, existing)
         g = _las_new_group(PF, PI, gF, gI, LI, attained)
         LI[ACTIVE] = g
-        _las_enter(JF, JI, PF, PI, gI, job, g)
+        _las_enter(JF, JI, PF, PI, JL, gI, job, g)
     else:
         g = _ht_get(hk, hv, tie_key(attained) + 0.0)
         if g < 0:
             g = _las_new_group(PF, PI, gF, gI, LI, attained)
             _las_push(gF, gI, LI, hk, hv, g, attained)
-        _las_enter(JF, JI, PF, PI, gI, job, g)
+        _las_enter(JF, JI, PF, PI, JL, gI, job, g)
 
 
 @njit(**_HOT)
-def _las_remove(JI, gF, gI, LI, hk, hv, job):
-    g = JI[job, GRP]
-    JI[job, GRP] = NONE
-    prev = JI[job, MPREV]
-    nxt = JI[job, MNEXT]
+def _las_remove(JL, gF, gI, LI, hk, hv, job):
+    g = JL[job, GRP]
+    JL[job, GRP] = NONE
+    prev = JL[job, MPREV]
+    nxt = JL[job, MNEXT]
     if prev >= 0:
-        JI[prev, MNEXT] = nxt
+        JL[prev, MNEXT] = nxt
     else:
         gI[g, GHEAD] = nxt
     if nxt >= 0:
-        JI[nxt, MPREV] = prev
+        JL[nxt, MPREV] = prev
     else:
         gI[g, GTAIL] = prev
     gI[g, GCOUNT] -= 1
@@ -750,7 +737,7 @@ def _las_next_event_time(PF, PI, gF, gI, LI, hk, hv):
 
 
 @njit(**_HOT)
-def _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv):
+def _las_on_event(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv):
     _las_drop_empty_paused(gF, gI, LI, hk, hv)
     other = _gheap_pop(gF, gI, LI)
     _ht_del(hk, hv, LI, gF[other, GTK] + 0.0)
@@ -760,7 +747,7 @@ def _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv):
         small, large = active, other
     else:
         small, large = other, active
-    _las_move_all(JF, JI, PF, PI, gI, LI, small, large)
+    _las_move_all(JF, JI, PF, PI, JL, gI, LI, small, large)
     gF[large, GLEVEL] = level
     gF[large, GCLOCK] = _clock(PF, PI, gI[large, GPOOL])
     LI[ACTIVE] = large
@@ -773,19 +760,19 @@ def _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv):
 
 
 @njit(**_JIT)
-def _fifo(submit, size, seen, weight, mode):
+def _fifo(submit, size, seen, weight, mode, cap):
     n = submit.shape[0]
-    JF, JI, PF, PI = _new_server(size)
-    completion = np.zeros(n)
-    queue = np.zeros(n, dtype=np.int64)  # the FIFO: queue[q_head:q_tail]
+    JF, JI, PF, PI = _new_server(size, cap)
+    completion = np.empty(n)
+    queue = np.empty(n, dtype=np.int64)  # the FIFO: queue[q_head:q_tail]
     q_head = 0
     q_tail = 0
     i = 0
     events = 0
     done = 0
     while True:
-        if PI[ROW0, NPOOLS] + 8 > PF.shape[0]:
-            PF, PI = _grow_pools(PF, PI)
+        if PI[ROW0, NPOOLS] + 8 > cap:
+            return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
         t_policy = INF
         t_done, job = _next_completion(JF, PF, PI, t_policy, t_arrival)
@@ -811,19 +798,19 @@ def _fifo(submit, size, seen, weight, mode):
 
 
 @njit(**_JIT)
-def _ps(submit, size, seen, weight, mode):
+def _ps(submit, size, seen, weight, mode, cap):
     """PS (mode 0: weights ignored) and GPS (mode 1)."""
     n = submit.shape[0]
-    JF, JI, PF, PI = _new_server(size)
-    completion = np.zeros(n)
+    JF, JI, PF, PI = _new_server(size, cap)
+    completion = np.empty(n)
     pool = _new_pool(PF, PI)
     _serve(PF, PI, pool)
     i = 0
     events = 0
     done = 0
     while True:
-        if PI[ROW0, NPOOLS] + 8 > PF.shape[0]:
-            PF, PI = _grow_pools(PF, PI)
+        if PI[ROW0, NPOOLS] + 8 > cap:
+            return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
         t_policy = INF
         t_done, job = _next_completion(JF, PF, PI, t_policy, t_arrival)
@@ -844,19 +831,17 @@ def _ps(submit, size, seen, weight, mode):
 
 
 @njit(**_JIT)
-def _las(submit, size, seen, weight, mode):
+def _las(submit, size, seen, weight, mode, cap):
     n = submit.shape[0]
-    JF, JI, PF, PI = _new_server(size)
-    gF, gI, LI, hk, hv = _las_new(n)
-    completion = np.zeros(n)
+    JF, JI, PF, PI = _new_server(size, cap)
+    JL, gF, gI, LI, hk, hv = _las_new(n)
+    completion = np.empty(n)
     i = 0
     events = 0
     done = 0
     while True:
-        if PI[ROW0, NPOOLS] + 8 > PF.shape[0]:
-            PF, PI = _grow_pools(PF, PI)
-        if 2 * (LI[HLIVE] + 4) > hk.shape[0]:
-            hk, hv = _ht_grow(hk, hv)
+        if PI[ROW0, NPOOLS] + 8 > cap:
+            return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
         t_policy = _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)
         t_done, job = _next_completion(JF, PF, PI, t_policy, t_arrival)
@@ -866,17 +851,17 @@ def _las(submit, size, seen, weight, mode):
             _complete(JF, JI, PF, PI, job)
             completion[job] = t_done
             done += 1
-            _las_remove(JI, gF, gI, LI, hk, hv, job)
+            _las_remove(JL, gF, gI, LI, hk, hv, job)
             _serve(PF, PI, _las_pool(gI, LI))
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > PF[ROW0, NOW]:
                 PF[ROW0, NOW] = t_policy
-            _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv)
+            _las_on_event(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv)
             _serve(PF, PI, _las_pool(gI, LI))
         elif i < n:
             PF[ROW0, NOW] = t_arrival
             _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
-            _las_add(JF, JI, PF, PI, gF, gI, LI, hk, hv, i)
+            _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, i)
             _serve(PF, PI, _las_pool(gI, LI))
             i += 1
         else:
@@ -906,17 +891,17 @@ def _srpt_set_head(JF, JI, PF, PI, RF, RI, job, key):
 
 
 @njit(**_HOT)
-def _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI):
+def _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI):
     if RI[WSIZE] > 0:
         job = wheap[0]
-        RI[WSIZE] = _hpop(wheap, RI[WSIZE], wtk)
+        RI[WSIZE] = _hpop(wk, wheap, RI[WSIZE])
         _srpt_set_head(JF, JI, PF, PI, RF, RI, job, wkey[job])
     else:
         RI[HEAD] = NONE
 
 
 @njit(**_HOT)
-def _srpt_admit(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI, job, estimate):
+def _srpt_admit(JF, JI, PF, PI, wk, wheap, wkey, RF, RI, job, estimate):
     """Make ``job`` the head or queue it; True if it displaced a head."""
     if RI[HEAD] < 0:
         _srpt_set_head(JF, JI, PF, PI, RF, RI, job, estimate)
@@ -924,14 +909,12 @@ def _srpt_admit(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI, job, estimate):
     remaining = _srpt_head_remaining(JF, JI, PF, PI, RF, RI)
     if tie_key(estimate) < tie_key(remaining):
         head = RI[HEAD]
-        wtk[head] = tie_key(remaining)
         wkey[head] = remaining
-        RI[WSIZE] = _hpush(wheap, RI[WSIZE], head, wtk)
+        RI[WSIZE] = _hpush(wk, wheap, RI[WSIZE], tie_key(remaining), head)
         _srpt_set_head(JF, JI, PF, PI, RF, RI, job, estimate)
         return True
-    wtk[job] = tie_key(estimate)
     wkey[job] = estimate
-    RI[WSIZE] = _hpush(wheap, RI[WSIZE], job, wtk)
+    RI[WSIZE] = _hpush(wk, wheap, RI[WSIZE], tie_key(estimate), job)
     return False
 
 
@@ -965,29 +948,27 @@ def _srpte_las_sync(JF, JI, PF, PI, gI, LI, head):
 
 
 @njit(**_JIT)
-def _srpt(submit, size, seen, weight, mode):
+def _srpt(submit, size, seen, weight, mode, cap):
     n = submit.shape[0]
-    JF, JI, PF, PI = _new_server(size)
-    wheap = np.zeros(n, dtype=np.int64)
-    wtk = np.zeros(n)
-    wkey = np.zeros(n)
+    JF, JI, PF, PI = _new_server(size, cap)
+    wheap = np.empty(n, dtype=np.int64)
+    wk = np.empty(n)  # the waiting heap's keys: tie keys of estimated remaining work
+    wkey = np.empty(n)
     RF = np.zeros(2)
     RI = np.zeros(2, dtype=np.int64)
     RI[HEAD] = NONE
-    gF, gI, LI, hk, hv = _las_new(n if mode == SRPT_LAS else 0)
+    JL, gF, gI, LI, hk, hv = _las_new(n if mode == SRPT_LAS else 0)
     shared = NONE
     if mode == SRPT_PS:
         shared = _new_pool(PF, PI)
         _serve(PF, PI, shared)
-    completion = np.zeros(n)
+    completion = np.empty(n)
     i = 0
     events = 0
     done = 0
     while True:
-        if PI[ROW0, NPOOLS] + 8 > PF.shape[0]:
-            PF, PI = _grow_pools(PF, PI)
-        if 2 * (LI[HLIVE] + 4) > hk.shape[0]:
-            hk, hv = _ht_grow(hk, hv)
+        if PI[ROW0, NPOOLS] + 8 > cap:
+            return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
         if mode == SRPT_PLAIN:
             t_policy = INF
@@ -1005,39 +986,39 @@ def _srpt(submit, size, seen, weight, mode):
             completion[job] = t_done
             done += 1
             if mode == SRPT_PLAIN:
-                _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI)
+                _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI)
                 _serve(PF, PI, JI[RI[HEAD], POOL] if RI[HEAD] >= 0 else NONE)
             elif mode == SRPT_PS:
                 if job == RI[HEAD]:
-                    _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI)
+                    _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI)
                     if RI[HEAD] >= 0:  # _sync
                         _place(JF, JI, PF, PI, RI[HEAD], shared, 1.0)
             else:
-                if JI[job, GRP] >= 0:  # a late job
-                    _las_remove(JI, gF, gI, LI, hk, hv, job)
+                if JL[job, GRP] >= 0:  # a late job
+                    _las_remove(JL, gF, gI, LI, hk, hv, job)
                 else:
-                    _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI)
+                    _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI)
                 _srpte_las_sync(JF, JI, PF, PI, gI, LI, RI[HEAD])
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > PF[ROW0, NOW]:
                 PF[ROW0, NOW] = t_policy
             if mode == SRPT_PS:  # the head became late: it stays in the shared pool
-                _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI)
+                _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI)
                 if RI[HEAD] >= 0:
                     _place(JF, JI, PF, PI, RI[HEAD], shared, 1.0)
             else:
                 if _srpt_late_time(JF, JI, PF, PI, RF, RI) <= _las_next_event_time(PF, PI, gF, gI, LI, hk, hv):
                     late = RI[HEAD]
-                    _srpt_next_head(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI)
-                    _las_add(JF, JI, PF, PI, gF, gI, LI, hk, hv, late)
+                    _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI)
+                    _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, late)
                 else:
-                    _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv)
+                    _las_on_event(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv)
                 _srpte_las_sync(JF, JI, PF, PI, gI, LI, RI[HEAD])
         elif i < n:
             PF[ROW0, NOW] = t_arrival
             _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
             previous = RI[HEAD]
-            displaced = _srpt_admit(JF, JI, PF, PI, wheap, wtk, wkey, RF, RI, i, seen[i])
+            displaced = _srpt_admit(JF, JI, PF, PI, wk, wheap, wkey, RF, RI, i, seen[i])
             if mode == SRPT_PLAIN:
                 _serve(PF, PI, JI[RI[HEAD], POOL] if RI[HEAD] >= 0 else NONE)
             elif mode == SRPT_PS:
@@ -1064,48 +1045,45 @@ VCOUNT, OSIZE, ESIZE = 0, 1, 2
 
 
 @njit(**_HOT)
-def _vl_arrive(O, vtk, vg, vw, VF, VI, t, job, size, weight):
+def _vl_arrive(Ok, O, vg, vw, VF, VI, t, job, size, weight):
     if VF[VWV] > 0.0:  # _update
         VF[VG] += (t - VF[VT]) / VF[VWV]
     VF[VT] = t
     g_i = VF[VG] + size / weight
-    vtk[job] = tie_key(g_i)
     vg[job] = g_i
     vw[job] = weight
-    VI[OSIZE] = _hpush(O, VI[OSIZE], job, vtk)
+    VI[OSIZE] = _hpush(Ok, O, VI[OSIZE], tie_key(g_i), job)
     VF[VWV] += weight
     VI[VCOUNT] += 1
 
 
 @njit(**_HOT)
-def _vl_next_from_o(O, E, vtk, VI):
+def _vl_next_from_o(Ok, O, Ek, E, VI):
     if VI[OSIZE] == 0:
         return False
     if VI[ESIZE] == 0:
         return True
-    a = O[0]
-    b = E[0]
-    return vtk[a] < vtk[b] or (vtk[a] == vtk[b] and a <= b)
+    return Ok[0] < Ek[0] or (Ok[0] == Ek[0] and O[0] <= E[0])
 
 
 @njit(**_HOT)
-def _vl_next_completion_time(O, E, vtk, vg, VF, VI):
+def _vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI):
     if VI[OSIZE] == 0 and VI[ESIZE] == 0:
         return INF
-    g_next = vg[O[0]] if _vl_next_from_o(O, E, vtk, VI) else vg[E[0]]
+    g_next = vg[O[0]] if _vl_next_from_o(Ok, O, Ek, E, VI) else vg[E[0]]
     return VF[VT] + VF[VWV] * (g_next - VF[VG])
 
 
 @njit(**_HOT)
-def _vl_complete_next(O, E, vtk, vg, vw, VF, VI, t):
+def _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, t):
     """The announced virtual completion; the job if it became late, else NONE."""
-    from_o = _vl_next_from_o(O, E, vtk, VI)
+    from_o = _vl_next_from_o(Ok, O, Ek, E, VI)
     if from_o:
         job = O[0]
-        VI[OSIZE] = _hpop(O, VI[OSIZE], vtk)
+        VI[OSIZE] = _hpop(Ok, O, VI[OSIZE])
     else:
         job = E[0]
-        VI[ESIZE] = _hpop(E, VI[ESIZE], vtk)
+        VI[ESIZE] = _hpop(Ek, E, VI[ESIZE])
     VF[VT] = t
     if vg[job] > VF[VG]:  # the lag reached g_i exactly
         VF[VG] = vg[job]
@@ -1132,39 +1110,38 @@ def _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, first_late, late_po
 
 
 @njit(**_JIT)
-def _fsp(submit, size, seen, weight, mode):
+def _fsp(submit, size, seen, weight, mode, cap):
     """FSP/FSPE (mode FSP_ONE), FSPE+PS and PSBS (FSP_GPS; weights on when
     mode + 8), FSPE+LAS (FSP_LAS)."""
     use_weights = mode >= 8
     mode = mode % 8
     n = submit.shape[0]
-    JF, JI, PF, PI = _new_server(size)
-    O = np.zeros(n, dtype=np.int64)
-    E = np.zeros(n, dtype=np.int64)
-    vtk = np.zeros(n)
-    vg = np.zeros(n)
-    vw = np.zeros(n)
+    JF, JI, PF, PI = _new_server(size, cap)
+    O = np.empty(n, dtype=np.int64)
+    E = np.empty(n, dtype=np.int64)
+    Ok = np.empty(n)  # the heaps' keys: tie keys of g_i
+    Ek = np.empty(n)
+    vg = np.empty(n)
+    vw = np.empty(n)
     VF = np.zeros(3)
     VI = np.zeros(3, dtype=np.int64)
-    gF, gI, LI, hk, hv = _las_new(n if mode == FSP_LAS else 0)
+    JL, gF, gI, LI, hk, hv = _las_new(n if mode == FSP_LAS else 0)
     late = np.zeros(n, dtype=np.bool_)
     n_late = 0
-    late_order = np.zeros(n, dtype=np.int64)  # FSPE: late jobs, first late first
+    late_order = np.empty(n, dtype=np.int64)  # FSPE: late jobs, first late first
     lo_head = 0
     lo_tail = 0
     late_pool = _new_pool(PF, PI) if mode == FSP_GPS else NONE
-    job_w = np.zeros(n)  # PSBS's weight[job]
-    completion = np.zeros(n)
+    job_w = np.empty(n)  # PSBS's weight[job]
+    completion = np.empty(n)
     i = 0
     events = 0
     done = 0
     while True:
-        if PI[ROW0, NPOOLS] + 8 > PF.shape[0]:
-            PF, PI = _grow_pools(PF, PI)
-        if 2 * (LI[HLIVE] + 4) > hk.shape[0]:
-            hk, hv = _ht_grow(hk, hv)
+        if PI[ROW0, NPOOLS] + 8 > cap:
+            return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
-        t_virtual = _vl_next_completion_time(O, E, vtk, vg, VF, VI)
+        t_virtual = _vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI)
         if mode == FSP_LAS:
             b = _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)
             t_policy = b if b < t_virtual else t_virtual
@@ -1183,18 +1160,18 @@ def _fsp(submit, size, seen, weight, mode):
                 if mode == FSP_ONE:
                     lo_head += 1  # popleft: only the first late job is ever served
                 elif mode == FSP_LAS:
-                    _las_remove(JI, gF, gI, LI, hk, hv, job)
+                    _las_remove(JL, gF, gI, LI, hk, hv, job)
             else:
                 head = O[0]  # virtual.real_completion_of_head: O's head moves to E
-                VI[OSIZE] = _hpop(O, VI[OSIZE], vtk)
-                VI[ESIZE] = _hpush(E, VI[ESIZE], head, vtk)
-            _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, late_order[lo_head], late_pool)
+                key = Ok[0]
+                VI[OSIZE] = _hpop(Ok, O, VI[OSIZE])
+                VI[ESIZE] = _hpush(Ek, E, VI[ESIZE], key, head)
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > PF[ROW0, NOW]:
                 PF[ROW0, NOW] = t_policy
-            if mode != FSP_LAS or (_vl_next_completion_time(O, E, vtk, vg, VF, VI)
+            if mode != FSP_LAS or (_vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI)
                                    <= _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)):
-                became = _vl_complete_next(O, E, vtk, vg, vw, VF, VI, PF[ROW0, NOW])
+                became = _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, PF[ROW0, NOW])
                 if became >= 0:
                     late[became] = True
                     n_late += 1
@@ -1204,20 +1181,21 @@ def _fsp(submit, size, seen, weight, mode):
                     elif mode == FSP_GPS:
                         _place(JF, JI, PF, PI, became, late_pool, job_w[became])
                     else:
-                        _las_add(JF, JI, PF, PI, gF, gI, LI, hk, hv, became)
+                        _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, became)
             else:
-                _las_on_event(JF, JI, PF, PI, gF, gI, LI, hk, hv)
-            _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, late_order[lo_head], late_pool)
+                _las_on_event(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv)
         elif i < n:
             PF[ROW0, NOW] = t_arrival
             _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
             w = weight[i] if use_weights else 1.0
             job_w[i] = w
-            _vl_arrive(O, vtk, vg, vw, VF, VI, PF[ROW0, NOW], i, seen[i], w)
-            _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, late_order[lo_head], late_pool)
+            _vl_arrive(Ok, O, vg, vw, VF, VI, PF[ROW0, NOW], i, seen[i], w)
             i += 1
         else:
             break
+        # every branch ends in FSPE._reschedule
+        _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, late_order[lo_head] if lo_head < lo_tail else NONE,
+                        late_pool)
     return completion, events, AMBIGUOUS if LI[AMBIG] != 0 else (OK if done == n else STALLED)
 
 
@@ -1279,11 +1257,22 @@ def simulate(cls: type, submit: np.ndarray, size: np.ndarray, estimate: np.ndarr
         return None
     kernel, mode = found
     seen = size if cls.exact_size else estimate
-    completion, events, status = _FUNCTIONS[kernel](_writable(submit), _writable(size), _writable(seen),
-                                                    _writable(weight), mode)
+    args = [_writable(a) for a in (submit, size, seen, weight)]
+    completion, events, status = _FUNCTIONS[kernel](*args, mode, _pool_rows(n))
+    if status == POOLS_FULL:  # rare (many preemptions): again with room for every pool a run can create
+        completion, events, status = _FUNCTIONS[kernel](*args, mode, _pool_rows(n, enough=True))
     if status != OK:
         return None
     return completion, int(events)
+
+
+def _pool_rows(n: int, enough: bool = False) -> int:
+    """Rows of the pool table. A run creates a pool per arrival, at most one
+    more per arrival (a preempted head isolated) and per LAS group (one per
+    job at most), and SRPTE+LAS at most one per event (its head isolated;
+    events <= 4 n + 1): 7 n + 2 pools in all. Most runs need ~2 n; a kernel that
+    runs out returns POOLS_FULL and is run again with the bound."""
+    return 8 * n + 16 if enough else 2 * n + 16
 
 
 _WARM: set[str] = set()
@@ -1295,7 +1284,7 @@ def warm(cls: type) -> None:
     found = kernel_for(cls)
     if found is not None and found[0] not in _WARM:
         one = np.ones(3)
-        _FUNCTIONS[found[0]](np.array([0.0, 0.5, 0.5]), one, one * 0.5, one, found[1])
+        _FUNCTIONS[found[0]](np.array([0.0, 0.5, 0.5]), one, one * 0.5, one, found[1], _pool_rows(3))
         _WARM.add(found[0])
 
 
@@ -1304,4 +1293,4 @@ def compile_all() -> None:
     one = np.ones(3)
     sub = np.array([0.0, 0.5, 0.5])
     for kernel in _FUNCTIONS.values():
-        kernel(sub, one, one * 0.5, one, 0)
+        kernel(sub, one, one * 0.5, one, 0, _pool_rows(3))
