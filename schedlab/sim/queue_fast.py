@@ -117,11 +117,14 @@ OK, STALLED, AMBIGUOUS, POOLS_FULL = 0, 1, 2, 3
 
 #: Kernels: cached on disk, no GIL, IEEE division semantics (no zero-division
 #: checks: the reference never divides by zero, see sim/queue.py).
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+_JIT = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
 #: Helpers that allocate nothing run without numba's reference counting: a
 #: call to a separately compiled function would otherwise pay an atomic
 #: incref/decref per array argument, more than most helpers' bodies cost.
 _HOT = dict(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+#: Helpers that allocate: reference counting on; like _HOT, never called from
+#: Python (no wrappers) and cached only as part of the kernels.
+_ALLOC = dict(nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 # ---- state layout --------------------------------------------------------------------
 # Jobs, one row each: JF (float) and JI (int).
@@ -133,7 +136,10 @@ PSET, PSIZE, PROOT = 0, 1, 2  # t_ref set (the pool holds the server), members, 
 ROW0 = 0
 NOW = 0  # PF[ROW0, NOW]: the clock
 SERVED, SEQ, NPOOLS = 0, 1, 2  # PI[ROW0, .]: served pool (-1: idle), last entry seq, rows used
-NONE = -1
+#: numpy scalars, not Python ints: numba types a Python int constant as a
+#: literal, and a helper called with one would be compiled once more for it.
+NONE = np.int64(-1)
+ZERO = np.int64(0)
 
 
 @njit(**_HOT)
@@ -148,7 +154,7 @@ def tie_key(x):
 # ---- the server (sim/queue.py's Server) ---------------------------------------------------
 
 
-@njit(**_JIT)
+@njit(**_ALLOC)
 def _new_server(size, cap):
     """Job and pool tables for ``cap`` pool rows. np.empty: every field is
     written before it is read (a job's when it is admitted, a pool's by
@@ -393,7 +399,7 @@ def _hpop(hk, hi, hs):
     hs -= 1
     lk = hk[hs]
     li = hi[hs]
-    i = 0
+    i = ZERO
     while True:
         c = 2 * i + 1
         if c >= hs:
@@ -425,7 +431,7 @@ ACTIVE, HSIZE, NGROUPS, ORDER, AMBIG, HLIVE = 0, 1, 2, 3, 4, 5
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed 64-bit integer
 
 
-@njit(**_JIT)
+@njit(**_ALLOC)
 def _las_new(n):
     """LAS tables for ``n`` jobs: groups (at most one per job added), the jobs'
     LAS rows and the hash table (fields written before read, but a job's
@@ -527,7 +533,7 @@ def _gheap_pop(gF, gI, LI):
     hs = LI[HSIZE] - 1
     LI[HSIZE] = hs
     last = gI[hs, GHEAP]
-    i = 0
+    i = ZERO
     while True:
         c = 2 * i + 1
         if c >= hs:
@@ -599,7 +605,7 @@ def _ambiguous(JF, JL, k):
         top = JL[0, SCR]
         JL[0, SCR] = JL[end, SCR]
         JL[end, SCR] = top
-        _sift(JF, JL, 0, end)
+        _sift(JF, JL, ZERO, end)
     for q in range(1, k):
         a = JL[q - 1, SCR]
         b = JL[q, SCR]
@@ -630,7 +636,7 @@ def _sift(JF, JL, i, end):
 def _las_move_all(JF, JI, PF, PI, JL, gI, LI, src, dst):
     """Every member of ``src`` enters ``dst``; ``src`` ends empty. Sets AMBIG
     if the move's order could matter (see the module docstring)."""
-    k = 0
+    k = ZERO
     j = gI[src, GHEAD]
     while j >= 0:
         nxt = JL[j, MNEXT]
@@ -765,11 +771,11 @@ def _fifo(submit, size, seen, weight, mode, cap):
     JF, JI, PF, PI = _new_server(size, cap)
     completion = np.empty(n)
     queue = np.empty(n, dtype=np.int64)  # the FIFO: queue[q_head:q_tail]
-    q_head = 0
-    q_tail = 0
-    i = 0
-    events = 0
-    done = 0
+    q_head = ZERO
+    q_tail = ZERO
+    i = ZERO
+    events = ZERO
+    done = ZERO
     while True:
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
@@ -805,9 +811,9 @@ def _ps(submit, size, seen, weight, mode, cap):
     completion = np.empty(n)
     pool = _new_pool(PF, PI)
     _serve(PF, PI, pool)
-    i = 0
-    events = 0
-    done = 0
+    i = ZERO
+    events = ZERO
+    done = ZERO
     while True:
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
@@ -836,9 +842,9 @@ def _las(submit, size, seen, weight, mode, cap):
     JF, JI, PF, PI = _new_server(size, cap)
     JL, gF, gI, LI, hk, hv = _las_new(n)
     completion = np.empty(n)
-    i = 0
-    events = 0
-    done = 0
+    i = ZERO
+    events = ZERO
+    done = ZERO
     while True:
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
@@ -963,9 +969,9 @@ def _srpt(submit, size, seen, weight, mode, cap):
         shared = _new_pool(PF, PI)
         _serve(PF, PI, shared)
     completion = np.empty(n)
-    i = 0
-    events = 0
-    done = 0
+    i = ZERO
+    events = ZERO
+    done = ZERO
     while True:
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
@@ -1127,16 +1133,16 @@ def _fsp(submit, size, seen, weight, mode, cap):
     VI = np.zeros(3, dtype=np.int64)
     JL, gF, gI, LI, hk, hv = _las_new(n if mode == FSP_LAS else 0)
     late = np.zeros(n, dtype=np.bool_)
-    n_late = 0
+    n_late = ZERO
     late_order = np.empty(n, dtype=np.int64)  # FSPE: late jobs, first late first
-    lo_head = 0
-    lo_tail = 0
+    lo_head = ZERO
+    lo_tail = ZERO
     late_pool = _new_pool(PF, PI) if mode == FSP_GPS else NONE
     job_w = np.empty(n)  # PSBS's weight[job]
     completion = np.empty(n)
-    i = 0
-    events = 0
-    done = 0
+    i = ZERO
+    events = ZERO
+    done = ZERO
     while True:
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
