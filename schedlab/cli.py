@@ -80,9 +80,12 @@ def policies() -> None:
 @click.option("--jobs-out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write per-job rows here (.parquet or .csv).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--engine-path", type=click.Choice(["fast", "reference"]), default="fast", show_default=True,
+              help="fast: compiled kernels for built-in queue policies (the same numbers); "
+                   "reference: the Python engine.")
 @click.pass_context
 def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path | None, procs: int | None, seed: int,
-             jobs_out: Path | None, as_json: bool, **synthetic) -> None:
+             jobs_out: Path | None, as_json: bool, engine_path: str, **synthetic) -> None:
     """Run one policy on one workload and print a summary."""
     from schedlab.engines import get_engine
 
@@ -130,7 +133,7 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         described = " ".join(f"{k}={v}" for k, v in synthetic.items()) + f" seed={seed}"
 
     started = time.perf_counter()
-    result = eng.run(jobs, policy_obj) if system is None else eng.run(jobs, policy_obj, system=system)
+    result = eng.run(jobs, policy_obj, system=system, path=engine_path)
     wall = time.perf_counter() - started
     if jobs_out is not None:
         columns = result.jobs

@@ -6,15 +6,43 @@ import pytest
 from schedlab.policies.queue import QUEUE_POLICIES
 from schedlab.sim.queue import simulate
 
+#: The queue engine's two paths: the Python reference and the compiled kernels
+#: (schedlab.sim.queue_fast). Queue tests run on both (the `engine_path` fixture).
+PATHS = ("reference", "fast")
+_current = ["reference"]
 
-def run(policy: str, submit, size, estimate=None, weight=None) -> np.ndarray:
-    """Completion times of ``policy`` on the given arrays."""
+
+def run_both(policy: str, submit, size, estimate=None, weight=None, path: str | None = None):
+    """(completion times, events) of ``policy`` on the given arrays, on
+    ``path`` (default: the one the `engine_path` fixture selected). The fast
+    path must not decline: a test of the kernels must run the kernels."""
     submit = np.asarray(submit, dtype=float)
     size = np.asarray(size, dtype=float)
     estimate = size if estimate is None else np.asarray(estimate, dtype=float)
     weight = np.ones_like(size) if weight is None else np.asarray(weight, dtype=float)
-    completion, _ = simulate(submit, size, estimate, weight, QUEUE_POLICIES[policy])
-    return completion
+    cls = QUEUE_POLICIES[policy]
+    if (path or _current[0]) == "fast":
+        from schedlab.sim import queue_fast
+
+        out = queue_fast.simulate(cls, submit, size, estimate, weight)
+        assert out is not None, f"{policy}: the fast path declined this workload"
+        return out
+    return simulate(submit, size, estimate, weight, cls)
+
+
+def run(policy: str, submit, size, estimate=None, weight=None) -> np.ndarray:
+    """Completion times of ``policy`` on the given arrays (on the path the
+    `engine_path` fixture selected; the reference outside queue tests)."""
+    return run_both(policy, submit, size, estimate, weight)[0]
+
+
+@pytest.fixture(scope="module", params=PATHS)
+def engine_path(request):
+    """Run the module's tests once per engine path (module scope: hypothesis
+    tests may use it)."""
+    _current[0] = request.param
+    yield request.param
+    _current[0] = "reference"
 
 
 @pytest.fixture

@@ -17,6 +17,10 @@ import pytest
 
 from tests.conftest import run
 
+#: Every test here runs on both engine paths: the Python reference and the
+#: compiled kernels (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 REL_TOL = 0.03
 RHO = 0.5
 JOBS = 50_000

@@ -7,6 +7,10 @@ import pytest
 from schedlab.policies.queue.fsp import VirtualLag
 from tests.conftest import run
 
+#: Every test here runs on both engine paths: the Python reference and the
+#: compiled kernels (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 SUBMIT = [0.0, 3.0, 5.0]
 SIZE = [10.0, 5.0, 2.0]
 

@@ -3,12 +3,17 @@ any arrival pattern and sizes, checked against the FIFO recursion and against
 each other."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.sim.queue import DONE_REL_TOL
 from schedlab.policies.queue import QUEUE_POLICIES
 from tests.conftest import run
+
+#: Every test here runs on both engine paths: the Python reference and the
+#: compiled kernels (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("engine_path")
 
 #: Relative tolerance for comparing times computed along different
 #: floating-point paths (e.g. FSP vs PS). Times here are <= ~1e3, so this is

@@ -27,6 +27,10 @@ from schedlab.policies.queue import QUEUE_POLICIES
 from tests.conftest import run
 from tests.reference_queue import POLICIES, reference_completions
 
+#: Every test here runs on both engine paths: the Python reference and the
+#: compiled kernels (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 RTOL = 1e-6
 
 WEIGHTS = [1.0, 0.5, 0.25, 1 / 3, 0.2]

@@ -302,7 +302,8 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                 while pending and len(inflight) < limit:
                     task = pending.popleft()
                     payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
-                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job, plan.metrics)
+                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job, plan.metrics,
+                                        engine_path=spec.execution.engine_path)
                     inflight[ref] = task
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
                 if ready:

@@ -107,8 +107,9 @@ def _warmup_hook(engine_name: str, instance: Instance, jobs, shared):
 
 
 def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
-                  metrics: tuple[MetricSpec, ...] = ()) -> TaskResult:
-    """Run, for each workload instance, the configurations still to do."""
+                  metrics: tuple[MetricSpec, ...] = (), engine_path: str = "fast") -> TaskResult:
+    """Run, for each workload instance, the configurations still to do
+    (``engine_path``: ``Engine.run``'s path, from ``[execution]``)."""
     from schedlab import __version__
     from schedlab.engines import get_engine
     from schedlab.usercode import worker_load
@@ -137,7 +138,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                     if key not in classes:
                         classes[key] = worker_load(config.code)
                     policy = classes[key]
-                result = engine.run(jobs, policy, config.policy_params, config.system)
+                result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
                 extra = _extra_metrics(result, metric_fns, engine_name)
                 if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
                     extra.update(steady(result, metric_fns))
