@@ -67,9 +67,9 @@ are not float64, not finite, not positive (sizes, estimates, weights), not
 sorted by submit time, and for policy parameters (built-ins take none); the
 reference then gives its usual answer or error.
 
-Compiled code is cached on disk (``cache=True``) in ``$NUMBA_CACHE_DIR`` if
-the user set it, else ``$SCHEDLAB_CACHE_DIR/numba``, else
-``~/.cache/schedlab/numba``: the first use on a machine compiles every kernel
+Compiled code is cached on disk (``cache=True``, set up in
+``schedlab.sim.jit``) in ``$NUMBA_CACHE_DIR`` if the user set it, else
+``$SCHEDLAB_CACHE_DIR/numba``, else ``~/.cache/schedlab/numba``: the first use on a machine compiles every kernel
 (a few seconds, see ``benchmarks/queue_engine.py``); later processes, Ray
 workers included, load them in well under a second. This module imports
 numba; only the queue engine's fast path imports this module.
@@ -78,33 +78,14 @@ numba; only the queue engine's fast path imports this module.
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 
+from schedlab.sim.jit import ALLOC as _ALLOC
+from schedlab.sim.jit import HOT as _HOT
+from schedlab.sim.jit import JIT as _JIT
+from schedlab.sim.jit import cache_dir, njit  # noqa: F401  (cache_dir: kept in this module's API)
 from schedlab.sim.queue import DONE_REL_TOL, TIE_BITS
-
-
-def cache_dir() -> Path:
-    """Where numba's compiled kernels are cached: ``$NUMBA_CACHE_DIR`` if set,
-    else ``$SCHEDLAB_CACHE_DIR/numba``, else ``~/.cache/schedlab/numba`` (one
-    directory shared by every process of a user on a machine, Ray workers
-    included)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    base = os.environ.get("SCHEDLAB_CACHE_DIR")
-    return Path(base) / "numba" if base else Path.home() / ".cache" / "schedlab" / "numba"
-
-
-if not os.environ.get("NUMBA_CACHE_DIR"):
-    os.environ["NUMBA_CACHE_DIR"] = str(cache_dir())
-
-import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
-from numba import njit  # noqa: E402
-
-if not numba.config.CACHE_DIR:  # numba was imported before us: its config missed the variable
-    numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 INF = math.inf
 _TIE_SCALE = float(1 << TIE_BITS)
@@ -114,17 +95,6 @@ _DONE_REL_TOL = DONE_REL_TOL
 #: Kernel status codes.
 OK, STALLED, AMBIGUOUS, POOLS_FULL = 0, 1, 2, 3
 
-
-#: Kernels: cached on disk, no GIL, IEEE division semantics (no zero-division
-#: checks: the reference never divides by zero, see sim/queue.py).
-_JIT = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
-#: Helpers that allocate nothing run without numba's reference counting: a
-#: call to a separately compiled function would otherwise pay an atomic
-#: incref/decref per array argument, more than most helpers' bodies cost.
-_HOT = dict(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-#: Helpers that allocate: reference counting on; like _HOT, never called from
-#: Python (no wrappers) and cached only as part of the kernels.
-_ALLOC = dict(nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 # ---- state layout --------------------------------------------------------------------
 # Jobs, one row each: JF (float) and JI (int).
