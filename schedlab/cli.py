@@ -269,6 +269,8 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     finally:
         if bar is not None:
             bar.render_finish()
+    if report.grew:
+        click.echo(report.grew)
     click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
                f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
                f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}")

@@ -93,20 +93,104 @@ def test_resume_skips_rows_on_disk_and_packing_does_not_change_results(tmp_path)
 
 
 def test_changed_spec_needs_fresh(tmp_path):
+    """A change that alters what every row means (here the seed, which draws
+    every instance) is refused naming the field and both values."""
     run_sweep(make_spec(tmp_path))
     changed = make_spec(tmp_path, seed=8)
-    with pytest.raises(UserError, match="different spec"):
+    with pytest.raises(UserError, match=r"different spec: seed: 7 -> 8 -- this changes what every row"):
         run_sweep(changed)
     report = run_sweep(changed, fresh=True)
     assert report.rows_written == 18
     assert set(sorted_summary(changed.results_dir())["seed"].str.split("/").list.first()) == {"8"}
 
 
-def test_more_replications_extend_a_sweep(tmp_path):
-    """Raising n is a different spec: --fresh is required (results stay consistent)."""
+def test_refusals_name_every_changed_field(tmp_path):
     run_sweep(make_spec(tmp_path))
-    with pytest.raises(UserError):
-        run_sweep(make_spec(tmp_path, replications={"n": 4}))
+    changed = make_spec(tmp_path, seed=9, outputs={"dir": str(tmp_path / "out"), "per_job": False},
+                        policies=["FIFO", "PS"])
+    with pytest.raises(UserError) as err:
+        run_sweep(changed)
+    text = str(err.value)
+    assert "per_job: true -> false" in text and "seed: 7 -> 9" in text
+    assert "policies" not in text  # a growable field is not a reason to refuse
+
+
+def nonclock(frame):
+    return frame.select([c for c in frame.columns if c not in TIMING]).sort("config_id", "replication")
+
+
+def test_a_sweep_grows_by_replications_policies_and_grid_values(tmp_path):
+    """More replications, another policy and another grid value only add
+    rows: the rows on disk are kept (not recomputed), and the result equals a
+    from-scratch run of the grown spec."""
+    run_sweep(make_spec(tmp_path))
+    report = run_sweep(make_spec(tmp_path, replications={"n": 4}))
+    assert (report.rows_written, report.rows_skipped) == (6, 18)
+    assert report.grew and "replications" in report.grew
+
+    grown = make_spec(tmp_path, replications={"n": 4}, policies=["FIFO", "PS", "PSBS", "LAS"],
+                      workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0})
+    report = run_sweep(grown)
+    assert (report.rows_written, report.rows_skipped) == (3 * 4 * 4 - 24, 24)
+    assert "policies" in report.grew and "workload" in report.grew
+    again = run_sweep(grown)  # the grown spec is now the dir's own: a plain resume
+    assert (again.rows_written, again.rows_skipped, again.grew) == (0, 48, None)
+
+    scratch = make_spec(tmp_path, replications={"n": 4}, policies=["FIFO", "PS", "PSBS", "LAS"],
+                        workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0},
+                        outputs={"dir": str(tmp_path / "scratch"), "per_job": True})
+    run_sweep(scratch)
+    assert nonclock(sorted_summary(grown.results_dir())).equals(nonclock(sorted_summary(scratch.results_dir())))
+    jobs = schedlab.load(grown.results_dir(), "jobs").select("config_id", "replication", "job_id").collect()
+    assert jobs.height == 48 * 400 and jobs.is_duplicated().sum() == 0
+
+    import json
+
+    manifest = json.loads((grown.results_dir() / "manifest.json").read_text())
+    assert len(manifest["configs"]) == 12 and len(manifest["history"]) == 2
+
+
+def test_rows_of_dropped_configurations_stay(tmp_path):
+    run_sweep(make_spec(tmp_path))
+    report = run_sweep(make_spec(tmp_path, policies=["FIFO", "PS"]))
+    assert (report.rows_written, report.rows_skipped) == (0, 12)
+    assert sorted_summary(make_spec(tmp_path).results_dir()).height == 18
+
+
+def test_a_spec_that_wrote_no_row_gives_way_to_the_corrected_one(tmp_path):
+    """Every simulation of the first spec failed (no summary row): the
+    corrected spec runs without --fresh, whatever it changed."""
+    bad = make_spec(tmp_path, workload={"kind": "synthetic", "njobs": 200, "shape": 0.001})
+    first = run_sweep(bad)
+    assert first.rows_written == 0 and first.failures
+    fixed = make_spec(tmp_path, seed=3, workload={"kind": "synthetic", "njobs": 200, "shape": 1.0})
+    report = run_sweep(fixed)
+    assert report.rows_written == 9 and not report.failures and report.grew is None
+
+
+def test_a_grown_sweep_is_tracked_whole(tmp_path):
+    """MLflow after growth: one parent, one child per configuration with
+    rows (including a policy the grown spec dropped), matching Parquet."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking = {"enabled": True, "uri": uri}
+    first = run_sweep(make_spec(tmp_path, tracking=tracking))
+    assert not first.tracking.failed and first.tracking.logged == 6
+    grown = run_sweep(make_spec(tmp_path, tracking=tracking, policies=["FIFO", "PS", "LAS"],
+                                replications={"n": 4}))
+    assert not grown.tracking.failed and grown.tracking.logged == 8
+    assert grown.rows_written == 3 * 4 * 2 - 2 * 3 * 2
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("e2e")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    assert sorted({r.data.tags["schedlab.policy"] for r in children}) == ["FIFO", "LAS", "PS", "PSBS"]
+    assert len(children) == 8
+    by_policy = {r.data.tags["schedlab.policy"]: int(r.data.tags["schedlab.rows"]) for r in children}
+    assert by_policy == {"FIFO": 4, "PS": 4, "LAS": 4, "PSBS": 3}
 
 
 def test_a_failing_simulation_is_recorded_and_the_sweep_goes_on(tmp_path):

@@ -54,6 +54,8 @@ class SweepReport:
     sim_seconds: float = 0.0
     rounds: int = 0
     tracking: Any = None
+    #: One line when this run grew the results dir (the spec gained policies, points or replications).
+    grew: str | None = None
 
 
 def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
@@ -239,9 +241,9 @@ def run_sweep(
 
 def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking,
                 progress) -> SweepReport:
-    store.prepare(manifest_for(spec, plan), fresh)
+    grew = store.prepare(manifest_for(spec, plan), fresh)
     store.save_code(plan.code.values())
-    report = SweepReport(str(store.root), configs=len(plan.configs))
+    report = SweepReport(str(store.root), configs=len(plan.configs), grew=grew)
     done = store.done_keys()  # a damaged part file stops here, before any work
 
     tracker = None

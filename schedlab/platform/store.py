@@ -72,6 +72,53 @@ def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
             return (f"the code of {field_} ({info['use']}) changed since these results were written "
                     f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})")
     return None
+
+
+#: Result-defining spec fields that only add (or drop) configurations or
+#: replications. A configuration id hashes everything that defines its
+#: results (engine, policy and params, workload point, system, user code), so
+#: rows of configurations that stay in a spec changed only here keep their
+#: meaning: the results dir *grows* (resume) instead of needing --fresh.
+GROWABLE = frozenset({"policies", "workload", "system", "replications", "user_code"})
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def spec_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The result-defining fields that differ between two manifests' specs,
+    each as ``field: old -> new`` (a key absent on one side shows as
+    ``(unset)``)."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    out = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            was = _short(before[key]) if key in before else "(unset)"
+            now = _short(after[key]) if key in after else "(unset)"
+            out.append(f"{key}: {was} -> {now}")
+    return out
+
+
+def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` extended by what ``old`` describes of the rows already on disk:
+    every configuration either spec named (rows of configurations the new
+    spec dropped stay readable and tracked), the union of the parameter
+    columns, the creation time, and the earlier specs in ``history`` (``old``
+    itself joins it when its spec differs from ``new``'s)."""
+    history = list(old.get("history", []))
+    if old.get("spec_hash") != new.get("spec_hash"):
+        history.append({k: old[k] for k in ("spec", "spec_hash", "created", "user_code") if k in old})
+    return {
+        **new,
+        "created": old.get("created", new["created"]),
+        "configs": {**old.get("configs", {}), **new["configs"]},
+        "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
+        "history": history,
+    }
+
+
 LOCK = ".lock"
 #: What to do about a damaged part file (the end of its error message).
 DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
@@ -155,26 +202,47 @@ class ResultStore:
             self._lock_fd = None
             os.close(fd)  # closing the last descriptor releases the flock
 
-    def prepare(self, manifest: dict[str, Any], fresh: bool) -> None:
+    def prepare(self, manifest: dict[str, Any], fresh: bool) -> str | None:
         """Create or reopen the results dir for ``manifest``'s spec.
 
-        Reopening with a different result-defining spec is an error unless
-        ``fresh`` (which discards the old results)."""
+        Reopening with a spec whose result-defining part changed:
+
+        * no summary row on disk yet (e.g. the earlier run failed before its
+          first commit): the new spec simply replaces the old one;
+        * only fields in `GROWABLE` changed (policies, grid values,
+          replications, ...): the dir grows -- rows of configurations still in
+          the spec are kept and resumed, new ones are computed, rows of
+          configurations no longer named stay on disk; returns one line
+          saying what changed;
+        * user code edited in place, or a field that changes what every row
+          means (seed, per_job, warmup, metrics, name, engine): an error
+          naming the field(s), unless ``fresh`` (which discards the old
+          results)."""
         try:
             existing = self.read_manifest()
         except UserError:
             if not fresh:
                 raise
             existing = None  # --fresh discards it anyway
+        grew = None
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
             changed = _changed_code(existing, manifest)
-            if changed:
+            changes = spec_changes(existing, manifest)
+            fixed = [c for c in changes if c.split(":", 1)[0] not in GROWABLE]
+            if not self.has(SUMMARY):
+                existing = None  # nothing computed under the old spec: the corrected spec takes its place
+            elif changed:
                 raise UserError(f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
                                 f"outputs.dir to keep both")
-            raise UserError(
-                f"{self.root}: holds results of a different spec (spec hash {existing.get('spec_hash')} "
-                f"!= {manifest['spec_hash']}); run with --fresh to discard them, or set outputs.dir"
-            )
+            elif fixed:
+                raise UserError(
+                    f"{self.root}: holds results of a different spec: {'; '.join(fixed)} -- this changes what "
+                    f"every row on disk means; run with --fresh to discard them, or set outputs.dir to keep both"
+                )
+            else:
+                manifest = grown_manifest(existing, manifest)
+                grew = f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): " \
+                       f"rows on disk are kept, new configurations and replications are added"
         if fresh:
             for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", MANIFEST):
                 target = self.root / name
@@ -183,12 +251,13 @@ class ResultStore:
                 elif target.exists():
                     target.unlink()
             existing = None
-        if existing is not None:
-            manifest = {**manifest, "created": existing.get("created", manifest["created"])}
+        if existing is not None and grew is None:  # the same spec again (a resume)
+            manifest = grown_manifest(existing, manifest)
         with self._writing(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
             self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
             self.clean()
+        return grew
 
     def clean(self) -> int:
         """Delete crash leftovers: temp files and per-job files whose summary
