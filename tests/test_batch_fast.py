@@ -287,6 +287,26 @@ def test_reference_runs_and_user_policies_do_not_import_numba():
     assert out.stdout.strip() == "[]"
 
 
+LUBLIN = Path("/work/shared/data/lublin/lublin_256.swf.gz")
+
+
+@pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
+def test_simulate_engine_path_option():
+    import json
+
+    from click.testing import CliRunner
+
+    from schedlab.cli import main
+
+    out = {}
+    for path in ("reference", "fast"):
+        r = CliRunner().invoke(main, ["simulate", "--engine", "batch", "--policy", "EASY", "--workload-file",
+                                      str(LUBLIN), "--json", "--engine-path", path])
+        assert r.exit_code == 0, r.output
+        out[path] = {k: v for k, v in json.loads(r.output).items() if k not in ("sim_seconds", "wall_seconds")}
+    assert out["fast"] == out["reference"]
+
+
 # ---- the HPC2N log -------------------------------------------------------------------------------
 
 
