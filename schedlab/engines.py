@@ -245,18 +245,23 @@ def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
 
 
 def _run_batch(jobs, cls: type, params: Mapping[str, Any] | None = None,
-               system: Mapping[str, Any] | None = None) -> RunResult:
+               system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
     """Run one batch policy over a rigid-job table: job_id, submit, runtime,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
     "nodes"), procs (model procs; 0 = the trace's machine size from a
     ``machine_procs`` column if the table carries one), nodes (model nodes),
     tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
     has no such column) and bound (the DFRS view: underutilization and Theorem
-    1's max-stretch lower bound, see ``schedlab.sim.batch``)."""
+    1's max-stretch lower bound, see ``schedlab.sim.batch``).
+
+    ``path="fast"``: FCFS and EASY themselves (by identity, never a subclass)
+    without params run on their compiled kernels (``schedlab.sim.batch_fast``,
+    the same start and end times to the bit); everything else, and whatever
+    the kernels decline, runs on the reference engine."""
     from schedlab.sim.batch import run_table
 
     sys_params = {**ENGINES["batch"].system_defaults, **(system or {})}
-    per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
+    per_job, summary = run_table(jobs, cls, **sys_params, path=path, **(params or {}))
     return RunResult(per_job, summary)
 
 
@@ -326,9 +331,11 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
         adapter=_run_batch,
         seam="schedlab.policies.batch.base.BatchPolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py", "sim/stretch_bound.py", "policies/batch"),
+        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py", "sim/batch_fast.py",
+                 "sim/jit.py", "sim/stretch_bound.py", "policies/batch"),
         workload_kinds=("trace", "lublin"),
         system=SYSTEMS["batch"],
+        fast_path=True,
     ),
     "dfrs": Engine(
         name="dfrs",

@@ -48,3 +48,30 @@ def engine_path(request):
 @pytest.fixture
 def run_policy():
     return run
+
+
+# ---- the batch engine's two paths (schedlab.sim.batch_fast) --------------------------------
+
+
+def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
+    """``schedlab.sim.batch.run_table(jobs, policy_cls, **system)`` on
+    ``path`` (default: the one the `engine_path` fixture selected; the
+    reference outside it). On the fast path FCFS and EASY must run on their
+    kernel, not fall back: the reference ``simulate_batch`` is made to fail
+    for the call (a test of the kernels must run the kernels)."""
+    from schedlab.policies.batch import BATCH_POLICIES
+    from schedlab.sim import batch
+
+    path = path or _current[0]
+    if path != "fast" or not any(policy_cls is c for c in BATCH_POLICIES.values()):
+        return batch.run_table(jobs, policy_cls, path=path, **system)
+
+    def declined(*args, **kwargs):
+        raise AssertionError(f"{policy_cls.name}: the batch fast path declined this workload")
+
+    reference = batch.simulate_batch
+    batch.simulate_batch = declined
+    try:
+        return batch.run_table(jobs, policy_cls, path=path, **system)
+    finally:
+        batch.simulate_batch = reference

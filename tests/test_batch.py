@@ -1,6 +1,8 @@
 """The batch engine (schedlab.sim.batch) with FCFS and EASY: hand-worked
 schedules, the protection of the head job's reservation, property tests on
-small random instances and a replay of the HPC2N log."""
+small random instances and a replay of the HPC2N log. The tests that go
+through ``run_table`` run on both engine paths (the `engine_path` fixture:
+the Python reference and the compiled kernels of schedlab.sim.batch_fast)."""
 
 from __future__ import annotations
 
@@ -20,9 +22,9 @@ from schedlab.sim.batch import (
     BOUNDED_STRETCH_THRESHOLD,
     BatchCapacityExceeded,
     BatchStartError,
-    run_table,
     simulate_batch,
 )
+from tests.conftest import run_batch_table
 
 HPC2N = Path("/work/shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz")
 
@@ -44,7 +46,7 @@ def run(rows, policy, requested=None, **system):
     system.setdefault("model", "procs")
     if system["model"] == "procs":
         system.setdefault("procs", 4)
-    per_job, summary = run_table(table(rows, requested), policy, **system)
+    per_job, summary = run_batch_table(table(rows, requested), policy, **system)
     return per_job, summary
 
 
@@ -75,7 +77,7 @@ def starts(per_job):
     return per_job["start"].tolist()
 
 
-def test_example1_fcfs_and_easy():
+def test_example1_fcfs_and_easy(engine_path):
     fj, _ = run(EX1, FCFS)
     assert starts(fj) == [0, 10, 20, 20]
     ej, es = run(EX1, EASY)
@@ -93,7 +95,7 @@ def test_example1_fcfs_and_easy():
     assert es["model_nodes"] == 0.0 and es["capacity"] == 4.0
 
 
-def test_example2_easy_protects_only_the_head():
+def test_example2_easy_protects_only_the_head(engine_path):
     fj, _ = run(EX2, FCFS)
     assert starts(fj) == [0, 10, 20, 30]
     ej, _ = run(EX2, EASY)
@@ -113,7 +115,7 @@ def test_backfill_never_delays_the_head_reservation():
     assert res.start[2] == 20.0  # C was not backfilled
 
 
-def test_head_reservation_uses_requested_not_actual_times():
+def test_head_reservation_uses_requested_not_actual_times(engine_path):
     """4 procs: A (0, runtime 10, requested 50, 2 procs), B (1, 10, 4 procs),
     C (2, runtime 30 = requested, 2 procs). Shadow for B is 50 (A's requested
     end), so C (ends 32 <= 50) is backfilled at 2; A actually ends at 10, C
@@ -125,7 +127,7 @@ def test_head_reservation_uses_requested_not_actual_times():
     assert starts(fj) == [0, 10, 20]
 
 
-def test_overrun_of_requested_time_is_tolerated():
+def test_overrun_of_requested_time_is_tolerated(engine_path):
     """A's requested time (5) is shorter than its runtime (10): from t=5 on EASY
     treats A as ending now; nothing breaks and the head starts when A ends."""
     rows = [(0, 10, 3), (1, 10, 4), (6, 2, 1)]
@@ -134,7 +136,7 @@ def test_overrun_of_requested_time_is_tolerated():
     assert starts(ej) == [0, 10, 20]
 
 
-def test_nodes_model():
+def test_nodes_model(engine_path):
     rows = [(0, 10, 3), (0, 10, 1)]
     # 2 nodes x 2 tasks per node: job 0 needs ceil(3/2) = 2 nodes, job 1 one node
     nj, ns = run(rows, FCFS, model="nodes", nodes=2, tasks_per_node=2)
@@ -149,7 +151,7 @@ def test_nodes_model():
     assert starts(dj) == [0, 10]
 
 
-def test_oversized_job_is_an_error_or_dropped():
+def test_oversized_job_is_an_error_or_dropped(engine_path):
     rows = [(0, 10, 2), (1, 10, 5), (2, 10, 1)]
     with pytest.raises(UserError, match="job 101 needs 5 processors"):
         run(rows, FCFS)
@@ -158,7 +160,7 @@ def test_oversized_job_is_an_error_or_dropped():
     assert ps["dropped_oversize"] == 1.0 and ps["n_jobs"] == 2.0
 
 
-def test_bad_inputs():
+def test_bad_inputs(engine_path):
     with pytest.raises(UserError, match="model"):
         run(EX1, FCFS, model="cores")
     with pytest.raises(UserError, match="needs the number of nodes"):
@@ -200,7 +202,7 @@ def test_engine_checks_capacity_and_queued_state():
         simulate_batch(*args, 100, _Twice)
 
 
-def test_zero_runtime_jobs():
+def test_zero_runtime_jobs(engine_path):
     rows = [(0, 0, 4), (0, 5, 4), (0, 0, 4)]
     for policy in (FCFS, EASY):
         pj, _ = run(rows, policy, requested=[1, 5, 1])
@@ -257,7 +259,7 @@ def test_both_policies_finish_every_job_fcfs_in_submit_order(inst):
 # --- the HPC2N log ------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not HPC2N.exists(), reason="HPC2N log not present")
-def test_hpc2n_full_log_fcfs_vs_easy():
+def test_hpc2n_full_log_fcfs_vs_easy(engine_path):
     """The whole cleaned log (202,871 jobs, 240 processors, model procs)
     through both policies: ~2.5 s in total."""
     from schedlab.workloads.traces.swf import read
@@ -266,7 +268,7 @@ def test_hpc2n_full_log_fcfs_vs_easy():
     assert trace.meta["machine_procs"] == 240
     out = {}
     for name in ("FCFS", "EASY"):
-        per_job, summary = run_table(trace.jobs, BATCH_POLICIES[name], model="procs", procs=240)
+        per_job, summary = run_batch_table(trace.jobs, BATCH_POLICIES[name], model="procs", procs=240)
         assert summary["n_jobs"] == trace.jobs.height
         assert np.all(np.isfinite(per_job["end"]))
         out[name] = summary

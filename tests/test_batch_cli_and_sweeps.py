@@ -46,7 +46,7 @@ def test_simulate_batch_errors(tmp_path):
     assert res.returncode == 2 and "--procs is only for --engine batch" in res.stderr
 
 
-def test_lublin_sweep_point_runs_on_the_batch_engine():
+def test_lublin_sweep_point_runs_on_the_batch_engine(engine_path):
     spec = parse_spec({"name": "b", "engine": "batch", "policies": ["FCFS", "EASY"],
                        "system": {"model": "procs", "procs": 256},
                        "workload": {"kind": "lublin", "njobs": 300, "nodes": 256},
@@ -58,7 +58,8 @@ def test_lublin_sweep_point_runs_on_the_batch_engine():
     inst = plan.instances([0])[0]
     jobs = workload_kind("lublin").instance(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
                                             inst.point.params, None)
-    results = {c.policy: get_engine("batch").run(jobs, c.policy, c.policy_params, c.system) for c in inst.point.configs}
+    results = {c.policy: get_engine("batch").run(jobs, c.policy, c.policy_params, c.system, path=engine_path)
+               for c in inst.point.configs}
     assert results["EASY"].summary["wait_mean"] <= results["FCFS"].summary["wait_mean"]
     with pytest.raises(UserError, match="system.cores"):
         parse_spec({"name": "b", "engine": "batch", "policies": ["FCFS"], "system": {"cores": 2},

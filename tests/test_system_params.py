@@ -315,7 +315,7 @@ def test_plan_time_columns_match_a_drawn_instance(engine, workload):
 def test_run_table_arguments_are_the_declared_fields():
     from schedlab.sim import batch, dfrs
 
-    for module, schema, extra in ((batch, system_schema.BATCH, set()), (dfrs, system_schema.DFRS, {"check"})):
+    for module, schema, extra in ((batch, system_schema.BATCH, {"path"}), (dfrs, system_schema.DFRS, {"check"})):
         sig = inspect.signature(module.run_table)
         kw = {n: p for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
         assert set(kw) - extra == set(schema.defaults())

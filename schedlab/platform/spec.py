@@ -44,7 +44,7 @@ A spec::
     # warmup = "mser5"           # queue engine: MSER-5 warm-up deletion, same cut for every policy of an instance
     [tracking]  enabled = true; uri = "sqlite:///mlflow.db"; experiment = "psbs-shape"
     [execution] address = "ray://head:10001"; max_in_flight = 6; cpus_per_task = 1; retries = 3
-    # engine_path = "reference": run even built-in queue policies on the Python
+    # engine_path = "reference": run even built-in queue and batch policies on the Python
     # reference engine (default "fast": compiled kernels, the same numbers)
 """
 

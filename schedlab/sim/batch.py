@@ -216,9 +216,21 @@ def simulate_batch(submit, runtime, requested, need, capacity: int,
     return BatchResult(np.array(start, dtype=float), np.array(end, dtype=float), passes, policy)
 
 
+def _fast_module(policy_cls):
+    """``schedlab.sim.batch_fast`` if ``policy_cls`` is FCFS or EASY
+    (identity), else None. numba is imported only here."""
+    from schedlab.policies.batch import BATCH_POLICIES
+
+    if not any(policy_cls is builtin for builtin in BATCH_POLICIES.values()):
+        return None
+    from schedlab.sim import batch_fast
+
+    return batch_fast
+
+
 def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = None, nodes: int | None = None,
               tasks_per_node: int = 1, oversize: str = "error", cpu_need: float = 1.0, bound: bool = False,
-              **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              path: str = "reference", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent: requested = runtime, exact estimates).
     Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
@@ -228,7 +240,16 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
     ``bound``: the DFRS view (module docstring). The machine parameters are
     checked against the engine's declaration (``schedlab.sim.system.BATCH``),
     the same one a sweep's plan checks. Other params go to the policy.
+    ``path``: "reference" (the default here: :func:`simulate_batch` with the
+    Python policy) or "fast" (what ``Engine.run`` passes by default): FCFS and
+    EASY themselves -- by identity, never a subclass -- without params run on
+    the compiled kernels of ``schedlab.sim.batch_fast`` (the same start and
+    end times to the bit, the same pass count); every other policy, and any
+    input the kernels decline, runs on the reference. Only the simulation
+    differs between the paths: the metrics are computed here for both.
     Returns (per-job columns, summary)."""
+    if path not in ("fast", "reference"):
+        raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
     system = BATCH_SYSTEM.check_call(
         {"model": model, "procs": procs, "nodes": nodes, "tasks_per_node": tasks_per_node, "oversize": oversize,
          "cpu_need": cpu_need, "bound": bound}, "batch engine", jobs.columns)
@@ -284,9 +305,18 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
     dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + BOUND_TOL
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
-    factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
-    started = time.perf_counter()
-    res = simulate_batch(submit, runtime, requested, need, capacity, factory)
+    res = None
+    fast = _fast_module(policy_cls) if path == "fast" and not params else None
+    if fast is not None:
+        fast.warm(policy_cls)  # compile or load the kernel outside the timed run
+        started = time.perf_counter()
+        out = fast.simulate(policy_cls, submit, runtime, requested, need, capacity)
+        if out is not None:
+            res = BatchResult(out[0], out[1], out[2], None)
+    if res is None:  # the reference path (or the kernel declined)
+        factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
+        started = time.perf_counter()
+        res = simulate_batch(submit, runtime, requested, need, capacity, factory)
     wall = time.perf_counter() - started
     wait = res.start - submit
     stretch = bounded_stretch(submit, runtime, res.end, threshold=BOUNDED_STRETCH_THRESHOLD)

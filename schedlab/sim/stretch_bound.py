@@ -419,13 +419,27 @@ def batch_usage_profile(submit: Any, start: Any, end: Any, tasks: Any, cpu_need:
         raise ValueError("tasks and cpu_need must be >= 0")
     need = c * k
     used = np.minimum(c, 1.0) * k
-    times = np.unique(np.concatenate((s, b, e)))
+    # times = np.unique(s, b, e) and each value's index in it (what
+    # np.searchsorted(times, x) gives), from one stable argsort: submits are
+    # sorted in a trace and starts nearly so, runs a stable sort exploits
+    # (several times faster than np.unique + four searchsorted on a log).
+    n = len(s)
+    allt = np.concatenate((s, b, e))
+    perm = np.argsort(allt, kind="stable")
+    ordered = allt[perm]
+    first = np.empty(len(ordered), dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    times = ordered[first]
+    index = np.empty(len(ordered), dtype=np.intp)
+    index[perm] = np.cumsum(first) - 1
+    i_s, i_b, i_e = index[:n], index[n:2 * n], index[2 * n:]
     dd = np.zeros(len(times))
     du = np.zeros(len(times))
-    np.add.at(dd, np.searchsorted(times, s), need)
-    np.add.at(dd, np.searchsorted(times, e), -need)
-    np.add.at(du, np.searchsorted(times, b), used)
-    np.add.at(du, np.searchsorted(times, e), -used)
+    np.add.at(dd, i_s, need)
+    np.add.at(dd, i_e, -need)
+    np.add.at(du, i_b, used)
+    np.add.at(du, i_e, -used)
     demand = np.cumsum(dd)[:-1]
     allocated = np.cumsum(du)[:-1]
     # Remove cumulative round-off (exact zeros where nothing is pending).
