@@ -22,6 +22,54 @@ EXIT_FAILURES = 1  # some simulations raised (recorded in failures/)
 EXIT_TRACKING = 3  # results are complete in Parquet but MLflow does not match them
 EXIT_INTERRUPTED = 130  # Ctrl-C: what arrived is committed; run again to resume
 
+
+def _seconds(x: float) -> str:
+    x = int(round(x))
+    return f"{x // 3600}h{x % 3600 // 60:02d}m" if x >= 3600 else f"{x // 60}m{x % 60:02d}s" if x >= 60 else f"{x}s"
+
+
+class ProgressLine:
+    """One status line on stderr for a running sweep: simulations done /
+    total, failed, elapsed, ETA and the round (``runner.Progress``). On a
+    terminal it is redrawn in place (at most 10 times a second); otherwise a
+    line is printed at each round's end and every 30 s."""
+
+    def __init__(self, enabled: bool = True, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self.last, self.width, self.open = 0.0, 0, False
+
+    @staticmethod
+    def text(p) -> str:
+        eta = p.eta
+        return (f"{p.sweep}: round {p.round}, {p.done}/{p.total} simulations, {p.failed} failed, "
+                f"{_seconds(p.elapsed)} elapsed, ETA {_seconds(eta) if eta is not None else '?'}")
+
+    def update(self, p) -> None:
+        if not self.enabled:
+            return
+        import time
+
+        now = time.monotonic()
+        end_of_round = p.done >= p.total
+        if self.tty:
+            if now - self.last < 0.1 and not end_of_round:
+                return
+            text = self.text(p)
+            self.stream.write("\r" + text.ljust(self.width))
+            self.width, self.open = len(text), True
+        elif end_of_round or now - self.last >= 30.0:
+            self.stream.write(self.text(p) + "\n")
+        self.stream.flush()
+        self.last = now
+
+    def close(self) -> None:
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
+
 SYNTHETIC_OPTIONS = ("shape", "timeshape", "load", "sigma", "njobs", "size_dist", "alpha", "beta", "load_mode")
 
 
@@ -246,29 +294,15 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     spec = load_spec(spec_file)
     if tracking_uri:
         spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if no_progress:
-            return
-        if bar is None or done == 0:
-            if bar is not None:
-                bar.render_finish()
-            bar = click.progressbar(length=max(total, 1), label=f"{spec.name}", file=sys.stderr, show_pos=True)
-            bar.render_progress()
-        else:
-            bar.update(done - bar.pos)
-
+    line = ProgressLine(enabled=not no_progress)
     try:
         report = run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
-                           progress=progress)
+                           progress=line.update)
     except (Interrupted, KeyboardInterrupt) as err:
+        line.close()
         click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    finally:
-        if bar is not None:
-            bar.render_finish()
+    line.close()
     if report.grew:
         click.echo(report.grew)
     click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
@@ -283,6 +317,15 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     if tr is not None and tr.failed:
         click.echo(f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
                    f"`schedlab track {report.results_dir}` finishes it", err=True)
+    if report.at_max:
+        reps = spec.replications
+        click.echo(f"{len(report.at_max)} workload point(s) stopped at max = {reps.max} replications with an "
+                   f"interval of {reps.metric} still wider than the target:", err=True)
+        for where in report.at_max[:10]:
+            click.echo("  " + (" ".join(f"{k}={v}" for k, v in where.items()) or "(the one workload point)"),
+                       err=True)
+        if len(report.at_max) > 10:
+            click.echo(f"  ... and {len(report.at_max) - 10} more", err=True)
     if report.failures:
         click.echo(f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:",
                    err=True)
@@ -454,9 +497,19 @@ def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, 
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale, get_pipeline, run_pipeline
 
+    from schedlab.platform.runner import Interrupted
+
     check_scale(scale)
     get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
-    result = run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking)
+    line = ProgressLine()
+    try:
+        result = run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking,
+                              progress=line.update)
+    except (Interrupted, KeyboardInterrupt) as err:
+        line.close()
+        click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    line.close()
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
         click.echo(f"{f.png}: {f.title} -- {held} of {len(f.checks)} claims hold")

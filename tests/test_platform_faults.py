@@ -259,3 +259,27 @@ def test_ctrl_c_commits_what_arrived_and_resumes(tmp_path, ray_env):
     assert rows.height == total
     assert rows.select("config_id", "replication").is_duplicated().sum() == 0
     assert f"{on_disk} already on disk" in text
+
+
+def test_ctrl_c_stops_a_pipeline_with_one_line_and_exit_130(tmp_path, ray_env):
+    """`schedlab pipelines run` answers Ctrl-C as `run` does: what arrived is
+    committed, one line says so, exit 130, no traceback."""
+    out_dir = tmp_path / "pipe"
+    out, err = open(tmp_path / "pipe.out", "w+"), open(tmp_path / "pipe.err", "w+")
+    proc = subprocess.Popen([*SCHEDLAB, "pipelines", "run", "dfrs-fig1", "--scale", "quick", "--out", str(out_dir),
+                             "--no-tracking"], env=ray_env(), cwd=tmp_path, stdout=out, stderr=err, text=True,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: any(out_dir.glob("*/summary/*/part-*.parquet")), proc, RUN_TIMEOUT,
+                 "the pipeline's first summary commit")
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the driver
+        rc = proc.wait(timeout=60)
+    finally:
+        kill_session(proc)
+        out.close()
+        err.close()
+    text = (tmp_path / "pipe.out").read_text() + (tmp_path / "pipe.err").read_text()
+    assert rc == 130, text[-3000:]
+    assert "Traceback" not in text
+    said = [line for line in text.splitlines() if line.startswith("schedlab: ")]
+    assert len(said) == 1 and "run again to resume" in said[0], text[-3000:]

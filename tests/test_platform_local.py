@@ -239,3 +239,77 @@ def test_results_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "schedlab.cli", "results", str(spec.results_dir()), "--by", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "'nope' is not a column" in bad.stderr
+
+
+def test_progress_counts_simulations_failures_and_rounds(tmp_path):
+    """The progress records count simulations (configuration x replication),
+    not Ray tasks; failures are counted; each adaptive round says its number
+    and the total grows by the round's simulations."""
+    seen = []
+    spec = make_spec(tmp_path, workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 0.001]},
+                     outputs={"dir": str(tmp_path / "out"), "per_job": False})
+    run_sweep(spec, progress=seen.append)
+    assert seen[0].done == 0 and seen[0].total == 18 and seen[0].round == 1 and seen[0].eta is None
+    last = seen[-1]
+    assert (last.done, last.total, last.failed, last.sweep) == (18, 18, 9, "e2e")
+    assert [p.done for p in seen] == sorted(p.done for p in seen) and last.eta == 0.0
+
+    seen.clear()
+    adaptive = make_spec(tmp_path, replications={"metric": "mst", "rel_halfwidth": 0.001, "min": 2, "max": 4,
+                                                 "batch": 1},
+                         outputs={"dir": str(tmp_path / "adaptive"), "per_job": False},
+                         workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 2.0], "load": 0.7})
+    report = run_sweep(adaptive, progress=seen.append)
+    rounds = sorted({p.round for p in seen})
+    assert rounds == [1, 2, 3] and report.rounds == 3
+    ends = [max((p for p in seen if p.round == r), key=lambda p: p.done) for r in rounds]
+    assert [(p.done, p.total) for p in ends] == [(12, 12), (18, 18), (24, 24)]
+    # 0.1 % of the mean is out of reach in 4 replications: both points stopped at max, named by their shape
+    assert sorted(w["shape"] for w in report.at_max) == [1.0, 2.0]
+
+
+def test_progress_line_text():
+    from schedlab.cli import ProgressLine
+    from schedlab.platform.runner import Progress
+
+    p = Progress("sweep", 2, 30, 120, 1, 15.0)
+    assert p.eta == 45.0
+    assert ProgressLine.text(p) == "sweep: round 2, 30/120 simulations, 1 failed, 15s elapsed, ETA 45s"
+    assert "ETA ?" in ProgressLine.text(Progress("s", 1, 0, 10, 0, 0.5))
+    assert "1h01m elapsed, ETA 1h01m" in ProgressLine.text(Progress("s", 1, 1, 2, 0, 3660.0))
+    assert "2m05s elapsed" in ProgressLine.text(Progress("s", 1, 1, 2, 0, 125.0))
+
+
+def test_run_prints_progress_lines_and_the_points_at_max(tmp_path):
+    """`schedlab run` without a terminal prints one progress line per round
+    (simulations, failed, elapsed, ETA, round) and, at the end of an adaptive
+    sweep, the points that stopped at max above their target."""
+    spec = tmp_path / "a.toml"
+    spec.write_text(textwrap.dedent(f"""\
+        name = "cli-progress"
+        engine = "queue"
+        seed = 3
+        policies = ["FIFO", "PS"]
+        [workload]
+        kind = "synthetic"
+        njobs = 200
+        shape = [1.0, 2.0]
+        [replications]
+        metric = "mst"
+        rel_halfwidth = 0.001
+        min = 2
+        max = 3
+        batch = 1
+        [outputs]
+        dir = "{tmp_path / 'out'}"
+        [tracking]
+        enabled = false
+        """))
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "run", str(spec)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [line for line in out.stderr.splitlines() if line.startswith("cli-progress: round")]
+    assert any(line.startswith("cli-progress: round 1, 8/8 simulations, 0 failed") for line in lines), out.stderr
+    assert any(line.startswith("cli-progress: round 2, 12/12 simulations, 0 failed") for line in lines), out.stderr
+    assert "2 workload point(s) stopped at max = 3 replications" in out.stderr
+    assert "  shape=1.0" in out.stderr and "  shape=2.0" in out.stderr

@@ -138,7 +138,7 @@ def run_pipeline(
     fresh: bool = False,
     tracking: bool = True,
     overrides: dict[str, Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[Any], None] | None = None,
 ) -> PipelineResult:
     """Run every sweep of a pipeline (resuming), then write its figures and report.md."""
     import matplotlib

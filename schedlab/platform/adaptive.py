@@ -99,6 +99,14 @@ def _where(plan: Plan) -> dict[str, dict[str, Any]]:
     return {cell: {k: v.get(k) for k in varying} for cell, v in cells.items()}
 
 
+def point_where(plan: Plan) -> dict[str, dict[str, Any]]:
+    """point id -> the workload values that tell it apart from the other
+    points (empty for a one-point sweep)."""
+    keys = sorted({k for p in plan.points for k in p.params})
+    varying = [k for k in keys if len({canonical(p.params.get(k)) for p in plan.points}) > 1]
+    return {p.point_id: {k: p.params.get(k) for k in varying} for p in plan.points}
+
+
 def _outputs(rows: pl.DataFrame, config_ids: list[str], metric: str) -> dict[str, list[float]]:
     """Each configuration's outputs in replication order, up to its first
     missing replication (a failed simulation ends the usable prefix)."""

@@ -56,6 +56,32 @@ class SweepReport:
     tracking: Any = None
     #: One line when this run grew the results dir (the spec gained policies, points or replications).
     grew: str | None = None
+    #: Adaptive sweeps: the workload points (their distinguishing values) that
+    #: reached ``max`` replications with some interval still above the target.
+    at_max: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running sweep stands, for a progress display. A simulation is
+    one configuration x replication; ``total`` counts those planned so far
+    (an adaptive sweep adds each round's), ``done`` those finished (failed
+    ones included), ``failed`` those that raised, ``round`` is 1-based and
+    ``elapsed`` the seconds since the sweep started."""
+
+    sweep: str
+    round: int
+    done: int
+    total: int
+    failed: int
+    elapsed: float
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the rate so far (None before the first result)."""
+        if self.done <= 0 or self.elapsed <= 0:
+            return None
+        return max(self.total - self.done, 0) * self.elapsed / self.done
 
 
 def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
@@ -225,9 +251,11 @@ def run_sweep(
     address: str | None = None,
     fresh: bool = False,
     tracking: bool | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> SweepReport:
-    """Run (or resume) a sweep; returns what happened. Failures do not raise."""
+    """Run (or resume) a sweep; returns what happened. Failures do not raise.
+    ``progress`` is called with a `Progress` at each round's start and after
+    each finished task."""
     started = time.monotonic()
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
@@ -261,6 +289,7 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     )
 
     limit_cache = [0.0, 0]
+    counts = {"round": 1, "done": 0, "total": 0, "failed": 0}  # for `Progress`
 
     def max_in_flight() -> int:
         """A few tasks per CPU; re-read every 10 s as an autoscaling cluster grows."""
@@ -294,10 +323,16 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         todo_of = {(w[0].point.point_id, w[0].replication): w[1] for w in work}
         pending = deque(tasks)
         inflight: dict[Any, list[Instance]] = {}
-        total, finished = len(tasks), 0
-        report.tasks += total
-        if progress:
-            progress(0, total)
+        report.tasks += len(tasks)
+        counts["total"] += sum(len(w[1]) for w in work)
+        counts["round"] = report.rounds + 1
+
+        def tell() -> None:
+            if progress:
+                progress(Progress(spec.name, counts["round"], counts["done"], counts["total"], counts["failed"],
+                                  time.monotonic() - started))
+
+        tell()
         try:
             while pending or inflight:
                 limit = max_in_flight()
@@ -324,9 +359,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                     report.sim_seconds += result.sim_seconds
                     report.failures += result.failures
                     sink.add(result)
-                    finished += 1
-                    if progress:
-                        progress(finished, total)
+                    counts["done"] += sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
+                    counts["failed"] += len(result.failures)
+                    tell()
                 if sink.due():
                     report.rows_written += sink.flush()
             report.rows_written += sink.flush()
@@ -364,6 +399,7 @@ def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report
         return
     next_r = {p.point_id: 0 for p in plan.points}
     want = {p.point_id: reps.min for p in plan.points}
+    short: set[str] = set()  # points whose target was not met at the last check
     while True:
         instances = [
             inst
@@ -371,6 +407,8 @@ def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report
             for inst in plan.instances(range(next_r[p.point_id], want[p.point_id]), [p])
         ]
         if not instances:
+            where = adaptive.point_where(plan)
+            report.at_max = [where[p.point_id] for p in plan.points if p.point_id in short]
             return
         for p in plan.points:
             next_r[p.point_id] = want[p.point_id]
@@ -383,6 +421,7 @@ def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report
             done = adaptive.paired_satisfied(plan, rows, reps)
         else:
             done = adaptive.each_satisfied(plan, rows, reps)
+        short = {p.point_id for p in plan.points if p.point_id not in done}
         for p in plan.points:
             if p.point_id not in done and want[p.point_id] < reps.max:
                 want[p.point_id] = min(reps.max, want[p.point_id] + reps.batch)
