@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import signal
 import threading
@@ -228,8 +229,11 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
     if address:
         kwargs["address"] = address
     else:  # never join a `ray start` cluster; listen on loopback only
-        kwargs.update(address="local", num_cpus=spec.execution.num_cpus, _node_ip_address=LOCAL_RAY_HOST)
+        kwargs.update(address="local", num_cpus=spec.execution.num_cpus, _node_ip_address=LOCAL_RAY_HOST,
+                      logging_level=logging.WARNING)  # not "Started a local Ray instance"
         local = _loopback_node()
+        # Token auth on a loopback-only Ray is schedlab's choice, not the user's: no warning about it.
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if shipped:
         kwargs["runtime_env"] = {"py_modules": [p for p, _ in shipped], "excludes": ["__pycache__", "*.pyc", ".git"]}
     try:
