@@ -294,11 +294,7 @@ def simulate_packing(
     cluster = Cluster(capacity, demand, group, estimate)
     policy = policy_factory(cluster)
 
-    if epoch is None:
-        arr_t = submit.tolist()
-    else:
-        q = submit / epoch
-        arr_t = (np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch).tolist()
+    arr_t = arrival_epochs(submit, epoch).tolist()
     dur = duration.tolist()
     if hidden is not None:
         dur = hidden(dur)
@@ -434,13 +430,6 @@ def simulate_packing(
     if samples is not None:
         record_until(t1, True)
 
-    horizon = t1 - t0
-    start_a = np.array(start, dtype=float)
-    end_a = start_a + duration
-    wait_a = start_a - submit
-    ok = ~np.isnan(wait_a)
-    nan = math.nan
-    total_cap = capacity.sum(axis=0)
     series = None
     if samples is not None:
         series = {
@@ -449,6 +438,37 @@ def simulate_packing(
             "queue_resource": np.array(samples["queue_resource"], dtype=float).reshape(-1, d),
             "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
         }
+    return finish_result(
+        submit, duration, capacity, group, np.array(start, dtype=float), np.array(server, dtype=np.int64),
+        t0, t1, area_q, area_run, area_qres, area_used, completed, started, epochs, series,
+    )
+
+
+def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:
+    """Each job's arrival epoch: its submit time (``epoch`` None) or the first
+    multiple of Δ at or after it, up to ``EPOCH_TOL`` (see the module docstring)."""
+    if epoch is None:
+        return submit
+    q = submit / epoch
+    return np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch
+
+
+def finish_result(submit, duration, capacity, group, start_a, server_a, t0, t1, area_q, area_run, area_qres, area_used,
+                  completed, started, epochs, series) -> PackingResult:
+    """The :class:`PackingResult` of a run from its event loop's outcome:
+    per-job starts and servers, the horizon [t0, t1], the time integrals
+    (``area_qres``/``area_used``: one per resource), the counters and the
+    sampled series. Shared by the reference loop and the compiled one
+    (``schedlab.sim.packing_fast``), so every derived metric is computed by
+    the same code from the same numbers."""
+    d = capacity.shape[1]
+    n = len(submit)
+    horizon = t1 - t0
+    end_a = start_a + duration
+    wait_a = start_a - submit
+    ok = ~np.isnan(wait_a)
+    nan = math.nan
+    total_cap = capacity.sum(axis=0)
     groups_a = jct_a = None
     jct_mean = jct_p99 = nan
     if group is not None:
@@ -466,7 +486,7 @@ def simulate_packing(
         start=start_a,
         end=end_a,
         wait=wait_a,
-        server=np.array(server, dtype=np.int64),
+        server=server_a,
         horizon=(t0, t1),
         queue_jobs_mean=area_q / horizon if horizon > 0 else nan,
         queue_resource_mean=np.array(area_qres) / horizon if horizon > 0 else np.full(d, nan),
