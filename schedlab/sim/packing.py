@@ -544,7 +544,8 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
 # ---- the engine-registry adapter ------------------------------------------------------------------
 
 
-def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
+def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
+              ) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
     that order). Params: ``servers`` (L, default 1), ``capacity`` (a number or
@@ -555,8 +556,15 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     sweep's plan checks. Optional columns ``group`` (task -> multi-task job
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
-    the summary has JCTs. Returns (per-job columns, summary, sampled series or
-    None)."""
+    the summary has JCTs. ``path``: "fast" runs a built-in single-resource
+    policy class (FIFO-FF, BF-J, BF-S, BF-J/S, by identity: never a subclass)
+    on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
+    the bit) unless the kernel declines; "reference" (and every other policy)
+    runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
+    kernel is compiled or loaded first). Returns (per-job columns, summary,
+    sampled series or None)."""
+    if path not in ("fast", "reference"):
+        raise UserError(f"packing engine: path must be 'fast' or 'reference'; got {path!r}")
     params = dict(params)
     system = {name: params.pop(name) for name in system_params.PACKING.defaults() if name in params}
     until = params.pop("until", None)
@@ -581,15 +589,23 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     duration = jobs[dur_col].to_numpy().astype(float)
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
-    factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
-    started = time.perf_counter()
-    try:
-        res = simulate_packing(
-            submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
-            group=group, estimate=estimate,
-        )
-    except ValueError as exc:
-        raise UserError(f"packing engine: {exc}") from None
+    res = None
+    fast = _fast_path(policy_cls) if path == "fast" and not params else None
+    if fast is not None:
+        fast.warm()  # compile or load the kernel outside the timed run
+        started = time.perf_counter()
+        res = fast.simulate(policy_cls, submit, duration, demand, capacity, epoch=epoch, sample_every=sample_every,
+                            until=until, group=group, estimate=estimate)
+    if res is None:  # the reference path (or the kernel declined)
+        factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
+        started = time.perf_counter()
+        try:
+            res = simulate_packing(
+                submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
+                group=group, estimate=estimate,
+            )
+        except ValueError as exc:
+            raise UserError(f"packing engine: {exc}") from None
     wall = time.perf_counter() - started
     summary = res.summary(None if res_names == [""] else res_names)
     summary["sim_seconds"] = wall
@@ -605,3 +621,16 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     if group is not None:
         per_job["group"] = np.asarray(group)
     return per_job, summary, res.samples
+
+
+def _fast_path(policy_cls):
+    """``schedlab.sim.packing_fast`` if ``policy_cls`` *is* one of the built-in
+    classes it compiles (identity), else None. numba is imported only here."""
+    from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
+    from schedlab.policies.packing.fifo_ff import FIFOFF
+
+    if not any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
+        return None
+    from schedlab.sim import packing_fast
+
+    return packing_fast
