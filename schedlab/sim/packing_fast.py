@@ -415,12 +415,14 @@ def _hpop(hk, hj, hs):
 
 @njit(**_HOT)
 def _epoch_of(x, delta):
-    """packing._epoch_of: ``math.ceil`` times Δ (a float ceil is the same
-    integer, and int * float converts it exactly first)."""
+    """packing._epoch_of: ``math.ceil`` (a Python int) times Δ. A float ceil
+    is the same integer, which int * float converts exactly, except that an
+    int has no negative zero: ceil(-1e-9) is -0.0 here and 0 there, so the
+    ceil gets + 0.0 (which turns -0.0 into 0.0 and leaves every other value)."""
     q = x / delta
     a = abs(q)
     m = a if a > 1.0 else 1.0
-    return np.ceil(q - _EPOCH_TOL * m) * delta
+    return (np.ceil(q - _EPOCH_TOL * m) + 0.0) * delta
 
 
 # ---- the policies' schedule() -----------------------------------------------------------
