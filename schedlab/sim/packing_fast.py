@@ -86,6 +86,7 @@ engine's fast path imports this module.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
@@ -569,8 +570,9 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
     """The event loop of ``simulate_packing`` with policy ``mode`` (module
     docstring). ``epoch`` <= 0: at every event; ``sample_every`` <= 0: no
     series. Returns (start, server, floats [t0, t1, area_q, area_run,
-    area_qres, area_used], ints [completed, started, epochs, status],
-    series t, queue_jobs, queue_resource, running_jobs)."""
+    area_qres, area_used], ints [completed, started, epochs, status, 1 if
+    the horizon was extended to ``until``, 1 if the last epoch was a
+    departure epoch], series t, queue_jobs, queue_resource, running_jobs)."""
     n = arr_t.shape[0]
     L = cap.shape[0]
     start = np.empty(n)
@@ -623,6 +625,7 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
     area_used = 0.0
     epochs = ZERO
     have_t0 = False
+    at_departure = False
     t0 = 0.0
     t_prev = 0.0
     status = OK
@@ -633,6 +636,7 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
         now = t_arr if t_arr < t_dep else t_dep
         if now == INF or (has_until and now > until):
             break
+        at_departure = not t_arr < t_dep  # the reference's `now` is then a departure epoch
         if not have_t0:
             have_t0 = True
             t0 = now
@@ -743,7 +747,8 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
         t0 = 0.0 if not has_until else (until if until < 0.0 else 0.0)
         t_prev = t0
     t1 = t_prev
-    if has_until and until > t_prev:
+    extended = has_until and until > t_prev
+    if extended:
         dt = until - t_prev
         area_q += queued * dt
         area_run += running * dt
@@ -772,11 +777,13 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
     floats[3] = area_run
     floats[4] = area_qres
     floats[5] = area_used
-    ints = np.empty(4, dtype=np.int64)
+    ints = np.empty(6, dtype=np.int64)
     ints[0] = completed
     ints[1] = started
     ints[2] = epochs
     ints[3] = status
+    ints[4] = 1 if extended else 0
+    ints[5] = 1 if at_departure else 0
     return start, server, floats, ints, s_t[:ns], s_q[:ns], s_r[:ns], s_run[:ns]
 
 
@@ -853,12 +860,12 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
         group, estimate = _as_groups(group, estimate, duration)
     except ValueError:
         return None  # the reference raises the same error
-    if epoch is not None and not (epoch > 0 and math.isfinite(epoch)):
+    if epoch is not None and (isinstance(epoch, bool) or not (epoch > 0 and math.isfinite(epoch))):
         return None
     if sample_every is not None and not (sample_every > 0 and math.isfinite(sample_every)):
         return None
-    if until is not None and math.isnan(until):
-        return None
+    if until is not None and (math.isnan(until) or float(until) != until):
+        return None  # (an int beyond 2^53: the reference compares it exactly)
     n, d = demand.shape
     if n == 0 or d != 1 or not np.all(np.isfinite(capacity)):
         return None
@@ -875,7 +882,20 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
         series = {"t": s_t.copy(), "queue_jobs": s_q.copy(), "queue_resource": s_r.reshape(-1, 1).copy(),
                   "running_jobs": s_run.copy()}
     t0, t1, area_q, area_run, area_qres, area_used = floats.tolist()
-    completed, started, epochs, _ = ints.tolist()
+    completed, started, epochs, _, extended, at_departure = ints.tolist()
+    # The horizon's ends as the reference holds them: ``until`` as given, and
+    # with an integer Δ a departure epoch is ``math.ceil(...) * Δ``, an int
+    # (the same value: an integer below 2^53 in a float is exact).
+    if epochs == 0:
+        t0 = 0.0 if until is None else min(0.0, until)
+    if extended:
+        t1 = until
+    elif epochs == 0:
+        t1 = t0
+    elif at_departure and isinstance(epoch, numbers.Integral):
+        if not abs(t1) < 2.0**53:
+            return None
+        t1 = int(t1) // epoch * epoch
     return finish_result(submit, duration, capacity, group, start, server, t0, t1, area_q, area_run, [area_qres],
                          [area_used], completed, started, epochs, series)
 
