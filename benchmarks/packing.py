@@ -7,21 +7,35 @@ asserts nothing).
 * the Fig. 4 setting: 5 servers, demands uniform in [0.01, 0.19] and
   [0.1, 0.9], geometric service of mean 100 slots, intensity 0.95.
 
-    python benchmarks/packing.py [--data ../shared/data] [--slots 200000]
+For the policies with a compiled fast path (``schedlab.sim.packing_fast``:
+FIFO-FF, BF-J, BF-S, BF-J/S) it prints reference vs fast tasks/s, the ratio,
+``Engine.run``'s wall time beside the summary's ``sim_seconds`` (the work
+around the kernel) and whether the two paths gave the same numbers; and the
+kernel's first-call compile time (a subprocess with a fresh
+``NUMBA_CACHE_DIR``) and its load time from that cache.
+
+    python benchmarks/packing.py [--data ../shared/data] [--slots 200000] [--no-reference]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from schedlab.engines import get_engine
+from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.workloads.registry import workload_kind
 
 POLICIES = ("BF-J/S", "VQS-BF", "FIFO-FF", "VQS")
+#: Policies with a compiled fast path.
+FAST = ("BF-J/S", "FIFO-FF", "BF-J", "BF-S")
 
 
 def bench(jobs, system, label):
@@ -34,11 +48,60 @@ def bench(jobs, system, label):
               f"   mean queue {result.summary['queue_jobs_mean']:10.2f}")
 
 
+def _same(a, b) -> bool:
+    for k in a.jobs:
+        if np.asarray(a.jobs[k]).tobytes() != np.asarray(b.jobs[k]).tobytes():
+            return False
+    key = lambda v: "nan" if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
+    sa = {k: key(v) for k, v in a.summary.items() if k != "sim_seconds"}
+    sb = {k: key(v) for k, v in b.summary.items() if k != "sim_seconds"}
+    series = a.series is None or all(a.series[k].tobytes() == b.series[k].tobytes() for k in a.series)
+    return sa == sb and series
+
+
+def compare(jobs, system, label, reference=True):
+    """Reference vs fast path, per policy with a kernel (one run each)."""
+    engine = get_engine("packing")
+    engine.run(jobs.head(10), FAST[0], {}, system, path="fast")  # compile or load the kernel first
+    for policy in FAST:
+        runs, walls = {}, {}
+        for path in ENGINE_PATHS if reference else ("fast",):
+            started = time.perf_counter()
+            runs[path] = engine.run(jobs, policy, {}, system, path=path)
+            walls[path] = time.perf_counter() - started
+        fast = runs["fast"]
+        line = (f"{label:34s} {policy:8s} {jobs.height:9d} tasks  fast {jobs.height / walls['fast']:10.0f} tasks/s "
+                f"(run {walls['fast']:6.3f} s, sim {fast.summary['sim_seconds']:6.3f} s)")
+        if reference:
+            same = "same numbers" if _same(runs["reference"], fast) else "DIFFERENT NUMBERS"
+            line += (f"  reference {jobs.height / walls['reference']:9.0f} tasks/s"
+                     f"  x{walls['reference'] / walls['fast']:6.1f}  {same}")
+        print(line)
+
+
+def compile_time() -> None:
+    """First call in a fresh process with an empty NUMBA_CACHE_DIR, then a
+    second process loading from that cache."""
+    code = ("import time; t = time.perf_counter()\n"
+            "from schedlab.sim import packing_fast\n"
+            "t1 = time.perf_counter(); packing_fast.warm(); t2 = time.perf_counter()\n"
+            "print(f'{t1 - t:.2f} {t2 - t1:.2f}')\n")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("first call, empty cache", "next process, from cache"):
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            imp, warm = out.stdout.split()
+            print(f"packing_fast {label:26s}: import {imp} s, compile/load {warm} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--slots", type=int, default=200_000)
+    parser.add_argument("--no-reference", action="store_true", help="fast path only (the reference takes minutes)")
     args = parser.parse_args()
+
+    compile_time()
 
     google = Path(args.data) / "google-clusterdata-2011"
     if google.exists():
@@ -47,14 +110,17 @@ def main() -> None:
             params = kind.complete({"reader": "google", "path": str(google), "reader_single_resource": True,
                                     "traffic": beta}, "workload")
             jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params))
-            bench(jobs, {"servers": 1000, "capacity": 1.0, "epoch": 0.1, "sample_every": 0.0}, label)
+            system = {"servers": 1000, "capacity": 1.0, "epoch": 0.1, "sample_every": 0.0}
+            compare(jobs, system, label, reference=not args.no_reference)
+            bench(jobs, system, label)
     kind = workload_kind("packing")
     for lo, hi in ((0.01, 0.19), (0.1, 0.9)):
         params = kind.complete({"slots": args.slots, "uniform_lo": lo, "uniform_hi": hi, "intensity": 0.95,
                                 "intensity_servers": 5}, "workload")
         jobs = kind.build(np.random.default_rng(1), params, None)
-        bench(jobs, {"servers": 5, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0},
-              f"Fig. 4, U[{lo}, {hi}], alpha 0.95")
+        system = {"servers": 5, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0}
+        compare(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95", reference=not args.no_reference)
+        bench(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95")
 
 
 if __name__ == "__main__":

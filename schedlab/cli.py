@@ -129,7 +129,8 @@ def policies() -> None:
               help="Write per-job rows here (.parquet or .csv).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--engine-path", type=click.Choice(["fast", "reference"]), default="fast", show_default=True,
-              help="fast: compiled kernels for built-in queue policies and batch FCFS/EASY (the same numbers); "
+              help="fast: compiled kernels for the built-in queue policies, packing's FIFO-FF, BF-J, BF-S, "
+                   "BF-J/S and batch's FCFS, EASY (the same numbers); "
                    "reference: the Python engine.")
 @click.pass_context
 def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path | None, procs: int | None, seed: int,

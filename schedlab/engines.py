@@ -223,14 +223,19 @@ def _queue_fast(cls: type):
 
 
 def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
-                 system: Mapping[str, Any] | None = None) -> RunResult:
+                 system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
     """Run one packing policy over a job table: job_id, submit, duration (or
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
-    every event), sample_every (0 = no time series)."""
+    every event), sample_every (0 = no time series).
+
+    ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S
+    and BF-J/S (by identity, never a subclass) run on their compiled kernel
+    (``schedlab.sim.packing_fast``, the same numbers to the bit); everything
+    else, and whatever the kernel declines, runs on the reference engine."""
     from schedlab.sim.packing import run_table
 
     sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
-    per_job, summary, samples = run_table(jobs, cls, **sys_params, **(params or {}))
+    per_job, summary, samples = run_table(jobs, cls, path=path, **sys_params, **(params or {}))
     series = None
     if samples is not None:
         series = {}
@@ -321,9 +326,11 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
         adapter=_run_packing,
         seam="schedlab.policies.packing.base.PackingPolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py", "policies/packing"),
+        sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py", "sim/packing_fast.py",
+                 "sim/jit.py", "policies/packing"),
         workload_kinds=("packing", "trace"),
         system=SYSTEMS["packing"],
+        fast_path=True,
     ),
     "batch": Engine(
         name="batch",

@@ -44,8 +44,9 @@ A spec::
     # warmup = "mser5"           # queue engine: MSER-5 warm-up deletion, same cut for every policy of an instance
     [tracking]  enabled = true; uri = "sqlite:///mlflow.db"; experiment = "psbs-shape"
     [execution] address = "ray://head:10001"; max_in_flight = 6; cpus_per_task = 1; retries = 3
-    # engine_path = "reference": run even built-in queue and batch policies on the Python
-    # reference engine (default "fast": compiled kernels, the same numbers)
+    # engine_path = "reference": run even built-in queue policies (and packing's
+    # FIFO-FF, BF-J, BF-S, BF-J/S, batch's FCFS, EASY) on the Python reference
+    # engine (default "fast": compiled kernels, the same numbers)
 """
 
 from __future__ import annotations
@@ -196,7 +197,8 @@ class ExecutionSpec(_Model):
     cpus_per_task: float = Field(default=1.0, gt=0)
     retries: int = Field(default=3, ge=0)
     task_jobs: int = Field(default=50_000, ge=1)  # pack instances until a task simulates this many job-runs
-    #: "fast": compiled kernels for the built-in queue policies (same numbers);
+    #: "fast": compiled kernels for the built-in queue policies and the packing
+    #: engine's FIFO-FF, BF-J, BF-S, BF-J/S (same numbers);
     #: "reference": always the readable Python engine (schedlab.engines.ENGINE_PATHS).
     engine_path: Literal["fast", "reference"] = "fast"
 

@@ -294,11 +294,7 @@ def simulate_packing(
     cluster = Cluster(capacity, demand, group, estimate)
     policy = policy_factory(cluster)
 
-    if epoch is None:
-        arr_t = submit.tolist()
-    else:
-        q = submit / epoch
-        arr_t = (np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch).tolist()
+    arr_t = arrival_epochs(submit, epoch).tolist()
     dur = duration.tolist()
     if hidden is not None:
         dur = hidden(dur)
@@ -434,13 +430,6 @@ def simulate_packing(
     if samples is not None:
         record_until(t1, True)
 
-    horizon = t1 - t0
-    start_a = np.array(start, dtype=float)
-    end_a = start_a + duration
-    wait_a = start_a - submit
-    ok = ~np.isnan(wait_a)
-    nan = math.nan
-    total_cap = capacity.sum(axis=0)
     series = None
     if samples is not None:
         series = {
@@ -449,6 +438,37 @@ def simulate_packing(
             "queue_resource": np.array(samples["queue_resource"], dtype=float).reshape(-1, d),
             "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
         }
+    return finish_result(
+        submit, duration, capacity, group, np.array(start, dtype=float), np.array(server, dtype=np.int64),
+        t0, t1, area_q, area_run, area_qres, area_used, completed, started, epochs, series,
+    )
+
+
+def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:
+    """Each job's arrival epoch: its submit time (``epoch`` None) or the first
+    multiple of Δ at or after it, up to ``EPOCH_TOL`` (see the module docstring)."""
+    if epoch is None:
+        return submit
+    q = submit / epoch
+    return np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch
+
+
+def finish_result(submit, duration, capacity, group, start_a, server_a, t0, t1, area_q, area_run, area_qres, area_used,
+                  completed, started, epochs, series) -> PackingResult:
+    """The :class:`PackingResult` of a run from its event loop's outcome:
+    per-job starts and servers, the horizon [t0, t1], the time integrals
+    (``area_qres``/``area_used``: one per resource), the counters and the
+    sampled series. Shared by the reference loop and the compiled one
+    (``schedlab.sim.packing_fast``), so every derived metric is computed by
+    the same code from the same numbers."""
+    d = capacity.shape[1]
+    n = len(submit)
+    horizon = t1 - t0
+    end_a = start_a + duration
+    wait_a = start_a - submit
+    ok = ~np.isnan(wait_a)
+    nan = math.nan
+    total_cap = capacity.sum(axis=0)
     groups_a = jct_a = None
     jct_mean = jct_p99 = nan
     if group is not None:
@@ -466,7 +486,7 @@ def simulate_packing(
         start=start_a,
         end=end_a,
         wait=wait_a,
-        server=np.array(server, dtype=np.int64),
+        server=server_a,
         horizon=(t0, t1),
         queue_jobs_mean=area_q / horizon if horizon > 0 else nan,
         queue_resource_mean=np.array(area_qres) / horizon if horizon > 0 else np.full(d, nan),
@@ -524,7 +544,8 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
 # ---- the engine-registry adapter ------------------------------------------------------------------
 
 
-def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
+def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
+              ) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
     that order). Params: ``servers`` (L, default 1), ``capacity`` (a number or
@@ -535,8 +556,15 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     sweep's plan checks. Optional columns ``group`` (task -> multi-task job
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
-    the summary has JCTs. Returns (per-job columns, summary, sampled series or
-    None)."""
+    the summary has JCTs. ``path``: "fast" runs a built-in single-resource
+    policy class (FIFO-FF, BF-J, BF-S, BF-J/S, by identity: never a subclass)
+    on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
+    the bit) unless the kernel declines; "reference" (and every other policy)
+    runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
+    kernel is compiled or loaded first). Returns (per-job columns, summary,
+    sampled series or None)."""
+    if path not in ("fast", "reference"):
+        raise UserError(f"packing engine: path must be 'fast' or 'reference'; got {path!r}")
     params = dict(params)
     system = {name: params.pop(name) for name in system_params.PACKING.defaults() if name in params}
     until = params.pop("until", None)
@@ -561,15 +589,23 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     duration = jobs[dur_col].to_numpy().astype(float)
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
-    factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
-    started = time.perf_counter()
-    try:
-        res = simulate_packing(
-            submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
-            group=group, estimate=estimate,
-        )
-    except ValueError as exc:
-        raise UserError(f"packing engine: {exc}") from None
+    res = None
+    fast = _fast_path(policy_cls) if path == "fast" and not params else None
+    if fast is not None:
+        fast.warm()  # compile or load the kernel outside the timed run
+        started = time.perf_counter()
+        res = fast.simulate(policy_cls, submit, duration, demand, capacity, epoch=epoch, sample_every=sample_every,
+                            until=until, group=group, estimate=estimate)
+    if res is None:  # the reference path (or the kernel declined)
+        factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
+        started = time.perf_counter()
+        try:
+            res = simulate_packing(
+                submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
+                group=group, estimate=estimate,
+            )
+        except ValueError as exc:
+            raise UserError(f"packing engine: {exc}") from None
     wall = time.perf_counter() - started
     summary = res.summary(None if res_names == [""] else res_names)
     summary["sim_seconds"] = wall
@@ -585,3 +621,16 @@ def run_table(jobs, policy_cls, **params: Any) -> tuple[dict[str, np.ndarray], d
     if group is not None:
         per_job["group"] = np.asarray(group)
     return per_job, summary, res.samples
+
+
+def _fast_path(policy_cls):
+    """``schedlab.sim.packing_fast`` if ``policy_cls`` *is* one of the built-in
+    classes it compiles (identity), else None. numba is imported only here."""
+    from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
+    from schedlab.policies.packing.fifo_ff import FIFOFF
+
+    if not any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
+        return None
+    from schedlab.sim import packing_fast
+
+    return packing_fast
