@@ -179,8 +179,10 @@ def expected(d: Path) -> dict[str, dict]:
         values = {"n": float(n)}
         for m in metrics:
             x = sub[m].to_numpy().astype(float)
-            values[f"{m}_mean"] = float(np.mean(x))
-            values[f"{m}_ci95"] = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / np.sqrt(n))
+            values[m] = float(np.mean(x))
+            ci = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / np.sqrt(n))
+            if ci > 0:  # logged only when positive
+                values[f"{m}_ci95"] = ci
         reps = ",".join(str(r) for r in sorted(sub["replication"].to_list()))
         out[cid] = {"values": values, "rows": str(n), "digest": hashlib.sha256(reps.encode()).hexdigest()[:16]}
     return out

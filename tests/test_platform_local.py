@@ -313,3 +313,62 @@ def test_run_prints_progress_lines_and_the_points_at_max(tmp_path):
     assert any(line.startswith("cli-progress: round 2, 12/12 simulations, 0 failed") for line in lines), out.stderr
     assert "2 workload point(s) stopped at max = 3 replications" in out.stderr
     assert "  shape=1.0" in out.stderr and "  shape=2.0" in out.stderr
+
+
+def test_mlflow_at_a_glance(tmp_path):
+    """Runs named by policy and grid values; final values logged once (step
+    0) under plain names, no interval for a constant; the parent and the
+    experiment say what the sweep is (description from the spec file's
+    leading comment, grid axes, a headline table, the spec)."""
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform.spec import load_spec
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    path = tmp_path / "glance.toml"
+    path.write_text(textwrap.dedent(f"""\
+
+        # Two policies as the job-size skew varies:
+        # a small check of what MLflow shows.
+        name = "glance"
+        engine = "queue"
+        seed = 2
+        policies = ["FIFO", "PS"]
+        [workload]
+        kind = "synthetic"
+        njobs = 300
+        shape = [0.5, 2.0]
+        sigma = 1.0
+        [replications]
+        n = 3
+        [outputs]
+        dir = "{tmp_path / 'out'}"
+        [tracking]
+        uri = "{uri}"
+        """))
+    spec = load_spec(path)
+    assert spec.description == "Two policies as the job-size skew varies: a small check of what MLflow shows."
+    report = run_sweep(spec)
+    assert not report.tracking.failed and report.tracking.logged == 4
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("glance")
+    assert exp.tags["mlflow.note.content"] == spec.description
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert sorted(r.info.run_name for r in children) == ["FIFO shape=0.5", "FIFO shape=2.0", "PS shape=0.5",
+                                                          "PS shape=2.0"]
+    rows = sorted_summary(spec.results_dir())
+    for run in children:
+        cid = run.data.tags["schedlab.config_id"]
+        mine = rows.filter(pl.col("config_id") == cid)
+        assert run.data.metrics["mst"] == pytest.approx(mine["mst"].mean(), rel=1e-12)
+        assert run.data.metrics["mst_ci95"] > 0 and run.data.metrics["n"] == 3.0
+        assert "mst_mean" not in run.data.metrics and "n_jobs_ci95" not in run.data.metrics
+        assert run.data.metrics["n_jobs"] == 300.0
+        for key in ("mst", "n"):
+            assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [0]
+    note = parent.data.tags["mlflow.note.content"]
+    assert note.startswith(spec.description)
+    assert "**Grid axes:** policy, shape" in note and "| run | mst (mean ± 95 % CI) |" in note
+    assert "| FIFO shape=0.5 | " in note and '"seed": 2' in note

@@ -96,8 +96,10 @@ def expected(d: Path) -> dict[str, dict[str, float]]:
             x = sub[m].drop_nulls().to_numpy().astype(float)
             if len(x) == 0:
                 continue
-            values[f"{m}_mean"] = float(np.mean(x))
-            values[f"{m}_ci95"] = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / np.sqrt(n))
+            values[m] = float(np.mean(x))
+            ci = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / np.sqrt(n))
+            if ci > 0:  # logged only when positive
+                values[f"{m}_ci95"] = ci
         out[cid] = values
     return out
 
@@ -142,7 +144,7 @@ def check_runs(children: dict[str, dict], want: dict[str, dict[str, float]]) -> 
         assert sorted(run["metrics"]) == sorted(want[cid])
         for key, value in want[cid].items():
             assert run["metrics"][key] == pytest.approx(value, rel=1e-12), (cid, key)
-    assert "mst_class_1_mean" not in children["c1"]["metrics"]  # all-null metric skipped
+    assert "mst_class_1" not in children["c1"]["metrics"]  # all-null metric skipped
 
 
 # --------------------------------------------------------------------------- (1) SQLite store
@@ -179,18 +181,21 @@ def test_sqlite_backfill_idempotent_and_updates(tmp_path):
     _, runs2, view2 = sqlite_children(uri)
     assert {c: r.info.run_id for c, r in runs2.items()} == {c: r.info.run_id for c, r in runs.items()}
     check_runs(view2, expected(d))
-    assert [m.step for m in client.get_metric_history(runs["c1"].info.run_id, "n")] == [4]
+    assert [(m.step, m.value) for m in client.get_metric_history(runs["c1"].info.run_id, "n")] == [(0, 4.0)]
 
-    # Two more replications of c1 and c3 on disk: re-tracking appends a point at step n = 6.
+    # Two more replications of c1 and c3 on disk: their runs are logged anew with the final values
+    # (one point per metric, at step 0); c2's run is left alone.
     write_summary(d, {"c1": range(4, 6), "c3": range(4, 6)}, part=1, seed=2)
     assert track_results(d, uri=uri).logged == 3
     _, runs3, view3 = sqlite_children(uri)
     want = expected(d)
     assert want["c1"]["n"] == 6 and want["c2"]["n"] == 4
     check_runs(view3, want)
-    history = client.get_metric_history(runs["c1"].info.run_id, "mst_mean")
-    assert sorted(m.step for m in history) == [4, 6]
-    assert [m.step for m in client.get_metric_history(runs["c2"].info.run_id, "n")] == [4]
+    assert runs3["c1"].info.run_id != runs["c1"].info.run_id and runs3["c2"].info.run_id == runs["c2"].info.run_id
+    for cid in ("c1", "c2"):
+        for key in ("mst", "n"):
+            history = client.get_metric_history(runs3[cid].info.run_id, key)
+            assert [(m.step, m.value) for m in history] == [(0, want[cid][key])], (cid, key)
 
 
 def test_sqlite_tracker_live(tmp_path):
@@ -274,7 +279,7 @@ def test_wide_configuration_is_chunked(tmp_path):
     [child] = client.search_runs([exp.experiment_id], "tags.`schedlab.config_id` = 'w'")
     assert len(child.data.params) == 164 and child.data.params["p159"] == "159"
     assert len(child.data.metrics) == 1201
-    assert child.data.metrics["m599_mean"] == pytest.approx(float(np.mean(frame["m599"].to_numpy())))
+    assert child.data.metrics["m599"] == pytest.approx(float(np.mean(frame["m599"].to_numpy())))
 
 
 # --------------------------------------------------------------------------- (2) real MLflow server

@@ -92,6 +92,7 @@ def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
     return {
         "name": spec.name,
         "engine": spec.engine,
+        "description": spec.description or "",
         "spec": defining,
         "spec_hash": digest(defining),
         "schedlab_version": __version__,
@@ -158,7 +159,7 @@ class _Sink:
         self._reset()
         with _sigint_deferred():
             self.store.commit(summary, jobs, failures, series)
-        touched = {r["config_id"] for r in summary}
+        touched = {r["config_id"] for r in summary} | {f["config_id"] for f in failures}
         if touched:
             self.on_commit(touched)
         return len(summary)
@@ -284,7 +285,16 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
 
         tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
         tracker.start()  # store, experiment and parent run exist before any task; runs behind Parquet are re-logged
-    sink = _Sink(store, (lambda ids: tracker.submit(sorted(ids))) if tracker else (lambda ids: None))
+    #: config id -> replications of the current round not yet received (row or failure): a
+    #: configuration goes to tracking once settled, so its run is logged once per round, not per commit.
+    unsettled: dict[str, set[int]] = {}
+
+    def settled(ids: set[str]) -> None:
+        ready = sorted(cid for cid in ids if not unsettled.get(cid))
+        if tracker is not None and ready:
+            tracker.submit(ready)
+
+    sink = _Sink(store, settled)
     sink.written |= done
 
     ray = _init_ray(spec, address, plan.shipped())
@@ -329,6 +339,10 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         inflight: dict[Any, list[Instance]] = {}
         report.tasks += len(tasks)
         counts["total"] += sum(len(w[1]) for w in work)
+        unsettled.clear()
+        for inst, todo in work:
+            for c in todo:
+                unsettled.setdefault(c.config_id, set()).add(inst.replication)
         counts["round"] = report.rounds + 1
 
         def tell() -> None:
@@ -362,6 +376,8 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                         ], 0.0)
                     report.sim_seconds += result.sim_seconds
                     report.failures += result.failures
+                    for got in (*result.summary, *result.failures):
+                        unsettled.get(got["config_id"], set()).discard(got["replication"])
                     sink.add(result)
                     counts["done"] += sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
                     counts["failed"] += len(result.failures)

@@ -206,6 +206,10 @@ class ExecutionSpec(_Model):
 class SweepSpec(_Model):
     name: str
     engine: str
+    #: What the sweep is for (MLflow shows it on the experiment and the parent
+    #: run). Not part of the results' identity. A spec file without one is
+    #: described by its leading comment lines.
+    description: str | None = None
     seed: int = Field(default=0, ge=0)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     policies: list[Union[str, PolicyEntry]] = Field(min_length=1)
@@ -330,4 +334,21 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise UserError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: not valid TOML: {err}") from None
+    if "description" not in data:
+        text = leading_comment(path.read_text(errors="replace"))
+        if text:
+            data["description"] = text
     return parse_spec(data, str(path), path.parent)
+
+
+def leading_comment(text: str) -> str:
+    """The comment lines a TOML file starts with (blank lines before them
+    skipped), without their ``#``: how the sweeps in sweeps/ say what they are."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            out.append(stripped[1:].strip())
+        elif stripped or out:
+            break
+    return " ".join(x for x in out if x)

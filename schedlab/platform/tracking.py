@@ -15,19 +15,25 @@ Layout in MLflow:
   that tag (extra parents, e.g. from a retried create, are deleted with their
   children); the results dir's ``code/`` folder, if any, is logged under its
   ``code/`` artifacts once (tag ``schedlab.code_artifacts`` = digest of the folder);
+* the parent's description (MLflow's note) says what the sweep is: the spec's
+  description, its grid axes, a table of the headline metric per
+  configuration (mean ± 95 % CI, n) and the result-defining spec; the
+  experiment's description is the spec's description;
 * one child run per configuration with rows (tag ``mlflow.parentRunId``),
-  found again by its ``schedlab.config_id`` tag, never duplicated (duplicates
-  and runs of configurations without rows are deleted). Params: the
-  configuration's flattened params plus engine, policy, workload_kind,
-  config_id. Metrics: ``m_mean`` and ``m_ci95`` for every metric m (null/NaN
-  skipped) and ``n``, all logged at step n. Tags: config id, engine, policy,
-  version, spec hash, ``code_sha256`` and ``schedlab_digest`` when the results
-  dir has them, and -- logged last, so a run has them only once complete --
+  named by its policy and the grid values that tell it apart (``PSBS
+  shape=0.25 sigma=0.5``), found again by its ``schedlab.config_id`` tag,
+  never duplicated (duplicates and runs of configurations without rows are
+  deleted). Params: the configuration's flattened params plus engine, policy,
+  workload_kind, config_id. Metrics, each logged once at step 0: for every
+  metric m its mean as ``m``, its CI half-width as ``m_ci95`` when positive
+  (null/NaN skipped), and ``n``. Tags: config id, engine, policy, version,
+  spec hash, ``code_sha256`` and ``schedlab_digest`` when the results dir has
+  them, and -- logged last, so a run has them only once complete --
   ``schedlab.rows`` (rows the values come from) and ``schedlab.rows_digest``
-  (digest of their replication numbers). A run whose latest values already
-  equal the disk is left alone (idempotent); one that cannot be brought up to
-  date in place (fewer rows than it was computed from, a changed param) is
-  deleted and logged anew.
+  (digest of their replication numbers). A run whose values already equal
+  the disk is left alone (idempotent); one whose values changed (more or fewer
+  rows) or whose params changed is deleted and logged anew, so a run's metric
+  history is always one point per metric: the final values.
 
 When: `Tracker.start` reconciles every configuration in the background (runs
 missing or behind after a kill are re-logged), each commit's configurations
@@ -90,6 +96,15 @@ READ_ATTEMPTS = 3
 
 SWEEP_TAG = "schedlab.sweep"
 PARENT_TAG = "mlflow.parentRunId"
+#: MLflow's description of a run or an experiment (shown above its details).
+NOTE_TAG = "mlflow.note.content"
+#: A run tag's value limit (mlflow.utils.validation.MAX_TAG_VAL_LENGTH): the
+#: parent's description is cut to fit, table rows first.
+MAX_NOTE = 8000
+#: Metrics the parent's table shows per engine, the first ones the rows have
+#: (an adaptive sweep's own metric comes first).
+HEADLINE = {"queue": ("mst", "slowdown_mean"), "packing": ("queue_jobs_mean", "wait_mean"),
+            "batch": ("stretch_max", "wait_mean"), "dfrs": ("stretch_max", "degradation")}
 CODE_ARTIFACTS_TAG = "schedlab.code_artifacts"
 CODE_DIR = "code"
 
@@ -141,6 +156,7 @@ class _RunState:
     tags: dict[str, str]
     metrics: dict[str, float]
     finished: bool
+    run_name: str = ""
 
     @classmethod
     def of(cls, run) -> _RunState:
@@ -150,16 +166,18 @@ class _RunState:
             dict(run.data.tags),
             dict(run.data.metrics),
             run.info.status == "FINISHED",
+            run.info.run_name or "",
         )
 
 
 def up_to_date(state: _RunState, exp: Expected) -> bool:
-    """Does the run hold exactly what the disk says (params, tags, latest metric values)?"""
+    """Does the run hold exactly what the disk says (name, params, tags, metric values)?"""
     return (
         state.finished
+        and state.run_name == exp.run_name
         and all(state.params.get(k) == v for k, v in exp.params.items())
         and all(state.tags.get(k) == v for k, v in exp.tags.items())
-        and all(state.metrics.get(k) == v for k, v in exp.values.items())
+        and state.metrics == exp.values
     )
 
 
@@ -167,6 +185,8 @@ def _behind(state: _RunState, exp: Expected) -> str:
     """A short description of how a run differs from the disk."""
     if not state.finished:
         return "not finished"
+    if state.run_name != exp.run_name:
+        return f"named {state.run_name!r}, disk says {exp.run_name!r}"
     for k, v in exp.params.items():
         if state.params.get(k) != v:
             return f"param {k} is {state.params.get(k)!r}, disk says {v!r}"
@@ -179,6 +199,9 @@ def _behind(state: _RunState, exp: Expected) -> str:
     for k, v in exp.values.items():
         if state.metrics.get(k) != v:
             return f"metric {k} is {state.metrics.get(k)!r}, disk says {v!r}"
+    extra = sorted(set(state.metrics) - set(exp.values))
+    if extra:
+        return f"metric {extra[0]} is not in the rows"
     return "up to date"
 
 
@@ -299,14 +322,17 @@ class _Mirror:
                 self.experiment_id,
                 tags={**{k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS},
                       PARENT_TAG: self.parent.run_id},
-                run_name=f"{exp.params.get('policy', '')} {cid}".strip(),
+                run_name=exp.run_name or cid,
             )
             state = children[cid] = _RunState.of(run)
+        elif state.run_name != exp.run_name:  # the grid grew an axis: names say more now
+            self.client.update_run(state.run_id, name=exp.run_name)
+            state.run_name = exp.run_name
         new_params = {k: v for k, v in exp.params.items() if k not in state.params}
         new_tags = {k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS and state.tags.get(k) != v}
-        stale = any(state.metrics.get(k) != v for k, v in exp.values.items())
+        stale = state.metrics != exp.values
         now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, exp.n) for k, v in exp.values.items()] if stale else []
+        metrics = [Metric(k, v, now, 0) for k, v in exp.values.items()] if stale else []
         param_list = [Param(k, v) for k, v in new_params.items()]
         tag_list = [_tag(k, v) for k, v in new_tags.items()]
         for m, p, t in _batches(metrics, param_list, tag_list):
@@ -314,7 +340,7 @@ class _Mirror:
         state.params.update(new_params)
         state.tags.update(new_tags)
         if stale:
-            state.metrics.update(exp.values)
+            state.metrics = dict(exp.values)
         provenance = {k: exp.tags[k] for k in PROVENANCE_TAGS if state.tags.get(k) != exp.tags[k]}
         if provenance:  # last: the run now holds everything these rows give
             self.client.log_batch(state.run_id, tags=[_tag(k, v) for k, v in provenance.items()], synchronous=True)
@@ -325,16 +351,27 @@ class _Mirror:
 
     @staticmethod
     def _must_replace(state: _RunState, exp: Expected) -> bool:
-        """A run MLflow cannot correct in place: a param value changed (params
-        are immutable), or it was computed from more rows than the disk has
-        (its metric history's latest point would hide the new values)."""
+        """A run not to correct in place: a param value changed (params are
+        immutable), or it holds metric values that differ from the disk's
+        (logging the new ones would leave a history of several points per
+        metric, and MLflow cannot delete a metric)."""
         if any(k in state.params and state.params[k] != v for k, v in exp.params.items()):
             return True
-        try:
-            rows = int(state.tags.get(ROWS_TAG) or 0)
-        except ValueError:
-            rows = 0
-        return max(rows, state.metrics.get("n", 0.0)) > exp.n
+        return bool(state.metrics) and state.metrics != exp.values
+
+    def describe(self, manifest: dict[str, Any], expected: dict[str, Expected]) -> None:
+        """The parent's and the experiment's descriptions (MLflow notes): what
+        the sweep is for, its grid axes, the headline metrics per
+        configuration and the result-defining spec. Set only when changed."""
+        text = sweep_note(manifest, expected)
+        if self.parent.tags.get(NOTE_TAG) != text:
+            self.client.set_tag(self.parent.run_id, NOTE_TAG, text)
+            self.parent.tags[NOTE_TAG] = text
+        about = str(manifest.get("description") or "")
+        if about:
+            exp = self.client.get_experiment(self.experiment_id)
+            if exp.tags.get(NOTE_TAG) != about:
+                self.client.set_experiment_tag(self.experiment_id, NOTE_TAG, about)
 
     def sync_code(self, results_dir: Path) -> None:
         """Log the results dir's ``code/`` folder under the parent's ``code/``
@@ -520,10 +557,52 @@ class _Sync:
                 from schedlab.platform.selection import log_to_mlflow
 
                 log_to_mlflow(self.mirror.client, self.mirror.parent.run_id, self.results_dir)  # selection.json, if any
+                if expected is not None:
+                    self.mirror.describe(self.manifest, expected)
                 self.mirror.finish()
             except Exception as err:
                 self.record(f"tracking to {self.uri} failed: {_describe(err)}", fatal=True)
         return self.report()
+
+
+def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
+    """Markdown for the parent run: description, grid axes, a table of the
+    headline metrics (mean ± 95 % CI, n) per configuration, the spec."""
+    import json
+
+    from schedlab.platform.tracking_data import varying_params
+
+    spec = manifest.get("spec") or {}
+    axes = varying_params(manifest)
+    lines = [str(manifest.get("description") or f"Sweep {manifest.get('name', '')}."), ""]
+    lines.append(f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
+                 f"**configurations with rows:** {len(expected)}.")
+    reps = spec.get("replications") or {}
+    wanted = [reps["metric"]] if reps.get("metric") else []
+    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    have = {k for e in expected.values() for k in e.values}
+    metrics = [m for m in dict.fromkeys(wanted) if m in have][:2]
+    rows = []
+    if metrics:
+        head = ["run", *[f"{m} (mean ± 95 % CI)" for m in metrics], "n"]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for exp in sorted(expected.values(), key=lambda e: e.run_name):
+            cells = [exp.run_name]
+            for m in metrics:
+                v, ci = exp.values.get(m), exp.values.get(f"{m}_ci95")
+                cells.append("" if v is None else f"{v:.4g}" + (f" ± {ci:.2g}" if ci is not None else ""))
+            cells.append(str(exp.n))
+            rows.append("| " + " | ".join(cells) + " |")
+    tail = ["", "Spec (result-defining part):", "", "```json", json.dumps(spec, indent=1, sort_keys=True), "```"]
+    body = "\n".join(lines)
+    table = rows
+    while table and len(body) + sum(len(r) + 1 for r in table) + sum(len(t) + 1 for t in tail) + 120 > MAX_NOTE:
+        table = table[:-1]
+    if rows and len(table) < len(rows):
+        table = [*table, "", f"(first {max(len(table) - 2, 0)} of {len(rows) - 2} configurations; "
+                            f"all of them: `schedlab results`)"]
+    text = "\n".join([body, "", *table, *tail])
+    return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 4] + "\n..."
 
 
 def _describe(err: Exception) -> str:

@@ -1,10 +1,13 @@
 """What MLflow must hold for a results dir, computed from the disk alone.
 
 `expected_runs` reads ``manifest.json`` and the summary rows and returns, per
-configuration with rows, the child run it should have (`Expected`): params,
-tags, metric values (mean and CI half-width of every metric, and n) and the
-provenance of those values -- the number of rows (``schedlab.rows``) and a
-digest of their replication numbers (``schedlab.rows_digest``). Comparing
+configuration with rows, the child run it should have (`Expected`): its name
+(the policy and the values that tell it apart, e.g. ``PSBS shape=0.25
+sigma=0.5``), params, tags, metric values (for every metric m: its mean under
+the plain name ``m``, its 95 % CI half-width as ``m_ci95`` when that is a
+positive number, and ``n``) and the provenance of those values -- the number of
+rows (``schedlab.rows``) and a digest of their replication numbers
+(``schedlab.rows_digest``). Comparing
 those two tags with the disk is how a run that lags behind Parquet is found
 again after any kill. Provenance of user code, when the results dir has it:
 ``code_sha256`` (the manifest's ``configs[id].code_sha256``) and
@@ -53,6 +56,26 @@ class Expected:
     tags: dict[str, str]  # including PROVENANCE_TAGS
     values: dict[str, float]
     n: int
+    run_name: str = ""
+
+
+def varying_params(manifest: dict[str, Any]) -> list[str]:
+    """The parameters whose value differs between the manifest's
+    configurations (the sweep's grid axes), in column order."""
+    configs = list((manifest.get("configs") or {}).values())
+    keys = list(dict.fromkeys(k for c in configs for k in (c.get("params") or {})))
+    return [k for k in keys
+            if len({json.dumps((c.get("params") or {}).get(k), sort_keys=True) for c in configs}) > 1]
+
+
+def run_name(config: dict[str, Any], varying: Iterable[str]) -> str:
+    """``policy k=v ...``: the policy and the values of the sweep's grid axes
+    that tell this configuration apart (MLflow's run name; the config id
+    stays a tag)."""
+    params = config.get("params") or {}
+    parts = [str(config.get("policy", ""))]
+    parts += [f"{k}={_param_value(params[k])}" for k in varying if k in params]
+    return " ".join(p for p in parts if p)
 
 
 def read_manifest(results_dir: str | Path) -> dict[str, Any]:
@@ -143,9 +166,11 @@ def _param_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], metrics: list[str]) -> Expected:
+def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], metrics: list[str],
+                 varying: Iterable[str] | None = None) -> Expected:
     """The child run of one configuration, from its manifest entry and its
-    aggregated row (see `aggregate_summary`)."""
+    aggregated row (see `aggregate_summary`); ``varying``: the sweep's grid
+    axes (`varying_params`, computed once per manifest by callers in a loop)."""
     config = manifest["configs"][config_id]
     params = {k: _param_value(v) for k, v in (config.get("params") or {}).items()}
     params.update(
@@ -170,12 +195,14 @@ def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], 
     tags[ROWS_DIGEST_TAG] = str(row["rows_digest"])
     values: dict[str, float] = {}
     for m in metrics:
-        for key in (f"{m}_mean", f"{m}_ci95"):
-            v = _number_or_none(row.get(key))
-            if v is not None:
-                values[key] = v
+        mean, ci = _number_or_none(row.get(f"{m}_mean")), _number_or_none(row.get(f"{m}_ci95"))
+        if mean is not None:
+            values[m] = mean
+        if ci is not None and ci > 0:  # no interval from one row, none worth a chart for a constant
+            values[f"{m}_ci95"] = ci
     values["n"] = float(n)
-    return Expected(config_id, params, tags, values, n)
+    name = run_name(config, varying_params(manifest) if varying is None else varying)
+    return Expected(config_id, params, tags, values, n, name)
 
 
 def expected_runs(results_dir: Path, manifest: dict[str, Any], config_ids: Iterable[str] | None = None
@@ -185,12 +212,13 @@ def expected_runs(results_dir: Path, manifest: dict[str, Any], config_ids: Itera
     frame, metrics = aggregate_summary(results_dir, manifest.get("param_columns") or [], config_ids)
     out: dict[str, Expected] = {}
     unknown: list[str] = []
+    varying = varying_params(manifest)
     for row in ([] if frame is None else frame.to_dicts()):
         cid = row["config_id"]
         if cid not in manifest["configs"]:
             unknown.append(cid)
             continue
-        out[cid] = run_contents(manifest, cid, row, metrics)
+        out[cid] = run_contents(manifest, cid, row, metrics, varying)
     return out, unknown
 
 
