@@ -372,3 +372,23 @@ def test_mlflow_at_a_glance(tmp_path):
     assert note.startswith(spec.description)
     assert "**Grid axes:** policy, shape" in note and "| run | mst (mean ± 95 % CI) |" in note
     assert "| FIFO shape=0.5 | " in note and '"seed": 2' in note
+
+
+def test_a_changed_input_file_is_refused_naming_it(tmp_path):
+    """Rows computed from a job table (or trace) file stay tied to its
+    content: an edited file is refused naming it; the same content with a new
+    modification time resumes; --fresh recomputes."""
+    import os
+
+    table = tmp_path / "jobs.csv"
+    table.write_text("job_id,submit,size\n0,0.0,1.0\n1,0.5,2.0\n2,1.0,0.5\n")
+    spec = make_spec(tmp_path, workload={"kind": "file", "path": str(table)}, policies=["FIFO", "PS"],
+                     replications={"n": 1})
+    assert run_sweep(spec).rows_written == 2
+    os.utime(table, ns=(1, 1))  # touched, same bytes: the fingerprint is recomputed and equal
+    assert run_sweep(spec).rows_skipped == 2
+    table.write_text("job_id,submit,size\n0,0.0,1.0\n1,0.5,2.0\n2,1.0,0.75\n")
+    with pytest.raises(UserError, match=rf"workload\.path: {table} changed since these rows were written"):
+        run_sweep(spec)
+    again = run_sweep(spec, fresh=True)
+    assert again.rows_written == 2

@@ -85,7 +85,24 @@ class Progress:
         return max(self.total - self.done, 0) * self.elapsed / self.done
 
 
-def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
+def input_files(plan: Plan) -> list[str]:
+    """The files (or folders) the plan's workload points read: the ``path``
+    of trace and file workloads, as the readers open them."""
+    from pathlib import Path
+
+    paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
+    return sorted(x for x in paths if Path(x).exists())
+
+
+def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results dir's manifest for ``spec``; ``previous`` (the manifest on
+    disk, if any) lets unchanged input files keep their fingerprint unhashed."""
+    from pathlib import Path
+
+    from schedlab.platform.store import fingerprint
+
+    old_inputs = (previous or {}).get("inputs") or {}
+    inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
     defining = spec.result_defining()
     if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
         defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
@@ -98,6 +115,7 @@ def manifest_for(spec: SweepSpec, plan: Plan) -> dict[str, Any]:
         "schedlab_version": __version__,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "param_columns": plan.param_columns,
+        **({"inputs": inputs} if inputs else {}),
         "configs": {
             cid: {"engine": c.engine, "policy": c.policy, "workload_kind": c.workload_kind, "params": c.flat_params(),
                   **({"code_sha256": c.code.sha256} if c.code is not None else {})}
@@ -274,7 +292,11 @@ def run_sweep(
 
 def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking,
                 progress) -> SweepReport:
-    grew = store.prepare(manifest_for(spec, plan), fresh)
+    try:
+        previous = store.read_manifest()
+    except UserError:
+        previous = None  # prepare() says what is wrong with it (or --fresh discards it)
+    grew = store.prepare(manifest_for(spec, plan, previous), fresh)
     store.save_code(plan.code.values())
     report = SweepReport(str(store.root), configs=len(plan.configs), grew=grew)
     done = store.done_keys()  # a damaged part file stops here, before any work

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -115,8 +116,42 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "created": old.get("created", new["created"]),
         "configs": {**old.get("configs", {}), **new["configs"]},
         "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
+        **({"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}} if old.get("inputs") or new.get("inputs")
+           else {}),
         "history": history,
     }
+
+
+def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """SHA-256 of an input file (or of a folder's files: relative paths and
+    contents), with its size and modification time; ``previous`` (the same
+    path's fingerprint from the manifest) is reused when size and time are
+    unchanged, so a multi-gigabyte trace is hashed once, not every run."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    stat = [(f.relative_to(path).as_posix() if path.is_dir() else "", f.stat().st_size, f.stat().st_mtime_ns)
+            for f in files]
+    size, mtime = sum(s for _, s, _ in stat), max((m for _, _, m in stat), default=0)
+    if previous and previous.get("size") == size and previous.get("mtime_ns") == mtime and previous.get("sha256"):
+        return previous
+    h = hashlib.sha256()
+    for f, (rel, _, _) in zip(files, stat):
+        h.update(rel.encode() + b"\0")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return {"sha256": h.hexdigest(), "size": size, "mtime_ns": mtime}
+
+
+def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """An input file (a trace) that the rows on disk were computed from and
+    that has changed since, said plainly (None if none)."""
+    for path, info in (new.get("inputs") or {}).items():
+        was = (old.get("inputs") or {}).get(path)
+        if was is not None and was.get("sha256") != info.get("sha256"):
+            return (f"workload.path: {path} changed since these rows were written (sha256 "
+                    f"{str(was.get('sha256'))[:12]} -> {str(info.get('sha256'))[:12]}): rows of the old and the new "
+                    f"file would mix")
+    return None
 
 
 LOCK = ".lock"
@@ -214,10 +249,11 @@ class ResultStore:
           the spec are kept and resumed, new ones are computed, rows of
           configurations no longer named stay on disk; returns one line
           saying what changed;
-        * user code edited in place, or a field that changes what every row
-          means (seed, per_job, warmup, metrics, name, engine): an error
-          naming the field(s), unless ``fresh`` (which discards the old
-          results)."""
+        * user code edited in place, an input file (trace) whose content
+          changed (``manifest["inputs"]``: path -> `fingerprint`), or a field
+          that changes what every row means (seed, per_job, warmup, metrics,
+          name, engine): an error naming the field(s), unless ``fresh`` (which
+          discards the old results)."""
         try:
             existing = self.read_manifest()
         except UserError:
@@ -225,6 +261,11 @@ class ResultStore:
                 raise
             existing = None  # --fresh discards it anyway
         grew = None
+        if existing is not None and not fresh and self.has(SUMMARY):
+            changed_input = _changed_inputs(existing, manifest)
+            if changed_input:
+                raise UserError(f"{self.root}: {changed_input}; run with --fresh to discard the old results, or set "
+                                f"outputs.dir to keep both")
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
             changed = _changed_code(existing, manifest)
             changes = spec_changes(existing, manifest)
