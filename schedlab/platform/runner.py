@@ -319,10 +319,15 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     sink = _Sink(store, settled)
     sink.written |= done
 
-    ray = _init_ray(spec, address, plan.shipped())
-    remote = ray.remote(run_instances).options(
-        num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
-    )
+    ray = remote = None  # started by the first round that has work: a finished sweep resumes without Ray
+
+    def start_ray() -> None:
+        nonlocal ray, remote
+        if remote is None:
+            ray = _init_ray(spec, address, plan.shipped())
+            remote = ray.remote(run_instances).options(
+                num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
+            )
 
     limit_cache = [0.0, 0]
     counts = {"round": 1, "done": 0, "total": 0, "failed": 0}  # for `Progress`
@@ -365,6 +370,8 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         for inst, todo in work:
             for c in todo:
                 unsettled.setdefault(c.config_id, set()).add(inst.replication)
+        if work:
+            start_ray()
         counts["round"] = report.rounds + 1
 
         def tell() -> None:
