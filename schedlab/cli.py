@@ -552,9 +552,11 @@ def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, 
     line.close()
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
-        click.echo(f"{f.png}: {f.title} -- {held} of {len(f.checks)} claims hold")
+        click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
         for c in f.checks:
-            click.echo(f"  [{'holds' if c.holds else 'does not hold'}] {c.claim}")
+            caveat = f"; n = {c.n if c.n is not None else f.replications}: too few replications" if c.too_few(
+                f.replications) else ""
+            click.echo(f"  [{'holds' if c.holds else 'does not hold'}{caveat}] {c.claim}")
     click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
     if result.failures:
         click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)
