@@ -447,6 +447,46 @@ def compare(results_dir: Path, baseline: str, metric: str, by: str | None, ratio
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
+@main.command("plot")
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--x", "x", required=True, help="Column on the x axis (a swept parameter).")
+@click.option("--y", "y", required=True, help="Metric on the y axis (e.g. mst).")
+@click.option("--by", default="policy", show_default=True, help="One line per value of this column.")
+@click.option("--ratio-to", help="Plot the paired geometric-mean ratio to this policy (interval on the log ratios).")
+@click.option("--facet", help="One panel per value of this column.")
+@click.option("--where", "where_items", multiple=True, metavar="COL=VALUE",
+              help="Hold a parameter that varies in the sweep at one value (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file, .pdf or .svg (default: DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG and a CSV of "
+                   "the drawn points go beside it.")
+@click.option("--logx", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Log x axis; auto: when the values are positive and span 2 decades or more.")
+@click.option("--logy", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Log y axis (intervals then computed on the log scale); auto as for --logx.")
+def plot_cmd(results_dir: Path, x: str, y: str, by: str, ratio_to: str | None, facet: str | None,
+             where_items: tuple[str, ...], out: Path | None, logx: str, logy: str) -> None:
+    """A figure of a sweep: means (or paired ratios) with 95% CIs, PDF + 300-dpi PNG.
+
+    Every parameter other than --x, --by and --facet must be fixed within a
+    plotted point: one that varies is an error (hold it with --where, or make
+    it --facet or --by), never silently averaged over.
+    """
+    from schedlab.plotting import plot as draw
+
+    where: dict[str, str] = {}
+    for item in where_items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--where {item!r}: expected COL=VALUE (e.g. --where sigma=0.5)")
+        where[key.strip()] = value.strip()
+    result = draw(results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy,
+                  where=where)
+    scales = f"log x: {'yes' if result.logx else 'no'}, log y: {'yes' if result.logy else 'no'}"
+    click.echo(f"{result.vector} ({scales})")
+    click.echo(f"{result.png} ({result.png.stat().st_size} bytes, 300 dpi)")
+    click.echo(f"{result.csv} (the {result.table.height} points drawn)")
+
+
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db).")
@@ -513,9 +553,11 @@ def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, 
     line.close()
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
-        click.echo(f"{f.png}: {f.title} -- {held} of {len(f.checks)} claims hold")
+        click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
         for c in f.checks:
-            click.echo(f"  [{'holds' if c.holds else 'does not hold'}] {c.claim}")
+            caveat = f"; n = {c.n if c.n is not None else f.replications}: too few replications" if c.too_few(
+                f.replications) else ""
+            click.echo(f"  [{'holds' if c.holds else 'does not hold'}{caveat}] {c.claim}")
     click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
     if result.failures:
         click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)

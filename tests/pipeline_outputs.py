@@ -1,8 +1,9 @@
 """Shared by the pipeline tests: running pipelines at smoke scale in one local
 Ray session, and one check of a finished run -- no failed simulation, rows
-written, each figure a real non-blank PNG with the expected series and
-checks, and report.md with every figure's sections in order and one verdict
-line per check."""
+written, each figure a real non-blank 300-dpi PNG with its PDF beside it,
+the expected series and checks, and report.md with every figure's sections
+in order and one verdict line per check (flagged when the figure rests on
+too few replications)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,16 @@ def check_outputs(result, series: list[list[str]] | None) -> None:
     assert text.count("\n## ") == len(result.figures)
     checks = [c for f in result.figures for c in f.checks]
     assert f"Claims checked: {sum(c.holds for c in checks)} of {len(checks)} hold." in text
+    from PIL import Image
+
+    from schedlab.pipelines.base import MIN_REPLICATIONS
+    from schedlab.plotting import PNG_DPI
+
     for i, (fig, expected) in enumerate(zip(result.figures, series)):
         assert fig.png.exists() and fig.png.stat().st_size > 0
+        assert fig.pdf == fig.png.with_suffix(".pdf") and fig.pdf.read_bytes()[:5] == b"%PDF-"
+        with Image.open(fig.png) as im:
+            assert tuple(round(d) for d in im.info["dpi"]) == (PNG_DPI, PNG_DPI)
         img = mpimg.imread(fig.png)
         assert img.ndim == 3 and img.shape[0] > 0 and img.shape[1] > 0
         assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > MIN_COLOURS
@@ -61,3 +70,9 @@ def check_outputs(result, series: list[list[str]] | None) -> None:
         assert fig.png.name in section
         assert "±" in section or "Replications per point: " in section or "Instances per" in section
         assert section.count("- **holds**") + section.count("- **does not hold**") == len(fig.checks)
+        assert fig.pdf.name in section
+        # a verdict from too few instances per point carries the caveat, the others do not
+        assert fig.replications is not None and fig.replications >= 1
+        caveat = f"(n = {fig.replications}: too few replications to rely on)"
+        flagged = [c for c in fig.checks if c.n is None]
+        assert section.count(caveat) == (len(flagged) if fig.replications < MIN_REPLICATIONS else 0)

@@ -5,8 +5,14 @@ spec dicts (`specs(scale, overrides)`) and turns finished results dirs into
 figures and report sections (`report(results_dirs, out_dir)`). `run_pipeline`
 does the rest with the platform: every spec goes through
 `schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for free),
-then the figures (PNG) and ``report.md`` are written to the pipeline's output
-dir and, with tracking on, attached to each sweep's MLflow parent run.
+then the figures and ``report.md`` are written to the pipeline's output dir
+and, with tracking on, attached to each sweep's MLflow parent run. Every
+figure is a PDF (vector, for the paper) with a 300-dpi PNG beside it (for
+report.md), drawn in the one style of `schedlab.plotting`.
+
+A verdict is only as good as the replications behind it: report.md flags a
+claim checked on fewer than `MIN_REPLICATIONS` independent instances per
+point instead of stating it flatly.
 
 Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
 as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
@@ -26,6 +32,19 @@ from schedlab.errors import UserError
 SCALES = ("quick", "paper")
 HIDDEN_SCALES = ("smoke",)
 
+#: Fewest independent instances per point (replications, or trace windows
+#: replayed as replications) for a verdict to be stated without a caveat.
+#: The 95 % t intervals the checks lean on are unreliable below it: the
+#: t quantile is 12.7 at n = 2, 4.3 at n = 3 and 2.8 at n = 5, and the sample
+#: standard deviation itself has a relative standard error of about
+#: 1 / sqrt(2 (n - 1)) -- 71 % at n = 2, 50 % at n = 3, 35 % at n = 5 -- so
+#: below 5 even the width of an interval is a guess, and one unlucky
+#: replication can flip a claim.
+MIN_REPLICATIONS = 5
+#: The parameter columns whose values are trace windows: a sweep replaying a
+#: trace window by window has its instances there, not in ``replication``.
+WINDOW_COLUMNS = ("window",)
+
 
 @dataclass
 class Check:
@@ -34,11 +53,28 @@ class Check:
     claim: str
     holds: bool
     detail: str
+    #: independent instances per point behind the verdict (None: the figure's)
+    n: int | None = None
+
+    def too_few(self, n: int | None = None) -> bool:
+        """Whether fewer than `MIN_REPLICATIONS` instances per point stand
+        behind the verdict (``n``: the figure's count, unless the check has its own)."""
+        n = self.n if self.n is not None else n
+        return n is not None and n < MIN_REPLICATIONS
+
+    def verdict(self, n: int | None = None) -> str:
+        """The report's verdict: '**holds**' / '**does not hold**', followed by
+        the caveat '(n = 2: too few replications to rely on)' when `too_few`."""
+        word = f"**{'holds' if self.holds else 'does not hold'}**"
+        if self.too_few(n):
+            return f"{word} (n = {self.n if self.n is not None else n}: too few replications to rely on)"
+        return word
 
 
 @dataclass
 class FigureReport:
-    """One reproduced figure: the PNG, the plotted series and the comparison."""
+    """One reproduced figure: the PNG (its PDF beside it), the plotted series
+    and the comparison."""
 
     key: str
     title: str
@@ -47,14 +83,26 @@ class FigureReport:
     paper_says: str
     measured: str  # markdown (a table of means with 95 % CIs)
     checks: list[Check] = field(default_factory=list)
+    #: fewest independent instances per point behind the figure and its
+    #: checks (None: `run_pipeline` fills it in from the sweeps' rows)
+    replications: int | None = None
+
+    @property
+    def pdf(self) -> Path:
+        """The vector figure `schedlab.plotting.save` writes beside the PNG."""
+        return self.png.with_suffix(".pdf")
 
     def markdown(self) -> str:
         lines = [f"## {self.title}", "", f"![{self.key}]({self.png.name})", "",
+                 f"Vector figure: [{self.pdf.name}]({self.pdf.name}).", "",
                  "### Paper says", "", self.paper_says, "",
                  "### Measured", "", self.measured, "",
                  "### Holds?", ""]
         for c in self.checks:
-            lines.append(f"- **{'holds' if c.holds else 'does not hold'}** — {c.claim}: {c.detail}")
+            lines.append(f"- {c.verdict(self.replications)} — {c.claim}: {c.detail}")
+        if any(c.too_few(self.replications) for c in self.checks):
+            lines += ["", f"Verdicts marked *too few replications* rest on fewer than {MIN_REPLICATIONS} "
+                          "independent instances per point; rerun at a larger scale before relying on them."]
         lines.append("")
         return "\n".join(lines)
 
@@ -93,6 +141,27 @@ def deep_merge(base: dict[str, Any], overrides: dict[str, Any] | None) -> dict[s
         else:
             out[k] = copy.deepcopy(v)
     return out
+
+
+def instances_per_point(results_dir: Path) -> int | None:
+    """Fewest independent instances behind a point of a sweep: rows per
+    (policy, parameters other than a trace window) -- the replications of a
+    configuration, times the windows when a trace is replayed window by
+    window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
+    None for a sweep without rows."""
+    import json
+
+    import polars as pl
+
+    from schedlab import load
+
+    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
+    frame = load(results_dir).collect()
+    if frame.height == 0:
+        return None
+    keys = ["policy"] + [c for c in manifest.get("param_columns", [])
+                         if c in frame.columns and c not in WINDOW_COLUMNS]
+    return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
 
 
 def check_scale(scale: str) -> None:
@@ -164,7 +233,14 @@ def run_pipeline(
         sweeps.append(run_sweep(spec, address=address, fresh=fresh, tracking=tracking, progress=progress))
     results_dirs = {s.name: s.results_dir() for s in specs}
 
-    figures = pipe.report(results_dirs, out_dir)
+    from schedlab.plotting import style
+
+    with style():
+        figures = pipe.report(results_dirs, out_dir)
+    counts = [n for d in results_dirs.values() if (n := instances_per_point(d)) is not None]
+    for f in figures:
+        if f.replications is None and counts:
+            f.replications = min(counts)
     failures = sum(len(r.failures) for r in sweeps)
     report_md = out_dir / "report.md"
     header = [f"# {pipe.name}: {pipe.paper}, {pipe.figure}", "", pipe.description, "",
@@ -175,10 +251,14 @@ def run_pipeline(
         header += [f"**{failures} simulations failed**; see the sweeps' `failures/` dirs.", ""]
     verdicts = [c for f in figures for c in f.checks]
     header += [f"Claims checked: {sum(c.holds for c in verdicts)} of {len(verdicts)} hold.", ""]
+    weak = sum(c.too_few(f.replications) for f in figures for c in f.checks)
+    if weak:
+        header += [f"**{weak} of these verdicts rest on fewer than {MIN_REPLICATIONS} replications per point** "
+                   f"(marked below): indicative only.", ""]
     report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
 
     if tracking:
-        artifacts = [f.png for f in figures] + [report_md]
+        artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
         for spec in specs:
             _attach_artifacts(spec, artifacts)
     return PipelineResult(name, scale, out_dir, results_dirs, sweeps, figures, report_md,

@@ -1,9 +1,23 @@
-"""Small aggregation and plotting helpers shared by the pipelines (headless, Agg)."""
+"""Small aggregation and plotting helpers shared by the pipelines (headless, Agg).
+
+Figures go through `schedlab.plotting` (one style; PDF + 300-dpi PNG; error
+bars that respect a floor). The floors the pipelines use:
+
+* `RATIO_FLOOR` = 1 for MST / optimal (SRPT minimises the mean sojourn time
+  of every arrival sequence on one server, Schrage 1968, so each
+  replication's ratio is >= 1) and for a degradation from a lower bound;
+* `POSITIVE_FLOOR` = 0 for a positive metric drawn on a log axis.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+#: MST / optimal, or a value over a proven lower bound: never below 1.
+RATIO_FLOOR = 1.0
+#: A positive metric (MST, queue length) on a log axis: never below 0.
+POSITIVE_FLOOR = 0.0
 
 MARKERS = {"FIFO": "s", "PS": "o", "LAS": "^", "SRPT": "x", "SRPTE": "v", "FSPE": "D", "PSBS": "*",
            "BF-J/S": "o", "VQS": "s", "VQS-BF": "^", "FIFO-FF": "D"}
@@ -109,26 +123,31 @@ def ci_or_zero(values) -> list[float]:
     return [c if c is not None and c == c else 0.0 for c in values]
 
 
-def plot_lines(ax, table, x: str, col: str, policies: list[str]) -> list[str]:
-    """One line per policy (mean, with 95 % CI error bars); returns the series names plotted."""
+def plot_lines(ax, table, x: str, col: str, policies: list[str], floor: float | None = None) -> list[str]:
+    """One line per policy (mean, with 95 % CI error bars); returns the series
+    names plotted. ``floor``: the value the quantity cannot go below
+    (`RATIO_FLOOR`, `POSITIVE_FLOOR`); the bars are then the log-transformed
+    interval of (mean - floor) (`schedlab.plotting.floor_interval`), which
+    never crosses it; None: the symmetric t interval (a linear axis)."""
+    from schedlab.plotting import errorbar
+
     plotted = []
     for p in policies:
         sub = table.filter(table["policy"] == p).sort(x)
         if sub.height == 0:
             continue
-        ci = ci_or_zero(sub[f"{col}_ci95"].to_list())
-        ax.errorbar(sub[x].to_list(), sub[f"{col}_mean"].to_list(), yerr=ci, label=p,
-                    marker=MARKERS.get(p, "o"), markersize=5, capsize=2, linewidth=1.2)
+        errorbar(ax, sub[x].to_list(), sub[f"{col}_mean"].to_list(), sub[f"{col}_ci95"].to_list(), floor,
+                 label=p, marker=MARKERS.get(p, "o"), markersize=5, capsize=2, linewidth=1.2)
         plotted.append(p)
     return plotted
 
 
-def save(fig, path: Path, dpi: int = 80) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    import matplotlib.pyplot as plt
+def save(fig, path: Path) -> Path:
+    """Write ``fig`` as ``path`` (a PNG at `schedlab.plotting.PNG_DPI`) and
+    the vector PDF beside it (same stem); returns the PNG path."""
+    from schedlab.plotting import save as save_figure
 
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -137,7 +156,8 @@ def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tu
     """One log-log panel per (column, value, title) in ``panels`` (an empty
     column name means the whole table), ``col`` against ``x`` for each policy,
     with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
-    figures. Returns the series plotted (policy names, in order)."""
+    figures. The bars respect `RATIO_FLOOR` (MST / optimal >= 1). Returns the
+    series plotted (policy names, in order)."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1, 3.8), sharey=True, squeeze=False)
@@ -145,7 +165,7 @@ def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tu
     xs = sorted(set(table[x].to_list()))
     for ax, (key, value, title) in zip(axes[0], panels):
         sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
-        for name in plot_lines(ax, sub, x, col, policies):
+        for name in plot_lines(ax, sub, x, col, policies, RATIO_FLOOR):
             if name not in series:
                 series.append(name)
         ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")

@@ -11,7 +11,7 @@ from typing import Any
 
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines.base import Check, FigureReport, Pipeline
-from schedlab.pipelines.common import lookup, md_table, plot_lines, save
+from schedlab.pipelines.common import RATIO_FLOOR, lookup, md_table, plot_lines, save
 
 STRETCH_PER = "GreedyPM*/stretch-per/OPT=MAX/MINVT=600"  # Fig. 1: "/stretch-per, which uses OPT=MAX"
 DFRS = ["Greedy*/OPT=MIN", "GreedyP*/OPT=MIN", "GreedyPM*/OPT=MIN", "Greedy*/per/OPT=MIN/MINVT=600",
@@ -39,7 +39,8 @@ def plot(table, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9.5, 4.2))
-    series = plot_lines(ax, table, "load", METRIC, POLICIES)
+    # degradation = max stretch / a lower bound on the optimal one: >= 1
+    series = plot_lines(ax, table, "load", METRIC, POLICIES, RATIO_FLOOR)
     ax.set_yscale("log")
     ax.set_xlabel("offered load")
     ax.set_ylabel("average degradation from bound")

@@ -12,7 +12,7 @@ from typing import Any
 
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines.base import Check, FigureReport, Pipeline
-from schedlab.pipelines.common import ci_or_zero, fmt_ci, save
+from schedlab.pipelines.common import RATIO_FLOOR, ci_or_zero, fmt_ci, save
 
 SETS = ["hpc2n", "unscaled", "scaled"]
 PERIODS = {
@@ -57,14 +57,19 @@ def _series(t, col: str) -> tuple[list[float], list[float], list[float]]:
 
 
 def plot(tabs, col: str, ylabel: str, path: Path, log: bool) -> list[str]:
-    """One panel per trace set: the DFRS algorithm vs period (dots), EASY as a level line."""
+    """One panel per trace set: the DFRS algorithm vs period (dots), EASY as a
+    level line. On the log axis (the degradation from a lower bound, >= 1)
+    the bars are the log-transformed interval above `RATIO_FLOOR`; on the
+    linear one the symmetric t interval."""
     import matplotlib.pyplot as plt
+
+    from schedlab.plotting import errorbar
 
     fig, axes = plt.subplots(1, len(SETS), figsize=(14, 3.8))
     for ax, trace_set in zip(axes, SETS):
         dfrs, easy = tabs[trace_set]
         x, y, ci = _series(dfrs, col)
-        ax.errorbar(x, y, yerr=ci, fmt="o:", capsize=2, label=dc.BEST)
+        errorbar(ax, x, y, ci, RATIO_FLOOR if log else None, fmt="o:", capsize=2, label=dc.BEST)
         ax.axhline(float(easy[f"{col}_mean"][0]), color="k", linewidth=1.2, label="EASY")
         ax.set_xlabel("period (s)")
         ax.set_title(dc.TITLES[trace_set])

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import absolute, lookup, md_table, plot_lines, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, absolute, lookup, md_table, plot_lines, save
 
 POLICIES = ["BF-J/S", "VQS", "VQS-BF", "FIFO-FF"]
 PANELS = [("a", 0.01, 0.19), ("b", 0.1, 0.9)]
@@ -47,7 +47,7 @@ def plot(tables: dict[str, Any], path: Path) -> list[str]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     series: list[str] = []
     for ax, (tag, lo, hi) in zip(axes, PANELS):
-        for name in plot_lines(ax, tables[tag], "intensity", METRIC, POLICIES):
+        for name in plot_lines(ax, tables[tag], "intensity", METRIC, POLICIES, POSITIVE_FLOOR):  # log axis
             if name not in series:
                 series.append(name)
         ax.set_yscale("log")

@@ -52,10 +52,11 @@ def plot(table, path: Path) -> list[str]:
     """Fig. 5: average queue size vs traffic scaling 1/beta; returns the series plotted."""
     import matplotlib.pyplot as plt
 
-    from schedlab.pipelines.common import plot_lines
+    from schedlab.pipelines.common import POSITIVE_FLOOR, plot_lines
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    series = plot_lines(ax, table, "scaling", METRIC, POLICIES)
+    # a queue length (>= 0) on a symlog axis: bars from the log-transformed interval never go below 0
+    series = plot_lines(ax, table, "scaling", METRIC, POLICIES, POSITIVE_FLOOR)
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set_xlabel("traffic scaling 1/β")
     ax.set_ylabel("average queue size (jobs)")

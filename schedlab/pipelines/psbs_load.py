@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import lookup, md_table, plot_lines, relative_to, save
+from schedlab.pipelines.common import RATIO_FLOOR, lookup, md_table, plot_lines, relative_to, save
 
 POLICIES = ["PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SIZE_BASED = ["SRPTE", "FSPE", "PSBS"]
@@ -46,7 +46,7 @@ def plot(tables: dict[str, Any], path: Path) -> list[str]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     series: list[str] = []
     for ax, (x, table), tag in zip(axes, tables.items(), "ab"):
-        for name in plot_lines(ax, table, x, "ratio", POLICIES):
+        for name in plot_lines(ax, table, x, "ratio", POLICIES, RATIO_FLOOR):  # MST / optimal >= 1
             if name not in series:
                 series.append(name)
         ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")

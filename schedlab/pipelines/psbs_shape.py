@@ -11,7 +11,8 @@ from typing import Any
 
 from schedlab.pipelines.base import FigureReport, Check, Pipeline, deep_merge
 from schedlab import load
-from schedlab.pipelines.common import lookup, md_table, paired_note, paired_ratios, plot_lines, relative_to, save
+from schedlab.pipelines.common import (RATIO_FLOOR, lookup, md_table, paired_note, paired_ratios, plot_lines,
+                                       relative_to, save)
 
 POLICIES = ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SCALES: dict[str, dict[str, Any]] = {
@@ -43,7 +44,7 @@ def plot(table, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    series = plot_lines(ax, table, "shape", "ratio", POLICIES)
+    series = plot_lines(ax, table, "shape", "ratio", POLICIES, RATIO_FLOOR)  # MST / optimal >= 1
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import fmt_ci, lookup, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, save
 
 POLICIES = ["PSBS", "GPS"]
 SHAPES = [0.25, 1.0, 4.0]
@@ -50,6 +50,8 @@ def plot(table, path: Path) -> list[str]:
     """Fig. 9 (a)–(c): MST (log) per weight class, PSBS solid / GPS dashed, one colour per beta."""
     import matplotlib.pyplot as plt
 
+    from schedlab.plotting import errorbar
+
     shapes = sorted(set(table["shape"].to_list()))
     betas = sorted(set(table["beta"].to_list()))
     fig, axes = plt.subplots(1, len(shapes), figsize=(4 * len(shapes), 3.8), squeeze=False)
@@ -62,8 +64,9 @@ def plot(table, path: Path) -> list[str]:
                 if row is None:
                     continue
                 ys = [row[f"{m}_mean"] for m in METRICS]
-                ci = [c if c is not None and c == c else 0.0 for c in (row[f"{m}_ci95"] for m in METRICS)]
-                ax.errorbar(CLASSES, ys, yerr=ci, linestyle=style, color=colours[i % len(colours)],
+                ci = [row[f"{m}_ci95"] for m in METRICS]
+                # MST on a log axis: the log-transformed interval, never at or below 0
+                errorbar(ax, CLASSES, ys, ci, POSITIVE_FLOOR, linestyle=style, color=colours[i % len(colours)],
                             marker="*" if p == "PSBS" else "o", capsize=2, label=f"{p}, β={beta:g}")
                 if p not in series:
                     series.append(p)

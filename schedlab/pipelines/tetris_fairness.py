@@ -41,7 +41,7 @@ from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import ci_or_zero, fmt_ci, lookup, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, save
 
 GRIDS: dict[str, list[float]] = {
     "smoke": [0.05, 0.75, 1.0],
@@ -152,7 +152,12 @@ def _ci(r, m) -> float:
 
 
 def plot(a: dict[str, Any], path: Path) -> list[str]:
+    """(a) fraction slowed and (b) slowdown of slowed jobs (linear, symmetric t
+    bars, y from 0); (c) JCT and makespan ratios to f0: a ratio is > 0, so its
+    bars are the log-transformed interval above `POSITIVE_FLOOR`."""
     import matplotlib.pyplot as plt
+
+    from schedlab.plotting import errorbar
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     fig.subplots_adjust(wspace=0.3)
@@ -176,8 +181,8 @@ def plot(a: dict[str, Any], path: Path) -> list[str]:
     series.append("mean slowdown of slowed")
     for m, label, marker in (("jct_ratio", "mean JCT", "^"), ("makespan_ratio", "makespan", "D")):
         rs = [_at(eff, f) for f in a["fs"]]
-        axes[2].errorbar(a["fs"], [r[f"{m}_mean"] for r in rs], yerr=[_ci(r, m) for r in rs], marker=marker,
-                         capsize=2, label=label)
+        errorbar(axes[2], a["fs"], [r[f"{m}_mean"] for r in rs], [r[f"{m}_ci95"] for r in rs], POSITIVE_FLOOR,
+                 marker=marker, capsize=2, label=label)
         series.append(label)
     axes[2].axhline(1.0, color="grey", linestyle=":", linewidth=0.8)
     axes[2].axvline(RECOMMENDED, color="grey", linestyle="--", linewidth=0.8)

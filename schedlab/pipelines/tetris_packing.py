@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import fmt_ci, lookup, paired_ratios, ratios_to, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, paired_ratios, ratios_to, save
 
 TRACE = "../shared/data/google-clusterdata-2011"  # relative to the repository root, as pg-fig5
 BASELINE = "Slots-Fair"
@@ -140,6 +140,8 @@ def plot(table, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from schedlab.plotting import floor_interval
+
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     present = [p for p in POLICIES if lookup(table, p) is not None]
     width = 0.8 / len(METRICS)
@@ -147,8 +149,10 @@ def plot(table, path: Path) -> list[str]:
     for i, (m, label, _) in enumerate(METRICS):
         means = [lookup(table, p)[f"{m}_ratio_mean"] for p in present]
         cis = [lookup(table, p)[f"{m}_ratio_ci95"] for p in present]
-        cis = [c if c is not None and c == c else 0.0 for c in cis]
-        ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, means, width, yerr=cis, capsize=3, label=label)
+        # a ratio is > 0: the log-transformed interval (schedlab.plotting.floor_interval), never below 0
+        bounds = [floor_interval(mu, c, POSITIVE_FLOOR) for mu, c in zip(means, cis)]
+        yerr = [[mu - lo for mu, (lo, _) in zip(means, bounds)], [hi - mu for mu, (_, hi) in zip(means, bounds)]]
+        ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, means, width, yerr=yerr, capsize=3, label=label)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_ylim(bottom=0)
     ax.set_xticks(x, present)

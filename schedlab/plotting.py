@@ -1,0 +1,421 @@
+"""Figures a paper can use: one style, vector + 300-dpi PNG, intervals on the right scale.
+
+Shared by the pipelines (``schedlab.pipelines.common``) and ``schedlab plot``
+(`plot`, a figure for any sweep), so every figure schedlab writes looks the
+same and obeys the same rules:
+
+* **Files**: `save` writes a vector file (PDF, or SVG if asked) and a PNG at
+  `PNG_DPI` beside it, same stem. Journals want vector art; slides and
+  report.md want a bitmap. The PDF carries no creation date, so the same
+  data gives the same bytes.
+* **Style**: `STYLE` (rcParams), applied with `style()` around figure
+  creation *and* saving (matplotlib reads most rcParams when an artist is
+  made). Sizes are in points at print size: a 6-inch-wide figure is a
+  full-width figure in a two-column paper, so 8-9 pt text stays legible.
+* **Intervals**: a 95 % t interval of a mean is symmetric on the scale the
+  mean was computed on. On a log axis, or for a quantity with a hard floor
+  (MST / optimal >= 1, degradation from a lower bound >= 1, any positive
+  metric >= 0), the symmetric interval can cross the floor when n is small,
+  drawing impossible values. `floor_interval` computes the interval on the
+  log scale of (value - floor) instead (the log-transformed interval, by the
+  delta method: se(log(m - f)) ~ se(m) / (m - f)), which keeps the point the
+  arithmetic mean -- the number the tables report -- and can never reach the
+  floor. It agrees with the symmetric interval to first order when the
+  half-width is small against m - f. A ratio of two policies under common
+  random numbers uses the paired geometric-mean ratio instead
+  (`schedlab.platform.compare`), whose interval is built on the log ratios.
+
+Import-light: matplotlib and polars are imported inside the functions, so the
+CLI can import this module's name without paying for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from schedlab.errors import UserError
+
+#: Bitmap resolution: 300 dpi is the usual minimum for line art in print.
+PNG_DPI = 300
+#: Vector formats `save` writes (the PNG always goes beside).
+VECTOR_SUFFIXES = (".pdf", ".svg")
+#: A log axis is chosen automatically when the positive values plotted span
+#: at least this many decades: below that a linear axis reads more easily.
+LOG_DECADES = 2.0
+
+STYLE: dict[str, Any] = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.which": "major",
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "lines.linewidth": 1.2,
+    "lines.markersize": 5,
+    "errorbar.capsize": 2,
+    "savefig.dpi": PNG_DPI,
+    "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.02,
+    # TrueType (Type 42) fonts in PDF/PS: publishers reject Type 3 fonts.
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    # Text stays text in SVG (editable, searchable).
+    "svg.fonttype": "none",
+    "svg.hashsalt": "schedlab",  # deterministic SVG ids
+}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """`STYLE` in force (headless Agg backend) for the figures made and saved inside."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def save(fig, path: str | Path) -> list[Path]:
+    """Write ``fig`` as a vector file and a `PNG_DPI` PNG with the same stem;
+    close it. ``path`` may end in .png (the pipelines' figure path: the PDF
+    goes beside it), .pdf or .svg (the PNG goes beside it). Returns
+    [vector, png]. Metadata without dates, so output is deterministic."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    vector = path.with_suffix(".pdf") if path.suffix == ".png" else path
+    if vector.suffix not in VECTOR_SUFFIXES:
+        raise UserError(f"{path}: a figure file must end in .pdf, .svg or .png")
+    png = vector.with_suffix(".png")
+    vector.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"Creator": "schedlab", "CreationDate": None} if vector.suffix == ".pdf" else {"Date": None}
+    with style():
+        fig.savefig(vector, metadata=meta)
+        fig.savefig(png, dpi=PNG_DPI, metadata={"Software": "schedlab"})
+    plt.close(fig)
+    return [vector, png]
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def floor_interval(mean: float | None, halfwidth: float | None, floor: float | None) -> tuple[float, float]:
+    """(low, high) of a 95 % interval of ``mean`` drawn as an error bar.
+
+    ``floor`` None: the symmetric t interval mean -+ halfwidth (a linear
+    axis, a quantity without a floor). Otherwise the log-transformed interval
+    of ``mean - floor`` (module docstring): floor + (m - f) / k .. floor +
+    (m - f) k with k = exp(halfwidth / (m - f)), which stays above the floor.
+    No interval (n < 2: halfwidth null or NaN) gives (mean, mean). A mean at
+    the floor (every replication at it, or rounding in the last digit below
+    it) has nothing to transform: (mean, mean) with zero spread, and the
+    symmetric interval clipped at the floor otherwise -- the only clipping."""
+    if mean is None or mean != mean:
+        return (math.nan, math.nan)
+    if halfwidth is None or halfwidth != halfwidth:
+        return (mean, mean)
+    if floor is None:
+        return (mean - halfwidth, mean + halfwidth)
+    excess = mean - floor
+    if excess <= 0.0:
+        return (mean, mean) if halfwidth == 0.0 else (max(floor, mean - halfwidth), mean + halfwidth)
+    k = math.exp(min(halfwidth / excess, 700.0))  # 700: exp stays finite
+    return (floor + excess / k, floor + excess * k)
+
+
+def errorbar(ax, x: Sequence, mean: Sequence[float], halfwidth: Sequence[float | None], floor: float | None = None,
+             **kwargs) -> list[tuple[float, float]]:
+    """``ax.errorbar`` with the bars of `floor_interval` (asymmetric when a
+    floor is given); returns the (low, high) drawn, point by point."""
+    bounds = [floor_interval(m, h, floor) for m, h in zip(mean, halfwidth)]
+    yerr = [[max(m - lo, 0.0) for m, (lo, _) in zip(mean, bounds)],
+            [max(hi - m, 0.0) for m, (_, hi) in zip(mean, bounds)]]
+    ax.errorbar(list(x), list(mean), yerr=yerr, **kwargs)
+    return bounds
+
+
+def spans_decades(values: Sequence[float], decades: float = LOG_DECADES) -> bool:
+    """True when every value is positive and max / min >= 10 ** decades."""
+    vals = [float(v) for v in values if v is not None and v == v]
+    return bool(vals) and min(vals) > 0 and max(vals) / min(vals) >= 10 ** decades
+
+
+# --------------------------------------------------------------------------- a figure for any sweep
+
+#: Columns of a results dir that are bookkeeping, never an axis or a metric.
+_BOOKKEEPING = ("config_id", "replication", "seed", "engine", "workload_kind", "schedlab_version", "schedlab_digest",
+                "sim_seconds")
+_SCALES = ("auto", "on", "off")
+
+
+@dataclass
+class PlotResult:
+    """What `plot` wrote: the vector figure, the PNG beside it and a CSV of
+    every drawn point (the numbers behind the figure: mean or ratio, the
+    interval drawn, n), plus the same table in memory and the axis scales."""
+
+    vector: Path
+    png: Path
+    csv: Path
+    table: Any  # polars DataFrame, the CSV's rows
+    logx: bool
+    logy: bool
+
+    @property
+    def paths(self) -> list[Path]:
+        return [self.vector, self.png, self.csv]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)
+
+
+def _check_scale(option: str, value: str) -> None:
+    if value not in _SCALES:
+        raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
+
+
+def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: str | None = None,
+         facet: str | None = None, out: str | Path | None = None, logx: str = "auto", logy: str = "auto",
+         where: dict[str, Any] | None = None) -> PlotResult:
+    """Draw ``y`` against ``x`` for a sweep's results dir: one line per
+    value of ``by``, one panel per value of ``facet``, means with 95 %
+    intervals over the replications; returns a `PlotResult`.
+
+    What is averaged: the replications of one configuration, nothing else.
+    Every parameter column that is not ``x``, ``by`` or ``facet`` must take a
+    single value within each drawn point; if one varies (a sweep over shape
+    and sigma plotted against shape alone), averaging over it would mix
+    workloads into a mean no one asked for, so it is an error naming the
+    column and its values: add it as ``facet`` or ``by``, or hold it with
+    ``where={col: value}`` (``--where col=value``). With ``by="policy"``, a
+    policy parameter the sweep grids (``policy_beta``) becomes part of the
+    line's label (``PSBS[beta=2]``), as in ``schedlab compare``.
+
+    Intervals: on a linear axis the symmetric Student-t interval; on a log
+    axis the log-transformed interval of `floor_interval` with floor 0 (it
+    cannot reach 0). With ``ratio_to``, y is the paired geometric-mean ratio
+    of each policy to that policy (pairs: the same configuration's
+    replication, common random numbers), its interval the t interval of the
+    mean log ratio transformed back -- `schedlab.compare(..., ratio=True)`
+    exactly -- drawn with a reference line at 1; it is never below 0.
+
+    Axes: ``logx``/``logy`` "auto" (log when the values are positive and
+    span >= `LOG_DECADES` decades: the means, and with ``ratio_to`` also the
+    interval bounds), "on" or "off". ``out``: a .pdf or .svg
+    path (default ``DIR/plots/<y>-vs-<x>.pdf``, with ``-over-<policy>`` and
+    ``-per-<facet>`` when used); the PNG (`PNG_DPI`) and a CSV of the drawn
+    points go beside it. Bad input is a `UserError` naming the option."""
+    import polars as pl
+
+    from schedlab.platform.store import ResultStore
+
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such results directory")
+    _check_scale("--logx", logx)
+    _check_scale("--logy", logy)
+    store = ResultStore(root)
+    if store.read_manifest() is None:
+        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
+    frame = store.scan().collect()
+    if frame.height == 0:
+        raise UserError(f"{root}: no result rows yet")
+    columns = frame.columns
+    params = [c for c in (store.read_manifest().get("param_columns") or []) if c in columns]
+    for option, col in (("--x", x), ("--by", by), ("--facet", facet)):
+        if col is not None and col not in columns:
+            raise UserError(f"{option}: {col!r} is not a column of {root}; parameters: {', '.join(params + ['policy'])}")
+        if col in _BOOKKEEPING or col == y:
+            raise UserError(f"{option}: {col!r} cannot be an axis of this figure")
+    metrics = [c for c in columns if c not in params and c not in _BOOKKEEPING and c != "policy"
+               and frame.schema[c].is_numeric()]
+    if y not in metrics:
+        raise UserError(f"--y: {y!r} is not a metric column of {root}; metrics: {', '.join(metrics)}")
+    axes_cols = [c for c in (x, by, facet) if c is not None]
+    if len(set(axes_cols)) != len(axes_cols):
+        raise UserError(f"--x, --by and --facet must be different columns (got {', '.join(axes_cols)})")
+    for col, value in (where or {}).items():
+        if col not in columns:
+            raise UserError(f"--where: {col!r} is not a column of {root}")
+        if col in axes_cols:
+            raise UserError(f"--where: {col!r} is already an axis of the figure")
+        if frame.schema[col].is_numeric():
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
+            kept = frame.filter((pl.col(col).cast(pl.Float64) - v).abs() <= 1e-9 * max(1.0, abs(v)))
+        else:
+            kept = frame.filter(pl.col(col).cast(pl.String) == str(value))
+        if kept.height == 0:
+            values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
+            raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
+        frame = kept
+    if ratio_to is not None and by != "policy":
+        raise UserError("--ratio-to compares policies: use it with --by policy")
+
+    # Line labels: the by column, or the policy with its gridded parameters.
+    from schedlab.platform.compare import _arm_labels
+
+    varying = [c for c in params if frame[c].n_unique() > 1]
+    pparams = [c for c in varying if c.startswith("policy_") and c not in axes_cols] if by == "policy" else []
+    label = _arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
+    frame = frame.with_columns(label.alias("_line"))
+    cells = ([facet] if facet else []) + [x]
+    group = cells + ["_line"]
+    for col in params + ([] if by == "policy" else ["policy"]):
+        if col in axes_cols or col in pparams:
+            continue
+        spread = frame.group_by(group).agg(pl.col(col).n_unique().alias("k")).filter(pl.col("k") > 1)
+        if spread.height:
+            values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
+            raise UserError(f"{col} varies within a plotted point ({values}); add --facet {col} or --by {col}, "
+                            f"or hold it with --where {col}=VALUE")
+    if not frame.schema[x].is_numeric() and frame.schema[x] != pl.String:
+        raise UserError(f"--x: {x!r} is neither numeric nor text")
+
+    if ratio_to is None:
+        table = _means(frame, group, y)
+        method = "mean over replications; 95 % Student-t interval"
+    else:
+        table = _ratios(frame, cells, y, ratio_to, root)
+        method = (f"paired geometric-mean ratio to {ratio_to} (pairs: same configuration and replication); "
+                  f"95 % t interval of the mean log ratio, transformed back")
+
+    numeric_x = frame.schema[x].is_numeric()
+    use_logx = numeric_x and _decide("--logx", logx, table[x].to_list(), x)
+    # auto log y: from the means, and for ratios also the paired bounds (they
+    # do not depend on the axis, and the axis must show the bars drawn)
+    yvals = table["value"].to_list() + (table["low"].to_list() + table["high"].to_list() if ratio_to else [])
+    use_logy = _decide("--logy", logy, yvals, y)
+    if ratio_to is None:
+        # the interval drawn: log-transformed on a log axis (floor 0), symmetric on a linear one
+        bounds = [floor_interval(m, h, 0.0 if use_logy else None)
+                  for m, h in zip(table["value"].to_list(), table["halfwidth"].to_list())]
+        table = table.with_columns(pl.Series("low", [b[0] for b in bounds], dtype=pl.Float64),
+                                   pl.Series("high", [b[1] for b in bounds], dtype=pl.Float64))
+        method += " on the log scale (log-transformed, floor 0)" if use_logy else " (symmetric)"
+    table = table.with_columns(pl.lit(method).alias("method"))
+
+    if out is None:
+        stem = f"{y}" + (f"-over-{ratio_to}" if ratio_to else "") + f"-vs-{x}" + (f"-per-{facet}" if facet else "")
+        vector = root / "plots" / f"{_safe(stem)}.pdf"
+    else:
+        vector = Path(out)
+        if vector.suffix not in VECTOR_SUFFIXES:
+            raise UserError(f"--out {vector}: the file name must end in .pdf or .svg (the PNG is written beside it)")
+    ylabel = (f"{y} / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to
+              else f"{y} (mean, 95 % CI)")
+    with style():
+        fig = _draw(table, x, y, by, facet, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None)
+        vector, png = save(fig, vector)
+    csv = vector.with_suffix(".csv")
+    table.write_csv(csv)
+    return PlotResult(vector, png, csv, table, use_logx, use_logy)
+
+
+def _decide(option: str, mode: str, values: list, col: str) -> bool:
+    """Whether an axis is logarithmic: ``mode`` on/off, or auto (`spans_decades`)."""
+    if mode == "off":
+        return False
+    if mode == "on":
+        bad = [v for v in values if v is None or v != v or v <= 0]
+        if bad:
+            raise UserError(f"{option} on: {col} has values <= 0 (e.g. {bad[0]}), which a log axis cannot show")
+        return True
+    return spans_decades(values)
+
+
+def _means(frame, group: list[str], y: str):
+    """Mean, 95 % t half-width and n per drawn point (`stats.summarize`)."""
+    import polars as pl
+
+    from schedlab.platform.stats import summarize
+
+    clean = frame.filter(pl.col(y).is_not_null() & pl.col(y).cast(pl.Float64).is_not_nan())
+    t = summarize(clean.with_columns(pl.col(y).cast(pl.Float64)), group, [y])
+    return t.rename({"_line": "line", f"{y}_mean": "value", f"{y}_ci95": "halfwidth"}).select(
+        [c for c in group if c != "_line"] + ["line", "n", "value", "halfwidth"])
+
+
+def _ratios(frame, cells: list[str], y: str, baseline: str, root: Path):
+    """Paired geometric-mean ratios to ``baseline`` per cell and line
+    (`compare.paired_stats`, the computation behind `schedlab compare`)."""
+    import polars as pl
+
+    from schedlab.platform.compare import paired_stats
+
+    if baseline not in frame["policy"].unique().to_list():
+        policies = ", ".join(dict.fromkeys(frame["policy"].to_list()))
+        raise UserError(f"--ratio-to: {baseline!r} is not a policy of {root}; policies: {policies}")
+    base = frame.filter(pl.col("policy") == baseline)["_line"].unique().to_list()
+    if len(base) > 1:
+        raise UserError(f"--ratio-to: {baseline!r} has {len(base)} parameter settings ({', '.join(sorted(base))}); "
+                        f"hold its parameters with --where")
+    data = frame.select(cells + ["replication", "_line", pl.col(y).cast(pl.Float64)])
+    t = paired_stats(data, cells, ["replication"], "_line", y, base[0], ratio=True)
+    return t.rename({"_line": "line", "estimate": "value", "ci_low": "low", "ci_high": "high"}).select(
+        cells + ["line", "n", "value", "halfwidth", "low", "high"])
+
+
+def _draw(table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: bool, logy: bool, numeric_x: bool,
+          ratio: bool):
+    """The figure: a row (wrapped at 4) of panels sharing the y axis."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
+
+    from schedlab.pipelines.common import MARKERS
+
+    panels = sorted(table[facet].unique().to_list()) if facet else [None]
+    ncols = min(len(panels), 4)
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.0 + 3.6 * ncols, 3.2 * nrows), sharey=True, squeeze=False)
+    xs_all = sorted(table[x].unique().to_list())
+    position = {v: i for i, v in enumerate(xs_all)}
+    lines = sorted(table["line"].unique().to_list())
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (ax, panel) in enumerate(zip(axes.flat, panels)):
+        sub = table if panel is None else table.filter(table[facet] == panel)
+        for i, name in enumerate(lines):
+            s = sub.filter(sub["line"] == name).sort(x)
+            if s.height == 0:
+                continue
+            xv = s[x].to_list() if numeric_x else [position[v] for v in s[x].to_list()]
+            mean, low, high = s["value"].to_list(), s["low"].to_list(), s["high"].to_list()
+            yerr = [[max(m - lo, 0.0) if lo == lo else 0.0 for m, lo in zip(mean, low)],
+                    [max(hi - m, 0.0) if hi == hi else 0.0 for m, hi in zip(mean, high)]]
+            ax.errorbar(xv, mean, yerr=yerr, label=f"{name}" if by == "policy" else f"{by} = {name}",
+                        marker=MARKERS.get(name, "o"), color=colours[i % len(colours)])
+        if ratio:
+            ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+        if logx:
+            ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        if numeric_x and logx or not numeric_x:
+            ticks = xs_all if numeric_x else list(range(len(xs_all)))
+            ax.set_xticks(ticks, [f"{v:g}" if numeric_x else str(v) for v in xs_all])
+            if logx:
+                ax.xaxis.set_minor_locator(NullLocator())  # only the swept values are labelled
+        ax.set_xlabel(x)
+        if panel is not None:
+            ax.set_title(f"{facet} = {panel:g}" if isinstance(panel, float) else f"{facet} = {panel}")
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    axes[0][0].legend()
+    return fig
