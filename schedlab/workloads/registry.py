@@ -9,6 +9,7 @@ Adding a trace reader (later issues) means adding one entry here.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -117,8 +118,13 @@ def _lublin() -> WorkloadKind:
     def check(params: dict[str, Any]) -> None:
         lublin.check_params(njobs=params["njobs"], nodes=params["nodes"], params=lublin.LublinParams())
         load = params["load"]
-        if isinstance(load, bool) or not isinstance(load, (int, float)) or not load >= 0:
-            raise UserError(f"load: must be a number >= 0 (0: the model's own arrivals); got {load!r}")
+        # Any finite load >= 0 runs: > 1 is an overloaded machine (queues grow, every job still ends) --
+        # exactly what transforms.scale_rigid_load accepts; it needs two submit times, so two jobs.
+        if isinstance(load, bool) or not isinstance(load, (int, float)) or not (load >= 0 and math.isfinite(load)):
+            raise UserError(f"load: must be a finite number >= 0 (0: the model's own arrivals); got {load!r}")
+        if load and isinstance(params["njobs"], int) and params["njobs"] < 2:
+            raise UserError(f"load: scaling to load {load!r} needs at least 2 jobs (the span of their arrivals); "
+                            f"njobs is {params['njobs']}")
         annotate.check(params)
         if params["memory"] == "trace":
             raise UserError('memory: "trace" needs a trace with memory fields; use a fraction or "uniform"')
