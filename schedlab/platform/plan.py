@@ -56,6 +56,9 @@ class Config:
     point_id: str
     system: dict[str, Any] = field(default_factory=dict)
     code: CodeRef | None = None  # a user's policy class (None: the built-in named `policy`)
+    #: flat_params() names declared integer (workload kind, [system] schema,
+    #: policy constructor): Int64 result columns. Not part of the id.
+    integers: frozenset[str] = frozenset()
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
@@ -254,7 +257,8 @@ def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
     return out
 
 
-def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef]]:
+def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]],
+                                                  dict[str, CodeRef], dict[str, frozenset[str]]]:
     """(name, params of one grid point, user code) per policy configuration;
     built-ins by name, user classes by ``use`` (checked against the engine's
     seam), params checked against the class's declaration."""
@@ -265,6 +269,7 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
     from schedlab.errors import Collector
 
     errors = Collector()
+    integers: dict[str, frozenset[str]] = {}  # policy name -> its policy_<param> columns declared int
     for i, entry in enumerate(spec.policy_entries()):
         where = f"{source}: policies[{i}]"
         code = None
@@ -281,6 +286,10 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
                     cls = engine.policy(entry.name)
                 except UserError as err:
                     raise UserError(f"{where}: {err}") from None
+            from schedlab.params import declared
+
+            integers[entry.name] = frozenset(f"policy_{n}" for n, p in declared(cls, engine.handle_args).items()
+                                             if p.annotation in (int, "int"))
             for point in _grid(entry.params, [], f"{where}.params"):
                 with errors.check():
                     engine.check_policy_params(cls, point, f"{where}.params")
@@ -292,7 +301,7 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
         if key in seen:
             raise UserError(f"{source}: policies: {name!r} is listed twice")
         seen.add(key)
-    return policies, codes
+    return policies, codes, integers
 
 
 def _metrics(spec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
@@ -374,9 +383,10 @@ def build_plan(spec, source: str = "spec") -> Plan:
             kind = workload_kind(kind_name, f"{source}: workload.kind")
 
     policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+    policy_integers: dict[str, frozenset[str]] = {}
     if engine is not None:
         with errors.check():
-            policies, policy_codes = _policies(spec, engine, source)
+            policies, policy_codes, policy_integers = _policies(spec, engine, source)
             codes.update(policy_codes)
     metrics: tuple[MetricSpec, ...] = ()
     with errors.check():
@@ -390,6 +400,8 @@ def build_plan(spec, source: str = "spec") -> Plan:
 
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
+    integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
+        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer)
     expanded = []
     if kind is not None:
         with errors.check():
@@ -412,7 +424,8 @@ def build_plan(spec, source: str = "spec") -> Plan:
                 if code is not None:  # only user code carries a digest (built-in ids unchanged)
                     identity["code"] = code.identity
                 cid = digest(identity)
-                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code)
+                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code,
+                                integers | policy_integers.get(name, frozenset()))
                 configs[cid] = config
                 point_configs.append(config)
         points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode,

@@ -90,6 +90,8 @@ class Param:
     accepts: Callable[[Any], bool]
     zero: str = ""
     doc: str = ""
+    #: Declared integer: its result column (system_<name>) is Int64.
+    integer: bool = False
 
     def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
@@ -109,7 +111,7 @@ def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
 def integer(name: str, default: int, *, ge: int, zero: str = "", doc: str = "") -> Param:
     text, ok = _bounds(ge=ge)
     rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc)
+    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc, integer=True)
 
 
 def number(name: str, default: float, *, ge=None, gt=None, le=None, zero: str = "", doc: str = "") -> Param:
