@@ -533,7 +533,9 @@ def probe_jobs(kind, params: Mapping[str, Any], shared_cache: dict) -> Probe | N
         key = json.dumps({k: v for k, v in full.items() if k in kind.shared_keys or k.startswith(kind.open_prefix)},
                          sort_keys=True, default=str)
         if key not in shared_cache:
-            shared_cache[key] = kind.load_shared(full)
+            shared = kind.load_shared(full)
+            # sorted once here (stable, as build sorts each window): build's own sort is then a no-op
+            shared_cache[key] = shared.sort("submit", maintain_order=True) if "submit" in shared.columns else shared
         jobs = kind.instance(np.random.default_rng(0), params, shared_cache[key])
         if full["memory"] == "uniform" and "memory" in jobs.columns:
             jobs = jobs.with_columns(pl.lit(float(full["memory_hi"])).alias("memory"))
