@@ -2,7 +2,8 @@
 
 Start-up stays light: ray, mlflow, polars and the simulators are imported inside
 the commands that need them, never at module level. Every user mistake is a
-`UserError`: one line on stderr naming the place, exit code 2, no traceback.
+`UserError`: one line on stderr naming the place, exit code 2, no traceback
+(a spec with several mistakes, `UserErrors`: one such line per mistake).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import click
 
 from schedlab import __version__
-from schedlab.errors import UserError
+from schedlab.errors import UserError, messages
 
 #: Exit codes of `run` and `track` (README, "Exit codes").
 EXIT_FAILURES = 1  # some simulations raised (recorded in failures/)
@@ -79,8 +80,9 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except UserError as err:
-            click.echo(f"schedlab: error: {err}", err=True)
+        except UserError as err:  # several independent mistakes (UserErrors): one line each
+            for line in messages(err):
+                click.echo(f"schedlab: error: {line}", err=True)
             ctx.exit(UserError.exit_code)
 
 

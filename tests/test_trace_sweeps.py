@@ -54,7 +54,7 @@ def test_trace_spec_errors_name_the_field(tmp_path):
         fb_spec(tmp_path, reader="nope")
     with pytest.raises(UserError, match=r"fb.toml: workload.sigma: must be a number >= 0"):
         fb_spec(tmp_path, sigma=-1.0)
-    with pytest.raises(UserError, match=r"missing.tsv: no such file"):
+    with pytest.raises(UserError, match=r"fb.toml: workload.path: no such file or folder: .*missing.tsv"):
         fb_spec(tmp_path, path=str(tmp_path / "missing.tsv"))
     with pytest.raises(UserError, match=r"fb.toml: workload.window"):
         fb_spec(tmp_path, window=-2)

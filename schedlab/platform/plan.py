@@ -56,6 +56,9 @@ class Config:
     point_id: str
     system: dict[str, Any] = field(default_factory=dict)
     code: CodeRef | None = None  # a user's policy class (None: the built-in named `policy`)
+    #: flat_params() names declared integer (workload kind, [system] schema,
+    #: policy constructor): Int64 result columns. Not part of the id.
+    integers: frozenset[str] = frozenset()
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
@@ -197,6 +200,24 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
     return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
 
 
+def _check_params(kind, full: dict[str, Any], where: str, errors) -> None:
+    """``kind.check`` reports one parameter (``njobs: ...``); to report every
+    bad parameter of a grid point, the one named is put back to its default
+    and the check runs again (at most once per parameter)."""
+    params = dict(full)
+    for _ in range(len(params) + 1):
+        try:
+            kind.check(params)
+            return
+        except UserError as err:
+            errors.add(f"{where}.{err}")  # names a parameter: workload.<param>: ...
+            name = str(err).split(":", 1)[0]
+            default = kind.defaults.get(name)
+            if name not in params or default is None or params[name] == default:
+                return
+            params[name] = default
+
+
 def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
             base_dir: Any = ".") -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
     """Grid points with defaults filled in, checked, and expanded by the kind
@@ -206,29 +227,38 @@ def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
     anywhere) and identified by the reader's name and digest, not its path."""
     from schedlab.usercode import absolute, is_reference, resolve
 
+    from schedlab.errors import Collector
+    from schedlab.workloads.files import check_path
+
     out = []
+    errors = Collector()
     for raw in _grid(params, zips, where):
-        full = kind.complete(raw, where)
-        code = None
-        if kind.name == "trace" and is_reference(full.get("reader")):
-            code = resolve(full["reader"], base_dir, f"{where}.reader")
-            full = {**full, "reader": absolute(full["reader"], base_dir)}
-        try:
-            kind.check(full)
-        except UserError as err:  # names a parameter: workload.<param>: ...
-            raise UserError(f"{where}.{err}") from None
-        try:
-            expanded = kind.expand(full) if kind.expand else [full]
-        except UserError as err:  # names a file:line or a parameter
-            raise UserError(f"{where}: {err}") from None
-        for p in expanded:
-            p = kind.trim(p)
-            ident = {**p, "reader": code.attr} if code is not None else p
-            out.append((p, ident, code))
+        with errors.check():
+            full = kind.complete(raw, where)
+            code = None
+            if kind.name == "trace" and is_reference(full.get("reader")):
+                code = resolve(full["reader"], base_dir, f"{where}.reader")
+                full = {**full, "reader": absolute(full["reader"], base_dir)}
+            _check_params(kind, full, where, errors)
+            if "path" in kind.shared_keys:  # a missing input file: said here, not after Ray starts
+                with errors.check(f"{where}."):
+                    check_path(full["path"], base_dir)
+            if errors:
+                continue
+            try:
+                expanded = kind.expand(full) if kind.expand else [full]
+            except UserError as err:  # names a file:line or a parameter
+                raise UserError(f"{where}: {err}") from None
+            for p in expanded:
+                p = kind.trim(p)
+                ident = {**p, "reader": code.attr} if code is not None else p
+                out.append((p, ident, code))
+    errors.raise_any()
     return out
 
 
-def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef]]:
+def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]],
+                                                  dict[str, CodeRef], dict[str, frozenset[str]]]:
     """(name, params of one grid point, user code) per policy configuration;
     built-ins by name, user classes by ``use`` (checked against the engine's
     seam), params checked against the class's declaration."""
@@ -236,104 +266,147 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
 
     policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
     codes: dict[str, CodeRef] = {}
+    from schedlab.errors import Collector
+
+    errors = Collector()
+    integers: dict[str, frozenset[str]] = {}  # policy name -> its policy_<param> columns declared int
     for i, entry in enumerate(spec.policy_entries()):
         where = f"{source}: policies[{i}]"
         code = None
-        if entry.use is not None:
-            if entry.name in engine.policies:
-                raise UserError(f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
-                                f"give your policy another name")
-            code = resolve(entry.use, spec.base_dir, f"{where}.use")
-            cls = engine.check_policy_class(code.load(), f"{where}.use")
-            codes[f"policies[{i}].use"] = code
-        else:
-            try:
-                cls = engine.policy(entry.name)
-            except UserError as err:
-                raise UserError(f"{where}: {err}") from None
-        for point in _grid(entry.params, [], f"{where}.params"):
-            engine.check_policy_params(cls, point, f"{where}.params")
-            policies.append((entry.name, point, code))
+        with errors.check():
+            if entry.use is not None:
+                if entry.name in engine.policies:
+                    raise UserError(f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
+                                    f"give your policy another name")
+                code = resolve(entry.use, spec.base_dir, f"{where}.use")
+                cls = engine.check_policy_class(code.load(), f"{where}.use")
+                codes[f"policies[{i}].use"] = code
+            else:
+                try:
+                    cls = engine.policy(entry.name)
+                except UserError as err:
+                    raise UserError(f"{where}: {err}") from None
+            from schedlab.params import declared
+
+            integers[entry.name] = frozenset(f"policy_{n}" for n, p in declared(cls, engine.handle_args).items()
+                                             if p.annotation in (int, "int"))
+            for point in _grid(entry.params, [], f"{where}.params"):
+                with errors.check():
+                    engine.check_policy_params(cls, point, f"{where}.params")
+                    policies.append((entry.name, point, code))
+    errors.raise_any()
     seen: set[str] = set()
     for name, params, _ in policies:
         key = canonical([name, params])
         if key in seen:
             raise UserError(f"{source}: policies: {name!r} is listed twice")
         seen.add(key)
-    return policies, codes
+    return policies, codes, integers
 
 
 def _metrics(spec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
+    """The spec's extra metrics, each checked on its own (every mistake reported)."""
+    from schedlab.errors import Collector
+
+    out: list[MetricSpec] = []
+    codes: dict[str, CodeRef] = {}
+    errors = Collector()
+    for i, m in enumerate(spec.metrics):
+        with errors.check():
+            _metric(spec, m, i, source, out, codes)
+    errors.raise_any()
+    return tuple(out), codes
+
+
+def _metric(spec, m, i: int, source: str, out: list[MetricSpec], codes: dict[str, CodeRef]) -> None:
     from schedlab.api.metrics import BUILTIN_METRICS
     from schedlab.params import check_params
     from schedlab.usercode import is_reference, resolve
 
-    out: list[MetricSpec] = []
-    codes: dict[str, CodeRef] = {}
-    for i, m in enumerate(spec.metrics):
-        where = f"{source}: metrics[{i}]"
-        code = None
-        if is_reference(m.use):
-            code = resolve(m.use, spec.base_dir, f"{where}.use")
-            fn = code.load()
-            if not callable(fn):
-                raise UserError(f"{where}.use: {m.use} is not a function (a metric is fn(jobs, **params) -> number)")
-            codes[f"metrics[{i}].use"] = code
-        elif m.use in BUILTIN_METRICS:
-            fn = BUILTIN_METRICS[m.use]
-        else:
-            raise UserError(f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
-                            f"(or your own function with use = \"file.py:fn\")")
-        check_params(fn, dict(m.params), f"{where}.params", skip=1, what="metric")
-        if any(x.name == m.name for x in out):
-            raise UserError(f"{where}.name: {m.name!r} is listed twice")
-        out.append(MetricSpec(m.name, m.use, dict(m.params), code))
-    return tuple(out), codes
+    where = f"{source}: metrics[{i}]"
+    code = None
+    if is_reference(m.use):
+        code = resolve(m.use, spec.base_dir, f"{where}.use")
+        fn = code.load()
+        if not callable(fn):
+            raise UserError(f"{where}.use: {m.use} is not a function (a metric is fn(jobs, **params) -> number)")
+        codes[f"metrics[{i}].use"] = code
+    elif m.use in BUILTIN_METRICS:
+        fn = BUILTIN_METRICS[m.use]
+    else:
+        raise UserError(f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
+                        f"(or your own function with use = \"file.py:fn\")")
+    check_params(fn, dict(m.params), f"{where}.params", skip=1, what="metric")
+    if any(x.name == m.name for x in out):
+        raise UserError(f"{where}.name: {m.name!r} is listed twice")
+    out.append(MetricSpec(m.name, m.use, dict(m.params), code))
 
 
 def build_plan(spec, source: str = "spec") -> Plan:
-    """Expand and check a validated `SweepSpec`; every error names its field."""
+    """Expand and check a validated `SweepSpec`; every error names its field.
+
+    Every independent mistake is reported (a `UserErrors` when there are
+    several): the policies, metrics, [system] values and workload grid points
+    are checked each on its own; a check that needs another part (the
+    workload kind needs the engine, the jobs-fit-the-machine check needs
+    valid [system] values and workload points) runs when that part is sound."""
     from schedlab.engines import get_engine
+    from schedlab.errors import Collector
     from schedlab.usercode import resolve
     from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
-    try:
+    errors = Collector()
+    engine = None
+    with errors.check(f"{source}: engine: "):
         engine = get_engine(spec.engine)
-    except UserError as err:
-        raise UserError(f"{source}: engine: {err}") from None
     codes: dict[str, CodeRef] = {}
-    if spec.workload.use is not None:
-        wl_code = resolve(spec.workload.use, spec.base_dir, f"{source}: workload.use")
-        kind_name = spec.workload.kind if "kind" in spec.workload.model_fields_set else wl_code.attr
-        if kind_name in workload_kinds():
-            raise UserError(f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, leave "
-                            f"kind out or name your generator differently")
-        try:
-            kind = user_kind(wl_code, kind_name)
-        except UserError as err:
-            raise UserError(f"{source}: workload.use: {err}") from None
-        codes["workload.use"] = wl_code
-    else:
-        wl_code = None
-        kind_name = spec.workload.kind
-        if kind_name not in engine.workload_kinds:
-            raise UserError(
-                f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
-                f"choose from: {', '.join(engine.workload_kinds)} (or your own generator with use = \"gen.py:fn\")"
-            )
-        kind = workload_kind(kind_name, f"{source}: workload.kind")
+    kind = wl_code = None
+    kind_name = spec.workload.kind
+    with errors.check():
+        if spec.workload.use is not None:
+            wl_code = resolve(spec.workload.use, spec.base_dir, f"{source}: workload.use")
+            kind_name = spec.workload.kind if "kind" in spec.workload.model_fields_set else wl_code.attr
+            if kind_name in workload_kinds():
+                raise UserError(f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, "
+                                f"leave kind out or name your generator differently")
+            try:
+                kind = user_kind(wl_code, kind_name)
+            except UserError as err:
+                raise UserError(f"{source}: workload.use: {err}") from None
+            codes["workload.use"] = wl_code
+        elif engine is not None:
+            if kind_name not in engine.workload_kinds:
+                raise UserError(
+                    f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
+                    f"choose from: {', '.join(engine.workload_kinds)} (or your own generator with use = \"gen.py:fn\")"
+                )
+            kind = workload_kind(kind_name, f"{source}: workload.kind")
 
-    policies, policy_codes = _policies(spec, engine, source)
-    codes.update(policy_codes)
-    metrics, metric_codes = _metrics(spec, source)
-    codes.update(metric_codes)
-    engine.check_system(spec.system, f"{source}: system")
-    systems = _grid(dict(spec.system), [], f"{source}: system")
+    policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+    policy_integers: dict[str, frozenset[str]] = {}
+    if engine is not None:
+        with errors.check():
+            policies, policy_codes, policy_integers = _policies(spec, engine, source)
+            codes.update(policy_codes)
+    metrics: tuple[MetricSpec, ...] = ()
+    with errors.check():
+        metrics, metric_codes = _metrics(spec, source)
+        codes.update(metric_codes)
+    systems: list[dict[str, Any]] | None = None
+    if engine is not None:
+        with errors.check():
+            engine.check_system(spec.system, f"{source}: system")
+            systems = _grid(dict(spec.system), [], f"{source}: system")
 
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
-    for params, ident, reader_code in _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload",
-                                               spec.base_dir):
+    integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
+        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer)
+    expanded = []
+    if kind is not None:
+        with errors.check():
+            expanded = _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload", spec.base_dir)
+    for params, ident, reader_code in expanded:
         pcode = wl_code or reader_code
         if reader_code is not None:
             codes.setdefault("workload.reader", reader_code)
@@ -342,7 +415,7 @@ def build_plan(spec, source: str = "spec") -> Plan:
             workload_identity["code"] = pcode.identity
         point_id = digest(workload_identity)
         point_configs = []
-        for system in systems:
+        for system in systems or ():
             for name, pparams, code in policies:
                 identity: dict[str, Any] = {"engine": engine.name, "policy": name, "policy_params": pparams,
                                             "workload": workload_identity}
@@ -351,27 +424,37 @@ def build_plan(spec, source: str = "spec") -> Plan:
                 if code is not None:  # only user code carries a digest (built-in ids unchanged)
                     identity["code"] = code.identity
                 cid = digest(identity)
-                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code)
+                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code,
+                                integers | policy_integers.get(name, frozenset()))
                 configs[cid] = config
                 point_configs.append(config)
         points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode,
                                     getattr(spec.outputs, "warmup", None)))
-    # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
-    engine.check_system_workload(spec.system, kind, [p.params for p in points], f"{source}: system",
-                                 f"{source}: workload")
+    if points and systems is not None:
+        from schedlab.sim.system import check_jobs_fit
+
+        # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
+        with errors.check():
+            engine.check_system_workload(spec.system, kind, [p.params for p in points], f"{source}: system",
+                                         f"{source}: workload")
+            # what run would reject in every instance, known now: jobs wider than the machine, a build that fails
+            check_jobs_fit(engine.system, spec.system, kind, [p.params for p in points], f"{source}: system",
+                           f"{source}: workload")
     if len({p.point_id for p in points}) != len(points):
-        raise UserError(f"{source}: workload: the grid repeats a point (a value is listed twice)")
+        errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
     from schedlab.usercode import check_distinct
 
-    check_distinct(codes, source)
+    with errors.check():
+        check_distinct(codes, source)
     columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
     reserved = {"config_id", "replication", "engine", "policy", "workload_kind", "seed", "schedlab_version",
                 "schedlab_digest", "code_sha256", "workload_code_sha256"}
     clash = set(columns) & reserved
     if clash:
-        raise UserError(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
+        errors.add(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
     for i, m in enumerate(metrics):
         if m.name in reserved or m.name in columns:
-            raise UserError(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
+            errors.add(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
+    errors.raise_any()
     return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)

@@ -1,9 +1,11 @@
 """Sweep specs: TOML in, a validated typed model out.
 
-Every mistake becomes one `UserError` naming the file and the field path
+Every mistake becomes a line naming the file and the field path
 (``psbs.toml: workload.shape[2]: must be a number > 0; got -1``) -- the spec
-is checked completely (engine, policies, every grid point of the workload)
-before anything is run or written.
+is checked completely (engine, policies, every grid point of the workload,
+the trace files and whether the jobs fit the machine) before anything is run
+or written, and every independent mistake is reported: one is a `UserError`,
+several a `UserErrors` (one line each).
 
 A spec::
 
@@ -296,31 +298,92 @@ def _path(loc: tuple) -> str:
     return out or "(top level)"
 
 
+#: Union-branch labels pydantic puts in an error's location (a policy is a name or a table).
+_SCALAR_BRANCHES = ("str", "int", "float", "bool")
+#: Spec fields build_plan reads: when these validate, the plan-level checks run
+#: too, so one report lists the mistakes of both layers.
+_PLAN_FIELDS = ("engine", "workload", "policies", "metrics", "system")
+
+
+def _branch(loc: tuple) -> tuple[tuple, str | None]:
+    """(location up to a union branch label, the label) or (loc, None)."""
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and (part in _SCALAR_BRANCHES or part == "PolicyEntry" or "[" in part):
+            return tuple(loc[:i]), part
+    return tuple(loc), None
+
+
+def _message(e: dict, source: str) -> str:
+    """One pydantic error as ``source: field.path: message``."""
+    msg = e["msg"].removeprefix("Value error, ")
+    named = re.match(r"^([a-z_]+(?:\.[a-z_]+)?): (.*)$", msg, re.S)
+    if e["type"] == "value_error" and named:  # a cross-field rule names its field: put it in the path
+        where = _path(e["loc"])
+        field_ = named.group(1)
+        path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
+        return f"{source}: {path_}: {named.group(2)}"
+    if e["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif e["type"] == "missing":
+        msg = "required field is missing"
+    return f"{source}: {_path(e['loc'])}: {msg}"
+
+
+def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
+    """Every error of a failed validation, one line each. A value that fails
+    every branch of a union (a policy that is neither a name nor a valid
+    table) is reported by one branch: the one for its type (a table's own
+    field errors, not "should be a string"), else the first."""
+    errors = err.errors()
+    chosen: dict[tuple, str] = {}
+    for e in errors:
+        at, label = _branch(e["loc"])
+        if label is None or at in chosen:
+            continue
+        if label in _SCALAR_BRANCHES and isinstance(e.get("input"), dict) and any(
+                _branch(o["loc"])[0] == at and _branch(o["loc"])[1] not in _SCALAR_BRANCHES for o in errors):
+            continue  # a table: its table branch speaks for it
+        chosen[at] = label
+    out = []
+    for e in errors:
+        at, label = _branch(e["loc"])
+        if label is None or chosen.get(at) == label:
+            out.append(_message(e, source))
+    return out
+
+
 def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path | None = None) -> SweepSpec:
-    """Validate a spec dict (from TOML) completely, or raise one UserError.
-    ``base_dir``: the folder relative ``use`` paths start from (default: the
-    current directory)."""
-    try:
-        spec = SweepSpec.model_validate(data)
-        if base_dir is not None:
-            spec._base_dir = Path(base_dir).resolve()
-    except ValidationError as err:
-        first = err.errors()[0]
-        msg = first["msg"].removeprefix("Value error, ")
-        named = re.match(r"^([a-z_]+(?:\.[a-z_]+)?): (.*)$", msg, re.S)
-        if first["type"] == "value_error" and named:  # a cross-field rule names its field: put it in the path
-            where = _path(first["loc"])
-            field_ = named.group(1)
-            path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
-            raise UserError(f"{source}: {path_}: {named.group(2)}") from None
-        if first["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif first["type"] == "missing":
-            msg = "required field is missing"
-        raise UserError(f"{source}: {_path(first['loc'])}: {msg}") from None
-    # Engine, policies and every workload grid point: checked by plan expansion.
+    """Validate a spec dict (from TOML) completely; raise a UserError naming
+    the field (``UserErrors``, one line each, when there are several
+    independent mistakes). ``base_dir``: the folder relative ``use`` paths
+    start from (default: the current directory)."""
+    from schedlab.errors import Collector
     from schedlab.platform.plan import build_plan
 
+    errors = Collector()
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        spec = None
+        found = err.errors()
+        for line in _pydantic_messages(err, source):
+            errors.add(line)
+        if not any(e["loc"] and e["loc"][0] in _PLAN_FIELDS for e in found):
+            # The rest of the spec is sound: check the plan too (engine, policies, workload points).
+            partial = {k: data[k] for k in _PLAN_FIELDS if isinstance(data, dict) and k in data}
+            try:
+                checked = SweepSpec.model_validate({"name": "spec", **partial})
+            except ValidationError:
+                checked = None
+            if checked is not None:
+                if base_dir is not None:
+                    checked._base_dir = Path(base_dir).resolve()
+                with errors.check():
+                    build_plan(checked, source)
+        errors.raise_any()
+    if base_dir is not None:
+        spec._base_dir = Path(base_dir).resolve()
+    # Engine, policies and every workload grid point: checked by plan expansion.
     build_plan(spec, source)
     return spec
 

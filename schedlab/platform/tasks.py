@@ -29,13 +29,17 @@ class TaskResult:
     series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
 
 
-def _column_value(v: Any) -> Any:
-    """Parameters as stable column types: numbers -> float64, lists -> JSON
-    text, others as they are."""
+def _column_value(v: Any, integer: bool = False) -> Any:
+    """Parameters as stable column types: a parameter declared integer ->
+    int64 (``Config.integers``: njobs, weight_classes, system_procs, ...),
+    other numbers -> float64, lists -> JSON text, others as they are (see
+    docs/columns.md)."""
     if isinstance(v, list):
         return json.dumps(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return v
+    if integer and float(v).is_integer():
+        return int(v)
     return float(v)
 
 
@@ -154,7 +158,7 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                 "engine": engine_name,
                 "workload_kind": point.kind,
                 "seed": instance.seed_label,
-                **{k: _column_value(v) for k, v in config.flat_params().items()},
+                **{k: _column_value(v, k in config.integers) for k, v in config.flat_params().items()},
                 **{k: float(v) for k, v in result.summary.items()},
                 **extra,
                 **provenance,

@@ -504,6 +504,13 @@ def _num_column(jobs, name: str, default: float | None) -> np.ndarray | None:
     return np.full(jobs.height, float(default))
 
 
+def tasks_per_node(memory: np.ndarray) -> np.ndarray:
+    """Tasks of memory ``memory`` (fraction of a node) that fit one node: a
+    job of p tasks fits the empty cluster iff p <= nodes x this (the oversize
+    rule of :func:`run_table`; also checked at plan time, schedlab.sim.system)."""
+    return np.floor((1.0 + MEM_EPS) / np.asarray(memory, dtype=float)).astype(np.int64)
+
+
 def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY, cpu_need: float = 1.0,
               memory: float = 0.1, bound: bool = False, check: bool = False, oversize: str = "error",
               **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -534,7 +541,7 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
         bad = np.flatnonzero(mask)
         if bad.size:
             raise UserError(f"dfrs engine: job {job_id[bad[0]]}: {name} {what}")
-    per_node = np.floor((1.0 + MEM_EPS) / mem).astype(np.int64)
+    per_node = tasks_per_node(mem)
     big = procs > int(nodes) * per_node
     dropped = int(big.sum())
     if dropped:

@@ -23,8 +23,26 @@ error types and union branches.
 Rules that need the job table (``Rule.reads_table``) are checked at plan time
 against the columns the workload point's table will have, when those are
 known without drawing an instance (:func:`job_columns`), and at run time
-against the real table. What depends on the drawn rows themselves (a job
-larger than the machine, per-job CPU needs) stays with the engines.
+against the real table.
+
+Jobs wider than the machine (``SystemSchema.fits``, the engines' own
+``oversize = "error"`` rule) are checked at plan time on what is known of a
+workload point's jobs without drawing its instances (:func:`probe_jobs`):
+
+* ``trace``: the point's instance itself -- the window, ``max_procs`` and the
+  ``cores_per_node`` annotation do not depend on the seed, so the widths are
+  exact (and building it also reports what the build would reject at run
+  time: an empty window, a load that cannot be scaled, a missing column).
+  ``memory = "uniform"`` is taken at ``memory_hi``, the largest it draws.
+  Not checked with ``arrival_load`` (arrivals drawn per replication move jobs
+  between windows).
+* ``lublin``: the model's bound. Every width from 1 to ``nodes`` processors
+  has a positive probability in every draw (``schedlab.workloads.lublin``),
+  so a machine narrower than the widest job the model can draw fails some
+  replication as soon as it draws one: rejected, with ``oversize = "drop"``
+  as the way to run it anyway. Memory: the number, or ``memory_hi``.
+* other kinds (synthetic, file, packing, your own generator) have no widths
+  for these rules; their instances are checked at run time.
 """
 
 from __future__ import annotations
@@ -72,6 +90,8 @@ class Param:
     accepts: Callable[[Any], bool]
     zero: str = ""
     doc: str = ""
+    #: Declared integer: its result column (system_<name>) is Int64.
+    integer: bool = False
 
     def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
@@ -91,7 +111,7 @@ def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
 def integer(name: str, default: int, *, ge: int, zero: str = "", doc: str = "") -> Param:
     text, ok = _bounds(ge=ge)
     rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc)
+    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc, integer=True)
 
 
 def number(name: str, default: float, *, ge=None, gt=None, le=None, zero: str = "", doc: str = "") -> Param:
@@ -150,6 +170,11 @@ class SystemSchema:
     engine: str
     params: tuple[Param, ...] = ()
     rules: tuple[Rule, ...] = ()
+    #: ``fits(jobs, point)``: for one grid point with defaults filled in whose
+    #: ``oversize`` is "error", a ``Misfit`` when a job of the table cannot
+    #: fit the empty machine, else None -- the engine's own rule (the
+    #: engines call the same helpers: units_needed, tasks_per_node).
+    fits: Callable[[Any, Mapping[str, Any]], Any] | None = None
     _index: dict[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -312,6 +337,65 @@ def _bound_fits(point, columns: Columns) -> str | None:
             f"(the bound needs the tasks of a node to fit its CPU)")
 
 
+#: What ``SystemSchema.fits`` returns for a job that does not fit: (the
+#: field holding the machine size, the machine in words, the job's id, what
+#: it needs in words); field "" for a job table the engine cannot read.
+Misfit = tuple[str, str, "int | None", str]
+
+
+def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
+    gone = [c for c in columns if c not in jobs.columns]
+    if gone:
+        return "", (f"the {engine} engine needs a {gone[0]!r} column; this workload's job table has "
+                    f"{', '.join(jobs.columns)}"), None, ""
+    return None
+
+
+def _batch_fits(jobs, point) -> Misfit | None:
+    """The batch engine's oversize rule (``schedlab.sim.batch.run_table``)."""
+    from schedlab.sim.batch import units_needed
+
+    missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
+    if missing or not jobs.height:
+        return missing
+    model, tpn = point["model"], int(point["tasks_per_node"])
+    capacity = int(point["procs"] if model == "procs" else point["nodes"])
+    field_, unit = ("procs", "processors") if model == "procs" else ("nodes", "nodes")
+    size = f"{capacity} {unit}"
+    if model == "procs" and not capacity:
+        if MACHINE_PROCS not in jobs.columns:
+            return None  # the rule of procs = 0 says so
+        capacity = int(jobs[MACHINE_PROCS][0])
+        size = f"{capacity} processors (procs = 0: the trace's machine size)"
+    need = units_needed(jobs["procs"].to_numpy(), model, tpn)
+    k = int(np.argmax(need))
+    if need[k] <= capacity:
+        return None
+    return field_, f"the machine has {size}", int(jobs["job_id"][k]), f"{int(need[k])} {unit}"
+
+
+def _dfrs_fits(jobs, point) -> Misfit | None:
+    """The DFRS engine's oversize rule (``schedlab.sim.dfrs.run_table``)."""
+    from schedlab.sim.dfrs import tasks_per_node
+
+    import polars as pl
+
+    missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
+    if missing or not jobs.height:
+        return missing
+    mem = (jobs["memory"].cast(pl.Float64).to_numpy() if "memory" in jobs.columns
+           else np.full(jobs.height, float(point["memory"])))
+    if not np.all((mem > 0) & (mem <= 1)):
+        return None  # the engine names the bad row itself
+    holds = int(point["nodes"]) * tasks_per_node(mem)
+    procs = jobs["procs"].to_numpy()
+    k = int(np.argmax(procs - holds))
+    if procs[k] <= holds[k]:
+        return None
+    return ("nodes", f"{point['nodes']} nodes hold at most {holds[k]} tasks of memory {mem[k]:g}",
+            int(jobs["job_id"][k]), f"{procs[k]} such tasks")
+
+
 BATCH = SystemSchema(
     "batch",
     params=(
@@ -330,7 +414,7 @@ BATCH = SystemSchema(
              _procs_from_table, reads_table=True),
         Rule("bound", "bound in model 'nodes' needs tasks_per_node x cpu_need <= 1 (the system cpu_need "
              "when the table has no cpu_need column)", _bound_fits, reads_table=True),
-    ),
+    ),    fits=_batch_fits,
 )
 
 DFRS = SystemSchema(
@@ -342,7 +426,7 @@ DFRS = SystemSchema(
         number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),
         choice("oversize", "error", ("error", "drop"), doc="a job that cannot fit the empty cluster"),
-    ),
+    ),    fits=_dfrs_fits,
 )
 
 
@@ -410,6 +494,97 @@ def check_workload_points(schema: SystemSchema, table: Mapping[str, Any], kind, 
             return memo[0]
 
         schema.check_workload(table, columns, where)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What plan time knows of a workload point's jobs: ``jobs`` holds every
+    job a run could be given (``exact``: the instance's own rows) or the
+    widest the model can draw; ``what`` says which, for messages."""
+
+    jobs: Any  # polars.DataFrame
+    what: str
+    exact: bool
+
+
+def probe_jobs(kind, params: Mapping[str, Any], shared_cache: dict) -> Probe | None:
+    """The jobs of a workload point as far as they are known without a seed
+    (module docstring); None for kinds without widths. A build that fails
+    raises its UserError (run would fail the same way)."""
+    import polars as pl
+
+    from schedlab.workloads import annotate
+
+    full = {**{k: kind.defaults[k] for k in kind.late}, **params}
+    if kind.name == "lublin":
+        nodes = int(full["nodes"])
+        jobs = pl.DataFrame({"job_id": [0], "submit": [0.0], "runtime": [1.0], "procs": [nodes]},
+                            schema={"job_id": pl.Int64, "submit": pl.Float64, "runtime": pl.Float64, "procs": pl.Int64})
+        if annotate.wanted(full):
+            jobs = annotate.annotate(jobs, np.random.default_rng(0), full)
+        if full["memory"] == "uniform":
+            jobs = jobs.with_columns(pl.lit(float(full["memory_hi"])).alias("memory"))
+        tasks = int(jobs["procs"][0])
+        wide = f"{nodes} processors" + (f" ({tasks} tasks)" if tasks != nodes else "")
+        mem = f" with memory up to {float(full['memory_hi']):g}" if full["memory"] == "uniform" else ""
+        return Probe(jobs, f"Lublin jobs drawn for workload.nodes = {nodes} can be {wide} wide{mem} "
+                           f"(every width up to nodes can be drawn)", exact=False)
+    if kind.name == "trace" and not full["arrival_load"]:
+        key = json.dumps({k: v for k, v in full.items() if k in kind.shared_keys or k.startswith(kind.open_prefix)},
+                         sort_keys=True, default=str)
+        if key not in shared_cache:
+            shared = kind.load_shared(full)
+            # sorted once here (stable, as build sorts each window): build's own sort is then a no-op
+            shared_cache[key] = shared.sort("submit", maintain_order=True) if "submit" in shared.columns else shared
+        jobs = kind.instance(np.random.default_rng(0), params, shared_cache[key])
+        if full["memory"] == "uniform" and "memory" in jobs.columns:
+            jobs = jobs.with_columns(pl.lit(float(full["memory_hi"])).alias("memory"))
+        where = f"window {full['window']} of " if full["window_length"] else ""
+        return Probe(jobs, f"{where}{full['path']}", exact=True)
+    return None
+
+
+def check_jobs_fit(schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str,
+                   workload_where: str) -> None:
+    """Plan time: the engine's oversize rule (``schema.fits``) for every
+    workload point and every grid point of ``table`` with oversize "error",
+    on :func:`probe_jobs`; a point whose build fails is reported as a
+    workload error. Errors are collected: one line per system grid point
+    (naming the first workload point that does not fit and how many more do
+    not), plus one per failed build."""
+    from schedlab.errors import Collector
+
+    errors = Collector()
+    needed = schema.fits is not None or kind.name == "trace"  # a trace's build can fail whatever the engine
+    if not needed:
+        return
+    shared_cache: dict = {}
+    probes = []
+    for params in points:
+        with errors.check(f"{workload_where}: "):
+            probe = probe_jobs(kind, params, shared_cache)
+            if probe is not None:
+                probes.append(probe)
+    if schema.fits is not None:
+        for point, path in schema._grid(table, where):
+            if point.get("oversize", "error") != "error":
+                continue
+            bad = [(probe, found) for probe in probes if (found := schema.fits(probe.jobs, point)) is not None]
+            if not bad:
+                continue
+            probe, (field_, machine, job, need) = bad[0]
+            more = f" (and {len(bad) - 1} more workload points)" if len(bad) > 1 else ""
+            if not field_:  # a job table the engine cannot read: the workload's mistake
+                errors.add(f"{workload_where}: {machine} ({probe.what}){more}")
+                continue
+            at, _ = path(field_)
+            if probe.exact:
+                text, how = f"{machine} but job {job} of {probe.what}{more} needs {need}", "every run of it fails"
+            else:
+                text, how = f"{machine} but {probe.what}{more}", "a run fails as soon as it draws such a job"
+            errors.add(f"{at}: {text}; with oversize = \"error\" (the default) {how} -- give a larger machine, "
+                       f"narrower jobs, or oversize = \"drop\" (such jobs dropped and counted)")
+    errors.raise_any()
 
 
 SYSTEMS: dict[str, SystemSchema] = {s.engine: s for s in (QUEUE, PACKING, BATCH, DFRS)}

@@ -28,6 +28,34 @@ ALLOWED_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
 _CSV_LINE_OFFSET = 2
 
 
+def check_path(path: object, spec_dir: str | Path | None = None) -> None:
+    """A workload's input (a ``file`` table, a ``trace`` file or folder)
+    must exist. A relative path is read from the current directory (where
+    schedlab runs; the repository's specs say ``../shared/data/...`` from the
+    repository root), not from the spec's folder -- the path is part of the
+    configuration id, so its meaning cannot change -- and the message says
+    the absolute path it tried, what it was resolved against, and whether the
+    path exists relative to the spec's folder instead. Non-strings are left
+    to the kind's own check."""
+    if not isinstance(path, str):
+        return
+    given = Path(path).expanduser()
+    if given.exists():
+        return
+    if given.is_absolute():
+        raise UserError(f"path: no such file or folder: {given}")
+    cwd = Path.cwd()
+    msg = (f"path: no such file or folder: {path!r} resolved against the current directory {cwd} "
+           f"is {(cwd / given).resolve()}")
+    if spec_dir is not None:
+        beside = (Path(spec_dir) / given).resolve()
+        if beside.exists() and beside != (cwd / given).resolve():
+            msg += (f"; relative to the spec's folder it would be {beside}, which exists (workload paths are "
+                    f"relative to the current directory: run schedlab from the folder the path starts from, or "
+                    f"give an absolute path)")
+    raise UserError(msg)
+
+
 def read_job_table(path: str | Path) -> pl.DataFrame:
     """Read a job table from `.csv`, `.csv.gz` or `.parquet` and validate it.
 

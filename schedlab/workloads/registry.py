@@ -9,6 +9,7 @@ Adding a trace reader (later issues) means adding one entry here.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,6 +33,9 @@ class WorkloadKind:
     late: tuple[str, ...] = field(default=())
     #: Names that must be given (default: those whose default is None).
     required: tuple[str, ...] | None = None
+    #: Parameters declared integer: their result columns are Int64 (the
+    #: others' numbers are Float64) -- schedlab.platform.tasks, docs/columns.md.
+    integers: tuple[str, ...] = field(default=())
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
@@ -64,12 +68,14 @@ def _synthetic() -> WorkloadKind:
 
     sig = inspect.signature(synthetic.queue_workload)
     defaults = {name: p.default for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
+    integers = tuple(name for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and p.annotation in (int, "int"))
     return WorkloadKind(
         name="synthetic",
         summary="the PSBS paper's generator: Weibull/Pareto sizes, Weibull arrivals, log-normal errors, weight classes",
         defaults=defaults,
         check=lambda params: synthetic.check_params(**params),
         build=lambda rng, params, shared: synthetic.queue_workload(rng, **params),
+        integers=integers,
     )
 
 
@@ -105,6 +111,7 @@ def _trace() -> WorkloadKind:
         open_prefix=trace_kind.READER_PREFIX,
         expand=trace_kind.expand,
         late=trace_kind.LATE,
+        integers=("window", "max_procs", "cores_per_node"),
     )
 
 
@@ -117,8 +124,13 @@ def _lublin() -> WorkloadKind:
     def check(params: dict[str, Any]) -> None:
         lublin.check_params(njobs=params["njobs"], nodes=params["nodes"], params=lublin.LublinParams())
         load = params["load"]
-        if isinstance(load, bool) or not isinstance(load, (int, float)) or not load >= 0:
-            raise UserError(f"load: must be a number >= 0 (0: the model's own arrivals); got {load!r}")
+        # Any finite load >= 0 runs: > 1 is an overloaded machine (queues grow, every job still ends) --
+        # exactly what transforms.scale_rigid_load accepts; it needs two submit times, so two jobs.
+        if isinstance(load, bool) or not isinstance(load, (int, float)) or not (load >= 0 and math.isfinite(load)):
+            raise UserError(f"load: must be a finite number >= 0 (0: the model's own arrivals); got {load!r}")
+        if load and isinstance(params["njobs"], int) and params["njobs"] < 2:
+            raise UserError(f"load: scaling to load {load!r} needs at least 2 jobs (the span of their arrivals); "
+                            f"njobs is {params['njobs']}")
         annotate.check(params)
         if params["memory"] == "trace":
             raise UserError('memory: "trace" needs a trace with memory fields; use a fraction or "uniform"')
@@ -137,6 +149,7 @@ def _lublin() -> WorkloadKind:
         check=check,
         build=build,
         late=tuple(annotate.DEFAULTS),
+        integers=("njobs", "nodes", "cores_per_node"),
     )
 
 
@@ -183,6 +196,7 @@ def _packing() -> WorkloadKind:
         defaults=defaults,
         check=check,
         build=lambda rng, params, shared: call(rng, params),
+        integers=("slots", "intensity_servers"),
     )
 
 
@@ -213,8 +227,9 @@ def user_kind(code, label: str) -> WorkloadKind:
         return worker_load(code)(rng, **params)
 
     required = tuple(n for n, p in decl.items() if p.default is _inspect.Parameter.empty)
+    integers = tuple(n for n, p in decl.items() if p.annotation in (int, "int"))
     return WorkloadKind(name=label, summary=(fn.__doc__ or "").strip().split("\n")[0], defaults=defaults,
-                        check=check, build=build, required=required)
+                        check=check, build=build, required=required, integers=integers)
 
 
 _KINDS: dict[str, Callable[[], WorkloadKind]] = {

@@ -1,0 +1,63 @@
+"""docs/columns.md is generated from the code and matches it; result rows keep
+integer parameters integer (the issue "Types and units")."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schedlab.docs_columns import METRICS, render
+from schedlab.engines import get_engine
+from schedlab.platform.plan import build_plan
+from schedlab.platform.spec import parse_spec
+from schedlab.platform.tasks import run_instances
+from schedlab.workloads.registry import workload_kind
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_doc_is_what_the_generator_writes():
+    assert (ROOT / "docs" / "columns.md").read_text() == render(), \
+        "regenerate: python -m schedlab.docs_columns > docs/columns.md"
+
+
+def _instance(kind, params):
+    k = workload_kind(kind)
+    full = k.complete(params, "w")
+    return k.instance(np.random.default_rng(1), full, k.load_shared(full) if k.load_shared else None)
+
+
+def _declared(engine, name):
+    for c in METRICS[engine]:
+        if c.name == name or ("<" in c.name and name.startswith(c.name.split("<")[0])):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("engine, policy, kind, params, system", [
+    ("queue", "PS", "synthetic", {"njobs": 50, "weight_classes": 2}, {}),
+    ("batch", "EASY", "lublin", {"njobs": 40, "nodes": 16}, {"procs": 16, "bound": True}),
+    ("dfrs", "Greedy*/OPT=MIN", "lublin", {"njobs": 20, "nodes": 16}, {"nodes": 16, "bound": True}),
+    ("packing", "FIFO-FF", "packing", {"slots": 200, "rate": 0.5, "uniform_lo": 0.1, "uniform_hi": 0.3},
+     {"servers": 2}),
+])
+def test_every_metric_is_declared(engine, policy, kind, params, system):
+    summary = get_engine(engine).run(_instance(kind, params), policy, {}, system).summary
+    undeclared = [k for k in summary if not _declared(engine, k)]
+    assert not undeclared, f"declare them in schedlab/docs_columns.py: {undeclared}"
+
+
+def test_integer_parameters_stay_integer():
+    spec = parse_spec({"name": "t", "engine": "queue", "policies": ["PS"], "seed": 4,
+                       "workload": {"kind": "synthetic", "njobs": 30, "weight_classes": 2, "load": 1}}, "t.toml")
+    plan = build_plan(spec)
+    inst = plan.instances([0])[0]
+    row = run_instances("queue", [(inst, list(inst.point.configs))], None, False).summary[0]
+    assert type(row["njobs"]) is int and type(row["weight_classes"]) is int
+    assert type(row["load"]) is float  # a Float64 parameter written as 1 in TOML
+    assert row["seed"] == f"4/{inst.point.point_id}/0"  # seed words: by design text (docs/columns.md)
+    spec = parse_spec({"name": "b", "engine": "batch", "policies": ["FCFS"], "system": {"procs": 16},
+                       "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}}, "b.toml")
+    config = next(iter(build_plan(spec).configs.values()))
+    assert {"njobs", "nodes", "system_procs", "system_nodes", "system_tasks_per_node"} <= config.integers
+    assert "system_cpu_need" not in config.integers
