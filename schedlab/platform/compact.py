@@ -102,7 +102,8 @@ class CompactReport:
     def line(self) -> str:
         tables = ", ".join(f"{t} {self.before.get(t, 0)} -> {self.after.get(t, 0)}" for t in (SUMMARY, JOBS, SERIES, FAILURES)
                            if self.before.get(t) or self.after.get(t))
-        return f"{self.root}: {self.files_before} -> {self.files_after} part files" + (f" ({tables})" if tables else "")
+        what = f" ({tables})" if self.groups else " (nothing to merge)"
+        return f"compacted {self.root}: {self.files_before} -> {self.files_after} part files{what}"
 
 
 @dataclass

@@ -509,25 +509,33 @@ def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
 
 
 # ---- damaged files ------------------------------------------------------------------
-_CHECKED: dict[tuple[str, int, int], None] = {}  # (path, size, mtime_ns) of files whose footer was read
+_CHECKED: dict[tuple[str, int, int], pa.Schema] = {}  # (path, size, mtime_ns) of files whose footer was read
 
 
 def check_part_file(path: Path) -> None:
     """Raise a `UserError` naming ``path`` unless its Parquet footer reads."""
+    part_schema(path)
+
+
+def part_schema(path: Path) -> pa.Schema:
+    """The Arrow schema in ``path``'s footer (read once per file version); a
+    `UserError` naming ``path`` if the footer does not read."""
     try:
         st = path.stat()
     except OSError as err:
         raise UserError(f"{path}: cannot read ({_reason(err)})") from None
     key = (str(path), st.st_size, st.st_mtime_ns)
-    if key in _CHECKED:
-        return
+    schema = _CHECKED.get(key)
+    if schema is not None:
+        return schema
     try:
-        pq.read_metadata(path)
+        schema = pq.read_metadata(path).schema.to_arrow_schema()
     except Exception as err:  # ArrowInvalid (truncated, garbage), OSError
         raise UserError(f"{path}: damaged Parquet part file ({_reason(err)}); {DAMAGED_ADVICE}") from None
     if len(_CHECKED) > 100_000:
         _CHECKED.clear()
-    _CHECKED[key] = None
+    _CHECKED[key] = schema
+    return schema
 
 
 def collect_checked(lf: pl.LazyFrame, files: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
