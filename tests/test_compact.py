@@ -407,3 +407,73 @@ def test_sigkills_of_the_real_command_at_seeded_times(tmp_path):
         assert_same_rows(work, before)
         assert_tidy(work)
     print("\n" + "\n".join(landed))
+
+
+# ---- a real sweep: compaction at the end of `run_sweep` ----------------------------------
+def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
+    """Small tasks, one in flight: many commits; the run ends compacted, with
+    MLflow (SQLite) matching the compacted rows exactly, and a resume
+    recomputes nothing."""
+    import ray
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform import runner
+    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.tracking import _RunState, track_results, up_to_date
+
+    db = tmp_path / "mlflow.db"
+    spec = parse_spec({
+        "name": "compact-sweep", "engine": "queue", "seed": 11, "policies": ["FIFO", "PS", "SRPT"],
+        "workload": {"kind": "synthetic", "njobs": 200, "shape": [0.5, 1.0]},
+        "replications": {"n": 4}, "outputs": {"dir": str(tmp_path / "out"), "per_job": True},
+        "tracking": {"uri": f"sqlite:///{db}"},
+        "execution": {"task_jobs": 200, "max_in_flight": 1, "num_cpus": 1},
+    }, "compact-sweep.toml")
+    commits = []
+    real_commit = ResultStore.commit
+
+    def counting(self, summary, *args, **kwargs):
+        commits.append(len(summary))
+        return real_commit(self, summary, *args, **kwargs)
+
+    if ray.is_initialized():
+        ray.shutdown()
+    runner._OWNED.clear()
+    ResultStore.commit = counting
+    try:
+        runner.FLUSH_SECONDS, flush = 0.0, runner.FLUSH_SECONDS  # a commit per finished task
+        report = run_sweep(spec)
+    finally:
+        runner.FLUSH_SECONDS = flush
+        ResultStore.commit = real_commit
+    root = spec.results_dir()
+    assert report.rows_written == 24 and not report.failures and not report.compaction_error
+    assert report.tracking is not None and not report.tracking.failed
+    assert len(commits) >= 8  # many small batches (one per task; tasks hold one instance)
+    c = report.compaction
+    assert c.before["summary"] == c.before["jobs"] == sum(1 for _ in commits) * 3
+    assert c.after == {"summary": 3, "jobs": 3, "series": 0, "failures": 0}
+    assert_tidy(root)
+    files = part_files(root)
+    assert [len(v) for v in files["summary"].values()] == [1, 1, 1] and files["jobs"] == files["summary"]
+    rows = tables(root)
+    assert rows["summary"].height == 24 and rows["jobs"].height == 24 * 200
+
+    # MLflow was checked before the compaction; the compacted rows give exactly what it holds.
+    expected, _ = mlflow_inputs(root)
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("compact-sweep")
+    children = [r for r in client.search_runs([exp.experiment_id], max_results=100)
+                if "mlflow.parentRunId" in r.data.tags]
+    assert sorted(r.data.tags["schedlab.config_id"] for r in children) == sorted(expected)
+    for r in children:
+        assert up_to_date(_RunState.of(r), expected[r.data.tags["schedlab.config_id"]])
+    assert track_results(root, uri=f"sqlite:///{db}").logged == 6
+
+    again = run_sweep(spec)  # resume after compaction: nothing recomputed, nothing to merge
+    assert (again.rows_written, again.rows_skipped, again.tasks) == (0, 24, 0)
+    assert again.compaction.groups == 0 and not again.tracking.failed
+    assert_same_rows(root, rows)
+    assert_tidy(root)
+    ray.shutdown()
+    runner._OWNED.clear()
