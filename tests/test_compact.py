@@ -477,3 +477,19 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
     assert_tidy(root)
     ray.shutdown()
     runner._OWNED.clear()
+
+
+def test_a_batch_keeps_columns_its_first_row_lacks(tmp_path):
+    """A per-class metric (or a failure's traceback) that only later rows of a
+    batch have is committed, not dropped (it would change what compaction and
+    MLflow see)."""
+    root = tmp_path / "out"
+    store = ResultStore(root)
+    spec = make_spec(root)
+    store.prepare(manifest_for(spec, build_plan(spec)), fresh=False)
+    store.commit([{"config_id": "a", "replication": 0, "policy": "PS", "mst": 1.0},
+                  {"config_id": "b", "replication": 0, "policy": "PS", "mst": 2.0, "mst_class_1": 0.5}], [],
+                 [{"config_id": "c", "replication": 0, "policy": "PS", "error": "x"},
+                  {"config_id": "d", "replication": 0, "policy": "PS", "error": "y", "traceback": "t"}])
+    assert schedlab.load(root).collect()["mst_class_1"].to_list() == [None, 0.5]
+    assert schedlab.load(root, "failures").collect()["traceback"].to_list() == [None, "t"]

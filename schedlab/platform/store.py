@@ -430,10 +430,10 @@ class ResultStore:
                             path = self.root / table_name / part / batch
                             self._atomic_table(path, pa.concat_tables(extra[(table_name, policy)]))
                             published.append(path)
-                    self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
+                    self._atomic_table(self.root / SUMMARY / part / batch, _rows_table(rows))
                     published.clear()  # the partition's batch is committed
                 if failures:
-                    self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
+                    self._atomic_table(self.root / FAILURES / batch, _rows_table(failures))
         except BaseException:
             for path in published:  # not committed: roll back (readers ignore them anyway)
                 try:
@@ -568,6 +568,14 @@ def _reason(err: BaseException) -> str:
         return f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows as a table with every key any row has (``pa.Table.from_pylist``
+    takes the columns of the first row only: a metric or a traceback that
+    only later rows have would be dropped); a row without a key gets null."""
+    keys = dict.fromkeys(k for row in rows for k in row)
+    return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
 
 
 def _fsync_dir(path: Path) -> None:
