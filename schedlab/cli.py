@@ -311,6 +311,11 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
                f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
                f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}")
+    if report.compaction is not None and report.compaction.groups:
+        click.echo(report.compaction.line())
+    if report.compaction_error:
+        click.echo(f"schedlab: warning: compaction of {report.results_dir} stopped ({report.compaction_error}); "
+                   f"every row is in place: `schedlab compact {report.results_dir}` finishes it", err=True)
     tr = report.tracking
     if tr is not None and not tr.failed:
         from schedlab.platform.tracking import resolve_uri
@@ -510,6 +515,16 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
         click.echo(f"schedlab: MLflow is not up to date: {report.error}", err=True)
         sys.exit(EXIT_TRACKING)
     click.echo(f"{report.logged} configuration runs match {results_dir}")
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+def compact(results_dir: Path) -> None:
+    """Merge a results dir's small part files (a run does it at its end); prints files before -> after."""
+    from schedlab.platform.compact import compact as compact_dir
+
+    report = compact_dir(results_dir)  # not while a run writes it: the lock's one-line error, exit 2
+    click.echo(report.line())
 
 
 @main.group()

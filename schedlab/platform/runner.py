@@ -60,6 +60,10 @@ class SweepReport:
     #: Adaptive sweeps: the workload points (their distinguishing values) that
     #: reached ``max`` replications with some interval still above the target.
     at_max: list[dict[str, Any]] = field(default_factory=list)
+    #: The compaction at the end of the run (`compact.CompactReport`), and why it
+    #: stopped if it did (the rows are intact either way; `schedlab compact` retries).
+    compaction: Any = None
+    compaction_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -287,6 +291,7 @@ def run_sweep(
         return _run_locked(spec, plan, store, started, address=address, fresh=fresh, tracking=tracking,
                            progress=progress)
     finally:
+        store.tidy_tmp()
         store.unlock()
 
 
@@ -429,8 +434,27 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     finally:
         if tracker is not None:
             report.tracking = tracker.close(timeout=60.0)
+    _compact_at_end(store, report)
     report.wall_seconds = time.monotonic() - started
     return report
+
+
+def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
+    """Merge the run's small part files (`compact`), after the last commit
+    and after tracking's final check: the tracker's thread reads the part
+    files until `Tracker.close` returns, and compaction changes no row, so
+    that check still holds. Not after an interrupt or an error (those
+    propagate before this point). A failure here (disk full, ...) or a
+    Ctrl-C leaves every row in place and is reported, not raised: the sweep
+    itself is complete."""
+    from schedlab.platform.compact import compact_locked
+
+    try:
+        report.compaction = compact_locked(store)
+    except UserError as err:
+        report.compaction_error = str(err)
+    except KeyboardInterrupt:
+        report.compaction_error = "interrupted"
 
 
 def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report: SweepReport) -> None:

@@ -31,6 +31,19 @@ while writing) is a `UserError` naming the file or the directory and what to
 do -- never a polars traceback, and never rows dropped or recomputed silently.
 A failed write rolls back what its batch had already published, so a batch is
 all there or not there.
+
+Compaction (`schedlab.platform.compact`) merges runs of consecutive batches of
+a partition into one bigger batch with the same structure (a merged summary
+file and its merged per-job and series twins, all of one new name), so the
+twin rule above still holds. The swap of a group of old files for the merged
+ones is journalled in ``compacting.json`` (``{"commit", "new", "old"}``,
+paths relative to the results dir), and the merged *summary* file is its
+commit record, as for a batch: while the journal exists, readers ignore the
+``old`` files if the ``commit`` file exists and the ``new`` ones otherwise,
+so every committed key is seen exactly once at every instant; on open, the
+writer rolls a journalled compaction forward (commit present: the old files
+are deleted) or back (absent: the new files are deleted), then deletes the
+journal.
 """
 
 from __future__ import annotations
@@ -155,6 +168,11 @@ def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
 
 
 LOCK = ".lock"
+#: The journal of the compaction step under way (see the module docstring).
+COMPACTING = "compacting.json"
+#: How many times `ResultStore.files` lists a table again when a file it listed
+#: vanished meanwhile (a compaction deleted it while this process was reading).
+VANISHED_RETRIES = 5
 #: What to do about a damaged part file (the end of its error message).
 DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
                   "or restore it from a backup")
@@ -285,7 +303,7 @@ class ResultStore:
                 grew = f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): " \
                        f"rows on disk are kept, new configurations and replications are added"
         if fresh:
-            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", MANIFEST):
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", COMPACTING, MANIFEST):
                 target = self.root / name
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -301,9 +319,11 @@ class ResultStore:
         return grew
 
     def clean(self) -> int:
-        """Delete crash leftovers: temp files and per-job files whose summary
-        twin never landed. Returns how many files were removed."""
-        removed = 0
+        """Delete crash leftovers: finish or roll back a compaction step that
+        was under way (`resolve_compaction`), then temp files and per-job files
+        whose summary twin never landed. Returns how many files were removed.
+        Only under the lock."""
+        removed = self.resolve_compaction()
         tmp = self.root / ".tmp"
         if tmp.exists():
             removed += sum(1 for _ in tmp.iterdir())
@@ -313,6 +333,60 @@ class ResultStore:
                 if not (self.root / SUMMARY / f.parent.name / f.name).exists():
                     f.unlink()
                     removed += 1
+        return removed
+
+    def tidy_tmp(self) -> None:
+        """Remove ``.tmp/`` if it is empty (every write empties what it put
+        there), so a finished run or compaction leaves none behind."""
+        with contextlib.suppress(OSError):
+            (self.root / ".tmp").rmdir()
+
+    # ---- compaction journal (see the module docstring) ------------------------------
+    def read_journal(self) -> dict[str, Any] | None:
+        """The journal of a compaction step under way, or None."""
+        path = self.root / COMPACTING
+        try:
+            journal = json.loads(path.read_text())
+            if not (isinstance(journal, dict) and isinstance(journal.get("commit"), str)
+                    and isinstance(journal.get("new"), list) and isinstance(journal.get("old"), list)):
+                raise ValueError("not a compaction journal")
+            return journal
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise UserError(f"{path}: cannot read the compaction journal ({_reason(err)}); it is written "
+                            f"atomically, so something else changed it: restore the results dir from a "
+                            f"backup") from None
+
+    def _hidden(self) -> set[Path]:
+        """The part files a compaction step under way hides from readers: its
+        old files once its commit file exists, its new files before."""
+        journal = self.read_journal()
+        if journal is None:
+            return set()
+        committed = (self.root / journal["commit"]).exists()
+        return {self.root / rel for rel in journal["old" if committed else "new"]}
+
+    def resolve_compaction(self) -> int:
+        """Finish (commit file present: delete the old files) or roll back
+        (absent: delete the new files) a compaction step whose process died,
+        then delete its journal. Idempotent; only under the lock. Returns
+        how many part files were removed."""
+        journal = self.read_journal()
+        if journal is None:
+            return 0
+        committed = (self.root / journal["commit"]).exists()
+        removed = 0
+        for rel in journal["old" if committed else "new"]:
+            try:
+                (self.root / rel).unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        for rel in {str(Path(r).parent) for r in journal["old" if committed else "new"]}:
+            _fsync_dir(self.root / rel)
+        (self.root / COMPACTING).unlink()
+        _fsync_dir(self.root)
         return removed
 
     def save_code(self, codes) -> None:
@@ -340,9 +414,15 @@ class ResultStore:
         Parquet (its footer); a damaged one is a `UserError` naming it. Per-job
         and series files count only with their summary twin (see the module
         docstring)."""
-        files = sorted((self.root / table).glob("**/*.parquet"))
-        if table in (JOBS, SERIES):
-            files = [f for f in files if (self.root / SUMMARY / f.parent.name / f.name).exists()]
+        for attempt in range(VANISHED_RETRIES + 1):
+            files = sorted((self.root / table).glob("**/*.parquet"))  # list first, then read the journal
+            hidden = self._hidden()
+            files = [f for f in files if f not in hidden]
+            if table in (JOBS, SERIES):
+                files = [f for f in files if (self.root / SUMMARY / f.parent.name / f.name).exists()]
+            if attempt < VANISHED_RETRIES and not all(f.exists() for f in files):
+                continue  # a compaction deleted a file between the listing and now: list again
+            break
         for f in files:
             check_part_file(f)
         return files
@@ -391,10 +471,10 @@ class ResultStore:
                             path = self.root / table_name / part / batch
                             self._atomic_table(path, pa.concat_tables(extra[(table_name, policy)]))
                             published.append(path)
-                    self._atomic_table(self.root / SUMMARY / part / batch, pa.Table.from_pylist(rows))
+                    self._atomic_table(self.root / SUMMARY / part / batch, _rows_table(rows))
                     published.clear()  # the partition's batch is committed
                 if failures:
-                    self._atomic_table(self.root / FAILURES / batch, pa.Table.from_pylist(failures))
+                    self._atomic_table(self.root / FAILURES / batch, _rows_table(failures))
         except BaseException:
             for path in published:  # not committed: roll back (readers ignore them anyway)
                 try:
@@ -470,25 +550,33 @@ def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
 
 
 # ---- damaged files ------------------------------------------------------------------
-_CHECKED: dict[tuple[str, int, int], None] = {}  # (path, size, mtime_ns) of files whose footer was read
+_CHECKED: dict[tuple[str, int, int], pa.Schema] = {}  # (path, size, mtime_ns) of files whose footer was read
 
 
 def check_part_file(path: Path) -> None:
     """Raise a `UserError` naming ``path`` unless its Parquet footer reads."""
+    part_schema(path)
+
+
+def part_schema(path: Path) -> pa.Schema:
+    """The Arrow schema in ``path``'s footer (read once per file version); a
+    `UserError` naming ``path`` if the footer does not read."""
     try:
         st = path.stat()
     except OSError as err:
         raise UserError(f"{path}: cannot read ({_reason(err)})") from None
     key = (str(path), st.st_size, st.st_mtime_ns)
-    if key in _CHECKED:
-        return
+    schema = _CHECKED.get(key)
+    if schema is not None:
+        return schema
     try:
-        pq.read_metadata(path)
+        schema = pq.read_metadata(path).schema.to_arrow_schema()
     except Exception as err:  # ArrowInvalid (truncated, garbage), OSError
         raise UserError(f"{path}: damaged Parquet part file ({_reason(err)}); {DAMAGED_ADVICE}") from None
     if len(_CHECKED) > 100_000:
         _CHECKED.clear()
-    _CHECKED[key] = None
+    _CHECKED[key] = schema
+    return schema
 
 
 def collect_checked(lf: pl.LazyFrame, files: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
@@ -521,6 +609,28 @@ def _reason(err: BaseException) -> str:
         return f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows as a table with every key any row has (``pa.Table.from_pylist``
+    takes the columns of the first row only: a metric or a traceback that
+    only later rows have would be dropped); a row without a key gets null."""
+    keys = dict.fromkeys(k for row in rows for k in row)
+    return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames and deletions in directory ``path`` durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -117,6 +117,11 @@ def _aggregate(lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Itera
     lf = lf.with_columns(pl.col("config_id").cast(pl.String))
     if config_ids is not None:
         lf = lf.filter(pl.col("config_id").is_in(list(config_ids)))
+    # The values must be a function of the rows alone, not of how they lie in part files: floating-point
+    # sums depend on order and chunking, so aggregate one contiguous frame in key order (a compaction, a
+    # resume that batched rows differently or polars' thread count then give the same bits).
+    needed = ["config_id", "replication", *metrics, *(["schedlab_digest"] if "schedlab_digest" in schema.names() else [])]
+    lf = lf.select(list(dict.fromkeys(needed))).collect().sort("config_id", "replication").rechunk().lazy()
     frame = summarize(lf, by=["config_id"], metrics=metrics)
     keys = [pl.col("replication").cast(pl.Int64).sort().alias(_REPS)]
     if "schedlab_digest" in schema.names():
@@ -136,20 +141,20 @@ def aggregate_summary(
     `UserError` naming it."""
     import polars as pl
 
-    from schedlab.platform.store import SUMMARY, ResultStore
+    from schedlab.platform.store import SUMMARY, ResultStore, part_schema
 
     files = ResultStore(results_dir).files(SUMMARY)
     if not files:
         return None, []
     param_columns = list(param_columns)
-    try:
-        lf = pl.scan_parquet(files, hive_partitioning=True)
-        frame, metrics = _aggregate(lf, param_columns, config_ids)
-    except (pl.exceptions.SchemaError, pl.exceptions.ColumnNotFoundError):
-        # Part files whose schemas differ (a metric only some files have, int in
-        # one and float in another): read them one by one, polars finds supertypes.
+    first = part_schema(files[0])
+    if all(part_schema(f).equals(first, check_metadata=False) for f in files[1:]):
+        lf = pl.scan_parquet(files, hive_partitioning=True)  # one scan (it takes the first file's schema)
+    else:
+        # Part files whose schemas differ (a metric only some files have, int in one and float in another, a
+        # column all null in one): read them one by one, polars finds supertypes -- whichever file comes first.
         lf = pl.concat([pl.scan_parquet(f, hive_partitioning=True) for f in files], how="diagonal_relaxed")
-        frame, metrics = _aggregate(lf, param_columns, config_ids)
+    frame, metrics = _aggregate(lf, param_columns, config_ids)
     return (frame if frame.height else None), metrics
 
 
