@@ -266,3 +266,109 @@ def test_bound_is_memoised_by_instance_content():
     assert len(sb._BOUND_MEMO) == 1  # same content: no second search
     sb.max_stretch_lower_bound(r, p, k, c, 3.0)  # another platform: another instance
     assert len(sb._BOUND_MEMO) == 2
+
+
+# ------------------------------------------- exact method (max flow) vs the LP reference
+
+from schedlab.sim.stretch_bound import max_stretch_lower_bound_exact, stretch_flow_feasible  # noqa: E402
+
+HAND_CASES = [  # (args, kwargs, optimum S* from the hand-worked tests above)
+    (([0, 0], [100, 200], [1, 1], [1, 1], 1), {}, 1.5),
+    (([0, 0], [1, 2], [1, 1], [1, 1], 1), {"threshold": 0}, 1.5),
+    (([0, 100], [300, 100], [1, 1], [1, 1], 1), {}, 4 / 3),
+    (([5.0], [123.0], [3], [0.7], 4), {}, 1.0),
+    (([0.0], [1.0], [1], [1.0], 1), {"threshold": 0}, 1.0),
+    (([0], [100], [4], [1], 2), {}, 2.0),
+    (([0, 0], [100, 100], [1, 1], [0.5, 0.5], 1), {}, 1.0),
+    (([0, 0], [100, 100], [1, 1], [1, 1], 1), {}, 2.0),
+    (([0, 0, 0], [100] * 3, [1] * 3, [0.5] * 3, 1), {}, 1.5),
+    (([0], [100], [1], [0.5], 10), {}, 1.0),
+    (([0, 0], [1, 2], [1, 1], [1, 1], 1), {}, 1.0),
+]
+
+
+@pytest.mark.parametrize("args, kwargs, optimum", HAND_CASES)
+def test_exact_method_on_hand_cases(args, kwargs, optimum):
+    """Same bound as the LP path (to 1e-9), and S* = the hand-worked optimum."""
+    lp = max_stretch_lower_bound(*args, method="lp", **kwargs)
+    flow = max_stretch_lower_bound(*args, method="flow", **kwargs)
+    assert flow == pytest.approx(lp, rel=1e-9, abs=0)
+    assert max_stretch_lower_bound(*args, **kwargs) == flow  # flow is the default
+    assert max_stretch_lower_bound_exact(*args, **kwargs) == pytest.approx(optimum, rel=1e-12, abs=0)
+    if optimum > 1.0:
+        assert stretch_flow_feasible(*args, optimum, **kwargs)
+        assert not stretch_flow_feasible(*args, optimum * (1 - 1e-9), **kwargs)
+
+
+def test_exact_method_hand_feasibility_matches_lp():
+    for args, S, expect in ((([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.5, True),
+                            (([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.49, False),
+                            (([0], [100], [1], [0.5], 10), 1.0, True),
+                            (([0], [100], [1], [0.5], 10), 0.999, False)):
+        assert stretch_flow_feasible(*args, S) is expect
+        assert stretch_lp_feasible(*args, S) is expect
+
+
+def test_unknown_method_is_refused():
+    with pytest.raises(ValueError):
+        max_stretch_lower_bound([0], [1], [1], [1], 1, method="simplex")
+
+
+@st.composite
+def tie_heavy_instances(draw):
+    """Small instances full of ties: releases and processing times from short
+    lists (equal values, equal deadlines, deadlines landing on releases), jobs
+    below the threshold, needs 0.25..1, tasks up to twice the platform (the
+    bound allows c |T| > |P|: such a job runs at rate |P| / (c |T|))."""
+    nodes = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 10))
+    r_pool = draw(st.lists(st.integers(0, 300), min_size=1, max_size=4))
+    p_pool = draw(st.lists(st.sampled_from([1, 2, 5, 9, 10, 20, 50, 100, 150, 300]), min_size=1, max_size=4))
+    r = np.array([draw(st.sampled_from(r_pool)) for _ in range(n)], dtype=float)
+    p = np.array([draw(st.sampled_from(p_pool)) for _ in range(n)], dtype=float)
+    k = np.array(draw(st.lists(st.integers(1, 2 * nodes), min_size=n, max_size=n)), dtype=float)
+    c = np.array(draw(st.lists(st.sampled_from([0.25, 0.5, 0.75, 0.8, 1.0]), min_size=n, max_size=n)))
+    threshold = draw(st.sampled_from([0.0, 5.0, BOUNDED_STRETCH_THRESHOLD]))
+    return r, p, k, c, nodes, threshold
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(instances(), tie_heavy_instances()))
+def test_exact_method_matches_lp_reference(inst):
+    """The default (max flow) bound equals the LP path's within 1e-9 relative;
+    S* lies in the LP path's final bracket; both feasibility tests agree on
+    both sides of S* (the LP is solved to HiGHS's 1e-7 tolerances, so the two
+    sides are taken 1e-6 away)."""
+    r, p, k, c, nodes, tau = inst
+    lp = max_stretch_lower_bound(r, p, k, c, nodes, threshold=tau, method="lp")
+    flow = max_stretch_lower_bound(r, p, k, c, nodes, threshold=tau, method="flow")
+    assert flow == pytest.approx(lp, rel=1e-9, abs=0)
+    exact = max_stretch_lower_bound_exact(r, p, k, c, nodes, threshold=tau)
+    assert lp <= exact * (1 + 1e-9)
+    assert exact <= lp * (1 + 1.01 * REL)
+    above = exact * (1 + 1e-6)
+    assert stretch_flow_feasible(r, p, k, c, nodes, above, threshold=tau)
+    assert stretch_lp_feasible(r, p, k, c, nodes, above, threshold=tau)
+    if exact > 1.0:
+        below = exact * (1 - 1e-6)
+        assert not stretch_flow_feasible(r, p, k, c, nodes, below, threshold=tau)
+        assert not stretch_lp_feasible(r, p, k, c, nodes, below, threshold=tau)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(tie_heavy_instances(), st.floats(0.5, 8.0))
+def test_flow_feasibility_matches_lp_at_any_stretch(inst, S):
+    """At an arbitrary S (not near S*: within 1e-6 relative of S* the two tests
+    may differ by their tolerances), the max-flow test answers as the LP."""
+    from schedlab.sim import stretch_bound as sb
+
+    r, p, k, c, nodes, tau = inst
+    exact = max_stretch_lower_bound_exact(r, p, k, c, nodes, threshold=tau)
+    if exact == 1.0 and stretch_flow_feasible(r, p, k, c, nodes, 1.0, threshold=tau):
+        # The bound stops at 1; the smallest feasible S may be below it (jobs
+        # shorter than the threshold): find it, from an S nothing fits at.
+        exact = sb._min_feasible_stretch(sb._instance(r, p, k, c, nodes, tau), 1e-9, 1.0)
+    if abs(S / exact - 1) < 1e-6:
+        return
+    assert stretch_flow_feasible(r, p, k, c, nodes, S, threshold=tau) == stretch_lp_feasible(
+        r, p, k, c, nodes, S, threshold=tau)

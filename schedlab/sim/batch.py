@@ -66,7 +66,7 @@ else the ``cpu_need`` parameter, default 1) on a platform of |P| = nodes
 ``underutilization`` is the normalised underutilization of the schedule
 (a running batch job uses exactly its need; NaN in the nodes model when
 tasks_per_node x c_j > 1, where the tasks of a node would not fit its CPU), and with ``bound=True`` the
-summary adds Theorem 1's ``stretch_lower_bound`` (LP, infinite memory) and
+summary adds Theorem 1's ``stretch_lower_bound`` (LP relaxation, infinite memory; solved by max flow) and
 ``degradation`` = stretch_max / stretch_lower_bound -- the same bound the
 DFRS engine computes for the same annotated jobs.
 

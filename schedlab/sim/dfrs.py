@@ -92,7 +92,7 @@ utilization u(t) = sum of c_j T_j y_j over placed jobs out of their penalty),
 makespan, events,
 lp_failures, sim_seconds (the simulation and metrics, not the bound), nodes,
 penalty, dropped_oversize; with ``bound=True`` also stretch_lower_bound
-(``max_stretch_lower_bound``, an LP binary search), degradation =
+(``max_stretch_lower_bound``: Theorem 1, solved by max flow), degradation =
 stretch_max / stretch_lower_bound and bound_seconds.
 
 Determinism: no random numbers; ties by job order / node index.
