@@ -49,7 +49,9 @@ LOOPBACK = {"tcp": {"0100007F"}, "tcp6": {"0000000000000000FFFF00000100007F", "0
 POLICIES = ["PS", "SRPT", "LAS"]
 SHAPES = [0.5, 1.0]
 REPS = 6
-NJOBS = 10_000
+#: Long enough that a kill within a second of the first commit lands mid-sweep and the disk-full run
+#: still has tasks to run: the Python reference engine ([execution] engine_path), ~0.1-0.3 s a simulation.
+NJOBS = 30_000
 TOTAL = len(POLICIES) * len(SHAPES) * REPS
 SWEEP = f"""\
     seed = 8
@@ -65,7 +67,8 @@ SWEEP = f"""\
 
     [execution]
     task_jobs = {NJOBS * len(POLICIES)}
-    """.replace("'", '"')  # 36 rows, 12 tasks, 360k per-job rows: a few seconds of simulation on 2 cores
+    engine_path = "reference"
+    """.replace("'", '"')  # 36 rows, 12 tasks, 1.08M per-job rows: several seconds of simulation on 2 cores
 
 
 @pytest.fixture
