@@ -557,8 +557,9 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
     the summary has JCTs. ``path``: "fast" runs a built-in single-resource
-    policy class (FIFO-FF, BF-J, BF-S, BF-J/S, by identity: never a subclass)
-    on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
+    policy class (FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF
+    with the default or an int ``J`` up to FAST_VQS_MAX_J; by identity: never
+    a subclass) on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
     the bit) unless the kernel declines; "reference" (and every other policy)
     runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
     kernel is compiled or loaded first). Returns (per-job columns, summary,

@@ -1,5 +1,5 @@
 """The packing engine's compiled fast path: one numba kernel for the
-single-resource built-in policies FIFO-FF, BF-J, BF-S and BF-J/S.
+single-resource built-in policies FIFO-FF, BF-J, BF-S, BF-J/S, VQS and VQS-BF.
 
 Why it exists
 -------------
@@ -7,9 +7,9 @@ The reference engine (``schedlab.sim.packing`` with the policies of
 ``schedlab.policies.packing``) is readable Python and the seam for user
 policies; it packs ~75 k tasks/s (BF-J/S, Google clusterdata-2011 prefix, 1000
 servers). Sweeps over the Google trace (``sweeps/google-packing.toml``) and
-the Fig. 4 grids (``sweeps/packing-fig4.toml``) run BF-J/S and FIFO-FF (with
-the VQS policies, which stay on the reference) over hundreds of thousands of
-tasks per point, with ``sample_every`` series. :func:`_run` is the whole event loop
+the Fig. 4 grids (``sweeps/packing-fig4.toml``) run BF-J/S, FIFO-FF, VQS and
+VQS-BF over hundreds of thousands of tasks per point, with ``sample_every``
+series. :func:`_run` is the whole event loop
 of ``simulate_packing`` with each policy's ``arrive`` / ``depart`` /
 ``schedule`` transcribed into it, over numpy arrays, no Python object in the
 loop.
@@ -47,6 +47,34 @@ The kernel is a transcription, operation for operation:
   Queues in arrival order: FIFO-FF's is the job range [head, arrived); BF-J's
   a linked list; BF-J/S's new arrivals the range that arrived this epoch.
 
+* VQS and VQS-BF (``policies/packing/vqs.py``, any J from 2 to
+  ``packing.FAST_VQS_MAX_J``): each job's type is the reference's
+  ``_type_of`` (bisect_left = searchsorted 'left') and K_RED comes from the
+  reference's own ``k_red``/``_split`` as (k_1, j, k_j) triples, renewed by
+  the same integer ``argmax <k, Q>`` (ties to the first). Per server: the
+  configuration (-1 = None), job and per-type counts, and (VQS) the per-type
+  sums ``used[s][t]`` with the same ``+=``, ``-=`` and reset to 0.0.
+
+  - VQS: VQ_t is a range of the type-t jobs in job order (FIFO: arrivals
+    append, rules pop the head); the groups ``(room, server)`` are one max
+    segment tree of rooms per type (-inf outside the group), so a wake adds
+    every server with room >= head - FIT_TOL, as ``irange`` does; ``want1``,
+    the empty servers and the schedule's heap are bitset trees over server
+    indices (a heap of distinct ints pops its least: a set with "min" pops the
+    same sequence); the dirty servers a list with flags (``discard`` clears
+    the flag). The loop is ``schedule``'s: the lower of the heap's least
+    server and the next empty server after the cursor acts, an empty one
+    renewing first; rule (ii)'s local ``room -= r`` and the regrouping key
+    ``cap - used`` are both computed as the reference does.
+  - VQS-BF: the queue is JobsBySize's bitset over ranks; a job's type is a
+    non-increasing function of its size, so the ranks of type t are a range
+    and "the largest VQ_t job that fits" is the greatest queued rank below
+    min(#(sizes <= x), end of t's range), if it is in that range. The policy's
+    free capacities (from 1.0, reset to 1.0 when a server empties) are a max
+    segment tree; the candidate servers (free >= smallest - FIT_TOL at the
+    epoch's start, in index order) are read from it as the pass goes, which
+    gives the same list: only the server acting changes its free capacity.
+
 Every float operation is IEEE double in the reference's order (numba does not
 reassociate or contract without ``fastmath``); the per-job starts, servers,
 the time integrals, the counters and the series are returned to
@@ -61,36 +89,48 @@ no negative zero, so ``_epoch_of`` turns a -0.0 ceil into 0.0.)
 ``tests/test_packing_fast.py`` checks it
 with hypothesis on workloads full of ties (equal submits, durations and
 sizes, sizes summing to the capacity up to rounding, equal free capacities,
-both epoch modes) and on the engine tests' scenarios.
+both epoch modes; for VQS and VQS-BF sizes on the partition's boundaries and
+an ulp either side, below 2^-J, bursts that make many empty servers renew in
+one epoch, several J) and on the engine tests' scenarios.
 
 Where the reference raises: FIFO-FF and the BF-J steps ask for a server with
 ``free >= size - FIT_TOL`` while the engine checks ``size <= free +
 FIT_TOL``; at the last bit the two can disagree (sizes within ~1e-9 of a free
-capacity), and the reference then raises ``CapacityExceeded``. The kernel
-runs both tests as the reference does, stops at such a placement (or any the
-engine would reject) and returns ``MISFIT``: :func:`simulate` declines and
-the reference gives its error.
+capacity), and the reference then raises ``CapacityExceeded``. VQS and VQS-BF
+keep their own capacities (1.0, VQS's 1/3 share and unchecked type-1
+reservation) and tolerance, which can overfill a server by a few ulps when
+sizes sit a tolerance from 0 or 1 (1e-9, 1 + 1e-9), or when a capacity
+differs from 1 by up to the FIT_TOL they accept. The kernel runs the
+policies' tests as the reference does, stops at a placement the engine would
+reject and returns ``MISFIT``: :func:`simulate` declines and the reference
+gives its error.
 
 When the fast path is not used
 ------------------------------
 :func:`kernel_for` matches the policy class by identity: a subclass of a
 built-in (a user's policy) always runs on the reference. :func:`simulate`
 also declines (returns None: the caller runs the reference, which then gives
-its usual answer or error) for policy parameters (the built-ins take none),
-several resources, no jobs, inputs the reference rejects (unsorted, negative,
-non-finite, bad shapes, a bad group or estimate column, a bad Δ or
-``sample_every``), non-finite capacities, a bool Δ, an int ``until`` beyond
-2^53 (compared exactly by the reference), and a MISFIT run. Groups (multi-task jobs) and estimates are
+its usual answer or error) for policy parameters (FIFO-FF and the BF policies
+take none; VQS and VQS-BF: anything but an int J in 2..24), clusters and jobs
+VQS and VQS-BF refuse (a capacity off 1 by more than FIT_TOL, a size above
+1 + FIT_TOL: the reference raises its UserError), several resources, no jobs,
+inputs the reference rejects (unsorted, negative, non-finite, bad shapes, a
+bad group or estimate column, a bad Δ or ``sample_every``), non-finite
+capacities, a bool Δ, an int ``until`` beyond 2^53 (compared exactly by the
+reference), and a MISFIT run. Groups (multi-task jobs) and estimates are
 supported: these policies never read them, and the JCTs are computed by the
 shared ``finish_result``. ``check`` and ``hidden`` (debugging and the
 checker's guard) exist only on the reference.
 
 Speed (``benchmarks/packing.py``, Google prefix, 1000 servers, Δ = 0.1 s):
 1.5 M tasks/s for BF-J/S (~20x the reference), 1.2-1.8 M for BF-J, 2-4 M for
-BF-S and FIFO-FF. Compiled code is cached on disk (``cache=True``,
-``schedlab.sim.jit``): the first use on a machine compiles the kernel (~7 s),
-later processes load it (~0.3 s). This module imports numba; only the packing
-engine's fast path imports this module.
+BF-S and FIFO-FF; 1.7-1.8 M for VQS (21-25x) and 3.0-3.3 M for VQS-BF
+(54-58x). Fig. 4 setting (5 servers, Δ = 1): VQS 1.5-1.7 M tasks/s (22-30x),
+VQS-BF 1.0-1.9 M (17-33x). Compiled code is cached on disk (``cache=True``,
+``schedlab.sim.jit``): the first use on a machine compiles the kernel (about
+twice the four-policy kernel's time: 22 s against 11.5 s side by side on a
+loaded machine), later processes load it (0.85 s against 0.5 s). This
+module imports numba; only the packing engine's fast path imports this module.
 """
 
 from __future__ import annotations
