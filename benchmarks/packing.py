@@ -8,13 +8,14 @@ asserts nothing).
   [0.1, 0.9], geometric service of mean 100 slots, intensity 0.95.
 
 For the policies with a compiled fast path (``schedlab.sim.packing_fast``:
-FIFO-FF, BF-J, BF-S, BF-J/S) it prints reference vs fast tasks/s, the ratio,
+FIFO-FF, BF-J, BF-S, BF-J/S, VQS, VQS-BF) it prints reference vs fast tasks/s, the ratio,
 ``Engine.run``'s wall time beside the summary's ``sim_seconds`` (the work
 around the kernel) and whether the two paths gave the same numbers; and the
 kernel's first-call compile time (a subprocess with a fresh
 ``NUMBA_CACHE_DIR``) and its load time from that cache.
 
     python benchmarks/packing.py [--data ../shared/data] [--slots 200000] [--no-reference]
+                                 [--policies VQS,VQS-BF] [--no-compile-time]
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from schedlab.workloads.registry import workload_kind
 
 POLICIES = ("BF-J/S", "VQS-BF", "FIFO-FF", "VQS")
 #: Policies with a compiled fast path.
-FAST = ("BF-J/S", "FIFO-FF", "BF-J", "BF-S")
+FAST = ("BF-J/S", "FIFO-FF", "BF-J", "BF-S", "VQS", "VQS-BF")
 
 
-def bench(jobs, system, label):
+def bench(jobs, system, label, policies=POLICIES):
     engine = get_engine("packing")
-    for policy in POLICIES:
+    for policy in policies:
         started = time.perf_counter()
         result = engine.run(jobs, policy, {}, system)
         wall = time.perf_counter() - started
@@ -59,11 +60,11 @@ def _same(a, b) -> bool:
     return sa == sb and series
 
 
-def compare(jobs, system, label, reference=True):
+def compare(jobs, system, label, reference=True, policies=FAST):
     """Reference vs fast path, per policy with a kernel (one run each)."""
     engine = get_engine("packing")
     engine.run(jobs.head(10), FAST[0], {}, system, path="fast")  # compile or load the kernel first
-    for policy in FAST:
+    for policy in policies:
         runs, walls = {}, {}
         for path in ENGINE_PATHS if reference else ("fast",):
             started = time.perf_counter()
@@ -99,9 +100,16 @@ def main() -> None:
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--slots", type=int, default=200_000)
     parser.add_argument("--no-reference", action="store_true", help="fast path only (the reference takes minutes)")
+    parser.add_argument("--policies", default=None,
+                        help="comma-separated policies to time (default: all; those without a kernel are only timed)")
+    parser.add_argument("--no-compile-time", action="store_true", help="skip the compile/load timing subprocesses")
     args = parser.parse_args()
+    chosen = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
+    fast = FAST if chosen is None else tuple(p for p in chosen if p in FAST)
+    timed = POLICIES if chosen is None else tuple(p for p in chosen if p not in FAST)
 
-    compile_time()
+    if not args.no_compile_time:
+        compile_time()
 
     google = Path(args.data) / "google-clusterdata-2011"
     if google.exists():
@@ -111,16 +119,16 @@ def main() -> None:
                                     "traffic": beta}, "workload")
             jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params))
             system = {"servers": 1000, "capacity": 1.0, "epoch": 0.1, "sample_every": 0.0}
-            compare(jobs, system, label, reference=not args.no_reference)
-            bench(jobs, system, label)
+            compare(jobs, system, label, reference=not args.no_reference, policies=fast)
+            bench(jobs, system, label, timed)
     kind = workload_kind("packing")
     for lo, hi in ((0.01, 0.19), (0.1, 0.9)):
         params = kind.complete({"slots": args.slots, "uniform_lo": lo, "uniform_hi": hi, "intensity": 0.95,
                                 "intensity_servers": 5}, "workload")
         jobs = kind.build(np.random.default_rng(1), params, None)
         system = {"servers": 5, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0}
-        compare(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95", reference=not args.no_reference)
-        bench(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95")
+        compare(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95", reference=not args.no_reference, policies=fast)
+        bench(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95", timed)
 
 
 if __name__ == "__main__":

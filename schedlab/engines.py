@@ -228,8 +228,8 @@ def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
     every event), sample_every (0 = no time series).
 
-    ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S
-    and BF-J/S (by identity, never a subclass) run on their compiled kernel
+    ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S,
+    BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
     (``schedlab.sim.packing_fast``, the same numbers to the bit); everything
     else, and whatever the kernel declines, runs on the reference engine."""
     from schedlab.sim.packing import run_table

@@ -1,7 +1,7 @@
 """The packing engine's compiled fast path (schedlab.sim.packing_fast):
-bit-identity with the reference for FIFO-FF, BF-J, BF-S and BF-J/S on
-workloads full of ties, the engine tests' scenarios on both paths, the
-Engine-level switch, and what declines to the reference."""
+bit-identity with the reference for FIFO-FF, BF-J, BF-S, BF-J/S, VQS and
+VQS-BF on workloads full of ties, the engine tests' scenarios on both paths,
+the Engine-level switch, and what declines to the reference."""
 
 from __future__ import annotations
 
@@ -21,12 +21,15 @@ from hypothesis import strategies as st
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
+from schedlab.policies.packing.vqs import universal_partition
 from schedlab.sim import packing_fast
 from schedlab.sim.packing import CapacityExceeded, run_table, simulate_packing
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FAST = ("FIFO-FF", "BF-J", "BF-S", "BF-J/S")
 CLASSES = [PACKING_POLICIES[name] for name in FAST]
+VQS_FAST = ("VQS", "VQS-BF")
+VQS_CLASSES = [PACKING_POLICIES[name] for name in VQS_FAST]
 
 
 def _key(x):
@@ -62,15 +65,16 @@ def assert_same_result(a, b):
         assert a.groups.tobytes() == b.groups.tobytes() and a.jct.tobytes() == b.jct.tobytes()
 
 
-def both(cls, submit, duration, demand, capacity, **kw):
+def both(cls, submit, duration, demand, capacity, params=None, **kw):
     """Run the reference and the kernel; assert they agree to the bit (or
     that the kernel declined a run on which the reference raises)."""
-    fast = packing_fast.simulate(cls, submit, duration, demand, capacity, **kw)
+    fast = packing_fast.simulate(cls, submit, duration, demand, capacity, params=params, **kw)
+    factory = (lambda cluster: cls(cluster, **params)) if params else cls
     if fast is None:  # MISFIT: the reference must reject a placement there
         with pytest.raises(CapacityExceeded):
-            simulate_packing(submit, duration, demand, capacity, cls, **kw)
+            simulate_packing(submit, duration, demand, capacity, factory, **kw)
         return None
-    ref = simulate_packing(submit, duration, demand, capacity, cls, **kw)
+    ref = simulate_packing(submit, duration, demand, capacity, factory, **kw)
     assert_same_result(ref, fast)
     return ref
 
@@ -151,6 +155,138 @@ def test_kernel_is_used_and_exact_fits():
         assert r is not None and not np.isnan(r.start).any()
 
 
+# ---- VQS and VQS-BF: partition boundaries, equal submits, renewals -------------------------------------
+
+
+def _boundary_sizes(J, extremes=True):
+    """Sizes on the universal partition's boundaries for J (1/2, 2/3, 1/3,
+    2^-m, ...) and one ulp either side, at and below 2^-J, sizes that sum to
+    1 only up to rounding; with ``extremes`` also sizes a tolerance from 0 and
+    1 (1e-9, 1 - 1e-9, and 1 + 1e-9, the largest the policies accept), on
+    which the reference policies can overfill a server by a few ulps and the
+    engine raises CapacityExceeded (the kernel then declines)."""
+    out = []
+    for _, hi in universal_partition(J):
+        out += [hi, float(np.nextafter(hi, 0.0)), float(np.nextafter(hi, 2.0))]
+    lowest = 2.0**-J
+    out += [lowest, float(np.nextafter(lowest, 0.0)), lowest / 3, 0.0]
+    out += [0.5, 2 / 3, 1 / 3, 0.25, 0.125, 0.1, 0.2, 0.3, 0.1 + 0.2, 0.4, 0.6, 0.7, 1.0]
+    if extremes:
+        out += [1e-9, 1 - 1e-9, 1.0 + 1e-9]
+    return out
+
+
+#: Capacities VQS and VQS-BF accept (|c - 1| <= FIT_TOL): the engine's free
+#: capacity then differs from the policies' 1 in the last bits.
+VQS_CAPACITIES = [1.0, 1.0, 0.1 + 0.2 + 0.7, 1 / 3 + 2 / 3, 1 - 5e-10, 1 + 5e-10]
+
+
+@st.composite
+def vqs_workloads(draw, max_jobs=40, max_servers=6):
+    J = draw(st.sampled_from([None, None, 2, 3, 5]))
+    sizes = _boundary_sizes(J or 4)
+    n = draw(st.integers(1, max_jobs))
+    if draw(st.booleans()):  # slotted, few distinct submits: bursts, many servers renewing in one epoch
+        submit = sorted(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)))
+        duration = draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+        epoch = draw(st.sampled_from([1.0, 1.0, 2.0, 1, None]))
+    else:
+        grid = st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.1 + 0.2, 0.7, 1 / 3, 1.0, 1.1, 2.5])
+        submit = sorted(draw(st.lists(grid, min_size=n, max_size=n)))
+        duration = draw(st.lists(st.one_of(grid, st.floats(0, 3)), min_size=n, max_size=n))
+        epoch = draw(st.sampled_from([None, None, 0.1, 0.5, 1 / 3]))
+    demand = draw(st.lists(st.one_of(st.sampled_from(sizes), st.sampled_from(sizes), st.floats(0, 1)),
+                           min_size=n, max_size=n))
+    L = draw(st.integers(1, max_servers))
+    if draw(st.booleans()):
+        capacity = [1.0] * L
+    else:
+        capacity = draw(st.lists(st.sampled_from(VQS_CAPACITIES), min_size=L, max_size=L))
+    kw = {"epoch": epoch, "params": None if J is None else {"J": J}}
+    if draw(st.booleans()):
+        kw["sample_every"] = draw(st.sampled_from([1.0, 0.7, 0.1, 3.0, 2]))
+    if draw(st.integers(0, 3)) == 0:
+        kw["until"] = draw(st.sampled_from([0.0, 2.0, 3.5, 7, -1.0]))
+    if draw(st.integers(0, 3)) == 0:
+        kw["group"] = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    return submit, duration, demand, capacity, kw
+
+
+@settings(max_examples=150, deadline=None)
+@given(vqs_workloads())
+def test_vqs_bit_identical_on_ties(w):
+    submit, duration, demand, capacity, kw = w
+    for cls in VQS_CLASSES:
+        both(cls, submit, duration, demand, capacity, **kw)
+
+
+@settings(max_examples=15, deadline=None)
+@given(vqs_workloads(max_jobs=400, max_servers=80))
+def test_vqs_bit_identical_many_jobs_and_servers(w):
+    """Bitset trees of two levels (> 64 servers or jobs), wakes of many servers."""
+    submit, duration, demand, capacity, kw = w
+    for cls in VQS_CLASSES:
+        both(cls, submit, duration, demand, capacity, **kw)
+
+
+def test_vqs_many_empty_servers_renew_in_one_epoch():
+    # 70 empty servers and bursts of boundary sizes: every server renews in the
+    # first epoch, each with Q as the earlier ones left it; equal durations
+    # empty them all again at once, and they renew again in one epoch
+    rng = np.random.default_rng(7)
+    for J in (2, 4):
+        sizes = np.array(_boundary_sizes(J, extremes=False))
+        n = 600
+        submit = np.repeat([0.0, 0.0, 5.0, 10.0, 10.0, 20.0], n // 6)
+        duration = np.full(n, 5.0)
+        demand = rng.choice(sizes, n)
+        for cls in VQS_CLASSES:
+            for L in (1, 7, 70):
+                r = both(cls, submit, duration, demand, np.ones(L), params={"J": J}, sample_every=1.0)
+                assert r is not None and r.started > 0
+
+
+def test_vqs_hand_worked_scenarios_both_paths():
+    """test_packing_vqs's rules by hand, on the engine (all jobs at t = 0)."""
+    VQS, VQSBF = VQS_CLASSES
+    # two empty servers renew in turn: server 0 takes 3e3 (the three 0.3), server 1 then e1 + e3
+    r = both(VQS, [0] * 4, [5] * 4, [0.6, 0.3, 0.3, 0.3], [1.0, 1.0], params={"J": 2})
+    assert r.server.tolist() == [1, 0, 0, 0] and r.start.tolist() == [0] * 4
+    # head-of-line blocking: 0.2 does not fit the 0.1 left, the 0.05 behind it waits
+    r = both(VQS, [0] * 5, [5] * 5, [0.3, 0.3, 0.3, 0.2, 0.05], [1.0], params={"J": 2})
+    assert r.start.tolist() == [0, 0, 0, 5, 5]
+    # five jobs of 0.2 fill a unit server
+    r = both(VQS, [0] * 6, [3] * 6, [0.2] * 6, [1.0])
+    assert r.start.tolist() == [0] * 5 + [3]
+    # VQS-BF: no head-of-line blocking, largest first, ties to the earliest
+    r = both(VQSBF, [0] * 6, [5] * 6, [0.2, 0.3, 0.05, 0.3, 0.3, 0.3], [1.0], params={"J": 2})
+    assert r.start.tolist() == [5, 0, 0, 0, 0, 5]
+    # VQS-BF rule (ii) then BF-S: 2e2 takes 0.45 and 0.4, then 0.1
+    r = both(VQSBF, [0] * 4, [5] * 4, [0.45, 0.4, 0.35, 0.1], [1.0], params={"J": 3})
+    assert r.start.tolist() == [0, 0, 5, 0]
+
+
+def test_vqs_fig4_both_paths():
+    """sweeps/packing-fig4.toml's workload (both panels, its highest
+    intensity) at a small horizon, through the Engine on both paths."""
+    import tomllib
+
+    spec = tomllib.loads((Path(__file__).resolve().parents[1] / "sweeps" / "packing-fig4.toml").read_text())
+    from schedlab.workloads.registry import workload_kind
+
+    kind = workload_kind("packing")
+    engine = get_engine("packing")
+    system = dict(spec["system"], sample_every=100.0)
+    for lo, hi in ((spec["workload"]["uniform_lo"], spec["workload"]["uniform_hi"]), (0.1, 0.9)):
+        wl = {k: v for k, v in spec["workload"].items() if k != "kind"}
+        wl.update(slots=3000, intensity=max(spec["workload"]["intensity"]), uniform_lo=lo, uniform_hi=hi)
+        jobs = kind.build(np.random.default_rng(spec["seed"]), kind.complete(wl, "workload"), None)
+        for name in VQS_FAST:
+            runs = [engine.run(jobs, name, {}, system, path=p) for p in ENGINE_PATHS]
+            assert_same_run(*runs)
+            assert runs[0].summary["started"] > 0.9 * jobs.height
+
+
 # ---- the engine tests' scenarios, on both paths --------------------------------------------------------
 
 FIFOFF, BFJ, BFS, BFJS = CLASSES
@@ -210,6 +346,20 @@ def test_vii_a_examples_both_paths():
         both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [10.0], sample_every=100.0, until=100_000)
 
 
+def test_vii_a_examples_vqs_both_paths():
+    """§VII-A examples 1 and 2 (test_packing_vqs), shortened: VQS's queue
+    grows on example 1, the normalised sizes 0.2 and 0.5 of example 2."""
+    jobs = packing_workload(np.random.default_rng(1), slots=50_000, rate=0.014, sizes=[0.4, 0.6],
+                            service="geometric", mean_service=100)
+    for cls in VQS_CLASSES:
+        both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [1.0], sample_every=100.0, until=50_000)
+    jobs = packing_workload(np.random.default_rng(2), slots=50_000, rate=0.0306, sizes=[0.2, 0.5],
+                            probs=[2 / 3, 1 / 3], service="fixed", mean_service=100)
+    for cls in VQS_CLASSES:
+        r = both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [1.0], sample_every=100.0, until=50_000)
+        assert r.started > 0.9 * len(jobs)
+
+
 GOOGLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "google-clusterdata-2011"
 
 
@@ -223,7 +373,7 @@ def test_google_prefix_slice_both_paths():
     jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params)).head(5_000)
     engine = get_engine("packing")
     system = {"servers": 100, "capacity": 1.0, "epoch": 0.1, "sample_every": 600.0}
-    for name in FAST:
+    for name in FAST + VQS_FAST:
         assert_same_run(engine.run(jobs, name, {}, system, path="reference"),
                         engine.run(jobs, name, {}, system, path="fast"))
 
@@ -274,10 +424,30 @@ def test_engine_paths_agree():
                 assert ("jct_mean" in runs[0].summary) == group
 
 
+def test_engine_paths_agree_vqs():
+    engine = get_engine("packing")
+    for system in ({"servers": 3, "epoch": 1.0, "sample_every": 5.0}, {"servers": 4, "epoch": 0.0},
+                   {"servers": 70, "epoch": 0.5}):
+        for group in (False, True):
+            jobs = _table(group=group)
+            for name in VQS_FAST:
+                for params in ({}, {"J": 2}, {"J": 6}):
+                    runs = [engine.run(jobs, name, params, system, path=p) for p in ENGINE_PATHS]
+                    assert_same_run(*runs)
+                    assert ("jct_mean" in runs[0].summary) == group
+
+
 def test_run_table_path_and_until():
     jobs = _table(1)
     for cls in CLASSES:
         outs = [run_table(jobs, cls, path=p, servers=2, until=30) for p in ENGINE_PATHS]
+        (ja, sa, _), (jb, sb, _) = outs
+        for k in ja:
+            assert np.asarray(ja[k]).tobytes() == np.asarray(jb[k]).tobytes(), k
+        sa.pop("sim_seconds"), sb.pop("sim_seconds")
+        assert {k: _key(v) for k, v in sa.items()} == {k: _key(v) for k, v in sb.items()}
+    for cls in VQS_CLASSES:
+        outs = [run_table(jobs, cls, path=p, servers=5, until=30, J=3) for p in ENGINE_PATHS]
         (ja, sa, _), (jb, sb, _) = outs
         for k in ja:
             assert np.asarray(ja[k]).tobytes() == np.asarray(jb[k]).tobytes(), k
@@ -313,6 +483,64 @@ def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
         engine.run(two, "BF-S", {}, {"servers": 2}, path="fast")
 
 
+def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatch):
+    VQS, VQSBF = VQS_CLASSES
+    engine = get_engine("packing")
+    jobs = _table(4, n=80)
+    calls = []
+    real_run = packing_fast._run
+    monkeypatch.setattr(packing_fast, "_run", lambda *a: calls.append(a[0]) or real_run(*a))
+    for cls in VQS_CLASSES:
+        # the built-in with J (default or an int in 2..24) runs on the kernel
+        for params in ({}, {"J": 3}, {"J": 24}):
+            calls.clear()
+            fast = engine.run(jobs, cls, params, {"servers": 3}, path="fast")
+            assert calls == [packing_fast.kernel_for(cls)]
+            assert_same_run(fast, engine.run(jobs, cls, params, {"servers": 3}, path="reference"))
+
+        # a subclass runs on the reference: the same numbers through the same code
+        class Mine(cls):
+            name = "mine"
+
+        calls.clear()
+        assert packing_fast.kernel_for(Mine) is None
+        assert_same_run(engine.run(jobs, Mine, {}, {"servers": 3}, path="fast"),
+                        engine.run(jobs, cls, {}, {"servers": 3}, path="reference"))
+        # a J the kernel does not take but the reference does (J > 24): the reference
+        assert_same_run(engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="fast"),
+                        engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="reference"))
+        assert calls == []
+        # bad params: the reference's UserError, on both paths
+        for params in ({"J": 1}, {"J": 2.0}, {"J": True}, {"J": "4"}, {"J": np.int64(3)}, {"bogus": 1},
+                       {"J": 3, "bogus": 1}):
+            assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [1.0], params=params) is None
+            for path in ENGINE_PATHS:
+                with pytest.raises(UserError, match="J|bogus"):
+                    engine.run(jobs, cls, params, {"servers": 3}, path=path)
+        # refused clusters: capacity != 1 (beyond FIT_TOL), several resources, a size > 1 + FIT_TOL
+        for system, match in (({"servers": 2, "capacity": 2.0}, "capacity"),
+                              ({"servers": 2, "capacity": 1 + 2e-9}, "capacity"),
+                              ({"servers": 2, "capacity": 0.5}, "capacity")):
+            assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [system["capacity"]] * 2) is None
+            for path in ENGINE_PATHS:
+                with pytest.raises(UserError, match=match):
+                    engine.run(jobs, cls, {}, system, path=path)
+        two = pl.DataFrame({"job_id": [0], "submit": [0.0], "duration": [1.0], "cpu": [0.5], "mem": [0.2]})
+        for path in ENGINE_PATHS:
+            with pytest.raises(UserError, match="d = 2"):
+                engine.run(two, cls, {}, {"servers": 2}, path=path)
+        big = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "duration": [1.0, 1.0],
+                            "demand": [0.5, 1 + 2e-9]})
+        assert packing_fast.simulate(cls, [0.0, 1.0], [1.0, 1.0], [0.5, 1 + 2e-9], [1.0]) is None
+        for path in ENGINE_PATHS:
+            with pytest.raises(UserError, match="not in"):
+                engine.run(big, cls, {}, {"servers": 2}, path=path)
+        # ... unless the reference never sees that job (until): then it runs, on the reference
+        assert_same_run(engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="fast"),
+                        engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="reference"))
+        assert calls == []
+
+
 def test_declines_unusual_inputs():
     ok = ([0.0, 1.0], [1.0, 1.0], [0.5, 0.5], [1.0])
     assert packing_fast.simulate(BFJS, *ok) is not None
@@ -328,7 +556,9 @@ def test_declines_unusual_inputs():
         assert packing_fast.simulate(BFJS, *args) is None, args
     assert packing_fast.simulate(BFJS, *ok, epoch=-1.0) is None
     assert packing_fast.simulate(BFJS, *ok, group=[0]) is None  # the reference's ValueError
-    assert packing_fast.simulate(PACKING_POLICIES["VQS"], *ok) is None
+    assert packing_fast.simulate(PACKING_POLICIES["Tetris"], *ok) is None
+    for cls in VQS_CLASSES:
+        both(cls, *ok)
     with pytest.raises(UserError, match="non-decreasing"):
         get_engine("packing").run(pl.DataFrame({"job_id": [0, 1], "submit": [1.0, 0.0], "duration": [1.0, 1.0],
                                                 "demand": [0.5, 0.5]}), "BF-J", path="fast")
@@ -344,10 +574,16 @@ def test_reference_and_user_runs_do_not_import_numba():
         class Mine(PACKING_POLICIES["BF-J"]):
             pass
 
+        class MyVQS(PACKING_POLICIES["VQS"]):
+            pass
+
         jobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 0.0], "duration": [1.0, 2.0], "demand": [0.5, 0.7]})
         get_engine("packing").run(jobs, Mine, {}, {"servers": 2})
         get_engine("packing").run(jobs, "BF-J/S", {}, {"servers": 2}, path="reference")
-        get_engine("packing").run(jobs, "VQS", {}, {"servers": 2})
+        get_engine("packing").run(jobs, MyVQS, {}, {"servers": 2})
+        get_engine("packing").run(jobs, "VQS", {}, {"servers": 2}, path="reference")
+        get_engine("packing").run(jobs, "VQS-BF", {"J": 3}, {"servers": 2}, path="reference")
+        get_engine("packing").run(jobs, "Tetris", {}, {"servers": 2})
         print([m for m in ("numba", "schedlab.sim.packing_fast") if m in sys.modules])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

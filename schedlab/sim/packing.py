@@ -557,8 +557,9 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
     the summary has JCTs. ``path``: "fast" runs a built-in single-resource
-    policy class (FIFO-FF, BF-J, BF-S, BF-J/S, by identity: never a subclass)
-    on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
+    policy class (FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF
+    with the default or an int ``J`` up to FAST_VQS_MAX_J; by identity: never
+    a subclass) on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
     the bit) unless the kernel declines; "reference" (and every other policy)
     runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
     kernel is compiled or loaded first). Returns (per-job columns, summary,
@@ -590,12 +591,12 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None
-    fast = _fast_path(policy_cls) if path == "fast" and not params else None
+    fast = _fast_path(policy_cls, params) if path == "fast" else None
     if fast is not None:
         fast.warm()  # compile or load the kernel outside the timed run
         started = time.perf_counter()
         res = fast.simulate(policy_cls, submit, duration, demand, capacity, epoch=epoch, sample_every=sample_every,
-                            until=until, group=group, estimate=estimate)
+                            until=until, group=group, estimate=estimate, params=params)
     if res is None:  # the reference path (or the kernel declined)
         factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
         started = time.perf_counter()
@@ -623,13 +624,41 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     return per_job, summary, res.samples
 
 
-def _fast_path(policy_cls):
+#: The largest VQS / VQS-BF ``J`` the compiled path takes (its configuration
+#: weights k·Q, at most 3·2^(J-2) times the queue length, stay exact in int64).
+FAST_VQS_MAX_J = 24
+
+
+def fast_vqs_J(params) -> int | None:
+    """VQS / VQS-BF's ``J`` for the compiled path: the default, or a given
+    int 2 <= J <= FAST_VQS_MAX_J and no other parameter; None otherwise (the
+    reference then runs, or raises its UserError)."""
+    from schedlab.policies.packing.vqs import DEFAULT_J
+
+    params = params or {}
+    if set(params) - {"J"}:
+        return None
+    J = params.get("J", DEFAULT_J)
+    if isinstance(J, bool) or not isinstance(J, int) or not 2 <= J <= FAST_VQS_MAX_J:
+        return None
+    return int(J)
+
+
+def _fast_path(policy_cls, params=None):
     """``schedlab.sim.packing_fast`` if ``policy_cls`` *is* one of the built-in
-    classes it compiles (identity), else None. numba is imported only here."""
+    classes it compiles (identity) with parameters it takes (none; VQS and
+    VQS-BF: ``J``), else None. numba is imported only here."""
     from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
     from schedlab.policies.packing.fifo_ff import FIFOFF
+    from schedlab.policies.packing.vqs import VQS, VQSBF
 
-    if not any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
+    if any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
+        if params:
+            return None
+    elif policy_cls is VQS or policy_cls is VQSBF:
+        if fast_vqs_J(params) is None:
+            return None
+    else:
         return None
     from schedlab.sim import packing_fast
 
