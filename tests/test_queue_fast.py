@@ -440,23 +440,27 @@ def test_user_policies_do_not_import_numba(tmp_path):
 
 
 def test_numba_cache_dir(tmp_path, monkeypatch):
-    """NUMBA_CACHE_DIR: the user's if set, else $SCHEDLAB_CACHE_DIR/numba,
-    else ~/.cache/schedlab/numba; set before numba is imported."""
+    """NUMBA_CACHE_DIR: the user's if set, else $SCHEDLAB_CACHE_DIR/numba/<digest>,
+    else ~/.cache/schedlab/numba/<digest> (the digest of sim/jit.py, whose shared
+    helpers numba's per-file cache check would not see change); set before numba
+    is imported."""
+    from schedlab.sim.jit import SHARED_DIGEST
+
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
     assert queue_fast.cache_dir() == tmp_path / "mine"
     monkeypatch.delenv("NUMBA_CACHE_DIR")
     monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path / "sl"))
-    assert queue_fast.cache_dir() == tmp_path / "sl" / "numba"
+    assert queue_fast.cache_dir() == tmp_path / "sl" / "numba" / SHARED_DIGEST
     monkeypatch.delenv("SCHEDLAB_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert queue_fast.cache_dir() == tmp_path / "home" / ".cache" / "schedlab" / "numba"
+    assert queue_fast.cache_dir() == tmp_path / "home" / ".cache" / "schedlab" / "numba" / SHARED_DIGEST
 
     code = "import schedlab.sim.queue_fast, numba; print(numba.config.CACHE_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["SCHEDLAB_CACHE_DIR"] = str(tmp_path / "shared")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(tmp_path / "shared" / "numba")
+    assert out.stdout.strip() == str(tmp_path / "shared" / "numba" / SHARED_DIGEST)
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "users")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == str(tmp_path / "users")

@@ -77,63 +77,14 @@ import numpy as np
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import njit
+from schedlab.sim.jit import NONE, ZERO, hpop, hpush
 
 INF = math.inf
 
 #: Kernel status codes.
 OK, STALLED = 0, 1
 
-#: numpy scalars, not Python ints: a Python int constant is typed as a literal
-#: and a helper called with one would be compiled once more for it.
-ZERO = np.int64(0)
-NONE = np.int64(-1)
-
-
-# ---- completions: a binary heap of (end, job) -----------------------------------------
-
-
-@njit(**_HOT)
-def _hpush(hk, hi, hs, key, item):
-    """Push (key, item) onto the heap of size ``hs``; return the new size."""
-    i = hs
-    while i > 0:
-        parent = (i - 1) >> 1
-        pk = hk[parent]
-        pi = hi[parent]
-        if key < pk or (key == pk and item < pi):
-            hk[i] = pk
-            hi[i] = pi
-            i = parent
-        else:
-            break
-    hk[i] = key
-    hi[i] = item
-    return hs + 1
-
-
-@njit(**_HOT)
-def _hpop(hk, hi, hs):
-    """Remove the top (hk[0], hi[0]); return the new size."""
-    hs -= 1
-    lk = hk[hs]
-    li = hi[hs]
-    i = ZERO
-    while True:
-        c = 2 * i + 1
-        if c >= hs:
-            break
-        if c + 1 < hs and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hi[c + 1] < hi[c])):
-            c += 1
-        if hk[c] < lk or (hk[c] == lk and hi[c] < li):
-            hk[i] = hk[c]
-            hi[i] = hi[c]
-            i = c
-        else:
-            break
-    if hs > 0:
-        hk[i] = lk
-        hi[i] = li
-    return hs
+# Completions: a binary heap of (end, job), schedlab.sim.jit's hpush/hpop.
 
 
 # ---- EASY's running jobs: a sorted array of (requested end, job) ------------------------
@@ -204,7 +155,7 @@ def _fcfs(submit, runtime, requested, need, order, capacity):
         t = hk[0] if hs > 0 and hk[0] < t_arr else t_arr
         while hs > 0 and hk[0] <= t:
             free += need[hi[0]]
-            hs = _hpop(hk, hi, hs)
+            hs = hpop(hk, hi, hs)
         while i < n and submit[order[i]] <= t:
             i += 1
         passes += 1
@@ -218,7 +169,7 @@ def _fcfs(submit, runtime, requested, need, order, capacity):
             start[j] = t
             e = t + runtime[j]
             end[j] = e
-            hs = _hpush(hk, hi, hs, e, j)
+            hs = hpush(hk, hi, hs, e, j)
             started += 1
     return start, end, passes, OK if started == n else STALLED
 
@@ -248,7 +199,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
         t = hk[0] if hs > 0 and hk[0] < t_arr else t_arr
         while hs > 0 and hk[0] <= t:
             j = hi[0]
-            hs = _hpop(hk, hi, hs)
+            hs = hpop(hk, hi, hs)
             free += need[j]
             r = _sorted_remove(rk, ri, r, req_end[j], j)  # EASY.complete
         while i < n and submit[order[i]] <= t:
@@ -281,7 +232,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
                 start[head] = t
                 e = t + runtime[head]
                 end[head] = e
-                hs = _hpush(hk, hi, hs, e, head)
+                hs = hpush(hk, hi, hs, e, head)
                 started += 1
                 continue
             # Reservation for the head: shadow time and extra units.
@@ -330,7 +281,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
                             start[job] = t
                             e = t + runtime[job]
                             end[job] = e
-                            hs = _hpush(hk, hi, hs, e, job)
+                            hs = hpush(hk, hi, hs, e, job)
                             started += 1
                             if free == 0:
                                 break

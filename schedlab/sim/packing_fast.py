@@ -145,6 +145,7 @@ from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import njit
+from schedlab.sim.jit import NONE, ZERO, hpop, hpush
 from schedlab.sim.packing import EPOCH_TOL, FIT_TOL, arrival_epochs, finish_result
 
 INF = math.inf
@@ -159,10 +160,6 @@ OK, MISFIT = 0, 1
 _WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
 #: Skip-list levels (2^32 servers would be needed to use them all).
 MAXLV = 32
-#: numpy scalars, not Python ints: numba types a Python int constant as a
-#: literal, and a helper called with one would be compiled once more for it.
-NONE = np.int64(-1)
-ZERO = np.int64(0)
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 U63 = np.uint64(63)
@@ -479,49 +476,7 @@ def _largest_at_most(bits, off, sorted_size, x):
     return _bs_below(bits, off, _count_at_most(sorted_size, x))
 
 
-# ---- departures: a binary heap of (epoch, job) ----------------------------------------
-
-
-@njit(**_HOT)
-def _hpush(hk, hj, hs, key, job):
-    i = hs
-    while i > 0:
-        parent = (i - 1) >> 1
-        pk = hk[parent]
-        pj = hj[parent]
-        if key < pk or (key == pk and job < pj):
-            hk[i] = pk
-            hj[i] = pj
-            i = parent
-        else:
-            break
-    hk[i] = key
-    hj[i] = job
-    return hs + 1
-
-
-@njit(**_HOT)
-def _hpop(hk, hj, hs):
-    hs -= 1
-    lk = hk[hs]
-    lj = hj[hs]
-    i = ZERO
-    while True:
-        c = 2 * i + 1
-        if c >= hs:
-            break
-        if c + 1 < hs and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hj[c + 1] < hj[c])):
-            c += 1
-        if hk[c] < lk or (hk[c] == lk and hj[c] < lj):
-            hk[i] = hk[c]
-            hj[i] = hj[c]
-            i = c
-        else:
-            break
-    if hs > 0:
-        hk[i] = lk
-        hj[i] = lj
-    return hs
+# Departures: a binary heap of (epoch, job), schedlab.sim.jit's hpush/hpop.
 
 
 @njit(**_HOT)
@@ -1076,7 +1031,7 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
         # departures
         while hs > 0 and hk[0] <= now:
             j = hj[0]
-            hs = _hpop(hk, hj, hs)
+            hs = hpop(hk, hj, hs)
             s = server[j]
             r = size[j]
             efree[s] += r
@@ -1168,7 +1123,7 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
             qres -= r
             used += r
             end = now + dur[j]
-            hs = _hpush(hk, hj, hs, end if epoch <= 0.0 else _epoch_of(end, epoch), j)
+            hs = hpush(hk, hj, hs, end if epoch <= 0.0 else _epoch_of(end, epoch), j)
         if status != OK:
             break
         if queued == 0:

@@ -69,7 +69,7 @@ reference then gives its usual answer or error.
 
 Compiled code is cached on disk (``cache=True``, set up in
 ``schedlab.sim.jit``) in ``$NUMBA_CACHE_DIR`` if the user set it, else
-``$SCHEDLAB_CACHE_DIR/numba``, else ``~/.cache/schedlab/numba``: the first use on a machine compiles every kernel
+``$SCHEDLAB_CACHE_DIR/numba/<digest>``, else ``~/.cache/schedlab/numba/<digest>``: the first use on a machine compiles every kernel
 (a few seconds, see ``benchmarks/queue_engine.py``); later processes, Ray
 workers included, load them in well under a second. This module imports
 numba; only the queue engine's fast path imports this module.
@@ -85,6 +85,7 @@ from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import cache_dir, njit  # noqa: F401  (cache_dir: kept in this module's API)
+from schedlab.sim.jit import NONE, ZERO, hpop, hpush
 from schedlab.sim.queue import DONE_REL_TOL, TIE_BITS
 
 INF = math.inf
@@ -106,10 +107,6 @@ PSET, PSIZE, PROOT = 0, 1, 2  # t_ref set (the pool holds the server), members, 
 ROW0 = 0
 NOW = 0  # PF[ROW0, NOW]: the clock
 SERVED, SEQ, NPOOLS = 0, 1, 2  # PI[ROW0, .]: served pool (-1: idle), last entry seq, rows used
-#: numpy scalars, not Python ints: numba types a Python int constant as a
-#: literal, and a helper called with one would be compiled once more for it.
-NONE = np.int64(-1)
-ZERO = np.int64(0)
 
 
 @njit(**_HOT)
@@ -339,53 +336,9 @@ def _complete(JF, JI, PF, PI, job):
     JI[job, POOL] = NONE
 
 
-# ---- binary heaps of job ids ordered by (key, id) -------------------------------------
-# A heap is two parallel arrays, keys ``hk`` and ids ``hi`` (a slot's key
-# beside its id: one cache line per level, not a lookup per comparison).
-
-
-@njit(**_HOT)
-def _hpush(hk, hi, hs, key, item):
-    """Push (key, item) onto the heap of size ``hs``; return the new size."""
-    i = hs
-    while i > 0:
-        parent = (i - 1) >> 1
-        pk = hk[parent]
-        pi = hi[parent]
-        if key < pk or (key == pk and item < pi):
-            hk[i] = pk
-            hi[i] = pi
-            i = parent
-        else:
-            break
-    hk[i] = key
-    hi[i] = item
-    return hs + 1
-
-
-@njit(**_HOT)
-def _hpop(hk, hi, hs):
-    """Remove the top (hk[0], hi[0]); return the new size."""
-    hs -= 1
-    lk = hk[hs]
-    li = hi[hs]
-    i = ZERO
-    while True:
-        c = 2 * i + 1
-        if c >= hs:
-            break
-        if c + 1 < hs and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hi[c + 1] < hi[c])):
-            c += 1
-        if hk[c] < lk or (hk[c] == lk and hi[c] < li):
-            hk[i] = hk[c]
-            hi[i] = hi[c]
-            i = c
-        else:
-            break
-    if hs > 0:
-        hk[i] = lk
-        hi[i] = li
-    return hs
+# Binary heaps of job ids ordered by (key, id): two parallel arrays, keys ``hk``
+# and ids ``hi`` (a slot's key beside its id: one cache line per level, not a
+# lookup per comparison), schedlab.sim.jit's hpush/hpop.
 
 
 # ---- LeastAttained (policies/queue/las.py) --------------------------------------------
@@ -870,7 +823,7 @@ def _srpt_set_head(JF, JI, PF, PI, RF, RI, job, key):
 def _srpt_next_head(JF, JI, PF, PI, wk, wheap, wkey, RF, RI):
     if RI[WSIZE] > 0:
         job = wheap[0]
-        RI[WSIZE] = _hpop(wk, wheap, RI[WSIZE])
+        RI[WSIZE] = hpop(wk, wheap, RI[WSIZE])
         _srpt_set_head(JF, JI, PF, PI, RF, RI, job, wkey[job])
     else:
         RI[HEAD] = NONE
@@ -886,11 +839,11 @@ def _srpt_admit(JF, JI, PF, PI, wk, wheap, wkey, RF, RI, job, estimate):
     if tie_key(estimate) < tie_key(remaining):
         head = RI[HEAD]
         wkey[head] = remaining
-        RI[WSIZE] = _hpush(wk, wheap, RI[WSIZE], tie_key(remaining), head)
+        RI[WSIZE] = hpush(wk, wheap, RI[WSIZE], tie_key(remaining), head)
         _srpt_set_head(JF, JI, PF, PI, RF, RI, job, estimate)
         return True
     wkey[job] = estimate
-    RI[WSIZE] = _hpush(wk, wheap, RI[WSIZE], tie_key(estimate), job)
+    RI[WSIZE] = hpush(wk, wheap, RI[WSIZE], tie_key(estimate), job)
     return False
 
 
@@ -1028,7 +981,7 @@ def _vl_arrive(Ok, O, vg, vw, VF, VI, t, job, size, weight):
     g_i = VF[VG] + size / weight
     vg[job] = g_i
     vw[job] = weight
-    VI[OSIZE] = _hpush(Ok, O, VI[OSIZE], tie_key(g_i), job)
+    VI[OSIZE] = hpush(Ok, O, VI[OSIZE], tie_key(g_i), job)
     VF[VWV] += weight
     VI[VCOUNT] += 1
 
@@ -1056,10 +1009,10 @@ def _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, t):
     from_o = _vl_next_from_o(Ok, O, Ek, E, VI)
     if from_o:
         job = O[0]
-        VI[OSIZE] = _hpop(Ok, O, VI[OSIZE])
+        VI[OSIZE] = hpop(Ok, O, VI[OSIZE])
     else:
         job = E[0]
-        VI[ESIZE] = _hpop(Ek, E, VI[ESIZE])
+        VI[ESIZE] = hpop(Ek, E, VI[ESIZE])
     VF[VT] = t
     if vg[job] > VF[VG]:  # the lag reached g_i exactly
         VF[VG] = vg[job]
@@ -1140,8 +1093,8 @@ def _fsp(submit, size, seen, weight, mode, cap):
             else:
                 head = O[0]  # virtual.real_completion_of_head: O's head moves to E
                 key = Ok[0]
-                VI[OSIZE] = _hpop(Ok, O, VI[OSIZE])
-                VI[ESIZE] = _hpush(Ek, E, VI[ESIZE], key, head)
+                VI[OSIZE] = hpop(Ok, O, VI[OSIZE])
+                VI[ESIZE] = hpush(Ek, E, VI[ESIZE], key, head)
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > PF[ROW0, NOW]:
                 PF[ROW0, NOW] = t_policy
