@@ -88,6 +88,19 @@ SIZES = [0.1, 0.2, 0.3, 0.1 + 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1 / 3, 2 /
 CAPACITIES = [1.0, 1.0, 1.0, 0.5, 0.7, 0.1 + 0.2 + 0.7, 1 / 3 + 2 / 3, 2.0]
 
 
+def engine_options(draw, n):
+    """The engine's optional inputs, each drawn or left out: a sampled
+    series, a horizon cut (`until`) and task groups (JCT)."""
+    kw = {}
+    if draw(st.booleans()):
+        kw["sample_every"] = draw(st.sampled_from([1.0, 0.7, 0.1, 3.0, 2]))
+    if draw(st.integers(0, 3)) == 0:
+        kw["until"] = draw(st.sampled_from([0.0, 2.0, 3.5, 7, -1.0]))
+    if draw(st.integers(0, 3)) == 0:
+        kw["group"] = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    return kw
+
+
 @st.composite
 def workloads(draw, max_jobs=40, max_servers=4):
     n = draw(st.integers(1, max_jobs))
@@ -107,14 +120,7 @@ def workloads(draw, max_jobs=40, max_servers=4):
         capacity = [1.0] * L  # equal free capacities: ties between servers
     else:
         capacity = draw(st.lists(st.sampled_from(CAPACITIES), min_size=L, max_size=L))
-    kw = {"epoch": epoch}
-    if draw(st.booleans()):
-        kw["sample_every"] = draw(st.sampled_from([1.0, 0.7, 0.1, 3.0, 2]))
-    if draw(st.integers(0, 3)) == 0:
-        kw["until"] = draw(st.sampled_from([0.0, 2.0, 3.5, 7, -1.0]))
-    if draw(st.integers(0, 3)) == 0:
-        kw["group"] = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
-    return submit, duration, demand, capacity, kw
+    return submit, duration, demand, capacity, {"epoch": epoch, **engine_options(draw, n)}
 
 
 @settings(max_examples=120, deadline=None)
@@ -202,14 +208,8 @@ def vqs_workloads(draw, max_jobs=40, max_servers=6):
         capacity = [1.0] * L
     else:
         capacity = draw(st.lists(st.sampled_from(VQS_CAPACITIES), min_size=L, max_size=L))
-    kw = {"epoch": epoch, "params": None if J is None else {"J": J}}
-    if draw(st.booleans()):
-        kw["sample_every"] = draw(st.sampled_from([1.0, 0.7, 0.1, 3.0, 2]))
-    if draw(st.integers(0, 3)) == 0:
-        kw["until"] = draw(st.sampled_from([0.0, 2.0, 3.5, 7, -1.0]))
-    if draw(st.integers(0, 3)) == 0:
-        kw["group"] = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
-    return submit, duration, demand, capacity, kw
+    return submit, duration, demand, capacity, {"epoch": epoch, "params": None if J is None else {"J": J},
+                                                 **engine_options(draw, n)}
 
 
 @settings(max_examples=150, deadline=None)
