@@ -132,6 +132,7 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "on_bad_line": ("-", "\"error\" or \"skip\""),
         "window_length": ("s", "window length (0: the whole trace)"),
         "window": ("-", "window index"),
+        "window_origin": ("-", "windows from \"first\" submission or the \"header\" time origin (SWF UnixStartTime)"),
         "traffic": ("factor", "arrival times multiplied by this"),
         "load": ("fraction of one server", "work rescaled to this offered load (0: as is)"),
         "sigma": ("-", "log-normal estimate error"),
@@ -144,6 +145,7 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "njobs": ("jobs", "jobs per instance"),
         "nodes": ("processors", "machine the model draws jobs for (widths 1..nodes)"),
         "load": ("fraction of the machine", "arrivals rescaled to this offered load on nodes (0: the model's own)"),
+        "same_trace": ("-", "every load rescales the same drawn trace (the DFRS paper's scaled set)"),
     },
     "packing": {
         "slots": ("slots", "horizon in time slots"),
@@ -160,6 +162,7 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
 }
 #: The DFRS annotation (``schedlab.workloads.annotate``), on the trace and lublin kinds.
 ANNOTATION = {
+    "annotation": ("-", "\"schedlab\" (the fields below), \"dfrs-hpc2n\" or \"dfrs-synthetic\" (RR-7659 §5.3)"),
     "cores_per_node": ("cores", "processors packed per node into tasks (0: a task per processor)"),
     "cpu_need": ("fraction of a core", "every task's CPU need (0: no column)"),
     "memory": ("fraction of a node", "a number, \"uniform\" or \"trace\" (0: no column)"),
@@ -175,6 +178,8 @@ def _dtype(kind, name: str) -> str:
     if name in kind.integers:
         return "Int64"
     default = kind.defaults.get(name)
+    if isinstance(default, bool):
+        return "Boolean"
     if isinstance(default, str):
         return "String (Float64 where a number is given)" if name == "memory" else "String"
     if isinstance(default, list):

@@ -175,3 +175,120 @@ def test_annotation_fields_left_out_of_points_at_their_defaults():
     inst = plain.instances([0])[0]
     jobs = kind.instance(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))), inst.point.params, None)
     assert "cpu_need" not in jobs.columns and jobs.height == 20
+
+
+# -- the paper's annotation rules (RR-7659 §5.3.1 and §5.3.2) -------------------------------
+
+GB2 = 2 * 1024 * 1024  # KB: the HPC2N node memory of §5.3.1
+
+
+def test_dfrs_hpc2n_hand_worked():
+    """§5.3.1 on hand-made SWF jobs: m = max(req, used) / 2 GB per processor, at least 10 %
+    (-1 = unknown); p even and m < 50 %: p / 2 tasks, CPU 100 %, memory 2 m; else p tasks,
+    CPU 50 %, memory m."""
+    jobs = pl.DataFrame({
+        "job_id": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+        "procs": [4, 3, 2, 2, 6, 8, 1, 2, 5],
+        # 1: used 25 % > requested 12.5 %     -> even, 25 % < 50 %: 2 tasks, 100 %, 50 %
+        # 2: odd, 25 %                          -> 3 tasks, 50 %, 25 %
+        # 3: exactly 50 % (requested) > used    -> not "less than 50%": 2 tasks, 50 %, 50 %
+        # 4: 75 % requested, used unknown       -> 2 tasks, 50 %, 75 %
+        # 5: neither known (-1, -1)             -> floor 10 %, even: 3 tasks, 100 %, 20 %
+        # 6: 1 % used, requested unknown        -> floor 10 %: 4 tasks, 100 %, 20 %
+        # 7: serial, 40 %                       -> 1 task, 50 %, 40 %
+        # 8: requested 49.9 % (just below half) -> 1 task, 100 %, 99.8 %
+        # 9: odd, neither known                 -> 5 tasks, 50 %, 10 %
+        "used_mem": [GB2 / 4, GB2 / 4, GB2 / 4, -1.0, -1.0, GB2 / 100, -1.0, -1.0, -1.0],
+        "req_mem": [GB2 / 8, -1.0, GB2 / 2, 0.75 * GB2, -1.0, -1.0, 0.4 * GB2, 0.499 * GB2, -1.0],
+    })
+    p = params(annotation="dfrs-hpc2n")
+    annotate.check(p)
+    assert annotate.wanted(p)
+    out = annotate.annotate(jobs, np.random.default_rng(0), p)
+    assert out["procs"].to_list() == [2, 3, 2, 2, 3, 4, 1, 1, 5]
+    assert out["procs_trace"].to_list() == [4, 3, 2, 2, 6, 8, 1, 2, 5]
+    assert out["cpu_need"].to_list() == [1.0, 0.5, 0.5, 0.5, 1.0, 1.0, 0.5, 1.0, 0.5]
+    assert np.allclose(out["memory"].to_numpy(), [0.5, 0.25, 0.5, 0.75, 0.2, 0.2, 0.4, 0.998, 0.1], rtol=0, atol=1e-12)
+    assert out["memory"][2] == 0.5 and out["memory"][0] == 0.5  # exact: powers of two
+    # deterministic: no random draw
+    assert out.equals(annotate.annotate(jobs, np.random.default_rng(99), p))
+
+
+def test_dfrs_hpc2n_rejects_what_it_cannot_annotate():
+    p = params(annotation="dfrs-hpc2n")
+    with pytest.raises(UserError, match="^annotation: .*more than the 2 GB node"):
+        annotate.annotate(pl.DataFrame({"job_id": [7], "procs": [1], "used_mem": [GB2 + 1.0], "req_mem": [-1.0]}),
+                          np.random.default_rng(0), p)
+    with pytest.raises(UserError, match="^annotation: .*memory fields"):
+        annotate.annotate(pl.DataFrame({"job_id": [7], "procs": [1]}), np.random.default_rng(0), p)
+
+
+def test_dfrs_synthetic_hand_worked_and_distribution():
+    """§5.3.2: p tasks; CPU 25 % for a one-task job, else 100 %; memory 10 % for a job with
+    probability 0.55, else x / 10, x uniform on {2..10}; from a child stream of the rng."""
+    jobs = pl.DataFrame({"job_id": [0, 1, 2], "procs": [1, 2, 128]})
+    p = params(annotation="dfrs-synthetic")
+    annotate.check(p)
+    out = annotate.annotate(jobs, np.random.default_rng(4), p)
+    assert out["procs"].to_list() == [1, 2, 128] and "procs_trace" not in out.columns
+    assert out["cpu_need"].to_list() == [0.25, 1.0, 1.0]
+    # the rule, replayed on the same child stream
+    child = np.random.default_rng(4).spawn(1)[0]
+    small, x = child.random(3) < 0.55, child.integers(2, 11, 3)
+    assert out["memory"].to_list() == [0.1 if s else k / 10 for s, k in zip(small, x)]
+    big = pl.DataFrame({"job_id": np.arange(200_000), "procs": np.ones(200_000, np.int64)})
+    m = annotate.annotate(big, np.random.default_rng(5), p)["memory"].to_numpy()
+    values, counts = np.unique(m, return_counts=True)
+    assert values.tolist() == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]  # exact tenths
+    share = counts / m.size
+    assert abs(share[0] - 0.55) < 0.005  # P(10 %) = 0.55 (binomial sd 0.0011)
+    assert np.all(np.abs(share[1:] - 0.45 / 9) < 0.003)  # each of 20 % .. 100 %: 0.05 (sd 0.0005)
+
+
+def test_lublin_dfrs_synthetic_leaves_the_jobs_alone():
+    plain = lublin(6, nodes=128)
+    a = lublin(6, nodes=128, annotation="dfrs-synthetic")
+    assert a.equals(lublin(6, nodes=128, annotation="dfrs-synthetic"))
+    assert a.drop("cpu_need", "memory").equals(plain)
+    one = a["procs"].to_numpy() == 1
+    assert one.any() and (~one).any()
+    assert (a["cpu_need"].to_numpy()[one] == 0.25).all() and (a["cpu_need"].to_numpy()[~one] == 1.0).all()
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"annotation": "paper"}, "annotation"),
+    ({"annotation": "dfrs-hpc2n", "cores_per_node": 2}, "cores_per_node"),
+    ({"annotation": "dfrs-hpc2n", "memory": "trace"}, "memory"),
+    ({"annotation": "dfrs-synthetic", "memory_lo": 0.1}, "memory_lo"),
+    ({"annotation": "dfrs-synthetic", "cpu_need": 0.25}, "cpu_need"),
+])
+def test_paper_annotations_take_no_rule_fields(bad, field):
+    with pytest.raises(UserError, match=f"^{field}:"):
+        annotate.check(params(**bad))
+
+
+def test_lublin_rejects_the_hpc2n_rule():
+    kind = workload_kind("lublin")
+    with pytest.raises(UserError, match="^annotation:"):
+        kind.check(kind.complete({"njobs": 10, "nodes": 8, "annotation": "dfrs-hpc2n"}, "workload"))
+
+
+@pytest.mark.skipif(not HPC2N.exists(), reason="shared/data HPC2N log not present")
+def test_dfrs_hpc2n_on_the_log():
+    """The paper's counts: 2,142 of 202,876 jobs have no memory value (the cleaned log here
+    has 202,871 jobs, 2,137 of them without); every task fits a node and the 120-node
+    cluster; a header-origin week carries the annotation."""
+    from schedlab.workloads.traces.registry import read_trace
+
+    jobs = read_trace("swf", str(HPC2N)).jobs
+    out = annotate.dfrs_hpc2n(jobs)
+    unknown = (jobs["used_mem"].to_numpy() <= 0) & (jobs["req_mem"].to_numpy() <= 0)
+    assert jobs.height == 202_871 and int(unknown.sum()) == 2_137
+    mem = out["memory"].to_numpy()
+    halved = out["procs"].to_numpy() < out["procs_trace"].to_numpy()
+    assert (mem[unknown & ~halved] == 0.1).all() and (mem[unknown & halved] == 0.2).all()
+    assert mem.min() == 0.1 and mem.max() <= 1.0 and out["procs"].max() <= 120
+    assert set(out["cpu_need"].unique().to_list()) == {0.5, 1.0}
+    assert (out["cpu_need"].to_numpy()[halved] == 1.0).all() and (out["procs_trace"].to_numpy()[halved] % 2 == 0).all()
+    week = hpc2n_week(3, annotation="dfrs-hpc2n", window_origin="header")
+    assert {"procs_trace", "cpu_need", "memory"} <= set(week.columns) and week["submit"].max() < 604800.0

@@ -33,7 +33,7 @@ NAMES = sorted(STRETCH_PER_POLICIES)
 # -- names ------------------------------------------------------------------------
 
 def test_names_and_parameters():
-    bases = [f"{m}*/stretch-per/OPT={o}" for m in ("Greedy", "GreedyP", "GreedyPM", "MCB8") for o in ("MAX", "AVG")]
+    bases = [f"{m}/stretch-per/OPT={o}" for m in ("", "Greedy*", "GreedyP*", "GreedyPM*", "MCB8*") for o in ("MAX", "AVG")]
     expected = set(bases) | {f"{b}/{kind}={x}" for b in bases for kind in ("MINVT", "MINFT") for x in (300, 600)}
     assert set(NAMES) == expected
     assert set(NAMES) <= set(DFRS_POLICIES)  # in the engine registry, so specs and the CLI can name them

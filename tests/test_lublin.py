@@ -419,3 +419,69 @@ def test_impossible_runtime_cap_is_a_user_error():
     p = LublinParams(job_types=False, max_log_runtime=1e-6)
     with pytest.raises(UserError, match="max_log_runtime"):
         lublin_workload(np.random.default_rng(0), njobs=10, params=p)
+
+
+# ---------------------------------------------------------------- the DFRS paper's scaled set
+
+
+def _scaled_plan(same_trace: bool, seed: int = 5):
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import parse_spec
+
+    extra = {"same_trace": True} if same_trace else {}
+    return build_plan(parse_spec({
+        "name": "s", "engine": "dfrs", "seed": seed, "policies": ["GreedyPM*/OPT=MIN"],
+        "system": {"nodes": 16, "penalty": 300.0},
+        "workload": {"kind": "lublin", "njobs": 60, "nodes": 16, "load": [0.3, 0.9],
+                     "annotation": "dfrs-synthetic", **extra},
+        "replications": {"n": 2}}, "s.toml"))
+
+
+def _instances(plan):
+    from schedlab.platform.tasks import _build
+
+    out = {}
+    for inst in plan.instances(range(2)):
+        rng = np.random.default_rng(np.random.SeedSequence(list(inst.seed_words)))
+        out[(inst.point.params["load"], inst.replication)] = _build("dfrs", inst.point, rng, None)
+    return out
+
+
+def test_same_trace_scales_one_draw_per_trace_to_every_load():
+    """RR-7659 §5.3.2: the inter-arrival times of each generated trace multiplied by a constant
+    per load, "obtaining 9 new traces with identical job mixes": with same_trace, replication r
+    of every load is the same trace (jobs and annotation) apart from submit times, and its
+    inter-arrival times differ by one constant factor (the ratio of the loads' inverse);
+    different replications are different traces. Without same_trace (the earlier behaviour)
+    each load draws its own trace."""
+    from schedlab.workloads.transforms import rigid_offered_load
+
+    plan = _scaled_plan(True)
+    ids = {(p.params["load"], p.point_id, p.seed_id) for p in plan.points}
+    assert len({pid for _, pid, _ in ids}) == 2 and len({sid for _, _, sid in ids}) == 1  # two points, one draw
+    got = _instances(plan)
+    for r in range(2):
+        a, b = got[(0.3, r)], got[(0.9, r)]
+        assert a.drop("submit").equals(b.drop("submit"))  # same jobs, tasks, CPU needs and memory
+        ga, gb = np.diff(a["submit"].to_numpy()), np.diff(b["submit"].to_numpy())
+        np.testing.assert_allclose(ga, gb * 3.0, rtol=1e-12)  # load 0.9 / load 0.3: gaps x 3
+        assert a["submit"][0] == b["submit"][0]  # scaled from the first submission
+        assert rigid_offered_load(a, 16) == pytest.approx(0.3) and rigid_offered_load(b, 16) == pytest.approx(0.9)
+    assert not got[(0.3, 0)].drop("submit").equals(got[(0.3, 1)].drop("submit"))  # two different traces
+    # the default: each load its own draw; and same_trace changes the points' identity
+    plain = _scaled_plan(False)
+    assert len({p.seed_id for p in plain.points}) == 2 and all(p.draw_id is None for p in plain.points)
+    other = _instances(plain)
+    assert not other[(0.3, 0)].drop("submit").equals(other[(0.9, 0)].drop("submit"))
+    assert not {p.point_id for p in plain.points} & {p.point_id for p in plan.points}
+    assert "same_trace" not in plain.points[0].params  # a late field: left out at its default
+    inst = plan.instances([0])[0]
+    assert inst.seed_label == f"5/{inst.point.seed_id}/0" and inst.point.seed_id != inst.point.point_id
+
+
+def test_same_trace_must_be_a_bool():
+    from schedlab.workloads.registry import workload_kind
+
+    kind = workload_kind("lublin")
+    with pytest.raises(UserError, match="^same_trace:"):
+        kind.check(kind.complete({"njobs": 10, "nodes": 8, "same_trace": 1}, "workload"))

@@ -330,12 +330,15 @@ def test_run_table_arguments_are_the_declared_fields():
 
 #: Config ids of the example sweeps (sha256 of the sorted ids, 16 hex digits),
 #: computed before [system] values were checked: checking must not change them.
+#: The four DFRS sweeps and batch twins (batch-hpc2n-nodes, batch-lublin-loads,
+#: dfrs-hpc2n-weeks, dfrs-lublin-loads) were re-pinned when they took the DFRS
+#: paper's annotation (RR-7659 §5.3), as in tests/sweep_ids.json.
 SWEEP_IDS = {
-    "batch-hpc2n-nodes.toml": "48bd3e441f17f463",
+    "batch-hpc2n-nodes.toml": "2b76a4400f68ba36",
     "batch-hpc2n-weeks.toml": "2605c5b4171457af",
-    "batch-lublin-loads.toml": "2f55fbeaa5cacce0",
-    "dfrs-hpc2n-weeks.toml": "c14fe3d32c2b6d9d",
-    "dfrs-lublin-loads.toml": "c936a7523502a236",
+    "batch-lublin-loads.toml": "02cadc16d641927c",
+    "dfrs-hpc2n-weeks.toml": "897946c0274f501c",
+    "dfrs-lublin-loads.toml": "0a485a3edcd8b1c3",
     "fb2010-sigma.toml": "000164433a63dd9b",
     "google-packing.toml": "84afe23dab84ed87",
     "packing-fig4.toml": "031f49c2eb131db4",

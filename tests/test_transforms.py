@@ -72,3 +72,19 @@ def test_rigid_load_scaling():
     scaled = tf.scale_rigid_load(jobs, 0.55, 4)
     assert scaled["submit"].to_list() == [10.0, 35.0, 60.0]
     assert tf.rigid_offered_load(scaled, 4) == pytest.approx(0.55)
+
+
+def test_windows_from_a_given_origin():
+    """Origin 0 (an SWF log's UnixStartTime): window k = floor(submit / 100); jobs at 100,
+    110, 150 -> k 1; 220 -> 2; 300 -> 3; window 0 is empty and not among the indices."""
+    assert tf.window_count(JOBS, 100.0, 0.0) == 4
+    assert tf.window_indices(JOBS, 100.0, 0.0) == [1, 2, 3]
+    assert tf.window_indices(JOBS, 100.0) == [0, 1, 2]  # from the first submission
+    assert tf.window(JOBS, 100.0, 0, 0.0).is_empty()
+    assert tf.window(JOBS, 100.0, 1, 0.0)["submit"].to_list() == [0.0, 10.0, 50.0]
+    assert tf.window(JOBS, 100.0, 3, 0.0)["job_id"].to_list() == [5]
+    # origin 50: k = floor((submit - 50) / 100): 100, 110 -> 0; 150, 220 -> 1; 300 -> 2
+    assert tf.window_indices(JOBS, 100.0, 50.0) == [0, 1, 2]
+    assert tf.window(JOBS, 100.0, 1, 50.0)["submit"].to_list() == [0.0, 70.0]
+    with pytest.raises(UserError, match="^window_origin:"):
+        tf.window(JOBS, 100.0, 0, 150.0)  # a job before the origin

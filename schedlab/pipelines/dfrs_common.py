@@ -1,18 +1,25 @@
 """The DFRS paper's experimental setting (dfrs-vs-batch-scheduling §5), shared by
 its pipelines (dfrs-fig1, dfrs-table, dfrs-period).
 
-Three trace sets, each annotated by schedlab's stated rule
-(``schedlab/workloads/annotate.py``; the paper's is in its unavailable web
-supplement):
+Three trace sets, each annotated by the paper's own rule (the long version,
+INRIA RR-7659 §5.3; ``schedlab/workloads/annotate.py``, workload field
+``annotation``):
 
 * ``hpc2n`` -- the HPC2N log (120 dual-core nodes) cut into week-long windows
-  (the paper's 182 weeks; our cut from the first submission gives 181),
-  processors packed two per node (``cores_per_node = 2``), memory from the
-  log's per-processor memory.
+  from the header's UnixStartTime (``window_origin = "header"``: week k =
+  floor(submit / 604,800 s), the paper's 182 weeks; a cut from the first
+  submission gives 181), annotated by ``"dfrs-hpc2n"`` (§5.3.1: per-processor
+  memory max(requested, used) / 2 GB, at least 10 %; an even job below 50 %
+  runs p / 2 tasks of CPU 100 % with the memory doubled, any other p tasks of
+  CPU 50 %).
 * ``unscaled`` -- Lublin-Feitelson traces of ``njobs`` jobs (the paper: 100
-  traces of 1000 jobs) drawn for 512 processors and packed four per node onto
-  128 quad-core nodes, memory per task uniform in [0.05, 0.5] of a node.
-* ``scaled`` -- the same model scaled to offered loads 0.1 .. 0.9.
+  traces of 1000 jobs) drawn for the 128-node cluster, annotated by
+  ``"dfrs-synthetic"`` (§5.3.2: a job of p nodes is p tasks, CPU 25 % for a
+  one-task job else 100 %, memory 10 % for 55 % of the jobs, else 10 x %, x
+  uniform on {2..10}).
+* ``scaled`` -- the same model with ``same_trace``: replication r is one
+  trace whose inter-arrival times are multiplied by one constant per offered
+  load 0.1 .. 0.9 (§5.3.2, "9 new traces with identical job mixes").
 
 Each set is two sweeps on the same instances: DFRS algorithms (engine
 ``dfrs``, 5-minute penalty) and batch scheduling (engine ``batch``, a whole
@@ -22,10 +29,10 @@ instance, so several policies cost one bound), so every row has its
 ``degradation`` = max stretch / bound and its normalised ``underutilization``.
 The two sweeps share seed and workload, hence identical instances.
 
-Differences from the paper, by necessity: the annotation rule (above); a
-``scaled`` instance at load x is drawn with its own seed (the paper scales the
-same 100 traces to each load), so loads are compared across independent
-traces; ``quick`` uses fewer and shorter traces.
+Differences from the paper: ``quick`` and ``smoke`` use fewer and shorter
+traces (``smoke`` also a 16-node synthetic cluster); the unscaled and scaled
+sets are drawn with different seeds (the paper's scaled traces are its 100
+unscaled ones, rescaled).
 """
 
 from __future__ import annotations
@@ -44,17 +51,17 @@ TITLES = {"hpc2n": "HPC2N weeks (real-world)", "unscaled": "unscaled synthetic",
 LOADS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 BATCH = ["FCFS", "EASY"]
 BEST = "GreedyPM*/per/OPT=MIN/MINVT=600"  # §5.1: "the best DFRS algorithm regardless of the load level"
-MEMORY = {"memory": "uniform", "memory_lo": 0.05, "memory_hi": 0.5}
 
-#: Trace counts and sizes per scale. HPC2N windows: "all" weeks at paper scale
-#: (about 1,100 jobs each); four spread-out two-day windows at quick scale (a
-#: few hundred jobs each, like the quick Lublin traces); one day at smoke scale.
+#: Trace counts and sizes per scale. HPC2N windows (from UnixStartTime): "all"
+#: 182 weeks at paper scale (about 1,100 jobs each); four spread-out two-day
+#: windows at quick scale (118 to 492 jobs, like the quick Lublin traces); one
+#: day (141 jobs) at smoke scale.
 #: Smoke scale also shrinks the synthetic cluster (16 nodes) so that 60 jobs contend.
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"njobs": 60, "loads": [0.3, 0.9], "n": 1, "window_length": DAY, "windows": [400],
               "synthetic_nodes": 16},
     "quick": {"njobs": 300, "loads": [0.1, 0.3, 0.5, 0.7, 0.9], "n": 3, "window_length": 2 * DAY,
-              "windows": [100, 250, 400, 550]},
+              "windows": [100, 250, 403, 550]},
     "paper": {"njobs": 1000, "loads": LOADS, "n": 100, "window_length": WEEK, "windows": "all"},
 }
 
@@ -68,10 +75,12 @@ def workload(trace_set: str, scale: str) -> dict[str, Any]:
     s = SCALES[scale]
     if trace_set == "hpc2n":
         return {"kind": "trace", "reader": "swf", "path": HPC2N, "window_length": s["window_length"],
-                "window": s["windows"], "cores_per_node": 2, "memory": "trace"}
-    load = list(s["loads"]) if trace_set == "scaled" else 0.0
-    return {"kind": "lublin", "njobs": s["njobs"], "nodes": 4 * nodes(trace_set, scale), "load": load,
-            "cores_per_node": 4, **MEMORY}
+                "window": s["windows"], "window_origin": "header", "annotation": "dfrs-hpc2n"}
+    if trace_set == "scaled":
+        return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": list(s["loads"]),
+                "same_trace": True, "annotation": "dfrs-synthetic"}
+    return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": 0.0,
+            "annotation": "dfrs-synthetic"}
 
 
 def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any], batch_policies: list[str],

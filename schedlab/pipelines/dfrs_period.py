@@ -156,7 +156,7 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
                 "decrease steadily\"; \"For the two sets of synthetic traces, as the period becomes larger than "
                 "900s ..., our algorithms achieve better average normalized underutilization than EASY. For the "
                 "real-world trace, our algorithms achieve higher values than EASY regardless of the period\" "
-                "(plateau around 11.8 %). Traces here are annotated by schedlab's stated rule (dfrs_common)."),
+                "(plateau around 11.8 %). Traces here are annotated by the paper's rules (RR-7659 §5.3, dfrs_common)."),
             measured="Average normalized underutilization:\n\n" + markdown(tabs, "underutilization"),
             checks=checks_fig2(tabs)),
         FigureReport(

@@ -141,8 +141,9 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
             "than MINFT, and slightly better with the larger 600s bound\"; \"The relative performance of all "
             "algorithms remains consistent across all three sets of traces, with a few exceptions\"; \"our best "
             "algorithms are on average at most a factor 7 away from this loose bound\"; EASY and FCFS are "
-            "outperformed by several orders of magnitude. The paper's full table is in its web supplement "
-            "(Appendix A, not available); traces here are annotated by schedlab's stated rule (dfrs_common)."),
+            "outperformed by several orders of magnitude. The paper's full table is Table 2 and Appendix A of "
+            "the long version (RR-7659); traces here are annotated by the paper's rules (RR-7659 §5.3, "
+            "dfrs_common)."),
         measured="Degradation from bound, average (standard deviation) / maximum over the set's instances:\n\n"
                  + markdown(table),
         checks=checks(table))]

@@ -6,9 +6,13 @@ as a float, defaults filled in), so it is stable across runs, machines and the
 order of keys in the spec. The row key of a result is (config id, replication).
 
 A *workload point* is one grid point of the workload; replication r of it is
-one workload *instance*, drawn from ``SeedSequence([sweep seed, point id, r])``
+one workload *instance*, drawn from ``SeedSequence([sweep seed, draw id, r])``
 and shared by every policy (common random numbers). Results therefore do not
-depend on how instances are spread over tasks, cores or machines.
+depend on how instances are spread over tasks, cores or machines. The draw id
+is the point id, except for a kind that names parameters which do not change
+the draw (``WorkloadKind.draw_excludes``, e.g. the ``load`` of a Lublin trace
+with ``same_trace``): then it is the id of the point without them, so points
+differing only there share their instances' random draws.
 """
 
 from __future__ import annotations
@@ -76,6 +80,12 @@ class WorkloadPoint:
     #: Warm-up deletion the task applies to every run of this point's instances
     #: ([outputs] warmup; not part of the point's identity: the instance is the same).
     warmup: str | None = None
+    #: Keys the instance seeds when not the point id (``WorkloadKind.draw_excludes``).
+    draw_id: str | None = None
+
+    @property
+    def seed_id(self) -> str:
+        return self.draw_id or self.point_id
 
     def work(self) -> int:
         """Job-runs one instance costs: jobs x configurations (a packing hint)."""
@@ -90,7 +100,7 @@ class Instance:
 
     @property
     def seed_label(self) -> str:
-        return "/".join(str(w) for w in (self.seed_words[0], self.point.point_id, self.replication))
+        return "/".join(str(w) for w in (self.seed_words[0], self.point.seed_id, self.replication))
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,7 @@ class Plan:
     def instances(self, replications: Iterable[int], points: Iterable[WorkloadPoint] | None = None) -> list[Instance]:
         reps = list(replications)
         return [
-            Instance(p, r, (self.seed, int(p.point_id, 16), r))
+            Instance(p, r, (self.seed, int(p.seed_id, 16), r))
             for p in (self.points if points is None else points)
             for r in reps
         ]
@@ -414,6 +424,11 @@ def build_plan(spec, source: str = "spec") -> Plan:
         if pcode is not None:
             workload_identity["code"] = pcode.identity
         point_id = digest(workload_identity)
+        excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
+        draw_id = None
+        if excluded:
+            draw_id = digest({**workload_identity, "params": {k: v for k, v in ident.items() if k not in excluded},
+                              "draw_excludes": sorted(excluded)})
         point_configs = []
         for system in systems or ():
             for name, pparams, code in policies:
@@ -429,7 +444,7 @@ def build_plan(spec, source: str = "spec") -> Plan:
                 configs[cid] = config
                 point_configs.append(config)
         points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode,
-                                    getattr(spec.outputs, "warmup", None)))
+                                    getattr(spec.outputs, "warmup", None), draw_id))
     if points and systems is not None:
         from schedlab.sim.system import check_jobs_fit
 

@@ -36,6 +36,12 @@ class WorkloadKind:
     #: Parameters declared integer: their result columns are Int64 (the
     #: others' numbers are Float64) -- schedlab.platform.tasks, docs/columns.md.
     integers: tuple[str, ...] = field(default=())
+    #: (point params) -> the parameters that do not change the random draw of
+    #: an instance (e.g. a Lublin trace's ``load`` with ``same_trace``): the
+    #: instance seed is then keyed by the point without them, so the points that
+    #: differ only there draw the same trace (``Plan.instances``). None / ():
+    #: the whole point keys the seed.
+    draw_excludes: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
@@ -117,8 +123,19 @@ def _trace() -> WorkloadKind:
 
 def _lublin() -> WorkloadKind:
     """The Lublin-Feitelson model; ``load`` > 0 rescales arrival times so the
-    trace offers that load to ``nodes`` processors (the DFRS paper's scaled
-    synthetic traces; 0 keeps the model's own arrivals)."""
+    trace offers that load to ``nodes`` processors (0 keeps the model's own
+    arrivals): the inter-arrival times from the first submission are
+    multiplied by one constant, run times and sizes unchanged.
+
+    ``same_trace = true`` makes the DFRS paper's *scaled* set (RR-7659
+    §5.3.2: "we multiplied the job inter-arrival times in each generated trace
+    by 9 computed constants, obtaining 9 new traces with identical job mixes
+    but offered load [...] levels of 0.1 to 0.9"): the instance seed leaves
+    ``load`` out (``draw_excludes``), so replication r of every load draws
+    the same trace (jobs and annotation) and scales it to its load; with
+    ``same_trace = false`` (the default, as before) every load point draws
+    its own trace. Annotation: ``annotation`` (workloads/annotate.py); the
+    paper's synthetic rule is ``"dfrs-synthetic"`` with ``nodes = 128``."""
     from schedlab.workloads import annotate, lublin
 
     def check(params: dict[str, Any]) -> None:
@@ -131,9 +148,14 @@ def _lublin() -> WorkloadKind:
         if load and isinstance(params["njobs"], int) and params["njobs"] < 2:
             raise UserError(f"load: scaling to load {load!r} needs at least 2 jobs (the span of their arrivals); "
                             f"njobs is {params['njobs']}")
+        if not isinstance(params["same_trace"], bool):
+            raise UserError(f"same_trace: must be true or false; got {params['same_trace']!r}")
         annotate.check(params)
         if params["memory"] == "trace":
             raise UserError('memory: "trace" needs a trace with memory fields; use a fraction or "uniform"')
+        if params["annotation"] == "dfrs-hpc2n":
+            raise UserError('annotation: "dfrs-hpc2n" needs the SWF memory fields of a trace; '
+                            'the Lublin model\'s rule is "dfrs-synthetic"')
 
     def build(rng, params: dict[str, Any], shared: Any):
         from schedlab.workloads.transforms import scale_rigid_load
@@ -145,10 +167,11 @@ def _lublin() -> WorkloadKind:
     return WorkloadKind(
         name="lublin",
         summary="the Lublin-Feitelson (2003) rigid parallel job model (runtime, procs, daily-cycle arrivals)",
-        defaults={"njobs": 10_000, "nodes": 256, "load": 0.0, **annotate.DEFAULTS},
+        defaults={"njobs": 10_000, "nodes": 256, "load": 0.0, **annotate.DEFAULTS, "same_trace": False},
         check=check,
         build=build,
-        late=tuple(annotate.DEFAULTS),
+        late=(*annotate.DEFAULTS, "same_trace"),
+        draw_excludes=lambda params: ("load",) if params.get("same_trace") else (),
         integers=("njobs", "nodes", "cores_per_node"),
     )
 

@@ -8,6 +8,8 @@ Parameters (a list value is a grid axis, as everywhere)::
     reader_size = "weighted"   # reader_* options go to the reader without the prefix
     window_length = 604800     # seconds; 0 = the whole trace
     window = "all"             # with window_length: every window (one shard each) or an index
+    window_origin = "first"    # windows counted from the first submission; "header": from
+                               #   the trace's time 0 (SWF: the header's UnixStartTime)
     traffic = 1.0              # multiply arrival times by this (Psychas & Ghaderi)
     load = 0.9                 # rescale work so the offered load is this (PSBS §6.8); 0 = as is
     sigma = 0.5                # estimate = size x LogNormal(0, sigma^2), drawn per replication
@@ -15,8 +17,21 @@ Parameters (a list value is a grid axis, as everywhere)::
     group_column = "google_job_id"  # packing engine: this trace column becomes `group`
                                     # (tasks -> multi-task jobs); "" = every row is a job
     max_procs = 120            # drop jobs wider than this (after windowing; 0 = keep all)
-    cores_per_node = 2         # DFRS annotation (workloads/annotate.py): tasks, CPU
-    memory = "trace"           #   need and memory per task; 0 = none (engine defaults)
+    annotation = "dfrs-hpc2n"  # DFRS annotation (workloads/annotate.py): the paper's
+                               #   HPC2N rule (RR-7659 §5.3.1), or "schedlab" (default) with
+    cores_per_node = 2         #   these fields: tasks, CPU need and memory per task;
+    memory = "trace"           #   0 = none (engine defaults)
+
+Windows (``window_length`` > 0): window k holds the jobs submitted in
+[t0 + k L, t0 + (k + 1) L), shifted to start at 0. With ``window_origin =
+"first"`` (the default) t0 is the first submission and ``window = "all"``
+gives every k from 0 to the last submission's, empty windows included (a
+run of an empty one fails). With ``window_origin = "header"`` (SWF only) t0
+is 0, the log's own time origin: SWF submit times count from the header's
+``UnixStartTime``, so week k = floor(submit / 604,800 s) -- the DFRS paper's
+cut, which gives the HPC2N log 182 non-empty weeks (from the first
+submission, 181) -- and ``window = "all"`` gives the non-empty windows only
+(their indices k, which need not be consecutive).
 
 The parsed trace is loaded once on the driver (and cached as Parquet by the
 reader) and shared with every task through Ray's object store; a task cuts
@@ -58,6 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "on_bad_line": "error",
     "window_length": 0.0,
     "window": 0,
+    "window_origin": "first",
     "traffic": 1.0,
     "load": 0.0,
     "sigma": 0.0,
@@ -68,7 +84,10 @@ DEFAULTS: dict[str, Any] = {
 }
 #: Added after trace sweeps were written: left out of a workload point at
 #: their default (``WorkloadKind.late``), so earlier configuration ids hold.
-LATE = ("group_column", "max_procs", *annotate.DEFAULTS)
+LATE = ("group_column", "max_procs", *annotate.DEFAULTS, "window_origin")
+WINDOW_ORIGINS = ("first", "header")
+#: Readers whose submit times count from a time origin in the file's header.
+HEADER_ORIGIN_READERS = ("swf",)
 
 
 def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +117,14 @@ def check(params: dict[str, Any]) -> None:
     if isinstance(mp, bool) or not isinstance(mp, int) or mp < 0:
         raise UserError(f"max_procs: must be an integer >= 0 (0: keep every job); got {mp!r}")
     annotate.check(params)
+    o = params["window_origin"]
+    if o not in WINDOW_ORIGINS:
+        raise UserError(f"window_origin: must be one of {', '.join(WINDOW_ORIGINS)}; got {o!r}")
+    if o == "header" and params["reader"] not in HEADER_ORIGIN_READERS:
+        raise UserError(f"window_origin: \"header\" needs a reader whose times count from a header origin "
+                        f"({', '.join(HEADER_ORIGIN_READERS)}); got reader {params['reader']!r}")
+    if o == "header" and params["arrival_load"]:
+        raise UserError('window_origin: "header" keeps the log\'s own submit times; not with arrival_load')
     w = params["window"]
     if not (w == "all" or (isinstance(w, int) and not isinstance(w, bool) and w >= 0)):
         raise UserError(f"window: must be \"all\" or a window index >= 0; got {w!r}")
@@ -127,7 +154,7 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
     """``window = "all"`` -> one point per window of the trace; a set
     ``group_column`` is checked against the trace's columns (driver side,
     before anything runs)."""
-    from schedlab.workloads.transforms import window_count
+    from schedlab.workloads.transforms import window_count, window_indices
 
     jobs = None
     if params["group_column"]:
@@ -141,6 +168,8 @@ def expand(params: dict[str, Any]) -> list[dict[str, Any]]:
         jobs = load_shared(params)
     if "submit" not in jobs.columns:
         raise UserError('window: "all" needs a trace with arrival times')
+    if params["window_origin"] == "header":
+        return [{**params, "window": k} for k in window_indices(jobs, params["window_length"], 0.0)]
     return [{**params, "window": k} for k in range(window_count(jobs, params["window_length"]))]
 
 
@@ -163,7 +192,8 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     if params["arrival_load"]:
         jobs = tf.attach_arrivals(jobs, rng, params["arrival_load"])
     if params["window_length"]:
-        jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"])
+        origin = 0.0 if params["window_origin"] == "header" else None
+        jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"], origin)
     else:
         jobs = tf.shift_to_zero(jobs)
     if params["max_procs"]:
@@ -180,7 +210,7 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     if jobs.is_empty():
         raise UserError(f"window {params['window']}: no jobs in this window")
     if annotate.wanted(params):
-        kb = annotate.trace_memory_kb(shared)
+        kb = annotate.trace_memory_kb(shared)  # "schedlab" rule, memory = "trace": the whole trace's largest
         jobs = annotate.annotate(jobs, rng, params, float(np.nanmax(kb)) if np.isfinite(kb).any() else None)
     return jobs.with_columns(pl.col("job_id").cast(pl.Int64), pl.col("submit").cast(pl.Float64),
                              pl.col("size").cast(pl.Float64), pl.col("weight").cast(pl.Float64))

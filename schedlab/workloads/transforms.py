@@ -14,8 +14,10 @@ randomness is involved) and never modify their input.
   over P x span), as the DFRS paper's "scaled synthetic traces" (§5).
 * `scale_traffic` -- multiply arrival times by beta (Psychas & Ghaderi's
   traffic scaling: beta < 1 compresses time and raises the load).
-* `windows` / `window` -- cut a trace into consecutive windows of a fixed length
-  (e.g. the DFRS paper's 182 week-long HPC2N traces; hourly or daily windows),
+* `window_count` / `window_indices` / `window` -- cut a trace into consecutive
+  windows of a fixed length from an origin (the first submission, or a given
+  time such as 0 = an SWF log's UnixStartTime: the DFRS paper's 182 week-long
+  HPC2N traces are the weeks floor(submit / 604,800 s) from UnixStartTime),
   each shifted to start at 0.
 * `add_estimates` -- estimate = size x LogNormal(0, sigma^2), the PSBS paper's
   error model (§5.3), for trace replays with estimation errors (Figs. 14-15).
@@ -88,23 +90,44 @@ def scale_traffic(jobs: pl.DataFrame, beta: float) -> pl.DataFrame:
     return jobs.with_columns(pl.col("submit") * float(beta))
 
 
-def window_count(jobs: pl.DataFrame, length: float) -> int:
-    """Number of windows of ``length`` seconds from the first submission on."""
+def window_count(jobs: pl.DataFrame, length: float, origin: float | None = None) -> int:
+    """Number of windows of ``length`` seconds from ``origin`` (None: the
+    first submission) to the last submission, empty ones included."""
     if jobs.is_empty():
         return 0
-    span = jobs["submit"].max() - jobs["submit"].min()
+    t0 = _origin(jobs, origin)
+    span = jobs["submit"].max() - t0
     return int(span // length) + 1
 
 
-def window(jobs: pl.DataFrame, length: float, index: int) -> pl.DataFrame:
-    """Jobs submitted in [t0 + index*length, t0 + (index+1)*length), t0 = the
-    first submission; the window is shifted to start at 0 (its own origin)."""
+def window_indices(jobs: pl.DataFrame, length: float, origin: float | None = None) -> list[int]:
+    """The indices k of the non-empty windows, k = floor((submit - origin) /
+    length), ascending (origin None: the first submission)."""
+    if jobs.is_empty():
+        return []
+    t0 = _origin(jobs, origin)
+    return sorted({int(k) for k in np.floor((jobs["submit"].to_numpy() - t0) / length)})
+
+
+def _origin(jobs: pl.DataFrame, origin: float | None) -> float:
+    first = float(jobs["submit"].min())
+    if origin is None:
+        return first
+    if first < origin:
+        raise UserError(f"window_origin: a job is submitted at {first:g} s, before the origin {origin:g} s")
+    return float(origin)
+
+
+def window(jobs: pl.DataFrame, length: float, index: int, origin: float | None = None) -> pl.DataFrame:
+    """Jobs submitted in [t0 + index*length, t0 + (index+1)*length), t0 =
+    ``origin`` (None: the first submission); the window is shifted to start
+    at 0 (its own origin)."""
     if not (isinstance(length, (int, float)) and length > 0):
         raise UserError(f"window_length: must be a number of seconds > 0; got {length!r}")
-    count = window_count(jobs, length)
+    count = window_count(jobs, length, origin)
     if not (isinstance(index, int) and 0 <= index < count):
         raise UserError(f"window: must be an integer in 0..{count - 1} for this trace; got {index!r}")
-    t0 = jobs["submit"].min()
+    t0 = _origin(jobs, origin)
     lo, hi = t0 + index * length, t0 + (index + 1) * length
     part = jobs.filter((pl.col("submit") >= lo) & (pl.col("submit") < hi))
     return part.with_columns(pl.col("submit") - lo)

@@ -12,9 +12,18 @@ and the /per forms without '*' (Greedy/per, GreedyP/per, GreedyPM/per,
 MCB8/per and /per alone), completing the paper's 13 basic algorithms.
 ``mcb8`` holds the MCB8 vector-packing heuristic (a pure function).
 
-And (``stretch``, §4.7) the /stretch-per variants, e.g.
+And (``stretch``, §4.7) the /stretch-per algorithms: the paper's bare
+/stretch-per (RR-7659 Table 1's 14th row, nothing on submission or
+completion), e.g. /stretch-per/OPT=MAX/MINVT=600 (Table 2's last row), and
+schedlab's combinations with a submission policy, e.g.
 GreedyPM*/stretch-per/OPT=MAX/MINVT=600: MCB8-stretch periodically, OPT=MAX
 / OPT=AVG on the expected stretch (``STRETCH_PER_POLICIES``).
+
+So every algorithm the long version (RR-7659) names exists: Table 1's 14
+combinations, each with OPT=MIN and OPT=AVG (/stretch-per: OPT=MAX and
+OPT=AVG), the last 11 also with MINVT / MINFT = 300 / 600 -- its
+3 x 2 + 11 x 2 x 5 = 116 algorithms, Table 2's 18 DFRS rows among them
+(tests/test_dfrs_names.py).
 """
 
 from __future__ import annotations

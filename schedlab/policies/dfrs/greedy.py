@@ -377,15 +377,17 @@ def _without_star(base: type, name: str, on_arrival: bool = True) -> type:
              "__doc__": f"{base.__doc__} Without '*': nothing happens on a completion."}
     if not on_arrival:
         attrs["on_arrival"] = lambda self, st, j: None
-        attrs["summary"] = "DFRS: jobs placed only by the periodic MCB8 remap"
-        attrs["__doc__"] = "/per: no scheduling on submission or completion, only the periodic MCB8 remap."
+        attrs["summary"] = "DFRS: nothing on submission or completion, jobs placed only by the periodic remap"
+        attrs["__doc__"] = "No scheduling on submission or completion, only the periodic remap (/per: MCB8)."
     return type(name or "PerOnly", (base,), attrs)
 
 
 # The 13 basic algorithms of §4.5 include the /per forms without '*':
 # Greedy/per, GreedyP/per, GreedyPM/per, MCB8/per and /per alone; each OPT=MIN/AVG, with MINVT / MINFT limits.
 _NO_STAR_PER = [_with_per(_without_star(b, b.name.rstrip("*"))) for b in (GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)]
-_NO_STAR_PER.append(_with_per(_without_star(GreedyStar, "", on_arrival=False)))
+#: The base of the algorithms that act only periodically (name ""): /per here, /stretch-per in ``stretch``.
+PER_ONLY = _without_star(GreedyStar, "", on_arrival=False)
+_NO_STAR_PER.append(_with_per(PER_ONLY))
 _NO_STAR_BASES = [c for base in _NO_STAR_PER for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
 NO_STAR_PER_POLICIES: dict[str, type] = {c.name: c for c in _NO_STAR_BASES}
 NO_STAR_PER_POLICIES.update({c.name: c for base in _NO_STAR_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
@@ -397,4 +399,4 @@ MCB8_POLICIES: dict[str, type] = {c.name: c for c in _MCB8_BASES}
 MCB8_POLICIES.update({c.name: c for base in _MCB8_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
                       for c in (_with_limit(base, kind, b),)})
 
-__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "NO_STAR_PER_POLICIES", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]
+__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "NO_STAR_PER_POLICIES", "PER_ONLY", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]

@@ -93,13 +93,15 @@ task on one gets y = 1 (which minimises its expected stretch).
   optimum), or an infeasible result -- is counted in ``lp_failures``). So OPT=AVG's average <= OPT=MAX's and its max <=
   OPT=MAX's max by construction.
 
-Policies (``STRETCH_PER_POLICIES``): ``Greedy*/stretch-per/OPT=MAX``,
+Policies (``STRETCH_PER_POLICIES``): the paper's ``/stretch-per`` (RR-7659
+Table 1, 14th row: nothing on submission, nothing on completion, MCB8-stretch
+periodically; Table 2's last row is ``/stretch-per/OPT=MAX/MINVT=600``), and
+schedlab's combinations with a submission policy: ``Greedy*/stretch-per``,
 ``GreedyP*/...``, ``GreedyPM*/...``, ``MCB8*/...`` (MCB8 on submission and
-completion as ``MCB8*``, MCB8-stretch periodically), each with OPT=MAX and
+completion as ``MCB8*``, MCB8-stretch periodically); each with OPT=MAX and
 OPT=AVG, and each of these with /MINVT=300, /MINVT=600, /MINFT=300,
 /MINFT=600. Parameters ``period`` (default 600 s), ``minvt`` / ``minft``.
-The table is not (yet) merged into ``DFRS_POLICIES`` (see the package
-docstring).
+All are in ``DFRS_POLICIES``.
 
 Behaviour to know: the per-job CPU requirements change from one period to the
 next, so MCB8's sort order, hence its packing, changes much more than with
@@ -117,6 +119,7 @@ import numpy as np
 
 from schedlab.policies.dfrs.greedy import (
     MIN_BOUNDS,
+    PER_ONLY,
     GreedyPMStar,
     GreedyPStar,
     GreedyStar,
@@ -443,7 +446,8 @@ def _stretch_per(base: type, opt: str) -> type:
                    f"OPT={opt} on expected stretch."})
 
 
-_STRETCH_BASES = [_stretch_per(b, o) for b in (GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star) for o in ("MAX", "AVG")]
+_STRETCH_BASES = [_stretch_per(b, o) for b in (PER_ONLY, GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)
+                  for o in ("MAX", "AVG")]
 STRETCH_PER_POLICIES: dict[str, type] = {c.name: c for c in _STRETCH_BASES}
 STRETCH_PER_POLICIES.update({c.name: c for base in _STRETCH_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
                              for c in (_with_limit(base, kind, b),)})
