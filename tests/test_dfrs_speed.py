@@ -119,7 +119,8 @@ _mjob = st.tuples(st.integers(1, 5), st.floats(0.0, 1.0), st.sampled_from([0.0, 
 @given(jobs=st.lists(_mjob, max_size=14), nodes=st.integers(1, 6), precision=st.sampled_from([0.01, 0.1, 0.3, 1.0]),
        data=st.data())
 def test_mcb8_identical_to_reference(jobs, nodes, precision, data):
-    rows = [(10 - i if i % 3 else i, t, c, m, p) for i, (t, c, m, p) in enumerate(jobs)]
+    # ids unique, not in priority order (7 i mod 17 is a permutation for i < 17)
+    rows = [((7 * i) % 17, t, c, m, p) for i, (t, c, m, p) in enumerate(jobs)]
     pinned = {}
     free = [1.0] * nodes
     for jid, t, _c, m, _p in rows:  # pin some jobs where their memory fits (greedily, first fit)
