@@ -225,3 +225,45 @@ def mcb8_kernel(tasks, need, mem, is_pin, pin_ptr, pin_nodes, nodes, steps):
                 best[:] = where
         return nrows, lo, best, 0
     return 0, 0, empty, 0
+
+
+@njit(**JIT)
+def relabel_weights(pos, nfree, mem, new_ptr, new_bins, old_ptr, old_nodes):
+    """``greedy._relabel``'s matrix: W[pos[b], pos[k]] += mem[r] * min(tasks of
+    job r in bin b, tasks of job r on node k) over the running jobs r in the
+    mapping's order (bins / nodes with pos < 0 left out). Each cell receives at
+    most one term per job, in job order -- the reference's sums exactly."""
+    nodes = pos.shape[0]
+    W = np.zeros((nfree, nfree))
+    cn = np.zeros(nodes, dtype=np.int64)
+    co = np.zeros(nodes, dtype=np.int64)
+    ub = np.empty(nodes, dtype=np.int64)
+    uk = np.empty(nodes, dtype=np.int64)
+    for r in range(mem.shape[0]):
+        nb = 0
+        for q in range(new_ptr[r], new_ptr[r + 1]):
+            b = new_bins[q]
+            if pos[b] >= 0:
+                if cn[b] == 0:
+                    ub[nb] = b
+                    nb += 1
+                cn[b] += 1
+        nk = 0
+        for q in range(old_ptr[r], old_ptr[r + 1]):
+            k = old_nodes[q]
+            if pos[k] >= 0:
+                if co[k] == 0:
+                    uk[nk] = k
+                    nk += 1
+                co[k] += 1
+        m = mem[r]
+        for x in range(nb):
+            b = ub[x]
+            for z in range(nk):
+                k = uk[z]
+                W[pos[b], pos[k]] += m * min(cn[b], co[k])
+        for x in range(nb):
+            cn[ub[x]] = 0
+        for z in range(nk):
+            co[uk[z]] = 0
+    return W
