@@ -28,8 +28,12 @@ multi-capacity bin packing, two dimensions; RR-7659 §3.1):
    out, or as soon as a node is closed empty (no remaining task fits an empty
    node, so none will fit a later one).
 
-Cost: O(T log T) for the sorts plus one list scan per placement and per
-closed node, O(T · (T + N)) worst case for T tasks on N nodes, O(T) memory.
+Cost (the reference's list scans): O(T log T) for the sorts plus one list
+scan per placement and per closed node, O(T · (T + N)) worst case for T tasks
+on N nodes, O(T) memory. Implementation: compiled (numba,
+``schedlab.policies.dfrs.mcb8_fast``), the first fitting task found by a
+binary search and a min-tree instead of the scan -- the same task, so the same
+packing -- in O((T + N) log T) per pack.
 
 ``mcb8`` -- the yield search and the job dropping:
 
