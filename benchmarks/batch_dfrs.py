@@ -16,11 +16,10 @@ binary-searches a packing every period). The DFRS wall times include the
 first call's load of the compiled MCB8 kernels (numba, cached on disk).
 
 DFRS on this trace before / after the speed-up (branch dfrsspeed; the
-schedules are bit-identical, tests/test_dfrs_speed.py), 2 shared cores:
-GreedyPM*/per/OPT=MIN/MINVT=600 53.6 s -> 6.2 s, MCB8*/per/OPT=MIN/MINVT=600
-100.1 s -> 8.5 s, GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 46 s
-(measured under a load average of ~4.5; the issue's figures, on a quieter
-machine, were 20.6 s, ~100 s and > 10 min).
+schedules are bit-identical, tests/test_dfrs_speed.py), 2 shared cores, load
+average ~2: GreedyPM*/per/OPT=MIN/MINVT=600 20.6 s (issue; 53.6 s measured
+here under load ~4.5) -> 3.9 s, MCB8*/per/OPT=MIN/MINVT=600 ~100 s -> 4.4 s,
+GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 13.0 s.
 Best of ``--repeat`` runs for the batch policies (one run for DFRS).
 """
 
