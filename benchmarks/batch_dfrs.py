@@ -10,9 +10,16 @@
   default, and the LP reference, with the ratio of their times).
 
 Usage: python benchmarks/batch_dfrs.py [--repeat 3] [--skip-slow]
-(--skip-slow leaves out MCB8*/per and /stretch-per, minutes each on this
-trace: MCB8 packs from scratch at every submission and completion, and
-MCB8-stretch binary-searches a packing every period).
+(--skip-slow leaves out MCB8*/per and /stretch-per, the slowest: MCB8 packs
+from scratch at every submission and completion, and MCB8-stretch
+binary-searches a packing every period). The DFRS wall times include the
+first call's load of the compiled MCB8 kernels (numba, cached on disk).
+
+DFRS on this trace before / after the speed-up (branch dfrsspeed; the
+schedules are bit-identical, tests/test_dfrs_speed.py), 2 shared cores, load
+average ~2: GreedyPM*/per/OPT=MIN/MINVT=600 20.6 s (issue; 53.6 s measured
+here under load ~4.5) -> 3.9 s, MCB8*/per/OPT=MIN/MINVT=600 ~100 s -> 4.4 s,
+GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 13.0 s.
 Best of ``--repeat`` runs for the batch policies (one run for DFRS).
 """
 

@@ -102,7 +102,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,7 +257,12 @@ class DfrsState:
         for j, nodes in moves.items():
             nodes = np.asarray(nodes, dtype=np.int64)
             self._acquire(j, nodes)
-            moved = self.tasks[j] - sum((Counter(old[j].tolist()) & Counter(nodes.tolist())).values())
+            o = old[j]
+            if len(o) == len(nodes) and np.array_equal(o, nodes):
+                moved = 0
+            else:  # tasks minus the size of the multiset intersection of old and new nodes (integers: exact)
+                moved = self.tasks[j] - int(np.minimum(np.bincount(o, minlength=self.nodes),
+                                                       np.bincount(nodes, minlength=self.nodes)).sum())
             if moved:
                 self.migrations[j] += 1
                 self.migrated_tasks[j] += moved
@@ -282,13 +286,17 @@ def _incidence(state: DfrsState, jobs: list[int], rows: np.ndarray) -> np.ndarra
     """A[r, i] = c_j x (tasks of job jobs[i] on node rows[r])."""
     row_of = np.full(state.nodes, -1, dtype=np.int64)
     row_of[rows] = np.arange(len(rows))
-    A = np.zeros((len(rows), len(jobs)))
-    for i, j in enumerate(jobs):
-        r = row_of[state.where[j]]
-        r = r[r >= 0]
-        if len(r):
-            np.add.at(A[:, i], r, state.cpu[j])
-    return A
+    if not jobs:
+        return np.zeros((len(rows), 0))
+    # A[r, i] accumulates c_j once per task of job i on row r's node, sequentially in task order (what
+    # np.add.at does), compiled: schedlab.sim.dfrs_fast.incidence_kernel
+    from schedlab.sim.dfrs_fast import incidence_kernel
+
+    wh = [state.where[j] for j in jobs]
+    ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in wh], out=ptr[1:])
+    return incidence_kernel(row_of, len(rows), np.concatenate(wh).astype(np.int64, copy=False), ptr,
+                            np.asarray([state.cpu[j] for j in jobs], dtype=float))
 
 
 def max_min_yields(A: np.ndarray) -> np.ndarray:

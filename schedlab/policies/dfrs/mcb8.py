@@ -28,8 +28,12 @@ multi-capacity bin packing, two dimensions; RR-7659 §3.1):
    out, or as soon as a node is closed empty (no remaining task fits an empty
    node, so none will fit a later one).
 
-Cost: O(T log T) for the sorts plus one list scan per placement and per
-closed node, O(T · (T + N)) worst case for T tasks on N nodes, O(T) memory.
+Cost (the reference's list scans): O(T log T) for the sorts plus one list
+scan per placement and per closed node, O(T · (T + N)) worst case for T tasks
+on N nodes, O(T) memory. Implementation: compiled (numba,
+``schedlab.policies.dfrs.mcb8_fast``), the first fitting task found by a
+binary search and a min-tree instead of the scan -- the same task, so the same
+packing -- in O((T + N) log T) per pack.
 
 ``mcb8`` -- the yield search and the job dropping:
 
@@ -66,6 +70,8 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 FIT_TOL = 1e-9  # same tolerance as the packing engine's capacity test
 
 __all__ = ["FIT_TOL", "MCB8Result", "mcb8", "pack"]
@@ -83,70 +89,25 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
     unchanged. The early failure on a node closed empty applies only to nodes
     opened with zero load (a pre-loaded node closed without a placement says
     nothing about the later nodes)."""
-    cpu = [float(x) for x in cpu]
-    mem = [float(x) for x in mem]
+    cpu = np.asarray(cpu, dtype=float).reshape(-1)
+    mem = np.asarray(mem, dtype=float).reshape(-1)
     if len(cpu) != len(mem):
         raise ValueError(f"cpu and mem differ in length ({len(cpu)} != {len(mem)})")
     if nodes < 0:
         raise ValueError(f"nodes must be >= 0, got {nodes}")
-    n = len(cpu)
-    if any(x < 0 or math.isnan(x) for x in cpu + mem):
+    if not (np.all(cpu >= 0) and np.all(mem >= 0)):  # NaN fails ">= 0" too
         raise ValueError("requirements must be non-negative numbers")
-    key = [max(c, m) for c, m in zip(cpu, mem)]
-    # sorted() is stable: equal keys keep index order.
-    cpu_list = sorted((i for i in range(n) if cpu[i] > mem[i]), key=lambda i: -key[i])
-    mem_list = sorted((i for i in range(n) if not cpu[i] > mem[i]), key=lambda i: -key[i])
-
-    where = [-1] * n
-    remaining = n
-    limit = 1.0 + FIT_TOL
-
-    # Within one node the loads only grow, so a task that did not fit at some
-    # point of the node's fill never fits later in it: each list is scanned
-    # from where its last scan on this node stopped (``start``), not from the
-    # front -- the same choices as a scan from the front, in O(list length) per
-    # node instead of O(list length) per placed task.
-    lists = (cpu_list, mem_list)
-    start = [0, 0]
-
-    def take(k: int, c: float, m: float) -> int | None:
-        lst = lists[k]
-        for pos in range(start[k], len(lst)):
-            i = lst[pos]
-            if c + cpu[i] <= limit and m + mem[i] <= limit:
-                del lst[pos]
-                start[k] = pos
-                return i
-        start[k] = len(lst)
-        return None
-
     if (init_cpu is None) != (init_mem is None):
         raise ValueError("init_cpu and init_mem go together")
     if init_cpu is not None and (len(init_cpu) != nodes or len(init_mem) != nodes):
         raise ValueError("init_cpu / init_mem need one value per node")
-    for node in range(nodes):
-        if remaining == 0:
-            break
-        c = float(init_cpu[node]) if init_cpu is not None else 0.0
-        m = float(init_mem[node]) if init_mem is not None else 0.0
-        preloaded = c > 0.0 or m > 0.0
-        placed = 0
-        start[0] = start[1] = 0
-        while remaining:
-            first, second = (0, 1) if c <= m else (1, 0)  # CPU-heavy list when CPU load <= memory load
-            i = take(first, c, m)
-            if i is None:
-                i = take(second, c, m)
-            if i is None:
-                break
-            where[i] = node
-            c += cpu[i]
-            m += mem[i]
-            placed += 1
-            remaining -= 1
-        if placed == 0 and not preloaded:
-            return None  # nothing fits an empty node: nothing fits a later one
-    return where if remaining == 0 else None
+    from schedlab.policies.dfrs.mcb8_fast import pack_kernel  # numba, loaded only when packing
+
+    has_init = init_cpu is not None
+    ic = np.asarray([float(x) for x in init_cpu], dtype=float) if has_init else np.zeros(0)
+    im = np.asarray([float(x) for x in init_mem], dtype=float) if has_init else np.zeros(0)
+    ok, where = pack_kernel(np.ascontiguousarray(cpu), np.ascontiguousarray(mem), int(nodes), ic, im, has_init)
+    return where.tolist() if ok else None
 
 
 @dataclass(frozen=True)
@@ -210,52 +171,37 @@ def mcb8(
             raise ValueError(f"pinned job {job_id!r}: needs {row[1]} nodes in 0..{nodes - 1}, got {list(where)}")
 
     steps = math.ceil(1.0 / precision - 1e-12)
-    dropped: list[Hashable] = []
-    while table:
-        owner = [j for j, row in enumerate(table) if row[0] not in pinned for _ in range(row[1])]
-        needs = [table[j][2] for j in owner]
-        mems = [table[j][3] for j in owner]
-        kept_pins = [(row, [int(k) for k in pinned[row[0]]]) for row in table if row[0] in pinned]
-        pin_need = [0.0] * nodes
-        pin_mem = [0.0] * nodes
-        for row, where in kept_pins:
-            for k in where:
-                pin_need[k] += row[2]
-                pin_mem[k] += row[3]
-        if any(x > 1.0 + FIT_TOL for x in pin_mem):
-            raise ValueError("pinned tasks overfill a node's memory")
+    # The search (the module docstring), compiled: schedlab.policies.dfrs.mcb8_fast.mcb8_kernel
+    # (the reference's Python loop, transcribed operation for operation).
+    from schedlab.policies.dfrs.mcb8_fast import mcb8_kernel  # numba, loaded only when packing
 
-        if sum(mems) + sum(pin_mem) > nodes * (1.0 + FIT_TOL):
-            # Not even the memory fits (every node holds at most 1 + FIT_TOL):
-            # attempt(0) would fail; skip the packing and drop at once.
-            dropped.append(table.pop()[0])
-            continue
-
-        def attempt(k: int) -> list[int] | None:
-            y = k / steps
-            if not kept_pins:
-                return pack([y * x for x in needs], mems, nodes)
-            init_cpu = [y * x for x in pin_need]
-            if any(x > 1.0 + FIT_TOL for x in init_cpu):
-                return None
-            return pack([y * x for x in needs], mems, nodes, init_cpu, pin_mem)
-
-        best = attempt(0)
-        if best is None:
-            dropped.append(table.pop()[0])
-            continue
-        lo, hi = 0, steps + 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            where = attempt(mid)
-            if where is None:
-                hi = mid
-            else:
-                lo, best = mid, where
-        mapping: dict[Hashable, list[int]] = {row[0]: [] for row in table}
-        for row, where in kept_pins:
-            mapping[row[0]] = list(where)
-        for t, j in enumerate(owner):
-            mapping[table[j][0]].append(best[t])
-        return MCB8Result(lo / steps, mapping, dropped)
-    return MCB8Result(1.0, {}, dropped)
+    nrows = len(table)
+    is_pin = np.zeros(nrows, dtype=np.bool_)
+    pin_ptr = np.zeros(nrows + 1, dtype=np.int64)
+    pin_nodes: list[int] = []
+    for r, row in enumerate(table):
+        if row[0] in pinned:
+            is_pin[r] = True
+            pin_nodes.extend(int(k) for k in pinned[row[0]])
+        pin_ptr[r + 1] = len(pin_nodes)
+    kept, lo, best, status = mcb8_kernel(
+        np.asarray([row[1] for row in table], dtype=np.int64), np.asarray([row[2] for row in table], dtype=float),
+        np.asarray([row[3] for row in table], dtype=float), is_pin, pin_ptr,
+        np.asarray(pin_nodes, dtype=np.int64), int(nodes), int(steps))
+    if status == 1:
+        raise ValueError("pinned tasks overfill a node's memory")
+    dropped: list[Hashable] = [table[r][0] for r in range(nrows - 1, kept - 1, -1)]
+    if kept == 0:
+        return MCB8Result(1.0, {}, dropped)
+    del table[kept:]
+    mapping: dict[Hashable, list[int]] = {row[0]: [] for row in table}
+    for r, row in enumerate(table):
+        if is_pin[r]:
+            mapping[row[0]] = [int(k) for k in pinned[row[0]]]
+    best = best.tolist()
+    t = 0
+    for r, row in enumerate(table):
+        if not is_pin[r]:
+            mapping[row[0]].extend(best[t:t + row[1]])
+            t += row[1]
+    return MCB8Result(lo / steps, mapping, dropped)

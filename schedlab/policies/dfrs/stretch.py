@@ -177,13 +177,21 @@ def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PR
     table.sort(key=lambda r: -r[4])  # highest priority first, ties: smaller id first
     pinned = dict(pinned or {})
     dropped: list = []
+    # Dropping pops the last row, so the table is always a prefix of the first one: the per-row arrays
+    # are built once and sliced (same values, elementwise operations unchanged).
+    F_all = np.asarray([r[5] for r in table], dtype=float)
+    v_all = np.asarray([r[6] for r in table], dtype=float)
+    need_all = np.asarray([r[2] for r in table], dtype=float)
+    mem_all = np.asarray([r[3] for r in table], dtype=float)
+    pin_all = np.asarray([r[0] in pinned for r in table], dtype=bool)
+    tasks_all = np.asarray([r[1] for r in table], dtype=np.int64)
     while table:
-        free_rows = [i for i, r in enumerate(table) if r[0] not in pinned]
-        owner = [i for i in free_rows for _ in range(table[i][1])]
-        mems = [table[i][3] for i in owner]
-        F = np.asarray([r[5] for r in table], dtype=float)
-        v = np.asarray([r[6] for r in table], dtype=float)
-        need = np.asarray([r[2] for r in table], dtype=float)
+        nt = len(table)
+        owner = np.repeat(np.flatnonzero(~pin_all[:nt]), tasks_all[:nt][~pin_all[:nt]])
+        mems = mem_all[owner]
+        F = F_all[:nt]
+        v = v_all[:nt]
+        need = need_all[:nt]
         pin_rows = [(i, [int(k) for k in pinned[r[0]]]) for i, r in enumerate(table) if r[0] in pinned]
         pin_mem = [0.0] * nodes
         for i, where in pin_rows:
@@ -192,13 +200,14 @@ def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PR
 
         def attempt(u: float) -> list[int] | None:
             cpu_job = need * (1.0 if u == math.inf else _need(F, v, T, u))
-            cpu = [float(cpu_job[i]) for i in owner]
+            cpu = cpu_job[owner]
             if not pin_rows:
                 return pack(cpu, mems, nodes)
             init_cpu = [0.0] * nodes
             for i, where in pin_rows:
+                c = float(cpu_job[i])
                 for k in where:
-                    init_cpu[k] += float(cpu_job[i])
+                    init_cpu[k] += c
             if any(x > 1.0 + FIT_TOL for x in init_cpu):
                 return None
             return pack(cpu, mems, nodes, init_cpu, pin_mem)
@@ -227,7 +236,7 @@ def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PR
         mapping: dict = {table[i][0]: list(w) for i, w in pin_rows}
         for r in table:
             mapping.setdefault(r[0], [])
-        for t, i in enumerate(owner):
+        for t, i in enumerate(owner.tolist()):
             mapping[table[i][0]].append(best[t])
         return mapping, dropped, S
     return {}, dropped, math.inf

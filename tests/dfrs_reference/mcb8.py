@@ -1,0 +1,261 @@
+"""MCB8: task mapping as two-dimensional vector packing (dfrs-vs-batch-scheduling §4.3).
+
+Model: ``nodes`` identical nodes, capacity 1 in CPU and 1 in memory. A job has
+``tasks`` identical tasks, each with a CPU *need* (the fraction of a node it
+would use at full speed) and a memory requirement ``mem``. For a yield ``Y``
+every task's CPU *requirement* is ``Y * need``; its memory requirement stays
+``mem``. A mapping is valid when, on every node, the CPU requirements and the
+memory requirements each sum to at most 1 (up to ``FIT_TOL``).
+
+``pack`` -- the MCB8 fill for fixed requirements (Leinberger et al.'s
+multi-capacity bin packing, two dimensions; RR-7659 §3.1):
+
+1. Task ``i`` is *CPU-heavy* when ``cpu[i] > mem[i]`` (strictly) and
+   *memory-heavy* otherwise (ties, including ``0 == 0``, go to the memory
+   list). Each list is sorted by the task's larger dimension
+   (``max(cpu, mem)``), descending, with a stable sort: equal keys keep task
+   index order.
+2. Nodes are filled one at a time, node 0 first; a node is never revisited.
+   While the current node has load ``(c, m)``: the *preferred* list is the
+   CPU list when ``c <= m`` (so an empty node starts from the CPU list) and
+   the memory list otherwise. The preferred list is scanned in list order and
+   the **first task that fits** (``c + cpu <= 1 + FIT_TOL`` and
+   ``m + mem <= 1 + FIT_TOL``) is placed -- it is a scan, not "look at the
+   head only". If no task of the preferred list fits (in particular when the
+   list is exhausted), the other list is scanned the same way. If no task of
+   either list fits, the node is closed and the next node is opened.
+3. Success when both lists are empty; failure (``None``) when the nodes run
+   out, or as soon as a node is closed empty (no remaining task fits an empty
+   node, so none will fit a later one).
+
+Cost: O(T log T) for the sorts plus one list scan per placement and per
+closed node, O(T · (T + N)) worst case for T tasks on N nodes, O(T) memory.
+
+``mcb8`` -- the yield search and the job dropping:
+
+* The active jobs' tasks are laid out job by job in priority order (highest
+  first; ties by job id ascending), each job's tasks consecutively; this
+  fixes the task indices, hence ``pack``'s stable tie-breaking.
+* Feasibility at ``Y = 0`` (CPU requirements all zero: memory alone) is
+  tested first. If it fails, the lowest-priority active job is dropped (all
+  its tasks) and the search restarts; among equal priorities the job with the
+  **largest job id** is dropped first (the paper breaks priority ties by
+  submission order, and job ids are taken to increase with submission).
+* Otherwise ``Y`` is binary-searched on the grid ``k / K``, ``k = 0..K``,
+  ``K = ceil(1 / precision)`` (grid step <= ``precision``): the invariant is
+  "``lo`` packs, ``hi`` does not (``hi = K + 1`` stands for 'above 1')", and
+  the search stops when ``hi - lo == 1``. The result is the grid yield
+  ``lo / K`` and its packing. ``pack`` is a heuristic and is not monotone in
+  ``Y`` in general; the search guarantees that the returned ``Y`` packs, that
+  ``Y + 1/K`` (if <= 1) was found not to pack, and that ``Y`` is at least the
+  largest grid yield below which every grid yield packs -- so when feasibility
+  is monotone in ``Y`` it is the best grid yield exactly, within ``precision``
+  of the best real yield. About ``log2(K + 2)`` packs per attempt
+  (7 for ``precision = 0.01``), so O(J · log K · T · (T + N)) overall when J
+  jobs are dropped.
+
+A mapping at ``Y = 0`` can be returned when memory fits but no positive grid
+yield packs (e.g. many zero-memory tasks on one node); ``yield_`` is then 0.0.
+With no job left (or none given) the result is ``yield_ = 1.0`` and an empty
+mapping.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+FIT_TOL = 1e-9  # same tolerance as the packing engine's capacity test
+
+__all__ = ["FIT_TOL", "MCB8Result", "mcb8", "pack"]
+
+
+def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
+         init_cpu: Sequence[float] | None = None, init_mem: Sequence[float] | None = None) -> list[int] | None:
+    """MCB8 fill of tasks with requirements ``(cpu[i], mem[i])`` on ``nodes``
+    unit nodes (rules in the module docstring). Returns the node of each task
+    (``result[i]`` for task ``i``), or ``None`` if not all tasks fit.
+
+    ``init_cpu`` / ``init_mem`` (optional, one value per node): load already on
+    each node (pinned tasks, MINVT / MINFT): node k is opened with load
+    ``(init_cpu[k], init_mem[k])`` instead of ``(0, 0)``; the fill rules are
+    unchanged. The early failure on a node closed empty applies only to nodes
+    opened with zero load (a pre-loaded node closed without a placement says
+    nothing about the later nodes)."""
+    cpu = [float(x) for x in cpu]
+    mem = [float(x) for x in mem]
+    if len(cpu) != len(mem):
+        raise ValueError(f"cpu and mem differ in length ({len(cpu)} != {len(mem)})")
+    if nodes < 0:
+        raise ValueError(f"nodes must be >= 0, got {nodes}")
+    n = len(cpu)
+    if any(x < 0 or math.isnan(x) for x in cpu + mem):
+        raise ValueError("requirements must be non-negative numbers")
+    key = [max(c, m) for c, m in zip(cpu, mem)]
+    # sorted() is stable: equal keys keep index order.
+    cpu_list = sorted((i for i in range(n) if cpu[i] > mem[i]), key=lambda i: -key[i])
+    mem_list = sorted((i for i in range(n) if not cpu[i] > mem[i]), key=lambda i: -key[i])
+
+    where = [-1] * n
+    remaining = n
+    limit = 1.0 + FIT_TOL
+
+    # Within one node the loads only grow, so a task that did not fit at some
+    # point of the node's fill never fits later in it: each list is scanned
+    # from where its last scan on this node stopped (``start``), not from the
+    # front -- the same choices as a scan from the front, in O(list length) per
+    # node instead of O(list length) per placed task.
+    lists = (cpu_list, mem_list)
+    start = [0, 0]
+
+    def take(k: int, c: float, m: float) -> int | None:
+        lst = lists[k]
+        for pos in range(start[k], len(lst)):
+            i = lst[pos]
+            if c + cpu[i] <= limit and m + mem[i] <= limit:
+                del lst[pos]
+                start[k] = pos
+                return i
+        start[k] = len(lst)
+        return None
+
+    if (init_cpu is None) != (init_mem is None):
+        raise ValueError("init_cpu and init_mem go together")
+    if init_cpu is not None and (len(init_cpu) != nodes or len(init_mem) != nodes):
+        raise ValueError("init_cpu / init_mem need one value per node")
+    for node in range(nodes):
+        if remaining == 0:
+            break
+        c = float(init_cpu[node]) if init_cpu is not None else 0.0
+        m = float(init_mem[node]) if init_mem is not None else 0.0
+        preloaded = c > 0.0 or m > 0.0
+        placed = 0
+        start[0] = start[1] = 0
+        while remaining:
+            first, second = (0, 1) if c <= m else (1, 0)  # CPU-heavy list when CPU load <= memory load
+            i = take(first, c, m)
+            if i is None:
+                i = take(second, c, m)
+            if i is None:
+                break
+            where[i] = node
+            c += cpu[i]
+            m += mem[i]
+            placed += 1
+            remaining -= 1
+        if placed == 0 and not preloaded:
+            return None  # nothing fits an empty node: nothing fits a later one
+    return where if remaining == 0 else None
+
+
+@dataclass(frozen=True)
+class MCB8Result:
+    """``yield_``: the yield achieved by every mapped job; ``mapping``: job id
+    -> node of each of its tasks; ``dropped``: job ids removed, in drop order."""
+
+    yield_: float
+    mapping: dict[Hashable, list[int]] = field(default_factory=dict)
+    dropped: list[Hashable] = field(default_factory=list)
+
+
+def mcb8(
+    jobs: Iterable[tuple[Hashable, int, float, float, float]],
+    nodes: int,
+    precision: float = 0.01,
+    pinned: dict[Hashable, Sequence[int]] | None = None,
+) -> MCB8Result:
+    """MCB8 on ``jobs`` = ``(job_id, tasks, need, mem, priority)`` tuples in any
+    order (higher priority = more important; job ids unique and mutually
+    comparable). See the module docstring for the search and dropping rules.
+
+    ``pinned`` (MINVT / MINFT, dfrs-vs-batch-scheduling §4.3 "Limiting
+    Migration"): job id -> node of each of its tasks. A pinned job takes part
+    in the priority order and in the dropping exactly like the others (it may
+    be dropped, i.e. paused), but while it is kept its tasks stay on those
+    nodes: for each attempt at yield Y its tasks are put first on their nodes
+    (memory ``mem`` and CPU ``Y x need`` each; if that alone overfills a node's
+    CPU, Y fails) and ``pack`` fills the other jobs' tasks around them
+    (``init_cpu`` / ``init_mem``). The mapping of a kept pinned job is its
+    pinned nodes. Nodes are then no longer interchangeable, so a caller may
+    only renumber nodes that hold no kept pinned task."""
+    if not 0 < precision <= 1:
+        raise ValueError(f"precision must be in (0, 1], got {precision}")
+    if nodes < 0:
+        raise ValueError(f"nodes must be >= 0, got {nodes}")
+    table = []
+    seen = set()
+    for job_id, tasks, need, mem, priority in jobs:
+        if job_id in seen:
+            raise ValueError(f"duplicate job id {job_id!r}")
+        seen.add(job_id)
+        if int(tasks) != tasks or tasks < 0:
+            raise ValueError(f"job {job_id!r}: tasks must be a non-negative integer, got {tasks}")
+        if not (need >= 0 and mem >= 0):
+            raise ValueError(f"job {job_id!r}: need and mem must be non-negative")
+        if math.isnan(priority):
+            raise ValueError(f"job {job_id!r}: priority is NaN")
+        table.append((job_id, int(tasks), float(need), float(mem), float(priority)))
+    # Highest priority first; ties: smaller job id first. The last entry is the
+    # next to drop (lowest priority, largest id among ties).
+    table.sort(key=lambda j: j[0])
+    table.sort(key=lambda j: -j[4])
+
+    pinned = dict(pinned or {})
+    for job_id, where in pinned.items():
+        row = next((r for r in table if r[0] == job_id), None)
+        if row is None:
+            raise ValueError(f"pinned job {job_id!r} is not among the jobs")
+        if len(where) != row[1] or any(not (0 <= int(k) < nodes) for k in where):
+            raise ValueError(f"pinned job {job_id!r}: needs {row[1]} nodes in 0..{nodes - 1}, got {list(where)}")
+
+    steps = math.ceil(1.0 / precision - 1e-12)
+    dropped: list[Hashable] = []
+    while table:
+        owner = [j for j, row in enumerate(table) if row[0] not in pinned for _ in range(row[1])]
+        needs = [table[j][2] for j in owner]
+        mems = [table[j][3] for j in owner]
+        kept_pins = [(row, [int(k) for k in pinned[row[0]]]) for row in table if row[0] in pinned]
+        pin_need = [0.0] * nodes
+        pin_mem = [0.0] * nodes
+        for row, where in kept_pins:
+            for k in where:
+                pin_need[k] += row[2]
+                pin_mem[k] += row[3]
+        if any(x > 1.0 + FIT_TOL for x in pin_mem):
+            raise ValueError("pinned tasks overfill a node's memory")
+
+        if sum(mems) + sum(pin_mem) > nodes * (1.0 + FIT_TOL):
+            # Not even the memory fits (every node holds at most 1 + FIT_TOL):
+            # attempt(0) would fail; skip the packing and drop at once.
+            dropped.append(table.pop()[0])
+            continue
+
+        def attempt(k: int) -> list[int] | None:
+            y = k / steps
+            if not kept_pins:
+                return pack([y * x for x in needs], mems, nodes)
+            init_cpu = [y * x for x in pin_need]
+            if any(x > 1.0 + FIT_TOL for x in init_cpu):
+                return None
+            return pack([y * x for x in needs], mems, nodes, init_cpu, pin_mem)
+
+        best = attempt(0)
+        if best is None:
+            dropped.append(table.pop()[0])
+            continue
+        lo, hi = 0, steps + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            where = attempt(mid)
+            if where is None:
+                hi = mid
+            else:
+                lo, best = mid, where
+        mapping: dict[Hashable, list[int]] = {row[0]: [] for row in table}
+        for row, where in kept_pins:
+            mapping[row[0]] = list(where)
+        for t, j in enumerate(owner):
+            mapping[table[j][0]].append(best[t])
+        return MCB8Result(lo / steps, mapping, dropped)
+    return MCB8Result(1.0, {}, dropped)
