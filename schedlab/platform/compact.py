@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
+from schedlab.platform.durable import fsync_dir
 from schedlab.platform.store import (
     COMPACTING,
     DAMAGED_ADVICE,
@@ -63,7 +64,6 @@ from schedlab.platform.store import (
     SERIES,
     SUMMARY,
     ResultStore,
-    _fsync_dir,
     _reason,
     _unlink_quietly,
     check_part_file,
@@ -313,17 +313,17 @@ def _merge_group(store: ResultStore, group: list[_Batch], part: str | None, comm
                      "old": [_rel(store, p) for p in old]}
             store._atomic_bytes(store.root / COMPACTING, json.dumps(entry, indent=1).encode())
             journal = True
-            _fsync_dir(store.root)
+            fsync_dir(store.root)
             for table in [t for t in tables if t != commit_table] + [commit_table]:  # 3. twins, 4. commit
                 os.replace(staged.pop(table), final[table])
-                _fsync_dir(final[table].parent)
+                fsync_dir(final[table].parent)
             for path in old:  # 5. the old files, then the journal
                 path.unlink()
             for d in {p.parent for p in old}:
-                _fsync_dir(d)
+                fsync_dir(d)
             (store.root / COMPACTING).unlink()
             journal = False
-            _fsync_dir(store.root)
+            fsync_dir(store.root)
     except BaseException:
         for tmp in staged.values():
             _unlink_quietly(tmp)

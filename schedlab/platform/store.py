@@ -68,6 +68,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
+from schedlab.platform.durable import fsync_dir as _fsync_dir
 
 SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
 MANIFEST = "manifest.json"
@@ -618,19 +619,6 @@ def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     keys = dict.fromkeys(k for row in rows for k in row)
     return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
 
-
-def _fsync_dir(path: Path) -> None:
-    """Make the renames and deletions in directory ``path`` durable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _unlink_quietly(path: Path) -> None:

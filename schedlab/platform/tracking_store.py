@@ -24,6 +24,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from schedlab.platform.durable import fsync_dir as _fsync_dir
+
 DEFAULT_URI = "sqlite:///mlflow.db"
 
 HEALTH_TIMEOUT = 3.0
@@ -244,15 +246,3 @@ def _alive(pid: int) -> bool:
         return True
     return True
 
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
