@@ -287,7 +287,7 @@ def plan(spec_file: Path) -> None:
 @click.option("--fresh", is_flag=True, help="Discard existing results of this sweep first.")
 @click.option("--tracking-uri", help="MLflow tracking URI (overrides the spec).")
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet only).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-progress", is_flag=True, help="No progress line (round, simulations done/total, failed, elapsed, ETA).")
 def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool,
         no_progress: bool) -> None:
     """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
