@@ -71,7 +71,7 @@ from typing import ClassVar
 import numpy as np
 
 from tests.dfrs_reference.dfrs import RUNNING, DfrsState, task_slots
-from tests.dfrs_reference.base import DfrsPolicy
+from schedlab.policies.dfrs.base import DfrsPolicy  # unchanged by the speed-up: the seam itself, not a copy
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
