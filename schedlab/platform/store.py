@@ -280,7 +280,8 @@ class ResultStore:
                 raise
             existing = None  # --fresh discards it anyway
         grew = None
-        if existing is not None and not fresh and self.has(SUMMARY):
+        rows = existing is not None and not fresh and self.has(SUMMARY)  # what an old spec already computed
+        if rows:
             changed_input = _changed_inputs(existing, manifest)
             if changed_input:
                 raise UserError(f"{self.root}: {changed_input}; run with --fresh to discard the old results, or set "
@@ -289,7 +290,7 @@ class ResultStore:
             changed = _changed_code(existing, manifest)
             changes = spec_changes(existing, manifest)
             fixed = [c for c in changes if c.split(":", 1)[0] not in GROWABLE]
-            if not self.has(SUMMARY):
+            if not rows:
                 existing = None  # nothing computed under the old spec: the corrected spec takes its place
             elif changed:
                 raise UserError(f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
