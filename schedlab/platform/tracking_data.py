@@ -59,13 +59,23 @@ class Expected:
     run_name: str = ""
 
 
+#: The last manifest `varying_params` read and its answer: the tracker asks
+#: once per commit with the same (never mutated) manifest object, and the
+#: answer costs a pass over every configuration's params.
+_VARYING: list[Any] = [None, []]
+
+
 def varying_params(manifest: dict[str, Any]) -> list[str]:
     """The parameters whose value differs between the manifest's
     configurations (the sweep's grid axes), in column order."""
+    if _VARYING[0] is manifest:
+        return list(_VARYING[1])
     configs = list((manifest.get("configs") or {}).values())
     keys = list(dict.fromkeys(k for c in configs for k in (c.get("params") or {})))
-    return [k for k in keys
+    axes = [k for k in keys
             if len({json.dumps((c.get("params") or {}).get(k), sort_keys=True) for c in configs}) > 1]
+    _VARYING[:] = [manifest, axes]
+    return list(axes)
 
 
 def run_name(config: dict[str, Any], varying: Iterable[str]) -> str:
@@ -175,7 +185,7 @@ def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], 
                  varying: Iterable[str] | None = None) -> Expected:
     """The child run of one configuration, from its manifest entry and its
     aggregated row (see `aggregate_summary`); ``varying``: the sweep's grid
-    axes (`varying_params`, computed once per manifest by callers in a loop)."""
+    axes (`varying_params`; callers in a loop pass it)."""
     config = manifest["configs"][config_id]
     params = {k: _param_value(v) for k, v in (config.get("params") or {}).items()}
     params.update(
