@@ -50,8 +50,6 @@ class ProgressLine:
     def update(self, p) -> None:
         if not self.enabled:
             return
-        import time
-
         now = time.monotonic()
         end_of_round = p.done >= p.total
         if self.tty:
@@ -64,6 +62,21 @@ class ProgressLine:
             self.stream.write(self.text(p) + "\n")
         self.stream.flush()
         self.last = now
+
+    def run(self, work):
+        """``work(progress)`` with this line as its progress callback; Ctrl-C
+        (or the runner's `Interrupted`) ends the command with one line and
+        exit 130 -- what arrived is committed, running again resumes."""
+        from schedlab.platform.runner import Interrupted
+
+        try:
+            return work(self.update)
+        except (Interrupted, KeyboardInterrupt) as err:
+            self.close()
+            click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        finally:
+            self.close()
 
     def close(self) -> None:
         if self.open:
@@ -291,21 +304,15 @@ def plan(spec_file: Path) -> None:
 def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool,
         no_progress: bool) -> None:
     """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
-    from schedlab.platform.runner import Interrupted, run_sweep
+    from schedlab.platform.runner import run_sweep
     from schedlab.platform.spec import load_spec
 
     spec = load_spec(spec_file)
     if tracking_uri:
         spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
-    line = ProgressLine(enabled=not no_progress)
-    try:
-        report = run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
-                           progress=line.update)
-    except (Interrupted, KeyboardInterrupt) as err:
-        line.close()
-        click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    line.close()
+    report = ProgressLine(enabled=not no_progress).run(
+        lambda progress: run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
+                                   progress=progress))
     if report.grew:
         click.echo(report.grew)
     click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
@@ -555,19 +562,11 @@ def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, 
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale, get_pipeline, run_pipeline
 
-    from schedlab.platform.runner import Interrupted
-
     check_scale(scale)
     get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
-    line = ProgressLine()
-    try:
-        result = run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking,
-                              progress=line.update)
-    except (Interrupted, KeyboardInterrupt) as err:
-        line.close()
-        click.echo(f"\nschedlab: {str(err) or 'interrupted; run again to resume'}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    line.close()
+    result = ProgressLine().run(
+        lambda progress: run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking,
+                                      progress=progress))
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
         click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
