@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from schedlab import __version__
@@ -92,8 +93,6 @@ class Progress:
 def input_files(plan: Plan) -> list[str]:
     """The files (or folders) the plan's workload points read: the ``path``
     of trace and file workloads, as the readers open them."""
-    from pathlib import Path
-
     paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
     return sorted(x for x in paths if Path(x).exists())
 
@@ -101,8 +100,6 @@ def input_files(plan: Plan) -> list[str]:
 def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results dir's manifest for ``spec``; ``previous`` (the manifest on
     disk, if any) lets unchanged input files keep their fingerprint unhashed."""
-    from pathlib import Path
-
     from schedlab.platform.store import fingerprint
 
     old_inputs = (previous or {}).get("inputs") or {}
