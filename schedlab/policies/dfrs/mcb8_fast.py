@@ -212,6 +212,24 @@ def pack_kernel(cpu, mem, nodes, init_cpu, init_mem, has_init):
     return ok, where
 
 
+@njit(**ALLOC)
+def _attempt(y, cpu, needs, mem, nodes, init_cpu, pin_need, pin_mem, any_pin, where):
+    """mcb8's attempt(y): every task's CPU at yield ``y`` (``y * need``), the
+    pinned jobs' load on their nodes, then the packing into ``where``; False
+    when the pinned load alone overfills a node or the tasks do not fit."""
+    for t in range(cpu.shape[0]):
+        cpu[t] = y * needs[t]
+    ok = True
+    if any_pin:
+        for k in range(nodes):
+            init_cpu[k] = y * pin_need[k]
+            if init_cpu[k] > 1.0 + FIT_TOL:
+                ok = False
+    if ok:
+        ok = _pack(cpu, mem, nodes, init_cpu, pin_mem, any_pin, where)
+    return ok
+
+
 @njit(**JIT)
 def mcb8_kernel(tasks, need, mem, is_pin, pin_ptr, pin_nodes, nodes, steps):
     """The search of ``mcb8.mcb8`` on the table in priority order (rows:
@@ -288,18 +306,7 @@ def mcb8_kernel(tasks, need, mem, is_pin, pin_ptr, pin_nodes, nodes, steps):
         n_ = needs[:ntask]
         b_ = best[:ntask]
         w_ = where[:ntask]
-        # attempt(0)
-        y = 0 / steps
-        for t in range(ntask):
-            c_[t] = y * n_[t]
-        ok = True
-        if any_pin:
-            for k in range(nodes):
-                init_cpu[k] = y * pin_need[k]
-                if init_cpu[k] > 1.0 + FIT_TOL:
-                    ok = False
-        if ok:
-            ok = _pack(c_, m_, nodes, init_cpu, pin_mem, any_pin, b_)
+        ok = _attempt(0 / steps, c_, n_, m_, nodes, init_cpu, pin_need, pin_mem, any_pin, b_)
         if not ok:
             nrows -= 1
             if is_pin[nrows]:
@@ -309,17 +316,7 @@ def mcb8_kernel(tasks, need, mem, is_pin, pin_ptr, pin_nodes, nodes, steps):
         hi = steps + 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            y = mid / steps
-            for t in range(ntask):
-                c_[t] = y * n_[t]
-            ok = True
-            if any_pin:
-                for k in range(nodes):
-                    init_cpu[k] = y * pin_need[k]
-                    if init_cpu[k] > 1.0 + FIT_TOL:
-                        ok = False
-            if ok:
-                ok = _pack(c_, m_, nodes, init_cpu, pin_mem, any_pin, w_)
+            ok = _attempt(mid / steps, c_, n_, m_, nodes, init_cpu, pin_need, pin_mem, any_pin, w_)
             if not ok:
                 hi = mid
             else:
