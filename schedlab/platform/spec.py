@@ -189,6 +189,11 @@ class ReplicationsSpec(_Model):
         return self.mode == "select-best"
 
     @property
+    def first_round(self) -> int:
+        """Replications of the first round: ``n`` when fixed, else ``min``."""
+        return self.n if self.n is not None else self.min
+
+    @property
     def step(self) -> int:
         """Replications per round after the first: ``batch``; select-best
         takes one at a time (KN's own rule) unless batch is given."""

@@ -807,6 +807,7 @@ def normalized_underutilization(
                 np.sum(np.minimum(cols["cpu_need"], 1.0) * cols["tasks"] * (cols["end"] - cols["start"]))
             )
     else:
+        assert profile is not None  # exactly one of jobs / profile, checked above
         prof = profile if isinstance(profile, UsageProfile) else UsageProfile(*profile)
         if total_work is None:
             raise ValueError("total_work (sum of c_j |T_j| p_j) is required with profile=")
