@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.system import SYSTEMS, SystemSchema, check_workload_points
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class Engine:
         rules between fields; errors name ``where.field[i]``."""
         self.system.check_spec(system, where)
 
-    def check_system_workload(self, system: Mapping[str, Any], kind, points, where: str, workload_where: str) -> None:
+    def check_system_workload(self, system: Mapping[str, Any], kind: Any, points: Any, where: str,
+                              workload_where: str) -> None:
         """Plan time: the rules between system values and the workload's job
         table (e.g. a capacity list's length), for every workload point."""
         check_workload_points(self.system, system, kind, points, where, workload_where)
@@ -101,9 +106,10 @@ class Engine:
         cls = self.policy(policy) if isinstance(policy, str) else policy
         return set(declared(cls, self.handle_args))
 
-    def policy(self, name: str):
+    def policy(self, name: str) -> type:
         try:
-            return self.policies[name]
+            cls: type = self.policies[name]
+            return cls
         except KeyError:
             raise UserError(
                 f"unknown policy {name!r} for engine {self.name!r}; choose from: {', '.join(self.policies)} "
@@ -115,7 +121,8 @@ class Engine:
         import importlib
 
         module, _, attr = self.seam.rpartition(".")
-        return getattr(importlib.import_module(module), attr)
+        seam: type = getattr(importlib.import_module(module), attr)
+        return seam
 
     def check_policy_class(self, obj: Any, where: str) -> type:
         """``obj`` (loaded user code) must be a class implementing this
@@ -145,7 +152,7 @@ class Engine:
             except (TypeError, ValueError) as err:
                 raise UserError(f"{where}: {err}") from None
 
-    def run(self, jobs, policy: str | type, params: Mapping[str, Any] | None = None,
+    def run(self, jobs: pl.DataFrame, policy: str | type, params: Mapping[str, Any] | None = None,
             system: Mapping[str, Any] | None = None, *, path: str = "fast") -> RunResult:
         """Run one policy (a built-in name or a policy class) over a job
         table. A policy that asks for something the engine forbids raises
@@ -166,7 +173,7 @@ class Engine:
             raise
 
 
-class LazyPolicies(Mapping):
+class LazyPolicies(Mapping[str, Any]):
     """Policy table (``module.attr``) imported on first use, so `schedlab
     --help` stays light."""
 
@@ -176,15 +183,16 @@ class LazyPolicies(Mapping):
     def _load(self) -> Mapping[str, Any]:
         import importlib
 
-        return getattr(importlib.import_module(self._where[0]), self._where[1])
+        table: Mapping[str, Any] = getattr(importlib.import_module(self._where[0]), self._where[1])
+        return table
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return self._load()[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._load())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._load())
 
 

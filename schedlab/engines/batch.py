@@ -5,13 +5,16 @@ cluster, no preemption (FCFS, EASY backfilling). The simulator is
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
 
+if TYPE_CHECKING:
+    import polars as pl
 
-def run(jobs, cls: type, params: Mapping[str, Any] | None = None,
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
         system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
     """Run one batch policy over a rigid-job table: job_id, submit, runtime,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
@@ -39,7 +42,7 @@ ENGINE = Engine(
     adapter=run,
     seam="schedlab.policies.batch.base.BatchPolicy",
     sources=("engines/base.py", "engines/batch.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py",
-             "sim/batch_fast.py", "sim/jit.py", "sim/stretch_bound.py", "policies/batch"),
+             "sim/batch_fast.py", "sim/jit.py", "sim/stretch_bound.py", "sim/underutilization.py", "policies/batch"),
     workload_kinds=("trace", "lublin"),
     system=SYSTEMS["batch"],
     fast_path=True,

@@ -4,13 +4,16 @@ CPU, pausing and migration (Stillwell, Vivien, Casanova). The simulator is
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
 
+if TYPE_CHECKING:
+    import polars as pl
 
-def run(jobs, cls: type, params: Mapping[str, Any] | None = None,
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
         system: Mapping[str, Any] | None = None) -> RunResult:
     """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
     procs[, cpu_need, memory] (Lublin, SWF traces; the annotation fields of
@@ -33,7 +36,7 @@ ENGINE = Engine(
     adapter=run,
     seam="schedlab.policies.dfrs.base.DfrsPolicy",
     sources=("engines/base.py", "engines/dfrs.py", "params.py", "errors.py", "sim/system.py", "sim/dfrs.py",
-             "sim/stretch_bound.py", "policies/dfrs"),
+             "sim/stretch_bound.py", "sim/underutilization.py", "policies/dfrs"),
     handle_args=0,
     workload_kinds=("trace", "lublin"),
     system=SYSTEMS["dfrs"],

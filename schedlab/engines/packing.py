@@ -5,15 +5,17 @@ policies are in ``schedlab.sim.packing_fast``."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
 
+if TYPE_CHECKING:
+    import polars as pl
 
-def run(jobs, cls: type, params: Mapping[str, Any] | None = None,
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
         system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
     """Run one packing policy over a job table: job_id, submit, duration (or
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at

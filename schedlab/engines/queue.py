@@ -6,14 +6,18 @@ seam user policies run on) with compiled kernels for the built-in policies in
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Mapping
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.errors import UserError
 from schedlab.sim.system import SYSTEMS
 
+if TYPE_CHECKING:
+    import polars as pl
 
-def run(jobs, cls: type, params: Mapping[str, Any] | None = None,
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
         system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
     """Run one queue policy over a canonical job table (see workloads.schema).
 
@@ -59,7 +63,7 @@ def run(jobs, cls: type, params: Mapping[str, Any] | None = None,
     return RunResult(per_job, summary)
 
 
-def _fast_module(cls: type):
+def _fast_module(cls: type) -> ModuleType | None:
     """The fast-path module if ``cls`` is one of the built-in queue policy
     classes (identity), else None. numba is imported only here."""
     from schedlab.policies.queue import QUEUE_POLICIES
