@@ -230,8 +230,9 @@ def _run_packing(jobs, cls: type, params: Mapping[str, Any] | None = None,
 
     ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S,
     BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
-    (``schedlab.sim.packing_fast``, the same numbers to the bit); everything
-    else, and whatever the kernel declines, runs on the reference engine."""
+    (``schedlab.sim.packing_fast``, the same numbers to the bit), and so do the
+    multi-resource Tetris and Slots-Fair (``schedlab.sim.packing_multi_fast``);
+    everything else, and whatever a kernel declines, runs on the reference engine."""
     from schedlab.sim.packing import run_table
 
     sys_params = {**ENGINES["packing"].system_defaults, **(system or {})}
@@ -327,7 +328,8 @@ ENGINES: dict[str, Engine] = {
         adapter=_run_packing,
         seam="schedlab.policies.packing.base.PackingPolicy",
         sources=("engines.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py", "sim/packing_fast.py",
-                 "sim/jit.py", "policies/packing"),
+                 "sim/packing_fast_io.py", "sim/packing_multi_fast.py", "sim/tetris_fast.py", "sim/jit.py",
+                 "policies/packing"),
         workload_kinds=("packing", "trace"),
         system=SYSTEMS["packing"],
         fast_path=True,
