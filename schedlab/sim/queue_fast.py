@@ -103,10 +103,10 @@ W, A0, V0, FT, SZ = 0, 1, 2, 3, 4  # weight in its pool, attained at joining, po
 POOL, KSEQ, CHILD, SIB, PREV = 0, 1, 2, 3, 4  # pool, entry seq, pairing-heap links
 # Pools, one row each from row 1: PF (float) and PI (int). Row 0 holds the server's scalars.
 PV, PT, PW = 0, 1, 2  # v_ref, t_ref, weight (sum of member weights)
-PSET, PSIZE, PROOT = 0, 1, 2  # t_ref set (the pool holds the server), members, heap root
+PSET, PSIZE, PROOT, PLONE = 0, 1, 2, 3  # t_ref set (the pool holds the server), members, heap root, lone pool
 ROW0 = 0
 NOW = 0  # PF[ROW0, NOW]: the clock
-SERVED, SEQ, NPOOLS = 0, 1, 2  # PI[ROW0, .]: served pool (-1: idle), last entry seq, rows used
+SERVED, SEQ, NPOOLS, FREE = 0, 1, 2, 3  # PI[ROW0, .]: served pool (-1: idle), last entry seq, rows used, free row
 
 
 @njit(**_HOT)
@@ -133,25 +133,50 @@ def _new_server(size, cap):
     for j in range(n):
         JF[j, SZ] = size[j]
     PF = np.empty((cap, 3))
-    PI = np.empty((cap, 3), dtype=np.int64)
+    PI = np.empty((cap, 4), dtype=np.int64)
     PF[ROW0, NOW] = 0.0
     PI[ROW0, SERVED] = NONE
     PI[ROW0, SEQ] = 0
     PI[ROW0, NPOOLS] = 1
+    PI[ROW0, FREE] = NONE
     return JF, JI, PF, PI
 
 
 @njit(**_HOT)
 def _new_pool(PF, PI):
-    """Server.new_pool: an empty pool, not holding the server."""
-    p = PI[ROW0, NPOOLS]
-    PI[ROW0, NPOOLS] = p + 1
+    """Server.new_pool: an empty pool, not holding the server -- a row freed
+    by a lone pool (see _lone_pool) if there is one, else a new row."""
+    p = PI[ROW0, FREE]
+    if p >= 0:
+        PI[ROW0, FREE] = PI[p, PROOT]  # the free rows are linked through PROOT
+    else:
+        p = PI[ROW0, NPOOLS]
+        PI[ROW0, NPOOLS] = p + 1
     PF[p, PV] = 0.0
     PF[p, PT] = 0.0
     PF[p, PW] = 0.0
     PI[p, PSET] = 0
     PI[p, PSIZE] = 0
     PI[p, PROOT] = NONE
+    PI[p, PLONE] = 0
+    return p
+
+
+@njit(**_HOT)
+def _lone_pool(PF, PI):
+    """A new pool for one job: Server._admit's, or one isolating a job.
+
+    Why its row is recycled: nothing but its one job (and the server, while
+    it holds it) ever refers to such a pool, so once the job leaves it (moved
+    elsewhere, or completed) the pool is dead -- in the reference it is
+    garbage -- and _leave puts its row back on the free list. Without that a
+    run would use a row per arrival plus one per isolation (SRPTE+LAS
+    isolates its head at up to one event in two), and a run that outgrew the
+    table (POOLS_FULL) was paid twice. With it the rows in use are at most
+    the jobs present plus the LAS groups plus the shared pools: the initial
+    2 n + 16 rows always suffice."""
+    p = _new_pool(PF, PI)
+    PI[p, PLONE] = 1
     return p
 
 
@@ -254,6 +279,11 @@ def _leave(JF, PF, PI, job, p):
         PF[p, PW] = 0.0
         PF[p, PV] = 0.0
         PI[p, PROOT] = NONE
+        if PI[p, PLONE] != 0:  # a lone pool emptied is dead: recycle its row (see _lone_pool)
+            PI[p, PROOT] = PI[ROW0, FREE]
+            PI[ROW0, FREE] = p
+            if PI[ROW0, SERVED] == p:  # the server held it: now it holds nothing, which for
+                PI[ROW0, SERVED] = NONE  # every later read (and _serve's anchoring) is the same
     else:
         PF[p, PW] -= JF[job, W]
 
@@ -715,7 +745,7 @@ def _fifo(submit, size, seen, weight, mode, cap):
             _serve(PF, PI, JI[queue[q_head], POOL] if q_head < q_tail else NONE)
         elif i < n:
             PF[ROW0, NOW] = t_arrival
-            _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
+            _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             queue[q_tail] = i  # arrive: append; serve it if alone
             q_tail += 1
             if q_tail - q_head == 1:
@@ -751,7 +781,7 @@ def _ps(submit, size, seen, weight, mode, cap):
             done += 1
         elif i < n:
             PF[ROW0, NOW] = t_arrival
-            _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
+            _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             _place(JF, JI, PF, PI, i, pool, weight[i] if mode == 1 else 1.0)
             i += 1
         else:
@@ -789,7 +819,7 @@ def _las(submit, size, seen, weight, mode, cap):
             _serve(PF, PI, _las_pool(gI, LI))
         elif i < n:
             PF[ROW0, NOW] = t_arrival
-            _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
+            _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, i)
             _serve(PF, PI, _las_pool(gI, LI))
             i += 1
@@ -869,7 +899,7 @@ def _srpte_las_sync(JF, JI, PF, PI, gI, LI, head):
     if head >= 0:
         if target < 0:
             if PI[JI[head, POOL], PSIZE] > 1:
-                _place(JF, JI, PF, PI, head, _new_pool(PF, PI), 1.0)  # isolate
+                _place(JF, JI, PF, PI, head, _lone_pool(PF, PI), 1.0)  # isolate
             target = JI[head, POOL]
         else:
             _place(JF, JI, PF, PI, head, target, 1.0)
@@ -945,19 +975,19 @@ def _srpt(submit, size, seen, weight, mode, cap):
                 _srpte_las_sync(JF, JI, PF, PI, gI, LI, RI[HEAD])
         elif i < n:
             PF[ROW0, NOW] = t_arrival
-            _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
+            _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             previous = RI[HEAD]
             displaced = _srpt_admit(JF, JI, PF, PI, wk, wheap, wkey, RF, RI, i, seen[i])
             if mode == SRPT_PLAIN:
                 _serve(PF, PI, JI[RI[HEAD], POOL] if RI[HEAD] >= 0 else NONE)
             elif mode == SRPT_PS:
                 if displaced:  # preempted: waits outside, keeps its service
-                    _place(JF, JI, PF, PI, previous, _new_pool(PF, PI), 1.0)  # isolate
+                    _place(JF, JI, PF, PI, previous, _lone_pool(PF, PI), 1.0)  # isolate
                 if RI[HEAD] >= 0:
                     _place(JF, JI, PF, PI, RI[HEAD], shared, 1.0)
             else:
                 if displaced:
-                    _place(JF, JI, PF, PI, previous, _new_pool(PF, PI), 1.0)  # isolate
+                    _place(JF, JI, PF, PI, previous, _lone_pool(PF, PI), 1.0)  # isolate
                 _srpte_las_sync(JF, JI, PF, PI, gI, LI, RI[HEAD])
             i += 1
         else:
@@ -1115,7 +1145,7 @@ def _fsp(submit, size, seen, weight, mode, cap):
                 _las_on_event(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv)
         elif i < n:
             PF[ROW0, NOW] = t_arrival
-            _join(JF, JI, PF, PI, i, _new_pool(PF, PI), 1.0, 0.0)  # Server._admit
+            _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             w = weight[i] if use_weights else 1.0
             job_w[i] = w
             _vl_arrive(Ok, O, vg, vw, VF, VI, PF[ROW0, NOW], i, seen[i], w)
