@@ -315,7 +315,7 @@ ENGINES: dict[str, Engine] = {
         policies=_LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
         adapter=_run_queue,
         seam="schedlab.policies.queue.base.QueuePolicy",
-        sources=("engines.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast.py", "sim/jit.py", "sim/metrics.py",
+        sources=("engines.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast", "sim/jit.py", "sim/metrics.py",
                  "policies/queue"),
         workload_kinds=("synthetic", "file", "trace"),
         fast_path=True,

@@ -12,9 +12,11 @@ the user set it, else ``$SCHEDLAB_CACHE_DIR/numba/<digest>``, else
 ``~/.cache/schedlab/numba/<digest>``: one directory shared by every process of
 a user on a machine, Ray workers included, so the first-call compile is paid
 once per machine, not once per task. ``<digest>`` is that of this module's
-own source: numba invalidates a cached kernel when *its* file changes, not
-when a helper it calls from another file does, so a change to the shared
-helpers below moves every kernel to a fresh cache directory.
+own source and of every module of a kernel *package* (``sim/*_fast/``, e.g.
+``queue_fast/``, whose kernels call helpers from sibling modules): numba
+invalidates a cached kernel when *its* file changes, not when a helper it
+calls from another file does, so a change to the shared helpers below or to
+any module of such a package moves every kernel to a fresh cache directory.
 
 The helpers shared by several kernel modules live here: `hpush` / `hpop`, a
 binary heap of (key, item) pairs in two arrays, ordered by key then item (a
@@ -28,8 +30,20 @@ import hashlib
 import os
 from pathlib import Path
 
-#: Digest of this module's source: the cache subdirectory (see the module docstring).
-SHARED_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+#: The sources whose change must invalidate every cached kernel: this module
+#: and the modules of the kernel packages (see the module docstring).
+SHARED_SOURCES = (Path(__file__), *sorted(Path(__file__).parent.glob("*_fast/*.py")))
+
+
+def _shared_digest() -> str:
+    h = hashlib.sha256()
+    for path in SHARED_SOURCES:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+#: Digest of SHARED_SOURCES: the cache subdirectory (see the module docstring).
+SHARED_DIGEST = _shared_digest()
 
 
 def cache_dir() -> Path:
