@@ -11,9 +11,7 @@ over numpy arrays, no Python object in the loop.
 =================  ==========  ==============================================
 module             kernel      policies
 =================  ==========  ==============================================
-``basic``          ``_fifo``   FIFO
-``basic``          ``_ps``     PS, GPS
-``basic``          ``_las``    LAS
+``basic``          ``_basic``  FIFO, PS, GPS, LAS
 ``srpt``           ``_srpt``   SRPT, SRPTE, SRPTE+PS, SRPTE+LAS
 ``fsp``            ``_fsp``    FSP, FSPE, FSPE+PS, FSPE+LAS, PSBS (Algorithm 1's
                                virtual lag)
@@ -90,7 +88,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.sim.jit import cache_dir  # noqa: F401  (kept in this package's API)
-from schedlab.sim.queue_fast.basic import _fifo, _las, _ps
+from schedlab.sim.queue_fast.basic import B_FIFO, B_GPS, B_LAS, B_PS, _basic
 from schedlab.sim.queue_fast.fsp import FSP_GPS, FSP_LAS, FSP_ONE, _fsp
 from schedlab.sim.queue_fast.las import SCR, _ambiguous  # noqa: F401  (for the tests)
 from schedlab.sim.queue_fast.server import FT, SZ, tie_key  # noqa: F401  (for the tests)
@@ -101,10 +99,10 @@ from schedlab.sim.queue_fast.srpt import SRPT_LAS, SRPT_PLAIN, SRPT_PS, _srpt
 
 #: Built-in policy name -> (kernel, mode). Matched by class identity (see kernel_for).
 _KERNELS = {
-    "FIFO": ("fifo", 0),
-    "PS": ("ps", 0),
-    "GPS": ("ps", 1),
-    "LAS": ("las", 0),
+    "FIFO": ("fifo", B_FIFO),
+    "PS": ("ps", B_PS),
+    "GPS": ("ps", B_GPS),
+    "LAS": ("las", B_LAS),
     "SRPT": ("srpt", SRPT_PLAIN),
     "SRPTE": ("srpt", SRPT_PLAIN),
     "SRPTE+PS": ("srpt", SRPT_PS),
@@ -116,7 +114,8 @@ _KERNELS = {
     "PSBS": ("fsp", FSP_GPS + 8),
 }
 
-_FUNCTIONS = {"fifo": _fifo, "ps": _ps, "las": _las, "srpt": _srpt, "fsp": _fsp}
+#: Policy family -> its kernel (FIFO, PS/GPS and LAS share one: see basic.py).
+_FUNCTIONS = {"fifo": _basic, "ps": _basic, "las": _basic, "srpt": _srpt, "fsp": _fsp}
 
 
 def kernel_for(cls: type) -> tuple[str, int] | None:
@@ -191,5 +190,5 @@ def compile_all() -> None:
     """Compile every kernel (or load it from the on-disk cache)."""
     one = np.ones(3)
     sub = np.array([0.0, 0.5, 0.5])
-    for kernel in _FUNCTIONS.values():
+    for kernel in dict.fromkeys(_FUNCTIONS.values()):
         kernel(sub, one, one * 0.5, one, 0, _pool_rows(3))

@@ -102,10 +102,15 @@ def _fsp(submit, size, seen, weight, mode, cap):
     Ek = np.empty(n)
     vg = np.empty(n)
     vw = np.empty(n)
-    VF = np.zeros(3)
-    VI = np.zeros(3, dtype=np.int64)
+    VF = np.empty(3)  # (np.empty and explicit zeros: np.zeros would be one more numpy function to compile)
+    VI = np.empty(3, dtype=np.int64)
+    for k in range(3):
+        VF[k] = 0.0
+        VI[k] = 0
     JL, gF, gI, LI, hk, hv = _las_new(n if mode == FSP_LAS else 0)
-    late = np.zeros(n, dtype=np.bool_)
+    late = np.empty(n, dtype=np.int64)  # 1: the job is late
+    for j in range(n):
+        late[j] = 0
     n_late = ZERO
     late_order = np.empty(n, dtype=np.int64)  # FSPE: late jobs, first late first
     lo_head = ZERO
@@ -133,8 +138,8 @@ def _fsp(submit, size, seen, weight, mode, cap):
             _complete(JF, JI, PF, PI, job)
             completion[job] = t_done
             done += 1
-            if late[job]:
-                late[job] = False
+            if late[job] != 0:
+                late[job] = 0
                 n_late -= 1
                 if mode == FSP_ONE:
                     lo_head += 1  # popleft: only the first late job is ever served
@@ -152,7 +157,7 @@ def _fsp(submit, size, seen, weight, mode, cap):
                                    <= _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)):
                 became = _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, PF[ROW0, NOW])
                 if became >= 0:
-                    late[became] = True
+                    late[became] = 1
                     n_late += 1
                     if mode == FSP_ONE:
                         late_order[lo_tail] = became

@@ -46,7 +46,9 @@ def _las_new(n):
         JL[j, GRP] = NONE
     gF = np.empty((cap, 4))
     gI = np.empty((cap, 6), dtype=np.int64)
-    LI = np.zeros(6, dtype=np.int64)
+    LI = np.empty(6, dtype=np.int64)
+    for k in range(6):
+        LI[k] = 0
     LI[ACTIVE] = NONE
     hcap = 64  # paused_at: at most one entry per group, so at most half full
     while hcap < 2 * cap:
@@ -159,11 +161,6 @@ def _gheap_pop(gF, gI, LI):
 
 
 @njit(**_HOT)
-def _las_level(PF, PI, gF, gI, g):
-    return gF[g, GLEVEL] + (_clock(PF, PI, gI[g, GPOOL]) - gF[g, GCLOCK])
-
-
-@njit(**_HOT)
 def _las_pool(gI, LI):
     """LeastAttained.pool: the active group's pool, or NONE."""
     g = LI[ACTIVE]
@@ -202,38 +199,42 @@ def _las_enter(JF, JI, PF, PI, JL, gI, job, g):
 @njit(**_HOT)
 def _ambiguous(JF, JL, k):
     """Do two of the jobs JL[0:k, SCR] have bit-equal finish tags and
-    different sizes? (Heap sort of that column by finish tag, then a scan.)"""
-    for start in range(k // 2 - 1, -1, -1):
-        _sift(JF, JL, start, k)
-    for end in range(k - 1, 0, -1):
-        top = JL[0, SCR]
-        JL[0, SCR] = JL[end, SCR]
-        JL[end, SCR] = top
-        _sift(JF, JL, ZERO, end)
+    different sizes? (Heap sort of that column by finish tag, then a scan;
+    the sift-down is written once, inline, not as a helper: one function
+    less to compile.)"""
+    start = k // 2 - 1  # heapify: sift start, start - 1, ..., 0 down in JL[0:k]
+    end = k
+    while True:
+        if start >= 0:
+            i = start
+            start -= 1
+        else:  # sort: move the max to JL[end - 1], sift the new root down in JL[0:end - 1]
+            end -= 1
+            if end <= 0:
+                break
+            top = JL[0, SCR]
+            JL[0, SCR] = JL[end, SCR]
+            JL[end, SCR] = top
+            i = ZERO
+        while True:  # max-heap sift-down of i in JL[0:end, SCR] by finish tag
+            c = 2 * i + 1
+            if c >= end:
+                break
+            if c + 1 < end and JF[JL[c + 1, SCR], FT] > JF[JL[c, SCR], FT]:
+                c += 1
+            if JF[JL[c, SCR], FT] > JF[JL[i, SCR], FT]:
+                t = JL[i, SCR]
+                JL[i, SCR] = JL[c, SCR]
+                JL[c, SCR] = t
+                i = c
+            else:
+                break
     for q in range(1, k):
         a = JL[q - 1, SCR]
         b = JL[q, SCR]
         if JF[a, FT] == JF[b, FT] and JF[a, SZ] != JF[b, SZ]:
             return True
     return False
-
-
-@njit(**_HOT)
-def _sift(JF, JL, i, end):
-    """Max-heap sift-down of JL[0:end, SCR] by finish tag."""
-    while True:
-        c = 2 * i + 1
-        if c >= end:
-            return
-        if c + 1 < end and JF[JL[c + 1, SCR], FT] > JF[JL[c, SCR], FT]:
-            c += 1
-        if JF[JL[c, SCR], FT] > JF[JL[i, SCR], FT]:
-            t = JL[i, SCR]
-            JL[i, SCR] = JL[c, SCR]
-            JL[c, SCR] = t
-            i = c
-        else:
-            return
 
 
 @njit(**_HOT)
@@ -282,7 +283,7 @@ def _las_add(JF, JI, PF, PI, JL, gF, gI, LI, hk, hv, job):
         LI[ACTIVE] = g
         _las_enter(JF, JI, PF, PI, JL, gI, job, g)
         return
-    current = _las_level(PF, PI, gF, gI, active)
+    current = gF[active, GLEVEL] + (_clock(PF, PI, gI[active, GPOOL]) - gF[active, GCLOCK])  # the level
     if tie_key(attained) == tie_key(current):
         _las_enter(JF, JI, PF, PI, JL, gI, job, active)
     elif attained < current:  # _pause the active group at its level
@@ -337,7 +338,8 @@ def _las_next_event_time(PF, PI, gF, gI, LI, hk, hv):
     _las_drop_empty_paused(gF, gI, LI, hk, hv)
     if LI[HSIZE] == 0:
         return INF
-    gap = gF[gI[0, GHEAP], GELEVEL] - _las_level(PF, PI, gF, gI, active)
+    level = gF[active, GLEVEL] + (_clock(PF, PI, gI[active, GPOOL]) - gF[active, GCLOCK])
+    gap = gF[gI[0, GHEAP], GELEVEL] - level
     p = gI[active, GPOOL]  # Server.time_to_advance(the active pool, gap):
     if p != PI[ROW0, SERVED] or PI[p, PSIZE] == 0:
         return PF[ROW0, NOW] + INF

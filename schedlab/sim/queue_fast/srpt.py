@@ -100,8 +100,11 @@ def _srpt(submit, size, seen, weight, mode, cap):
     wheap = np.empty(n, dtype=np.int64)
     wk = np.empty(n)  # the waiting heap's keys: tie keys of estimated remaining work
     wkey = np.empty(n)
-    RF = np.zeros(2)
-    RI = np.zeros(2, dtype=np.int64)
+    RF = np.empty(2)  # (np.empty and explicit zeros: np.zeros would be one more numpy function to compile)
+    RI = np.empty(2, dtype=np.int64)
+    RF[HKEY] = 0.0
+    RF[HATT] = 0.0
+    RI[WSIZE] = 0
     RI[HEAD] = NONE
     JL, gF, gI, LI, hk, hv = _las_new(n if mode == SRPT_LAS else 0)
     shared = NONE
