@@ -81,7 +81,7 @@ ENGINE = Engine(
     policies=LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
     adapter=run,
     seam="schedlab.policies.queue.base.QueuePolicy",
-    sources=("engines/base.py", "engines/queue.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast.py",
+    sources=("engines/base.py", "engines/queue.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast",
              "sim/jit.py", "sim/metrics.py", "policies/queue"),
     workload_kinds=("synthetic", "file", "trace"),
     system=SYSTEMS["queue"],

@@ -12,11 +12,13 @@ the user set it, else ``$SCHEDLAB_CACHE_DIR/numba/<digest>``, else
 ``~/.cache/schedlab/numba/<digest>``: one directory shared by every process of
 a user on a machine, Ray workers included, so the first-call compile is paid
 once per machine, not once per task. ``<digest>`` is that of the sources
-of the helper modules (``HELPER_SOURCES``: this one and ``tetris_fast.py``,
-whose helpers ``packing_multi_fast``'s kernel calls): numba invalidates a
-cached kernel when *its* file changes, not when a helper it calls from
-another file does, so a change to a shared helper moves every kernel to a
-fresh cache directory.
+whose helpers kernels of *other* modules call (``SHARED_SOURCES``: this
+module, ``tetris_fast.py``, whose helpers ``packing_multi_fast``'s kernel
+calls, and every module of a kernel *package* (``sim/*_fast/``, e.g.
+``queue_fast/``, whose kernels call helpers from sibling modules)): numba
+invalidates a cached kernel when *its* file changes, not when a helper it
+calls from another file does, so a change to any of these moves every kernel
+to a fresh cache directory.
 
 The helpers shared by several kernel modules live here: `hpush` / `hpop`, a
 binary heap of (key, item) pairs in two arrays, ordered by key then item (a
@@ -36,11 +38,22 @@ import os
 from typing import Any
 from pathlib import Path
 
-#: Modules (in this folder) whose numba helpers kernels of other modules call.
-HELPER_SOURCES = ("jit.py", "tetris_fast.py")
-#: Digest of the helper modules' sources: the cache subdirectory (see the module docstring).
-SHARED_DIGEST = hashlib.sha256(
-    b"".join((Path(__file__).parent / name).read_bytes() for name in HELPER_SOURCES)).hexdigest()[:12]
+#: The sources whose change must invalidate every cached kernel: this module,
+#: the helper module tetris_fast.py and the modules of the kernel packages
+#: (see the module docstring).
+SHARED_SOURCES = (Path(__file__), Path(__file__).parent / "tetris_fast.py",
+                  *sorted(Path(__file__).parent.glob("*_fast/*.py")))
+
+
+def _shared_digest() -> str:
+    h = hashlib.sha256()
+    for path in SHARED_SOURCES:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+#: Digest of SHARED_SOURCES: the cache subdirectory (see the module docstring).
+SHARED_DIGEST = _shared_digest()
 
 
 def cache_dir() -> Path:
