@@ -300,7 +300,20 @@ def _incidence(state: DfrsState, jobs: list[int], rows: np.ndarray) -> np.ndarra
 
 
 def max_min_yields(A: np.ndarray) -> np.ndarray:
-    """Progressive filling: the max-min fair y in [0, 1] with A y <= 1."""
+    """Progressive filling: the max-min fair y in [0, 1] with A y <= 1.
+    Compiled (``schedlab.sim.dfrs_fast.max_min_kernel``, bit-identical to
+    :func:`max_min_yields_numpy`, which runs when the kernel cannot reach
+    numpy's BLAS)."""
+    from schedlab.sim.dfrs_fast import blas_functions, max_min_kernel
+
+    blas = blas_functions()
+    if blas is None:
+        return max_min_yields_numpy(A)
+    return max_min_kernel(A, blas[0], blas[1], blas[2], _LOAD_EPS)
+
+
+def max_min_yields_numpy(A: np.ndarray) -> np.ndarray:
+    """:func:`max_min_yields` in numpy: the definition the kernel reproduces."""
     K, J = A.shape
     y = np.zeros(J)
     active = np.ones(J, dtype=bool)
