@@ -152,6 +152,7 @@ class DfrsState:
         self.processing = np.asarray(processing, dtype=float)
         self.tasks = [int(x) for x in tasks]
         self.cpu = [float(x) for x in cpu]
+        self.cpu_arr = np.asarray(self.cpu, dtype=float)  # the same needs as an array (compiled helpers)
         self.mem = [float(x) for x in mem]
         self.penalty = float(penalty)
         n = len(self.tasks)
@@ -282,23 +283,6 @@ class DfrsState:
 
 # -- resource allocation (§4.6) ------------------------------------------------
 
-def _incidence(state: DfrsState, jobs: list[int], rows: np.ndarray) -> np.ndarray:
-    """A[r, i] = c_j x (tasks of job jobs[i] on node rows[r])."""
-    row_of = np.full(state.nodes, -1, dtype=np.int64)
-    row_of[rows] = np.arange(len(rows))
-    if not jobs:
-        return np.zeros((len(rows), 0))
-    # A[r, i] accumulates c_j once per task of job i on row r's node, sequentially in task order (what
-    # np.add.at does), compiled: schedlab.sim.dfrs_fast.incidence_kernel
-    from schedlab.sim.dfrs_fast import incidence_kernel
-
-    wh = [state.where[j] for j in jobs]
-    ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
-    np.cumsum([len(w) for w in wh], out=ptr[1:])
-    return incidence_kernel(row_of, len(rows), np.concatenate(wh).astype(np.int64, copy=False), ptr,
-                            np.asarray([state.cpu[j] for j in jobs], dtype=float))
-
-
 def max_min_yields(A: np.ndarray) -> np.ndarray:
     """Progressive filling: the max-min fair y in [0, 1] with A y <= 1.
     Compiled (``schedlab.sim.dfrs_fast.max_min_kernel``, bit-identical to
@@ -333,6 +317,25 @@ def max_min_yields_numpy(A: np.ndarray) -> np.ndarray:
     return y
 
 
+def running_incidence(state: DfrsState, jobs: list[int], over: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, A) for the running ``jobs`` (sorted) and the overloaded nodes
+    ``over``: the jobs with a task on an overloaded node, in order (an int64
+    array), and their incidence matrix A[r, i] = c_j x (tasks of job hit[i] on node
+    over[r]), summed task by task -- in one compiled pass
+    (``schedlab.sim.dfrs_fast.hit_incidence_kernel``)."""
+    from schedlab.sim.dfrs_fast import hit_incidence_kernel
+
+    row_of = np.full(state.nodes, -1, dtype=np.int64)
+    row_of[over] = np.arange(len(over))
+    wh = [state.where[j] for j in jobs]
+    ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in wh], out=ptr[1:])
+    jarr = np.asarray(jobs, dtype=np.int64)
+    idx, A = hit_incidence_kernel(row_of, len(over), np.concatenate(wh).astype(np.int64, copy=False), ptr,
+                                  state.cpu_arr[jarr])
+    return jarr[idx], A
+
+
 def allocate(state: DfrsState, opt: str) -> int:
     """Set ``state.y`` for the running jobs; returns 1 if the LP failed (AVG)."""
     jobs = sorted(state.running)
@@ -343,11 +346,8 @@ def allocate(state: DfrsState, opt: str) -> int:
     if not len(over):
         state.y[jarr] = 1.0
         return 0
-    overset = np.zeros(state.nodes, dtype=bool)
-    overset[over] = True
-    hit = [j for j in jobs if overset[state.where[j]].any()]
+    hit, A = running_incidence(state, jobs, over)
     state.y[jarr] = 1.0
-    A = _incidence(state, hit, over)
     y = max_min_yields(A)
     failed = 0
     if opt == "AVG":
@@ -358,7 +358,7 @@ def allocate(state: DfrsState, opt: str) -> int:
             y = np.clip(res.x, 0.0, 1.0)
         else:
             failed = 1
-    state.y[np.asarray(hit)] = y
+    state.y[hit] = y
     return failed
 
 

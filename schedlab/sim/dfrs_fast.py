@@ -33,23 +33,67 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from schedlab.sim.jit import ALLOC, HOT, JIT, njit
+from schedlab.sim.jit import ALLOC, HOT, JIT, hpop, hpush, njit
 
 
 @njit(**JIT)
-def incidence_kernel(row_of, nrows, nodes, ptr, cpu):
-    """A[row_of[k], i] += cpu[i] for each task node k of job i (tasks on rows
-    < 0 skipped), job by job, task by task: the sequential sums of
-    ``np.add.at(A[:, i], rows, c)``, bit for bit."""
+def hit_incidence_kernel(row_of, nrows, nodes, ptr, cpu):
+    """The allocation's input in one pass over the running jobs (in the order
+    given): the indices of the jobs with a task on a row (``row_of[k] >= 0``:
+    an overloaded node) and their incidence matrix: A[row_of[k], h] += cpu[i] for each task node k
+    of hit job i, task by task -- the sequential sums of
+    ``np.add.at(A[:, h], rows, c)``, bit for bit."""
     J = ptr.shape[0] - 1
-    A = np.zeros((nrows, J))
+    hit = np.empty(J, dtype=np.int64)
+    nh = 0
     for i in range(J):
+        for q in range(ptr[i], ptr[i + 1]):
+            if row_of[nodes[q]] >= 0:
+                hit[nh] = i
+                nh += 1
+                break
+    A = np.zeros((nrows, nh))
+    for h in range(nh):
+        i = hit[h]
         c = cpu[i]
         for q in range(ptr[i], ptr[i + 1]):
             r = row_of[nodes[q]]
             if r >= 0:
-                A[r, i] += c
-    return A
+                A[r, h] += c
+    return hit[:nh].copy(), A
+
+
+@njit(**JIT)
+def greedy_place_kernel(free_mem, load, tasks, mem, cpu, mem_eps):
+    """Greedy (``schedlab.policies.dfrs.greedy.greedy_place``): task slots
+    floor((free + eps) / m) per node, then each task on the node with the
+    smallest (load, index) among those with a slot left, the load raised by
+    the job's need -- the reference's heap of (load, node) tuples, as a heap
+    of the same pairs in the same total order. Returns (ok, nodes)."""
+    K = free_mem.shape[0]
+    slots = np.empty(K, dtype=np.int64)
+    total = 0
+    for k in range(K):
+        slots[k] = np.int64(np.floor((free_mem[k] + mem_eps) / mem))
+        total += slots[k]
+    out = np.empty(max(tasks, 0), dtype=np.int64)
+    if total < tasks:
+        return False, out
+    hk = np.empty(K)
+    hi = np.empty(K, dtype=np.int64)
+    hs = 0
+    for k in range(K):
+        if slots[k] > 0:
+            hs = hpush(hk, hi, hs, load[k], np.int64(k))
+    for t in range(tasks):
+        l = hk[0]
+        k = hi[0]
+        hs = hpop(hk, hi, hs)
+        out[t] = k
+        slots[k] -= 1
+        if slots[k] > 0:
+            hs = hpush(hk, hi, hs, l + cpu, k)
+    return True, out
 
 
 # -- numpy's BLAS, called from compiled code -------------------------------------

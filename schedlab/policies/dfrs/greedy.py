@@ -63,33 +63,28 @@ goes on). A resumed job pays the penalty; a first start does not.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from typing import ClassVar
 
 import numpy as np
 
-from schedlab.sim.dfrs import RUNNING, DfrsState, task_slots
+from schedlab.sim.dfrs import MEM_EPS, RUNNING, DfrsState, task_slots
 from schedlab.policies.dfrs.base import DfrsPolicy
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
     """Greedy (§4.2) on the given per-node free memory and CPU load (not
-    modified): node of each task, or None if the tasks cannot all fit."""
-    slots = task_slots(free_mem, mem)
-    if int(slots.sum()) < tasks:
-        return None
-    heap = [(float(load[k]), int(k)) for k in np.flatnonzero(slots > 0)]
-    heapq.heapify(heap)
-    out: list[int] = []
-    for _ in range(tasks):
-        l, k = heapq.heappop(heap)
-        out.append(k)
-        slots[k] -= 1
-        if slots[k] > 0:
-            heapq.heappush(heap, (l + cpu, k))
-    return out
+    modified): node of each task, or None if the tasks cannot all fit.
+    Task slots per node: ``task_slots``; then each task goes to the node with
+    the smallest (load, index) among those with a slot left, whose load then
+    grows by ``cpu`` (a heap of (load, node) pairs) -- compiled:
+    ``schedlab.sim.dfrs_fast.greedy_place_kernel``."""
+    from schedlab.sim.dfrs_fast import greedy_place_kernel
+
+    ok, out = greedy_place_kernel(np.ascontiguousarray(free_mem, dtype=float), np.ascontiguousarray(load, dtype=float),
+                                  int(tasks), float(mem), float(cpu), MEM_EPS)
+    return out.tolist() if ok else None
 
 
 def _take(free_mem: np.ndarray, load: np.ndarray, nodes, mem: float, cpu: float, sign: float) -> None:

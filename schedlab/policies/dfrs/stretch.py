@@ -130,7 +130,7 @@ from schedlab.policies.dfrs.greedy import (
     _with_limit,
 )
 from schedlab.policies.dfrs.mcb8 import FIT_TOL, pack
-from schedlab.sim.dfrs import RUNNING, DfrsState, _incidence
+from schedlab.sim.dfrs import RUNNING, DfrsState, running_incidence
 
 STRETCH_PRECISION = 0.01  # MCB8-stretch: stop when S_hi / S_lo <= 1 + this
 STRETCH_FLOOR = 10.0  # s: bounded-stretch threshold (flow-time floor; virtual-time floor of the search range)
@@ -410,17 +410,14 @@ def stretch_allocate(st: DfrsState, opt: str, horizon: float) -> int:
     over = np.flatnonzero(st.load > 1.0 + 1e-12)
     if not len(over):
         return 0
-    overset = np.zeros(st.nodes, dtype=bool)
-    overset[over] = True
-    hit = [j for j in jobs if overset[st.where[j]].any()]
-    A = _incidence(st, hit, over)
-    F = _flow(st, hit, horizon)
-    v = st.vt[np.asarray(hit)].astype(float)
+    hit, A = running_incidence(st, jobs, over)
+    F = _flow(st, hit.tolist(), horizon)
+    v = st.vt[hit].astype(float)
     y = min_max_stretch_yields(A, F, v, horizon)
     failures = 0
     if opt == "AVG":
         y, failures = min_avg_stretch_yields(A, F, v, horizon, y)
-    st.y[np.asarray(hit)] = np.clip(y, 0.0, 1.0)
+    st.y[hit] = np.clip(y, 0.0, 1.0)
     return failures
 
 
