@@ -201,21 +201,22 @@ class DfrsState:
         return sorted(jobs, key=self.priority_key)
 
     # -- mapping changes -----------------------------------------------------
+    # _release / _acquire: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
     def _release(self, j: int) -> None:
-        nodes = self.where[j]
-        np.add.at(self.free_mem, nodes, self.mem[j])
-        np.add.at(self.load, nodes, -self.cpu[j])
+        from schedlab.sim.dfrs_fast import release_kernel
+
+        release_kernel(self.free_mem, self.load, self.where[j], self.mem[j], self.cpu[j])
         self.where[j] = None
 
     def _acquire(self, j: int, nodes: np.ndarray) -> None:
+        from schedlab.sim.dfrs_fast import acquire_kernel
+
         if len(nodes) != self.tasks[j]:
             raise DfrsCapacityError(f"t={self.now}: job {j} has {self.tasks[j]} tasks, placement has {len(nodes)}")
-        if len(nodes) and (nodes.min() < 0 or nodes.max() >= self.nodes):
+        k = acquire_kernel(self.free_mem, self.load, nodes, self.mem[j], self.cpu[j], self.nodes, MEM_EPS)
+        if k == -2:
             raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
-        np.add.at(self.free_mem, nodes, -self.mem[j])
-        np.add.at(self.load, nodes, self.cpu[j])
-        if len(nodes) and self.free_mem[nodes].min() < -MEM_EPS:
-            k = int(nodes[np.argmin(self.free_mem[nodes])])
+        if k >= 0:
             raise DfrsCapacityError(f"t={self.now}: placing job {j} overfills the memory of node {k} "
                                     f"({1.0 - self.free_mem[k]:.6g} > 1)")
         self.where[j] = nodes
@@ -226,6 +227,8 @@ class DfrsState:
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
         the moved jobs on their new nodes, in dict order. A move to the same
         multiset of nodes is no migration (no penalty, nothing counted)."""
+        from schedlab.sim.dfrs_fast import moved_tasks_kernel
+
         moves = moves or {}
         places = places or {}
         for j in pauses:
@@ -258,12 +261,8 @@ class DfrsState:
         for j, nodes in moves.items():
             nodes = np.asarray(nodes, dtype=np.int64)
             self._acquire(j, nodes)
-            o = old[j]
-            if len(o) == len(nodes) and np.array_equal(o, nodes):
-                moved = 0
-            else:  # tasks minus the size of the multiset intersection of old and new nodes (integers: exact)
-                moved = self.tasks[j] - int(np.minimum(np.bincount(o, minlength=self.nodes),
-                                                       np.bincount(nodes, minlength=self.nodes)).sum())
+            # 0 if the node arrays are equal, else tasks minus the multiset intersection of old and new nodes
+            moved = moved_tasks_kernel(old[j], nodes, self.nodes)
             if moved:
                 self.migrations[j] += 1
                 self.migrated_tasks[j] += moved
