@@ -436,21 +436,17 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     k_per = 1
     t_per = t0 + period if period else math.inf
     inf = math.inf
+    from schedlab.sim.dfrs_fast import horizon_kernel  # numba: loaded when a DFRS run starts
+
     while i < n or st.running or st.pending:
         t_arr = float(rel[order[i]]) if i < n else inf
         t_next = t_arr
         run = np.fromiter(st.running, dtype=np.int64, count=len(st.running)) if st.running else None
         if run is not None:
-            pen = st.pen_until[run]
-            active = pen <= t
-            yr = st.y[run]
-            rate = np.where(active, yr, 0.0)
-            with np.errstate(divide="ignore"):
-                t_c = np.where(rate > 0, t + (p[run] - st.vt[run]) / np.where(rate > 0, rate, 1.0), inf)
-            t_next = min(t_next, float(t_c.min()))
-            waiting_pen = pen[~active]
-            if len(waiting_pen):
-                t_next = min(t_next, float(waiting_pen.min()))
+            # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
+            # earliest completion or penalty end: compiled (schedlab.sim.dfrs_fast.horizon_kernel)
+            rate, t_c, t_ahead = horizon_kernel(run, st.pen_until, st.y, p, st.vt, t)
+            t_next = min(t_next, t_ahead)
         if period and (st.running or st.pending):
             t_next = min(t_next, t_per)
         if t_next == inf:

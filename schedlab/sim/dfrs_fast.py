@@ -37,6 +37,33 @@ from schedlab.sim.jit import ALLOC, HOT, JIT, hpop, hpush, njit
 
 
 @njit(**JIT)
+def horizon_kernel(run, pen_until, y, p, vt, t):
+    """One event's look-ahead of the engine loop over the running jobs
+    ``run``: rate = y if the penalty is over (pen_until <= t) else 0; the
+    predicted completion t + (p - vt) / rate (inf at rate 0); returns (rate,
+    completions, the earliest of the completions and of the penalty ends
+    still ahead -- inf if none) -- the numpy expressions' operations."""
+    n = run.shape[0]
+    rate = np.empty(n)
+    t_c = np.empty(n)
+    nxt = np.inf
+    for q in range(n):
+        j = run[q]
+        if pen_until[j] <= t:
+            r = y[j]
+        else:
+            r = 0.0
+            if pen_until[j] < nxt:
+                nxt = pen_until[j]
+        rate[q] = r
+        c = t + (p[j] - vt[j]) / r if r > 0 else np.inf
+        t_c[q] = c
+        if c < nxt:
+            nxt = c
+    return rate, t_c, nxt
+
+
+@njit(**JIT)
 def release_kernel(free_mem, load, nodes, mem, cpu):
     """``np.add.at(free_mem, nodes, mem)``, ``np.add.at(load, nodes, -cpu)``:
     the same sequential additions, task by task."""

@@ -257,7 +257,7 @@ def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = 
     pinned = _pinned(st, minvt, minft)
     res = mcb8([(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs], st.nodes, pinned=pinned)
     fixed = {k for j in pinned if j in res.mapping for k in res.mapping[j]}
-    relabel = _relabel(st, res.mapping, fixed)
+    relabel = _relabel(st, res.mapping, fixed).tolist()  # Python ints: cheaper to index and to convert back
     mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
     pauses = [j for j in res.dropped if st.status[j] == RUNNING]
     moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
@@ -300,7 +300,9 @@ def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: set[int] = fro
     from scipy.optimize import linear_sum_assignment
 
     relabel = np.arange(st.nodes, dtype=np.int64)
-    free = np.asarray([k for k in range(st.nodes) if k not in fixed], dtype=np.int64)
+    keep = np.ones(st.nodes, dtype=bool)
+    keep[list(fixed)] = False
+    free = np.flatnonzero(keep)  # the nodes not in ``fixed``, ascending
     if len(free) < 2:
         return relabel
     pos = np.full(st.nodes, -1, dtype=np.int64)

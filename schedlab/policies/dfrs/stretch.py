@@ -254,8 +254,8 @@ def stretch_remap(st: DfrsState, horizon: float, minvt: float | None = None, min
             for i, j in enumerate(jobs)]
     mapping, dropped, _S = mcb8_stretch(rows, st.nodes, horizon, pinned=pinned)
     fixed = {k for j in pinned if j in mapping for k in mapping[j]}
-    relabel = _relabel(st, mapping, fixed)
-    mapping = {j: [int(relabel[b]) for b in bins] for j, bins in mapping.items()}
+    relabel = _relabel(st, mapping, fixed).tolist()
+    mapping = {j: [relabel[b] for b in bins] for j, bins in mapping.items()}
     pauses = [j for j in dropped if st.status[j] == RUNNING]
     moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
     places = {j: nodes for j, nodes in mapping.items() if st.status[j] != RUNNING}
