@@ -152,6 +152,7 @@ class DfrsState:
         self.processing = np.asarray(processing, dtype=float)
         self.tasks = [int(x) for x in tasks]
         self.cpu = [float(x) for x in cpu]
+        self.cpu_arr = np.asarray(self.cpu, dtype=float)  # the same needs as an array (compiled helpers)
         self.mem = [float(x) for x in mem]
         self.penalty = float(penalty)
         n = len(self.tasks)
@@ -200,21 +201,22 @@ class DfrsState:
         return sorted(jobs, key=self.priority_key)
 
     # -- mapping changes -----------------------------------------------------
+    # _release / _acquire: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
     def _release(self, j: int) -> None:
-        nodes = self.where[j]
-        np.add.at(self.free_mem, nodes, self.mem[j])
-        np.add.at(self.load, nodes, -self.cpu[j])
+        from schedlab.sim.dfrs_fast import release_kernel
+
+        release_kernel(self.free_mem, self.load, self.where[j], self.mem[j], self.cpu[j])
         self.where[j] = None
 
     def _acquire(self, j: int, nodes: np.ndarray) -> None:
+        from schedlab.sim.dfrs_fast import acquire_kernel
+
         if len(nodes) != self.tasks[j]:
             raise DfrsCapacityError(f"t={self.now}: job {j} has {self.tasks[j]} tasks, placement has {len(nodes)}")
-        if len(nodes) and (nodes.min() < 0 or nodes.max() >= self.nodes):
+        k = acquire_kernel(self.free_mem, self.load, nodes, self.mem[j], self.cpu[j], self.nodes, MEM_EPS)
+        if k == -2:
             raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
-        np.add.at(self.free_mem, nodes, -self.mem[j])
-        np.add.at(self.load, nodes, self.cpu[j])
-        if len(nodes) and self.free_mem[nodes].min() < -MEM_EPS:
-            k = int(nodes[np.argmin(self.free_mem[nodes])])
+        if k >= 0:
             raise DfrsCapacityError(f"t={self.now}: placing job {j} overfills the memory of node {k} "
                                     f"({1.0 - self.free_mem[k]:.6g} > 1)")
         self.where[j] = nodes
@@ -225,6 +227,8 @@ class DfrsState:
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
         the moved jobs on their new nodes, in dict order. A move to the same
         multiset of nodes is no migration (no penalty, nothing counted)."""
+        from schedlab.sim.dfrs_fast import moved_tasks_kernel
+
         moves = moves or {}
         places = places or {}
         for j in pauses:
@@ -257,12 +261,8 @@ class DfrsState:
         for j, nodes in moves.items():
             nodes = np.asarray(nodes, dtype=np.int64)
             self._acquire(j, nodes)
-            o = old[j]
-            if len(o) == len(nodes) and np.array_equal(o, nodes):
-                moved = 0
-            else:  # tasks minus the size of the multiset intersection of old and new nodes (integers: exact)
-                moved = self.tasks[j] - int(np.minimum(np.bincount(o, minlength=self.nodes),
-                                                       np.bincount(nodes, minlength=self.nodes)).sum())
+            # 0 if the node arrays are equal, else tasks minus the multiset intersection of old and new nodes
+            moved = moved_tasks_kernel(old[j], nodes, self.nodes)
             if moved:
                 self.migrations[j] += 1
                 self.migrated_tasks[j] += moved
@@ -282,25 +282,21 @@ class DfrsState:
 
 # -- resource allocation (§4.6) ------------------------------------------------
 
-def _incidence(state: DfrsState, jobs: list[int], rows: np.ndarray) -> np.ndarray:
-    """A[r, i] = c_j x (tasks of job jobs[i] on node rows[r])."""
-    row_of = np.full(state.nodes, -1, dtype=np.int64)
-    row_of[rows] = np.arange(len(rows))
-    if not jobs:
-        return np.zeros((len(rows), 0))
-    # A[r, i] accumulates c_j once per task of job i on row r's node, sequentially in task order (what
-    # np.add.at does), compiled: schedlab.sim.dfrs_fast.incidence_kernel
-    from schedlab.sim.dfrs_fast import incidence_kernel
-
-    wh = [state.where[j] for j in jobs]
-    ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
-    np.cumsum([len(w) for w in wh], out=ptr[1:])
-    return incidence_kernel(row_of, len(rows), np.concatenate(wh).astype(np.int64, copy=False), ptr,
-                            np.asarray([state.cpu[j] for j in jobs], dtype=float))
-
-
 def max_min_yields(A: np.ndarray) -> np.ndarray:
-    """Progressive filling: the max-min fair y in [0, 1] with A y <= 1."""
+    """Progressive filling: the max-min fair y in [0, 1] with A y <= 1.
+    Compiled (``schedlab.sim.dfrs_fast.max_min_kernel``, bit-identical to
+    :func:`max_min_yields_numpy`, which runs when the kernel cannot reach
+    numpy's BLAS)."""
+    from schedlab.sim.dfrs_fast import blas_functions, max_min_kernel
+
+    blas = blas_functions()
+    if blas is None:
+        return max_min_yields_numpy(A)
+    return max_min_kernel(A, blas[0], blas[1], blas[2], _LOAD_EPS)
+
+
+def max_min_yields_numpy(A: np.ndarray) -> np.ndarray:
+    """:func:`max_min_yields` in numpy: the definition the kernel reproduces."""
     K, J = A.shape
     y = np.zeros(J)
     active = np.ones(J, dtype=bool)
@@ -320,6 +316,25 @@ def max_min_yields(A: np.ndarray) -> np.ndarray:
     return y
 
 
+def running_incidence(state: DfrsState, jobs: list[int], over: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, A) for the running ``jobs`` (sorted) and the overloaded nodes
+    ``over``: the jobs with a task on an overloaded node, in order (an int64
+    array), and their incidence matrix A[r, i] = c_j x (tasks of job hit[i] on node
+    over[r]), summed task by task -- in one compiled pass
+    (``schedlab.sim.dfrs_fast.hit_incidence_kernel``)."""
+    from schedlab.sim.dfrs_fast import hit_incidence_kernel
+
+    row_of = np.full(state.nodes, -1, dtype=np.int64)
+    row_of[over] = np.arange(len(over))
+    wh = [state.where[j] for j in jobs]
+    ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in wh], out=ptr[1:])
+    jarr = np.asarray(jobs, dtype=np.int64)
+    idx, A = hit_incidence_kernel(row_of, len(over), np.concatenate(wh).astype(np.int64, copy=False), ptr,
+                                  state.cpu_arr[jarr])
+    return jarr[idx], A
+
+
 def allocate(state: DfrsState, opt: str) -> int:
     """Set ``state.y`` for the running jobs; returns 1 if the LP failed (AVG)."""
     jobs = sorted(state.running)
@@ -330,11 +345,8 @@ def allocate(state: DfrsState, opt: str) -> int:
     if not len(over):
         state.y[jarr] = 1.0
         return 0
-    overset = np.zeros(state.nodes, dtype=bool)
-    overset[over] = True
-    hit = [j for j in jobs if overset[state.where[j]].any()]
+    hit, A = running_incidence(state, jobs, over)
     state.y[jarr] = 1.0
-    A = _incidence(state, hit, over)
     y = max_min_yields(A)
     failed = 0
     if opt == "AVG":
@@ -345,7 +357,7 @@ def allocate(state: DfrsState, opt: str) -> int:
             y = np.clip(res.x, 0.0, 1.0)
         else:
             failed = 1
-    state.y[np.asarray(hit)] = y
+    state.y[hit] = y
     return failed
 
 
@@ -424,21 +436,17 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     k_per = 1
     t_per = t0 + period if period else math.inf
     inf = math.inf
+    from schedlab.sim.dfrs_fast import horizon_kernel  # numba: loaded when a DFRS run starts
+
     while i < n or st.running or st.pending:
         t_arr = float(rel[order[i]]) if i < n else inf
         t_next = t_arr
         run = np.fromiter(st.running, dtype=np.int64, count=len(st.running)) if st.running else None
         if run is not None:
-            pen = st.pen_until[run]
-            active = pen <= t
-            yr = st.y[run]
-            rate = np.where(active, yr, 0.0)
-            with np.errstate(divide="ignore"):
-                t_c = np.where(rate > 0, t + (p[run] - st.vt[run]) / np.where(rate > 0, rate, 1.0), inf)
-            t_next = min(t_next, float(t_c.min()))
-            waiting_pen = pen[~active]
-            if len(waiting_pen):
-                t_next = min(t_next, float(waiting_pen.min()))
+            # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
+            # earliest completion or penalty end: compiled (schedlab.sim.dfrs_fast.horizon_kernel)
+            rate, t_c, t_ahead = horizon_kernel(run, st.pen_until, st.y, p, st.vt, t)
+            t_next = min(t_next, t_ahead)
         if period and (st.running or st.pending):
             t_next = min(t_next, t_per)
         if t_next == inf:

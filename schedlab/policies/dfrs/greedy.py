@@ -63,33 +63,28 @@ goes on). A resumed job pays the penalty; a first start does not.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from typing import ClassVar
 
 import numpy as np
 
-from schedlab.sim.dfrs import RUNNING, DfrsState, task_slots
+from schedlab.sim.dfrs import MEM_EPS, RUNNING, DfrsState, task_slots
 from schedlab.policies.dfrs.base import DfrsPolicy
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
     """Greedy (§4.2) on the given per-node free memory and CPU load (not
-    modified): node of each task, or None if the tasks cannot all fit."""
-    slots = task_slots(free_mem, mem)
-    if int(slots.sum()) < tasks:
-        return None
-    heap = [(float(load[k]), int(k)) for k in np.flatnonzero(slots > 0)]
-    heapq.heapify(heap)
-    out: list[int] = []
-    for _ in range(tasks):
-        l, k = heapq.heappop(heap)
-        out.append(k)
-        slots[k] -= 1
-        if slots[k] > 0:
-            heapq.heappush(heap, (l + cpu, k))
-    return out
+    modified): node of each task, or None if the tasks cannot all fit.
+    Task slots per node: ``task_slots``; then each task goes to the node with
+    the smallest (load, index) among those with a slot left, whose load then
+    grows by ``cpu`` (a heap of (load, node) pairs) -- compiled:
+    ``schedlab.sim.dfrs_fast.greedy_place_kernel``."""
+    from schedlab.sim.dfrs_fast import greedy_place_kernel
+
+    ok, out = greedy_place_kernel(np.ascontiguousarray(free_mem, dtype=float), np.ascontiguousarray(load, dtype=float),
+                                  int(tasks), float(mem), float(cpu), MEM_EPS)
+    return out.tolist() if ok else None
 
 
 def _take(free_mem: np.ndarray, load: np.ndarray, nodes, mem: float, cpu: float, sign: float) -> None:
@@ -262,7 +257,7 @@ def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = 
     pinned = _pinned(st, minvt, minft)
     res = mcb8([(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs], st.nodes, pinned=pinned)
     fixed = {k for j in pinned if j in res.mapping for k in res.mapping[j]}
-    relabel = _relabel(st, res.mapping, fixed)
+    relabel = _relabel(st, res.mapping, fixed).tolist()  # Python ints: cheaper to index and to convert back
     mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
     pauses = [j for j in res.dropped if st.status[j] == RUNNING]
     moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
@@ -305,7 +300,9 @@ def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: set[int] = fro
     from scipy.optimize import linear_sum_assignment
 
     relabel = np.arange(st.nodes, dtype=np.int64)
-    free = np.asarray([k for k in range(st.nodes) if k not in fixed], dtype=np.int64)
+    keep = np.ones(st.nodes, dtype=bool)
+    keep[list(fixed)] = False
+    free = np.flatnonzero(keep)  # the nodes not in ``fixed``, ascending
     if len(free) < 2:
         return relabel
     pos = np.full(st.nodes, -1, dtype=np.int64)

@@ -130,7 +130,7 @@ from schedlab.policies.dfrs.greedy import (
     _with_limit,
 )
 from schedlab.policies.dfrs.mcb8 import FIT_TOL, pack
-from schedlab.sim.dfrs import RUNNING, DfrsState, _incidence
+from schedlab.sim.dfrs import RUNNING, DfrsState, running_incidence
 
 STRETCH_PRECISION = 0.01  # MCB8-stretch: stop when S_hi / S_lo <= 1 + this
 STRETCH_FLOOR = 10.0  # s: bounded-stretch threshold (flow-time floor; virtual-time floor of the search range)
@@ -254,8 +254,8 @@ def stretch_remap(st: DfrsState, horizon: float, minvt: float | None = None, min
             for i, j in enumerate(jobs)]
     mapping, dropped, _S = mcb8_stretch(rows, st.nodes, horizon, pinned=pinned)
     fixed = {k for j in pinned if j in mapping for k in mapping[j]}
-    relabel = _relabel(st, mapping, fixed)
-    mapping = {j: [int(relabel[b]) for b in bins] for j, bins in mapping.items()}
+    relabel = _relabel(st, mapping, fixed).tolist()
+    mapping = {j: [relabel[b] for b in bins] for j, bins in mapping.items()}
     pauses = [j for j in dropped if st.status[j] == RUNNING]
     moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
     places = {j: nodes for j, nodes in mapping.items() if st.status[j] != RUNNING}
@@ -410,17 +410,14 @@ def stretch_allocate(st: DfrsState, opt: str, horizon: float) -> int:
     over = np.flatnonzero(st.load > 1.0 + 1e-12)
     if not len(over):
         return 0
-    overset = np.zeros(st.nodes, dtype=bool)
-    overset[over] = True
-    hit = [j for j in jobs if overset[st.where[j]].any()]
-    A = _incidence(st, hit, over)
-    F = _flow(st, hit, horizon)
-    v = st.vt[np.asarray(hit)].astype(float)
+    hit, A = running_incidence(st, jobs, over)
+    F = _flow(st, hit.tolist(), horizon)
+    v = st.vt[hit].astype(float)
     y = min_max_stretch_yields(A, F, v, horizon)
     failures = 0
     if opt == "AVG":
         y, failures = min_avg_stretch_yields(A, F, v, horizon, y)
-    st.y[np.asarray(hit)] = np.clip(y, 0.0, 1.0)
+    st.y[hit] = np.clip(y, 0.0, 1.0)
     return failures
 
 
