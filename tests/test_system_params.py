@@ -95,12 +95,14 @@ VALID = {
         "memory": lambda v: _num(v) and 0 < v <= 1,
         "bound": lambda v: type(v) is bool,
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
+        "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
     },
 }
 
 NAN, INF = float("nan"), float("inf")
 FIXED = [0, 1, 2, 7, -1, -5, 0.0, -0.0, 0.5, 1.0, 2.0, 1.5, -0.25, 1 + 1e-12, 1e-3, 64.0, NAN, INF, -INF,
          True, False, "1", "", "true", "procs", "nodes", "error", "drop", "Procs", "NODES", " drop", "cores",
+         "completion", "instant-end", "Completion",
          [[]], [[1.0]], [[0.5]], [[0.5, 0.5]], [[1.0, NAN]], [[-1.0]], [[INF]], [["a"]], [[True]], [[0]], [[2, 3]]]
 
 
