@@ -23,7 +23,9 @@ INRIA RR-7659 §5.3; ``schedlab/workloads/annotate.py``, workload field
 
 Each set is two sweeps on the same instances: DFRS algorithms (engine
 ``dfrs``, 5-minute penalty) and batch scheduling (engine ``batch``, a whole
-node per task, the comparison the paper makes). Both compute Theorem 1's
+node per task, the comparison the paper makes; ``estimates = "exact"``:
+RR-7659 §5.2, "we conservatively assume that EASY has perfect knowledge of
+job processing times" -- the HPC2N log's requested times are not used). Both compute Theorem 1's
 lower bound on the optimal max stretch for every instance (memoised per
 instance, so several policies cost one bound), so every row has its
 ``degradation`` = max stretch / bound and its normalised ``underutilization``.
@@ -171,7 +173,7 @@ def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any],
         out.append({"name": sweep_name(prefix, trace_set, "batch", scale, subset), "engine": "batch",
                     "policies": list(batch_policies),
                     "system": {"model": "nodes", "nodes": nodes(trace_set, scale), "tasks_per_node": 1,
-                               "bound": True},
+                               "bound": True, "estimates": "exact"},
                     **common})
     return [deep_merge(spec, overrides) for spec in out]
 
