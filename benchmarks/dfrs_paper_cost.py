@@ -16,6 +16,10 @@ bounds it from below).
 
 Usage: python benchmarks/dfrs_paper_cost.py [--sample 1] [--loads 0.1,0.5,0.9]
 [--policies NAME,...] [--sets hpc2n,unscaled,scaled] [--workers 2]
+or: python benchmarks/dfrs_paper_cost.py --from-results DIR -- the same table
+from a finished dfrs-table run's rows (``sim_seconds`` per row, the bound's
+``bound_seconds`` where an instance computed it: a seeded ``--subset`` run is
+such a sample), without running anything.
 
 The measurement is one run per (instance, algorithm), on a shared machine:
 read the figures as an estimate (the load average is printed with them).
@@ -57,6 +61,23 @@ def sample(trace_set: str, k: int, loads: list[float]) -> list[tuple[str, object
     return [(f"trace {r} load {x:g}", build("lublin", {**wl, "load": x}, seed=r)) for r in range(k) for x in loads]
 
 
+def measured(results: str) -> dict[tuple[str, str], list[float]]:
+    """{(set, algorithm): seconds per instance} from a dfrs-table run's output dir."""
+    from pathlib import Path
+
+    import polars as pl
+
+    dirs = {d.name: d for d in Path(results).iterdir() if (d / "manifest.json").exists()}
+    cost: dict[tuple[str, str], list[float]] = {}
+    for trace_set in dfrs_table.SETS:
+        rows = dc.rows(dirs, "dfrs-table", trace_set)
+        for (policy,), grp in rows.group_by(["policy"]):
+            cost[(trace_set, policy)] = grp["sim_seconds"].to_list()
+        bound = rows.group_by(["replication", *dc.instance_key(trace_set)]).agg(pl.col("bound_seconds").max())
+        cost[(trace_set, BOUND)] = bound["bound_seconds"].to_list()  # the memo: one row per instance paid it
+    return cost
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sample", type=int, default=1, help="instances per set (scaled: traces, each at --loads)")
@@ -64,13 +85,14 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(dfrs_table.POLICIES))
     ap.add_argument("--sets", default="hpc2n,unscaled,scaled")
     ap.add_argument("--workers", type=int, default=2, help="workers of this machine (the other column: 64)")
+    ap.add_argument("--from-results", help="a finished dfrs-table output dir: its rows' times, nothing run")
     args = ap.parse_args()
     policies = [p for p in args.policies.split(",") if p]
     sets = [s for s in args.sets.split(",") if s]
     loads = [float(x) for x in args.loads.split(",")]
     dfrs, batch = get_engine("dfrs"), get_engine("batch")
-    cost: dict[tuple[str, str], list[float]] = {}
-    for trace_set in sets:
+    cost: dict[tuple[str, str], list[float]] = measured(args.from_results) if args.from_results else {}
+    for trace_set in [] if args.from_results else sets:
         n = dc.nodes(trace_set, "paper")
         for label, jobs in sample(trace_set, args.sample, loads):
             print(f"{dc.TITLES[trace_set]}, {label}: {jobs.height} jobs", flush=True)
@@ -90,9 +112,10 @@ def main() -> None:
                 print(f"  {policy:40s} {wall:8.2f} s", flush=True)
 
     rows = [BOUND] + policies
-    print(f"\nMean seconds per instance on the sample (load average {os.getloadavg()[0]:.1f}); paper-scale "
-          "CPU hours = mean x the paper's instances:\n")
-    print(f"| algorithm | " + " | ".join(f"{dc.TITLES[s]} s/instance" for s in sets) + " | paper-scale CPU h |")
+    counts = ", ".join(f"{dc.TITLES[s]} {len(cost[(s, BOUND)])}" for s in sets)
+    print(f"\nMean seconds per instance on the sample ({counts} instances; load average now "
+          f"{os.getloadavg()[0]:.1f}); paper-scale CPU hours = mean x the paper's instances:\n")
+    print("| algorithm | " + " | ".join(f"{dc.TITLES[s]} s/instance" for s in sets) + " | paper-scale CPU h |")
     print("|---|" + "---|" * (len(sets) + 1))
     total = 0.0
     worst = 0.0
@@ -102,7 +125,7 @@ def main() -> None:
         total += hours
         worst = max(worst, max(max(cost[(s, row)]) for s in sets))
         print(f"| {row} | " + " | ".join(f"{means[s]:.2f}" for s in sets) + f" | {hours:.2f} |")
-    print(f"| **total** | " + " | ".join("" for _ in sets) + f" | {total:.2f} |")
+    print("| **total** | " + " | ".join("" for _ in sets) + f" | {total:.2f} |")
     instances = sum(dc.PAPER_INSTANCES[s] for s in sets)
     for workers in (args.workers, 64):
         wall = max(total / workers, worst / 3600)
