@@ -559,7 +559,7 @@ def pipelines_list() -> None:
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet, figures and report.md only).")
 @click.option("--subset", type=float, metavar="FRACTION",
               help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
-                   "says so and gives 95 %% intervals).")
+                   "says so and gives 95 % intervals).")
 def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, fresh: bool,
                   no_tracking: bool, subset: float | None) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
