@@ -100,7 +100,8 @@ def plot(table, path: Path) -> list[str]:
 
 
 def _num(x: float, digits: int = 3) -> str:
-    return "–" if x != x else f"{x:,.{digits}g}" if abs(x) < 1e4 else f"{x:,.0f}"
+    """``digits`` significant digits below 100, whole numbers (thousands separated) from 100 on; NaN: a dash."""
+    return "–" if x != x else f"{x:.{digits}g}" if abs(x) < 100 else f"{x:,.0f}"
 
 
 def markdown(table) -> str:
@@ -116,7 +117,7 @@ def markdown(table) -> str:
             paper = pub.TABLE2.get(p, {}).get(s)
             m, sd, mx, ci = (value(table, s, p, c) for c in ("mean", "std", "max", "ci95"))
             ours = f"{_num(m)} ± {_num(ci, 2)}" if ci == ci else _num(m)
-            cells = ([_num(paper.avg, 5), _num(paper.std, 5), _num(paper.max, 6)] if paper
+            cells = ([f"{paper.avg:,.1f}", f"{paper.std:,.1f}", f"{paper.max:,.1f}"] if paper
                      else ["(not in Table 2)", "", ""])
             ratio = _num(m / paper.avg, 2) if paper and m == m else "–"
             lines.append(f"| {p} | " + " | ".join(cells + [ours, _num(sd), _num(mx), ratio]) + " |")
