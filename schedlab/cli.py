@@ -557,16 +557,27 @@ def pipelines_list() -> None:
               help="Output dir (default: results/pipelines/NAME).")
 @click.option("--fresh", is_flag=True, help="Discard existing results of the pipeline's sweeps first.")
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet, figures and report.md only).")
+@click.option("--subset", type=float, metavar="FRACTION",
+              help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
+                   "says so and gives 95 % intervals).")
 def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, fresh: bool,
-                  no_tracking: bool) -> None:
+                  no_tracking: bool, subset: float | None) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale, get_pipeline, run_pipeline
 
     check_scale(scale)
     get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
+    overrides = None
+    if subset is not None:
+        from schedlab.pipelines import dfrs_common
+
+        if name not in dfrs_common.SUBSET_PIPELINES:
+            raise UserError(f"--subset: only for {', '.join(dfrs_common.SUBSET_PIPELINES)}; not {name!r}")
+        dfrs_common.split_subset({dfrs_common.SUBSET_KEY: subset})  # a bad fraction: one line, before Ray starts
+        overrides = {dfrs_common.SUBSET_KEY: subset}
     result = ProgressLine().run(
         lambda progress: run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking,
-                                      progress=progress))
+                                      progress=progress, overrides=overrides))
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
         click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")

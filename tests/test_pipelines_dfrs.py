@@ -8,8 +8,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from schedlab.errors import UserError
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines import dfrs_fig1, dfrs_period, dfrs_table
+from schedlab.pipelines import dfrs_published as pub
 from tests.pipeline_outputs import check_outputs, run_smoke
 
 
@@ -36,6 +38,18 @@ def test_fig1_one_bound_per_instance_across_engines(fig1):
     assert (per_instance["bounds"] == 1).all() and (per_instance["policies"] == len(dfrs_fig1.POLICIES)).all()
     assert (rows["stretch_lower_bound"] <= rows["stretch_max"]).all()
     assert (rows["degradation"] >= 1.0).all()
+
+
+def test_fig1_rerun_resumes(fig1):
+    """Running a finished pipeline again computes nothing: every sweep resumes
+    per key (a paper-scale run stopped part-way continues where it stopped),
+    and the report's numbers and verdicts are the same."""
+    again = run_smoke(["dfrs-fig1"], fig1.out_dir.parent)["dfrs-fig1"]
+    assert sum(r.rows_written for r in again.sweeps) == 0
+    assert sum(r.rows_skipped for r in again.sweeps) == sum(r.rows_written + r.rows_skipped for r in fig1.sweeps) > 0
+    assert [(c.holds, c.detail) for f in again.figures for c in f.checks] == \
+        [(c.holds, c.detail) for f in fig1.figures for c in f.checks]
+    assert "Full trace sets of this scale" in again.report_md.read_text()
 
 
 @pytest.mark.full
@@ -122,3 +136,136 @@ def test_period_checks():
     tabs = period_tabs(u, d, easy_u, {**easy_d, "hpc2n": 100.0})
     assert [c.holds for c in dfrs_period.checks_fig2(tabs)] == [False, False, True]
     assert [c.holds for c in dfrs_period.checks_fig3(tabs)] == [False, False]
+
+
+# ---- the paper's published numbers side by side (dfrs_published) ------------------------------
+
+def test_published_table2_transcription():
+    """20 rows x 3 sets, every name a registered policy, and the statements the
+    text makes about Table 2 hold on the transcribed numbers (an independent
+    check of the transcription)."""
+    from schedlab.engines import get_engine
+
+    t = pub.TABLE2
+    assert len(t) == 20 and list(t)[:2] == ["FCFS", "EASY"] and all(set(v) == set(pub.SETS) for v in t.values())
+    assert set(pub.DFRS) <= set(get_engine("dfrs").policies)
+    assert list(dfrs_table.DFRS[:18]) == list(pub.DFRS) and dfrs_table.TABLE2_ROWS == list(t)
+    best = dc.BEST
+    for s in pub.SETS:
+        assert t["EASY"][s].avg < t["FCFS"][s].avg  # "Expectedly, EASY outperforms FCFS"
+        assert t[best][s].avg <= 7.0  # "our best algorithms are on average at most a factor 7 away"
+        assert t["/per/OPT=MIN/MINVT=600"][s].avg > 6 * t[best][s].avg  # "outperformed ... more than 6-fold"
+        assert t[best][s].avg == min(v[s].avg for v in t.values())  # best (ties allowed)
+        assert all(v[s].avg <= v[s].max for v in t.values())
+    assert pub.TABLE4["EASY"]["hpc2n"] < 0.07 < 0.34 < pub.TABLE4[best]["hpc2n"]  # "under 7% ... above 34%"
+
+
+def test_fig1_algorithms_are_the_papers_legend():
+    assert dfrs_fig1.POLICIES == list(pub.FIG1_LEGEND)
+
+
+def published_stats(mean=lambda p, avg: avg, easy_underutil: float | None = None):
+    """A stats table whose averages are ``mean(policy, Table 2's average)``
+    (variants not in Table 2: the best algorithm's), underutilization Table 4's
+    (or ``easy_underutil`` for EASY), 10 instances per set."""
+    rows = []
+    for s in dfrs_table.SETS:
+        for p in dfrs_table.POLICIES:
+            st = pub.TABLE2.get(p, {}).get(s) or pub.TABLE2[dc.BEST][s]
+            m = mean(p, st.avg)
+            u = pub.TABLE4.get(p, {}).get(s, 0.5)
+            rows.append({"set": s, "policy": p, "n": 10, "mean": m, "std": st.std, "max": st.max * m / st.avg,
+                         "ci95": 2.26 * st.std / 10 ** 0.5,
+                         "underutilization": easy_underutil if p == "EASY" and easy_underutil is not None else u})
+    return pl.DataFrame(rows)
+
+
+def test_table_report_puts_every_table2_row_next_to_ours():
+    md = dfrs_table.markdown(published_stats(lambda p, avg: avg * (0.5 if p == "EASY" else 1.0)))
+    for s in dfrs_table.SETS:
+        assert f"**{dc.TITLES[s]}** (Table 2: {pub.INSTANCES[s]} instances)" in md
+    body = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| algorithm")]
+    assert len(body) == 3 * len(dfrs_table.POLICIES)
+    for p in pub.TABLE2:  # every Table 2 row, once per set, with its ratio to the published average
+        mine = [line for line in body if line.startswith(f"| {p} |")]
+        assert len(mine) == 3 and all(line.endswith(" | 0.5 |" if p == "EASY" else " | 1 |") for line in mine), mine
+    assert md.count("(not in Table 2)") == 3 * 2
+    u = dfrs_table.underutil_markdown(published_stats())
+    assert "| EASY | 0.064 / 0.064 | 0.349 / 0.349 | 0.384 / 0.384 |" in u
+
+
+def test_table_paper_checks_are_computed_from_the_numbers():
+    checks = dfrs_table.paper_checks(published_stats())
+    assert len(checks) == 4 and all(c.holds for c in checks), [c.detail for c in checks if not c.holds]
+    # the ranking reversed (so the best algorithm is the worst and EASY only a few times above it) and
+    # EASY's underutilization above the DFRS algorithms': every verdict flips
+    bad = published_stats(lambda p, avg: 1e4 / avg, easy_underutil=0.9)
+    assert [c.holds for c in dfrs_table.paper_checks(bad)] == [False, False, False, False]
+    # only EASY moved to 50x the best algorithm: just the 100x claim fails
+    near = published_stats(lambda p, avg: avg if p != "EASY" else 50 * pub.TABLE2[dc.BEST]["hpc2n"].avg)
+    assert [c.holds for c in dfrs_table.paper_checks(near)] == [True, True, False, True]
+
+
+def test_subset_option():
+    full = dfrs_table.specs("paper", {})
+    sub = dfrs_table.specs("paper", {dc.SUBSET_KEY: 0.1})
+    assert [d["name"] + "-sub0.1" for d in full] == [d["name"] for d in sub]
+    by = {d["name"].split("-")[2] + d["engine"]: d for d in sub}
+    weeks = by["hpc2ndfrs"]["workload"]["window"]
+    assert len(weeks) == 19 and weeks == sorted(weeks) and set(weeks) <= set(dc.hpc2n_windows("paper"))
+    assert set(dc.subset_windows(dc.hpc2n_windows("paper"), 0.05)) <= set(weeks)  # nested
+    assert by["unscaleddfrs"]["replications"] == {"n": 10} and by["scaleddfrs"]["replications"] == {"n": 10}
+    assert by["scaleddfrs"]["workload"]["load"] == dc.LOADS
+    assert dc.subset_of({d["name"]: None for d in sub}) == 0.1 and dc.subset_of({d["name"]: None for d in full}) is None
+    assert dfrs_table.specs("paper", {dc.SUBSET_KEY: 1}) == full
+    for bad in (0, 1.5, True, "0.1"):
+        with pytest.raises(UserError, match="subset"):
+            dfrs_table.specs("smoke", {dc.SUBSET_KEY: bad})
+
+
+def test_synthetic_sets_share_their_traces():
+    """RR-7659 §5.3.2: the scaled traces are the unscaled ones with rescaled
+    inter-arrival times -- replication r of both sets seeds one trace."""
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import parse_spec
+
+    specs = {d["name"].split("-")[2]: d for d in dfrs_table.specs("smoke", {}) if d["engine"] == "dfrs"}
+    plans = {s: build_plan(parse_spec(specs[s], s)) for s in ("unscaled", "scaled")}
+    seeds = {s: {i.seed_words for i in p.instances(range(2))} for s, p in plans.items()}
+    assert len(plans["scaled"].points) == 2 and seeds["scaled"] == seeds["unscaled"]
+    assert specs["hpc2n"]["seed"] != specs["unscaled"]["seed"]
+
+
+def test_cli_subset_is_for_the_dfrs_pipelines_only():
+    from click.testing import CliRunner
+
+    from schedlab.cli import main
+
+    for args, msg in ((["psbs-load", "--subset", "0.1"], "--subset: only for"),
+                      (["dfrs-table", "--subset", "0"], "subset: must be a fraction")):
+        r = CliRunner().invoke(main, ["pipelines", "run", *args, "--no-tracking"])
+        assert r.exit_code == 2 and msg in r.output, r.output
+
+
+@pytest.mark.full
+def test_table_smoke_subset_report(tmp_path):
+    """A smoke-scale run of dfrs-table as a seeded subset: the report says so,
+    holds one comparison row per Table 2 row and set, and one verdict line per check."""
+    import ray
+
+    from schedlab.pipelines.base import run_pipeline
+
+    if ray.is_initialized():
+        ray.shutdown()
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        res = run_pipeline("dfrs-table", "smoke", out=tmp_path, tracking=False, overrides={dc.SUBSET_KEY: 0.5})
+    finally:
+        ray.shutdown()
+    assert res.failures == 0 and all(n.endswith("-sub0.5") for n in res.results_dirs)
+    md = res.report_md.read_text()
+    assert "**Seeded subset** (fraction 0.5" in md
+    for p in pub.TABLE2:
+        assert md.count(f"| {p} | ") == 3 + (1 if p in pub.TABLE4 else 0)
+    checks = res.figures[0].checks
+    assert len(checks) == 9 and sum(line.startswith("- ") and " — " in line for line in md.splitlines()) >= 9

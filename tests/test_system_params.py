@@ -46,12 +46,13 @@ BASE = {
         "policies": ["EASY"],
         "workload": {"kind": "lublin", "njobs": 25, "nodes": 32},
         "system": {"model": "procs", "procs": 64, "nodes": 16, "tasks_per_node": 1, "oversize": "drop",
-                   "cpu_need": 1.0, "bound": False},
+                   "cpu_need": 1.0, "bound": False, "estimates": "requested"},
     },
     "dfrs": {
         "policies": ["GreedyP*/OPT=MIN"],
         "workload": {"kind": "lublin", "njobs": 20, "nodes": 16},
-        "system": {"nodes": 16, "penalty": 30.0, "cpu_need": 1.0, "memory": 0.2, "bound": False, "oversize": "drop"},
+        "system": {"nodes": 16, "penalty": 30.0, "cpu_need": 1.0, "memory": 0.2, "bound": False, "oversize": "drop",
+                   "star_pass": "completion"},
     },
 }
 
@@ -87,6 +88,7 @@ VALID = {
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
         "cpu_need": lambda v: _num(v) and 0 < v <= 1,
         "bound": lambda v: type(v) is bool,
+        "estimates": lambda v: v in ("requested", "exact") and type(v) is str,
     },
     "dfrs": {
         "nodes": lambda v: _int(v) and v >= 1,
@@ -95,12 +97,14 @@ VALID = {
         "memory": lambda v: _num(v) and 0 < v <= 1,
         "bound": lambda v: type(v) is bool,
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
+        "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
     },
 }
 
 NAN, INF = float("nan"), float("inf")
 FIXED = [0, 1, 2, 7, -1, -5, 0.0, -0.0, 0.5, 1.0, 2.0, 1.5, -0.25, 1 + 1e-12, 1e-3, 64.0, NAN, INF, -INF,
          True, False, "1", "", "true", "procs", "nodes", "error", "drop", "Procs", "NODES", " drop", "cores",
+         "completion", "instant-end", "Completion", "requested", "exact",
          [[]], [[1.0]], [[0.5]], [[0.5, 0.5]], [[1.0, NAN]], [[-1.0]], [[INF]], [["a"]], [[True]], [[0]], [[2, 3]]]
 
 
@@ -200,7 +204,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 17 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 19 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -23,23 +23,41 @@ INRIA RR-7659 §5.3; ``schedlab/workloads/annotate.py``, workload field
 
 Each set is two sweeps on the same instances: DFRS algorithms (engine
 ``dfrs``, 5-minute penalty) and batch scheduling (engine ``batch``, a whole
-node per task, the comparison the paper makes). Both compute Theorem 1's
+node per task, the comparison the paper makes; ``estimates = "exact"``:
+RR-7659 §5.2, "we conservatively assume that EASY has perfect knowledge of
+job processing times" -- the HPC2N log's requested times are not used). Both compute Theorem 1's
 lower bound on the optimal max stretch for every instance (memoised per
 instance, so several policies cost one bound), so every row has its
 ``degradation`` = max stretch / bound and its normalised ``underutilization``.
 The two sweeps share seed and workload, hence identical instances.
 
+The unscaled and scaled sets share their traces, as in the paper ("we
+multiplied the job inter-arrival times in each generated trace by 9 computed
+constants"): both are drawn with ``same_trace`` and one seed (``SYNTHETIC_SEED``
+offset of each pipeline), so replication r of the unscaled set is the trace
+that replication r of the scaled set rescales to every load.
+
 Differences from the paper: ``quick`` and ``smoke`` use fewer and shorter
-traces (``smoke`` also a 16-node synthetic cluster); the unscaled and scaled
-sets are drawn with different seeds (the paper's scaled traces are its 100
-unscaled ones, rescaled).
+traces (``smoke`` also a 16-node synthetic cluster).
+
+Seeded subsets (``subset`` in the overrides, the CLI's ``--subset F``): a
+fraction F of each set's traces -- the first ceil(F n) replications of the
+synthetic sets (independent draws, so a prefix is a random sample; the
+scaled set keeps all 9 loads of each) and a seeded sample of ceil(F W) of
+the W HPC2N windows (``SUBSET_SEED``; a smaller F's sample is contained in a
+larger one's). A subset runs under its own sweep names (suffix
+``-subF``), so its results never mix with the full run's; the reports say
+which they show (``coverage``).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any
 
+from schedlab.errors import UserError
 from schedlab.pipelines.base import deep_merge
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
@@ -51,6 +69,14 @@ TITLES = {"hpc2n": "HPC2N weeks (real-world)", "unscaled": "unscaled synthetic",
 LOADS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 BATCH = ["FCFS", "EASY"]
 BEST = "GreedyPM*/per/OPT=MIN/MINVT=600"  # §5.1: "the best DFRS algorithm regardless of the load level"
+#: Instances behind the paper's averages per set (RR-7659 §5.3: 182 weeks, 100 traces, 100 x 9 loads).
+PAPER_INSTANCES = {"hpc2n": 182, "unscaled": 100, "scaled": 900}
+#: Seed of the HPC2N window sample of a subset run (fixed: the same F always picks the same weeks).
+SUBSET_SEED = 7659
+SUBSET_KEY = "subset"  # the overrides key the CLI's --subset sets (consumed here, never reaches a spec)
+#: The pipelines that take a subset (their specs go through set_specs).
+SUBSET_PIPELINES = ("dfrs-fig1", "dfrs-table", "dfrs-period")
+_SUB_RE = re.compile(r"-sub([0-9.e-]+)$")
 
 #: Trace counts and sizes per scale. HPC2N windows (from UnixStartTime): "all"
 #: 182 weeks at paper scale (about 1,100 jobs each); four spread-out two-day
@@ -71,36 +97,83 @@ def nodes(trace_set: str, scale: str) -> int:
     return SCALES[scale].get("synthetic_nodes", NODES[trace_set]) if trace_set != "hpc2n" else NODES[trace_set]
 
 
-def workload(trace_set: str, scale: str) -> dict[str, Any]:
+def split_subset(overrides: dict[str, Any] | None) -> tuple[float | None, dict[str, Any]]:
+    """(subset fraction or None, the other overrides). A fraction of 1 is the full run."""
+    rest = dict(overrides or {})
+    f = rest.pop(SUBSET_KEY, None)
+    if f is None:
+        return None, rest
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f <= 1):
+        raise UserError(f"subset: must be a fraction in (0, 1]; got {f!r}")
+    return (None if f == 1 else float(f)), rest
+
+
+def subset_count(total: int, fraction: float | None) -> int:
+    return total if fraction is None else max(1, math.ceil(fraction * total))
+
+
+def hpc2n_windows(scale: str) -> list[int]:
+    """The HPC2N window indices a scale replays (at paper scale: the 182
+    non-empty weeks counted from UnixStartTime, read from the trace)."""
+    windows = SCALES[scale]["windows"]
+    if windows != "all":
+        return list(windows)
+    from schedlab.workloads.trace_kind import DEFAULTS, load_shared
+    from schedlab.workloads.transforms import window_indices
+
+    jobs = load_shared({**DEFAULTS, "reader": "swf", "path": HPC2N})
+    return window_indices(jobs, SCALES[scale]["window_length"], 0.0)
+
+
+def subset_windows(windows: list[int], fraction: float | None) -> list[int]:
+    """A seeded sample of ceil(F W) windows, ascending (nested: the first k of one fixed permutation)."""
+    import numpy as np
+
+    if fraction is None:
+        return list(windows)
+    perm = np.random.default_rng(SUBSET_SEED).permutation(len(windows))
+    return sorted(windows[i] for i in perm[:subset_count(len(windows), fraction)])
+
+
+def workload(trace_set: str, scale: str, subset: float | None = None) -> dict[str, Any]:
     s = SCALES[scale]
     if trace_set == "hpc2n":
+        windows = s["windows"] if subset is None else subset_windows(hpc2n_windows(scale), subset)
         return {"kind": "trace", "reader": "swf", "path": HPC2N, "window_length": s["window_length"],
-                "window": s["windows"], "window_origin": "header", "annotation": "dfrs-hpc2n"}
-    if trace_set == "scaled":
-        return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": list(s["loads"]),
-                "same_trace": True, "annotation": "dfrs-synthetic"}
-    return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": 0.0,
-            "annotation": "dfrs-synthetic"}
+                "window": windows, "window_origin": "header", "annotation": "dfrs-hpc2n"}
+    # Both synthetic sets draw with same_trace: replication r is one trace, unscaled (load 0: the
+    # model's own arrivals) or rescaled to each load (§5.3.2).
+    load = list(s["loads"]) if trace_set == "scaled" else 0.0
+    return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": load,
+            "same_trace": True, "annotation": "dfrs-synthetic"}
+
+
+def sweep_name(prefix: str, trace_set: str, engine: str, scale: str, subset: float | None) -> str:
+    return f"{prefix}-{trace_set}-{engine}-{scale}" + ("" if subset is None else f"-sub{subset:g}")
 
 
 def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any], batch_policies: list[str],
               seed: int, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     """The DFRS sweep and the batch sweep of one trace set (same seed and
     workload, hence the same instances); names ``{prefix}-{set}-dfrs-{scale}``
-    and ``{prefix}-{set}-batch-{scale}``."""
-    n = 1 if trace_set == "hpc2n" else SCALES[scale]["n"]
+    and ``{prefix}-{set}-batch-{scale}`` (+ ``-subF`` for a subset, see the
+    module docstring). ``overrides`` may hold ``subset``."""
+    subset, overrides = split_subset(overrides)
+    n = 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)
     # One instance per Ray task: a DFRS job-run costs far more than the queue
     # engine's the default packing (execution.task_jobs) is sized for.
-    common = {"seed": seed, "workload": workload(trace_set, scale), "replications": {"n": n},
+    common = {"seed": seed, "workload": workload(trace_set, scale, subset), "replications": {"n": n},
               "execution": {"task_jobs": 1}}
     out = []
     if dfrs_policies:
-        out.append({"name": f"{prefix}-{trace_set}-dfrs-{scale}", "engine": "dfrs", "policies": list(dfrs_policies),
+        out.append({"name": sweep_name(prefix, trace_set, "dfrs", scale, subset), "engine": "dfrs",
+                    "policies": list(dfrs_policies),
                     "system": {"nodes": nodes(trace_set, scale), "penalty": PENALTY, "bound": True}, **common})
     if batch_policies:
-        out.append({"name": f"{prefix}-{trace_set}-batch-{scale}", "engine": "batch", "policies": list(batch_policies),
+        out.append({"name": sweep_name(prefix, trace_set, "batch", scale, subset), "engine": "batch",
+                    "policies": list(batch_policies),
                     "system": {"model": "nodes", "nodes": nodes(trace_set, scale), "tasks_per_node": 1,
-                               "bound": True},
+                               "bound": True, "estimates": "exact"},
                     **common})
     return [deep_merge(spec, overrides) for spec in out]
 
@@ -120,10 +193,31 @@ def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     return pl.concat(frames, how="diagonal_relaxed")
 
 
+def subset_of(results_dirs: dict[str, Path]) -> float | None:
+    """The subset fraction a pipeline's sweeps ran with (from their names), None for full sets."""
+    found = {m.group(1) for name in results_dirs if (m := _SUB_RE.search(name))}
+    return float(found.pop()) if len(found) == 1 else None
+
+
+def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str:
+    """One line saying whether a report shows full trace sets or a seeded
+    subset, and how many instances of the paper's each set holds."""
+    counts = []
+    for trace_set in sets:
+        frame = rows(results_dirs, prefix, trace_set)
+        k = frame.select(["replication", *instance_key(trace_set)]).unique().height
+        counts.append(f"{TITLES[trace_set]} {k} of the paper's {PAPER_INSTANCES[trace_set]}")
+    f = subset_of(results_dirs)
+    kind = (f"**Seeded subset** (fraction {f:g} of each set's traces; averages with 95 % t intervals)"
+            if f is not None else "Full trace sets of this scale")
+    return f"{kind}: instances " + ", ".join(counts) + "."
+
+
 def instance_key(trace_set: str) -> list[str]:
     """The columns naming one instance within a set (with ``replication``)."""
     return ["window"] if trace_set == "hpc2n" else ["load"]
 
 
-__all__ = ["BATCH", "BEST", "HPC2N", "LOADS", "NODES", "PENALTY", "SCALES", "TITLES", "instance_key", "nodes",
-           "rows", "set_specs", "workload"]
+__all__ = ["BATCH", "BEST", "HPC2N", "LOADS", "NODES", "PAPER_INSTANCES", "PENALTY", "SCALES", "SUBSET_KEY",
+           "SUBSET_PIPELINES", "SUBSET_SEED", "TITLES", "coverage", "hpc2n_windows", "instance_key", "nodes", "rows", "set_specs",
+           "split_subset", "subset_count", "subset_of", "subset_windows", "sweep_name", "workload"]

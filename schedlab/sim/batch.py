@@ -226,9 +226,11 @@ def _fast_module(policy_cls):
 
 def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = None, nodes: int | None = None,
               tasks_per_node: int = 1, oversize: str = "error", cpu_need: float = 1.0, bound: bool = False,
-              path: str = "reference", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              estimates: str = "requested", path: str = "reference", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
-    procs and requested_time (absent: requested = runtime, exact estimates).
+    procs and requested_time (absent, or ``estimates="exact"``: requested =
+    runtime, exact estimates -- what the DFRS authors' simulator gave EASY,
+    docs/dfrs.md).
     Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
     table's ``machine_procs`` column, an SWF header's MaxProcs), or
     ``model="nodes"`` with ``nodes`` nodes and ``tasks_per_node``.
@@ -248,7 +250,7 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
     system = BATCH_SYSTEM.check_call(
         {"model": model, "procs": procs, "nodes": nodes, "tasks_per_node": tasks_per_node, "oversize": oversize,
-         "cpu_need": cpu_need, "bound": bound}, "batch engine", jobs.columns)
+         "cpu_need": cpu_need, "bound": bound, "estimates": estimates}, "batch engine", jobs.columns)
     tpn = int(tasks_per_node)
     if model == "procs":
         capacity = int(system["procs"]) or (int(jobs[MACHINE_PROCS][0]) if jobs.height else 0)
@@ -264,7 +266,7 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
     submit = jobs["submit"].to_numpy().astype(float)
     runtime = jobs["runtime"].to_numpy().astype(float)
     jprocs = jobs["procs"].to_numpy().astype(np.int64)
-    if "requested_time" in jobs.columns:
+    if "requested_time" in jobs.columns and estimates != "exact":
         requested = jobs["requested_time"].to_numpy().astype(float)
     else:
         requested = runtime.copy()

@@ -1,7 +1,9 @@
 """The DFRS engine: dynamic fractional resource scheduling of parallel jobs on
 a homogeneous cluster with VM time-sharing (Stillwell, Vivien, Casanova,
 "Dynamic Fractional Resource Scheduling vs. Batch Scheduling", TPDS 2012,
-/work/shared/papers/dfrs-vs-batch-scheduling.md, §2, §4, §5).
+/work/shared/papers/dfrs-vs-batch-scheduling.md, §2, §4, §5). Every point
+where this engine and its policies differ from the authors' own simulator
+(marklee77/vcsim) is listed, with why, in docs/dfrs.md.
 
 Model (§2)
 ----------
@@ -46,6 +48,14 @@ without a period). The /stretch-per policies use this hook
 (``schedlab.policies.dfrs.stretch``).
 A penalty expiry changes no mapping and no yield. (While nothing is running
 or pending, periodic instants are skipped.)
+
+``star_pass = "instant-end"`` (a [system] option; default ``"completion"``,
+the order above) moves the opportunistic '*' pass of the Greedy-family
+policies to where the authors' simulator runs it (docs/dfrs.md): once at the
+end of every instant at which a job completed or arrived or a periodic remap
+ran -- after the arrivals (which thus get the freed resources first) and
+after the periodic MCB8 (so jobs it left out are placed by Greedy when their
+memory fits). Other policies (MCB8*, /stretch-per) are unaffected.
 
 Resource allocation (§4.6)
 --------------------------
@@ -401,7 +411,8 @@ class DfrsResult:
 
 
 def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, penalty: float = DEFAULT_PENALTY,
-                  check: bool = False, snapshots: bool = False, hidden=None) -> DfrsResult:
+                  check: bool = False, snapshots: bool = False, hidden=None,
+                  star_pass: str = "completion") -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
     must fit on the empty cluster (checked by :func:`run_table`).
@@ -413,6 +424,7 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     reads -- a guard that refuses reads from outside this module (None, the
     normal path, adds nothing per event)."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
+    late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
         st.processing = hidden(st.processing)
     n = st.n
@@ -473,9 +485,11 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
             st.vt[j] = p[j]
             st._finish(j)
             demand -= demand_j[j]
-        if len(done):
+        if len(done) and not late_star:
             policy.on_completion(st)
+        acted = bool(len(done))
         while i < n and rel[order[i]] <= t:
+            acted = True
             j = order[i]
             i += 1
             st.status[j] = WAITING
@@ -489,8 +503,11 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
             if t_per == t:
                 if st.running or st.pending:
                     policy.on_period(st)
+                    acted = True
                 k_per += 1
                 t_per = t0 + k_per * period
+        if late_star and acted:
+            policy.on_completion(st)
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
         if st.dirty:
@@ -512,6 +529,14 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
     return DfrsResult(st, events, prof, lp_failures, snaps)
 
 
+def _greedy_family(policy) -> bool:
+    """Whether ``policy``'s on_completion is the Greedy '*' pass (the
+    ``star_pass`` option moves only that one)."""
+    from schedlab.policies.dfrs.greedy import GreedyStar
+
+    return isinstance(policy, GreedyStar)
+
+
 def _num_column(jobs, name: str, default: float | None) -> np.ndarray | None:
     if name in jobs.columns:
         return jobs[name].to_numpy().astype(float)
@@ -529,18 +554,20 @@ def tasks_per_node(memory: np.ndarray) -> np.ndarray:
 
 def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY, cpu_need: float = 1.0,
               memory: float = 0.1, bound: bool = False, check: bool = False, oversize: str = "error",
-              **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              star_pass: str = "completion", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
     optional per-job ``cpu_need`` / ``memory`` columns (the annotation; when
     absent every task gets ``cpu_need`` / ``memory``). ``nodes``: cluster
     size; ``penalty``: seconds per pause/migration; ``bound``: also compute
     the LP max-stretch lower bound and the degradation; ``check``: verify the
     invariants at every event; ``oversize``: "error" or "drop" for jobs that
-    do not fit on the empty cluster (procs > nodes x floor(1/memory)). The
+    do not fit on the empty cluster (procs > nodes x floor(1/memory));
+    ``star_pass``: when the Greedy '*' pass runs (module docstring). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call({"nodes": nodes, "penalty": penalty, "cpu_need": cpu_need, "memory": memory,
-                            "bound": bound, "oversize": oversize}, "dfrs engine", jobs.columns)
+                            "bound": bound, "oversize": oversize, "star_pass": star_pass}, "dfrs engine",
+                           jobs.columns)
     for col in ("job_id", "submit", "runtime", "procs"):
         if col not in jobs.columns:
             raise UserError(f"dfrs engine: the job table needs a {col!r} column")
@@ -572,7 +599,8 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     except TypeError as exc:
         raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
     started = time.perf_counter()
-    res = simulate_dfrs(submit, runtime, procs, cpu, mem, int(nodes), policy, penalty=float(penalty), check=check)
+    res = simulate_dfrs(submit, runtime, procs, cpu, mem, int(nodes), policy, penalty=float(penalty), check=check,
+                        star_pass=star_pass)
     st = res.state
     n = len(submit)
     stretch = bounded_stretch(submit, runtime, st.end)

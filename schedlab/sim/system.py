@@ -407,6 +407,8 @@ BATCH = SystemSchema(
         choice("oversize", "error", ("error", "drop"), doc="a job larger than the machine: an error, or dropped and counted"),
         number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound"),
+        choice("estimates", "requested", ("requested", "exact"),
+               doc="the runtime the scheduler sees: the table's requested_time, or the actual runtime (exact)"),
     ),
     rules=(
         Rule("nodes", "model 'nodes' needs nodes >= 1", _nodes_for_model),
@@ -426,6 +428,10 @@ DFRS = SystemSchema(
         number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),
         choice("oversize", "error", ("error", "drop"), doc="a job that cannot fit the empty cluster"),
+        choice("star_pass", "completion", ("completion", "instant-end"),
+               doc="when the Greedy '*' pass runs: right after completions (default) or, as the authors' "
+                   "simulator does, at the end of every instant, after arrivals and the periodic remap "
+                   "(docs/dfrs.md)"),
     ),    fits=_dfrs_fits,
 )
 
