@@ -74,7 +74,7 @@ def test_pipeline_outputs(runs, name):
 
 
 def test_resume_is_idempotent(runs):
-    from schedlab.pipelines.base import run_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     first = runs["pg-fig4"]
     again = run_pipeline("pg-fig4", "smoke", out=first.out_dir, tracking=False)

@@ -228,7 +228,8 @@ def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
 
 
 def test_report_flags_verdicts_from_too_few_replications(sweep, tmp_path):
-    from schedlab.pipelines.base import MIN_REPLICATIONS, Check, FigureReport, instances_per_point
+    from schedlab.pipelines.base import MIN_REPLICATIONS, Check, FigureReport
+    from schedlab.pipelines.run import instances_per_point
 
     assert instances_per_point(sweep) == 3
     checks = [Check("A beats B", True, "0.9 < 1"), Check("C beats B", False, "1.1 > 1"),

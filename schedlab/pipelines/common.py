@@ -151,43 +151,87 @@ def save(fig, path: Path) -> Path:
     return path
 
 
+def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, Any], path: Path) -> list[str]:
+    """The line figure of a pipeline's ``plot`` table (`schedlab.pipelines.declare`):
+    one panel per (source table, rows drawn, panel) in a row, ``plot["y"]``
+    against the panel's x (``panel["x"]``, else ``plot["x"]``), one line per
+    policy of ``plot["series"]`` with 95 % CI bars that respect
+    ``plot["floor"]`` (`plot_lines`), a dotted ``reference`` line, a log x
+    axis (``logx``: ticks at the swept values of the source table) and
+    ``yscale`` ("log", or "symlog" with ``linthresh``). Layout: panel_width,
+    height, sharey, grid ("major" or "both"), xlabel, ylabel (first panel, or
+    every panel with ylabel_every), legend (kwargs, first panel). Returns the
+    series plotted (policy names, in order)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(plot.get("panel_width", 4.0) * len(panels) + 1,
+                                                      plot.get("height", 3.8)),
+                             sharey=plot.get("sharey", True), squeeze=False)
+    series: list[str] = []
+    for ax, (source, table, panel) in zip(axes[0], panels):
+        x = panel.get("x", plot["x"])
+        for name in plot_lines(ax, table, x, plot["y"], plot["series"], plot.get("floor")):
+            if name not in series:
+                series.append(name)
+        if "reference" in plot:
+            ax.axhline(plot["reference"], color="grey", linewidth=0.8, linestyle=":")
+        logx = panel.get("logx", plot.get("logx", False))
+        if logx:
+            ax.set_xscale("log")
+        if plot.get("yscale") == "symlog":
+            ax.set_yscale("symlog", linthresh=plot["linthresh"])
+        elif "yscale" in plot:
+            ax.set_yscale(plot["yscale"])
+        if logx:
+            xs = sorted(set(source[x].to_list()))
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ax.minorticks_off()
+        ax.set_xlabel(panel.get("xlabel", plot.get("xlabel", x)))
+        if plot.get("ylabel_every"):
+            ax.set_ylabel(plot["ylabel"])
+        if "title" in panel:
+            ax.set_title(panel["title"])
+        ax.grid(True, which=plot.get("grid", "major"), alpha=0.3)
+    axes[0][0].set_ylabel(plot["ylabel"])
+    axes[0][0].legend(**plot.get("legend", {"fontsize": 8}))
+    save(fig, path)
+    return series
+
+
+def where(table, conditions: dict[str, float]):
+    """The rows of a table where each column equals its value (floats matched approximately)."""
+    for col, value in conditions.items():
+        table = table.filter((table[col] - value).abs() < 1e-9)
+    return table
+
+
+#: the layout of the PSBS paper's MST / optimal figures (`ratio_panels`)
+RATIO_PLOT = {"y": "ratio", "floor": RATIO_FLOOR, "reference": 1.0, "logx": True, "yscale": "log",
+              "ylabel": "MST / optimal"}
+
+
 def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
                  *, ylabel: str = "MST / optimal", col: str = "ratio", width: float = 4.0) -> list[str]:
     """One log-log panel per (column, value, title) in ``panels`` (an empty
     column name means the whole table), ``col`` against ``x`` for each policy,
     with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
-    figures. The bars respect `RATIO_FLOOR` (MST / optimal >= 1). Returns the
-    series plotted (policy names, in order)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1, 3.8), sharey=True, squeeze=False)
-    series: list[str] = []
-    xs = sorted(set(table[x].to_list()))
-    for ax, (key, value, title) in zip(axes[0], panels):
-        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
-        for name in plot_lines(ax, sub, x, col, policies, RATIO_FLOOR):
-            if name not in series:
-                series.append(name)
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(xs, [f"{v:g}" for v in xs])
-        ax.minorticks_off()
-        ax.set_xlabel(x)
-        ax.set_title(title)
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=8)
-    save(fig, path)
-    return series
+    figures (`line_figure` with `RATIO_PLOT`). The bars respect `RATIO_FLOOR`
+    (MST / optimal >= 1). Returns the series plotted (policy names, in order)."""
+    plot = {**RATIO_PLOT, "x": x, "y": col, "series": policies, "ylabel": ylabel, "panel_width": width}
+    return line_figure([(table, where(table, {key: value} if key else {}), {"title": title})
+                        for key, value, title in panels], plot, path)
 
 
-def panel_tables(table, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
-                 what: str = "MST / optimal (SRPT)", col: str = "ratio") -> list[str]:
-    """The report's markdown table for each panel of `ratio_panels` (same
-    (column, value, title) list, so figure and report cannot disagree)."""
-    out = []
-    for key, value, title in panels:
-        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
-        out.append(f"{title}, {what}:\n\n" + md_table(sub, x, policies, col))
-    return out
+#: the comparisons a claim may state (`schedlab.pipelines.declare.Claim`)
+OPS: dict[str, Any] = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+                       ">=": lambda a, b: a >= b}
+
+
+def values(table, col: str = "ratio"):
+    """``r(policy, **point)``: the mean of ``col`` of a summarized table at a point."""
+    return lambda policy, **point: lookup(table, policy, **point)[f"{col}_mean"]
+
+
+def xs(table, col: str) -> list:
+    """The sorted distinct values of a column."""
+    return sorted(set(table[col].to_list()))
