@@ -92,6 +92,7 @@ class FigureData:
     table: Any
     tables: dict[str, Any]
     dirs: dict[str, Path]
+    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
 
     @property
     def results_dir(self) -> Path:
@@ -157,14 +158,14 @@ class Declared:
         """The figure's tables: one for the figure, or one per panel with a ``sweep``."""
         how = fig.get("table")
         if isinstance(how, str):
-            return FigureData(self.fn(how)(dirs), {}, dirs)
+            return FigureData(self.fn(how)(dirs), {}, dirs, fig)
         tables = {}
         for p in fig.get("panels", []):
             if "sweep" in p:
                 d = next(d for n, d in dirs.items() if n.startswith(p["sweep"]))
                 tables[p["name"]] = aggregate({**how, **p.get("table", {})}, d)
         table = None if tables else aggregate(how, next(iter(dirs.values())))
-        return FigureData(table, tables, dirs)
+        return FigureData(table, tables, dirs, fig)
 
     def draw(self, fig: dict[str, Any], data: FigureData, png: Path) -> list[str]:
         """Draw a figure of the pipeline from its data; returns the series plotted."""
