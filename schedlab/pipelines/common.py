@@ -169,7 +169,7 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
                              sharey=plot.get("sharey", True), squeeze=False)
     series: list[str] = []
     for ax, (source, table, panel) in zip(axes[0], panels):
-        x = panel.get("x", plot["x"])
+        x = panel["x"] if "x" in panel else plot["x"]
         for name in plot_lines(ax, table, x, plot["y"], plot["series"], plot.get("floor")):
             if name not in series:
                 series.append(name)

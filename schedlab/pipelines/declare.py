@@ -62,8 +62,10 @@ class Claim:
     check: str | None = None
 
     def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
-        """The `Check` of this claim: ``says`` formatted with the tolerance and ``fields``."""
-        return Check(self.says.format(tolerance=self.tolerance, **fields), bool(holds), detail)
+        """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
+        ``bound`` than x (1 + tolerance), and ``fields``."""
+        return Check(self.says.format(**{"tolerance": self.tolerance, "bound": self.than * (1 + self.tolerance),
+                                         **fields}), bool(holds), detail)
 
     def compare(self, data: "FigureData", x: str, y: str) -> Check:
         """The generic check: the comparison at every point (class docstring)."""
@@ -182,7 +184,7 @@ class Declared:
         if isinstance(fig.get("measured"), str):
             body = self.fn(fig["measured"])(data)
         else:
-            body = "\n\n".join(f"{p['caption']}:\n\n" + md_table(panel_table(data, p), p.get("x", plot["x"]),
+            body = "\n\n".join(f"{p['caption']}:\n\n" + md_table(panel_table(data, p), p["x"] if "x" in p else plot["x"],
                                                                    plot["series"], plot["y"], p.get("x_label"))
                                for p in fig["panels"])
         intro = fig.get("measured_intro")
