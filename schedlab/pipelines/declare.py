@@ -60,12 +60,13 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
     def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
         """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
         ``bound`` than x (1 + tolerance), and ``fields``."""
         return Check(self.says.format(**{"tolerance": self.tolerance, "bound": self.than * (1 + self.tolerance),
-                                         **fields}), bool(holds), detail)
+                                         **self.fields, **fields}), bool(holds), detail)
 
     def compare(self, data: "FigureData", x: str, y: str) -> Check:
         """The generic check: the comparison at every point (class docstring)."""
@@ -188,17 +189,22 @@ class Declared:
                                                                    plot["series"], plot["y"], p.get("x_label"))
                                for p in fig["panels"])
         intro = fig.get("measured_intro")
-        checks = []
+        checks = self.checks(fig, data)
+        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=fig["paper_says"],
+                            measured=f"{intro}\n\n{body}" if intro else body, checks=checks)
+
+    def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
+        """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
+        out = []
         for row in fig.get("claims", []):
-            claim = Claim(**row)
+            claim = Claim(**row, fields=fields)
             if claim.check:
                 found = self.fn(claim.check)(data, claim)
             else:
-                found = claim.compare(data, plot["x"] if claim.panel is None else
-                                      next(p["x"] for p in fig["panels"] if p.get("name") == claim.panel), plot["y"])
-            checks += [found] if isinstance(found, Check) else (found or [])
-        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=fig["paper_says"],
-                            measured=f"{intro}\n\n{body}" if intro else body, checks=checks)
+                panel = next((p for p in fig["panels"] if p.get("name") == claim.panel), {}) if claim.panel else {}
+                found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
+            out += [found] if isinstance(found, Check) else (found or [])
+        return out
 
     def report(self, dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
         if self.module is not None and hasattr(self.module, "report"):
