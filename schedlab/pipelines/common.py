@@ -77,12 +77,12 @@ def paired_note(table, policy: str, other: str, **where: Any) -> str:
     return f"{policy}/{other} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
 
 
-def absolute(results_dir: str | Path, metric: str, keys: list[str]):
-    """Mean, 95 % CI and n of a metric per keys + policy."""
+def absolute(results_dir: str | Path, metric: str | list[str], keys: list[str]):
+    """Mean, 95 % CI and n of a metric (or several) per keys + policy."""
     from schedlab import load
     from schedlab.platform.stats import summarize
 
-    return summarize(load(results_dir), keys + ["policy"], [metric])
+    return summarize(load(results_dir), keys + ["policy"], [metric] if isinstance(metric, str) else list(metric))
 
 
 def lookup(table, policy: str | None = None, **where: Any) -> dict[str, Any] | None:
@@ -103,19 +103,31 @@ def fmt_ci(mean: float | None, ci: float | None) -> str:
 
 def md_table(table, x: str, policies: list[str], col: str, x_label: str | None = None) -> str:
     """Markdown: one row per x value, one column per policy, 'mean ± 95 % CI'."""
-    xs = sorted(set(table[x].to_list()))
-    head = f"| {x_label or x} | " + " | ".join(policies) + " |"
-    lines = [head, "|" + "---|" * (len(policies) + 1)]
-    for xv in xs:
-        cells = []
-        for p in policies:
-            row = lookup(table, p, **{x: xv})
-            cells.append(fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–")
-        lines.append(f"| {xv:g} | " + " | ".join(cells) + " |")
+    return md_grid(table, [x], policies, col, [x_label or x])
+
+
+def cell(table, policy: str, col: str, **where: Any) -> str:
+    """'mean ± 95 % CI' of ``col`` for a policy at a point ('–' if absent)."""
+    row = lookup(table, policy, **where)
+    return fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–"
+
+
+def md_grid(table, keys: list[str], policies: list[str], col: str, labels: list[str] | None = None) -> str:
+    """Markdown: one row per combination of the ``keys`` values, one column per policy, 'mean ± 95 % CI'."""
+    import itertools
+
+    points = itertools.product(*(sorted(set(table[k].to_list())) for k in keys))
+    return md_rows((labels or keys) + policies,
+                   [[f"{v:g}" for v in point] + [cell(table, p, col, **dict(zip(keys, point))) for p in policies]
+                    for point in points], table)
+
+
+def md_rows(head: list[str], rows: list[list[str]], table) -> str:
+    """A markdown table, then the replications per point of ``table`` (its ``n``)."""
     n = sorted(set(table["n"].to_list()))
-    lines.append("")
-    lines.append(f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t).")
-    return "\n".join(lines)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(r) + " |" for r in rows]
+                     + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."])
 
 
 def ci_or_zero(values) -> list[float]:
