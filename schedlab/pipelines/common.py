@@ -247,3 +247,11 @@ def values(table, col: str = "ratio"):
 def xs(table, col: str) -> list:
     """The sorted distinct values of a column."""
     return sorted(set(table[col].to_list()))
+
+
+def pooled_note(results_dir: str | Path, what: str) -> str:
+    """The note of a figure drawn from the jobs of every replication pooled (no interval)."""
+    from schedlab import load
+
+    nrep = len(set(load(results_dir).select("replication").collect()["replication"].to_list()))
+    return f"Jobs of all {nrep} replications pooled (Replications per point: {nrep}); no CI: one {what} per policy."
