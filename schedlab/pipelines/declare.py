@@ -60,6 +60,7 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
+    note: str = ""  # appended to a check function's detail (a remark of the paper's)
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
     def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:

@@ -14,7 +14,7 @@ from schedlab.pipelines.declare import Declared
 
 #: modules whose pipeline is written in code, without a TOML file
 CODE_ONLY = ("dfrs_fig1", "dfrs_table", "dfrs_period", 
-             "pg_fig3",
+             
              "tetris_packing", "tetris_fairness")
 HERE = Path(__file__).parent
 
