@@ -65,8 +65,9 @@ class Claim:
 
     def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
         """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
-        ``bound`` than x (1 + tolerance), and ``fields``."""
-        return Check(self.says.format(**{"tolerance": self.tolerance, "bound": self.than * (1 + self.tolerance),
+        ``than``, the ``bound`` than x (1 + tolerance), and ``fields``."""
+        return Check(self.says.format(**{"tolerance": self.tolerance, "than": self.than,
+                                         "bound": self.than * (1 + self.tolerance),
                                          **self.fields, **fields}), bool(holds), detail)
 
     def compare(self, data: "FigureData", x: str, y: str) -> Check:
@@ -191,7 +192,10 @@ class Declared:
                                for p in fig["panels"])
         intro = fig.get("measured_intro")
         checks = self.checks(fig, data)
-        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=fig["paper_says"],
+        says = fig["paper_says"]
+        if "paper_says_fields" in fig:  # a module function of the data: the setting the text names
+            says = says.format(**self.fn(fig["paper_says_fields"])(data))
+        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=says,
                             measured=f"{intro}\n\n{body}" if intro else body, checks=checks)
 
     def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
