@@ -113,6 +113,16 @@ def test_missing_scale_value_names_the_place(tmp_path):
         Declared(path).pipeline().specs("smoke", {})
 
 
+def test_bad_claim_row_names_the_place(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(doc_example().replace('comparison = "<"', 'comparision = "<"'))
+    with pytest.raises(UserError, match=r"bad\.toml: figures\[0\]\.claims\[0\]: unknown field 'comparision'"):
+        Declared(path)
+    path.write_text(doc_example().replace('comparison = "<"', 'comparison = "<<"'))
+    with pytest.raises(UserError, match=r"figures\[0\]\.claims\[0\]: comparison must be one of <, <=, >, >="):
+        Declared(path)
+
+
 def _imports(path: Path) -> set[str]:
     """The schedlab.pipelines modules a module imports, at any depth of its code."""
     out = set()

@@ -17,13 +17,14 @@ a ``reference`` line, the ``floor`` of the quantity, plus layout) and
 ``panels`` (one per ``where`` facet or per ``sweep``, with a ``title`` and
 the ``caption`` of its table in the report); or a function name of the
 module for any of table, plot and measured. Claims (``[[figures.claims]]``):
-`Claim`, checked by `Claim.check`.
+rows of `Claim`, checked by `Claim.compare` or by the module function they
+name. docs/architecture.md ("Pipelines") has a whole example.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any, Callable
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
 from schedlab.pipelines.common import OPS, absolute, line_figure, lookup, md_table, relative_to, where
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -105,14 +107,15 @@ class FigureData:
         return d
 
 
-def _substitute(value: Any, scale: str, env: dict[str, Any], where: str) -> Any:
+def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
+    """``value`` with every ``"$var"`` replaced by the scale's value (``place``: where, for errors)."""
     if isinstance(value, dict):
-        return {k: _substitute(v, scale, env, f"{where}.{k}") for k, v in value.items()}
+        return {k: _substitute(v, scale, env, f"{place}.{k}") for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, scale, env, where) for v in value]
+        return [_substitute(v, scale, env, place) for v in value]
     if isinstance(value, str) and value.startswith("$"):
         if value[1:] not in env:
-            raise UserError(f"{where}: {value} has no value at scale {scale!r}")
+            raise UserError(f"{place}: {value} has no value at scale {scale!r}")
         return copy.deepcopy(env[value[1:]])
     return value
 
@@ -147,7 +150,18 @@ class Declared:
     def __init__(self, path: Path, module: Any = None):
         self.path = path
         self.module = module
-        self.doc = tomllib.loads(path.read_text())
+        try:
+            self.doc = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as err:
+            raise UserError(f"{path}: {err}") from None
+        known = {f.name for f in dataclasses.fields(Claim)} - {"fields"}
+        for i, fig in enumerate(self.doc.get("figures", [])):
+            for j, row in enumerate(fig.get("claims", [])):
+                place = f"{path}: figures[{i}].claims[{j}]"
+                if set(row) - known:
+                    raise UserError(f"{place}: unknown field {sorted(set(row) - known)[0]!r}; fields: {', '.join(sorted(known))}")
+                if "check" not in row and row.get("comparison") not in OPS:
+                    raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
 
     def fn(self, name: str) -> Callable:
         if self.module is None or not hasattr(self.module, name):
@@ -225,9 +239,3 @@ class Declared:
 def panel_table(data: FigureData, panel: dict[str, Any]):
     """A panel's rows: its own sweep's table, or the figure's table where ``where`` holds."""
     return where(data.tables[panel["name"]] if "sweep" in panel else data.table, panel.get("where", {}))
-
-
-def declare(module_name: str) -> Pipeline:
-    """The pipeline of a module: ``<module>.toml`` beside it, functions from the module."""
-    module = importlib.import_module(module_name)
-    return Declared(Path(module.__file__).with_suffix(".toml"), module).pipeline()
