@@ -2,8 +2,9 @@
 
 A `Pipeline` knows nothing about Ray, Parquet or MLflow. It builds plain sweep
 spec dicts (`specs(scale, overrides)`) and turns finished results dirs into
-figures and report sections (`report(results_dirs, out_dir)`). `run_pipeline`
-does the rest with the platform: every spec goes through
+figures and report sections (`report(results_dirs, out_dir)`); most are
+declared in TOML (`declare`). `run.run_pipeline` does the rest with the
+platform: every spec goes through
 `schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for free),
 then the figures and ``report.md`` are written to the pipeline's output dir
 and, with tracking on, attached to each sweep's MLflow parent run. Every
@@ -16,6 +17,9 @@ point instead of stating it flatly.
 
 Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
 as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
+
+This module holds only the types: it imports nothing of the pipelines, so the
+registry and the runner can import it without a cycle.
 """
 
 from __future__ import annotations

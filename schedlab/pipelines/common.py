@@ -1,4 +1,6 @@
-"""Small aggregation and plotting helpers shared by the pipelines (headless, Agg).
+"""Small aggregation, table and plotting helpers shared by the pipelines (headless, Agg):
+the generic line figure of a declared pipeline (`line_figure`) and the markdown
+tables of its report (`md_table`, `md_grid`) live here.
 
 Figures go through `schedlab.plotting` (one style; PDF + 300-dpi PNG; error
 bars that respect a floor). The floors the pipelines use:
