@@ -563,7 +563,9 @@ def pipelines_list() -> None:
 def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, fresh: bool,
                   no_tracking: bool, subset: float | None) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
-    from schedlab.pipelines.base import check_scale, get_pipeline, run_pipeline
+    from schedlab.pipelines.base import check_scale
+    from schedlab.pipelines.registry import get_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     check_scale(scale)
     get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts

@@ -18,7 +18,7 @@ def run_smoke(names, root) -> dict:
     session of 2 CPUs, each into ``root / name``."""
     import ray
 
-    from schedlab.pipelines.base import run_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     if ray.is_initialized():  # e.g. left by a sweep an earlier test ran without a session of its own
         ray.shutdown()

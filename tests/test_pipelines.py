@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.pipeline_outputs import check_outputs, run_smoke
 from schedlab.cli import main
-from schedlab.pipelines.registry import PIPELINES
+from schedlab.pipelines.registry import DECLARED, PIPELINES
 
 EXPECTED_SERIES = {
     "psbs-shape": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
@@ -74,7 +74,7 @@ def test_pipeline_outputs(runs, name):
 
 
 def test_resume_is_idempotent(runs):
-    from schedlab.pipelines.base import run_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     first = runs["pg-fig4"]
     again = run_pipeline("pg-fig4", "smoke", out=first.out_dir, tracking=False)
@@ -150,7 +150,7 @@ def test_pg_fig3_checks_from_series(runs):
     assert len(result.figures[0].checks) == 5
     for name, d in result.results_dirs.items():
         tag = name.removeprefix("pg-fig3")[0]
-        series = pg_fig3.load_series(d, pg_fig3.PANELS[tag][1])
+        series = pg_fig3.load_series(d, pg_fig3.COLUMNS[tag])
         assert set(series) == set(pg_fig3.POLICIES)
         for t, y in series.values():
             assert len(t) > 10 and t.max() < 40_000 and np.all(np.diff(t) > 0) and np.all(y >= 0)
@@ -162,22 +162,23 @@ def test_pg_fig5_specs_every_scale():
     from pathlib import Path
 
     from schedlab.platform.spec import parse_spec
-    from schedlab.pipelines import pg_fig5
 
+    fig5 = DECLARED["pg-fig5"].doc  # the pipeline's data (pg_fig5.toml)
+    trace, traffic = fig5["sweeps"][0]["workload"]["path"], fig5["scales"]["paper"]["traffic"]
     root = Path(__file__).resolve().parents[1]
-    if not (root / pg_fig5.TRACE).exists():
-        pytest.skip(f"Google trace not found at {pg_fig5.TRACE} (relative to the repository root)")
+    if not (root / trace).exists():
+        pytest.skip(f"Google trace not found at {trace} (relative to the repository root)")
     p = PIPELINES["pg-fig5"]
     for scale in ("smoke", "quick", "paper"):
         (s,) = p.specs(scale, {})
         parse_spec(s, "pg-fig5")
         assert s["name"] == f"pg-fig5-{scale}" and s["policies"] == ["BF-J/S", "VQS-BF", "VQS", "FIFO-FF"]
         w = s["workload"]
-        assert w["reader"] == "google" and w["reader_single_resource"] is True and w["path"] == pg_fig5.TRACE
+        assert w["reader"] == "google" and w["reader_single_resource"] is True and w["path"] == trace
         assert s["system"]["epoch"] == 0.1
     paper = p.specs("paper", {})[0]
-    assert paper["workload"]["traffic"] == pg_fig5.TRAFFIC and paper["system"]["servers"] == 1000
-    assert [round(1 / b, 6) for b in pg_fig5.TRAFFIC] == [1.0, 1.2, 1.4, 1.6]
+    assert paper["workload"]["traffic"] == traffic and paper["system"]["servers"] == 1000
+    assert [round(1 / b, 6) for b in traffic] == [1.0, 1.2, 1.4, 1.6]
     assert p.specs("quick", {})[0]["workload"]["traffic"] == [1.0, 0.7142857142857143, 0.625]
     smoke = p.specs("smoke", {})[0]
     assert smoke["system"]["servers"] == 100 and smoke["workload"]["window_length"] == 3600.0

@@ -210,14 +210,16 @@ def test_pipeline_ratio_bars_stay_above_one(tmp_path, monkeypatch):
 
 
 def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
-    from schedlab.pipelines import psbs_shape
+    from schedlab.pipelines.declare import FigureData
+    from schedlab.pipelines.registry import DECLARED
     from schedlab.plotting import style
 
     table = pl.DataFrame({"shape": [0.25, 1.0, 4.0] * 2, "policy": ["PSBS"] * 3 + ["PS"] * 3, "n": [2] * 6,
                           "ratio_mean": [1.02, 1.05, 1.1, 1.5, 1.3, 1.2], "ratio_ci95": [0.4, 0.1, 0.2, 0.3, 0.2, 0.1]})
     png = tmp_path / "psbs-shape-fig5.png"
     with style():
-        assert psbs_shape.plot(table, png) == ["PS", "PSBS"]
+        shape = DECLARED["psbs-shape"]
+        assert shape.draw(shape.doc["figures"][0], FigureData(table, {}, {}), png) == ["PS", "PSBS"]
     assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     with Image.open(png) as im:
         assert tuple(round(d) for d in im.info["dpi"]) == (PNG_DPI, PNG_DPI)
@@ -228,7 +230,8 @@ def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
 
 
 def test_report_flags_verdicts_from_too_few_replications(sweep, tmp_path):
-    from schedlab.pipelines.base import MIN_REPLICATIONS, Check, FigureReport, instances_per_point
+    from schedlab.pipelines.base import MIN_REPLICATIONS, Check, FigureReport
+    from schedlab.pipelines.run import instances_per_point
 
     assert instances_per_point(sweep) == 3
     checks = [Check("A beats B", True, "0.9 < 1"), Check("C beats B", False, "1.1 > 1"),

@@ -2,8 +2,9 @@
 
 A `Pipeline` knows nothing about Ray, Parquet or MLflow. It builds plain sweep
 spec dicts (`specs(scale, overrides)`) and turns finished results dirs into
-figures and report sections (`report(results_dirs, out_dir)`). `run_pipeline`
-does the rest with the platform: every spec goes through
+figures and report sections (`report(results_dirs, out_dir)`); most are
+declared in TOML (`declare`). `run.run_pipeline` does the rest with the
+platform: every spec goes through
 `schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for free),
 then the figures and ``report.md`` are written to the pipeline's output dir
 and, with tracking on, attached to each sweep's MLflow parent run. Every
@@ -16,13 +17,14 @@ point instead of stating it flatly.
 
 Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
 as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
+
+This module holds only the types: it imports nothing of the pipelines, so the
+registry and the runner can import it without a cycle.
 """
 
 from __future__ import annotations
 
 import copy
-import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -143,123 +145,6 @@ def deep_merge(base: dict[str, Any], overrides: dict[str, Any] | None) -> dict[s
     return out
 
 
-def instances_per_point(results_dir: Path) -> int | None:
-    """Fewest independent instances behind a point of a sweep: rows per
-    (policy, parameters other than a trace window) -- the replications of a
-    configuration, times the windows when a trace is replayed window by
-    window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
-    None for a sweep without rows."""
-    import json
-
-    import polars as pl
-
-    from schedlab import load
-
-    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
-    frame = load(results_dir).collect()
-    if frame.height == 0:
-        return None
-    keys = ["policy"] + [c for c in manifest.get("param_columns", [])
-                         if c in frame.columns and c not in WINDOW_COLUMNS]
-    return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
-
-
 def check_scale(scale: str) -> None:
     if scale not in SCALES + HIDDEN_SCALES:
         raise UserError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-
-
-def get_pipeline(name: str) -> Pipeline:
-    from schedlab.pipelines.registry import PIPELINES
-
-    if name not in PIPELINES:
-        raise UserError(f"unknown pipeline {name!r}; pipelines: {', '.join(sorted(PIPELINES))}")
-    return PIPELINES[name]
-
-
-def _attach_artifacts(spec, paths: list[Path]) -> None:
-    """Log figures and report.md to the sweep's MLflow parent run; warn on any failure."""
-    try:
-        from mlflow.tracking import MlflowClient
-
-        from schedlab.platform.tracking import SWEEP_TAG, resolve_uri
-
-        client = MlflowClient(tracking_uri=resolve_uri(spec.tracking.uri))
-        exp = client.get_experiment_by_name(spec.experiment())
-        if exp is None:
-            raise RuntimeError(f"no MLflow experiment {spec.experiment()!r}")
-        runs = client.search_runs([exp.experiment_id], f"tags.`{SWEEP_TAG}` = '{spec.name}'",
-                                  max_results=1000, order_by=["attributes.start_time ASC"])
-        parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-        if not parents:
-            raise RuntimeError(f"no parent run tagged {SWEEP_TAG}={spec.name}")
-        for p in paths:
-            client.log_artifact(parents[0].info.run_id, str(p), artifact_path="pipeline")
-    except Exception as err:  # tracking never fails a pipeline
-        warnings.warn(f"pipeline artifacts not attached to MLflow run of {spec.name}: {err}", stacklevel=2)
-
-
-def run_pipeline(
-    name: str,
-    scale: str = "quick",
-    address: str | None = None,
-    out: str | Path | None = None,
-    fresh: bool = False,
-    tracking: bool = True,
-    overrides: dict[str, Any] | None = None,
-    progress: Callable[[Any], None] | None = None,
-) -> PipelineResult:
-    """Run every sweep of a pipeline (resuming), then write its figures and report.md."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.spec import parse_spec
-
-    pipe = get_pipeline(name)
-    check_scale(scale)
-    started = time.monotonic()
-    out_dir = Path(out) if out is not None else Path("results") / "pipelines" / name
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    specs = []
-    for data in pipe.specs(scale, overrides or {}):
-        data = deep_merge(data, {"outputs": {"dir": str(out_dir / data["name"])},
-                                 "tracking": {"enabled": bool(tracking)}})
-        specs.append(parse_spec(data, f"pipeline {name} ({data['name']})"))
-
-    sweeps = []
-    for spec in specs:
-        sweeps.append(run_sweep(spec, address=address, fresh=fresh, tracking=tracking, progress=progress))
-    results_dirs = {s.name: s.results_dir() for s in specs}
-
-    from schedlab.plotting import style
-
-    with style():
-        figures = pipe.report(results_dirs, out_dir)
-    counts = [n for d in results_dirs.values() if (n := instances_per_point(d)) is not None]
-    for f in figures:
-        if f.replications is None and counts:
-            f.replications = min(counts)
-    failures = sum(len(r.failures) for r in sweeps)
-    report_md = out_dir / "report.md"
-    header = [f"# {pipe.name}: {pipe.paper}, {pipe.figure}", "", pipe.description, "",
-              f"Scale `{scale}`; sweeps: " + ", ".join(f"`{s.name}` ({r.configs} configurations, "
-                                                       f"{r.rows_written} rows new, {r.rows_skipped} resumed)"
-                                                       for s, r in zip(specs, sweeps)) + ".", ""]
-    if failures:
-        header += [f"**{failures} simulations failed**; see the sweeps' `failures/` dirs.", ""]
-    verdicts = [c for f in figures for c in f.checks]
-    header += [f"Claims checked: {sum(c.holds for c in verdicts)} of {len(verdicts)} hold.", ""]
-    weak = sum(c.too_few(f.replications) for f in figures for c in f.checks)
-    if weak:
-        header += [f"**{weak} of these verdicts rest on fewer than {MIN_REPLICATIONS} replications per point** "
-                   f"(marked below): indicative only.", ""]
-    report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
-
-    if tracking:
-        artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
-        for spec in specs:
-            _attach_artifacts(spec, artifacts)
-    return PipelineResult(name, scale, out_dir, results_dirs, sweeps, figures, report_md,
-                          time.monotonic() - started, failures)

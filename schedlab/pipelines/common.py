@@ -1,4 +1,6 @@
-"""Small aggregation and plotting helpers shared by the pipelines (headless, Agg).
+"""Small aggregation, table and plotting helpers shared by the pipelines (headless, Agg):
+the generic line figure of a declared pipeline (`line_figure`) and the markdown
+tables of its report (`md_table`, `md_grid`) live here.
 
 Figures go through `schedlab.plotting` (one style; PDF + 300-dpi PNG; error
 bars that respect a floor). The floors the pipelines use:
@@ -77,12 +79,12 @@ def paired_note(table, policy: str, other: str, **where: Any) -> str:
     return f"{policy}/{other} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
 
 
-def absolute(results_dir: str | Path, metric: str, keys: list[str]):
-    """Mean, 95 % CI and n of a metric per keys + policy."""
+def absolute(results_dir: str | Path, metric: str | list[str], keys: list[str]):
+    """Mean, 95 % CI and n of a metric (or several) per keys + policy."""
     from schedlab import load
     from schedlab.platform.stats import summarize
 
-    return summarize(load(results_dir), keys + ["policy"], [metric])
+    return summarize(load(results_dir), keys + ["policy"], [metric] if isinstance(metric, str) else list(metric))
 
 
 def lookup(table, policy: str | None = None, **where: Any) -> dict[str, Any] | None:
@@ -103,19 +105,31 @@ def fmt_ci(mean: float | None, ci: float | None) -> str:
 
 def md_table(table, x: str, policies: list[str], col: str, x_label: str | None = None) -> str:
     """Markdown: one row per x value, one column per policy, 'mean ± 95 % CI'."""
-    xs = sorted(set(table[x].to_list()))
-    head = f"| {x_label or x} | " + " | ".join(policies) + " |"
-    lines = [head, "|" + "---|" * (len(policies) + 1)]
-    for xv in xs:
-        cells = []
-        for p in policies:
-            row = lookup(table, p, **{x: xv})
-            cells.append(fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–")
-        lines.append(f"| {xv:g} | " + " | ".join(cells) + " |")
+    return md_grid(table, [x], policies, col, [x_label or x])
+
+
+def cell(table, policy: str, col: str, **where: Any) -> str:
+    """'mean ± 95 % CI' of ``col`` for a policy at a point ('–' if absent)."""
+    row = lookup(table, policy, **where)
+    return fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–"
+
+
+def md_grid(table, keys: list[str], policies: list[str], col: str, labels: list[str] | None = None) -> str:
+    """Markdown: one row per combination of the ``keys`` values, one column per policy, 'mean ± 95 % CI'."""
+    import itertools
+
+    points = itertools.product(*(sorted(set(table[k].to_list())) for k in keys))
+    return md_rows((labels or keys) + policies,
+                   [[f"{v:g}" for v in point] + [cell(table, p, col, **dict(zip(keys, point))) for p in policies]
+                    for point in points], table)
+
+
+def md_rows(head: list[str], rows: list[list[str]], table) -> str:
+    """A markdown table, then the replications per point of ``table`` (its ``n``)."""
     n = sorted(set(table["n"].to_list()))
-    lines.append("")
-    lines.append(f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t).")
-    return "\n".join(lines)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(r) + " |" for r in rows]
+                     + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."])
 
 
 def ci_or_zero(values) -> list[float]:
@@ -151,43 +165,95 @@ def save(fig, path: Path) -> Path:
     return path
 
 
+def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, Any], path: Path) -> list[str]:
+    """The line figure of a pipeline's ``plot`` table (`schedlab.pipelines.declare`):
+    one panel per (source table, rows drawn, panel) in a row, ``plot["y"]``
+    against the panel's x (``panel["x"]``, else ``plot["x"]``), one line per
+    policy of ``plot["series"]`` with 95 % CI bars that respect
+    ``plot["floor"]`` (`plot_lines`), a dotted ``reference`` line, a log x
+    axis (``logx``: ticks at the swept values of the source table) and
+    ``yscale`` ("log", or "symlog" with ``linthresh``). Layout: panel_width,
+    height, sharey, grid ("major" or "both"), xlabel, ylabel (first panel, or
+    every panel with ylabel_every), legend (kwargs, first panel). Returns the
+    series plotted (policy names, in order)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(plot.get("panel_width", 4.0) * len(panels) + 1,
+                                                      plot.get("height", 3.8)),
+                             sharey=plot.get("sharey", True), squeeze=False)
+    series: list[str] = []
+    for ax, (source, table, panel) in zip(axes[0], panels):
+        x = panel["x"] if "x" in panel else plot["x"]
+        for name in plot_lines(ax, table, x, plot["y"], plot["series"], plot.get("floor")):
+            if name not in series:
+                series.append(name)
+        if "reference" in plot:
+            ax.axhline(plot["reference"], color="grey", linewidth=0.8, linestyle=":")
+        logx = panel.get("logx", plot.get("logx", False))
+        if logx:
+            ax.set_xscale("log")
+        if plot.get("yscale") == "symlog":
+            ax.set_yscale("symlog", linthresh=plot["linthresh"])
+        elif "yscale" in plot:
+            ax.set_yscale(plot["yscale"])
+        if logx:
+            xs = sorted(set(source[x].to_list()))
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ax.minorticks_off()
+        ax.set_xlabel(panel.get("xlabel", plot.get("xlabel", x)))
+        if plot.get("ylabel_every"):
+            ax.set_ylabel(plot["ylabel"])
+        if "title" in panel:
+            ax.set_title(panel["title"])
+        ax.grid(True, which=plot.get("grid", "major"), alpha=0.3)
+    axes[0][0].set_ylabel(plot["ylabel"])
+    axes[0][0].legend(**plot.get("legend", {"fontsize": 8}))
+    save(fig, path)
+    return series
+
+
+def where(table, conditions: dict[str, float]):
+    """The rows of a table where each column equals its value (floats matched approximately)."""
+    for col, value in conditions.items():
+        table = table.filter((table[col] - value).abs() < 1e-9)
+    return table
+
+
+#: the layout of the PSBS paper's MST / optimal figures (`ratio_panels`)
+RATIO_PLOT = {"y": "ratio", "floor": RATIO_FLOOR, "reference": 1.0, "logx": True, "yscale": "log",
+              "ylabel": "MST / optimal"}
+
+
 def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
                  *, ylabel: str = "MST / optimal", col: str = "ratio", width: float = 4.0) -> list[str]:
     """One log-log panel per (column, value, title) in ``panels`` (an empty
     column name means the whole table), ``col`` against ``x`` for each policy,
     with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
-    figures. The bars respect `RATIO_FLOOR` (MST / optimal >= 1). Returns the
-    series plotted (policy names, in order)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1, 3.8), sharey=True, squeeze=False)
-    series: list[str] = []
-    xs = sorted(set(table[x].to_list()))
-    for ax, (key, value, title) in zip(axes[0], panels):
-        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
-        for name in plot_lines(ax, sub, x, col, policies, RATIO_FLOOR):
-            if name not in series:
-                series.append(name)
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(xs, [f"{v:g}" for v in xs])
-        ax.minorticks_off()
-        ax.set_xlabel(x)
-        ax.set_title(title)
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=8)
-    save(fig, path)
-    return series
+    figures (`line_figure` with `RATIO_PLOT`). The bars respect `RATIO_FLOOR`
+    (MST / optimal >= 1). Returns the series plotted (policy names, in order)."""
+    plot = {**RATIO_PLOT, "x": x, "y": col, "series": policies, "ylabel": ylabel, "panel_width": width}
+    return line_figure([(table, where(table, {key: value} if key else {}), {"title": title})
+                        for key, value, title in panels], plot, path)
 
 
-def panel_tables(table, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
-                 what: str = "MST / optimal (SRPT)", col: str = "ratio") -> list[str]:
-    """The report's markdown table for each panel of `ratio_panels` (same
-    (column, value, title) list, so figure and report cannot disagree)."""
-    out = []
-    for key, value, title in panels:
-        sub = table if not key else table.filter((table[key] - value).abs() < 1e-9)
-        out.append(f"{title}, {what}:\n\n" + md_table(sub, x, policies, col))
-    return out
+#: the comparisons a claim may state (`schedlab.pipelines.declare.Claim`)
+OPS: dict[str, Any] = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+                       ">=": lambda a, b: a >= b}
+
+
+def values(table, col: str = "ratio"):
+    """``r(policy, **point)``: the mean of ``col`` of a summarized table at a point."""
+    return lambda policy, **point: lookup(table, policy, **point)[f"{col}_mean"]
+
+
+def xs(table, col: str) -> list:
+    """The sorted distinct values of a column."""
+    return sorted(set(table[col].to_list()))
+
+
+def pooled_note(results_dir: str | Path, what: str) -> str:
+    """The note of a figure drawn from the jobs of every replication pooled (no interval)."""
+    from schedlab import load
+
+    nrep = len(set(load(results_dir).select("replication").collect()["replication"].to_list()))
+    return f"Jobs of all {nrep} replications pooled (Replications per point: {nrep}); no CI: one {what} per policy."

@@ -1,27 +1,39 @@
-"""The pipelines, by name."""
+"""The pipelines, by name: every ``<stem>.toml`` of this folder (with the
+module ``<stem>.py`` for its code, if there is one; `declare`), and the
+pipelines written wholly in code (`CODE_ONLY`, each a module's ``PIPELINE``).
+Adding a figure is adding its TOML file (and, for code of its own, its module)."""
 
 from __future__ import annotations
 
-from schedlab.pipelines.base import Pipeline
-from schedlab.pipelines.dfrs_fig1 import PIPELINE as DFRS_FIG1
-from schedlab.pipelines.dfrs_period import PIPELINE as DFRS_PERIOD
-from schedlab.pipelines.dfrs_table import PIPELINE as DFRS_TABLE
-from schedlab.pipelines.pg_fig3 import PIPELINE as PG_FIG3
-from schedlab.pipelines.pg_fig4 import PIPELINE as PG_FIG4
-from schedlab.pipelines.pg_fig5 import PIPELINE as PG_FIG5
-from schedlab.pipelines.psbs_ecdf import PIPELINE as PSBS_ECDF
-from schedlab.pipelines.psbs_fb2010 import PIPELINE as PSBS_FB2010
-from schedlab.pipelines.psbs_heatmap import PIPELINE as PSBS_HEATMAP
-from schedlab.pipelines.psbs_ircache import PIPELINE as PSBS_IRCACHE
-from schedlab.pipelines.psbs_load import PIPELINE as PSBS_LOAD
-from schedlab.pipelines.psbs_pareto import PIPELINE as PSBS_PARETO
-from schedlab.pipelines.psbs_shape import PIPELINE as PSBS_SHAPE
-from schedlab.pipelines.psbs_sigma import PIPELINE as PSBS_SIGMA
-from schedlab.pipelines.psbs_slowdown import PIPELINE as PSBS_SLOWDOWN
-from schedlab.pipelines.psbs_weights import PIPELINE as PSBS_WEIGHTS
-from schedlab.pipelines.tetris_fairness import PIPELINE as TETRIS_FAIRNESS
-from schedlab.pipelines.tetris_packing import PIPELINE as TETRIS_PACKING
+import importlib
+from pathlib import Path
 
-PIPELINES: dict[str, Pipeline] = {p.name: p for p in (
-    PSBS_SHAPE, PSBS_SIGMA, PG_FIG4, PSBS_WEIGHTS, PSBS_PARETO, PSBS_LOAD, PSBS_FB2010, PSBS_SLOWDOWN, PSBS_HEATMAP,
-    PG_FIG3, PG_FIG5, PSBS_IRCACHE, PSBS_ECDF, TETRIS_PACKING, TETRIS_FAIRNESS, DFRS_FIG1, DFRS_TABLE, DFRS_PERIOD)}
+from schedlab.errors import UserError
+from schedlab.pipelines.base import Pipeline
+from schedlab.pipelines.declare import Declared
+
+#: modules whose pipeline is written in code, without a TOML file
+CODE_ONLY = ("dfrs_fig1", "dfrs_table", "dfrs_period")
+HERE = Path(__file__).parent
+
+
+def _declared() -> dict[str, Declared]:
+    found = {}
+    for path in sorted(HERE.glob("*.toml")):
+        module = importlib.import_module(f"{__package__}.{path.stem}") if path.with_suffix(".py").exists() else None
+        declared = Declared(path, module)
+        found[declared.doc["name"]] = declared
+    return found
+
+
+#: the pipelines declared in TOML, by name (their data: `Declared.doc`)
+DECLARED: dict[str, Declared] = _declared()
+PIPELINES: dict[str, Pipeline] = {**{name: d.pipeline() for name, d in DECLARED.items()},
+                                  **{(p := importlib.import_module(f"{__package__}.{m}").PIPELINE).name: p
+                                     for m in CODE_ONLY}}
+
+
+def get_pipeline(name: str) -> Pipeline:
+    if name not in PIPELINES:
+        raise UserError(f"unknown pipeline {name!r}; pipelines: {', '.join(sorted(PIPELINES))}")
+    return PIPELINES[name]

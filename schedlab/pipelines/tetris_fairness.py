@@ -1,74 +1,30 @@
-"""Tetris (Grandl et al., SIGCOMM 2014 talk): the fairness knob f ∈ (0, 1].
-"f → 0 close to perfect fairness, f = 1 most efficient scheduling"; the talk
-claims "fewer than 6% of jobs slow down; by not more than 8% on average" and
-"knob value of 0.75 offers nearly the best possible efficiency with little
-unfairness".
-
-Workload and cluster: those of ``tetris-packing`` (Google clusterdata-2011
-prefix, cpu + mem, tasks grouped into jobs by ``google_job_id``, windows as
-replications, ``tetris_packing.SERVERS`` servers). Tetris runs with every f of
-the scale's grid, plus Slots-Fair as a secondary reference; per-task rows are
-kept (``outputs.per_job = true``) and each job's JCT is recomputed from them
-(last end - first submit of its tasks in the window, as the engine's
-``jct_mean``).
-
-Which run is "fair". Jobs are compared one by one with the same job under
-Tetris at the *smallest f of the grid*: the talk defines the knob's fair end
-as f → 0 ("close to perfect fairness"; in this implementation every
-placement then goes to the job furthest below its DRF share), and the claim is
-about what turning the knob up costs in fairness, so the reference keeps
-Tetris's packing and SRTF scores and changes only f. Slots-Fair is not the
-reference: it is fair in slots, not in resources, and much less efficient, so
-a comparison with it mixes the packing gain into the fairness cost (its
-numbers are reported next to the main ones, not checked).
-
-Definitions (``job_slowdowns``): a job is *slowed* when its JCT exceeds its
-JCT in the reference run by more than ``SLOWED_TOL`` (relative; JCTs below
-``JCT_FLOOR`` = one decision epoch are compared as ``JCT_FLOOR``); the
-slowdown of a slowed job is JCT / reference JCT - 1. Reported per f: the
-fraction of jobs slowed and the mean slowdown of the slowed jobs, pooled over
-all jobs of all windows (the checked numbers) and as mean ± 95 % CI over
-windows (the figure); efficiency: mean JCT and makespan / the reference run's
-on the same window, mean ± CI over windows. Checks at the recommended
-f = 0.75: fraction slowed < 6 %, mean slowdown of slowed jobs ≤ 8 %, and mean
-JCT and makespan within ``NEAR_BEST`` of the best f of the grid.
-"""
+"""Tetris's fairness knob (tetris_fairness.toml: the setting, and why): job-by-job slowdowns vs f."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
-from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
 from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, save
 
-GRIDS: dict[str, list[float]] = {
-    "smoke": [0.05, 0.75, 1.0],
-    "quick": [0.05, 0.25, 0.5, 0.75, 1.0],
-    "paper": [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0],
-}
-RECOMMENDED = 0.75  # the talk's knob value
-SLOWED_MAX = 0.06  # "fewer than 6% of jobs slow down"
-SLOWDOWN_MAX = 0.08  # "by not more than 8% on average"
-NEAR_BEST = 0.05  # "nearly the best possible efficiency": within 5 % of the best f's mean JCT and makespan
+DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
+FIGURE = DOC["figures"][0]
+RECOMMENDED = FIGURE["recommended"]
+SLOWED_MAX, SLOWDOWN_MAX = (c["than"] for c in FIGURE["claims"][:2])  # the talk's 6 % and 8 %: claims, and lines
 SLOWED_TOL = 1e-9  # relative: a JCT larger than the reference's by more than this is a slowdown (not rounding)
 JCT_FLOOR = tp.EPOCH  # JCTs below one decision epoch are compared as one epoch
 KEYS = ["window", "group"]
 
 
-def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = {
-        "name": f"tetris-fairness-{scale}",
-        "engine": "packing",
-        "seed": 8,
-        "policies": [{"name": tp.TETRIS, "params": {"fairness": list(GRIDS[scale])}}, tp.BASELINE],
-        "system": tp.system(scale),
-        "workload": tp.workload(scale),
-        "replications": {"n": 1},
-        "outputs": {"per_job": True},
-    }
-    return [deep_merge(spec, overrides)]
+def specs(doc, scale, overrides):
+    """The grid of f on tetris-packing's system and two-resource workload."""
+    from schedlab.pipelines.declare import sweep_specs
+
+    two = sweep_specs(tp.DOC, scale, {})[0]
+    doc = {**doc, "scales": {scale: {**doc["scales"][scale], "system": two["system"], "workload": two["workload"]}}}
+    return sweep_specs(doc, scale, overrides)
 
 
 def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: float = JCT_FLOOR,
@@ -117,10 +73,12 @@ def load_jct(results_dir: Path):
     return jobs.join(cfg, on="config_id", how="inner").drop("config_id"), summ
 
 
-def analyse(jct, summ) -> dict[str, Any]:
+def analysis(dirs) -> dict[str, Any]:
     """Pooled and per-window slowdowns vs the smallest f, efficiency vs f."""
     import polars as pl
 
+    (results_dir,) = dirs.values()
+    jct, summ = load_jct(results_dir)
     from schedlab.platform.stats import summarize
 
     tet = jct.filter(pl.col("policy") == tp.TETRIS)
@@ -151,7 +109,7 @@ def _ci(r, m) -> float:
     return ci_or_zero([r[f"{m}_ci95"]])[0]
 
 
-def plot(a: dict[str, Any], path: Path) -> list[str]:
+def plot(data, path: Path) -> list[str]:
     """(a) fraction slowed and (b) slowdown of slowed jobs (linear, symmetric t
     bars, y from 0); (c) JCT and makespan ratios to f0: a ratio is > 0, so its
     bars are the log-transformed interval above `POSITIVE_FLOOR`."""
@@ -159,6 +117,7 @@ def plot(a: dict[str, Any], path: Path) -> list[str]:
 
     from schedlab.plotting import errorbar
 
+    a = data.table
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     fig.subplots_adjust(wspace=0.3)
     pw, eff = a["per_window"], a["eff"]
@@ -198,7 +157,8 @@ def plot(a: dict[str, Any], path: Path) -> list[str]:
     return series
 
 
-def measured(a: dict[str, Any]) -> str:
+def measured(data) -> str:
+    a = data.table
     lines = [f"Reference: Tetris at f = {a['f0']:g} (the most-fair run), same window, job by job. Pooled = all "
              "jobs of all windows; per window = mean ± 95 % CI over windows.", "",
              "| f | jobs | slowed (pooled) | mean (median) slowdown of slowed (pooled) | slowed (per window) | "
@@ -222,62 +182,41 @@ def measured(a: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def checks(a: dict[str, Any]) -> list[Check]:
-    f = RECOMMENDED if _at(a["pooled"], RECOMMENDED) else a["fs"][-1]
+def _recommended(a: dict[str, Any]) -> float:
+    return RECOMMENDED if _at(a["pooled"], RECOMMENDED) else a["fs"][-1]
+
+
+def few_slowed(data, claim):
+    a = data.table
+    f = _recommended(a)
     p = _at(a["pooled"], f)
     others = "; ".join(f"f={r['f']:g}: {r['frac_slowed']:.1%}" + (f" by {r['slowdown_mean']:.1%}"
                                                                   if r["slowdown_mean"] is not None else "")
                        for r in a["pooled"].iter_rows(named=True) if r["f"] != a["f0"])
+    return claim.verdict(p["frac_slowed"] < claim.than,
+                         f"{p['frac_slowed']:.1%} of {p['jobs']} jobs slowed at f = {f:g}; all f: {others}",
+                         f=f, f0=a["f0"])
+
+
+def little_slowdown(data, claim):
+    f = _recommended(data.table)
+    p = _at(data.table["pooled"], f)
     sd = p["slowdown_mean"]
-    eff = a["eff"]
+    return claim.verdict(sd is None or sd <= claim.than, "no job slowed" if sd is None else
+                         f"mean JCT increase of the {p['slowed']} slowed jobs: {sd:.1%}", f=f)
+
+
+def near_best(data, claim):
+    a = data.table
+    f, eff = _recommended(a), a["eff"]
     best_j = min(r["jct_ratio_mean"] for r in eff.iter_rows(named=True))
     best_m = min(r["makespan_ratio_mean"] for r in eff.iter_rows(named=True))
     e = _at(eff, f)
-    gap_j = e["jct_ratio_mean"] / best_j - 1
-    gap_m = e["makespan_ratio_mean"] / best_m - 1
-    return [
-        Check(f"fewer than {SLOWED_MAX:.0%} of jobs slow down (f = {f:g} vs f = {a['f0']:g}, pooled over windows)",
-              p["frac_slowed"] < SLOWED_MAX,
-              f"{p['frac_slowed']:.1%} of {p['jobs']} jobs slowed at f = {f:g}; all f: {others}"),
-        Check(f"slowed jobs slow down by not more than {SLOWDOWN_MAX:.0%} on average (f = {f:g})",
-              sd is None or sd <= SLOWDOWN_MAX,
-              "no job slowed" if sd is None else f"mean JCT increase of the {p['slowed']} slowed jobs: {sd:.1%}"),
-        Check(f"f = {f:g} offers nearly the best efficiency (mean JCT and makespan, relative to f = {a['f0']:g}, "
-              f"within {NEAR_BEST:.0%} of the best f of the grid)",
-              gap_j <= NEAR_BEST and gap_m <= NEAR_BEST,
-              f"mean JCT / ref {e['jct_ratio_mean']:.3f} vs best {best_j:.3f} (+{gap_j:.1%}); makespan / ref "
-              f"{e['makespan_ratio_mean']:.3f} vs best {best_m:.3f} (+{gap_m:.1%})"),
-    ]
+    gap_j, gap_m = e["jct_ratio_mean"] / best_j - 1, e["makespan_ratio_mean"] / best_m - 1
+    return claim.verdict(gap_j <= claim.tolerance and gap_m <= claim.tolerance,
+                         f"mean JCT / ref {e['jct_ratio_mean']:.3f} vs best {best_j:.3f} (+{gap_j:.1%}); makespan / ref "
+                         f"{e['makespan_ratio_mean']:.3f} vs best {best_m:.3f} (+{gap_m:.1%})", f=f, f0=a["f0"])
 
 
-def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
-    (results_dir,) = results_dirs.values()
-    jct, summ = load_jct(results_dir)
-    a = analyse(jct, summ)
-    png = out_dir / "tetris-fairness.png"
-    series = plot(a, png)
-    return [FigureReport(
-        key="tetris-fairness", title="Tetris fairness knob — jobs slowed and efficiency vs f (Google prefix)",
-        png=png, series=series,
-        paper_says=(
-            "Talk: \"Fairness knob ∈ (0, 1]: f → 0 close to perfect fairness, f = 1 most efficient scheduling\"; "
-            "trace-driven simulation (Facebook production traces): \"Fairness knob: fewer than 6% of jobs slow "
-            "down; by not more than 8% on average\" and \"Knob value of 0.75 offers nearly the best possible "
-            "efficiency with little unfairness\". The talk does not say against which run jobs slow down; here "
-            f"the reference is Tetris at the smallest f of the grid (f = {a['f0']:g}, the fair end of the knob), "
-            "job by job on the same window; the unfairness claims are checked at f = 0.75. Workload and cluster: "
-            "those of tetris-packing (Google prefix, not Facebook's traces)."),
-        measured=measured(a),
-        checks=checks(a))]
-
-
-PIPELINE = Pipeline(
-    name="tetris-fairness",
-    paper="Grandl et al., Multi-resource packing for cluster schedulers (SIGCOMM 2014 talk)",
-    figure="fairness knob claims",
-    description="Tetris with fairness knob f over a grid on the Google clusterdata-2011 prefix (cpu + mem, tasks "
-                "grouped into jobs): fraction of jobs slowed and their mean slowdown vs the most-fair run, and "
-                "mean JCT / makespan vs f.",
-    specs=specs,
-    report=report,
-)
+def setting(data) -> dict[str, float]:
+    return {"f0": data.table["f0"]}

@@ -1,0 +1,241 @@
+"""A pipeline as data: ``<name>.toml`` beside its (optional) module.
+
+Most of a paper figure is data: its sweeps, the series it plots and the
+claims the paper makes. A pipeline's TOML file states all three, and
+`declare` turns it into a `base.Pipeline`; code is left only for what one
+figure alone needs (a heat map, an ECDF, a claim no comparison below states),
+in the module of the same name, referred to by function name.
+
+Sweeps (``[[sweeps]]``): plain sweep specs, with ``{scale}`` in the name and
+``"$var"`` wherever a value depends on the scale; ``[scales.<scale>]`` gives
+the vars (and may ``merge`` a table into every sweep). Figures
+(``[[figures]]``): key, title, png, paper_says; ``table`` (an aggregation:
+``metric``, ``keys``, ``ratio_to`` for per-replication ratios to a policy,
+``columns`` for derived columns in SQL), ``plot`` (the vocabulary of
+`schedlab plot`: x, y, the ``series`` drawn by policy, ``logx``, ``yscale``,
+a ``reference`` line, the ``floor`` of the quantity, plus layout) and
+``panels`` (one per ``where`` facet or per ``sweep``, with a ``title`` and
+the ``caption`` of its table in the report); or a function name of the
+module for any of table, plot and measured. Claims (``[[figures.claims]]``):
+rows of `Claim`, checked by `Claim.compare` or by the module function they
+name. docs/architecture.md ("Pipelines") has a whole example.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from schedlab.errors import UserError
+from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
+from schedlab.pipelines.common import OPS, absolute, line_figure, lookup, md_table, relative_to, where
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of a figure's claims table.
+
+    ``says``: the claim as report.md states it (format fields: ``tolerance``
+    and whatever a check function supplies); ``quantity``: the series
+    compared, ``"A"`` or ``"A / B"`` (policies); ``comparison``: one of
+    `OPS`; ``than``: the bound (a number), widened by the relative
+    ``tolerance``: ``A op B x than x (1 + tolerance)``, at every point of the
+    panel ``panel`` whose columns satisfy ``where`` ({column: {op: value}}).
+    The detail lists ``shown`` (default: the quantity) per point, as
+    ``label: point, point`` with ``point`` a format of ``x`` and ``value``.
+    ``check``: instead of the comparison, a function of the pipeline's module,
+    ``(data, claim) -> Check | None`` (None: the claim does not apply to
+    this grid), for a claim the comparison cannot state."""
+
+    says: str
+    quantity: str = ""
+    comparison: str = ""
+    than: float = 1.0
+    tolerance: float = 0.0
+    where: dict[str, dict[str, float]] = field(default_factory=dict)
+    panel: str | None = None
+    shown: str | None = None
+    label: str | None = None
+    point: str = "{x:g}: {value:.3f}"
+    check: str | None = None
+    note: str = ""  # appended to a check function's detail (a remark of the paper's)
+    fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
+
+    def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
+        """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
+        ``than``, the ``bound`` than x (1 + tolerance), and ``fields``."""
+        return Check(self.says.format(**{"tolerance": self.tolerance, "than": self.than,
+                                         "bound": self.than * (1 + self.tolerance),
+                                         **self.fields, **fields}), bool(holds), detail)
+
+    def compare(self, data: "FigureData", x: str, y: str) -> Check:
+        """The generic check: the comparison at every point (class docstring)."""
+        table = data.tables[self.panel] if self.panel else data.table
+        points = sorted(v for v in set(table[x].to_list())
+                        if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items()))
+
+        def value(expr: str, xv: float) -> float:
+            a, _, b = expr.partition(" / ")
+            num = lookup(table, a, **{x: xv})[f"{y}_mean"]
+            return num / lookup(table, b, **{x: xv})[f"{y}_mean"] if b else num
+
+        lhs, _, rhs = self.quantity.partition(" / ")
+        bound = self.than * (1 + self.tolerance)
+        holds = all(OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound) for v in points)
+        shown = self.shown or self.quantity
+        detail = f"{self.label or shown}: " + ", ".join(self.point.format(x=v, value=value(shown, v)) for v in points)
+        return self.verdict(holds, detail)
+
+
+@dataclass
+class FigureData:
+    """What a figure's checks and functions see: the figure's table (None when
+    each panel has its own), the panels' tables by name, the results dirs."""
+
+    table: Any
+    tables: dict[str, Any]
+    dirs: dict[str, Path]
+    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
+
+    @property
+    def results_dir(self) -> Path:
+        (d,) = self.dirs.values()
+        return d
+
+
+def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
+    """``value`` with every ``"$var"`` replaced by the scale's value (``place``: where, for errors)."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, scale, env, f"{place}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, scale, env, place) for v in value]
+    if isinstance(value, str) and value.startswith("$"):
+        if value[1:] not in env:
+            raise UserError(f"{place}: {value} has no value at scale {scale!r}")
+        return copy.deepcopy(env[value[1:]])
+    return value
+
+
+def sweep_specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pipeline's sweep spec dicts at ``scale``, ``overrides`` merged in."""
+    env = dict(doc["scales"][scale])
+    merge = env.pop("merge", {})
+    out = []
+    for i, sweep in enumerate(doc["sweeps"]):
+        spec = _substitute(sweep, scale, env, f"{doc['name']}.sweeps[{i}]")
+        spec["name"] = spec["name"].format(scale=scale)
+        out.append(deep_merge(deep_merge(spec, merge), overrides))
+    return out
+
+
+def aggregate(how: dict[str, Any], results_dir: Path):
+    """A table from ``how``: ratios to a policy per replication (`relative_to`)
+    or means (`absolute`), then any derived ``columns`` (SQL expressions)."""
+    import polars as pl
+
+    if "ratio_to" in how:
+        table = relative_to(results_dir, how["metric"], how["ratio_to"], how["keys"])
+    else:
+        table = absolute(results_dir, how["metric"], how["keys"])
+    return table.with_columns([pl.sql_expr(c) for c in how.get("columns", [])])
+
+
+class Declared:
+    """A pipeline read from its TOML file (and module, if any)."""
+
+    def __init__(self, path: Path, module: Any = None):
+        self.path = path
+        self.module = module
+        try:
+            self.doc = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as err:
+            raise UserError(f"{path}: {err}") from None
+        known = {f.name for f in dataclasses.fields(Claim)} - {"fields"}
+        for i, fig in enumerate(self.doc.get("figures", [])):
+            for j, row in enumerate(fig.get("claims", [])):
+                place = f"{path}: figures[{i}].claims[{j}]"
+                if set(row) - known:
+                    raise UserError(f"{place}: unknown field {sorted(set(row) - known)[0]!r}; fields: {', '.join(sorted(known))}")
+                if "check" not in row and row.get("comparison") not in OPS:
+                    raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
+
+    def fn(self, name: str) -> Callable:
+        if self.module is None or not hasattr(self.module, name):
+            raise UserError(f"{self.path}: no function {name!r} in the pipeline's module")
+        return getattr(self.module, name)
+
+    def specs(self, scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.module is not None and hasattr(self.module, "specs"):
+            return self.module.specs(self.doc, scale, overrides)
+        return sweep_specs(self.doc, scale, overrides)
+
+    def data(self, fig: dict[str, Any], dirs: dict[str, Path]) -> FigureData:
+        """The figure's tables: one for the figure, or one per panel with a ``sweep``."""
+        how = fig.get("table")
+        if isinstance(how, str):
+            return FigureData(self.fn(how)(dirs), {}, dirs, fig)
+        tables = {}
+        for p in fig.get("panels", []):
+            if "sweep" in p:
+                d = next(d for n, d in dirs.items() if n.startswith(p["sweep"]))
+                tables[p["name"]] = aggregate({**how, **p.get("table", {})}, d)
+        table = None if tables else aggregate(how, next(iter(dirs.values())))
+        return FigureData(table, tables, dirs, fig)
+
+    def draw(self, fig: dict[str, Any], data: FigureData, png: Path) -> list[str]:
+        """Draw a figure of the pipeline from its data; returns the series plotted."""
+        if isinstance(fig["plot"], str):
+            return self.fn(fig["plot"])(data, png)
+        return line_figure([(data.tables[p["name"]] if "sweep" in p else data.table, panel_table(data, p), p)
+                            for p in fig["panels"]], fig["plot"], png)
+
+    def figure(self, fig: dict[str, Any], dirs: dict[str, Path], out_dir: Path) -> FigureReport:
+        data = self.data(fig, dirs)
+        png = out_dir / fig["png"]
+        plot = fig["plot"]
+        series = self.draw(fig, data, png)
+        if isinstance(fig.get("measured"), str):
+            body = self.fn(fig["measured"])(data)
+        else:
+            body = "\n\n".join(f"{p['caption']}:\n\n" + md_table(panel_table(data, p), p["x"] if "x" in p else plot["x"],
+                                                                   plot["series"], plot["y"], p.get("x_label"))
+                               for p in fig["panels"])
+        intro = fig.get("measured_intro")
+        checks = self.checks(fig, data)
+        says = fig["paper_says"]
+        if "paper_says_fields" in fig:  # a module function of the data: the setting the text names
+            says = says.format(**self.fn(fig["paper_says_fields"])(data))
+        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=says,
+                            measured=f"{intro}\n\n{body}" if intro else body, checks=checks)
+
+    def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
+        """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
+        out = []
+        for row in fig.get("claims", []):
+            claim = Claim(**row, fields=fields)
+            if claim.check:
+                found = self.fn(claim.check)(data, claim)
+            else:
+                panel = next((p for p in fig["panels"] if p.get("name") == claim.panel), {}) if claim.panel else {}
+                found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
+            out += [found] if isinstance(found, Check) else (found or [])
+        return out
+
+    def report(self, dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
+        if self.module is not None and hasattr(self.module, "report"):
+            return self.module.report(self, dirs, out_dir)
+        return [self.figure(fig, dirs, out_dir) for fig in self.doc["figures"]]
+
+    def pipeline(self) -> Pipeline:
+        d = self.doc
+        return Pipeline(name=d["name"], paper=d["paper"], figure=d["figure"], description=d["description"],
+                        specs=self.specs, report=self.report)
+
+
+def panel_table(data: FigureData, panel: dict[str, Any]):
+    """A panel's rows: its own sweep's table, or the figure's table where ``where`` holds."""
+    return where(data.tables[panel["name"]] if "sweep" in panel else data.table, panel.get("where", {}))
