@@ -238,8 +238,9 @@ class Tracker:
         with self._cond:
             self._closing = True
             self._cond.notify()
-        if self._thread is None:  # never started: the final reconcile alone
-            self.start()
+            if self._thread is None:  # never started: the thread does the final reconcile alone
+                self._thread = threading.Thread(target=self._work, name="schedlab-tracking", daemon=True)
+                self._thread.start()
         started = moved = time.monotonic()
         seen = (-1, "")
         try:
