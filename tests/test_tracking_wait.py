@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import sqlite3
 import threading
 import time
 
@@ -76,6 +77,8 @@ def test_close_reports_progress_and_waits_until_done(tmp_path):
     report = tracker.close(stall=60, progress=seen.append)
     assert report == TrackReport(3, False, None)
     assert_mirrors(uri, d)
+    with sqlite3.connect(tmp_path / "mlflow.db") as con:  # commits without waiting for the disk (tracking_store)
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     for p in seen:  # whatever the machine's speed, each line says where tracking stands
         assert 0 <= p.done <= p.total and p.stage in {"connecting", "reconciling", "logging", "verifying"}
         assert p.line().startswith(f"MLflow {uri}: {p.stage}, {p.done}/{p.total} configuration runs logged")
