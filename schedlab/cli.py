@@ -43,6 +43,8 @@ class ProgressLine:
 
     @staticmethod
     def text(p) -> str:
+        if hasattr(p, "line"):  # tracking catching up at the run's end (tracking.TrackProgress)
+            return p.line()
         eta = p.eta
         return (f"{p.sweep}: round {p.round}, {p.done}/{p.total} simulations, {p.failed} failed, "
                 f"{_seconds(p.elapsed)} elapsed, ETA {_seconds(eta) if eta is not None else '?'}")
@@ -51,7 +53,7 @@ class ProgressLine:
         if not self.enabled:
             return
         now = time.monotonic()
-        end_of_round = p.done >= p.total
+        end_of_round = p.done >= p.total and not hasattr(p, "line")  # tracking: every 30 s off a terminal
         if self.tty:
             if now - self.last < 0.1 and not end_of_round:
                 return

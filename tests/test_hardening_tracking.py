@@ -161,7 +161,7 @@ def test_start_reconciles_missing_stale_duplicated_and_orphan_runs(tmp_path):
     # A new driver's tracker: start() reconciles, close() verifies.
     tracker = Tracker(uri, None, d)
     tracker.start()
-    report = tracker.close(timeout=30)
+    report = tracker.close(stall=30)
     assert report == TrackReport(3, False, None)
     runs = assert_mirrors(uri, d)
     assert runs["c3"].info.run_id == first["c3"].info.run_id  # the original, not the duplicate
@@ -191,7 +191,7 @@ def test_tracking_that_cannot_finish_is_reported(tmp_path):
     tracker = Tracker(dead, None, d)
     tracker.start()
     tracker.submit(["c1"])
-    report = tracker.close(timeout=10)
+    report = tracker.close(stall=10)
     assert report.failed and report.logged == 0 and "unreachable" in report.error
 
 
@@ -229,7 +229,7 @@ def test_code_provenance_tags_and_artifacts_logged_once(tmp_path, monkeypatch):
     # A resume does not log the folder again.
     tracker = Tracker(uri, None, d)
     tracker.start()
-    assert tracker.close(timeout=30) == TrackReport(3, False, None)
+    assert tracker.close(stall=30) == TrackReport(3, False, None)
     assert local.stat().st_mtime_ns == stamp
 
     # New user code (a new hash): logged, the old files stay.
@@ -388,12 +388,12 @@ def test_server_killed_mid_sweep_then_restarted(tmp_path, server):
     server.kill()
     write_part(d, {"c2": range(2, 5), "c3": range(2, 3)}, "2", seed=3)
     tracker.submit(["c1", "c2", "c3"])
-    report = tracker.close(timeout=30)
+    report = tracker.close(stall=30)
     assert report.failed and server.uri in report.error  # -> `schedlab run` exits 3
 
     server.start()  # same port, same backend store
     server.wait_healthy()
     tracker = Tracker(server.uri, None, d)  # the resume's tracker
     tracker.start()
-    assert tracker.close(timeout=60) == TrackReport(3, False, None)
+    assert tracker.close(stall=60) == TrackReport(3, False, None)
     assert_mirrors(server.uri, d)

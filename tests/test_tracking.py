@@ -206,7 +206,7 @@ def test_sqlite_tracker_live(tmp_path):
     tracker.submit(["c1"])
     tracker.submit(["c2", "c3", "c2"])
     tracker.submit(["nope"])  # no summary rows: nothing to log, not an error
-    report = tracker.close(timeout=30)
+    report = tracker.close(stall=30)
     assert report == TrackReport(logged=3, failed=False, error=None)
     _, _, view = sqlite_children(uri, "live")
     check_runs(view, expected(d))
@@ -216,7 +216,7 @@ def test_missing_manifest_is_reported_not_raised(tmp_path):
     tracker = Tracker(f"sqlite:///{tmp_path}/m.db", None, tmp_path / "nothing")
     tracker.start()
     tracker.submit(["c1"])
-    report = tracker.close(timeout=5)
+    report = tracker.close(stall=5)
     assert report.failed and report.logged == 0 and "manifest.json" in report.error
 
 
@@ -369,7 +369,7 @@ def test_tracker_against_server(tmp_path, mlflow_server, capfd):
     tracker.start()
     tracker.submit(["c1"])
     tracker.submit(["c2", "c3"])
-    assert tracker.close(timeout=30) == TrackReport(logged=3, failed=False, error=None)
+    assert tracker.close(stall=30) == TrackReport(logged=3, failed=False, error=None)
     assert "View run" not in capfd.readouterr().out  # no per-run URL lines flooding the sweep's output
     children = rest_children(mlflow_server, "live-http")
     check_runs(children, expected(d))
@@ -403,7 +403,7 @@ def test_unreachable_server_is_fast_then_backfill(tmp_path, mlflow_server):
     tracker.start()
     tracker.submit(["c1", "c2"])
     tracker.submit(["c3"])
-    report = tracker.close(timeout=10)
+    report = tracker.close(stall=10)
     elapsed = time.monotonic() - t0
     assert elapsed < 5, elapsed
     assert report.failed and report.logged == 0

@@ -308,7 +308,7 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         from schedlab.platform.tracking import Tracker
 
         tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
-        tracker.start()  # store, experiment and parent run exist before any task; runs behind Parquet are re-logged
+        tracker.start()  # returns at once: its thread creates store, experiment and parent run, re-logs runs behind Parquet
     #: config id -> replications of the current round not yet received (row or failure): a
     #: configuration goes to tracking once settled, so its run is logged once per round, not per commit.
     unsettled: dict[str, set[int]] = {}
@@ -430,10 +430,22 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
             _adaptive(spec, plan, store, run_round, report)
     finally:
         if tracker is not None:
-            report.tracking = tracker.close(timeout=60.0)
+            report.tracking = _wait_for_tracking(tracker, store, progress)
     _compact_at_end(store, report)
     report.wall_seconds = time.monotonic() - started
     return report
+
+
+def _wait_for_tracking(tracker, store: ResultStore, progress):
+    """The sweep's one wait on MLflow, at its end: as long as tracking makes
+    progress (shown through ``progress``). Ctrl-C stops waiting: every row is
+    in Parquet, and ``schedlab track DIR`` brings MLflow up to date."""
+    try:
+        return tracker.close(progress=progress)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted while MLflow caught up: rows are committed to {store.root}; "
+                          f"`schedlab track {store.root}` finishes MLflow (a run that was cut short resumes "
+                          f"with `schedlab run`)") from None
 
 
 def _compact_at_end(store: ResultStore, report: SweepReport) -> None:

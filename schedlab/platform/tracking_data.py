@@ -46,6 +46,14 @@ PROVENANCE_TAGS = (ROWS_TAG, ROWS_DIGEST_TAG)
 
 _REPS, _DIGESTS = "__replications", "__schedlab_digests"
 
+#: A run tag's value limit (mlflow.utils.validation.MAX_TAG_VAL_LENGTH): the
+#: parent's description is cut to fit, table rows first.
+MAX_NOTE = 8000
+#: Metrics the parent's table shows per engine, the first ones the rows have
+#: (an adaptive sweep's own metric comes first).
+HEADLINE = {"queue": ("mst", "slowdown_mean"), "packing": ("queue_jobs_mean", "wait_mean"),
+            "batch": ("stretch_max", "wait_mean"), "dfrs": ("stretch_max", "degradation")}
+
 
 @dataclass
 class Expected:
@@ -250,3 +258,40 @@ def code_digest(code_dir: Path) -> str | None:
         h.update(p.relative_to(code_dir).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:16]
+
+
+def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
+    """Markdown for the parent run: description, grid axes, a table of the
+    headline metrics (mean ± 95 % CI, n) per configuration, the spec."""
+    spec = manifest.get("spec") or {}
+    axes = varying_params(manifest)
+    lines = [str(manifest.get("description") or f"Sweep {manifest.get('name', '')}."), ""]
+    lines.append(f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
+                 f"**configurations with rows:** {len(expected)}.")
+    reps = spec.get("replications") or {}
+    wanted = [reps["metric"]] if reps.get("metric") else []
+    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    have = {k for e in expected.values() for k in e.values}
+    metrics = [m for m in dict.fromkeys(wanted) if m in have][:2]
+    rows = []
+    if metrics:
+        head = ["run", *[f"{m} (mean ± 95 % CI)" for m in metrics], "n"]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for exp in sorted(expected.values(), key=lambda e: e.run_name):
+            cells = [exp.run_name]
+            for m in metrics:
+                v, ci = exp.values.get(m), exp.values.get(f"{m}_ci95")
+                cells.append("" if v is None else f"{v:.4g}" + (f" ± {ci:.2g}" if ci is not None else ""))
+            cells.append(str(exp.n))
+            rows.append("| " + " | ".join(cells) + " |")
+    tail = ["", "Spec (result-defining part):", "", "```json", json.dumps(spec, indent=1, sort_keys=True), "```"]
+    body = "\n".join(lines)
+    table = rows
+    while table and len(body) + sum(len(r) + 1 for r in table) + sum(len(t) + 1 for t in tail) + 120 > MAX_NOTE:
+        table = table[:-1]
+    if rows and len(table) < len(rows):
+        table = [*table, "", f"(first {max(len(table) - 2, 0)} of {len(rows) - 2} configurations; "
+                            f"all of them: `schedlab results`)"]
+    text = "\n".join([body, "", *table, *tail])
+    return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 4] + "\n..."
+

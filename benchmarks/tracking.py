@@ -1,0 +1,213 @@
+"""MLflow tracking throughput (a benchmark: prints figures, asserts nothing).
+
+The issue's sweep of 600 small configurations -- FIFO and PS over 300 grid
+points (10 loads x 6 shapes x 5 sigmas), 200 jobs, 1 replication -- is run
+once with ``--no-tracking``; then ``schedlab track DIR`` (a fresh process,
+the whole command: start-up, reading Parquet, logging, the final verify) is
+timed into
+
+  (a) a fresh SQLite store,
+  (b) an ``mlflow server`` on SQLite (``infra/mlflow-server.sh``),
+  (c) an ``mlflow server`` on PostgreSQL (``infra/mlflow-postgres.sh``), when
+      PostgreSQL's binaries and psycopg2 are there,
+
+and configuration runs/s are printed. ``--before REV`` also times the
+schedlab of git revision REV (extracted to a temporary folder and put first
+on PYTHONPATH) into the same targets, interleaved with the current code
+(before, after, before, after, ... with ``--repeat``), each into a fresh
+SQLite file or a fresh experiment of the same server, so both see the same
+machine load; the ratio after/before is printed per target. The servers are
+started with the recipes' default settings and stopped (their own session)
+at the end. The machine is shared and noisy: the load average is printed.
+
+    python benchmarks/tracking.py [--before REV] [--repeat 1] [--targets sqlite,server,postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+N_CONFIGS = 600
+SPEC = """
+name = "track600"
+engine = "queue"
+seed = 1
+policies = ["FIFO", "PS"]
+
+[workload]
+kind = "synthetic"
+njobs = 200
+load = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+shape = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0]
+sigma = [0.25, 0.5, 1.0, 2.0, 4.0]
+
+[replications]
+n = 1
+
+[outputs]
+dir = "{out}"
+per_job = false
+"""
+SERVER_BOOT = 300.0
+#: The issue's figures for the code before this work (one synchronous client, fixed 60 s cut-off).
+ISSUE_BEFORE = {"sqlite": 24.0, "server": 5.0}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_for(pythonpath: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `schedlab track` process (exit 0 required). On a
+    shared machine the CPU seconds are the steadier figure: wall time includes waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "track", str(results), "--uri", uri,
+                          "--experiment", experiment], env=env_for(code), capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if out.returncode != 0 or f"{N_CONFIGS} configuration runs match" not in out.stdout:
+        raise SystemExit(f"schedlab track into {uri} failed ({out.returncode}):\n{out.stdout}\n{out.stderr[-2000:]}")
+    return took, cpu
+
+
+class Server:
+    """A recipe from infra/ in its own session; its URI is its first stdout line."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline().decode().strip()),
+                                  daemon=True)
+        reader.start()
+        reader.join(SERVER_BOOT)
+        if not got or not got[0]:
+            self.stop()
+            raise SystemExit(f"{argv[1]} gave no URI in {SERVER_BOOT:g} s")
+        self.uri = got[0]
+
+    def wait_healthy(self) -> None:
+        import urllib.request
+
+        deadline = time.monotonic() + SERVER_BOOT
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.uri + "/health", timeout=5):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        raise SystemExit(f"{self.uri} not healthy")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the recipes stop their server (and PostgreSQL) on TERM
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def postgres_missing() -> str | None:
+    sys.path.insert(0, str(ROOT))
+    from tests.test_tracking_postgres import missing
+
+    return missing()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", help="git revision whose schedlab is timed too (interleaved)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--targets", default="sqlite,server,postgres")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="schedlab-bench-tracking-"))
+    os.chmod(work, 0o755)  # the PostgreSQL recipe runs postgres as an unprivileged user under it
+    servers: list[Server] = []
+    try:
+        codes = {"after": ROOT}
+        if args.before:
+            before = work / "before"
+            before.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "schedlab"],
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+            codes = {"before": before, "after": ROOT}
+        spec = work / "track600.toml"
+        results = work / "results"
+        spec.write_text(SPEC.format(out=results))
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],
+                       env=env_for(ROOT), check=True, capture_output=True)
+        print(f"sweep of {N_CONFIGS} configurations, --no-tracking: {time.perf_counter() - t0:.1f} s "
+              f"(load average {os.getloadavg()[0]:.1f})")
+        targets: dict[str, str] = {}
+        wanted = args.targets.split(",")
+        if "sqlite" in wanted:
+            targets["sqlite"] = ""
+        if "server" in wanted:
+            srv = Server(["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv")],
+                         env_for(ROOT))
+            servers.append(srv)
+            srv.wait_healthy()
+            targets["server"] = srv.uri
+        if "postgres" in wanted:
+            why = postgres_missing()
+            if why:
+                print(f"(c) mlflow server on PostgreSQL: skipped ({why})")
+            else:
+                srv = Server(["bash", str(ROOT / "infra" / "mlflow-postgres.sh"), str(work / "pg"),
+                              str(free_port()), str(free_port())], env_for(ROOT))
+                servers.append(srv)
+                targets["postgres"] = srv.uri
+        label = {"sqlite": "(a) fresh SQLite store", "server": "(b) mlflow server on SQLite",
+                 "postgres": "(c) mlflow server on PostgreSQL"}
+        for name, uri in targets.items():
+            times: dict[str, list[float]] = {k: [] for k in codes}
+            cpus: dict[str, list[float]] = {k: [] for k in codes}
+            for i in range(args.repeat):
+                for which, code in codes.items():
+                    target = uri or f"sqlite:///{work}/{which}-{i}.db"
+                    wall, cpu = track(code, results, target, f"track600-{which}-{i}")
+                    times[which].append(wall)
+                    cpus[which].append(cpu)
+            rates = {k: N_CONFIGS / min(v) for k, v in times.items()}
+            line = f"{label[name]}: " + ", ".join(
+                f"{k} {rates[k]:.1f} runs/s ({min(times[k]):.1f} s wall, {min(cpus[k]):.1f} s CPU in schedlab track)"
+                for k in codes)
+            if "before" in rates:
+                line += f", after/before {rates['after'] / rates['before']:.2f}x"
+            elif name in ISSUE_BEFORE:
+                line += f" (the issue's figure before: {ISSUE_BEFORE[name]:g} runs/s)"
+            print(line + f" [load average {os.getloadavg()[0]:.1f}]", flush=True)
+    finally:
+        for srv in servers:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""A team's tracking server, for real: `infra/mlflow-postgres.sh` starts a real
+PostgreSQL (initdb into a temporary dir, 127.0.0.1, a free port) and a real
+`mlflow server` on it; a sweep's results dir is tracked into it live and by
+backfill, and every run is checked -- by the tracker's own verify (the
+report) and independently (numpy/scipy values, one finished run per
+configuration). Skipped, with the reason, where PostgreSQL's server binaries
+or the psycopg2 driver are missing (`.ci/run` installs Debian's postgresql)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
+from tests.test_hardening_tracking import assert_mirrors, free_port, make_results, mlflow_state, write_part
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "infra" / "mlflow-postgres.sh"
+#: Seconds for initdb + PostgreSQL + `mlflow server` (alembic migrations) to answer on a busy 2-core machine.
+SERVER_BOOT = 300.0
+STOP_WAIT = 30.0
+
+
+def postgres_bin() -> str | None:
+    """The folder of initdb and pg_ctl, found as the recipe finds it."""
+    candidates = []
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        candidates.append(out.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                         key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])[::-1]
+    if shutil.which("initdb"):
+        candidates.append(str(Path(shutil.which("initdb")).parent))
+    for c in candidates:
+        if c and os.access(os.path.join(c, "initdb"), os.X_OK) and os.access(os.path.join(c, "pg_ctl"), os.X_OK):
+            return c
+    return None
+
+
+def missing() -> str | None:
+    """Why this machine cannot run the recipe, or None."""
+    if postgres_bin() is None:
+        return "PostgreSQL server binaries not found (apt-get install -y postgresql)"
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        return "psycopg2 not installed (pip install -e '.[test]')"
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam(os.environ.get("PG_USER", "postgres"))
+        except KeyError:
+            return "running as root without an unprivileged 'postgres' user for PostgreSQL"
+    return None
+
+
+REASON = missing()
+if REASON:
+    print(f"\ntest_tracking_postgres: skipped: {REASON}", file=sys.stderr)
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+@pytest.fixture(autouse=True)
+def _restore_mlflow_http_env():
+    saved = {k: os.environ.get(k) for k in HTTP_ENV_DEFAULTS}
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+class Recipe:
+    """`infra/mlflow-postgres.sh DATA_DIR PG_PORT MLFLOW_PORT` in its own session."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.data = root / "data"
+        self.pg_port, self.port = free_port(), free_port()
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               "PG_BIN": postgres_bin(), "MLFLOW_WORKERS": "2"}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        if os.geteuid() == 0:  # the recipe hands DATA_DIR/pg to the unprivileged user; it must reach it
+            os.chmod(root, 0o755)
+        self.log = open(root / "recipe.err", "wb")
+        self.proc = subprocess.Popen(["bash", str(RECIPE), str(self.data), str(self.pg_port), str(self.port)],
+                                     stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True)
+        self.uri: str | None = None
+
+    def wait_uri(self) -> str:
+        """The recipe prints the URI on stdout once the server answers."""
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline().decode().strip()),
+                                  daemon=True)
+        reader.start()
+        reader.join(SERVER_BOOT)
+        if not got or not got[0]:
+            pytest.fail(f"recipe gave no URI in {SERVER_BOOT:g} s (exit {self.proc.poll()}):\n{self.errors()}")
+        self.uri = got[0]
+        return self.uri
+
+    def errors(self) -> str:
+        self.log.flush()
+        return (self.root / "recipe.err").read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        """SIGTERM to the recipe's session: its trap stops MLflow, then PostgreSQL."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_WAIT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        pid_file = self.data / "pg" / "postmaster.pid"
+        if pid_file.exists():  # a postmaster left behind: stop exactly that one
+            pid = int(pid_file.read_text().split()[0])
+            try:
+                os.kill(pid, signal.SIGQUIT)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    # Not under pytest's tmp dir: that is private to this user (0700), and as root the recipe runs
+    # PostgreSQL as an unprivileged user who must reach its data dir.
+    root = Path(tempfile.mkdtemp(prefix="schedlab-mlflow-postgres-"))
+    r = Recipe(root)
+    try:
+        r.wait_uri()
+        yield r
+    finally:
+        r.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_recipe_starts_postgres_backed_server_and_tracks_a_sweep(tmp_path, recipe):
+    uri = recipe.uri
+    assert uri == f"http://127.0.0.1:{recipe.port}"
+    # The server's backend really is this PostgreSQL: its cluster was made by initdb and MLflow's tables are there.
+    assert (recipe.data / "pg" / "PG_VERSION").exists()
+    import psycopg2
+
+    with psycopg2.connect(host="127.0.0.1", port=recipe.pg_port, user="mlflow", dbname="mlflow") as con:
+        with con.cursor() as cur:
+            cur.execute("SHOW synchronous_commit")
+            assert cur.fetchone()[0] == "off"
+
+    # Live, as a sweep does: start, commits' configurations submitted, close verifies every run.
+    d = make_results(tmp_path / "results", reps=3)
+    tracker = Tracker(uri, None, d)
+    tracker.start()
+    tracker.submit(["c1", "c2"])
+    write_part(d, {"c1": range(3, 5)}, "1", seed=2)  # a later commit
+    tracker.submit(["c1", "c3"])
+    assert tracker.close(stall=60) == TrackReport(3, False, None)
+    first = assert_mirrors(uri, d)  # values checked with numpy/scipy, one finished run each
+
+    with psycopg2.connect(host="127.0.0.1", port=recipe.pg_port, user="mlflow", dbname="mlflow") as con:
+        with con.cursor() as cur:
+            cur.execute("SELECT count(*) FROM runs WHERE lifecycle_stage = 'active'")
+            assert cur.fetchone()[0] == 4  # the parent and three children, in PostgreSQL itself
+
+    # Backfill is idempotent: the same runs, verified again.
+    assert track_results(d, uri=uri) == TrackReport(3, False, None)
+    again = assert_mirrors(uri, d)
+    assert {c: r.info.run_id for c, r in again.items()} == {c: r.info.run_id for c, r in first.items()}
+    parents, _ = mlflow_state(uri)
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+
+
+def test_many_configurations_through_the_pool(tmp_path, recipe):
+    """More configurations than the pool has threads, each created exactly once."""
+    import json
+
+    import polars as pl
+
+    d = tmp_path / "wide"
+    d.mkdir()
+    n = 40
+    configs = {f"k{i:02d}": {"engine": "queue", "policy": "PS", "workload_kind": "synthetic",
+                             "params": {"load": round(0.5 + i / 100, 2)}} for i in range(n)}
+    (d / "manifest.json").write_text(json.dumps({
+        "name": "pool-sweep", "engine": "queue", "spec_hash": "h", "schedlab_version": "0.1.0", "created": "",
+        "spec": {}, "param_columns": ["load"], "configs": configs}))
+    rows = [{"config_id": cid, "replication": r, "engine": "queue", "workload_kind": "synthetic", "seed": f"s{r}",
+             "load": c["params"]["load"], "mst": float(i + r)} for i, (cid, c) in enumerate(configs.items())
+            for r in range(2)]
+    (d / "summary" / "policy=PS").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(d / "summary" / "policy=PS" / "part-0.parquet")
+    t0 = time.monotonic()
+    assert track_results(d, uri=recipe.uri) == TrackReport(n, False, None)
+    took = time.monotonic() - t0
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=recipe.uri)
+    exp = client.get_experiment_by_name("pool-sweep")
+    runs = client.search_runs([exp.experiment_id], "tags.`schedlab.config_id` LIKE 'k%'", max_results=1000)
+    assert sorted(r.data.tags["schedlab.config_id"] for r in runs) == sorted(configs)  # exactly once each
+    for i, cid in enumerate(configs):
+        [run] = [r for r in runs if r.data.tags["schedlab.config_id"] == cid]
+        assert run.data.metrics["mst"] == i + 0.5 and run.data.metrics["n"] == 2.0
+    print(f"\n{n} configurations tracked into mlflow server on PostgreSQL in {took:.1f} s")
