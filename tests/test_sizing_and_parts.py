@@ -136,3 +136,36 @@ def test_measured_packing_gives_the_rows_of_one_instance_per_task(tmp_path, loca
         assert x.select(keys).is_duplicated().sum() == 0
     assert set(a.stages) >= {"plan", "commit", "task_engine", "task_build", "task_encode"}
     assert a.stages["task_engine"] == pytest.approx(a.sim_seconds)
+
+
+#: RLIMIT_FSIZE while parts are published: above every summary file, below the big per-job file.
+FSIZE_LIMIT = 256 * 1024
+
+
+def test_a_part_too_large_to_write_is_not_published_and_leaves_no_temp_file(tmp_path):
+    import resource
+
+    from schedlab.platform.store import StoreWriteError
+
+    spec = spec_of(tmp_path, workload={"kind": "synthetic", "njobs": 20_000, "shape": [0.5, 1.0]},
+                   policies=["FIFO", "PS"])
+    plan = build_plan(spec)
+    result = run_instances(plan.engine, work_of(plan, 1), None, True, encode=True)
+    big = [p for p in result.parts if p.nbytes() > FSIZE_LIMIT]
+    assert big and all(p.files["summary"].size < FSIZE_LIMIT for p in result.parts)
+    store = ResultStore(tmp_path / "full")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, hard))
+    try:
+        with pytest.raises(StoreWriteError) as err:
+            parts.publish(store, result.parts)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "File too large" in str(err.value) and "not committed" in str(err.value)
+    assert not list((store.root / ".tmp").glob("*")), "a temp file left behind"
+    assert not list(store.root.glob("*/*/*.parquet")), "a file of an unpublished part"
+    parts.publish(store, result.parts)  # space back: all of it lands, once
+    keys = schedlab.load(store.root).select("config_id", "replication").collect()
+    assert keys.height == len(result.delivered()) and keys.is_duplicated().sum() == 0
+    jobs = schedlab.load(store.root, "jobs").select("config_id", "replication", "job_id").collect()
+    assert jobs.height == 20_000 * keys.height and jobs.is_duplicated().sum() == 0

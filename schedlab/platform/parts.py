@@ -128,7 +128,8 @@ def publish(store: ResultStore, parts: list[Part]) -> None:
             for part in parts:
                 batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
                 where = _partition(part.policy)
-                moves = []
+                moves: list[tuple[Path, Path]] = []
+                staged.append((where, moves))  # before writing: a failed write's temp file is removed too
                 for name in (JOBS, SERIES, SUMMARY):
                     data = part.files.get(name)
                     if data is not None:
@@ -137,7 +138,6 @@ def publish(store: ResultStore, parts: list[Part]) -> None:
                         moves.append((tmp, final))
                         with open(tmp, "wb") as fh:
                             fh.write(memoryview(data) if isinstance(data, pa.Buffer) else data)
-                staged.append((where, moves))
             tmps = [tmp for _, moves in staged for tmp, _ in moves]
             with ThreadPoolExecutor(min(FSYNC_THREADS, max(1, len(tmps)))) as pool:
                 list(pool.map(_fsync, tmps))
