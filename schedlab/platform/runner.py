@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from schedlab import __version__
 from schedlab.errors import UserError
-from schedlab.platform.parts import keep_only, publish
+from schedlab.platform.parts import keep_only
 from schedlab.platform.plan import Config, Instance, Plan, build_plan, digest, shared_input_key
 from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
@@ -199,10 +199,7 @@ class _Sink:
         summary, jobs, failures, series, parts = self.summary, self.jobs, self.failures, self.series, self.parts
         self._reset()
         with _sigint_deferred():
-            if parts:
-                publish(self.store, parts)
-            if summary or failures:
-                self.store.commit(summary, jobs, failures, series)
+            self.store.commit(summary, jobs, failures, series, parts=parts)
         touched = ({r["config_id"] for r in summary} | {f["config_id"] for f in failures}
                    | {k[0] for p in parts for k in p.keys})
         if touched:
