@@ -72,7 +72,7 @@ def _column_value(v: Any, integer: bool = False) -> Any:
 def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
     n = len(next(iter(columns.values())))
     return pa.table({
-        "config_id": pa.array([config.config_id] * n, pa.string()),
+        "config_id": pa.repeat(pa.scalar(config.config_id, pa.string()), n),
         "replication": pa.array(np.full(n, replication, dtype=np.int64)),
         **{k: pa.array(v) for k, v in columns.items()},
     })
