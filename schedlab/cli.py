@@ -269,7 +269,8 @@ def plan(spec_file: Path) -> None:
     p = build_plan(spec, str(spec_file))
     reps = spec.replications
     first = reps.first_round
-    tasks = Plan.tasks(p.instances(range(first)), spec.execution.task_jobs)
+    task_jobs = spec.execution.task_jobs
+    tasks = Plan.tasks(p.instances(range(first)), task_jobs) if task_jobs is not None else None
     click.echo(f"sweep {spec.name}: engine {spec.engine}, seed {spec.seed}, results in {spec.results_dir()}")
     click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")
     click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
@@ -288,7 +289,10 @@ def plan(spec_file: Path) -> None:
     else:
         click.echo(f"  replications      {reps.n}")
     click.echo(f"  simulations       {len(p.configs) * first}" + (" (first round)" if reps.adaptive else ""))
-    click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
+    if tasks is None:
+        click.echo("  Ray tasks         sized by measurement, ~1 s of work each (set execution.task_jobs to fix them)")
+    else:
+        click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
     if spec.outputs.warmup:

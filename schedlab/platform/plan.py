@@ -166,6 +166,10 @@ class Plan:
         return out
 
 
+#: Built-in workload kinds by name, for `shared_input_key` (asked once per task submitted).
+_BUILTIN_KINDS: dict[str, Any] = {}
+
+
 def shared_input_key(point: WorkloadPoint) -> str | None:
     """Identity of the input a point loads once and shares (a parsed trace),
     or None when its instances are generated from the seed alone."""
@@ -173,7 +177,9 @@ def shared_input_key(point: WorkloadPoint) -> str | None:
 
     if point.kind not in workload_kinds():  # a user's generator: drawn from the seed alone
         return None
-    kind = workload_kind(point.kind)
+    kind = _BUILTIN_KINDS.get(point.kind)
+    if kind is None:  # built once per process: constructing a kind reads signatures (~0.3 ms)
+        kind = _BUILTIN_KINDS[point.kind] = workload_kind(point.kind)
     if kind.load_shared is None:
         return None
     return canonical({k: v for k, v in point.params.items()

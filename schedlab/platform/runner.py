@@ -1,10 +1,12 @@
 """Run a sweep on Ray: plan -> tasks -> Parquet commits -> MLflow.
 
 The driver is the only writer. It submits at most ``max_in_flight`` tasks,
-streams results back as they finish (``ray.wait`` with ``num_returns > 1``),
-buffers rows and commits them to Parquet in atomic batches (``store``), and
-after each commit hands the touched configurations to the MLflow tracker's
-background thread. Re-running the same spec resumes: keys on disk are skipped.
+sized by measurement (`sizing`), streams results back as they finish
+(``ray.wait`` with ``num_returns > 1``), buffers them and commits them to
+Parquet in atomic batches (``store``; a task's rows arrive already encoded as
+Parquet parts, `parts`), and after each commit hands the touched
+configurations to the MLflow tracker's background thread. Re-running the
+same spec resumes: keys on disk are skipped.
 
 Ray retries system failures (``max_retries``); a task that still cannot finish
 and any exception inside a simulation become failure records, the sweep goes
@@ -20,22 +22,25 @@ import os
 import signal
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from schedlab import __version__
 from schedlab.errors import UserError
+from schedlab.platform.parts import keep_only
 from schedlab.platform.plan import Config, Instance, Plan, build_plan, digest, shared_input_key
+from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
 from schedlab.platform.store import ResultStore
-from schedlab.platform.tasks import TaskResult, run_instances
+from schedlab.platform.tasks import STAGES, TaskResult, run_instances
 
 #: Commit when this many per-job rows are buffered (bounds driver memory).
 FLUSH_JOB_ROWS = 200_000
 #: ... or this many summary rows ...
 FLUSH_SUMMARY_ROWS = 5_000
+#: ... or this many bytes of encoded parts ...
+FLUSH_BYTES = 64 << 20
 #: ... or when the oldest buffered row is this old (seconds).
 FLUSH_SECONDS = 2.0
 
@@ -65,6 +70,10 @@ class SweepReport:
     #: stopped if it did (the rows are intact either way; `schedlab compact` retries).
     compaction: Any = None
     compaction_error: str | None = None
+    #: Seconds per stage (cheap timers, for benchmarks/sweep_breakdown.py): the driver's
+    #: ("plan", "prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking",
+    #: "compact") and, summed over tasks, the workers' ("task_" + `tasks.STAGES`).
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,10 +151,22 @@ class _Sink:
         self.jobs: list = []
         self.series: list = []
         self.failures: list[dict[str, Any]] = []
+        self.parts: list = []
         self.job_rows = 0
+        self.rows = 0  # summary rows in parts
+        self.bytes = 0  # encoded bytes in parts
         self.since = time.monotonic()
 
     def add(self, result: TaskResult) -> None:
+        for part in result.parts:
+            fresh = {k for k in part.keys if k not in self.written}
+            self.written |= fresh
+            kept = keep_only(part, fresh)
+            if kept is not None:
+                self.parts.append(kept)
+                self.rows += len(kept.keys)
+                self.job_rows += kept.job_rows
+                self.bytes += kept.nbytes()
         accepted: set[tuple[str, int]] = set()
         for row in result.summary:
             key = (row["config_id"], row["replication"])
@@ -164,24 +185,26 @@ class _Sink:
     def due(self) -> bool:
         return (
             self.job_rows >= FLUSH_JOB_ROWS
-            or len(self.summary) >= FLUSH_SUMMARY_ROWS
-            or (bool(self.summary or self.failures) and time.monotonic() - self.since >= FLUSH_SECONDS)
+            or len(self.summary) + self.rows >= FLUSH_SUMMARY_ROWS
+            or self.bytes >= FLUSH_BYTES
+            or (bool(self.summary or self.failures or self.parts) and time.monotonic() - self.since >= FLUSH_SECONDS)
         )
 
     def flush(self) -> int:
         """Commit the buffer. The buffer is taken before writing, and Ctrl-C is
         held back while the batch is written (delivered right after), so an
         interrupt can never commit the same rows twice nor half a batch."""
-        if not (self.summary or self.failures):
+        if not (self.summary or self.failures or self.parts):
             return 0
-        summary, jobs, failures, series = self.summary, self.jobs, self.failures, self.series
+        summary, jobs, failures, series, parts = self.summary, self.jobs, self.failures, self.series, self.parts
         self._reset()
         with _sigint_deferred():
-            self.store.commit(summary, jobs, failures, series)
-        touched = {r["config_id"] for r in summary} | {f["config_id"] for f in failures}
+            self.store.commit(summary, jobs, failures, series, parts=parts)
+        touched = ({r["config_id"] for r in summary} | {f["config_id"] for f in failures}
+                   | {k[0] for p in parts for k in p.keys})
         if touched:
             self.on_commit(touched)
-        return len(summary)
+        return len(summary) + sum(len(p.keys) for p in parts)
 
 
 @contextlib.contextmanager
@@ -282,11 +305,14 @@ def run_sweep(
     each finished task."""
     started = time.monotonic()
     plan = build_plan(spec)
+    planned = time.monotonic() - started
     store = ResultStore(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
-        return _run_locked(spec, plan, store, started, address=address, fresh=fresh, tracking=tracking,
-                           progress=progress)
+        report = _run_locked(spec, plan, store, started, address=address, fresh=fresh, tracking=tracking,
+                             progress=progress)
+        report.stages["plan"] = planned
+        return report
     finally:
         store.tidy_tmp()
         store.unlock()
@@ -294,6 +320,7 @@ def run_sweep(
 
 def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking,
                 progress) -> SweepReport:
+    t0 = time.monotonic()
     try:
         previous = store.read_manifest()
     except UserError:
@@ -302,6 +329,18 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     store.save_code(plan.code.values())
     report = SweepReport(str(store.root), configs=len(plan.configs), grew=grew)
     done = store.done_keys()  # a damaged part file stops here, before any work
+    stages = report.stages
+    stages.update(dict.fromkeys(("prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking",
+                                 "compact"), 0.0), **{f"task_{k}": 0.0 for k in STAGES})
+    stages["prepare"] = time.monotonic() - t0
+
+    @contextlib.contextmanager
+    def timed(stage: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            stages[stage] += time.perf_counter() - t
 
     tracker = None
     if spec.tracking.enabled if tracking is None else tracking:
@@ -316,7 +355,8 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     def settled(ids: set[str]) -> None:
         ready = sorted(cid for cid in ids if not unsettled.get(cid))
         if tracker is not None and ready:
-            tracker.submit(ready)
+            with timed("tracking"):
+                tracker.submit(ready)
 
     sink = _Sink(store, settled)
     sink.written |= done
@@ -326,7 +366,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     def start_ray() -> None:
         nonlocal ray, remote
         if remote is None:
+            t = time.perf_counter()
             ray = _init_ray(spec, address, plan.shipped())
+            stages["ray_start"] += time.perf_counter() - t
             remote = ray.remote(run_instances).options(
                 num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
             )
@@ -334,14 +376,19 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     limit_cache = [0.0, 0]
     counts = {"round": 1, "done": 0, "total": 0, "failed": 0}  # for `Progress`
 
-    def max_in_flight() -> int:
-        """A few tasks per CPU; re-read every 10 s as an autoscaling cluster grows."""
-        if spec.execution.max_in_flight:
-            return spec.execution.max_in_flight
+    def slots() -> float:
+        """Tasks that run at once (the cluster's CPUs / cpus_per_task); re-read
+        every 10 s as an autoscaling cluster grows."""
         if time.monotonic() - limit_cache[0] > 10.0:
             cpus = ray.cluster_resources().get("CPU", 1.0)
-            limit_cache[:] = [time.monotonic(), max(2, int(3 * cpus / spec.execution.cpus_per_task))]
+            limit_cache[:] = [time.monotonic(), max(1.0, cpus / spec.execution.cpus_per_task)]
         return limit_cache[1]
+
+    def max_in_flight() -> int:
+        """A few tasks per CPU."""
+        if spec.execution.max_in_flight:
+            return spec.execution.max_in_flight
+        return max(2, int(3 * slots()))
 
     shared_refs: dict[str, Any] = {}
 
@@ -362,11 +409,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
             report.rows_skipped += len(inst.point.configs) - len(todo)
             if todo:
                 work.append((inst, todo))
-        tasks = Plan.tasks([w[0] for w in work], spec.execution.task_jobs)
+        pending = TaskSizer(work, spec.execution.task_jobs)
         todo_of = {(w[0].point.point_id, w[0].replication): w[1] for w in work}
-        pending = deque(tasks)
-        inflight: dict[Any, list[Instance]] = {}
-        report.tasks += len(tasks)
+        inflight: dict[Any, tuple[list[Instance], int]] = {}
         counts["total"] += sum(len(w[1]) for w in work)
         unsettled.clear()
         for inst, todo in work:
@@ -385,20 +430,24 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         try:
             while pending or inflight:
                 limit = max_in_flight()
-                while pending and len(inflight) < limit:
-                    task = pending.popleft()
-                    payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
-                    ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job, plan.metrics,
-                                        engine_path=spec.execution.engine_path)
-                    inflight[ref] = task
-                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
-                if ready:
-                    more, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0)
-                    ready = list(dict.fromkeys(ready + more))
+                with timed("submit"):
+                    while pending and len(inflight) < limit:
+                        task, units = pending.next(slots())
+                        payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
+                        ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job,
+                                            plan.metrics, engine_path=spec.execution.engine_path, encode=True)
+                        inflight[ref] = (task, units)
+                        report.tasks += 1
+                with timed("wait"):
+                    ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
+                    if ready:
+                        more, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0)
+                        ready = list(dict.fromkeys(ready + more))
                 for ref in ready:
-                    task = inflight.pop(ref)
+                    task, units = inflight.pop(ref)
                     try:
-                        result: TaskResult = ray.get(ref)
+                        with timed("get"):
+                            result: TaskResult = ray.get(ref)
                     except ray.exceptions.RayError as err:  # retries exhausted: a system failure
                         text = f"task failed after {spec.execution.retries} retries: {type(err).__name__}: {err}"
                         result = TaskResult([], [], [
@@ -407,15 +456,25 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                         ], 0.0)
                     report.sim_seconds += result.sim_seconds
                     report.failures += result.failures
-                    for got in (*result.summary, *result.failures):
+                    for k, v in result.stages.items():
+                        stages[f"task_{k}"] = stages.get(f"task_{k}", 0.0) + v
+                    busy = sum(v for k, v in result.stages.items() if k not in ("task", "warmup"))
+                    pending.observe(units, busy)
+                    t = time.perf_counter()
+                    for cid, rep in result.delivered():
+                        unsettled.get(cid, set()).discard(rep)
+                    for got in result.failures:
                         unsettled.get(got["config_id"], set()).discard(got["replication"])
                     sink.add(result)
+                    stages["sink"] += time.perf_counter() - t
                     counts["done"] += sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
                     counts["failed"] += len(result.failures)
                     tell()
                 if sink.due():
-                    report.rows_written += sink.flush()
-            report.rows_written += sink.flush()
+                    with timed("commit"):
+                        report.rows_written += sink.flush()
+            with timed("commit"):
+                report.rows_written += sink.flush()
         except KeyboardInterrupt:
             for ref in inflight:
                 ray.cancel(ref, force=True)
@@ -431,7 +490,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     finally:
         if tracker is not None:
             report.tracking = _wait_for_tracking(tracker, store, progress)
+    t = time.perf_counter()
     _compact_at_end(store, report)
+    stages["compact"] = time.perf_counter() - t
     report.wall_seconds = time.monotonic() - started
     return report
 

@@ -219,7 +219,9 @@ class ExecutionSpec(_Model):
     max_in_flight: int | None = Field(default=None, ge=1)
     cpus_per_task: float = Field(default=1.0, gt=0)
     retries: int = Field(default=3, ge=0)
-    task_jobs: int = Field(default=50_000, ge=1)  # pack instances until a task simulates this many job-runs
+    #: Pack instances until a task simulates this many job-runs; unset: tasks
+    #: sized by measurement (schedlab.platform.sizing, ~1 s of work each).
+    task_jobs: int | None = Field(default=None, ge=1)
     #: "fast": compiled kernels for the built-in queue policies and the packing
     #: engine's FIFO-FF, BF-J, BF-S, BF-J/S (same numbers);
     #: "reference": always the readable Python engine (schedlab.engines.ENGINE_PATHS).

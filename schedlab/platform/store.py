@@ -449,11 +449,16 @@ class ResultStore:
 
     # ---- writing --------------------------------------------------------------------
     def commit(self, summary: list[dict[str, Any]], jobs: list[tuple[str, pa.Table]], failures: list[dict[str, Any]],
-               series: list[tuple[str, pa.Table]] = ()) -> None:
+               series: list[tuple[str, pa.Table]] = (), parts: list = ()) -> None:
         """Write one batch atomically per partition (see the module docstring).
 
         ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` and
-        ``series`` are lists of (policy, table) pairs."""
+        ``series`` are lists of (policy, table) pairs; ``parts`` (rows a
+        worker encoded, `parts.Part`) are written first, each a batch of its own."""
+        if parts:
+            from schedlab.platform.parts import publish
+
+            publish(self, parts)
         batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in summary:

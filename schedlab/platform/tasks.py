@@ -9,8 +9,9 @@ row per key.
 
 from __future__ import annotations
 
-import traceback
 import json
+import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,31 @@ class TaskResult:
     failures: list[dict[str, Any]]
     sim_seconds: float
     series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
+    #: With ``encode=True``: the rows above as Parquet parts, one per policy
+    #: (`parts.Part`), and ``summary``/``jobs``/``series`` left empty.
+    parts: list = field(default_factory=list)
+    #: Seconds per stage inside the task (`STAGES`), from cheap timers: what
+    #: the sweep's breakdown (benchmarks/sweep_breakdown.py) and the task
+    #: sizing (`sizing.TaskSizer`) read.
+    stages: dict[str, float] = field(default_factory=dict)
+    #: Job-runs simulated (jobs x configurations): the sizing's unit of work.
+    job_runs: int = 0
+
+    def delivered(self) -> list[tuple[str, int]]:
+        """(config id, replication) of every row this result carries."""
+        return [(r["config_id"], r["replication"]) for r in self.summary] + [k for p in self.parts for k in p.keys]
+
+
+#: Stages timed inside a task: workload build, first call of a policy's
+#: engine in this worker (imports, kernel loading), the engines' own time
+#: (``sim_seconds``), the rest of each engine call (adapters, summary
+#: metrics), rows (row dicts, keyed tables, extra metrics), Parquet encoding
+#: (``encode=True``), and the whole task.
+STAGES = ("build", "warmup", "engine", "engine_other", "rows", "encode", "task")
+#: (engine, policy, path) already run once in this worker process.
+_WARM: set[tuple[str, str, str]] = set()
+#: Built-in workload kinds, built once per worker (a kind's construction reads signatures).
+_KINDS: dict[str, Any] = {}
 
 
 def _column_value(v: Any, integer: bool = False) -> Any:
@@ -46,7 +72,7 @@ def _column_value(v: Any, integer: bool = False) -> Any:
 def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
     n = len(next(iter(columns.values())))
     return pa.table({
-        "config_id": pa.array([config.config_id] * n, pa.string()),
+        "config_id": pa.repeat(pa.scalar(config.config_id, pa.string()), n),
         "replication": pa.array(np.full(n, replication, dtype=np.int64)),
         **{k: pa.array(v) for k, v in columns.items()},
     })
@@ -75,7 +101,10 @@ def _build(engine_name: str, point, rng, shared):
     if point.code is not None and point.kind not in workload_kinds():
         jobs = worker_load(point.code)(rng, **point.params)
         return check_job_table(jobs, engine_name, f"workload {point.kind} ({point.code.ref})")
-    return workload_kind(point.kind).instance(rng, point.params, shared)
+    kind = _KINDS.get(point.kind)
+    if kind is None:
+        kind = _KINDS[point.kind] = workload_kind(point.kind)
+    return kind.instance(rng, point.params, shared)
 
 
 def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
@@ -111,9 +140,15 @@ def _warmup_hook(engine_name: str, instance: Instance, jobs, shared):
 
 
 def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
-                  metrics: tuple[MetricSpec, ...] = (), engine_path: str = "fast") -> TaskResult:
+                  metrics: tuple[MetricSpec, ...] = (), engine_path: str = "fast",
+                  encode: bool = False) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
-    (``engine_path``: ``Engine.run``'s path, from ``[execution]``)."""
+    (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
+    ``encode``: return the rows as Parquet parts (`parts.encode_result`), so
+    the Parquet encoding runs here, on the worker, and the driver only writes
+    bytes (what a sweep does; direct callers get rows)."""
+    started = time.perf_counter()
+    clock = dict.fromkeys(STAGES, 0.0)
     from schedlab import __version__
     from schedlab.engines import get_engine
     from schedlab.usercode import worker_load
@@ -126,9 +161,11 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
     for instance, configs in work:
         point = instance.point
         try:
+            t0 = time.perf_counter()
             rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
             jobs = _build(engine_name, point, rng, shared)
             steady = _warmup_hook(engine_name, instance, jobs, shared)
+            clock["build"] += time.perf_counter() - t0
         except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
             line, trace = _describe(err)
             text = f"building the workload failed: {line}"
@@ -142,7 +179,14 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                     if key not in classes:
                         classes[key] = worker_load(config.code)
                     policy = classes[key]
+                t0 = time.perf_counter()
                 result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
+                t1 = time.perf_counter()
+                sim = result.summary.get("sim_seconds", 0.0)
+                first = (engine_name, config.policy, engine_path)
+                clock["engine"] += sim
+                clock["warmup" if first not in _WARM else "engine_other"] += max(t1 - t0 - sim, 0.0)
+                _WARM.add(first)
                 extra = _extra_metrics(result, metric_fns, engine_name)
                 if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
                     extra.update(steady(result, metric_fns))
@@ -150,7 +194,8 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                 line, trace = _describe(err)
                 out.failures.append(_failure(config, instance.replication, line, trace))
                 continue
-            out.sim_seconds += result.summary.get("sim_seconds", 0.0)
+            out.sim_seconds += sim
+            out.job_runs += jobs.height if hasattr(jobs, "height") else len(jobs)
             row = {
                 "config_id": config.config_id,
                 "replication": instance.replication,
@@ -172,4 +217,13 @@ def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], s
                 out.jobs.append((config.policy, _keyed_table(config, instance.replication, result.jobs)))
             if result.series:
                 out.series.append((config.policy, _keyed_table(config, instance.replication, result.series)))
+            clock["rows"] += time.perf_counter() - t1
+    if encode:
+        from schedlab.platform.parts import encode_result
+
+        t0 = time.perf_counter()
+        encode_result(out)
+        clock["encode"] = time.perf_counter() - t0
+    clock["task"] = time.perf_counter() - started
+    out.stages = clock
     return out
