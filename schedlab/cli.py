@@ -331,7 +331,7 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
                    f"every row is in place: `schedlab compact {report.results_dir}` finishes it", err=True)
     tr = report.tracking
     if tr is not None and not tr.failed:
-        from schedlab.platform.tracking import resolve_uri
+        from schedlab.platform.tracking_store import resolve_uri
 
         click.echo(f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
                    f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})")

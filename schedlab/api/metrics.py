@@ -30,8 +30,9 @@ import polars as pl
 def _values(jobs: pl.DataFrame, column: str) -> np.ndarray:
     if column not in jobs.columns:
         raise ValueError(f"the per-job table has no column {column!r}; columns: {', '.join(jobs.columns)}")
-    v = jobs[column].cast(pl.Float64).to_numpy()
-    return v[~np.isnan(v)]
+    v: np.ndarray = jobs[column].cast(pl.Float64).to_numpy()
+    kept: np.ndarray = v[~np.isnan(v)]
+    return kept
 
 
 def mean(jobs: pl.DataFrame, *, column: str) -> float:

@@ -97,6 +97,14 @@ def lookup(table, policy: str | None = None, **where: Any) -> dict[str, Any] | N
     return None
 
 
+def row_at(table, policy: str | None = None, **where: Any) -> dict[str, Any]:
+    """Like ``lookup``, for a row that must exist (KeyError naming it otherwise)."""
+    found = lookup(table, policy, **where)
+    if found is None:
+        raise KeyError(f"no row for policy {policy!r} at {where}")
+    return found
+
+
 def fmt_ci(mean: float | None, ci: float | None) -> str:
     if mean is None:
         return "–"
@@ -243,7 +251,7 @@ OPS: dict[str, Any] = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": 
 
 def values(table, col: str = "ratio"):
     """``r(policy, **point)``: the mean of ``col`` of a summarized table at a point."""
-    return lambda policy, **point: lookup(table, policy, **point)[f"{col}_mean"]
+    return lambda policy, **point: row_at(table, policy, **point)[f"{col}_mean"]
 
 
 def xs(table, col: str) -> list:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import OPS, absolute, line_figure, lookup, md_table, relative_to, where
+from schedlab.pipelines.common import OPS, absolute, line_figure, lookup, row_at, md_table, relative_to, where
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ class Claim:
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
-            num = lookup(table, a, **{x: xv})[f"{y}_mean"]
-            return num / lookup(table, b, **{x: xv})[f"{y}_mean"] if b else num
+            num = row_at(table, a, **{x: xv})[f"{y}_mean"]
+            return num / row_at(table, b, **{x: xv})[f"{y}_mean"] if b else num
 
         lhs, _, rhs = self.quantity.partition(" / ")
         bound = self.than * (1 + self.tolerance)
@@ -178,6 +178,8 @@ class Declared:
         how = fig.get("table")
         if isinstance(how, str):
             return FigureData(self.fn(how)(dirs), {}, dirs, fig)
+        if not isinstance(how, dict):
+            raise UserError(f"{self.path}: figure {fig.get('name', '')!r}: `table` must be a table or a function name")
         tables = {}
         for p in fig.get("panels", []):
             if "sweep" in p:
@@ -214,13 +216,14 @@ class Declared:
 
     def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
         """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
-        out = []
+        out: list[Check] = []
         for row in fig.get("claims", []):
             claim = Claim(**row, fields=fields)
             if claim.check:
                 found = self.fn(claim.check)(data, claim)
             else:
-                panel = next((p for p in fig["panels"] if p.get("name") == claim.panel), {}) if claim.panel else {}
+                panel: dict[str, Any] = (next((p for p in fig["panels"] if p.get("name") == claim.panel), {})
+                                         if claim.panel else {})
                 found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
             out += [found] if isinstance(found, Check) else (found or [])
         return out

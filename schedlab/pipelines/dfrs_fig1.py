@@ -17,7 +17,7 @@ from typing import Any
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines import dfrs_published as pub
 from schedlab.pipelines.base import Check, FigureReport, Pipeline
-from schedlab.pipelines.common import RATIO_FLOOR, lookup, md_table, plot_lines, save
+from schedlab.pipelines.common import RATIO_FLOOR, lookup, md_table, plot_lines, row_at, save
 
 STRETCH_PER = "/stretch-per/OPT=MAX/MINVT=600"  # Fig. 1: "/stretch-per, which uses OPT=MAX"
 #: Fig. 1's legend (RR-7659): Greedy*, GreedyPM*, Greedy*/per, GreedyPM*/per, GreedyPM*/per/minvt,
@@ -60,8 +60,12 @@ def plot(table, path: Path) -> list[str]:
 
 def checks(table) -> list[Check]:
     loads = sorted(set(table["load"].to_list()))
-    deg = lambda p, x: (lookup(table, p, load=x) or {}).get(f"{METRIC}_mean")  # noqa: E731
-    best = {x: min(d for p in DFRS if (d := deg(p, x)) is not None) for x in loads}
+    def deg(p: str, x: float) -> float:
+        """The mean degradation of ``p`` at load ``x`` (every algorithm ran at every load)."""
+        value: float = row_at(table, p, load=x)[f"{METRIC}_mean"]
+        return value
+
+    best = {x: min(deg(p, x) for p in DFRS) for x in loads}
     out = []
     batch_best = {x: min(deg(p, x) for p in dc.BATCH) for x in loads}
     beaten = [x for x in loads if batch_best[x] >= ORDERS * best[x]]

@@ -13,7 +13,8 @@ def shapes(data) -> list[float]:
 def beats_in_every_panel(data, claim):
     """``quantity`` "A / B" ``comparison`` 1 at every (shape, sigma of ``where``); the detail
     quotes the range of the ratio (B / A for "<=") and the extreme paired 95 % intervals."""
-    r, a, b = values(data.table), *claim.quantity.split(" / ")
+    r = values(data.table)
+    a, b = claim.quantity.split(" / ")
     sigmas = [sg for sg in xs(data.table, "sigma")
               if all(OPS[op](sg, v) for op, v in claim.where.get("sigma", {}).items())]
     cells = [(sh, sg) for sh in shapes(data) for sg in sigmas]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, md_rows, save, xs
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, row_at, md_rows, save, xs
 
 POLICIES = ["PSBS", "GPS"]
 CLASSES = [1, 2, 3, 4, 5]
@@ -52,7 +52,7 @@ def measured(data) -> str:
 
 def _v(data):
     t = data.table
-    return (lambda p, sh, b, m: lookup(t, p, shape=sh, beta=b)[f"{m}_mean"]), xs(t, "shape"), xs(t, "beta")
+    return (lambda p, sh, b, m: row_at(t, p, shape=sh, beta=b)[f"{m}_mean"]), xs(t, "shape"), xs(t, "beta")
 
 
 def psbs_beats_gps(data, claim):

@@ -47,7 +47,8 @@ def _attach_artifacts(spec, paths: list[Path]) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        from schedlab.platform.tracking import SWEEP_TAG, resolve_uri
+        from schedlab.platform.tracking_mirror import SWEEP_TAG
+        from schedlab.platform.tracking_store import resolve_uri
 
         client = MlflowClient(tracking_uri=resolve_uri(spec.tracking.uri))
         exp = client.get_experiment_by_name(spec.experiment())

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
-from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, row_at, save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 FIGURE = DOC["figures"][0]
@@ -101,8 +101,8 @@ def analysis(dirs) -> dict[str, Any]:
     return {"fs": fs, "f0": f0, "pooled": pooled, "per_window": per_window_s, "eff": eff_s, "vs_slots": vs_slots}
 
 
-def _at(table, f: float) -> dict[str, Any] | None:
-    return lookup(table, f=f)
+def _at(table, f: float) -> dict[str, Any]:
+    return row_at(table, f=f)
 
 
 def _ci(r, m) -> float:

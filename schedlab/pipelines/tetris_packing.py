@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, paired_ratios, ratios_to, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, row_at, paired_ratios, ratios_to, save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
@@ -73,8 +73,8 @@ def plot(data, path: Path) -> list[str]:
     width = 0.8 / len(METRICS)
     x = np.arange(len(present))
     for i, (m, label) in enumerate(METRICS):
-        means = [lookup(table, p)[f"{m}_ratio_mean"] for p in present]
-        cis = [lookup(table, p)[f"{m}_ratio_ci95"] for p in present]
+        means = [row_at(table, p)[f"{m}_ratio_mean"] for p in present]
+        cis = [row_at(table, p)[f"{m}_ratio_ci95"] for p in present]
         # a ratio is > 0: the log-transformed interval (schedlab.plotting.floor_interval), never below 0
         bounds = [floor_interval(mu, c, POSITIVE_FLOOR) for mu, c in zip(means, cis)]
         yerr = [[mu - lo for mu, (lo, _) in zip(means, bounds)], [hi - mu for mu, (_, hi) in zip(means, bounds)]]
