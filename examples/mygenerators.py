@@ -33,8 +33,9 @@ def _weibull_mean_one(rng: np.random.Generator, shape: float, n: int) -> np.ndar
     return rng.weibull(shape, n) / math.gamma(1.0 + 1.0 / shape)
 
 
-def on_off_arrivals(rng: np.random.Generator, n: int, rate: float, burstiness: float, on_fraction: float,
-                    cycle: float) -> np.ndarray:
+def on_off_arrivals(
+    rng: np.random.Generator, n: int, rate: float, burstiness: float, on_fraction: float, cycle: float
+) -> np.ndarray:
     """n arrival times of an on/off (two-state Markov-modulated) Poisson
     process: exponential ON and OFF periods of means ``on_fraction * cycle``
     and ``(1 - on_fraction) * cycle``; Poisson arrivals at rate r_on while
@@ -58,10 +59,17 @@ def on_off_arrivals(rng: np.random.Generator, n: int, rate: float, burstiness: f
     return np.concatenate(out)[:n] if out else np.zeros(0)
 
 
-def bursty(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)] = 2000, load: Positive = 0.9,
-           shape: Positive = 0.5, sigma: Annotated[float, Field(ge=0)] = 0.5,
-           burstiness: Annotated[float, Field(ge=1)] = 10.0,
-           on_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.2, cycle: Positive = 200.0) -> pl.DataFrame:
+def bursty(
+    rng: np.random.Generator,
+    *,
+    njobs: Annotated[int, Field(ge=1)] = 2000,
+    load: Positive = 0.9,
+    shape: Positive = 0.5,
+    sigma: Annotated[float, Field(ge=0)] = 0.5,
+    burstiness: Annotated[float, Field(ge=1)] = 10.0,
+    on_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.2,
+    cycle: Positive = 200.0,
+) -> pl.DataFrame:
     """Queue engine: bursty on/off Poisson arrivals, Weibull sizes of mean 1
     (``shape`` < 1: heavy-tailed), estimates = size x LogNormal(0, sigma^2).
 
@@ -77,9 +85,15 @@ def bursty(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)] = 200
     return pl.DataFrame({"job_id": np.arange(njobs), "submit": submit, "size": size, "estimate": estimate})
 
 
-def two_resource(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)] = 1000, servers: Annotated[int, Field(ge=1)] = 20,
-                 load: Positive = 0.9, mean_duration: Positive = 10.0,
-                 correlation: Annotated[float, Field(ge=-1, le=1)] = -0.5) -> pl.DataFrame:
+def two_resource(
+    rng: np.random.Generator,
+    *,
+    njobs: Annotated[int, Field(ge=1)] = 1000,
+    servers: Annotated[int, Field(ge=1)] = 20,
+    load: Positive = 0.9,
+    mean_duration: Positive = 10.0,
+    correlation: Annotated[float, Field(ge=-1, le=1)] = -0.5,
+) -> pl.DataFrame:
     """Packing engine, two resources (``cpu``, ``mem``, as fractions of a
     server of capacity 1): Poisson arrivals, exponential durations,
     demands uniform in [0.05, 0.6] per resource, with the given correlation
@@ -97,9 +111,14 @@ def two_resource(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)]
     return pl.DataFrame({"job_id": np.arange(njobs), "submit": submit, "duration": duration, "cpu": cpu, "mem": mem})
 
 
-def rigid_jobs(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)] = 500,
-               procs: Annotated[int, Field(ge=1)] = 64, load: Positive = 0.85,
-               overestimate: Annotated[float, Field(ge=1)] = 1.0) -> pl.DataFrame:
+def rigid_jobs(
+    rng: np.random.Generator,
+    *,
+    njobs: Annotated[int, Field(ge=1)] = 500,
+    procs: Annotated[int, Field(ge=1)] = 64,
+    load: Positive = 0.85,
+    overestimate: Annotated[float, Field(ge=1)] = 1.0,
+) -> pl.DataFrame:
     """Batch (and DFRS) engines: rigid parallel jobs on a machine of
     ``procs`` processors. Widths: powers of two up to procs (half the jobs
     serial or 2-wide, as in real logs); runtimes log-uniform in [10 s, 10 h];
@@ -118,5 +137,12 @@ def rigid_jobs(rng: np.random.Generator, *, njobs: Annotated[int, Field(ge=1)] =
         requested = np.ceil(runtime * request_rng.uniform(1.0, overestimate, njobs) / 60.0) * 60.0
     else:
         requested = runtime.copy()
-    return pl.DataFrame({"job_id": np.arange(njobs), "submit": submit, "runtime": runtime,
-                         "procs": width.astype(np.int64), "requested_time": requested})
+    return pl.DataFrame(
+        {
+            "job_id": np.arange(njobs),
+            "submit": submit,
+            "runtime": runtime,
+            "procs": width.astype(np.int64),
+            "requested_time": requested,
+        }
+    )

@@ -17,8 +17,9 @@ import polars as pl
 from pydantic import Field
 
 
-def top_mean(jobs: pl.DataFrame, *, by: str = "size", column: str = "slowdown",
-             top: Annotated[float, Field(gt=0, le=1)] = 0.01) -> float:
+def top_mean(
+    jobs: pl.DataFrame, *, by: str = "size", column: str = "slowdown", top: Annotated[float, Field(gt=0, le=1)] = 0.01
+) -> float:
     """Mean of ``column`` over the jobs in the largest ``top`` fraction by
     ``by`` (at least one job; equal ``by`` values at the cut all count).
 

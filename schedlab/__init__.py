@@ -25,8 +25,18 @@ def compare(results_dir, baseline: str, metric: str = "mst", by=None, ratio: boo
     return _compare(results_dir, baseline, metric=metric, by=by, ratio=ratio)
 
 
-def plot(results_dir, x: str, y: str, by: str = "policy", ratio_to=None, facet=None, out=None, logx: str = "auto",
-         logy: str = "auto", where=None):
+def plot(
+    results_dir,
+    x: str,
+    y: str,
+    by: str = "policy",
+    ratio_to=None,
+    facet=None,
+    out=None,
+    logx: str = "auto",
+    logy: str = "auto",
+    where=None,
+):
     """A publication-style figure of a sweep: ``y`` against ``x``, a line per
     ``by``, a panel per ``facet``, means (or, with ``ratio_to``, paired
     geometric-mean ratios to that policy) with 95 % intervals on the axis's
@@ -34,5 +44,6 @@ def plot(results_dir, x: str, y: str, by: str = "policy", ratio_to=None, facet=N
     returns a `schedlab.plotting.PlotResult` (``.paths``, ``.table``)."""
     from schedlab.plotting import plot as _plot
 
-    return _plot(results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy,
-                 where=where)
+    return _plot(
+        results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy, where=where
+    )

@@ -25,13 +25,23 @@ class Column:
 
 #: Columns of every summary row, whatever the engine.
 KEYS = (
-    Column("config_id", "String", "-", "configuration id: hash of engine, policy (+ params), workload point and [system] point"),
+    Column(
+        "config_id",
+        "String",
+        "-",
+        "configuration id: hash of engine, policy (+ params), workload point and [system] point",
+    ),
     Column("replication", "Int64", "-", "replication index r (0, 1, ...) of the workload point"),
     Column("policy", "String", "-", "policy name"),
     Column("engine", "String", "-", "engine name"),
     Column("workload_kind", "String", "-", "workload kind (or your generator's label)"),
-    Column("seed", "String", "-", "the instance's seed words \"<sweep seed>/<point id>/<replication>\": the point id is "
-           "the 16-hex-digit workload point hash (SeedSequence word int(point id, 16)), so it is text by design"),
+    Column(
+        "seed",
+        "String",
+        "-",
+        'the instance\'s seed words "<sweep seed>/<point id>/<replication>": the point id is '
+        "the 16-hex-digit workload point hash (SeedSequence word int(point id, 16)), so it is text by design",
+    ),
     Column("schedlab_version", "String", "-", "schedlab version that computed the row"),
     Column("schedlab_digest", "String", "-", "digest of the engine's and its policies' source"),
     Column("code_sha256", "String", "-", "your policy's source digest (only with a user policy)"),
@@ -47,7 +57,12 @@ METRICS: dict[str, tuple[Column, ...]] = {
         Column("slowdown_p50", "Float64", "ratio", "median slowdown"),
         Column("slowdown_p99", "Float64", "ratio", "99th percentile of slowdown"),
         Column("slowdown_max", "Float64", "ratio", "largest slowdown"),
-        Column("mst_class_<c>", "Float64", "time units", "mean sojourn time of weight class c (only with a weight_class column)"),
+        Column(
+            "mst_class_<c>",
+            "Float64",
+            "time units",
+            "mean sojourn time of weight class c (only with a weight_class column)",
+        ),
         Column("makespan", "Float64", "time units", "last completion time"),
         Column("events", "Float64", "events", "events the simulation processed"),
         Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
@@ -57,7 +72,9 @@ METRICS: dict[str, tuple[Column, ...]] = {
         Column("running_jobs_mean", "Float64", "jobs", "time-average number of running jobs"),
         Column("wait_mean", "Float64", "slots / s", "mean wait, start - submit"),
         Column("wait_p99", "Float64", "slots / s", "99th percentile of wait"),
-        Column("jct_mean", "Float64", "slots / s", "mean job completion time of multi-task jobs (only with group_column)"),
+        Column(
+            "jct_mean", "Float64", "slots / s", "mean job completion time of multi-task jobs (only with group_column)"
+        ),
         Column("jct_p99", "Float64", "slots / s", "99th percentile of job completion time (only with group_column)"),
         Column("throughput", "Float64", "jobs per time unit", "completed jobs / horizon"),
         Column("makespan", "Float64", "slots / s", "last completion time"),
@@ -65,13 +82,18 @@ METRICS: dict[str, tuple[Column, ...]] = {
         Column("started", "Float64", "jobs", "jobs started"),
         Column("epochs", "Float64", "decisions", "decision epochs"),
         Column("queue_resource_mean", "Float64", "capacity units", "time-average queued demand (one resource)"),
-        Column("queue_resource_mean_<r>", "Float64", "capacity units", "time-average queued demand of resource r (cpu, mem)"),
+        Column(
+            "queue_resource_mean_<r>",
+            "Float64",
+            "capacity units",
+            "time-average queued demand of resource r (cpu, mem)",
+        ),
         Column("utilisation", "Float64", "fraction", "used / total capacity over the horizon (one resource)"),
         Column("utilisation_<r>", "Float64", "fraction", "utilisation of resource r (cpu, mem)"),
         Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
     ),
     "batch": (
-        Column("n_jobs", "Float64", "jobs", "jobs simulated (after oversize = \"drop\")"),
+        Column("n_jobs", "Float64", "jobs", 'jobs simulated (after oversize = "drop")'),
         Column("stretch_mean", "Float64", "ratio", "mean bounded stretch"),
         Column("stretch_max", "Float64", "ratio", "largest bounded stretch"),
         Column("wait_mean", "Float64", "s", "mean wait, start - submit"),
@@ -81,7 +103,7 @@ METRICS: dict[str, tuple[Column, ...]] = {
         Column("underutilization", "Float64", "fraction", "normalised underutilization (the DFRS paper's)"),
         Column("events", "Float64", "events", "events the simulation processed"),
         Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
-        Column("model_nodes", "Float64", "0 / 1", "1 for model \"nodes\", 0 for \"procs\""),
+        Column("model_nodes", "Float64", "0 / 1", '1 for model "nodes", 0 for "procs"'),
         Column("capacity", "Float64", "processors or nodes", "machine size the run used"),
         Column("tasks_per_node", "Float64", "tasks", "tasks per node the run used"),
         Column("dropped_oversize", "Float64", "jobs", "jobs dropped as wider than the machine"),
@@ -90,7 +112,7 @@ METRICS: dict[str, tuple[Column, ...]] = {
         Column("bound_seconds", "Float64", "s (wall)", "time spent on the bound (bound = true)"),
     ),
     "dfrs": (
-        Column("n_jobs", "Float64", "jobs", "jobs simulated (after oversize = \"drop\")"),
+        Column("n_jobs", "Float64", "jobs", 'jobs simulated (after oversize = "drop")'),
         Column("stretch_mean", "Float64", "ratio", "mean bounded stretch"),
         Column("stretch_max", "Float64", "ratio", "largest bounded stretch"),
         Column("makespan", "Float64", "s", "last end time"),
@@ -119,25 +141,25 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "timeshape": ("-", "Weibull shape of inter-arrival gaps"),
         "load": ("fraction of one server", "offered load (> 1: overloaded)"),
         "sigma": ("-", "log-normal estimate error: estimate = size x LogNormal(0, sigma^2)"),
-        "size_dist": ("-", "\"weibull\" or \"pareto\""),
+        "size_dist": ("-", '"weibull" or "pareto"'),
         "alpha": ("-", "Pareto shape (size_dist pareto)"),
         "beta": ("-", "weight exponent of the weight classes"),
         "weight_classes": ("classes", "number of weight classes"),
-        "load_mode": ("-", "\"realized\" (exact load) or \"nominal\""),
+        "load_mode": ("-", '"realized" (exact load) or "nominal"'),
     },
     "file": {"path": ("-", "job table file (relative to the current directory)")},
     "trace": {
         "reader": ("-", "trace reader (swf, swim, squid, bu98, google, or yours)"),
         "path": ("-", "trace file or folder (relative to the current directory)"),
-        "on_bad_line": ("-", "\"error\" or \"skip\""),
+        "on_bad_line": ("-", '"error" or "skip"'),
         "window_length": ("s", "window length (0: the whole trace)"),
         "window": ("-", "window index"),
-        "window_origin": ("-", "windows from \"first\" submission or the \"header\" time origin (SWF UnixStartTime)"),
+        "window_origin": ("-", 'windows from "first" submission or the "header" time origin (SWF UnixStartTime)'),
         "traffic": ("factor", "arrival times multiplied by this"),
         "load": ("fraction of one server", "work rescaled to this offered load (0: as is)"),
         "sigma": ("-", "log-normal estimate error"),
         "arrival_load": ("fraction of one server", "order-only traces: Poisson arrivals at this load"),
-        "group_column": ("-", "trace column that groups tasks into jobs (\"\": none)"),
+        "group_column": ("-", 'trace column that groups tasks into jobs ("": none)'),
         "max_procs": ("processors", "jobs wider than this dropped (0: keep all)"),
         "reader_<option>": ("-", "a reader option, as given"),
     },
@@ -156,17 +178,17 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "probs": ("-", "their probabilities (JSON list)"),
         "uniform_lo": ("capacity units", "uniform demands: lower end"),
         "uniform_hi": ("capacity units", "uniform demands: upper end"),
-        "service": ("-", "\"geometric\" or \"fixed\""),
+        "service": ("-", '"geometric" or "fixed"'),
         "mean_service": ("slots", "mean service time"),
     },
 }
 #: The DFRS annotation (``schedlab.workloads.annotate``), on the trace and lublin kinds.
 ANNOTATION = {
-    "annotation": ("-", "\"schedlab\" (the fields below), \"dfrs-hpc2n\" or \"dfrs-synthetic\" (RR-7659 §5.3)"),
+    "annotation": ("-", '"schedlab" (the fields below), "dfrs-hpc2n" or "dfrs-synthetic" (RR-7659 §5.3)'),
     "cores_per_node": ("cores", "processors packed per node into tasks (0: a task per processor)"),
     "cpu_need": ("fraction of a core", "every task's CPU need (0: no column)"),
-    "memory": ("fraction of a node", "a number, \"uniform\" or \"trace\" (0: no column)"),
-    "node_memory_kb": ("KB", "node memory for memory = \"trace\" (0: from the trace)"),
+    "memory": ("fraction of a node", 'a number, "uniform" or "trace" (0: no column)'),
+    "node_memory_kb": ("KB", 'node memory for memory = "trace" (0: from the trace)'),
     "memory_lo": ("fraction of a node", "lower end of memory"),
     "memory_hi": ("fraction of a node", "upper end of memory"),
 }
@@ -203,8 +225,11 @@ def system_columns(engine: str) -> list[Column]:
 
     out = []
     for p in SYSTEMS[engine].params:
-        dtype = "Int64" if p.integer else ("Boolean" if isinstance(p.default, bool) else
-                                           "String" if isinstance(p.default, str) else "Float64")
+        dtype = (
+            "Int64"
+            if p.integer
+            else ("Boolean" if isinstance(p.default, bool) else "String" if isinstance(p.default, str) else "Float64")
+        )
         if p.name == "capacity":
             dtype = "Float64 (String JSON for a list)"
         out.append(Column(f"system_{p.name}", dtype, "-", p.doc + (f" (0: {p.zero})" if p.zero else "")))
@@ -220,16 +245,21 @@ def _table(rows) -> list[str]:
 def render() -> str:
     from schedlab.engines import ENGINES
 
-    out = ["# Result columns", "",
-           "Generated by `python -m schedlab.docs_columns > docs/columns.md` from the declarations in",
-           "`schedlab/docs_columns.py`, the workload kinds (`schedlab/workloads/registry.py`) and the",
-           "`[system]` schemas (`schedlab/sim/system.py`); tests/test_columns_doc.py fails when this file",
-           "and the code disagree. A summary row (`schedlab.load(dir)`) has the key columns, the",
-           "parameter columns of its configuration and the engine's metrics. Parameters declared",
-           "integer are Int64, other numbers Float64 (a value the spec wrote as `1` in a Float64",
-           "parameter is 1.0), lists JSON text. Policy parameters are `policy_<name>` columns typed",
-           "by the constructor's annotation (`int`: Int64). Your `[[metrics]]` add Float64 columns.", "",
-           "## Every row", ""] + _table(KEYS)
+    out = [
+        "# Result columns",
+        "",
+        "Generated by `python -m schedlab.docs_columns > docs/columns.md` from the declarations in",
+        "`schedlab/docs_columns.py`, the workload kinds (`schedlab/workloads/registry.py`) and the",
+        "`[system]` schemas (`schedlab/sim/system.py`); tests/test_columns_doc.py fails when this file",
+        "and the code disagree. A summary row (`schedlab.load(dir)`) has the key columns, the",
+        "parameter columns of its configuration and the engine's metrics. Parameters declared",
+        "integer are Int64, other numbers Float64 (a value the spec wrote as `1` in a Float64",
+        "parameter is 1.0), lists JSON text. Policy parameters are `policy_<name>` columns typed",
+        "by the constructor's annotation (`int`: Int64). Your `[[metrics]]` add Float64 columns.",
+        "",
+        "## Every row",
+        "",
+    ] + _table(KEYS)
     for name, engine in ENGINES.items():
         out += [f"## Engine `{name}`", "", f"{engine.summary}.", "", "Metrics:", ""] + _table(METRICS[name])
         system = system_columns(name)

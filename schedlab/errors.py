@@ -13,8 +13,8 @@ with its one line, so single-error messages read as they always did.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class UserError(Exception):
@@ -40,11 +40,11 @@ def messages(err: UserError) -> list[str]:
 class Collector:
     """Gathers UserErrors of independent checks::
 
-        errors = Collector()
-        for field in fields:
-            with errors.check():
-                check(field)          # a UserError here is recorded; the loop goes on
-        errors.raise_any()            # none: returns; one: UserError; more: UserErrors
+    errors = Collector()
+    for field in fields:
+        with errors.check():
+            check(field)          # a UserError here is recorded; the loop goes on
+    errors.raise_any()            # none: returns; one: UserError; more: UserErrors
     """
 
     def __init__(self) -> None:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import inspect
 import math
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.errors import UserError
 
@@ -37,7 +38,8 @@ def declared(target: Callable, skip: int = 0) -> dict[str, Param]:
     """The keyword parameters of ``target`` (a class: its ``__init__``),
     after the first ``skip`` positional ones (a policy's engine handle, a
     generator's rng, a reader's path)."""
-    fn = getattr(target, "__init__") if isinstance(target, type) else target  # the class's own constructor
+    # mypy reads `target.__init__` as an instance's bound method (unsound for subclasses); target is a class here.
+    fn = target.__init__ if isinstance(target, type) else target  # type: ignore[misc]
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -104,8 +106,9 @@ def check_value(param: Param, value: Any) -> None:
         return
 
 
-def check_params(target: Callable, params: dict[str, Any], where: str, skip: int = 0,
-                 what: str = "policy", sep: str = ".") -> None:
+def check_params(
+    target: Callable, params: dict[str, Any], where: str, skip: int = 0, what: str = "policy", sep: str = "."
+) -> None:
     """Check the names and values of ``params`` (one grid point) against
     ``target``'s declaration; ``where`` is the spec field of the params
     table (``spec.toml: policies[2].params``)."""

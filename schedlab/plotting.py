@@ -34,9 +34,10 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from schedlab.errors import UserError
 
@@ -135,13 +136,16 @@ def floor_interval(mean: float | None, halfwidth: float | None, floor: float | N
     return (floor + excess / k, floor + excess * k)
 
 
-def errorbar(ax, x: Sequence, mean: Sequence[float], halfwidth: Sequence[float | None], floor: float | None = None,
-             **kwargs) -> list[tuple[float, float]]:
+def errorbar(
+    ax, x: Sequence, mean: Sequence[float], halfwidth: Sequence[float | None], floor: float | None = None, **kwargs
+) -> list[tuple[float, float]]:
     """``ax.errorbar`` with the bars of `floor_interval` (asymmetric when a
     floor is given); returns the (low, high) drawn, point by point."""
     bounds = [floor_interval(m, h, floor) for m, h in zip(mean, halfwidth)]
-    yerr = [[max(m - lo, 0.0) for m, (lo, _) in zip(mean, bounds)],
-            [max(hi - m, 0.0) for m, (_, hi) in zip(mean, bounds)]]
+    yerr = [
+        [max(m - lo, 0.0) for m, (lo, _) in zip(mean, bounds)],
+        [max(hi - m, 0.0) for m, (_, hi) in zip(mean, bounds)],
+    ]
     ax.errorbar(list(x), list(mean), yerr=yerr, **kwargs)
     return bounds
 
@@ -149,14 +153,22 @@ def errorbar(ax, x: Sequence, mean: Sequence[float], halfwidth: Sequence[float |
 def spans_decades(values: Sequence[float], decades: float = LOG_DECADES) -> bool:
     """True when every value is positive and max / min >= 10 ** decades."""
     vals = [float(v) for v in values if v is not None and v == v]
-    return bool(vals) and min(vals) > 0 and max(vals) / min(vals) >= 10 ** decades
+    return bool(vals) and min(vals) > 0 and max(vals) / min(vals) >= 10**decades
 
 
 # --------------------------------------------------------------------------- a figure for any sweep
 
 #: Columns of a results dir that are bookkeeping, never an axis or a metric.
-_BOOKKEEPING = ("config_id", "replication", "seed", "engine", "workload_kind", "schedlab_version", "schedlab_digest",
-                "sim_seconds")
+_BOOKKEEPING = (
+    "config_id",
+    "replication",
+    "seed",
+    "engine",
+    "workload_kind",
+    "schedlab_version",
+    "schedlab_digest",
+    "sim_seconds",
+)
 _SCALES = ("auto", "on", "off")
 
 
@@ -187,9 +199,18 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
-def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: str | None = None,
-         facet: str | None = None, out: str | Path | None = None, logx: str = "auto", logy: str = "auto",
-         where: dict[str, Any] | None = None) -> PlotResult:
+def plot(
+    results_dir: str | Path,
+    x: str,
+    y: str,
+    by: str = "policy",
+    ratio_to: str | None = None,
+    facet: str | None = None,
+    out: str | Path | None = None,
+    logx: str = "auto",
+    logy: str = "auto",
+    where: dict[str, Any] | None = None,
+) -> PlotResult:
     """Draw ``y`` against ``x`` for a sweep's results dir: one line per
     value of ``by``, one panel per value of ``facet``, means with 95 %
     intervals over the replications; returns a `PlotResult`.
@@ -238,11 +259,16 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     for option, col in (("--x", x), ("--by", by), ("--facet", facet)):
         if col is not None and col not in columns:
-            raise UserError(f"{option}: {col!r} is not a column of {root}; parameters: {', '.join(params + ['policy'])}")
+            raise UserError(
+                f"{option}: {col!r} is not a column of {root}; parameters: {', '.join(params + ['policy'])}"
+            )
         if col in _BOOKKEEPING or col == y:
             raise UserError(f"{option}: {col!r} cannot be an axis of this figure")
-    metrics = [c for c in columns if c not in params and c not in _BOOKKEEPING and c != "policy"
-               and frame.schema[c].is_numeric()]
+    metrics = [
+        c
+        for c in columns
+        if c not in params and c not in _BOOKKEEPING and c != "policy" and frame.schema[c].is_numeric()
+    ]
     if y not in metrics:
         raise UserError(f"--y: {y!r} is not a metric column of {root}; metrics: {', '.join(metrics)}")
     axes_cols = [c for c in (x, by, facet) if c is not None]
@@ -283,8 +309,10 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
         spread = frame.group_by(group).agg(pl.col(col).n_unique().alias("k")).filter(pl.col("k") > 1)
         if spread.height:
             values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
-            raise UserError(f"{col} varies within a plotted point ({values}); add --facet {col} or --by {col}, "
-                            f"or hold it with --where {col}=VALUE")
+            raise UserError(
+                f"{col} varies within a plotted point ({values}); add --facet {col} or --by {col}, "
+                f"or hold it with --where {col}=VALUE"
+            )
     if not frame.schema[x].is_numeric() and frame.schema[x] != pl.String:
         raise UserError(f"--x: {x!r} is neither numeric nor text")
 
@@ -293,8 +321,10 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
         method = "mean over replications; 95 % Student-t interval"
     else:
         table = _ratios(frame, cells, y, ratio_to, root)
-        method = (f"paired geometric-mean ratio to {ratio_to} (pairs: same configuration and replication); "
-                  f"95 % t interval of the mean log ratio, transformed back")
+        method = (
+            f"paired geometric-mean ratio to {ratio_to} (pairs: same configuration and replication); "
+            f"95 % t interval of the mean log ratio, transformed back"
+        )
 
     numeric_x = frame.schema[x].is_numeric()
     use_logx = numeric_x and _decide("--logx", logx, table[x].to_list(), x)
@@ -304,10 +334,14 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
     use_logy = _decide("--logy", logy, yvals, y)
     if ratio_to is None:
         # the interval drawn: log-transformed on a log axis (floor 0), symmetric on a linear one
-        bounds = [floor_interval(m, h, 0.0 if use_logy else None)
-                  for m, h in zip(table["value"].to_list(), table["halfwidth"].to_list())]
-        table = table.with_columns(pl.Series("low", [b[0] for b in bounds], dtype=pl.Float64),
-                                   pl.Series("high", [b[1] for b in bounds], dtype=pl.Float64))
+        bounds = [
+            floor_interval(m, h, 0.0 if use_logy else None)
+            for m, h in zip(table["value"].to_list(), table["halfwidth"].to_list())
+        ]
+        table = table.with_columns(
+            pl.Series("low", [b[0] for b in bounds], dtype=pl.Float64),
+            pl.Series("high", [b[1] for b in bounds], dtype=pl.Float64),
+        )
         method += " on the log scale (log-transformed, floor 0)" if use_logy else " (symmetric)"
     table = table.with_columns(pl.lit(method).alias("method"))
 
@@ -318,8 +352,7 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
         vector = Path(out)
         if vector.suffix not in VECTOR_SUFFIXES:
             raise UserError(f"--out {vector}: the file name must end in .pdf or .svg (the PNG is written beside it)")
-    ylabel = (f"{y} / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to
-              else f"{y} (mean, 95 % CI)")
+    ylabel = f"{y} / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to else f"{y} (mean, 95 % CI)"
     with style():
         fig = _draw(table, x, y, by, facet, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None)
         vector, png = save(fig, vector)
@@ -349,7 +382,8 @@ def _means(frame, group: list[str], y: str):
     clean = frame.filter(pl.col(y).is_not_null() & pl.col(y).cast(pl.Float64).is_not_nan())
     t = summarize(clean.with_columns(pl.col(y).cast(pl.Float64)), group, [y])
     return t.rename({"_line": "line", f"{y}_mean": "value", f"{y}_ci95": "halfwidth"}).select(
-        [c for c in group if c != "_line"] + ["line", "n", "value", "halfwidth"])
+        [c for c in group if c != "_line"] + ["line", "n", "value", "halfwidth"]
+    )
 
 
 def _ratios(frame, cells: list[str], y: str, baseline: str, root: Path):
@@ -364,16 +398,20 @@ def _ratios(frame, cells: list[str], y: str, baseline: str, root: Path):
         raise UserError(f"--ratio-to: {baseline!r} is not a policy of {root}; policies: {policies}")
     base = frame.filter(pl.col("policy") == baseline)["_line"].unique().to_list()
     if len(base) > 1:
-        raise UserError(f"--ratio-to: {baseline!r} has {len(base)} parameter settings ({', '.join(sorted(base))}); "
-                        f"hold its parameters with --where")
+        raise UserError(
+            f"--ratio-to: {baseline!r} has {len(base)} parameter settings ({', '.join(sorted(base))}); "
+            f"hold its parameters with --where"
+        )
     data = frame.select(cells + ["replication", "_line", pl.col(y).cast(pl.Float64)])
     t = paired_stats(data, cells, ["replication"], "_line", y, base[0], ratio=True)
     return t.rename({"_line": "line", "estimate": "value", "ci_low": "low", "ci_high": "high"}).select(
-        cells + ["line", "n", "value", "halfwidth", "low", "high"])
+        cells + ["line", "n", "value", "halfwidth", "low", "high"]
+    )
 
 
-def _draw(table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: bool, logy: bool, numeric_x: bool,
-          ratio: bool):
+def _draw(
+    table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: bool, logy: bool, numeric_x: bool, ratio: bool
+):
     """The figure: a row (wrapped at 4) of panels sharing the y axis."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
@@ -396,10 +434,18 @@ def _draw(table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: 
                 continue
             xv = s[x].to_list() if numeric_x else [position[v] for v in s[x].to_list()]
             mean, low, high = s["value"].to_list(), s["low"].to_list(), s["high"].to_list()
-            yerr = [[max(m - lo, 0.0) if lo == lo else 0.0 for m, lo in zip(mean, low)],
-                    [max(hi - m, 0.0) if hi == hi else 0.0 for m, hi in zip(mean, high)]]
-            ax.errorbar(xv, mean, yerr=yerr, label=f"{name}" if by == "policy" else f"{by} = {name}",
-                        marker=MARKERS.get(name, "o"), color=colours[i % len(colours)])
+            yerr = [
+                [max(m - lo, 0.0) if lo == lo else 0.0 for m, lo in zip(mean, low)],
+                [max(hi - m, 0.0) if hi == hi else 0.0 for m, hi in zip(mean, high)],
+            ]
+            ax.errorbar(
+                xv,
+                mean,
+                yerr=yerr,
+                label=f"{name}" if by == "policy" else f"{by} = {name}",
+                marker=MARKERS.get(name, "o"),
+                color=colours[i % len(colours)],
+            )
         if ratio:
             ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
         if logx:
@@ -416,7 +462,7 @@ def _draw(table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: 
             ax.set_title(f"{facet} = {panel:g}" if isinstance(panel, float) else f"{facet} = {panel}")
         if k % ncols == 0:
             ax.set_ylabel(ylabel)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     axes[0][0].legend()
     return fig

@@ -111,8 +111,10 @@ def check_distinct(codes: dict[str, CodeRef], source: str) -> None:
     for field_, code in codes.items():
         top = code.module.split(".")[0]
         if top in seen and seen[top][1].root != code.root:
-            raise UserError(f"{source}: {field_}: module {top!r} ({code.root}) has the name of {seen[top][0]}'s "
-                            f"module ({seen[top][1].root}); rename one of them")
+            raise UserError(
+                f"{source}: {field_}: module {top!r} ({code.root}) has the name of {seen[top][0]}'s "
+                f"module ({seen[top][1].root}); rename one of them"
+            )
         seen.setdefault(top, (field_, code))
 
 
@@ -125,7 +127,7 @@ def is_reference(value: Any) -> bool:
 def _split(ref: str, where: str) -> tuple[str, str]:
     target, _, attr = ref.rpartition(":")
     if not target or not attr or not all(_IDENT.fullmatch(p) for p in attr.split(".")):
-        raise UserError(f"{where}: {ref!r} is not a code reference; write \"file.py:Name\" or \"module:Name\"")
+        raise UserError(f'{where}: {ref!r} is not a code reference; write "file.py:Name" or "module:Name"')
     return target, attr
 
 
@@ -155,7 +157,7 @@ def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
     """Resolve a reference written in a spec (``where`` names the spec field,
     e.g. ``spec.toml: policies[3].use``) or raise one UserError naming it."""
     if not isinstance(ref, str):
-        raise UserError(f"{where}: must be a string \"file.py:Name\" or \"module:Name\"; got {ref!r}")
+        raise UserError(f'{where}: must be a string "file.py:Name" or "module:Name"; got {ref!r}')
     target, attr = _split(ref, where)
     if _is_path(target):
         base = Path(base_dir)
@@ -182,7 +184,7 @@ def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
         if not all(_IDENT.fullmatch(p) for p in target.split(".")):
             raise UserError(f"{where}: {target!r} is not a module name")
         try:
-            module = importlib.import_module(target)
+            importlib.import_module(target)  # imported for its package's location below
         except ImportError as err:
             raise UserError(f"{where}: cannot import {target!r}: {err}") from None
         except Exception as err:  # noqa: BLE001 - the user's module raised while importing
@@ -219,8 +221,9 @@ class _UserFinder(importlib.abc.MetaPathFinder):
             return None
         if fullname == top:
             if root.is_dir():
-                return importlib.util.spec_from_file_location(fullname, root / "__init__.py",
-                                                              submodule_search_locations=[str(root)])
+                return importlib.util.spec_from_file_location(
+                    fullname, root / "__init__.py", submodule_search_locations=[str(root)]
+                )
             return importlib.util.spec_from_file_location(fullname, root)
         return None  # submodules: the package's __path__ finds them
 
@@ -292,8 +295,10 @@ def worker_load(code: CodeRef) -> Any:
     if digest == code.sha256:
         _VERIFIED.add((str(found), code.sha256))
     else:
-        raise RuntimeError(f"{code.ref}: the code on this worker ({found}, sha256 {digest[:12]}) is not the "
-                           f"code the driver resolved (sha256 {code.sha256[:12]})")
+        raise RuntimeError(
+            f"{code.ref}: the code on this worker ({found}, sha256 {digest[:12]}) is not the "
+            f"code the driver resolved (sha256 {code.sha256[:12]})"
+        )
     return obj
 
 
@@ -307,8 +312,11 @@ def user_frames_traceback(err: BaseException) -> str:
     frames = traceback.extract_tb(err.__traceback__)
     mine = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package + "/")]
     shown = mine or frames
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(shown),
-             *traceback.format_exception_only(type(err), err)]
+    lines = [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(shown),
+        *traceback.format_exception_only(type(err), err),
+    ]
     text = "".join(lines).rstrip()
     for shipped, origin in _WORKER_ROOTS.items():  # name the user's own files, not Ray's copies
         text = text.replace(shipped, origin)

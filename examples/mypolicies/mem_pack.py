@@ -69,4 +69,3 @@ class MemPackStar(dfrs.Policy):
     def on_completion(self, state: dfrs.State) -> None:
         for job in state.by_priority(state.pending):
             self._try(state, job)
-

@@ -27,7 +27,7 @@ typed, with defaults.
 from schedlab.policies.dfrs.base import DfrsPolicy as Policy
 from schedlab.policies.dfrs.greedy import greedy_place, mcb8_remap
 from schedlab.policies.dfrs.mcb8 import mcb8
-from schedlab.sim.dfrs import PAUSED, RUNNING, WAITING, DfrsCapacityError, DfrsState as State
+from schedlab.sim.dfrs import PAUSED, RUNNING, WAITING, DfrsCapacityError
+from schedlab.sim.dfrs import DfrsState as State
 
-__all__ = ["PAUSED", "RUNNING", "WAITING", "DfrsCapacityError", "Policy", "State", "greedy_place", "mcb8",
-           "mcb8_remap"]
+__all__ = ["PAUSED", "RUNNING", "WAITING", "DfrsCapacityError", "Policy", "State", "greedy_place", "mcb8", "mcb8_remap"]

@@ -27,5 +27,14 @@ from schedlab.policies.packing.base import PackingPolicy as Policy
 from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
 from schedlab.sim.packing import FIT_TOL, CapacityExceeded, Cluster, PlacementError, fits
 
-__all__ = ["FIT_TOL", "CapacityExceeded", "Cluster", "JobsBySize", "MaxSegmentTree", "PlacementError", "Policy",
-           "ServersByFree", "fits"]
+__all__ = [
+    "FIT_TOL",
+    "CapacityExceeded",
+    "Cluster",
+    "JobsBySize",
+    "MaxSegmentTree",
+    "PlacementError",
+    "Policy",
+    "ServersByFree",
+    "fits",
+]

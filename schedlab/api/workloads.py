@@ -59,8 +59,10 @@ def check_job_table(jobs: object, engine: str, source: str) -> pl.DataFrame:
         if not any(c in jobs.columns for c in group):
             missing.append(" or ".join(group))
     if missing:
-        raise UserError(f"{source}: the job table has no {', '.join(missing)} column for the {engine} engine "
-                        f"(columns: {', '.join(jobs.columns)})")
+        raise UserError(
+            f"{source}: the job table has no {', '.join(missing)} column for the {engine} engine "
+            f"(columns: {', '.join(jobs.columns)})"
+        )
     if engine == "queue":
         from schedlab.workloads.schema import validate_queue_table
 

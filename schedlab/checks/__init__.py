@@ -30,8 +30,9 @@ lets hypothesis shrink a failure to a minimal table:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from schedlab.checks.common import CheckReport, Failure, Invariant, Workload
 from schedlab.errors import UserError
@@ -47,15 +48,23 @@ def resolve_policy(engine, policy: Any, base_dir: str | Path, where: str) -> tup
         cls = engine.check_policy_class(policy, where)
         return cls, getattr(cls, "name", "") or cls.__name__
     if not isinstance(policy, str):
-        raise UserError(f"{where}: expected a policy class, a built-in policy name or \"file.py:Name\"; got {policy!r}")
+        raise UserError(f'{where}: expected a policy class, a built-in policy name or "file.py:Name"; got {policy!r}')
     if is_reference(policy):
         obj = resolve(policy, base_dir, where).load()
         return engine.check_policy_class(obj, where), policy
     return engine.policy(policy), policy
 
 
-def check_policy(engine: str, policy: Any, params: Mapping[str, Any] | None = None, examples: int = 200,
-                 seed: int = 0, *, base_dir: str | Path | None = None, where: str = "check-policy") -> CheckReport:
+def check_policy(
+    engine: str,
+    policy: Any,
+    params: Mapping[str, Any] | None = None,
+    examples: int = 200,
+    seed: int = 0,
+    *,
+    base_dir: str | Path | None = None,
+    where: str = "check-policy",
+) -> CheckReport:
     """Check ``policy`` (a class, a built-in name, or ``"file.py:Name"``
     resolved against ``base_dir``, default the working directory) with its
     ``params`` against ``engine``'s invariants on ``examples`` random

@@ -34,12 +34,23 @@ both).
 
 from __future__ import annotations
 
-from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
-                                    swallowed_reads, violation)
+from schedlab.checks.common import (
+    MAX_JOBS,
+    EngineCheck,
+    Invariant,
+    Workload,
+    arrivals,
+    crashed,
+    first_difference,
+    swallowed_reads,
+    violation,
+)
 
 INVARIANTS = (
-    Invariant("capacity", "processors are never over-committed: the jobs running at any instant need at most "
-                          "the machine's capacity"),
+    Invariant(
+        "capacity",
+        "processors are never over-committed: the jobs running at any instant need at most the machine's capacity",
+    ),
     Invariant("start-after-submit", "no job starts before it is submitted"),
     Invariant("starts-queued", "only queued jobs start, each once"),
     Invariant("completes", "every job starts (and so ends)"),
@@ -66,14 +77,17 @@ def _workloads():
         procs = st.one_of(st.sampled_from([1, *wide]), st.integers(1, capacity))
         jobs = draw(st.lists(st.tuples(gap, runtime, factor, procs), min_size=1, max_size=MAX_JOBS))
         submit = arrivals(jobs)
-        return Workload({
-            "job": list(range(len(jobs))),
-            "submit": submit,
-            "runtime": [j[1] for j in jobs],
-            # > 0 always (the engine requires it): a zero runtime requests the factor itself.
-            "requested": [j[1] * j[2] if j[1] > 0 else j[2] for j in jobs],
-            "procs": [j[3] for j in jobs],
-        }, {"procs": capacity})
+        return Workload(
+            {
+                "job": list(range(len(jobs))),
+                "submit": submit,
+                "runtime": [j[1] for j in jobs],
+                # > 0 always (the engine requires it): a zero runtime requests the factor itself.
+                "requested": [j[1] * j[2] if j[1] > 0 else j[2] for j in jobs],
+                "procs": [j[3] for j in jobs],
+            },
+            {"procs": capacity},
+        )
 
     return workload()
 
@@ -93,8 +107,15 @@ class Check(EngineCheck):
         guard = hider("schedlab.sim.batch", "a job's actual runtime")
         cls, params = self.cls, self.params
         try:
-            res = simulate_batch(cols["submit"], cols["runtime"], cols["requested"], cols["procs"], w.system["procs"],
-                                 lambda machine: cls(machine, **params), hidden=guard)
+            res = simulate_batch(
+                cols["submit"],
+                cols["runtime"],
+                cols["requested"],
+                cols["procs"],
+                w.system["procs"],
+                lambda machine: cls(machine, **params),
+                hidden=guard,
+            )
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-runtime-access", str(err)) from None
@@ -102,11 +123,16 @@ class Check(EngineCheck):
             if isinstance(err, BatchCapacityExceeded):
                 raise violation("capacity", str(err)) from None
             if isinstance(err, BatchStartError):
-                early = (isinstance(err.job, int) and 0 <= err.job < w.n and err.now is not None
-                         and cols["submit"][err.job] > err.now)
+                early = (
+                    isinstance(err.job, int)
+                    and 0 <= err.job < w.n
+                    and err.now is not None
+                    and cols["submit"][err.job] > err.now
+                )
                 if early:
-                    raise violation("start-after-submit", f"{err} (job {err.job} is submitted at "
-                                                          f"t={cols['submit'][err.job]!r})") from None
+                    raise violation(
+                        "start-after-submit", f"{err} (job {err.job} is submitted at t={cols['submit'][err.job]!r})"
+                    ) from None
                 raise violation("starts-queued", str(err)) from None
             raise crashed(err) from None
         swallowed_reads(guard, "no-runtime-access")
@@ -117,8 +143,10 @@ class Check(EngineCheck):
         start = a.start.tolist()
         never = [j for j, s in enumerate(start) if s != s]
         if never:
-            raise violation("completes", f"job {never[0]} never starts ({len(never)} of {w.n} jobs) although it "
-                                         f"fits the empty machine")
+            raise violation(
+                "completes",
+                f"job {never[0]} never starts ({len(never)} of {w.n} jobs) although it fits the empty machine",
+            )
         for j, (s, sub) in enumerate(zip(start, w.columns["submit"])):
             if s < sub:
                 raise violation("start-after-submit", f"job {j} starts at t={s!r}, before its submit time {sub!r}")

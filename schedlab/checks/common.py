@@ -104,8 +104,9 @@ def swallowed_reads(guard, invariant: str) -> None:
     it raised: the read counts all the same."""
     for g in getattr(guard, "made", ()):
         if g.reads:
-            raise violation(invariant, f"{g.reads[0]} read {g._what} (and the policy caught the error the "
-                                       f"guard raised)")
+            raise violation(
+                invariant, f"{g.reads[0]} read {g._what} (and the policy caught the error the guard raised)"
+            )
 
 
 def first_difference(label: str, a, b) -> str | None:
@@ -151,7 +152,7 @@ class Workload:
 
     def without(self, k: int) -> Workload:
         """The same workload without job ``k`` (jobs renumbered)."""
-        cols = {name: values[:k] + values[k + 1:] for name, values in self.columns.items()}
+        cols = {name: values[:k] + values[k + 1 :] for name, values in self.columns.items()}
         if "job" in cols:
             cols["job"] = list(range(self.n - 1))
         return Workload(cols, dict(self.system))
@@ -199,14 +200,16 @@ class CheckReport:
             return f"ok ({self.workloads} workloads)"
         f = self.failure
         n = f.workload.n
-        return "\n".join([
-            f"FAIL {self.policy} ({self.engine}): invariant {f.invariant.name} violated",
-            f"  invariant: {f.invariant.text}",
-            f"  {f.message}",
-            f"smallest failing workload: {n} job{'s' if n != 1 else ''} (shrunk from workload {f.first_seen} "
-            f"of the search, seed {self.seed})",
-            f.workload.render(),
-        ])
+        return "\n".join(
+            [
+                f"FAIL {self.policy} ({self.engine}): invariant {f.invariant.name} violated",
+                f"  invariant: {f.invariant.text}",
+                f"  {f.message}",
+                f"smallest failing workload: {n} job{'s' if n != 1 else ''} (shrunk from workload {f.first_seen} "
+                f"of the search, seed {self.seed})",
+                f.workload.render(),
+            ]
+        )
 
 
 class EngineCheck:
@@ -284,8 +287,9 @@ def confirm(check: EngineCheck, found: Violation) -> Violation:
             if v.invariant == found.invariant:
                 continue
             other = f"violated {v.invariant} on another ({v.message})"
-        again = violation("deterministic", f"this workload violated {found.invariant} on one run ({found.message}) "
-                                           f"and {other}")
+        again = violation(
+            "deterministic", f"this workload violated {found.invariant} on one run ({found.message}) and {other}"
+        )
         again.workload = found.workload
         return again
     return found
@@ -344,13 +348,29 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
             v.workload = workload
             raise
 
-    test = fixed_seed(seed)(settings(
-        max_examples=examples, database=None, deadline=None, derandomize=False,
-        phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
-        verbosity=Verbosity.quiet, report_multiple_bugs=True, print_blob=False,
-    )(given(check.workloads())(prop)))
-    report = CheckReport(check.engine, label, dict(check.params), seed, examples, 0,
-                         tuple(i.name for i in check.invariants if i.name not in check.skipped), dict(check.skipped))
+    test = fixed_seed(seed)(
+        settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            verbosity=Verbosity.quiet,
+            report_multiple_bugs=True,
+            print_blob=False,
+        )(given(check.workloads())(prop))
+    )
+    report = CheckReport(
+        check.engine,
+        label,
+        dict(check.params),
+        seed,
+        examples,
+        0,
+        tuple(i.name for i in check.invariants if i.name not in check.skipped),
+        dict(check.skipped),
+    )
     order = [i.name for i in check.invariants]
     try:
         with _no_local_constants():
@@ -365,7 +385,9 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
         report.failure = Failure(
             check.invariant("deterministic"),
             f"this workload violated {v.invariant} on one run ({v.message}) and passed on another",
-            shown_on(v), first_seen or 1)
+            shown_on(v),
+            first_seen or 1,
+        )
     except BaseException as err:  # a Violation, or a group of them (several invariants failed)
         found = [v for v in _violations_in(err) if v.workload is not None]
         if not found:
@@ -376,5 +398,21 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
     return report
 
 
-__all__ = ["MAX_JOBS", "REPLAYS", "CheckReport", "EngineCheck", "Failure", "Invariant", "Violation", "Workload", "crashed",
-           "confirm", "first_difference", "fmt", "minimise", "run_check", "swallowed_reads", "violation"]
+__all__ = [
+    "MAX_JOBS",
+    "REPLAYS",
+    "CheckReport",
+    "EngineCheck",
+    "Failure",
+    "Invariant",
+    "Violation",
+    "Workload",
+    "crashed",
+    "confirm",
+    "first_difference",
+    "fmt",
+    "minimise",
+    "run_check",
+    "swallowed_reads",
+    "violation",
+]

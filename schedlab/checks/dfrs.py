@@ -41,8 +41,17 @@ from __future__ import annotations
 
 import math
 
-from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
-                                    swallowed_reads, violation)
+from schedlab.checks.common import (
+    MAX_JOBS,
+    EngineCheck,
+    Invariant,
+    Workload,
+    arrivals,
+    crashed,
+    first_difference,
+    swallowed_reads,
+    violation,
+)
 
 #: A job ends no earlier than release + processing, up to the yield
 #: tolerance of ``check_state`` (CPU_CHECK_TOL = 1e-6: a yield may exceed 1
@@ -60,13 +69,18 @@ MAX_TASKS = 16
 
 INVARIANTS = (
     Invariant("memory", "the memory of a node never exceeds 1"),
-    Invariant("consistent", "every mapping change is valid and the state stays consistent (only running jobs hold "
-                            "nodes, exact bookkeeping, yields in [0, 1], CPU per node <= 1); no job ends before "
-                            "release + processing time"),
-    Invariant("completes", "every job completes (no idle cluster with pending jobs, no livelock of pauses and "
-                           "migrations)"),
-    Invariant("deterministic", "two runs on the same workload give bit-identical start and end times, pauses "
-                               "and migrations"),
+    Invariant(
+        "consistent",
+        "every mapping change is valid and the state stays consistent (only running jobs hold "
+        "nodes, exact bookkeeping, yields in [0, 1], CPU per node <= 1); no job ends before "
+        "release + processing time",
+    ),
+    Invariant(
+        "completes", "every job completes (no idle cluster with pending jobs, no livelock of pauses and migrations)"
+    ),
+    Invariant(
+        "deterministic", "two runs on the same workload give bit-identical start and end times, pauses and migrations"
+    ),
     Invariant("no-processing-access", "the policy never reads state.processing (the true processing times)"),
     Invariant("runs", "the policy raises no exception"),
 )
@@ -112,9 +126,11 @@ class _Watched:
         if vt > self._vt:
             self._vt, self._since = vt, state.now
         elif state.now - self._since > self._stall:
-            raise _Stuck(f"t={state.now}: no job progressed, arrived or completed for {state.now - self._since:g} s "
-                         f"({STALL_FACTOR:g}x the time the workload needs run one job after another): a livelock "
-                         f"of jobs kept paused, waiting or in their migration penalty")
+            raise _Stuck(
+                f"t={state.now}: no job progressed, arrived or completed for {state.now - self._since:g} s "
+                f"({STALL_FACTOR:g}x the time the workload needs run one job after another): a livelock "
+                f"of jobs kept paused, waiting or in their migration penalty"
+            )
         return self._policy.on_period(state)
 
 
@@ -142,14 +158,17 @@ def _workloads():
         penalty = draw(st.sampled_from([300.0, 0.0, 30.0]))
         jobs = draw(st.lists(job(nodes), min_size=1, max_size=MAX_JOBS))
         submit = arrivals(jobs)
-        return Workload({
-            "job": list(range(len(jobs))),
-            "submit": submit,
-            "runtime": [j[1] for j in jobs],
-            "procs": [j[2] for j in jobs],
-            "cpu_need": [j[3] for j in jobs],
-            "memory": [j[4] for j in jobs],
-        }, {"nodes": nodes, "penalty": penalty})
+        return Workload(
+            {
+                "job": list(range(len(jobs))),
+                "submit": submit,
+                "runtime": [j[1] for j in jobs],
+                "procs": [j[2] for j in jobs],
+                "cpu_need": [j[3] for j in jobs],
+                "memory": [j[4] for j in jobs],
+            },
+            {"nodes": nodes, "penalty": penalty},
+        )
 
     return workload()
 
@@ -170,11 +189,26 @@ class Check(EngineCheck):
         guard = hider("schedlab.sim.dfrs", "the true processing times (state.processing)")
         try:
             policy = self.cls(**self.params)
-            serial = (cols["submit"][-1] - cols["submit"][0] + sum(cols["runtime"]) + w.n * system["penalty"]
-                      + (getattr(policy, "period", None) or 0.0))
+            serial = (
+                cols["submit"][-1]
+                - cols["submit"][0]
+                + sum(cols["runtime"])
+                + w.n * system["penalty"]
+                + (getattr(policy, "period", None) or 0.0)
+            )
             policy = _Watched(policy, STALL_FACTOR * serial)
-            res = simulate_dfrs(cols["submit"], cols["runtime"], cols["procs"], cols["cpu_need"], cols["memory"],
-                                system["nodes"], policy, penalty=system["penalty"], check=True, hidden=guard)
+            res = simulate_dfrs(
+                cols["submit"],
+                cols["runtime"],
+                cols["procs"],
+                cols["cpu_need"],
+                cols["memory"],
+                system["nodes"],
+                policy,
+                penalty=system["penalty"],
+                check=True,
+                hidden=guard,
+            )
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-processing-access", str(err)) from None
@@ -199,8 +233,11 @@ class Check(EngineCheck):
         scale = max(1.0, max(end))
         for j, (r, p, e) in enumerate(zip(w.columns["submit"], w.columns["runtime"], end)):
             if e < r + p - (END_REL_TOL * max(1.0, p) + 1e-9 * scale):
-                raise violation("consistent", f"job {j} ends at t={e!r}, before release + processing time = "
-                                              f"{r + p!r}: it progressed faster than a dedicated node")
+                raise violation(
+                    "consistent",
+                    f"job {j} ends at t={e!r}, before release + processing time = "
+                    f"{r + p!r}: it progressed faster than a dedicated node",
+                )
         b = self.run(w)
         for label in ("start", "end", "pauses", "migrations"):
             diff = first_difference(label, getattr(a, label), getattr(b, label))

@@ -37,8 +37,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
-                                    swallowed_reads, violation)
+from schedlab.checks.common import (
+    MAX_JOBS,
+    EngineCheck,
+    Invariant,
+    Workload,
+    arrivals,
+    crashed,
+    first_difference,
+    swallowed_reads,
+    violation,
+)
 from schedlab.errors import UserError
 
 INVARIANTS = (
@@ -46,8 +55,10 @@ INVARIANTS = (
     Invariant("placements-queued", "only queued jobs are placed (each once, after it arrives), on existing servers"),
     Invariant("completes", "every job is eventually placed and ends"),
     Invariant("deterministic", "two runs on the same workload give bit-identical start times and servers"),
-    Invariant("no-duration-access", "the policy never reads a job's duration (cluster.estimate is the only "
-                                    "duration it may see)"),
+    Invariant(
+        "no-duration-access",
+        "the policy never reads a job's duration (cluster.estimate is the only duration it may see)",
+    ),
     Invariant("runs", "the policy raises no exception"),
 )
 
@@ -85,8 +96,13 @@ def _workloads(resources: tuple[int, ...]):
         d = draw(st.sampled_from(resources))
         epoch = draw(st.sampled_from([0.0, 1.0]))  # as in a spec's [system]: 0 = a decision at every event
         grouped = draw(st.booleans())
-        jobs = draw(st.lists(st.tuples(gap, duration, st.lists(demand, min_size=d, max_size=d), st.integers(0, 3)),
-                             min_size=1, max_size=MAX_JOBS))
+        jobs = draw(
+            st.lists(
+                st.tuples(gap, duration, st.lists(demand, min_size=d, max_size=d), st.integers(0, 3)),
+                min_size=1,
+                max_size=MAX_JOBS,
+            )
+        )
         submit = arrivals(jobs)
         cols: dict[str, list[Any]] = {"job": list(range(len(jobs))), "submit": submit, "duration": [j[1] for j in jobs]}
         names = ["demand"] if d == 1 else ["cpu", "mem"]
@@ -123,9 +139,17 @@ class Check(EngineCheck):
         guard = hider("schedlab.sim.packing", "a job's duration")
         cls, params = self.cls, self.params
         try:
-            res = simulate_packing(cols["submit"], cols["duration"], demand, capacity,
-                                   lambda cluster: cls(cluster, **params), epoch=w.system["epoch"] or None, check=True,
-                                   group=cols.get("group"), hidden=guard)
+            res = simulate_packing(
+                cols["submit"],
+                cols["duration"],
+                demand,
+                capacity,
+                lambda cluster: cls(cluster, **params),
+                epoch=w.system["epoch"] or None,
+                check=True,
+                group=cols.get("group"),
+                hidden=guard,
+            )
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-duration-access", str(err)) from None
@@ -144,8 +168,11 @@ class Check(EngineCheck):
         a = self.run(w)
         unplaced = [j for j, s in enumerate(a.start.tolist()) if s != s]
         if unplaced:
-            raise violation("completes", f"job {unplaced[0]} is never placed ({len(unplaced)} of {w.n} jobs never "
-                                         f"run although each fits an empty server)")
+            raise violation(
+                "completes",
+                f"job {unplaced[0]} is never placed ({len(unplaced)} of {w.n} jobs never "
+                f"run although each fits an empty server)",
+            )
         b = self.run(w)
         diff = first_difference("start", a.start, b.start) or first_difference("server", a.server, b.server)
         if diff:
@@ -161,8 +188,11 @@ def _raised_in_engine(err: BaseException) -> bool:
     from schedlab.sim import packing
 
     frames = traceback.extract_tb(err.__traceback__)
-    return (bool(frames) and frames[-1].name == "_check_cluster"
-            and Path(frames[-1].filename).resolve() == Path(packing.__file__).resolve())
+    return (
+        bool(frames)
+        and frames[-1].name == "_check_cluster"
+        and Path(frames[-1].filename).resolve() == Path(packing.__file__).resolve()
+    )
 
 
 __all__ = ["DEMANDS", "INVARIANTS", "Check", "accepts_two_resources"]

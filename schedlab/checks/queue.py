@@ -34,8 +34,17 @@ from __future__ import annotations
 
 import math
 
-from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
-                                    swallowed_reads, violation)
+from schedlab.checks.common import (
+    MAX_JOBS,
+    EngineCheck,
+    Invariant,
+    Workload,
+    arrivals,
+    crashed,
+    first_difference,
+    swallowed_reads,
+    violation,
+)
 
 #: Times are compared with this relative tolerance (x max(1, the FIFO
 #: makespan)). The engine completes a job whose residual work is within its
@@ -53,13 +62,21 @@ MAX_EVENTS = 1_000_000
 
 INVARIANTS = (
     Invariant("completes", "every job completes: the policy eventually serves every job"),
-    Invariant("work-conserving", "the server is never idle while jobs are present: every busy period ends when "
-                                 "the FIFO recursion says (for policies with work_conserving = True)"),
-    Invariant("no-early-completion", "shares sum to at most 1: no job completes before submit + size, no busy "
-                                     "period's work is done before FIFO does it"),
+    Invariant(
+        "work-conserving",
+        "the server is never idle while jobs are present: every busy period ends when "
+        "the FIFO recursion says (for policies with work_conserving = True)",
+    ),
+    Invariant(
+        "no-early-completion",
+        "shares sum to at most 1: no job completes before submit + size, no busy "
+        "period's work is done before FIFO does it",
+    ),
     Invariant("deterministic", "two runs on the same workload give bit-identical completion times"),
-    Invariant("no-size-access", "the policy never reads a job's true size (Server._size), unless it declares "
-                                "exact_size = True"),
+    Invariant(
+        "no-size-access",
+        "the policy never reads a job's true size (Server._size), unless it declares exact_size = True",
+    ),
     Invariant("runs", "the policy raises no exception and asks the engine for nothing it refuses"),
 )
 
@@ -99,8 +116,10 @@ class _Watched:
         self._total += 1
         t = self._policy.next_event_time()
         if self._same > STALL_EVENTS:
-            raise _Stuck(f"t={now}: {STALL_EVENTS} internal events at this instant with no job arriving or "
-                         f"leaving (next_event_time() = {t!r})")
+            raise _Stuck(
+                f"t={now}: {STALL_EVENTS} internal events at this instant with no job arriving or "
+                f"leaving (next_event_time() = {t!r})"
+            )
         if self._total > MAX_EVENTS:
             raise _Stuck(f"t={now}: {MAX_EVENTS} events without finishing the workload")
         return t
@@ -125,13 +144,15 @@ def _workloads():
 
     def build(jobs) -> Workload:
         submit = arrivals(jobs)
-        return Workload({
-            "job": list(range(len(jobs))),
-            "submit": submit,
-            "size": [j[1] for j in jobs],
-            "estimate": [j[1] * j[2] for j in jobs],
-            "weight": [j[3] for j in jobs],
-        })
+        return Workload(
+            {
+                "job": list(range(len(jobs))),
+                "submit": submit,
+                "size": [j[1] for j in jobs],
+                "estimate": [j[1] * j[2] for j in jobs],
+                "weight": [j[3] for j in jobs],
+            }
+        )
 
     return st.lists(st.tuples(gap, size, factor, weight), min_size=1, max_size=MAX_JOBS).map(build)
 
@@ -158,11 +179,13 @@ class Check(EngineCheck):
 
         guard = None if "no-size-access" in self.skipped else hider("schedlab.sim.queue", "a job's true size")
         cls, params = self.cls, self.params
-        submit, size, estimate, weight = (np.asarray(w.columns[c], dtype=float)
-                                          for c in ("submit", "size", "estimate", "weight"))
+        submit, size, estimate, weight = (
+            np.asarray(w.columns[c], dtype=float) for c in ("submit", "size", "estimate", "weight")
+        )
         try:
-            completion, _ = simulate(submit, size, estimate, weight,
-                                     lambda server: _Watched(cls(server, **params), server), hidden=guard)
+            completion, _ = simulate(
+                submit, size, estimate, weight, lambda server: _Watched(cls(server, **params), server), hidden=guard
+            )
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-size-access", str(err)) from None
@@ -188,8 +211,10 @@ class Check(EngineCheck):
         tol = TIME_REL_TOL * max(1.0, fifo[-1])
         for j, (a, s, cj) in enumerate(zip(submit, size, c)):
             if not cj >= a + s - tol:
-                raise violation("no-early-completion", f"job {j} completes at t={cj!r}, before submit + size = "
-                                                       f"{a + s!r} (tolerance {tol:.3g})")
+                raise violation(
+                    "no-early-completion",
+                    f"job {j} completes at t={cj!r}, before submit + size = {a + s!r} (tolerance {tol:.3g})",
+                )
         n = len(submit)
         first = 0
         for i in range(n):
@@ -197,14 +222,20 @@ class Check(EngineCheck):
                 continue  # the busy period goes on
             latest = max(range(i + 1), key=lambda j: c[j])
             if c[latest] < fifo[i] - tol:
-                raise violation("no-early-completion", f"jobs 0..{i} are all done at t={c[latest]!r}, before the "
-                                                       f"FIFO recursion finishes their work at t={fifo[i]!r} "
-                                                       f"(tolerance {tol:.3g})")
+                raise violation(
+                    "no-early-completion",
+                    f"jobs 0..{i} are all done at t={c[latest]!r}, before the "
+                    f"FIFO recursion finishes their work at t={fifo[i]!r} "
+                    f"(tolerance {tol:.3g})",
+                )
             if "work-conserving" not in self.skipped and c[latest] > fifo[i] + tol:
-                raise violation("work-conserving", f"the busy period of jobs {first}..{i} (from t={submit[first]!r}) "
-                                                   f"should end at t={fifo[i]!r} (FIFO recursion) but job {latest} "
-                                                   f"completes at t={c[latest]!r} (tolerance {tol:.3g}): the server "
-                                                   f"was idle while jobs were present")
+                raise violation(
+                    "work-conserving",
+                    f"the busy period of jobs {first}..{i} (from t={submit[first]!r}) "
+                    f"should end at t={fifo[i]!r} (FIFO recursion) but job {latest} "
+                    f"completes at t={c[latest]!r} (tolerance {tol:.3g}): the server "
+                    f"was idle while jobs were present",
+                )
             first = i + 1
 
 

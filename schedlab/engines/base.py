@@ -12,8 +12,8 @@ rows. The platform and the CLI only ever go through
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,8 +93,9 @@ class Engine:
         rules between fields; errors name ``where.field[i]``."""
         self.system.check_spec(system, where)
 
-    def check_system_workload(self, system: Mapping[str, Any], kind: Any, points: Any, where: str,
-                              workload_where: str) -> None:
+    def check_system_workload(
+        self, system: Mapping[str, Any], kind: Any, points: Any, where: str, workload_where: str
+    ) -> None:
         """Plan time: the rules between system values and the workload's job
         table (e.g. a capacity list's length), for every workload point."""
         check_workload_points(self.system, system, kind, points, where, workload_where)
@@ -113,7 +114,7 @@ class Engine:
         except KeyError:
             raise UserError(
                 f"unknown policy {name!r} for engine {self.name!r}; choose from: {', '.join(self.policies)} "
-                f"(or your own class with use = \"file.py:Name\")"
+                f'(or your own class with use = "file.py:Name")'
             ) from None
 
     def seam_class(self) -> type:
@@ -133,8 +134,10 @@ class Engine:
             raise UserError(f"{where}: {what} is not a {self.name} policy: subclass schedlab.api.{self.name}.Policy")
         missing = sorted(getattr(obj, "__abstractmethods__", ()))
         if missing:
-            raise UserError(f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
-                            f"(required by schedlab.api.{self.name}.Policy)")
+            raise UserError(
+                f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
+                f"(required by schedlab.api.{self.name}.Policy)"
+            )
         return obj
 
     def check_policy_params(self, cls: type, params: Mapping[str, Any], where: str, sep: str = ".") -> None:
@@ -152,8 +155,15 @@ class Engine:
             except (TypeError, ValueError) as err:
                 raise UserError(f"{where}: {err}") from None
 
-    def run(self, jobs: pl.DataFrame, policy: str | type, params: Mapping[str, Any] | None = None,
-            system: Mapping[str, Any] | None = None, *, path: str = "fast") -> RunResult:
+    def run(
+        self,
+        jobs: pl.DataFrame,
+        policy: str | type,
+        params: Mapping[str, Any] | None = None,
+        system: Mapping[str, Any] | None = None,
+        *,
+        path: str = "fast",
+    ) -> RunResult:
         """Run one policy (a built-in name or a policy class) over a job
         table. A policy that asks for something the engine forbids raises
         :class:`PolicyError` naming the policy, the time and the job.
@@ -194,5 +204,3 @@ class LazyPolicies(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._load())
-
-

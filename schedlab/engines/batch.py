@@ -5,7 +5,8 @@ cluster, no preemption (FCFS, EASY backfilling). The simulator is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
@@ -14,8 +15,13 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
-        system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
+def run(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    path: str = "fast",
+) -> RunResult:
     """Run one batch policy over a rigid-job table: job_id, submit, runtime,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
     "nodes"), procs (model procs; 0 = the trace's machine size from a
@@ -41,8 +47,19 @@ ENGINE = Engine(
     policies=LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
     adapter=run,
     seam="schedlab.policies.batch.base.BatchPolicy",
-    sources=("engines/base.py", "engines/batch.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py",
-             "sim/batch_fast.py", "sim/jit.py", "sim/stretch_bound.py", "sim/underutilization.py", "policies/batch"),
+    sources=(
+        "engines/base.py",
+        "engines/batch.py",
+        "params.py",
+        "errors.py",
+        "sim/system.py",
+        "sim/batch.py",
+        "sim/batch_fast.py",
+        "sim/jit.py",
+        "sim/stretch_bound.py",
+        "sim/underutilization.py",
+        "policies/batch",
+    ),
     workload_kinds=("trace", "lublin"),
     system=SYSTEMS["batch"],
     fast_path=True,

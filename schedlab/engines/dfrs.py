@@ -4,7 +4,8 @@ CPU, pausing and migration (Stillwell, Vivien, Casanova). The simulator is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
@@ -13,8 +14,9 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
-        system: Mapping[str, Any] | None = None) -> RunResult:
+def run(
+    jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None, system: Mapping[str, Any] | None = None
+) -> RunResult:
     """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
     procs[, cpu_need, memory] (Lublin, SWF traces; the annotation fields of
     those workload kinds add the last two, by default with the paper's own
@@ -31,12 +33,24 @@ def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
 
 ENGINE = Engine(
     name="dfrs",
-    summary="DFRS: VM time-sharing of parallel jobs with pausing/migration (Greedy*, GreedyP*, GreedyPM*, /per; OPT=MIN/AVG)",
+    summary=(
+        "DFRS: VM time-sharing of parallel jobs with pausing/migration "
+        "(Greedy*, GreedyP*, GreedyPM*, /per; OPT=MIN/AVG)"
+    ),
     policies=LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
     adapter=run,
     seam="schedlab.policies.dfrs.base.DfrsPolicy",
-    sources=("engines/base.py", "engines/dfrs.py", "params.py", "errors.py", "sim/system.py", "sim/dfrs.py",
-             "sim/stretch_bound.py", "sim/underutilization.py", "policies/dfrs"),
+    sources=(
+        "engines/base.py",
+        "engines/dfrs.py",
+        "params.py",
+        "errors.py",
+        "sim/system.py",
+        "sim/dfrs.py",
+        "sim/stretch_bound.py",
+        "sim/underutilization.py",
+        "policies/dfrs",
+    ),
     handle_args=0,
     workload_kinds=("trace", "lublin"),
     system=SYSTEMS["dfrs"],

@@ -6,9 +6,11 @@ policies are in ``schedlab.sim.packing_fast``, for Tetris and Slots-Fair in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.sim.system import SYSTEMS
 
@@ -16,8 +18,13 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
-        system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
+def run(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    path: str = "fast",
+) -> RunResult:
     """Run one packing policy over a job table: job_id, submit, duration (or
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
     every event), sample_every (0 = no time series).
@@ -50,9 +57,20 @@ ENGINE = Engine(
     policies=LazyPolicies("schedlab.policies.packing", "PACKING_POLICIES"),
     adapter=run,
     seam="schedlab.policies.packing.base.PackingPolicy",
-    sources=("engines/base.py", "engines/packing.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py",
-             "sim/packing_fast.py", "sim/packing_fast_io.py", "sim/packing_multi_fast.py", "sim/tetris_fast.py",
-             "sim/jit.py", "policies/packing"),
+    sources=(
+        "engines/base.py",
+        "engines/packing.py",
+        "params.py",
+        "errors.py",
+        "sim/system.py",
+        "sim/packing.py",
+        "sim/packing_fast.py",
+        "sim/packing_fast_io.py",
+        "sim/packing_multi_fast.py",
+        "sim/tetris_fast.py",
+        "sim/jit.py",
+        "policies/packing",
+    ),
     workload_kinds=("packing", "trace"),
     system=SYSTEMS["packing"],
     fast_path=True,

@@ -6,8 +6,9 @@ seam user policies run on) with compiled kernels for the built-in policies in
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.errors import UserError
@@ -17,8 +18,13 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
-        system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
+def run(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    path: str = "fast",
+) -> RunResult:
     """Run one queue policy over a canonical job table (see workloads.schema).
 
     ``path="fast"``: a built-in policy class (by identity, never a subclass)
@@ -81,8 +87,17 @@ ENGINE = Engine(
     policies=LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
     adapter=run,
     seam="schedlab.policies.queue.base.QueuePolicy",
-    sources=("engines/base.py", "engines/queue.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast",
-             "sim/jit.py", "sim/metrics.py", "policies/queue"),
+    sources=(
+        "engines/base.py",
+        "engines/queue.py",
+        "params.py",
+        "errors.py",
+        "sim/queue.py",
+        "sim/queue_fast",
+        "sim/jit.py",
+        "sim/metrics.py",
+        "policies/queue",
+    ),
     workload_kinds=("synthetic", "file", "trace"),
     system=SYSTEMS["queue"],
     fast_path=True,

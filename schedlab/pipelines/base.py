@@ -25,9 +25,10 @@ registry and the runner can import it without a cycle.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.errors import UserError
 
@@ -95,16 +96,32 @@ class FigureReport:
         return self.png.with_suffix(".pdf")
 
     def markdown(self) -> str:
-        lines = [f"## {self.title}", "", f"![{self.key}]({self.png.name})", "",
-                 f"Vector figure: [{self.pdf.name}]({self.pdf.name}).", "",
-                 "### Paper says", "", self.paper_says, "",
-                 "### Measured", "", self.measured, "",
-                 "### Holds?", ""]
+        lines = [
+            f"## {self.title}",
+            "",
+            f"![{self.key}]({self.png.name})",
+            "",
+            f"Vector figure: [{self.pdf.name}]({self.pdf.name}).",
+            "",
+            "### Paper says",
+            "",
+            self.paper_says,
+            "",
+            "### Measured",
+            "",
+            self.measured,
+            "",
+            "### Holds?",
+            "",
+        ]
         for c in self.checks:
             lines.append(f"- {c.verdict(self.replications)} — {c.claim}: {c.detail}")
         if any(c.too_few(self.replications) for c in self.checks):
-            lines += ["", f"Verdicts marked *too few replications* rest on fewer than {MIN_REPLICATIONS} "
-                          "independent instances per point; rerun at a larger scale before relying on them."]
+            lines += [
+                "",
+                f"Verdicts marked *too few replications* rest on fewer than {MIN_REPLICATIONS} "
+                "independent instances per point; rerun at a larger scale before relying on them.",
+            ]
         lines.append("")
         return "\n".join(lines)
 

@@ -21,8 +21,19 @@ RATIO_FLOOR = 1.0
 #: A positive metric (MST, queue length) on a log axis: never below 0.
 POSITIVE_FLOOR = 0.0
 
-MARKERS = {"FIFO": "s", "PS": "o", "LAS": "^", "SRPT": "x", "SRPTE": "v", "FSPE": "D", "PSBS": "*",
-           "BF-J/S": "o", "VQS": "s", "VQS-BF": "^", "FIFO-FF": "D"}
+MARKERS = {
+    "FIFO": "s",
+    "PS": "o",
+    "LAS": "^",
+    "SRPT": "x",
+    "SRPTE": "v",
+    "FSPE": "D",
+    "PSBS": "*",
+    "BF-J/S": "o",
+    "VQS": "s",
+    "VQS-BF": "^",
+    "FIFO-FF": "D",
+}
 
 
 def relative_to(results_dir: str | Path, metric: str, baseline: str, keys: list[str]):
@@ -49,7 +60,8 @@ def ratios_to(frame, metrics: list[str], baseline: str, on: list[str]):
     base = frame.filter(pl.col("policy") == baseline).select(on + [pl.col(m).alias(f"_b_{m}") for m in metrics])
     out = frame.join(base, on=on, how="inner")
     return out.with_columns([(pl.col(m) / pl.col(f"_b_{m}")).alias(f"{m}_ratio") for m in metrics]).drop(
-        [f"_b_{m}" for m in metrics])
+        [f"_b_{m}" for m in metrics]
+    )
 
 
 def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], pair: list[str]):
@@ -65,7 +77,8 @@ def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], 
     if hasattr(frame, "collect"):
         frame = frame.collect()
     rows = frame.filter(pl.col("policy").is_in([policy, other])).select(
-        keys + [c for c in pair if c not in keys] + ["policy", pl.col(metric).cast(pl.Float64)])
+        keys + [c for c in pair if c not in keys] + ["policy", pl.col(metric).cast(pl.Float64)]
+    )
     return paired_stats(rows, keys, [c for c in pair if c not in keys], "policy", metric, other, ratio=True)
 
 
@@ -127,17 +140,24 @@ def md_grid(table, keys: list[str], policies: list[str], col: str, labels: list[
     import itertools
 
     points = itertools.product(*(sorted(set(table[k].to_list())) for k in keys))
-    return md_rows((labels or keys) + policies,
-                   [[f"{v:g}" for v in point] + [cell(table, p, col, **dict(zip(keys, point))) for p in policies]
-                    for point in points], table)
+    return md_rows(
+        (labels or keys) + policies,
+        [
+            [f"{v:g}" for v in point] + [cell(table, p, col, **dict(zip(keys, point))) for p in policies]
+            for point in points
+        ],
+        table,
+    )
 
 
 def md_rows(head: list[str], rows: list[list[str]], table) -> str:
     """A markdown table, then the replications per point of ``table`` (its ``n``)."""
     n = sorted(set(table["n"].to_list()))
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(r) + " |" for r in rows]
-                     + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."])
+    return "\n".join(
+        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        + ["| " + " | ".join(r) + " |" for r in rows]
+        + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."]
+    )
 
 
 def ci_or_zero(values) -> list[float]:
@@ -158,8 +178,18 @@ def plot_lines(ax, table, x: str, col: str, policies: list[str], floor: float | 
         sub = table.filter(table["policy"] == p).sort(x)
         if sub.height == 0:
             continue
-        errorbar(ax, sub[x].to_list(), sub[f"{col}_mean"].to_list(), sub[f"{col}_ci95"].to_list(), floor,
-                 label=p, marker=MARKERS.get(p, "o"), markersize=5, capsize=2, linewidth=1.2)
+        errorbar(
+            ax,
+            sub[x].to_list(),
+            sub[f"{col}_mean"].to_list(),
+            sub[f"{col}_ci95"].to_list(),
+            floor,
+            label=p,
+            marker=MARKERS.get(p, "o"),
+            markersize=5,
+            capsize=2,
+            linewidth=1.2,
+        )
         plotted.append(p)
     return plotted
 
@@ -186,9 +216,13 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
     series plotted (policy names, in order)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(plot.get("panel_width", 4.0) * len(panels) + 1,
-                                                      plot.get("height", 3.8)),
-                             sharey=plot.get("sharey", True), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(plot.get("panel_width", 4.0) * len(panels) + 1, plot.get("height", 3.8)),
+        sharey=plot.get("sharey", True),
+        squeeze=False,
+    )
     series: list[str] = []
     for ax, (source, table, panel) in zip(axes[0], panels):
         x = panel["x"] if "x" in panel else plot["x"]
@@ -228,25 +262,47 @@ def where(table, conditions: dict[str, float]):
 
 
 #: the layout of the PSBS paper's MST / optimal figures (`ratio_panels`)
-RATIO_PLOT = {"y": "ratio", "floor": RATIO_FLOOR, "reference": 1.0, "logx": True, "yscale": "log",
-              "ylabel": "MST / optimal"}
+RATIO_PLOT = {
+    "y": "ratio",
+    "floor": RATIO_FLOOR,
+    "reference": 1.0,
+    "logx": True,
+    "yscale": "log",
+    "ylabel": "MST / optimal",
+}
 
 
-def ratio_panels(table, path: Path, x: str, policies: list[str], panels: list[tuple[str, Any, str]],
-                 *, ylabel: str = "MST / optimal", col: str = "ratio", width: float = 4.0) -> list[str]:
+def ratio_panels(
+    table,
+    path: Path,
+    x: str,
+    policies: list[str],
+    panels: list[tuple[str, Any, str]],
+    *,
+    ylabel: str = "MST / optimal",
+    col: str = "ratio",
+    width: float = 4.0,
+) -> list[str]:
     """One log-log panel per (column, value, title) in ``panels`` (an empty
     column name means the whole table), ``col`` against ``x`` for each policy,
     with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
     figures (`line_figure` with `RATIO_PLOT`). The bars respect `RATIO_FLOOR`
     (MST / optimal >= 1). Returns the series plotted (policy names, in order)."""
     plot = {**RATIO_PLOT, "x": x, "y": col, "series": policies, "ylabel": ylabel, "panel_width": width}
-    return line_figure([(table, where(table, {key: value} if key else {}), {"title": title})
-                        for key, value, title in panels], plot, path)
+    return line_figure(
+        [(table, where(table, {key: value} if key else {}), {"title": title}) for key, value, title in panels],
+        plot,
+        path,
+    )
 
 
 #: the comparisons a claim may state (`schedlab.pipelines.declare.Claim`)
-OPS: dict[str, Any] = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-                       ">=": lambda a, b: a >= b}
+OPS: dict[str, Any] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
 
 
 def values(table, col: str = "ratio"):

@@ -26,13 +26,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import OPS, absolute, line_figure, lookup, row_at, md_table, relative_to, where
+from schedlab.pipelines.common import OPS, absolute, line_figure, md_table, relative_to, row_at, where
 
 
 @dataclass(frozen=True)
@@ -68,15 +69,26 @@ class Claim:
     def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
         """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
         ``than``, the ``bound`` than x (1 + tolerance), and ``fields``."""
-        return Check(self.says.format(**{"tolerance": self.tolerance, "than": self.than,
-                                         "bound": self.than * (1 + self.tolerance),
-                                         **self.fields, **fields}), bool(holds), detail)
+        return Check(
+            self.says.format(
+                **{
+                    "tolerance": self.tolerance,
+                    "than": self.than,
+                    "bound": self.than * (1 + self.tolerance),
+                    **self.fields,
+                    **fields,
+                }
+            ),
+            bool(holds),
+            detail,
+        )
 
-    def compare(self, data: "FigureData", x: str, y: str) -> Check:
+    def compare(self, data: FigureData, x: str, y: str) -> Check:
         """The generic check: the comparison at every point (class docstring)."""
         table = data.tables[self.panel] if self.panel else data.table
-        points = sorted(v for v in set(table[x].to_list())
-                        if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items()))
+        points = sorted(
+            v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
+        )
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
@@ -159,7 +171,9 @@ class Declared:
             for j, row in enumerate(fig.get("claims", [])):
                 place = f"{path}: figures[{i}].claims[{j}]"
                 if set(row) - known:
-                    raise UserError(f"{place}: unknown field {sorted(set(row) - known)[0]!r}; fields: {', '.join(sorted(known))}")
+                    raise UserError(
+                        f"{place}: unknown field {sorted(set(row) - known)[0]!r}; fields: {', '.join(sorted(known))}"
+                    )
                 if "check" not in row and row.get("comparison") not in OPS:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
 
@@ -192,8 +206,11 @@ class Declared:
         """Draw a figure of the pipeline from its data; returns the series plotted."""
         if isinstance(fig["plot"], str):
             return self.fn(fig["plot"])(data, png)
-        return line_figure([(data.tables[p["name"]] if "sweep" in p else data.table, panel_table(data, p), p)
-                            for p in fig["panels"]], fig["plot"], png)
+        return line_figure(
+            [(data.tables[p["name"]] if "sweep" in p else data.table, panel_table(data, p), p) for p in fig["panels"]],
+            fig["plot"],
+            png,
+        )
 
     def figure(self, fig: dict[str, Any], dirs: dict[str, Path], out_dir: Path) -> FigureReport:
         data = self.data(fig, dirs)
@@ -203,16 +220,27 @@ class Declared:
         if isinstance(fig.get("measured"), str):
             body = self.fn(fig["measured"])(data)
         else:
-            body = "\n\n".join(f"{p['caption']}:\n\n" + md_table(panel_table(data, p), p["x"] if "x" in p else plot["x"],
-                                                                   plot["series"], plot["y"], p.get("x_label"))
-                               for p in fig["panels"])
+            body = "\n\n".join(
+                f"{p['caption']}:\n\n"
+                + md_table(
+                    panel_table(data, p), p["x"] if "x" in p else plot["x"], plot["series"], plot["y"], p.get("x_label")
+                )
+                for p in fig["panels"]
+            )
         intro = fig.get("measured_intro")
         checks = self.checks(fig, data)
         says = fig["paper_says"]
         if "paper_says_fields" in fig:  # a module function of the data: the setting the text names
             says = says.format(**self.fn(fig["paper_says_fields"])(data))
-        return FigureReport(key=fig["key"], title=fig["title"], png=png, series=series, paper_says=says,
-                            measured=f"{intro}\n\n{body}" if intro else body, checks=checks)
+        return FigureReport(
+            key=fig["key"],
+            title=fig["title"],
+            png=png,
+            series=series,
+            paper_says=says,
+            measured=f"{intro}\n\n{body}" if intro else body,
+            checks=checks,
+        )
 
     def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
         """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
@@ -222,8 +250,9 @@ class Declared:
             if claim.check:
                 found = self.fn(claim.check)(data, claim)
             else:
-                panel: dict[str, Any] = (next((p for p in fig["panels"] if p.get("name") == claim.panel), {})
-                                         if claim.panel else {})
+                panel: dict[str, Any] = (
+                    next((p for p in fig["panels"] if p.get("name") == claim.panel), {}) if claim.panel else {}
+                )
                 found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
             out += [found] if isinstance(found, Check) else (found or [])
         return out
@@ -235,8 +264,14 @@ class Declared:
 
     def pipeline(self) -> Pipeline:
         d = self.doc
-        return Pipeline(name=d["name"], paper=d["paper"], figure=d["figure"], description=d["description"],
-                        specs=self.specs, report=self.report)
+        return Pipeline(
+            name=d["name"],
+            paper=d["paper"],
+            figure=d["figure"],
+            description=d["description"],
+            specs=self.specs,
+            report=self.report,
+        )
 
 
 def panel_table(data: FigureData, panel: dict[str, Any]):

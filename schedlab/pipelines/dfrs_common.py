@@ -84,10 +84,14 @@ _SUB_RE = re.compile(r"-sub([0-9.e-]+)$")
 #: day (141 jobs) at smoke scale.
 #: Smoke scale also shrinks the synthetic cluster (16 nodes) so that 60 jobs contend.
 SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"njobs": 60, "loads": [0.3, 0.9], "n": 1, "window_length": DAY, "windows": [400],
-              "synthetic_nodes": 16},
-    "quick": {"njobs": 300, "loads": [0.1, 0.3, 0.5, 0.7, 0.9], "n": 3, "window_length": 2 * DAY,
-              "windows": [100, 250, 403, 550]},
+    "smoke": {"njobs": 60, "loads": [0.3, 0.9], "n": 1, "window_length": DAY, "windows": [400], "synthetic_nodes": 16},
+    "quick": {
+        "njobs": 300,
+        "loads": [0.1, 0.3, 0.5, 0.7, 0.9],
+        "n": 3,
+        "window_length": 2 * DAY,
+        "windows": [100, 250, 403, 550],
+    },
     "paper": {"njobs": 1000, "loads": LOADS, "n": 100, "window_length": WEEK, "windows": "all"},
 }
 
@@ -132,28 +136,48 @@ def subset_windows(windows: list[int], fraction: float | None) -> list[int]:
     if fraction is None:
         return list(windows)
     perm = np.random.default_rng(SUBSET_SEED).permutation(len(windows))
-    return sorted(windows[i] for i in perm[:subset_count(len(windows), fraction)])
+    return sorted(windows[i] for i in perm[: subset_count(len(windows), fraction)])
 
 
 def workload(trace_set: str, scale: str, subset: float | None = None) -> dict[str, Any]:
     s = SCALES[scale]
     if trace_set == "hpc2n":
         windows = s["windows"] if subset is None else subset_windows(hpc2n_windows(scale), subset)
-        return {"kind": "trace", "reader": "swf", "path": HPC2N, "window_length": s["window_length"],
-                "window": windows, "window_origin": "header", "annotation": "dfrs-hpc2n"}
+        return {
+            "kind": "trace",
+            "reader": "swf",
+            "path": HPC2N,
+            "window_length": s["window_length"],
+            "window": windows,
+            "window_origin": "header",
+            "annotation": "dfrs-hpc2n",
+        }
     # Both synthetic sets draw with same_trace: replication r is one trace, unscaled (load 0: the
     # model's own arrivals) or rescaled to each load (§5.3.2).
     load = list(s["loads"]) if trace_set == "scaled" else 0.0
-    return {"kind": "lublin", "njobs": s["njobs"], "nodes": nodes(trace_set, scale), "load": load,
-            "same_trace": True, "annotation": "dfrs-synthetic"}
+    return {
+        "kind": "lublin",
+        "njobs": s["njobs"],
+        "nodes": nodes(trace_set, scale),
+        "load": load,
+        "same_trace": True,
+        "annotation": "dfrs-synthetic",
+    }
 
 
 def sweep_name(prefix: str, trace_set: str, engine: str, scale: str, subset: float | None) -> str:
     return f"{prefix}-{trace_set}-{engine}-{scale}" + ("" if subset is None else f"-sub{subset:g}")
 
 
-def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any], batch_policies: list[str],
-              seed: int, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+def set_specs(
+    prefix: str,
+    trace_set: str,
+    scale: str,
+    dfrs_policies: list[Any],
+    batch_policies: list[str],
+    seed: int,
+    overrides: dict[str, Any],
+) -> list[dict[str, Any]]:
     """The DFRS sweep and the batch sweep of one trace set (same seed and
     workload, hence the same instances); names ``{prefix}-{set}-dfrs-{scale}``
     and ``{prefix}-{set}-batch-{scale}`` (+ ``-subF`` for a subset, see the
@@ -162,19 +186,39 @@ def set_specs(prefix: str, trace_set: str, scale: str, dfrs_policies: list[Any],
     n = 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)
     # One instance per Ray task: a DFRS job-run costs far more than the queue
     # engine's the default packing (execution.task_jobs) is sized for.
-    common = {"seed": seed, "workload": workload(trace_set, scale, subset), "replications": {"n": n},
-              "execution": {"task_jobs": 1}}
+    common = {
+        "seed": seed,
+        "workload": workload(trace_set, scale, subset),
+        "replications": {"n": n},
+        "execution": {"task_jobs": 1},
+    }
     out = []
     if dfrs_policies:
-        out.append({"name": sweep_name(prefix, trace_set, "dfrs", scale, subset), "engine": "dfrs",
-                    "policies": list(dfrs_policies),
-                    "system": {"nodes": nodes(trace_set, scale), "penalty": PENALTY, "bound": True}, **common})
+        out.append(
+            {
+                "name": sweep_name(prefix, trace_set, "dfrs", scale, subset),
+                "engine": "dfrs",
+                "policies": list(dfrs_policies),
+                "system": {"nodes": nodes(trace_set, scale), "penalty": PENALTY, "bound": True},
+                **common,
+            }
+        )
     if batch_policies:
-        out.append({"name": sweep_name(prefix, trace_set, "batch", scale, subset), "engine": "batch",
-                    "policies": list(batch_policies),
-                    "system": {"model": "nodes", "nodes": nodes(trace_set, scale), "tasks_per_node": 1,
-                               "bound": True, "estimates": "exact"},
-                    **common})
+        out.append(
+            {
+                "name": sweep_name(prefix, trace_set, "batch", scale, subset),
+                "engine": "batch",
+                "policies": list(batch_policies),
+                "system": {
+                    "model": "nodes",
+                    "nodes": nodes(trace_set, scale),
+                    "tasks_per_node": 1,
+                    "bound": True,
+                    "estimates": "exact",
+                },
+                **common,
+            }
+        )
     return [deep_merge(spec, overrides) for spec in out]
 
 
@@ -186,8 +230,9 @@ def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
 
     from schedlab import load
 
-    frames = [load(d).collect() for name, d in sorted(results_dirs.items())
-              if name.startswith(f"{prefix}-{trace_set}-")]
+    frames = [
+        load(d).collect() for name, d in sorted(results_dirs.items()) if name.startswith(f"{prefix}-{trace_set}-")
+    ]
     if not frames:
         raise ValueError(f"no results for trace set {trace_set!r} of {prefix}")
     return pl.concat(frames, how="diagonal_relaxed")
@@ -208,8 +253,11 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
         k = frame.select(["replication", *instance_key(trace_set)]).unique().height
         counts.append(f"{TITLES[trace_set]} {k} of the paper's {PAPER_INSTANCES[trace_set]}")
     f = subset_of(results_dirs)
-    kind = (f"**Seeded subset** (fraction {f:g} of each set's traces; averages with 95 % t intervals)"
-            if f is not None else "Full trace sets of this scale")
+    kind = (
+        f"**Seeded subset** (fraction {f:g} of each set's traces; averages with 95 % t intervals)"
+        if f is not None
+        else "Full trace sets of this scale"
+    )
     return f"{kind}: instances " + ", ".join(counts) + "."
 
 
@@ -218,6 +266,29 @@ def instance_key(trace_set: str) -> list[str]:
     return ["window"] if trace_set == "hpc2n" else ["load"]
 
 
-__all__ = ["BATCH", "BEST", "HPC2N", "LOADS", "NODES", "PAPER_INSTANCES", "PENALTY", "SCALES", "SUBSET_KEY",
-           "SUBSET_PIPELINES", "SUBSET_SEED", "TITLES", "coverage", "hpc2n_windows", "instance_key", "nodes", "rows", "set_specs",
-           "split_subset", "subset_count", "subset_of", "subset_windows", "sweep_name", "workload"]
+__all__ = [
+    "BATCH",
+    "BEST",
+    "HPC2N",
+    "LOADS",
+    "NODES",
+    "PAPER_INSTANCES",
+    "PENALTY",
+    "SCALES",
+    "SUBSET_KEY",
+    "SUBSET_PIPELINES",
+    "SUBSET_SEED",
+    "TITLES",
+    "coverage",
+    "hpc2n_windows",
+    "instance_key",
+    "nodes",
+    "rows",
+    "set_specs",
+    "split_subset",
+    "subset_count",
+    "subset_of",
+    "subset_windows",
+    "sweep_name",
+    "workload",
+]

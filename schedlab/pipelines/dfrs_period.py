@@ -33,8 +33,9 @@ def specs(scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     policy = {"name": dc.BEST, "params": {"period": list(PERIODS[scale])}}
     out = []
     for trace_set in SETS:
-        out += dc.set_specs("dfrs-period", trace_set, scale, [policy], ["EASY"], seed=SEEDS[trace_set],
-                            overrides=overrides)
+        out += dc.set_specs(
+            "dfrs-period", trace_set, scale, [policy], ["EASY"], seed=SEEDS[trace_set], overrides=overrides
+        )
     return out
 
 
@@ -86,17 +87,24 @@ def plot(tabs, col: str, ylabel: str, path: Path, log: bool) -> list[str]:
 
 def markdown(tabs, col: str) -> str:
     periods = sorted({p for s in SETS for p in tabs[s][0]["policy_period"].to_list()})
-    lines = ["| trace set | EASY | " + " | ".join(f"period {p:g} s" for p in periods) + " |",
-             "|" + "---|" * (len(periods) + 2)]
+    lines = [
+        "| trace set | EASY | " + " | ".join(f"period {p:g} s" for p in periods) + " |",
+        "|" + "---|" * (len(periods) + 2),
+    ]
     for s in SETS:
         dfrs, easy = tabs[s]
         by = {r["policy_period"]: r for r in dfrs.iter_rows(named=True)}
         cells = [fmt_ci(by[p][f"{col}_mean"], by[p][f"{col}_ci95"]) if p in by else "–" for p in periods]
-        lines.append(f"| {dc.TITLES[s]} | {fmt_ci(easy[f'{col}_mean'][0], easy[f'{col}_ci95'][0])} | "
-                     + " | ".join(cells) + " |")
+        lines.append(
+            f"| {dc.TITLES[s]} | {fmt_ci(easy[f'{col}_mean'][0], easy[f'{col}_ci95'][0])} | " + " | ".join(cells) + " |"
+        )
     ns = {s: sorted(set(tabs[s][0]["n"].to_list())) for s in SETS}
-    lines += ["", "Instances per point: " + ", ".join(f"{dc.TITLES[s]} {', '.join(map(str, ns[s]))}" for s in SETS)
-              + "; ± is the 95 % CI half-width (Student t)."]
+    lines += [
+        "",
+        "Instances per point: "
+        + ", ".join(f"{dc.TITLES[s]} {', '.join(map(str, ns[s]))}" for s in SETS)
+        + "; ± is the 95 % CI half-width (Student t).",
+    ]
     return "\n".join(lines)
 
 
@@ -108,21 +116,32 @@ def checks_fig2(tabs) -> list[Check]:
     out = []
     u = {s: _at(tabs[s][0], "underutilization") for s in SETS}
     easy = {s: float(tabs[s][1]["underutilization_mean"][0]) for s in SETS}
-    out.append(Check(
-        "normalized underutilization decreases as the period grows (largest period below the smallest, every set)",
-        all(u[s][max(u[s])] < u[s][min(u[s])] for s in SETS),
-        ", ".join(f"{s}: {u[s][min(u[s])]:.3f} at {min(u[s]):g} s -> {u[s][max(u[s])]:.3f} at {max(u[s]):g} s"
-                  for s in SETS)))
+    out.append(
+        Check(
+            "normalized underutilization decreases as the period grows (largest period below the smallest, every set)",
+            all(u[s][max(u[s])] < u[s][min(u[s])] for s in SETS),
+            ", ".join(
+                f"{s}: {u[s][min(u[s])]:.3f} at {min(u[s]):g} s -> {u[s][max(u[s])]:.3f} at {max(u[s]):g} s"
+                for s in SETS
+            ),
+        )
+    )
     synth = [(s, p) for s in ("unscaled", "scaled") for p in u[s] if p > BEYOND]
-    out.append(Check(
-        f"on the synthetic sets, periods larger than {BEYOND:g} s give a lower average normalized "
-        f"underutilization than EASY",
-        bool(synth) and all(u[s][p] < easy[s] for s, p in synth),
-        ", ".join(f"{s} {p:g} s: {u[s][p]:.3f} vs EASY {easy[s]:.3f}" for s, p in synth)))
-    out.append(Check(
-        "on the real-world trace, EASY's underutilization is lower regardless of the period",
-        all(u["hpc2n"][p] > easy["hpc2n"] for p in u["hpc2n"]),
-        f"EASY {easy['hpc2n']:.3f}; DFRS " + ", ".join(f"{p:g} s: {v:.3f}" for p, v in sorted(u["hpc2n"].items()))))
+    out.append(
+        Check(
+            f"on the synthetic sets, periods larger than {BEYOND:g} s give a lower average normalized "
+            f"underutilization than EASY",
+            bool(synth) and all(u[s][p] < easy[s] for s, p in synth),
+            ", ".join(f"{s} {p:g} s: {u[s][p]:.3f} vs EASY {easy[s]:.3f}" for s, p in synth),
+        )
+    )
+    out.append(
+        Check(
+            "on the real-world trace, EASY's underutilization is lower regardless of the period",
+            all(u["hpc2n"][p] > easy["hpc2n"] for p in u["hpc2n"]),
+            f"EASY {easy['hpc2n']:.3f}; DFRS " + ", ".join(f"{p:g} s: {v:.3f}" for p, v in sorted(u["hpc2n"].items())),
+        )
+    )
     return out
 
 
@@ -131,14 +150,18 @@ def checks_fig3(tabs) -> list[Check]:
     easy = {s: float(tabs[s][1]["degradation_mean"][0]) for s in SETS}
     growth = {s: d[s][max(d[s])] / d[s][min(d[s])] for s in SETS}
     return [
-        Check("a 20-fold increase of the period increases the max-stretch degradation by less than a factor "
-              + ", ".join(f"{GROWTH[s]:g} ({s})" for s in SETS),
-              all(growth[s] < GROWTH[s] for s in SETS),
-              ", ".join(f"{s}: x{growth[s]:.2f} from {min(d[s]):g} s to {max(d[s]):g} s" for s in SETS)),
-        Check(f"at every period the algorithm still outperforms EASY by at least two orders of magnitude on average "
-              f"(EASY's average degradation >= {ORDERS:g}x)",
-              all(easy[s] >= ORDERS * v for s in SETS for v in d[s].values()),
-              ", ".join(f"{s}: EASY {easy[s]:.3g} vs worst period {max(d[s].values()):.3g}" for s in SETS)),
+        Check(
+            "a 20-fold increase of the period increases the max-stretch degradation by less than a factor "
+            + ", ".join(f"{GROWTH[s]:g} ({s})" for s in SETS),
+            all(growth[s] < GROWTH[s] for s in SETS),
+            ", ".join(f"{s}: x{growth[s]:.2f} from {min(d[s]):g} s to {max(d[s]):g} s" for s in SETS),
+        ),
+        Check(
+            f"at every period the algorithm still outperforms EASY by at least two orders of magnitude on average "
+            f"(EASY's average degradation >= {ORDERS:g}x)",
+            all(easy[s] >= ORDERS * v for s in SETS for v in d[s].values()),
+            ", ".join(f"{s}: EASY {easy[s]:.3g} vs worst period {max(d[s].values()):.3g}" for s in SETS),
+        ),
     ]
 
 
@@ -150,31 +173,41 @@ def report(results_dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
     paper_u = "; ".join(f"{dc.TITLES[s]}: EASY {e:.1%}, DFRS {d:.1%}" for s, (e, d) in PAPER_UNDERUTIL.items())
     return [
         FigureReport(
-            key="fig2", title="Fig. 2 — Average normalized underutilization vs period",
-            png=fig2, series=s2,
+            key="fig2",
+            title="Fig. 2 — Average normalized underutilization vs period",
+            png=fig2,
+            series=s2,
             paper_says=(
                 "§5.3.2, Fig. 2 (GreedyPM*/per/OPT=MIN/MINVT=600, periods 600 .. 12,000 s, EASY for reference): "
-                f"at the default 600 s period, {paper_u}. \"In all graphs normalized underutilization is shown to "
-                "decrease steadily\"; \"For the two sets of synthetic traces, as the period becomes larger than "
+                f'at the default 600 s period, {paper_u}. "In all graphs normalized underutilization is shown to '
+                'decrease steadily"; "For the two sets of synthetic traces, as the period becomes larger than '
                 "900s ..., our algorithms achieve better average normalized underutilization than EASY. For the "
-                "real-world trace, our algorithms achieve higher values than EASY regardless of the period\" "
-                "(plateau around 11.8 %). Traces here are annotated by the paper's rules (RR-7659 §5.3, dfrs_common)."),
-            measured=dc.coverage(results_dirs, "dfrs-period", SETS) + "\n\nAverage normalized underutilization:\n\n"
-                     + markdown(tabs, "underutilization"),
-            checks=checks_fig2(tabs)),
+                'real-world trace, our algorithms achieve higher values than EASY regardless of the period" '
+                "(plateau around 11.8 %). Traces here are annotated by the paper's rules (RR-7659 §5.3, dfrs_common)."
+            ),
+            measured=dc.coverage(results_dirs, "dfrs-period", SETS)
+            + "\n\nAverage normalized underutilization:\n\n"
+            + markdown(tabs, "underutilization"),
+            checks=checks_fig2(tabs),
+        ),
         FigureReport(
-            key="fig3", title="Fig. 3 — Max stretch degradation from bound vs period",
-            png=fig3, series=s3,
+            key="fig3",
+            title="Fig. 3 — Max stretch degradation from bound vs period",
+            png=fig3,
+            series=s3,
             paper_says=(
-                "§5.3.2, Fig. 3: \"the average maximum stretch degradation increases slowly as the period "
+                '§5.3.2, Fig. 3: "the average maximum stretch degradation increases slowly as the period '
                 "increases. ... for the scaled synthetic traces ... a 20-fold increase of the period leads to an "
                 "increase of the maximum stretch degradation by less than a factor of 3. Results for the unscaled "
                 "synthetic traces and the real-world trace show much smaller increases (by less than a factor 1.5 "
                 "and a factor 2, respectively). ... still allows our algorithms to outperform EASY by at least two "
-                "orders of magnitude on average.\""),
+                'orders of magnitude on average."'
+            ),
             measured=dc.coverage(results_dirs, "dfrs-period", SETS)
-                     + "\n\nAverage max-stretch degradation from bound:\n\n" + markdown(tabs, "degradation"),
-            checks=checks_fig3(tabs)),
+            + "\n\nAverage max-stretch degradation from bound:\n\n"
+            + markdown(tabs, "degradation"),
+            checks=checks_fig3(tabs),
+        ),
     ]
 
 
@@ -183,7 +216,7 @@ PIPELINE = Pipeline(
     paper="Stillwell, Vivien, Casanova, DFRS vs. Batch Scheduling (TPDS 2012)",
     figure="Figs. 2-3",
     description="Normalized underutilization and max-stretch degradation of GreedyPM*/per/OPT=MIN/MINVT=600 vs the "
-                "remapping period on HPC2N weeks and unscaled and scaled Lublin traces, EASY as the reference.",
+    "remapping period on HPC2N weeks and unscaled and scaled Lublin traces, EASY as the reference.",
     specs=specs,
     report=report,
 )

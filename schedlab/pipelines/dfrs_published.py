@@ -75,8 +75,17 @@ FIG1_BEST = {0.1: 3.0, 0.9: 7.5}
 
 #: Fig. 1's legend, in the paper's order, as schedlab names (all OPT=MIN, MINVT=600 where "minvt"
 #: is written; /stretch-per uses OPT=MAX -- the caption).
-FIG1_LEGEND = ("FCFS", "EASY", "Greedy*/OPT=MIN", "GreedyPM*/OPT=MIN", "Greedy*/per/OPT=MIN", "GreedyPM*/per/OPT=MIN",
-               "GreedyPM*/per/OPT=MIN/MINVT=600", "MCB8*/per/OPT=MIN/MINVT=600", "/per/OPT=MIN/MINVT=600",
-               "/stretch-per/OPT=MAX/MINVT=600")
+FIG1_LEGEND = (
+    "FCFS",
+    "EASY",
+    "Greedy*/OPT=MIN",
+    "GreedyPM*/OPT=MIN",
+    "Greedy*/per/OPT=MIN",
+    "GreedyPM*/per/OPT=MIN",
+    "GreedyPM*/per/OPT=MIN/MINVT=600",
+    "MCB8*/per/OPT=MIN/MINVT=600",
+    "/per/OPT=MIN/MINVT=600",
+    "/stretch-per/OPT=MAX/MINVT=600",
+)
 
 __all__ = ["BATCH", "DFRS", "FIG1_BEST", "FIG1_LEGEND", "INSTANCES", "SETS", "Stat", "TABLE2", "TABLE4"]

@@ -45,9 +45,12 @@ def paths(dirs) -> dict[str, dict]:
     for name, d in dirs.items():
         tag = name.removeprefix("pg-fig3")[0]
         series = load_series(d, COLUMNS[tag])
-        out[tag] = {"series": series, "slope": {p: slope(t, y) for p, (t, y) in series.items()},
-                    "mean": {p: float(np.mean(y)) for p, (t, y) in series.items()},
-                    "horizon": max(float(t[-1]) for t, _ in series.values())}
+        out[tag] = {
+            "series": series,
+            "slope": {p: slope(t, y) for p, (t, y) in series.items()},
+            "mean": {p: float(np.mean(y)) for p, (t, y) in series.items()},
+            "horizon": max(float(t[-1]) for t, _ in series.values()),
+        }
     return out
 
 
@@ -76,24 +79,37 @@ def measured(data) -> str:
     lines = ["| panel | series | " + " | ".join(POLICIES) + " |", "|" + "---|" * (len(POLICIES) + 2)]
     for tag, col in COLUMNS.items():
         d = data.table[tag]
-        lines += [f"| ({tag}) | slope over 2nd half (per slot) | " + " | ".join(f"{d['slope'][p]:.2e}" for p in POLICIES) + " |",
-                  f"| ({tag}) | time-average `{col}` | " + " | ".join(f"{d['mean'][p]:.3g}" for p in POLICIES) + " |",
-                  f"| ({tag}) | `{col}` at the end (t ≈ {d['horizon']:.0f}) | "
-                  + " | ".join(f"{d['series'][p][1][-1]:.3g}" for p in POLICIES) + " |"]
-    lines += ["", "Replications per point: 1 (one sample path per policy, pinned seeds "
-              + ", ".join(f"({t}) {s}" for t, s in SEEDS.items()) + "; common random numbers across policies)."]
+        lines += [
+            f"| ({tag}) | slope over 2nd half (per slot) | "
+            + " | ".join(f"{d['slope'][p]:.2e}" for p in POLICIES)
+            + " |",
+            f"| ({tag}) | time-average `{col}` | " + " | ".join(f"{d['mean'][p]:.3g}" for p in POLICIES) + " |",
+            f"| ({tag}) | `{col}` at the end (t ≈ {d['horizon']:.0f}) | "
+            + " | ".join(f"{d['series'][p][1][-1]:.3g}" for p in POLICIES)
+            + " |",
+        ]
+    lines += [
+        "",
+        "Replications per point: 1 (one sample path per policy, pinned seeds "
+        + ", ".join(f"({t}) {s}" for t, s in SEEDS.items())
+        + "; common random numbers across policies).",
+    ]
     return "\n".join(lines)
 
 
 def slope_vs(data, claim):
     """Each policy of ``quantity`` has a second-half slope ``comparison`` ``than`` in panel ``panel``."""
     slopes = data.table[claim.panel]["slope"]
-    return claim.verdict(all(OPS[claim.comparison](slopes[p], claim.than) for p in claim.quantity.split(", ")),
-                         "slopes per slot: " + ", ".join(f"{p} {slopes[p]:.2e}" for p in POLICIES if p in slopes)
-                         + claim.note, seed=SEEDS[claim.panel])
+    return claim.verdict(
+        all(OPS[claim.comparison](slopes[p], claim.than) for p in claim.quantity.split(", ")),
+        "slopes per slot: " + ", ".join(f"{p} {slopes[p]:.2e}" for p in POLICIES if p in slopes) + claim.note,
+        seed=SEEDS[claim.panel],
+    )
 
 
 def longer_queues(data, claim):
     mb = data.table[claim.panel]["mean"]
-    return claim.verdict(mb["BF-J/S"] > mb["VQS"] and mb["VQS-BF"] > mb["VQS"],
-                         "time-average queue (jobs): " + ", ".join(f"{p} {mb[p]:.3g}" for p in POLICIES))
+    return claim.verdict(
+        mb["BF-J/S"] > mb["VQS"] and mb["VQS-BF"] > mb["VQS"],
+        "time-average queue (jobs): " + ", ".join(f"{p} {mb[p]:.3g}" for p in POLICIES),
+    )

@@ -14,11 +14,22 @@ def _at(data):
 
 def vqs_worse(data, claim):
     q, alphas = _at(data)
-    bad = [(tag, a) for tag in alphas for a in alphas[tag]
-           if not (q(tag, "VQS", a) > q(tag, "BF-J/S", a) and q(tag, "VQS", a) > q(tag, "VQS-BF", a))]
-    return claim.verdict(not bad, "; ".join(
-        f"({tag}) α={a:g}: VQS {q(tag, 'VQS', a):.3g}, BF-J/S {q(tag, 'BF-J/S', a):.3g}, VQS-BF {q(tag, 'VQS-BF', a):.3g}"
-        for tag in alphas for a in alphas[tag][-1:]) + (f"; fails at {bad}" if bad else ""))
+    bad = [
+        (tag, a)
+        for tag in alphas
+        for a in alphas[tag]
+        if not (q(tag, "VQS", a) > q(tag, "BF-J/S", a) and q(tag, "VQS", a) > q(tag, "VQS-BF", a))
+    ]
+    return claim.verdict(
+        not bad,
+        "; ".join(
+            f"({tag}) α={a:g}: VQS {q(tag, 'VQS', a):.3g}, BF-J/S {q(tag, 'BF-J/S', a):.3g}, "
+            f"VQS-BF {q(tag, 'VQS-BF', a):.3g}"
+            for tag in alphas
+            for a in alphas[tag][-1:]
+        )
+        + (f"; fails at {bad}" if bad else ""),
+    )
 
 
 def comparable(data, claim):
@@ -27,8 +38,10 @@ def comparable(data, claim):
     if not low:
         return None
     rel = {a: q("a", "VQS-BF", a) / q("a", "BF-J/S", a) for a in low}
-    return claim.verdict(all(abs(v - 1) <= claim.tolerance for v in rel.values()),
-                         ", ".join(f"α={a:g}: VQS-BF/BF-J/S {v:.2f}" for a, v in rel.items()))
+    return claim.verdict(
+        all(abs(v - 1) <= claim.tolerance for v in rel.values()),
+        ", ".join(f"α={a:g}: VQS-BF/BF-J/S {v:.2f}" for a, v in rel.items()),
+    )
 
 
 def bfjs_ahead(data, claim):
@@ -36,5 +49,9 @@ def bfjs_ahead(data, claim):
     high = [("a", a) for a in alphas["a"] if a > 0.95] + [("b", a) for a in alphas["b"]]
     if not high:
         return None
-    return claim.verdict(all(q(tag, "BF-J/S", a) < q(tag, "VQS-BF", a) for tag, a in high), ", ".join(
-        f"({tag}) α={a:g}: BF-J/S {q(tag, 'BF-J/S', a):.3g} vs VQS-BF {q(tag, 'VQS-BF', a):.3g}" for tag, a in high))
+    return claim.verdict(
+        all(q(tag, "BF-J/S", a) < q(tag, "VQS-BF", a) for tag, a in high),
+        ", ".join(
+            f"({tag}) α={a:g}: BF-J/S {q(tag, 'BF-J/S', a):.3g} vs VQS-BF {q(tag, 'VQS-BF', a):.3g}" for tag, a in high
+        ),
+    )

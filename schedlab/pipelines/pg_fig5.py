@@ -14,12 +14,21 @@ def clear_advantage(data, claim):
     return claim.verdict(
         q("BF-J/S", scaling=top) <= claim.than * worse and q("VQS-BF", scaling=top) <= claim.than * worse,
         "; ".join(f"1/β={x:g}: " + ", ".join(f"{p} {q(p, scaling=x):.3g}" for p in POLICIES) for x in scalings),
-        top=top, clear=claim.than)
+        top=top,
+        clear=claim.than,
+    )
 
 
 def small_improvement(data, claim):
     q, scalings = values(data.table, "queue_jobs_mean"), xs(data.table, "scaling")
     high = [x for x in scalings if x > claim.where["scaling"][">"]] or [scalings[-1]]
-    return claim.verdict(all(q("VQS-BF", scaling=x) < q("BF-J/S", scaling=x) for x in high), "VQS-BF / BF-J/S: " + ", ".join(
-        f"{x:g}: {q('VQS-BF', scaling=x) / q('BF-J/S', scaling=x):.3f}" if q("BF-J/S", scaling=x) > 0 else f"{x:g}: BF-J/S 0"
-        for x in scalings))
+    return claim.verdict(
+        all(q("VQS-BF", scaling=x) < q("BF-J/S", scaling=x) for x in high),
+        "VQS-BF / BF-J/S: "
+        + ", ".join(
+            f"{x:g}: {q('VQS-BF', scaling=x) / q('BF-J/S', scaling=x):.3f}"
+            if q("BF-J/S", scaling=x) > 0
+            else f"{x:g}: BF-J/S 0"
+            for x in scalings
+        ),
+    )

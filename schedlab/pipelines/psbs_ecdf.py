@@ -20,8 +20,12 @@ def per_job(results_dir: Path) -> dict[float, dict[str, np.ndarray]]:
     from schedlab import load
 
     shapes = load(results_dir).select(["config_id", "shape"]).unique().collect()
-    df = (load(results_dir, "jobs").select(["config_id", "policy", "slowdown"]).collect()
-          .join(shapes, on="config_id", how="inner"))
+    df = (
+        load(results_dir, "jobs")
+        .select(["config_id", "policy", "slowdown"])
+        .collect()
+        .join(shapes, on="config_id", how="inner")
+    )
     out: dict[float, dict[str, np.ndarray]] = {}
     for shape in sorted(set(df["shape"].to_list())):
         out[float(shape)] = {}
@@ -60,8 +64,14 @@ def plot(data, path: Path) -> list[str]:
     for ax, shape in zip(axes[0], shapes):
         for p in [p for p in POLICIES if p in jobs[shape]]:
             sd = jobs[shape][p]
-            ax.step(sd, np.arange(1, sd.size + 1) / sd.size, where="post", label=p, linewidth=1.1,
-                    linestyle="--" if p == "PS" else "-")
+            ax.step(
+                sd,
+                np.arange(1, sd.size + 1) / sd.size,
+                where="post",
+                label=p,
+                linewidth=1.1,
+                linestyle="--" if p == "PS" else "-",
+            )
             if p not in series:
                 series.append(p)
         ax.set_xscale("log")
@@ -86,8 +96,9 @@ def measured(data) -> str:
 
 def analogous(data, claim):
     dist = {s: ecdf_distance(jobs["FSPE+PS"], jobs["FSPE+LAS"]) for s, jobs in sorted(data.table.items())}
-    return claim.verdict(all(d < claim.tolerance for d in dist.values()),
-                         ", ".join(f"shape {s:g}: {d:.3f}" for s, d in dist.items()))
+    return claim.verdict(
+        all(d < claim.tolerance for d in dist.values()), ", ".join(f"shape {s:g}: {d:.3f}" for s, d in dist.items())
+    )
 
 
 def more_optimal_with_fspe(data, claim):
@@ -95,4 +106,7 @@ def more_optimal_with_fspe(data, claim):
     one = {s: {p: at_one(sd) for p, sd in data.table[s].items()} for s in shapes}
     return claim.verdict(
         all(min(one[s][p] for p in FSPE_BASED) > max(one[s][p] for p in SRPTE_BASED) for s in shapes),
-        "; ".join(f"shape {s:g}: " + ", ".join(f"{p} {one[s][p]:.1%}" for p in FSPE_BASED + SRPTE_BASED) for s in shapes))
+        "; ".join(
+            f"shape {s:g}: " + ", ".join(f"{p} {one[s][p]:.1%}" for p in FSPE_BASED + SRPTE_BASED) for s in shapes
+        ),
+    )

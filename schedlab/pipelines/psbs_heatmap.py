@@ -29,7 +29,7 @@ def heatmap(data, path) -> list[str]:
     grids = {p: grid(table, p, shapes, sigmas) for p in policies}
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
     span = max(abs(np.log10(finite.min())), abs(np.log10(finite.max())), 0.1)
-    norm = LogNorm(vmin=10 ** -span, vmax=10 ** span)
+    norm = LogNorm(vmin=10**-span, vmax=10**span)
     fig, axes = plt.subplots(2, 3, figsize=(12, 7), sharex=True, sharey=True)
     for ax, p, tag in zip(axes.flat, policies, "abcdef"):
         im = ax.imshow(grids[p], origin="lower", cmap="RdBu_r", norm=norm, aspect="auto")
@@ -62,15 +62,23 @@ def _plane(data):
 def mostly_better(data, claim):
     r, _, _, cells = _plane(data)
     wins = {p: sum(r(p, sh, sg) < 1 for sh, sg in cells) for p in PROPOSALS}
-    return claim.verdict(all(w > len(cells) / 2 for w in wins.values()),
-                         ", ".join(f"{p} {w}/{len(cells)}" for p, w in wins.items()))
+    return claim.verdict(
+        all(w > len(cells) / 2 for w in wins.values()), ", ".join(f"{p} {w}/{len(cells)}" for p, w in wins.items())
+    )
 
 
 def losses_only_extreme(data, claim):
     r, _, _, cells = _plane(data)
     losses = [(p, sh, sg) for p in PROPOSALS for sh, sg in cells if r(p, sh, sg) >= 1]
-    return claim.verdict(all(sh <= 0.25 and sg >= 1 for _, sh, sg in losses), "MST/PS ≥ 1 at " + (
-        ", ".join(f"{p} (shape {sh:g}, sigma {sg:g}) {r(p, sh, sg):.2f}" for p, sh, sg in losses) if losses else "no cell"))
+    return claim.verdict(
+        all(sh <= 0.25 and sg >= 1 for _, sh, sg in losses),
+        "MST/PS ≥ 1 at "
+        + (
+            ", ".join(f"{p} (shape {sh:g}, sigma {sg:g}) {r(p, sh, sg):.2f}" for p, sh, sg in losses)
+            if losses
+            else "no cell"
+        ),
+    )
 
 
 def insensitive(data, claim):
@@ -78,14 +86,23 @@ def insensitive(data, claim):
     flat = [sh for sh in shapes if sh > 0.5]
     if not flat or len(sigmas) < 2:
         return None
-    var = {(p, sh): max(r(p, sh, sg) for sg in sigmas) / min(r(p, sh, sg) for sg in sigmas) - 1
-           for p in data.fig["series"] for sh in flat}
-    return claim.verdict(all(v <= claim.tolerance for v in var.values()), "largest variation " + max(
-        (f"{v:.0%} ({p}, shape {sh:g})" for (p, sh), v in var.items()), key=lambda t: float(t.split("%")[0])))
+    var = {
+        (p, sh): max(r(p, sh, sg) for sg in sigmas) / min(r(p, sh, sg) for sg in sigmas) - 1
+        for p in data.fig["series"]
+        for sh in flat
+    }
+    return claim.verdict(
+        all(v <= claim.tolerance for v in var.values()),
+        "largest variation "
+        + max((f"{v:.0%} ({p}, shape {sh:g})" for (p, sh), v in var.items()), key=lambda t: float(t.split("%")[0])),
+    )
 
 
 def skew_hurts_base(data, claim):
     r, shapes, sigmas, _ = _plane(data)
     worst = {p: max(r(p, shapes[0], sg) for sg in sigmas) for p in data.fig["series"]}
-    return claim.verdict(all(worst[f"{b}+{x}"] < worst[b] for b in ("SRPTE", "FSPE") for x in ("PS", "LAS")),
-                         ", ".join(f"{p} {v:.2f}" for p, v in worst.items()), s0=shapes[0])
+    return claim.verdict(
+        all(worst[f"{b}+{x}"] < worst[b] for b in ("SRPTE", "FSPE") for x in ("PS", "LAS")),
+        ", ".join(f"{p} {v:.2f}" for p, v in worst.items()),
+        s0=shapes[0],
+    )

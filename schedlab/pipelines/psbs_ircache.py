@@ -58,10 +58,21 @@ def report(declared, dirs, out_dir):
         title = panel_title(name)
         tables.append(t.with_columns(pl.lit(i).alias("panel")))
         panels.append(("panel", i, f"{title} (load 0.9)"))
-        measured.append(f"**{title}** — MST / optimal (SRPT), per replication then averaged:\n\n"
-                        + md_table(t, plot["x"], plot["series"], plot["y"]))
+        measured.append(
+            f"**{title}** — MST / optimal (SRPT), per replication then averaged:\n\n"
+            + md_table(t, plot["x"], plot["series"], plot["y"])
+        )
         found += declared.checks(FIGURE, FigureData(t, {}, {name: results_dir}, FIGURE), title=title)
     png = out_dir / FIGURE["png"]
     series = ratio_panels(pl.concat(tables, how="diagonal_relaxed"), png, plot["x"], plot["series"], panels)
-    return [FigureReport(key=FIGURE["key"], title=FIGURE["title"], png=png, series=series,
-                         paper_says=FIGURE["paper_says"], measured="\n\n".join(measured), checks=found)]
+    return [
+        FigureReport(
+            key=FIGURE["key"],
+            title=FIGURE["title"],
+            png=png,
+            series=series,
+            paper_says=FIGURE["paper_says"],
+            measured="\n\n".join(measured),
+            checks=found,
+        )
+    ]

@@ -11,8 +11,12 @@ POLICIES = ["PS", "LAS"] + SIZE_BASED
 def stable_over_load(data, claim):
     r, loads = values(data.tables["load"]), xs(data.tables["load"], "load")
     var = {p: max(r(p, load=v) for v in loads) / min(r(p, load=v) for v in loads) - 1 for p in SIZE_BASED}
-    return claim.verdict(all(v <= claim.tolerance for v in var.values()),
-                         ", ".join(f"{p} varies {v:.0%}" for p, v in var.items()), lo=loads[0], hi=loads[-1])
+    return claim.verdict(
+        all(v <= claim.tolerance for v in var.values()),
+        ", ".join(f"{p} varies {v:.0%}" for p, v in var.items()),
+        lo=loads[0],
+        hi=loads[-1],
+    )
 
 
 def oblivious_grow(data, claim):
@@ -21,11 +25,15 @@ def oblivious_grow(data, claim):
     grow = {p: r(p, load=hi) / r(p, load=lo) for p in POLICIES}
     return claim.verdict(
         all(grow[p] > 1 for p in ("PS", "LAS")) and min(grow["PS"], grow["LAS"]) > max(grow[p] for p in SIZE_BASED),
-        f"MST/optimal at load {hi:g} over load {lo:g}: " + ", ".join(f"{p} ×{g:.2f}" for p, g in grow.items()))
+        f"MST/optimal at load {hi:g} over load {lo:g}: " + ", ".join(f"{p} ×{g:.2f}" for p, g in grow.items()),
+    )
 
 
 def regular_hurts(data, claim):
     q, ts = values(data.tables["timeshape"]), xs(data.tables["timeshape"], "timeshape")
-    return claim.verdict(all(q(p, timeshape=ts[-1]) > q(p, timeshape=ts[0]) for p in ("SRPTE", "FSPE")),
-                         ", ".join(f"{p} {q(p, timeshape=ts[0]):.3f} → {q(p, timeshape=ts[-1]):.3f}"
-                                   for p in ("SRPTE", "FSPE")), lo=ts[0], hi=ts[-1])
+    return claim.verdict(
+        all(q(p, timeshape=ts[-1]) > q(p, timeshape=ts[0]) for p in ("SRPTE", "FSPE")),
+        ", ".join(f"{p} {q(p, timeshape=ts[0]):.3f} → {q(p, timeshape=ts[-1]):.3f}" for p in ("SRPTE", "FSPE")),
+        lo=ts[0],
+        hi=ts[-1],
+    )

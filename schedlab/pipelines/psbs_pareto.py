@@ -9,14 +9,24 @@ ALPHAS = [2.0, 1.0]  # the panels' order: growing skew
 
 def closer_to_optimal(data, claim):
     r, sigmas = values(data.table), xs(data.table, "sigma")
-    near = [sg for sg in sigmas if not r("PSBS", alpha=1.0, sigma=sg)
-            <= (1 + claim.tolerance) * min(r("SRPTE", alpha=1.0, sigma=sg), r("FSPE", alpha=1.0, sigma=sg))]
+    near = [
+        sg
+        for sg in sigmas
+        if not r("PSBS", alpha=1.0, sigma=sg)
+        <= (1 + claim.tolerance) * min(r("SRPTE", alpha=1.0, sigma=sg), r("FSPE", alpha=1.0, sigma=sg))
+    ]
     mean = {p: sum(r(p, alpha=1.0, sigma=sg) for sg in sigmas) / len(sigmas) for p in ("PSBS", "SRPTE", "FSPE")}
     return claim.verdict(
         not near and mean["PSBS"] < min(mean["SRPTE"], mean["FSPE"]),
-        "mean over sigma: " + ", ".join(f"{p} {v:.2f}" for p, v in mean.items()) + "; "
-        + "; ".join(f"sigma {sg:g}: PSBS {r('PSBS', alpha=1.0, sigma=sg):.2f}, SRPTE {r('SRPTE', alpha=1.0, sigma=sg):.2f}, "
-                    f"FSPE {r('FSPE', alpha=1.0, sigma=sg):.2f}" for sg in sigmas))
+        "mean over sigma: "
+        + ", ".join(f"{p} {v:.2f}" for p, v in mean.items())
+        + "; "
+        + "; ".join(
+            f"sigma {sg:g}: PSBS {r('PSBS', alpha=1.0, sigma=sg):.2f}, SRPTE {r('SRPTE', alpha=1.0, sigma=sg):.2f}, "
+            f"FSPE {r('FSPE', alpha=1.0, sigma=sg):.2f}"
+            for sg in sigmas
+        ),
+    )
 
 
 def beats_ps(data, claim):
@@ -24,9 +34,12 @@ def beats_ps(data, claim):
     low = [sg for sg in xs(data.table, "sigma") if sg < claim.where["sigma"]["<"]]
     q = lambda a, sg: r("PSBS", alpha=a, sigma=sg) / r("PS", alpha=a, sigma=sg)  # noqa: E731
     bad = [(a, sg) for a in ALPHAS for sg in low if not r("PSBS", alpha=a, sigma=sg) < r("PS", alpha=a, sigma=sg)]
-    return claim.verdict(not bad, "PSBS/PS: " + ", ".join(
-        f"alpha {a:g}: {min(q(a, sg) for sg in low):.2f}–{max(q(a, sg) for sg in low):.2f}" for a in ALPHAS)
-        + (f"; fails at (alpha, sigma) {bad}" if bad else ""))
+    return claim.verdict(
+        not bad,
+        "PSBS/PS: "
+        + ", ".join(f"alpha {a:g}: {min(q(a, sg) for sg in low):.2f}–{max(q(a, sg) for sg in low):.2f}" for a in ALPHAS)
+        + (f"; fails at (alpha, sigma) {bad}" if bad else ""),
+    )
 
 
 def similar(data, claim):
@@ -34,8 +47,11 @@ def similar(data, claim):
     sg = 0.5 if 0.5 in sigmas else sigmas[len(sigmas) // 2]
     vals = {p: values(data.table)(p, alpha=2.0, sigma=sg) for p in ("SRPTE", "FSPE", "PSBS")}
     spread = max(vals.values()) / min(vals.values()) - 1
-    return claim.verdict(spread <= claim.tolerance,
-                         ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})", sigma=sg)
+    return claim.verdict(
+        spread <= claim.tolerance,
+        ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})",
+        sigma=sg,
+    )
 
 
 def skew_hurts_srpte(data, claim):

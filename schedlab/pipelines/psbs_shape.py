@@ -9,16 +9,22 @@ from schedlab.pipelines.common import OPS, paired_note, paired_ratios, values, x
 def near_optimal(data, claim):
     r, shapes = values(data.table), xs(data.table, "shape")
     worst = max(shapes, key=lambda s: r("PSBS", shape=s))
-    return claim.verdict(all(r("PSBS", shape=s) <= 1 + claim.tolerance for s in shapes),
-                         f"PSBS MST/optimal ranges {min(r('PSBS', shape=s) for s in shapes):.3f}–"
-                         f"{r('PSBS', shape=worst):.3f} (worst at shape {worst:g})", bound=1 + claim.tolerance)
+    return claim.verdict(
+        all(r("PSBS", shape=s) <= 1 + claim.tolerance for s in shapes),
+        f"PSBS MST/optimal ranges {min(r('PSBS', shape=s) for s in shapes):.3f}–"
+        f"{r('PSBS', shape=worst):.3f} (worst at shape {worst:g})",
+        bound=1 + claim.tolerance,
+    )
 
 
 def poor_when_skewed(data, claim):
     r, s0 = values(data.table), xs(data.table, "shape")[0]
-    return claim.verdict(r("SRPTE", shape=s0) > r("PSBS", shape=s0) and r("FSPE", shape=s0) > r("PSBS", shape=s0),
-                         f"at shape {s0:g}: SRPTE {r('SRPTE', shape=s0):.3f}, FSPE {r('FSPE', shape=s0):.3f}, "
-                         f"PSBS {r('PSBS', shape=s0):.3f}", s0=s0)
+    return claim.verdict(
+        r("SRPTE", shape=s0) > r("PSBS", shape=s0) and r("FSPE", shape=s0) > r("PSBS", shape=s0),
+        f"at shape {s0:g}: SRPTE {r('SRPTE', shape=s0):.3f}, FSPE {r('FSPE', shape=s0):.3f}, "
+        f"PSBS {r('PSBS', shape=s0):.3f}",
+        s0=s0,
+    )
 
 
 def beats_ps(data, claim):
@@ -34,9 +40,10 @@ def beats_ps(data, claim):
         text = paired_note(paired, a, b, shape=s)
         return f" [paired 95 % CI {text}]" if text else ""
 
-    return claim.verdict(all(r(a, shape=s) < r(b, shape=s) for s in shapes),
-                         "; ".join(f"shape {s:g}: {a} {r(a, shape=s):.3f} vs {b} {r(b, shape=s):.3f}{note(s)}"
-                                   for s in shapes))
+    return claim.verdict(
+        all(r(a, shape=s) < r(b, shape=s) for s in shapes),
+        "; ".join(f"shape {s:g}: {a} {r(a, shape=s):.3f} vs {b} {r(b, shape=s):.3f}{note(s)}" for s in shapes),
+    )
 
 
 def analogous(data, claim):
@@ -44,5 +51,6 @@ def analogous(data, claim):
         return None
     vals = {p: values(data.table)(p, shape=1.0) for p in ("FIFO", "PS", "LAS")}
     spread = max(vals.values()) / min(vals.values()) - 1
-    return claim.verdict(spread <= claim.tolerance,
-                         ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})")
+    return claim.verdict(
+        spread <= claim.tolerance, ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})"
+    )

@@ -15,27 +15,48 @@ def beats_in_every_panel(data, claim):
     quotes the range of the ratio (B / A for "<=") and the extreme paired 95 % intervals."""
     r = values(data.table)
     a, b = claim.quantity.split(" / ")
-    sigmas = [sg for sg in xs(data.table, "sigma")
-              if all(OPS[op](sg, v) for op, v in claim.where.get("sigma", {}).items())]
+    sigmas = [
+        sg for sg in xs(data.table, "sigma") if all(OPS[op](sg, v) for op, v in claim.where.get("sigma", {}).items())
+    ]
     cells = [(sh, sg) for sh in shapes(data) for sg in sigmas]
-    bad = [(sh, sg) for sh, sg in cells if not OPS[claim.comparison](r(a, shape=sh, sigma=sg), r(b, shape=sh, sigma=sg))]
+    bad = [
+        (sh, sg) for sh, sg in cells if not OPS[claim.comparison](r(a, shape=sh, sigma=sg), r(b, shape=sh, sigma=sg))
+    ]
     if claim.comparison == "<":
-        ratios, what, digits = [r(a, shape=sh, sigma=sg) / r(b, shape=sh, sigma=sg) for sh, sg in cells], \
-            f"{a}/{b} ratio over shapes and sigma < 2", 3
+        ratios, what, digits = (
+            [r(a, shape=sh, sigma=sg) / r(b, shape=sh, sigma=sg) for sh, sg in cells],
+            f"{a}/{b} ratio over shapes and sigma < 2",
+            3,
+        )
     else:
-        ratios, what, digits = [r(b, shape=sh, sigma=sg) / r(a, shape=sh, sigma=sg) for sh, sg in cells], \
-            f"{b}/{a} ratio", 2
+        ratios, what, digits = (
+            [r(b, shape=sh, sigma=sg) / r(a, shape=sh, sigma=sg) for sh, sg in cells],
+            f"{b}/{a} ratio",
+            2,
+        )
     paired = paired_ratios(load(data.results_dir), "mst", a, b, ["shape", "sigma"], ["replication"])
     sub = paired.filter(paired["sigma"].is_in(sigmas))
-    note = "" if sub.height == 0 or sub["ci_high"].null_count() == sub.height else (
-        f" [paired 95 % CIs of {a}/{b} over these points: upper ends {sub['ci_high'].min():.3f}–"
-        f"{sub['ci_high'].max():.3f}, n = {sub['n'].min()}–{sub['n'].max()}]")
-    return claim.verdict(not bad, f"{what}: {min(ratios):.{digits}f}–{max(ratios):.{digits}f}"
-                         + (f"; fails at (shape, sigma) {bad}" if bad else "") + note)
+    note = (
+        ""
+        if sub.height == 0 or sub["ci_high"].null_count() == sub.height
+        else (
+            f" [paired 95 % CIs of {a}/{b} over these points: upper ends {sub['ci_high'].min():.3f}–"
+            f"{sub['ci_high'].max():.3f}, n = {sub['n'].min()}–{sub['n'].max()}]"
+        )
+    )
+    return claim.verdict(
+        not bad,
+        f"{what}: {min(ratios):.{digits}f}–{max(ratios):.{digits}f}"
+        + (f"; fails at (shape, sigma) {bad}" if bad else "")
+        + note,
+    )
 
 
 def gap_grows(data, claim):
     r, sigmas = values(data.table), xs(data.table, "sigma")
-    gap = {sh: max(r("FSPE", shape=sh, sigma=sg) / r("PSBS", shape=sh, sigma=sg) for sg in sigmas)
-           for sh in shapes(data)}
-    return claim.verdict(gap[0.125] > gap[0.25], ", ".join(f"shape {sh:g}: max FSPE/PSBS {g:.2f}" for sh, g in gap.items()))
+    gap = {
+        sh: max(r("FSPE", shape=sh, sigma=sg) / r("PSBS", shape=sh, sigma=sg) for sg in sigmas) for sh in shapes(data)
+    }
+    return claim.verdict(
+        gap[0.125] > gap[0.25], ", ".join(f"shape {sh:g}: max FSPE/PSBS {g:.2f}" for sh, g in gap.items())
+    )

@@ -102,22 +102,30 @@ def table8(data) -> str:
     for p in [p for p in POLICIES if p in data.table]:
         sd = data.table[p][1][~np.isnan(data.table[p][1])]
         q = np.percentile(sd, [50, 90, 99])
-        lines.append(f"| {p} | {sd.size} | {np.mean(sd <= 1 + 1e-9):.1%} | {q[0]:.3g} | {q[1]:.3g} | "
-                     f"{q[2]:.3g} | {sd.max():.3g} | {np.mean(sd > 100.0):.2%} |")
+        lines.append(
+            f"| {p} | {sd.size} | {np.mean(sd <= 1 + 1e-9):.1%} | {q[0]:.3g} | {q[1]:.3g} | "
+            f"{q[2]:.3g} | {sd.max():.3g} | {np.mean(sd > 100.0):.2%} |"
+        )
     return "\n".join(lines) + "\n\n" + pooled_note(data.results_dir, "curve")
 
 
 def ps_flat(data, claim):
-    s, l = small_large(data.table)["PS"]
-    return claim.verdict(1 / claim.than <= s / l <= claim.than,
-                         f"PS mean slowdown: small {s:.2f}, large {l:.2f} (ratio {s / l:.2f})", bins=SMALL_BINS,
-                         flat=claim.than)
+    s, large = small_large(data.table)["PS"]
+    return claim.verdict(
+        1 / claim.than <= s / large <= claim.than,
+        f"PS mean slowdown: small {s:.2f}, large {large:.2f} (ratio {s / large:.2f})",
+        bins=SMALL_BINS,
+        flat=claim.than,
+    )
 
 
 def small_near_optimal(data, claim):
     sl = small_large(data.table)
-    return claim.verdict(all(sl[p][0] <= claim.than for p in ("PSBS", "LAS")),
-                         f"PSBS {sl['PSBS'][0]:.3f}, LAS {sl['LAS'][0]:.3f} (PS {sl['PS'][0]:.2f})", bins=SMALL_BINS)
+    return claim.verdict(
+        all(sl[p][0] <= claim.than for p in ("PSBS", "LAS")),
+        f"PSBS {sl['PSBS'][0]:.3f}, LAS {sl['LAS'][0]:.3f} (PS {sl['PS'][0]:.2f})",
+        bins=SMALL_BINS,
+    )
 
 
 def psbs_beats_ps_small(data, claim):
@@ -127,14 +135,18 @@ def psbs_beats_ps_small(data, claim):
 
 def unfair_to_small(data, claim):
     sl = small_large(data.table)
-    return claim.verdict(all(sl[p][0] > sl["PSBS"][0] and sl[p][0] > sl[p][1] for p in ("FIFO", "SRPTE", "FSPE")),
-                         ", ".join(f"{p}: small {sl[p][0]:.3g}, large {sl[p][1]:.3g}" for p in ("FIFO", "SRPTE", "FSPE")))
+    return claim.verdict(
+        all(sl[p][0] > sl["PSBS"][0] and sl[p][0] > sl[p][1] for p in ("FIFO", "SRPTE", "FSPE")),
+        ", ".join(f"{p}: small {sl[p][0]:.3g}, large {sl[p][1]:.3g}" for p in ("FIFO", "SRPTE", "FSPE")),
+    )
 
 
 def psbs_beats_las_large(data, claim):
     sl = small_large(data.table)
-    return claim.verdict(sl["PSBS"][1] < sl["LAS"][1],
-                         f"largest {SMALL_BINS} classes: PSBS {sl['PSBS'][1]:.2f} vs LAS {sl['LAS'][1]:.2f}")
+    return claim.verdict(
+        sl["PSBS"][1] < sl["LAS"][1],
+        f"largest {SMALL_BINS} classes: PSBS {sl['PSBS'][1]:.2f} vs LAS {sl['LAS'][1]:.2f}",
+    )
 
 
 def _share(data, test) -> dict[str, float]:
@@ -143,17 +155,23 @@ def _share(data, test) -> dict[str, float]:
 
 def majority_optimal(data, claim):
     at1 = _share(data, lambda sd: sd <= 1.0 + 1e-9)
-    return claim.verdict(all(at1[p] > 0.5 for p in ("SRPTE", "FSPE", "PSBS", "LAS")),
-                         "share of jobs with slowdown 1: " + ", ".join(f"{p} {at1[p]:.1%}" for p in POLICIES))
+    return claim.verdict(
+        all(at1[p] > 0.5 for p in ("SRPTE", "FSPE", "PSBS", "LAS")),
+        "share of jobs with slowdown 1: " + ", ".join(f"{p} {at1[p]:.1%}" for p in POLICIES),
+    )
 
 
 def high_in_srpte_fspe(data, claim):
     high = _share(data, lambda sd: sd > claim.than)
-    return claim.verdict(high["SRPTE"] > high["FSPE"] > 0, ", ".join(f"{p} {high[p]:.2%}" for p in ("SRPTE", "FSPE")),
-                         high=claim.than)
+    return claim.verdict(
+        high["SRPTE"] > high["FSPE"] > 0, ", ".join(f"{p} {high[p]:.2%}" for p in ("SRPTE", "FSPE")), high=claim.than
+    )
 
 
 def none_high(data, claim):
     high = _share(data, lambda sd: sd > claim.than)
-    return claim.verdict(all(high[p] == 0 for p in ("PS", "LAS", "PSBS")),
-                         ", ".join(f"{p} {high[p]:.2%}" for p in ("PS", "LAS", "PSBS")), high=claim.than)
+    return claim.verdict(
+        all(high[p] == 0 for p in ("PS", "LAS", "PSBS")),
+        ", ".join(f"{p} {high[p]:.2%}" for p in ("PS", "LAS", "PSBS")),
+        high=claim.than,
+    )

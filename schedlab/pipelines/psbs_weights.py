@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, row_at, md_rows, save, xs
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, md_rows, row_at, save, xs
 
 POLICIES = ["PSBS", "GPS"]
 CLASSES = [1, 2, 3, 4, 5]
@@ -27,9 +27,18 @@ def plot(data, path) -> list[str]:
                 if row is None:
                     continue
                 # MST on a log axis: the log-transformed interval, never at or below 0
-                errorbar(ax, CLASSES, [row[f"{m}_mean"] for m in METRICS], [row[f"{m}_ci95"] for m in METRICS],
-                         POSITIVE_FLOOR, linestyle=style, color=colours[i % len(colours)],
-                         marker="*" if p == "PSBS" else "o", capsize=2, label=f"{p}, β={beta:g}")
+                errorbar(
+                    ax,
+                    CLASSES,
+                    [row[f"{m}_mean"] for m in METRICS],
+                    [row[f"{m}_ci95"] for m in METRICS],
+                    POSITIVE_FLOOR,
+                    linestyle=style,
+                    color=colours[i % len(colours)],
+                    marker="*" if p == "PSBS" else "o",
+                    capsize=2,
+                    label=f"{p}, β={beta:g}",
+                )
                 if p not in series:
                     series.append(p)
         ax.set_yscale("log")
@@ -45,9 +54,15 @@ def plot(data, path) -> list[str]:
 
 def measured(data) -> str:
     rows = data.table.sort(["shape", "beta", "policy"]).iter_rows(named=True)
-    return md_rows(["shape", "β", "policy", "MST"] + [f"class {c}" for c in CLASSES],
-                   [[f"{r['shape']:g}", f"{r['beta']:g}", r["policy"]]
-                    + [fmt_ci(r[f"{m}_mean"], r[f"{m}_ci95"]) for m in ["mst"] + METRICS] for r in rows], data.table)
+    return md_rows(
+        ["shape", "β", "policy", "MST"] + [f"class {c}" for c in CLASSES],
+        [
+            [f"{r['shape']:g}", f"{r['beta']:g}", r["policy"]]
+            + [fmt_ci(r[f"{m}_mean"], r[f"{m}_ci95"]) for m in ["mst"] + METRICS]
+            for r in rows
+        ],
+        data.table,
+    )
 
 
 def _v(data):
@@ -57,32 +72,58 @@ def _v(data):
 
 def psbs_beats_gps(data, claim):
     v, shapes, betas = _v(data)
-    bad = [(sh, b, c) for sh in shapes for b in betas for c in CLASSES
-           if not v("PSBS", sh, b, f"mst_class_{c}") < v("GPS", sh, b, f"mst_class_{c}")]
+    bad = [
+        (sh, b, c)
+        for sh in shapes
+        for b in betas
+        for c in CLASSES
+        if not v("PSBS", sh, b, f"mst_class_{c}") < v("GPS", sh, b, f"mst_class_{c}")
+    ]
     n = len(shapes) * len(betas) * len(CLASSES)
-    return claim.verdict(not bad, f"PSBS lower in {n - len(bad)} of {n} (shape, beta, class) cells; overall MST PSBS/GPS "
-                         + ", ".join(f"shape {sh:g} β {b:g}: {v('PSBS', sh, b, 'mst') / v('GPS', sh, b, 'mst'):.2f}"
-                                     for sh in shapes for b in betas) + (f"; not lower at {bad}" if bad else ""))
+    return claim.verdict(
+        not bad,
+        f"PSBS lower in {n - len(bad)} of {n} (shape, beta, class) cells; overall MST PSBS/GPS "
+        + ", ".join(
+            f"shape {sh:g} β {b:g}: {v('PSBS', sh, b, 'mst') / v('GPS', sh, b, 'mst'):.2f}"
+            for sh in shapes
+            for b in betas
+        )
+        + (f"; not lower at {bad}" if bad else ""),
+    )
 
 
 def uniform_at_beta_0(data, claim):
     v, shapes, betas = _v(data)
     if 0.0 not in betas:
         return None
-    spreads = {sh: max(v("PSBS", sh, 0.0, m) for m in METRICS) / min(v("PSBS", sh, 0.0, m) for m in METRICS) - 1
-               for sh in shapes}
-    return claim.verdict(all(s <= claim.tolerance for s in spreads.values()),
-                         ", ".join(f"shape {sh:g}: spread {s:.1%}" for sh, s in spreads.items()))
+    spreads = {
+        sh: max(v("PSBS", sh, 0.0, m) for m in METRICS) / min(v("PSBS", sh, 0.0, m) for m in METRICS) - 1
+        for sh in shapes
+    }
+    return claim.verdict(
+        all(s <= claim.tolerance for s in spreads.values()),
+        ", ".join(f"shape {sh:g}: spread {s:.1%}" for sh, s in spreads.items()),
+    )
 
 
 def beta_trade_off(data, claim):
     v, shapes, betas = _v(data)
-    ok = all(v("PSBS", sh, b1, "mst_class_1") < v("PSBS", sh, b0, "mst_class_1")
-             and v("PSBS", sh, b1, "mst_class_5") > v("PSBS", sh, b0, "mst_class_5")
-             for sh in shapes for b0, b1 in zip(betas, betas[1:]))
-    return claim.verdict(ok, "; ".join(
-        f"shape {sh:g}: class 1 " + " → ".join(f"{v('PSBS', sh, b, 'mst_class_1'):.2f}" for b in betas)
-        + ", class 5 " + " → ".join(f"{v('PSBS', sh, b, 'mst_class_5'):.2f}" for b in betas) for sh in shapes))
+    ok = all(
+        v("PSBS", sh, b1, "mst_class_1") < v("PSBS", sh, b0, "mst_class_1")
+        and v("PSBS", sh, b1, "mst_class_5") > v("PSBS", sh, b0, "mst_class_5")
+        for sh in shapes
+        for b0, b1 in zip(betas, betas[1:])
+    )
+    return claim.verdict(
+        ok,
+        "; ".join(
+            f"shape {sh:g}: class 1 "
+            + " → ".join(f"{v('PSBS', sh, b, 'mst_class_1'):.2f}" for b in betas)
+            + ", class 5 "
+            + " → ".join(f"{v('PSBS', sh, b, 'mst_class_5'):.2f}" for b in betas)
+            for sh in shapes
+        ),
+    )
 
 
 def uneven_with_skew(data, claim):
@@ -91,10 +132,14 @@ def uneven_with_skew(data, claim):
         return None
 
     def gain_loss(sh):
-        return (v("PSBS", sh, 0.0, "mst_class_1") - v("PSBS", sh, 2.0, "mst_class_1"),
-                v("PSBS", sh, 2.0, "mst_class_5") - v("PSBS", sh, 0.0, "mst_class_5"))
+        return (
+            v("PSBS", sh, 0.0, "mst_class_1") - v("PSBS", sh, 2.0, "mst_class_1"),
+            v("PSBS", sh, 2.0, "mst_class_5") - v("PSBS", sh, 0.0, "mst_class_5"),
+        )
 
     (g25, l25), (g4, l4) = gain_loss(0.25), gain_loss(4.0)
-    return claim.verdict(g25 < l25 and g25 / l25 < g4 / l4,
-                         f"beta 0 → 2, PSBS: shape 0.25 gain {g25:.3f} vs loss {l25:.3f} (ratio {g25 / l25:.2f}); "
-                         f"shape 4 gain {g4:.3f} vs loss {l4:.3f} (ratio {g4 / l4:.2f})")
+    return claim.verdict(
+        g25 < l25 and g25 / l25 < g4 / l4,
+        f"beta 0 → 2, PSBS: shape 0.25 gain {g25:.3f} vs loss {l25:.3f} (ratio {g25 / l25:.2f}); "
+        f"shape 4 gain {g4:.3f} vs loss {l4:.3f} (ratio {g4 / l4:.2f})",
+    )

@@ -28,9 +28,10 @@ def _declared() -> dict[str, Declared]:
 
 #: the pipelines declared in TOML, by name (their data: `Declared.doc`)
 DECLARED: dict[str, Declared] = _declared()
-PIPELINES: dict[str, Pipeline] = {**{name: d.pipeline() for name, d in DECLARED.items()},
-                                  **{(p := importlib.import_module(f"{__package__}.{m}").PIPELINE).name: p
-                                     for m in CODE_ONLY}}
+PIPELINES: dict[str, Pipeline] = {
+    **{name: d.pipeline() for name, d in DECLARED.items()},
+    **{(p := importlib.import_module(f"{__package__}.{m}").PIPELINE).name: p for m in CODE_ONLY},
+}
 
 
 def get_pipeline(name: str) -> Pipeline:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.pipelines.base import MIN_REPLICATIONS, WINDOW_COLUMNS, PipelineResult, check_scale, deep_merge
 
@@ -35,11 +36,8 @@ def instances_per_point(results_dir: Path) -> int | None:
     frame = load(results_dir).collect()
     if frame.height == 0:
         return None
-    keys = ["policy"] + [c for c in manifest.get("param_columns", [])
-                         if c in frame.columns and c not in WINDOW_COLUMNS]
+    keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
     return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
-
-
 
 
 def _attach_artifacts(spec, paths: list[Path]) -> None:
@@ -54,8 +52,12 @@ def _attach_artifacts(spec, paths: list[Path]) -> None:
         exp = client.get_experiment_by_name(spec.experiment())
         if exp is None:
             raise RuntimeError(f"no MLflow experiment {spec.experiment()!r}")
-        runs = client.search_runs([exp.experiment_id], f"tags.`{SWEEP_TAG}` = '{spec.name}'",
-                                  max_results=1000, order_by=["attributes.start_time ASC"])
+        runs = client.search_runs(
+            [exp.experiment_id],
+            f"tags.`{SWEEP_TAG}` = '{spec.name}'",
+            max_results=1000,
+            order_by=["attributes.start_time ASC"],
+        )
         parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
         if not parents:
             raise RuntimeError(f"no parent run tagged {SWEEP_TAG}={spec.name}")
@@ -79,10 +81,9 @@ def run_pipeline(
     import matplotlib
 
     matplotlib.use("Agg")
+    from schedlab.pipelines.registry import get_pipeline
     from schedlab.platform.runner import run_sweep
     from schedlab.platform.spec import parse_spec
-
-    from schedlab.pipelines.registry import get_pipeline
 
     pipe = get_pipeline(name)
     check_scale(scale)
@@ -92,8 +93,9 @@ def run_pipeline(
 
     specs = []
     for data in pipe.specs(scale, overrides or {}):
-        data = deep_merge(data, {"outputs": {"dir": str(out_dir / data["name"])},
-                                 "tracking": {"enabled": bool(tracking)}})
+        data = deep_merge(
+            data, {"outputs": {"dir": str(out_dir / data["name"])}, "tracking": {"enabled": bool(tracking)}}
+        )
         specs.append(parse_spec(data, f"pipeline {name} ({data['name']})"))
 
     sweeps = []
@@ -111,23 +113,36 @@ def run_pipeline(
             f.replications = min(counts)
     failures = sum(len(r.failures) for r in sweeps)
     report_md = out_dir / "report.md"
-    header = [f"# {pipe.name}: {pipe.paper}, {pipe.figure}", "", pipe.description, "",
-              f"Scale `{scale}`; sweeps: " + ", ".join(f"`{s.name}` ({r.configs} configurations, "
-                                                       f"{r.rows_written} rows new, {r.rows_skipped} resumed)"
-                                                       for s, r in zip(specs, sweeps)) + ".", ""]
+    header = [
+        f"# {pipe.name}: {pipe.paper}, {pipe.figure}",
+        "",
+        pipe.description,
+        "",
+        f"Scale `{scale}`; sweeps: "
+        + ", ".join(
+            f"`{s.name}` ({r.configs} configurations, {r.rows_written} rows new, {r.rows_skipped} resumed)"
+            for s, r in zip(specs, sweeps)
+        )
+        + ".",
+        "",
+    ]
     if failures:
         header += [f"**{failures} simulations failed**; see the sweeps' `failures/` dirs.", ""]
     verdicts = [c for f in figures for c in f.checks]
     header += [f"Claims checked: {sum(c.holds for c in verdicts)} of {len(verdicts)} hold.", ""]
     weak = sum(c.too_few(f.replications) for f in figures for c in f.checks)
     if weak:
-        header += [f"**{weak} of these verdicts rest on fewer than {MIN_REPLICATIONS} replications per point** "
-                   f"(marked below): indicative only.", ""]
+        header += [
+            f"**{weak} of these verdicts rest on fewer than {MIN_REPLICATIONS} replications per point** "
+            f"(marked below): indicative only.",
+            "",
+        ]
     report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
 
     if tracking:
         artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
         for spec in specs:
             _attach_artifacts(spec, artifacts)
-    return PipelineResult(name, scale, out_dir, results_dirs, sweeps, figures, report_md,
-                          time.monotonic() - started, failures)
+    return PipelineResult(
+        name, scale, out_dir, results_dirs, sweeps, figures, report_md, time.monotonic() - started, failures
+    )

@@ -27,8 +27,7 @@ def specs(doc, scale, overrides):
     return sweep_specs(doc, scale, overrides)
 
 
-def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: float = JCT_FLOOR,
-                  tol: float = SLOWED_TOL):
+def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: float = JCT_FLOOR, tol: float = SLOWED_TOL):
     """Job-by-job comparison with a reference run.
 
     ``runs``: columns ``keys`` (which job) + ``by`` (which run, e.g. f) +
@@ -44,16 +43,23 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
     ref = base.select(keys + [pl.col("jct").alias("_ref")]).filter(ok("_ref"))
     cols = list(dict.fromkeys(keys + by))
     j = runs.select(cols + ["jct"]).filter(ok("jct")).join(ref, on=keys, how="inner")
-    j = j.with_columns((pl.max_horizontal(pl.col("jct"), pl.lit(floor))
-                        / pl.max_horizontal(pl.col("_ref"), pl.lit(floor))).alias("_ratio"))
+    j = j.with_columns(
+        (pl.max_horizontal(pl.col("jct"), pl.lit(floor)) / pl.max_horizontal(pl.col("_ref"), pl.lit(floor))).alias(
+            "_ratio"
+        )
+    )
     j = j.with_columns((pl.col("_ratio") > 1.0 + tol).alias("_slowed"))
-    return (j.group_by(by).agg(
-        pl.len().alias("jobs"),
-        pl.col("_slowed").sum().cast(pl.Int64).alias("slowed"),
-        (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).mean().alias("slowdown_mean"),
-        (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).median().alias("slowdown_median"))
+    return (
+        j.group_by(by)
+        .agg(
+            pl.len().alias("jobs"),
+            pl.col("_slowed").sum().cast(pl.Int64).alias("slowed"),
+            (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).mean().alias("slowdown_mean"),
+            (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).median().alias("slowdown_median"),
+        )
         .with_columns((pl.col("slowed") / pl.col("jobs")).alias("frac_slowed"))
-        .sort(by))
+        .sort(by)
+    )
 
 
 def load_jct(results_dir: Path):
@@ -64,12 +70,21 @@ def load_jct(results_dir: Path):
 
     summ = load(results_dir).collect()
     fcol = "policy_fairness"
-    cfg = summ.select(["config_id", "policy",
-                       (pl.col(fcol) if fcol in summ.columns else pl.lit(None)).cast(pl.Float64).alias("f"),
-                       pl.col("window").cast(pl.Float64).cast(pl.Int64)]).unique()
-    jobs = (load(results_dir, "jobs").select(["config_id", "group", "submit", "end"])
-            .group_by(["config_id", "group"]).agg((pl.col("end").max() - pl.col("submit").min()).alias("jct"))
-            .collect())
+    cfg = summ.select(
+        [
+            "config_id",
+            "policy",
+            (pl.col(fcol) if fcol in summ.columns else pl.lit(None)).cast(pl.Float64).alias("f"),
+            pl.col("window").cast(pl.Float64).cast(pl.Int64),
+        ]
+    ).unique()
+    jobs = (
+        load(results_dir, "jobs")
+        .select(["config_id", "group", "submit", "end"])
+        .group_by(["config_id", "group"])
+        .agg((pl.col("end").max() - pl.col("submit").min()).alias("jct"))
+        .collect()
+    )
     return jobs.join(cfg, on="config_id", how="inner").drop("config_id"), summ
 
 
@@ -92,11 +107,18 @@ def analysis(dirs) -> dict[str, Any]:
     vs_slots = job_slowdowns(tet, slots, ["f"]) if slots.height else None
 
     s = summ.filter(pl.col("policy") == tp.TETRIS).select(
-        [pl.col("policy_fairness").cast(pl.Float64).alias("f"), pl.col("window").cast(pl.Float64).cast(pl.Int64),
-         "jct_mean", "makespan"])
+        [
+            pl.col("policy_fairness").cast(pl.Float64).alias("f"),
+            pl.col("window").cast(pl.Float64).cast(pl.Int64),
+            "jct_mean",
+            "makespan",
+        ]
+    )
     b = s.filter(pl.col("f") == f0).select(["window", pl.col("jct_mean").alias("_bj"), pl.col("makespan").alias("_bm")])
-    eff = s.join(b, on="window").with_columns((pl.col("jct_mean") / pl.col("_bj")).alias("jct_ratio"),
-                                              (pl.col("makespan") / pl.col("_bm")).alias("makespan_ratio"))
+    eff = s.join(b, on="window").with_columns(
+        (pl.col("jct_mean") / pl.col("_bj")).alias("jct_ratio"),
+        (pl.col("makespan") / pl.col("_bm")).alias("makespan_ratio"),
+    )
     eff_s = summarize(eff, ["f"], ["jct_ratio", "makespan_ratio", "jct_mean", "makespan"])
     return {"fs": fs, "f0": f0, "pooled": pooled, "per_window": per_window_s, "eff": eff_s, "vs_slots": vs_slots}
 
@@ -124,24 +146,43 @@ def plot(data, path: Path) -> list[str]:
     fs = [f for f in a["fs"] if f != a["f0"]]
     series = []
     rows = [_at(pw, f) for f in fs]
-    axes[0].errorbar(fs, [100 * r["frac_slowed_mean"] for r in rows],
-                     yerr=[100 * _ci(r, "frac_slowed") for r in rows], marker="o", capsize=2, label="fraction slowed")
+    axes[0].errorbar(
+        fs,
+        [100 * r["frac_slowed_mean"] for r in rows],
+        yerr=[100 * _ci(r, "frac_slowed") for r in rows],
+        marker="o",
+        capsize=2,
+        label="fraction slowed",
+    )
     axes[0].axhline(100 * SLOWED_MAX, color="red", linestyle=":", linewidth=0.8, label="talk: < 6 %")
     axes[0].set_ylabel(f"jobs slowed vs f = {a['f0']:g} (%)")
     axes[0].set_title("(a) fraction of jobs slowed")
     series.append("fraction slowed")
     sd = [(f, r) for f, r in zip(fs, rows) if r["slowdown_mean_mean"] is not None]
-    axes[1].errorbar([f for f, _ in sd], [100 * r["slowdown_mean_mean"] for _, r in sd],
-                     yerr=[100 * _ci(r, "slowdown_mean") for _, r in sd], marker="s", capsize=2,
-                     label="mean slowdown of slowed")
+    axes[1].errorbar(
+        [f for f, _ in sd],
+        [100 * r["slowdown_mean_mean"] for _, r in sd],
+        yerr=[100 * _ci(r, "slowdown_mean") for _, r in sd],
+        marker="s",
+        capsize=2,
+        label="mean slowdown of slowed",
+    )
     axes[1].axhline(100 * SLOWDOWN_MAX, color="red", linestyle=":", linewidth=0.8, label="talk: ≤ 8 %")
     axes[1].set_ylabel("JCT increase of slowed jobs (%)")
     axes[1].set_title("(b) mean slowdown of slowed jobs")
     series.append("mean slowdown of slowed")
     for m, label, marker in (("jct_ratio", "mean JCT", "^"), ("makespan_ratio", "makespan", "D")):
         rs = [_at(eff, f) for f in a["fs"]]
-        errorbar(axes[2], a["fs"], [r[f"{m}_mean"] for r in rs], [r[f"{m}_ci95"] for r in rs], POSITIVE_FLOOR,
-                 marker=marker, capsize=2, label=label)
+        errorbar(
+            axes[2],
+            a["fs"],
+            [r[f"{m}_mean"] for r in rs],
+            [r[f"{m}_ci95"] for r in rs],
+            POSITIVE_FLOOR,
+            marker=marker,
+            capsize=2,
+            label=label,
+        )
         series.append(label)
     axes[2].axhline(1.0, color="grey", linestyle=":", linewidth=0.8)
     axes[2].axvline(RECOMMENDED, color="grey", linestyle="--", linewidth=0.8)
@@ -159,11 +200,14 @@ def plot(data, path: Path) -> list[str]:
 
 def measured(data) -> str:
     a = data.table
-    lines = [f"Reference: Tetris at f = {a['f0']:g} (the most-fair run), same window, job by job. Pooled = all "
-             "jobs of all windows; per window = mean ± 95 % CI over windows.", "",
-             "| f | jobs | slowed (pooled) | mean (median) slowdown of slowed (pooled) | slowed (per window) | "
-             "mean JCT / ref | makespan / ref | slowed vs Slots-Fair, by (pooled) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Reference: Tetris at f = {a['f0']:g} (the most-fair run), same window, job by job. Pooled = all "
+        "jobs of all windows; per window = mean ± 95 % CI over windows.",
+        "",
+        "| f | jobs | slowed (pooled) | mean (median) slowdown of slowed (pooled) | slowed (per window) | "
+        "mean JCT / ref | makespan / ref | slowed vs Slots-Fair, by (pooled) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for f in a["fs"]:
         p, w, e = _at(a["pooled"], f), _at(a["per_window"], f), _at(a["eff"], f)
         vs = _at(a["vs_slots"], f) if a["vs_slots"] is not None else None
@@ -172,13 +216,22 @@ def measured(data) -> str:
             f"| {f:g} | {p['jobs']} | {p['frac_slowed']:.1%} ({p['slowed']}) | "
             f"{'–' if sd is None else f'{sd:.1%} ({med:.1%})'} | "
             f"{fmt_ci(100 * w['frac_slowed_mean'], 100 * _ci(w, 'frac_slowed'))} % | "
-            f"{fmt_ci(e['jct_ratio_mean'], e['jct_ratio_ci95'])} | {fmt_ci(e['makespan_ratio_mean'], e['makespan_ratio_ci95'])} | "
-            + (f"{vs['frac_slowed']:.1%}" + (f", {vs['slowdown_mean']:.1%}" if vs["slowdown_mean"] is not None else "")
-               if vs else "–") + " |")
+            f"{fmt_ci(e['jct_ratio_mean'], e['jct_ratio_ci95'])} | "
+            f"{fmt_ci(e['makespan_ratio_mean'], e['makespan_ratio_ci95'])} | "
+            + (
+                f"{vs['frac_slowed']:.1%}" + (f", {vs['slowdown_mean']:.1%}" if vs["slowdown_mean"] is not None else "")
+                if vs
+                else "–"
+            )
+            + " |"
+        )
     n = sorted(set(a["eff"]["n"].to_list()))
-    lines += ["", f"Windows: {', '.join(map(str, n))}. Slowed: JCT above the reference's by more than a relative "
-                  f"{SLOWED_TOL:g} (JCTs floored at {JCT_FLOOR:g} s). The last column compares each job under Tetris "
-                  "with the same job under Slots-Fair (informative, not checked)."]
+    lines += [
+        "",
+        f"Windows: {', '.join(map(str, n))}. Slowed: JCT above the reference's by more than a relative "
+        f"{SLOWED_TOL:g} (JCTs floored at {JCT_FLOOR:g} s). The last column compares each job under Tetris "
+        "with the same job under Slots-Fair (informative, not checked).",
+    ]
     return "\n".join(lines)
 
 
@@ -190,20 +243,29 @@ def few_slowed(data, claim):
     a = data.table
     f = _recommended(a)
     p = _at(a["pooled"], f)
-    others = "; ".join(f"f={r['f']:g}: {r['frac_slowed']:.1%}" + (f" by {r['slowdown_mean']:.1%}"
-                                                                  if r["slowdown_mean"] is not None else "")
-                       for r in a["pooled"].iter_rows(named=True) if r["f"] != a["f0"])
-    return claim.verdict(p["frac_slowed"] < claim.than,
-                         f"{p['frac_slowed']:.1%} of {p['jobs']} jobs slowed at f = {f:g}; all f: {others}",
-                         f=f, f0=a["f0"])
+    others = "; ".join(
+        f"f={r['f']:g}: {r['frac_slowed']:.1%}"
+        + (f" by {r['slowdown_mean']:.1%}" if r["slowdown_mean"] is not None else "")
+        for r in a["pooled"].iter_rows(named=True)
+        if r["f"] != a["f0"]
+    )
+    return claim.verdict(
+        p["frac_slowed"] < claim.than,
+        f"{p['frac_slowed']:.1%} of {p['jobs']} jobs slowed at f = {f:g}; all f: {others}",
+        f=f,
+        f0=a["f0"],
+    )
 
 
 def little_slowdown(data, claim):
     f = _recommended(data.table)
     p = _at(data.table["pooled"], f)
     sd = p["slowdown_mean"]
-    return claim.verdict(sd is None or sd <= claim.than, "no job slowed" if sd is None else
-                         f"mean JCT increase of the {p['slowed']} slowed jobs: {sd:.1%}", f=f)
+    return claim.verdict(
+        sd is None or sd <= claim.than,
+        "no job slowed" if sd is None else f"mean JCT increase of the {p['slowed']} slowed jobs: {sd:.1%}",
+        f=f,
+    )
 
 
 def near_best(data, claim):
@@ -213,9 +275,13 @@ def near_best(data, claim):
     best_m = min(r["makespan_ratio_mean"] for r in eff.iter_rows(named=True))
     e = _at(eff, f)
     gap_j, gap_m = e["jct_ratio_mean"] / best_j - 1, e["makespan_ratio_mean"] / best_m - 1
-    return claim.verdict(gap_j <= claim.tolerance and gap_m <= claim.tolerance,
-                         f"mean JCT / ref {e['jct_ratio_mean']:.3f} vs best {best_j:.3f} (+{gap_j:.1%}); makespan / ref "
-                         f"{e['makespan_ratio_mean']:.3f} vs best {best_m:.3f} (+{gap_m:.1%})", f=f, f0=a["f0"])
+    return claim.verdict(
+        gap_j <= claim.tolerance and gap_m <= claim.tolerance,
+        f"mean JCT / ref {e['jct_ratio_mean']:.3f} vs best {best_j:.3f} (+{gap_j:.1%}); makespan / ref "
+        f"{e['makespan_ratio_mean']:.3f} vs best {best_m:.3f} (+{gap_m:.1%})",
+        f=f,
+        f0=a["f0"],
+    )
 
 
 def setting(data) -> dict[str, float]:

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, row_at, paired_ratios, ratios_to, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, paired_ratios, ratios_to, row_at, save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
@@ -48,8 +48,9 @@ def offered_loads(scale: str, windows: list[int]) -> dict[int, float] | None:
         from schedlab.workloads import transforms as tf
 
         s = SCALES[scale]
-        jobs = trace_kind.load_shared({"reader": "google", "path": TRACE, "on_bad_line": "error",
-                                       "arrival_load": 0.0}).sort("submit", maintain_order=True)
+        jobs = trace_kind.load_shared(
+            {"reader": "google", "path": TRACE, "on_bad_line": "error", "arrival_load": 0.0}
+        ).sort("submit", maintain_order=True)
         cap = s["servers"] * s["window_length"]
         out = {}
         for k in windows:
@@ -94,20 +95,28 @@ def measured(data) -> str:
     frame, table = data.table
     scale = next(iter(data.dirs)).rsplit("-", 1)[-1]
     loads = offered_loads(scale, sorted(set(frame["window"].to_list()))) if scale in SCALES else None
-    lines = ["Per window, metric / Slots-Fair's on the same window; mean ± 95 % CI over windows "
-             "(reduction = 1 − ratio):", "",
-             "| policy | makespan / Slots-Fair | mean JCT / Slots-Fair | makespan (s) | mean JCT (s) | windows |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "Per window, metric / Slots-Fair's on the same window; mean ± 95 % CI over windows (reduction = 1 − ratio):",
+        "",
+        "| policy | makespan / Slots-Fair | mean JCT / Slots-Fair | makespan (s) | mean JCT (s) | windows |",
+        "|---|---|---|---|---|---|",
+    ]
     for p in POLICIES:
         r = lookup(table, p)
         if r is None:
             continue
-        lines.append(f"| {p} | {fmt_ci(r['makespan_ratio_mean'], r['makespan_ratio_ci95'])} | "
-                     f"{fmt_ci(r['jct_mean_ratio_mean'], r['jct_mean_ratio_ci95'])} | "
-                     f"{fmt_ci(r['makespan_mean'], r['makespan_ci95'])} | "
-                     f"{fmt_ci(r['jct_mean_mean'], r['jct_mean_ci95'])} | {r['n']} |")
+        lines.append(
+            f"| {p} | {fmt_ci(r['makespan_ratio_mean'], r['makespan_ratio_ci95'])} | "
+            f"{fmt_ci(r['jct_mean_ratio_mean'], r['jct_mean_ratio_ci95'])} | "
+            f"{fmt_ci(r['makespan_mean'], r['makespan_ci95'])} | "
+            f"{fmt_ci(r['jct_mean_mean'], r['jct_mean_ci95'])} | {r['n']} |"
+        )
     windows = sorted(set(frame["window"].to_list()))
-    lines += ["", "Per window (Tetris / Slots-Fair: makespan, mean JCT" + ("; offered load" if loads else "") + "):", ""]
+    lines += [
+        "",
+        "Per window (Tetris / Slots-Fair: makespan, mean JCT" + ("; offered load" if loads else "") + "):",
+        "",
+    ]
     ratios = window_ratios(frame, [m for m, _ in METRICS])
     cells = []
     for k in windows:
@@ -117,10 +126,13 @@ def measured(data) -> str:
             cells.append(f"w{k}: {r['makespan_ratio'][0]:.2f}, {r['jct_mean_ratio'][0]:.2f}{extra}")
     lines.append("; ".join(cells) + ".")
     if loads:
-        lines += ["", "Offered load of a window = max over cpu, mem of Σ demand × duration / (servers × window "
-                      "length): above 1 the window's work cannot be done within the window and a backlog builds. "
-                      "A makespan ratio of 1.00 marks a window whose makespan is set by one long task (its "
-                      "arrival plus its duration), which no policy can shorten."]
+        lines += [
+            "",
+            "Offered load of a window = max over cpu, mem of Σ demand × duration / (servers × window "
+            "length): above 1 the window's work cannot be done within the window and a backlog builds. "
+            "A makespan ratio of 1.00 marks a window whose makespan is set by one long task (its "
+            "arrival plus its duration), which no policy can shorten.",
+        ]
     return "\n".join(lines)
 
 
@@ -142,11 +154,16 @@ def reduces(data, claim):
     below = upper < 1.0 if n >= 2 else mean < 1.0
     same = lo <= red <= hi
     return claim.verdict(
-        below and same, f"Tetris / Slots-Fair = {fmt_ci(mean, ci)} over {n} windows"
+        below and same,
+        f"Tetris / Slots-Fair = {fmt_ci(mean, ci)} over {n} windows"
         + (f", paired geometric mean {pr['estimate']:.3f} [{pr['ci_low']:.3f}, {pr['ci_high']:.3f}]" if has_ci else "")
         + f" (CI upper end {upper:.3f}): reduction {red:.1%} vs the talk's {claim.than:.0%}"
-        + ("" if below else "; not significantly below 1") + ("" if same else "; not of the same order"),
-        factor=factor, lo=lo, hi=hi)
+        + ("" if below else "; not significantly below 1")
+        + ("" if same else "; not of the same order"),
+        factor=factor,
+        lo=lo,
+        hi=hi,
+    )
 
 
 def setting(data) -> dict[str, Any]:

@@ -82,17 +82,17 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.sim.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
 from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS
-from schedlab.sim.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.underutilization import normalized_underutilization
-
 
 MODELS = BATCH_MODELS
 
@@ -149,8 +149,9 @@ def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarr
     return -(-procs // tasks_per_node)
 
 
-def simulate_batch(submit, runtime, requested, need, capacity: int,
-                   policy_factory: Callable[[Machine], Any], *, hidden=None) -> BatchResult:
+def simulate_batch(
+    submit, runtime, requested, need, capacity: int, policy_factory: Callable[[Machine], Any], *, hidden=None
+) -> BatchResult:
     """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
 
     ``need`` is in units (see :func:`units_needed`); every need must be in
@@ -224,9 +225,21 @@ def _fast_module(policy_cls):
     return batch_fast
 
 
-def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = None, nodes: int | None = None,
-              tasks_per_node: int = 1, oversize: str = "error", cpu_need: float = 1.0, bound: bool = False,
-              estimates: str = "requested", path: str = "reference", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def run_table(
+    jobs,
+    policy_cls,
+    *,
+    model: str = "procs",
+    procs: int | None = None,
+    nodes: int | None = None,
+    tasks_per_node: int = 1,
+    oversize: str = "error",
+    cpu_need: float = 1.0,
+    bound: bool = False,
+    estimates: str = "requested",
+    path: str = "reference",
+    **params: Any,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent, or ``estimates="exact"``: requested =
     runtime, exact estimates -- what the DFRS authors' simulator gave EASY,
@@ -249,14 +262,27 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
     if path not in ("fast", "reference"):
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
     system = BATCH_SYSTEM.check_call(
-        {"model": model, "procs": procs, "nodes": nodes, "tasks_per_node": tasks_per_node, "oversize": oversize,
-         "cpu_need": cpu_need, "bound": bound, "estimates": estimates}, "batch engine", jobs.columns)
+        {
+            "model": model,
+            "procs": procs,
+            "nodes": nodes,
+            "tasks_per_node": tasks_per_node,
+            "oversize": oversize,
+            "cpu_need": cpu_need,
+            "bound": bound,
+            "estimates": estimates,
+        },
+        "batch engine",
+        jobs.columns,
+    )
     tpn = int(tasks_per_node)
     if model == "procs":
         capacity = int(system["procs"]) or (int(jobs[MACHINE_PROCS][0]) if jobs.height else 0)
         if capacity < 1:  # procs = 0 and the table's machine_procs gives no size either
-            raise UserError(f"batch engine: procs: the job table's {MACHINE_PROCS} gives no machine size "
-                            f"({'no rows' if not jobs.height else capacity}); give procs >= 1")
+            raise UserError(
+                f"batch engine: procs: the job table's {MACHINE_PROCS} gives no machine size "
+                f"({'no rows' if not jobs.height else capacity}); give procs >= 1"
+            )
     else:
         capacity = int(system["nodes"])
     for col in ("job_id", "submit", "runtime", "procs"):
@@ -274,10 +300,17 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             raise UserError(f"batch engine: job {job_id[bad[0]]}: {name} is not finite")
-    cpu = (jobs["cpu_need"].to_numpy().astype(float) if "cpu_need" in jobs.columns
-           else np.full(jobs.height, float(cpu_need)))
-    checks = (("runtime", runtime < 0, "is negative"), ("requested_time", requested <= 0, "must be > 0"),
-              ("procs", jprocs < 1, "must be >= 1"), ("cpu_need", ~((cpu > 0) & (cpu <= 1)), "must be in (0, 1]"))
+    cpu = (
+        jobs["cpu_need"].to_numpy().astype(float)
+        if "cpu_need" in jobs.columns
+        else np.full(jobs.height, float(cpu_need))
+    )
+    checks = (
+        ("runtime", runtime < 0, "is negative"),
+        ("requested_time", requested <= 0, "must be > 0"),
+        ("procs", jprocs < 1, "must be >= 1"),
+        ("cpu_need", ~((cpu > 0) & (cpu <= 1)), "must be in (0, 1]"),
+    )
     for name, mask, what in checks:
         bad = np.flatnonzero(mask)
         if bad.size:
@@ -289,11 +322,14 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         if oversize == "error":
             k = int(np.flatnonzero(big)[0])
             unit = "processors" if model == "procs" else "nodes"
-            raise UserError(f"batch engine: job {job_id[k]} needs {need[k]} {unit} but the machine has {capacity} "
-                            f"(use oversize='drop' to drop and count such jobs)")
+            raise UserError(
+                f"batch engine: job {job_id[k]} needs {need[k]} {unit} but the machine has {capacity} "
+                f"(use oversize='drop' to drop and count such jobs)"
+            )
         keep = ~big
         job_id, submit, runtime, jprocs, requested, need, cpu = (
-            a[keep] for a in (job_id, submit, runtime, jprocs, requested, need, cpu))
+            a[keep] for a in (job_id, submit, runtime, jprocs, requested, need, cpu)
+        )
     if params:
         try:
             policy_cls(Machine(capacity, [], [], []), **params)
@@ -324,25 +360,49 @@ def run_table(jobs, policy_cls, *, model: str = "procs", procs: int | None = Non
         used = float(np.dot(need.astype(float), runtime))
         util = used / (capacity * horizon) if horizon > 0 else math.nan
         work = float(np.sum(cpu * jprocs * runtime))
-        underutil = (normalized_underutilization(float(capacity), jobs={
-            "submit": submit, "start": res.start, "end": res.end, "tasks": jprocs, "cpu_need": cpu})
-            if work > 0 and dfrs_view else math.nan)
-        stats = dict(stretch_mean=float(stretch.mean()), stretch_max=float(stretch.max()),
-                     wait_mean=float(wait.mean()), wait_max=float(wait.max()), utilisation=util, makespan=horizon,
-                     underutilization=underutil)
+        underutil = (
+            normalized_underutilization(
+                float(capacity),
+                jobs={"submit": submit, "start": res.start, "end": res.end, "tasks": jprocs, "cpu_need": cpu},
+            )
+            if work > 0 and dfrs_view
+            else math.nan
+        )
+        stats = dict(
+            stretch_mean=float(stretch.mean()),
+            stretch_max=float(stretch.max()),
+            wait_mean=float(wait.mean()),
+            wait_max=float(wait.max()),
+            utilisation=util,
+            makespan=horizon,
+            underutilization=underutil,
+        )
     else:
-        stats = dict(stretch_mean=math.nan, stretch_max=math.nan, wait_mean=math.nan, wait_max=math.nan,
-                     utilisation=math.nan, makespan=math.nan, underutilization=math.nan)
+        stats = dict(
+            stretch_mean=math.nan,
+            stretch_max=math.nan,
+            wait_mean=math.nan,
+            wait_max=math.nan,
+            utilisation=math.nan,
+            makespan=math.nan,
+            underutilization=math.nan,
+        )
     summary: dict[str, Any] = {
-        "n_jobs": float(n), **stats, "events": float(res.events), "sim_seconds": wall,
-        "model_nodes": float(model == "nodes"), "capacity": float(capacity), "tasks_per_node": float(tpn),
+        "n_jobs": float(n),
+        **stats,
+        "events": float(res.events),
+        "sim_seconds": wall,
+        "model_nodes": float(model == "nodes"),
+        "capacity": float(capacity),
+        "tasks_per_node": float(tpn),
         "dropped_oversize": float(dropped),
     }
     if bound and n:
         b0 = time.perf_counter()
         lb = max_stretch_lower_bound(submit, runtime, jprocs, cpu, float(capacity))
-        summary.update(stretch_lower_bound=lb, degradation=summary["stretch_max"] / lb,
-                       bound_seconds=time.perf_counter() - b0)
+        summary.update(
+            stretch_lower_bound=lb, degradation=summary["stretch_max"] / lb, bound_seconds=time.perf_counter() - b0
+        )
     per_job = {
         "job_id": job_id,
         "submit": submit,

@@ -77,8 +77,7 @@ import numpy as np
 
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
-from schedlab.sim.jit import njit
-from schedlab.sim.jit import NONE, ZERO, hpop, hpush
+from schedlab.sim.jit import NONE, ZERO, hpop, hpush, njit
 
 if TYPE_CHECKING:
     from schedlab.policies.batch.base import BatchPolicy
@@ -330,8 +329,13 @@ def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=
     if isinstance(capacity, bool) or int(capacity) != capacity or capacity < 1:
         return None
     capacity = int(capacity)
-    if (np.any(submit < 0) or np.any(runtime < 0) or np.any(requested <= 0)
-            or np.any(need < 1) or np.any(need > capacity)):
+    if (
+        np.any(submit < 0)
+        or np.any(runtime < 0)
+        or np.any(requested <= 0)
+        or np.any(need < 1)
+        or np.any(need > capacity)
+    ):
         return None
     need = np.require(need, np.int64, ["C", "W"])
     order = np.argsort(submit, kind="stable").astype(np.int64)
@@ -349,8 +353,9 @@ def warm(cls: type[BatchPolicy]) -> None:
     now, so that a timed run excludes it."""
     kernel = kernel_for(cls)
     if kernel is not None and cls.name not in _WARM:
-        simulate(cls, np.array([0.0, 0.5, 0.5]), np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 3.0]),
-                 np.array([1, 2, 1]), 2)
+        simulate(
+            cls, np.array([0.0, 0.5, 0.5]), np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 3.0]), np.array([1, 2, 1]), 2
+        )
         _WARM.add(cls.name)
 
 

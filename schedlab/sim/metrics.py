@@ -47,7 +47,9 @@ def queue_summary(size: np.ndarray, sojourn: np.ndarray, weight_class: np.ndarra
     return out
 
 
-def conditional_slowdown(size: np.ndarray, slowdowns: np.ndarray, bins: int = CONDITIONAL_BINS) -> tuple[np.ndarray, np.ndarray]:
+def conditional_slowdown(
+    size: np.ndarray, slowdowns: np.ndarray, bins: int = CONDITIONAL_BINS
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean size and mean slowdown in ``bins`` equal-count classes of jobs sorted
     by size (the paper's Fig. 7). Ties in size keep job-table order (stable
     sort); with n not a multiple of ``bins`` the classes differ by at most one

@@ -52,7 +52,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -348,6 +349,8 @@ def simulate(
             break
     if done != n:
         first = next(j for j in range(n) if server._pool[j] is not None)
-        raise PolicyStalled(f"t={server.now}: job {first}: the server is idle with {n - done} jobs unserved "
-                            f"(the policy serves no pool that holds jobs)")
+        raise PolicyStalled(
+            f"t={server.now}: job {first}: the server is idle with {n - done} jobs unserved "
+            f"(the policy serves no pool that holds jobs)"
+        )
     return np.asarray(completion, dtype=np.float64), events

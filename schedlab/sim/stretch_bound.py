@@ -366,8 +366,7 @@ class _Segment:
 
 def _segment(inst: _Instance, a: float, b: float) -> _Segment:
     n = len(inst.release)
-    pts = np.column_stack((np.concatenate((inst.release, inst.release)),
-                           np.concatenate((np.zeros(n), inst.weight))))
+    pts = np.column_stack((np.concatenate((inst.release, inst.release)), np.concatenate((np.zeros(n), inst.weight))))
     uniq, inverse = np.unique(pts, axis=0, return_inverse=True)
     mid = 0.5 * (a + b)
     order = np.lexsort((uniq[:, 1], uniq[:, 0] + mid * uniq[:, 1]))

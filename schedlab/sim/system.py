@@ -51,8 +51,9 @@ import itertools
 import json
 import math
 import numbers
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -136,8 +137,13 @@ def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "")
 
 
 def choice(name: str, default: str, options: tuple[str, ...], doc: str = "") -> Param:
-    return Param(name, default, "one of " + ", ".join(repr(o) for o in options),
-                 lambda v: isinstance(v, str) and v in options, doc=doc)
+    return Param(
+        name,
+        default,
+        "one of " + ", ".join(repr(o) for o in options),
+        lambda v: isinstance(v, str) and v in options,
+        doc=doc,
+    )
 
 
 def flag(name: str, default: bool, doc: str = "") -> Param:
@@ -200,8 +206,9 @@ class SystemSchema:
         unknown = sorted(set(table) - set(self._index))
         if unknown:
             allowed = ", ".join(self._index) or "none"
-            raise UserError(f"{where}.{unknown[0]}: unknown system parameter for engine {self.engine!r}; "
-                            f"allowed: {allowed}")
+            raise UserError(
+                f"{where}.{unknown[0]}: unknown system parameter for engine {self.engine!r}; allowed: {allowed}"
+            )
         for name, value in table.items():
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
@@ -235,8 +242,9 @@ class SystemSchema:
             need = rule.broken(point, columns)
             if need is not None:
                 where, given = path(rule.field)
-                raise UserError(f"{where}: must be {need}; got {_show(point[rule.field])}"
-                                f"{'' if given else ' (the default)'}")
+                raise UserError(
+                    f"{where}: must be {need}; got {_show(point[rule.field])}{'' if given else ' (the default)'}"
+                )
 
     # ---- run time: one call's keyword arguments ----
 
@@ -291,14 +299,19 @@ PACKING = SystemSchema(
     "packing",
     params=(
         integer("servers", 1, ge=1, doc="L identical servers"),
-        numbers_per_resource("capacity", 1.0, gt=0,
-                             doc="each server's capacity: one number (every resource) or one per resource"),
+        numbers_per_resource(
+            "capacity", 1.0, gt=0, doc="each server's capacity: one number (every resource) or one per resource"
+        ),
         number("epoch", 1.0, ge=0, zero="a decision at every event", doc="decision epoch length (slotted model: 1)"),
         number("sample_every", 0.0, ge=0, zero="no time series", doc="sampling interval of the queue time series"),
     ),
     rules=(
-        Rule("capacity", "a capacity list has one entry per resource of the job table (or one for all)",
-             _capacity_length, reads_table=True),
+        Rule(
+            "capacity",
+            "a capacity list has one entry per resource of the job table (or one for all)",
+            _capacity_length,
+            reads_table=True,
+        ),
     ),
 )
 
@@ -322,8 +335,10 @@ def _procs_from_table(point, columns: Columns) -> str | None:
     cols = columns()
     if cols is None or MACHINE_PROCS in cols:
         return None
-    return ("an integer >= 1 with model 'procs': the job table has no machine_procs column "
-            "(an SWF header's MaxProcs) to take the machine size from")
+    return (
+        "an integer >= 1 with model 'procs': the job table has no machine_procs column "
+        "(an SWF header's MaxProcs) to take the machine size from"
+    )
 
 
 def _bound_fits(point, columns: Columns) -> str | None:
@@ -333,8 +348,10 @@ def _bound_fits(point, columns: Columns) -> str | None:
     cols = columns()
     if cols is None or "cpu_need" in cols:  # per-job needs: the engine checks the drawn rows
         return None
-    return (f"false with model 'nodes' and tasks_per_node x cpu_need = {tpn} x {cpu:g} > 1 "
-            f"(the bound needs the tasks of a node to fit its CPU)")
+    return (
+        f"false with model 'nodes' and tasks_per_node x cpu_need = {tpn} x {cpu:g} > 1 "
+        f"(the bound needs the tasks of a node to fit its CPU)"
+    )
 
 
 #: What ``SystemSchema.fits`` returns for a job that does not fit: (the
@@ -346,8 +363,15 @@ Misfit = tuple[str, str, "int | None", str]
 def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
     gone = [c for c in columns if c not in jobs.columns]
     if gone:
-        return "", (f"the {engine} engine needs a {gone[0]!r} column; this workload's job table has "
-                    f"{', '.join(jobs.columns)}"), None, ""
+        return (
+            "",
+            (
+                f"the {engine} engine needs a {gone[0]!r} column; this workload's job table has "
+                f"{', '.join(jobs.columns)}"
+            ),
+            None,
+            "",
+        )
     return None
 
 
@@ -376,15 +400,18 @@ def _batch_fits(jobs, point) -> Misfit | None:
 
 def _dfrs_fits(jobs, point) -> Misfit | None:
     """The DFRS engine's oversize rule (``schedlab.sim.dfrs.run_table``)."""
-    from schedlab.sim.dfrs import tasks_per_node
-
     import polars as pl
+
+    from schedlab.sim.dfrs import tasks_per_node
 
     missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:
         return missing
-    mem = (jobs["memory"].cast(pl.Float64).to_numpy() if "memory" in jobs.columns
-           else np.full(jobs.height, float(point["memory"])))
+    mem = (
+        jobs["memory"].cast(pl.Float64).to_numpy()
+        if "memory" in jobs.columns
+        else np.full(jobs.height, float(point["memory"]))
+    )
     if not np.all((mem > 0) & (mem <= 1)):
         return None  # the engine names the bad row itself
     holds = int(point["nodes"]) * tasks_per_node(mem)
@@ -392,31 +419,59 @@ def _dfrs_fits(jobs, point) -> Misfit | None:
     k = int(np.argmax(procs - holds))
     if procs[k] <= holds[k]:
         return None
-    return ("nodes", f"{point['nodes']} nodes hold at most {holds[k]} tasks of memory {mem[k]:g}",
-            int(jobs["job_id"][k]), f"{procs[k]} such tasks")
+    return (
+        "nodes",
+        f"{point['nodes']} nodes hold at most {holds[k]} tasks of memory {mem[k]:g}",
+        int(jobs["job_id"][k]),
+        f"{procs[k]} such tasks",
+    )
 
 
 BATCH = SystemSchema(
     "batch",
     params=(
         choice("model", "procs", BATCH_MODELS, doc="machine in processors or in whole nodes held per task"),
-        integer("procs", 0, ge=0, zero="the trace's machine size, its machine_procs column",
-                doc="machine size in processors (model procs)"),
+        integer(
+            "procs",
+            0,
+            ge=0,
+            zero="the trace's machine size, its machine_procs column",
+            doc="machine size in processors (model procs)",
+        ),
         integer("nodes", 0, ge=0, zero="not set; model 'nodes' needs it", doc="machine size in nodes (model nodes)"),
         integer("tasks_per_node", 1, ge=1, doc="tasks sharing one node (model nodes)"),
-        choice("oversize", "error", ("error", "drop"), doc="a job larger than the machine: an error, or dropped and counted"),
+        choice(
+            "oversize",
+            "error",
+            ("error", "drop"),
+            doc="a job larger than the machine: an error, or dropped and counted",
+        ),
         number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound"),
-        choice("estimates", "requested", ("requested", "exact"),
-               doc="the runtime the scheduler sees: the table's requested_time, or the actual runtime (exact)"),
+        choice(
+            "estimates",
+            "requested",
+            ("requested", "exact"),
+            doc="the runtime the scheduler sees: the table's requested_time, or the actual runtime (exact)",
+        ),
     ),
     rules=(
         Rule("nodes", "model 'nodes' needs nodes >= 1", _nodes_for_model),
-        Rule("procs", "model 'procs' with procs = 0 needs a machine_procs column in the job table",
-             _procs_from_table, reads_table=True),
-        Rule("bound", "bound in model 'nodes' needs tasks_per_node x cpu_need <= 1 (the system cpu_need "
-             "when the table has no cpu_need column)", _bound_fits, reads_table=True),
-    ),    fits=_batch_fits,
+        Rule(
+            "procs",
+            "model 'procs' with procs = 0 needs a machine_procs column in the job table",
+            _procs_from_table,
+            reads_table=True,
+        ),
+        Rule(
+            "bound",
+            "bound in model 'nodes' needs tasks_per_node x cpu_need <= 1 (the system cpu_need "
+            "when the table has no cpu_need column)",
+            _bound_fits,
+            reads_table=True,
+        ),
+    ),
+    fits=_batch_fits,
 )
 
 DFRS = SystemSchema(
@@ -428,11 +483,16 @@ DFRS = SystemSchema(
         number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),
         choice("oversize", "error", ("error", "drop"), doc="a job that cannot fit the empty cluster"),
-        choice("star_pass", "completion", ("completion", "instant-end"),
-               doc="when the Greedy '*' pass runs: right after completions (default) or, as the authors' "
-                   "simulator does, at the end of every instant, after arrivals and the periodic remap "
-                   "(docs/dfrs.md)"),
-    ),    fits=_dfrs_fits,
+        choice(
+            "star_pass",
+            "completion",
+            ("completion", "instant-end"),
+            doc="when the Greedy '*' pass runs: right after completions (default) or, as the authors' "
+            "simulator does, at the end of every instant, after arrivals and the periodic remap "
+            "(docs/dfrs.md)",
+        ),
+    ),
+    fits=_dfrs_fits,
 )
 
 
@@ -460,9 +520,15 @@ def job_columns(kind, params: Mapping[str, Any], shared_cache: dict) -> frozense
     so a rule that needs a column to be absent never fires wrongly."""
     full = {**{k: kind.defaults[k] for k in kind.late}, **params}
     if kind.load_shared is not None:
-        key = json.dumps({k: v for k, v in full.items()
-                          if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))},
-                         sort_keys=True, default=str)
+        key = json.dumps(
+            {
+                k: v
+                for k, v in full.items()
+                if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))
+            },
+            sort_keys=True,
+            default=str,
+        )
         if key not in shared_cache:
             shared_cache[key] = frozenset(kind.load_shared(full).columns)
         cols = shared_cache[key]
@@ -479,8 +545,9 @@ def job_columns(kind, params: Mapping[str, Any], shared_cache: dict) -> frozense
         return None
 
 
-def check_workload_points(schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str,
-                          workload_where: str) -> None:
+def check_workload_points(
+    schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str, workload_where: str
+) -> None:
     """Plan time: the table-reading rules of ``schema`` for every workload
     point (``points``: their params). The columns of a point are looked up
     only when a rule asks (e.g. only for a capacity list), so specs that give
@@ -524,8 +591,10 @@ def probe_jobs(kind, params: Mapping[str, Any], shared_cache: dict) -> Probe | N
     full = {**{k: kind.defaults[k] for k in kind.late}, **params}
     if kind.name == "lublin":
         nodes = int(full["nodes"])
-        jobs = pl.DataFrame({"job_id": [0], "submit": [0.0], "runtime": [1.0], "procs": [nodes]},
-                            schema={"job_id": pl.Int64, "submit": pl.Float64, "runtime": pl.Float64, "procs": pl.Int64})
+        jobs = pl.DataFrame(
+            {"job_id": [0], "submit": [0.0], "runtime": [1.0], "procs": [nodes]},
+            schema={"job_id": pl.Int64, "submit": pl.Float64, "runtime": pl.Float64, "procs": pl.Int64},
+        )
         if annotate.wanted(full):
             jobs = annotate.annotate(jobs, np.random.default_rng(0), full)
         if full["memory"] == "uniform":
@@ -533,11 +602,18 @@ def probe_jobs(kind, params: Mapping[str, Any], shared_cache: dict) -> Probe | N
         tasks = int(jobs["procs"][0])
         wide = f"{nodes} processors" + (f" ({tasks} tasks)" if tasks != nodes else "")
         mem = f" with memory up to {float(full['memory_hi']):g}" if full["memory"] == "uniform" else ""
-        return Probe(jobs, f"Lublin jobs drawn for workload.nodes = {nodes} can be {wide} wide{mem} "
-                           f"(every width up to nodes can be drawn)", exact=False)
+        return Probe(
+            jobs,
+            f"Lublin jobs drawn for workload.nodes = {nodes} can be {wide} wide{mem} "
+            f"(every width up to nodes can be drawn)",
+            exact=False,
+        )
     if kind.name == "trace" and not full["arrival_load"]:
-        key = json.dumps({k: v for k, v in full.items() if k in kind.shared_keys or k.startswith(kind.open_prefix)},
-                         sort_keys=True, default=str)
+        key = json.dumps(
+            {k: v for k, v in full.items() if k in kind.shared_keys or k.startswith(kind.open_prefix)},
+            sort_keys=True,
+            default=str,
+        )
         if key not in shared_cache:
             shared = kind.load_shared(full)
             # sorted once here (stable, as build sorts each window): build's own sort is then a no-op
@@ -550,8 +626,9 @@ def probe_jobs(kind, params: Mapping[str, Any], shared_cache: dict) -> Probe | N
     return None
 
 
-def check_jobs_fit(schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str,
-                   workload_where: str) -> None:
+def check_jobs_fit(
+    schema: SystemSchema, table: Mapping[str, Any], kind, points, where: str, workload_where: str
+) -> None:
     """Plan time: the engine's oversize rule (``schema.fits``) for every
     workload point and every grid point of ``table`` with oversize "error",
     on :func:`probe_jobs`; a point whose build fails is reported as a
@@ -588,8 +665,10 @@ def check_jobs_fit(schema: SystemSchema, table: Mapping[str, Any], kind, points,
                 text, how = f"{machine} but job {job} of {probe.what}{more} needs {need}", "every run of it fails"
             else:
                 text, how = f"{machine} but {probe.what}{more}", "a run fails as soon as it draws such a job"
-            errors.add(f"{at}: {text}; with oversize = \"error\" (the default) {how} -- give a larger machine, "
-                       f"narrower jobs, or oversize = \"drop\" (such jobs dropped and counted)")
+            errors.add(
+                f'{at}: {text}; with oversize = "error" (the default) {how} -- give a larger machine, '
+                f'narrower jobs, or oversize = "drop" (such jobs dropped and counted)'
+            )
     errors.raise_any()
 
 

@@ -93,7 +93,7 @@ def batch_usage_profile(submit: Any, start: Any, end: Any, tasks: Any, cpu_need:
     times = ordered[first]
     index = np.empty(len(ordered), dtype=np.intp)
     index[perm] = np.cumsum(first) - 1
-    i_s, i_b, i_e = index[:n], index[n:2 * n], index[2 * n:]
+    i_s, i_b, i_e = index[:n], index[n : 2 * n], index[2 * n :]
     dd = np.zeros(len(times))
     du = np.zeros(len(times))
     np.add.at(dd, i_s, need)

@@ -153,8 +153,13 @@ TRACE_MEMORY_FIELDS = ("used_mem", "req_mem")
 def _fraction(params: dict[str, Any], name: str, allow_zero: bool) -> float:
     v = params[name]
     low = "[0, 1] (0: not annotated)" if allow_zero else "(0, 1]"
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-            or not (0 <= v <= 1) or (v == 0 and not allow_zero):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or not (0 <= v <= 1)
+        or (v == 0 and not allow_zero)
+    ):
         raise UserError(f"{name}: must be a number in {low}; got {v!r}")
     return float(v)
 
@@ -167,8 +172,10 @@ def check(params: dict[str, Any]) -> None:
     if rule != "schedlab":
         for name in RULE_FIELDS:
             if params[name] != DEFAULTS[name]:
-                raise UserError(f"{name}: not with annotation = {rule!r}, which sets tasks, CPU need and memory "
-                                f"itself (RR-7659 §5.3); leave it out")
+                raise UserError(
+                    f"{name}: not with annotation = {rule!r}, which sets tasks, CPU need and memory "
+                    f"itself (RR-7659 §5.3); leave it out"
+                )
         return
     cpu = _fraction(params, "cpu_need", allow_zero=True)
     c = params["cores_per_node"]
@@ -183,8 +190,7 @@ def check(params: dict[str, Any]) -> None:
     m = params["memory"]
     if isinstance(m, str):
         if m not in MEMORY_RULES:
-            raise UserError(f"memory: must be a fraction in (0, 1], 0 or one of {', '.join(MEMORY_RULES)}; "
-                            f"got {m!r}")
+            raise UserError(f"memory: must be a fraction in (0, 1], 0 or one of {', '.join(MEMORY_RULES)}; got {m!r}")
     else:
         _fraction(params, "memory", allow_zero=True)
     nm = params["node_memory_kb"]
@@ -218,15 +224,18 @@ def dfrs_hpc2n(jobs: pl.DataFrame) -> pl.DataFrame:
     frac = np.where(kb > 0, kb / HPC2N_NODE_MEMORY_KB, 0.0)
     if (frac > 1.0).any():
         i = int(np.argmax(frac > 1.0))
-        raise UserError(f'annotation: "dfrs-hpc2n": job {jobs["job_id"][i] if "job_id" in jobs.columns else i} '
-                        f"needs {kb[i]:g} KB per processor, more than the 2 GB node ({HPC2N_NODE_MEMORY_KB} KB)")
+        raise UserError(
+            f'annotation: "dfrs-hpc2n": job {jobs["job_id"][i] if "job_id" in jobs.columns else i} '
+            f"needs {kb[i]:g} KB per processor, more than the 2 GB node ({HPC2N_NODE_MEMORY_KB} KB)"
+        )
     frac = np.maximum(frac, HPC2N_MEMORY_FLOOR)
     halve = (procs % 2 == 0) & (frac < HPC2N_HALF)
     return jobs.with_columns(
         pl.Series("procs", np.where(halve, procs // 2, procs), dtype=pl.Int64),
         pl.Series("procs_trace", procs, dtype=pl.Int64),
         pl.Series("cpu_need", np.where(halve, 1.0, 0.5)),
-        pl.Series("memory", np.where(halve, 2.0 * frac, frac)))
+        pl.Series("memory", np.where(halve, 2.0 * frac, frac)),
+    )
 
 
 def dfrs_synthetic(jobs: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
@@ -239,12 +248,13 @@ def dfrs_synthetic(jobs: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame
     small = child.random(jobs.height) < SYNTHETIC_SMALL_MEMORY_PROB
     x = child.integers(2, 11, jobs.height)  # {2, ..., 10}
     return jobs.with_columns(
-        pl.Series("cpu_need", np.where(procs == 1, 0.25, 1.0)),
-        pl.Series("memory", np.where(small, 0.1, x / 10.0)))
+        pl.Series("cpu_need", np.where(procs == 1, 0.25, 1.0)), pl.Series("memory", np.where(small, 0.1, x / 10.0))
+    )
 
 
-def annotate(jobs: pl.DataFrame, rng: np.random.Generator, params: dict[str, Any],
-             shared_max_kb: float | None = None) -> pl.DataFrame:
+def annotate(
+    jobs: pl.DataFrame, rng: np.random.Generator, params: dict[str, Any], shared_max_kb: float | None = None
+) -> pl.DataFrame:
     """Tasks, ``cpu_need`` and ``memory`` columns as ``params`` ask (module docstring).
 
     ``shared_max_kb``: the largest per-processor memory of the whole trace
@@ -262,8 +272,11 @@ def annotate(jobs: pl.DataFrame, rng: np.random.Generator, params: dict[str, Any
     if cores:
         tasks = -(-procs // cores)
         per_task = procs / tasks
-        cols += [pl.Series("procs", tasks, dtype=pl.Int64), pl.Series("procs_trace", procs, dtype=pl.Int64),
-                 pl.Series("cpu_need", per_task / cores)]
+        cols += [
+            pl.Series("procs", tasks, dtype=pl.Int64),
+            pl.Series("procs_trace", procs, dtype=pl.Int64),
+            pl.Series("cpu_need", per_task / cores),
+        ]
     elif params["cpu_need"]:
         cols.append(pl.lit(float(params["cpu_need"])).alias("cpu_need"))
     m = params["memory"]
@@ -285,9 +298,23 @@ def annotate(jobs: pl.DataFrame, rng: np.random.Generator, params: dict[str, Any
 
 
 def wanted(params: dict[str, Any]) -> bool:
-    return bool(params.get("annotation", "schedlab") != "schedlab" or params["cores_per_node"] or params["cpu_need"]
-                or params["memory"])
+    return bool(
+        params.get("annotation", "schedlab") != "schedlab"
+        or params["cores_per_node"]
+        or params["cpu_need"]
+        or params["memory"]
+    )
 
 
-__all__ = ["ANNOTATIONS", "DEFAULTS", "HPC2N_NODE_MEMORY_KB", "MEMORY_RULES", "annotate", "check", "dfrs_hpc2n",
-           "dfrs_synthetic", "trace_memory_kb", "wanted"]
+__all__ = [
+    "ANNOTATIONS",
+    "DEFAULTS",
+    "HPC2N_NODE_MEMORY_KB",
+    "MEMORY_RULES",
+    "annotate",
+    "check",
+    "dfrs_hpc2n",
+    "dfrs_synthetic",
+    "trace_memory_kb",
+    "wanted",
+]

@@ -46,14 +46,18 @@ def check_path(path: object, spec_dir: str | Path | None = None) -> None:
     if given.is_absolute():
         raise UserError(f"path: no such file or folder: {given}")
     cwd = Path.cwd()
-    msg = (f"path: no such file or folder: {path!r} resolved against the current directory {cwd} "
-           f"is {(cwd / given).resolve()}")
+    msg = (
+        f"path: no such file or folder: {path!r} resolved against the current directory {cwd} "
+        f"is {(cwd / given).resolve()}"
+    )
     if spec_dir is not None:
         beside = (Path(spec_dir) / given).resolve()
         if beside.exists() and beside != (cwd / given).resolve():
-            msg += (f"; relative to the spec's folder it would be {beside}, which exists (workload paths are "
-                    f"relative to the current directory: run schedlab from the folder the path starts from, or "
-                    f"give an absolute path)")
+            msg += (
+                f"; relative to the spec's folder it would be {beside}, which exists (workload paths are "
+                f"relative to the current directory: run schedlab from the folder the path starts from, or "
+                f"give an absolute path)"
+            )
     raise UserError(msg)
 
 

@@ -27,7 +27,9 @@ def guess_reader(path: Path) -> str:
         return "squid"
     if "bu98" in name:
         return "bu98"
-    raise UserError(f"{path}: cannot tell the trace format from the name; pass --reader (swf, swim, squid, bu98, google)")
+    raise UserError(
+        f"{path}: cannot tell the trace format from the name; pass --reader (swf, swim, squid, bu98, google)"
+    )
 
 
 def _stats(series) -> dict[str, float]:
@@ -46,8 +48,11 @@ def _decimal_bytes(x: float) -> str:
 
 def describe(trace: Trace) -> dict[str, Any]:
     jobs = trace.jobs
-    info: dict[str, Any] = {"jobs": jobs.height, "counts": trace.counts,
-                            "meta": {k: v for k, v in trace.meta.items() if k not in ("options",)}}
+    info: dict[str, Any] = {
+        "jobs": jobs.height,
+        "counts": trace.counts,
+        "meta": {k: v for k, v in trace.meta.items() if k not in ("options",)},
+    }
     if "submit" in jobs.columns and jobs.height:
         span = submit_span(jobs)
         info["time_span_s"] = span
@@ -77,7 +82,10 @@ def render(info: dict[str, Any], path: str, reader: str) -> str:
     if "time_span_s" in info:
         lines.append(f"  time span           {info['time_span_s']:.6g} s ({info['time_span_days']:.4g} days)")
     if "offered_load" in info:
-        lines.append(f"  offered load        {info['offered_load']:.4g} (processor-seconds / ({info['machine_procs']} procs x span))")
+        lines.append(
+            f"  offered load        {info['offered_load']:.4g} "
+            f"(processor-seconds / ({info['machine_procs']} procs x span))"
+        )
     if "offered_work_per_s" in info:
         lines.append(f"  offered work / s    {info['offered_work_per_s']:.6g} (load on a rate-1 server)")
     for key in ("MaxProcs", "MaxNodes"):
@@ -86,8 +94,10 @@ def render(info: dict[str, Any], path: str, reader: str) -> str:
     for column in ("size", "runtime", "requested_time", "procs", "cpu", "mem", "demand"):
         if column in info:
             s = info[column]
-            lines.append(f"  {column:19s} mean {s['mean']:.6g}  p50 {s['p50']:.6g}  p90 {s['p90']:.6g}  "
-                         f"p99 {s['p99']:.6g}  max {s['max']:.6g}")
+            lines.append(
+                f"  {column:19s} mean {s['mean']:.6g}  p50 {s['p50']:.6g}  p90 {s['p90']:.6g}  "
+                f"p99 {s['p99']:.6g}  max {s['max']:.6g}"
+            )
     for key, value in info["counts"].items():
         lines.append(f"  count {key:13s} {value}")
     return "\n".join(lines)

@@ -161,21 +161,63 @@ class LublinClassParams:
 
 # m_lublin99.c, *_BATCH constants (UMED 5, UHI 7: offsets 2 and 0).
 BATCH_DEFAULTS = LublinClassParams(
-    serial_prob=0.2927, pow2_prob=0.6686, u_low=1.2, u_med_offset=2.0, u_hi_offset=0.0, u_prob=0.875,
-    a1=6.57, b1=0.823, a2=639.1, b2=0.0156, pa=-0.003, pb=0.6986,
-    aarr=6.0415, barr=0.8531, anum=6.1271, bnum=5.2740, arar=1.0519,
+    serial_prob=0.2927,
+    pow2_prob=0.6686,
+    u_low=1.2,
+    u_med_offset=2.0,
+    u_hi_offset=0.0,
+    u_prob=0.875,
+    a1=6.57,
+    b1=0.823,
+    a2=639.1,
+    b2=0.0156,
+    pa=-0.003,
+    pb=0.6986,
+    aarr=6.0415,
+    barr=0.8531,
+    anum=6.1271,
+    bnum=5.2740,
+    arar=1.0519,
 )
 # m_lublin99.c, *_ACTIVE constants (UMED 3, UHI 5.5: offsets 4 and 1.5).
 INTERACTIVE_DEFAULTS = LublinClassParams(
-    serial_prob=0.1541, pow2_prob=0.625, u_low=1.0, u_med_offset=4.0, u_hi_offset=1.5, u_prob=0.705,
-    a1=3.8351, b1=0.6605, a2=7.073, b2=0.6856, pa=-0.0118, pb=0.9156,
-    aarr=6.5510, barr=0.6621, anum=8.9186, bnum=3.6680, arar=0.9797,
+    serial_prob=0.1541,
+    pow2_prob=0.625,
+    u_low=1.0,
+    u_med_offset=4.0,
+    u_hi_offset=1.5,
+    u_prob=0.705,
+    a1=3.8351,
+    b1=0.6605,
+    a2=7.073,
+    b2=0.6856,
+    pa=-0.0118,
+    pb=0.9156,
+    aarr=6.5510,
+    barr=0.6621,
+    anum=8.9186,
+    bnum=3.6680,
+    arar=0.9797,
 )
 # m_lublin99.c, the typeless constants (UMED 4.5, UHI 7: offsets 2.5 and 0).
 UNTYPED_DEFAULTS = LublinClassParams(
-    serial_prob=0.244, pow2_prob=0.576, u_low=0.8, u_med_offset=2.5, u_hi_offset=0.0, u_prob=0.86,
-    a1=4.2, b1=0.94, a2=312.0, b2=0.03, pa=-0.0054, pb=0.78,
-    aarr=10.2303, barr=0.4871, anum=8.1737, bnum=3.9631, arar=1.0225,
+    serial_prob=0.244,
+    pow2_prob=0.576,
+    u_low=0.8,
+    u_med_offset=2.5,
+    u_hi_offset=0.0,
+    u_prob=0.86,
+    a1=4.2,
+    b1=0.94,
+    a2=312.0,
+    b2=0.03,
+    pa=-0.0054,
+    pb=0.78,
+    aarr=10.2303,
+    barr=0.4871,
+    anum=8.1737,
+    bnum=3.9631,
+    arar=1.0225,
 )
 
 
@@ -285,11 +327,14 @@ def daily_cycle_weights(cls: LublinClassParams, cyclic_day_start: int = 11) -> n
     return w / w.mean()
 
 
-def _arrivals(rng: np.random.Generator, n: int, cls: LublinClassParams,
-              params: LublinParams, name: str) -> np.ndarray:
+def _arrivals(rng: np.random.Generator, n: int, cls: LublinClassParams, params: LublinParams, name: str) -> np.ndarray:
     """The first n arrival times of one class's process, in real seconds since the start."""
-    log_gap = _truncated(lambda m: rng.gamma(cls.aarr * cls.arar, cls.barr, m), n,
-                         params.max_log_interarrival, f"params.{name}.aarr/barr or params.max_log_interarrival")
+    log_gap = _truncated(
+        lambda m: rng.gamma(cls.aarr * cls.arar, cls.barr, m),
+        n,
+        params.max_log_interarrival,
+        f"params.{name}.aarr/barr or params.max_log_interarrival",
+    )
     tau = np.cumsum(np.exp(log_gap))  # model-clock arrival times, s
 
     # Real time t maps to model time W(t) = integral of the bucket weights; W
@@ -324,8 +369,9 @@ def _sizes(rng: np.random.Generator, n: int, cls: LublinClassParams, nodes: int)
     return procs
 
 
-def _runtimes(rng: np.random.Generator, procs: np.ndarray, cls: LublinClassParams,
-              max_log_runtime: float) -> np.ndarray:
+def _runtimes(
+    rng: np.random.Generator, procs: np.ndarray, cls: LublinClassParams, max_log_runtime: float
+) -> np.ndarray:
     """Run times (s) of jobs with these sizes: exp(hyper-gamma), p linear in the node count."""
     p = np.clip(cls.pa * procs + cls.pb, 0.0, 1.0)
 
@@ -378,10 +424,23 @@ def _check_class(where: str, cls, cyclic_day_start: int) -> None:
     nonneg = (lambda v: v >= 0, "a number >= 0")
     anything = (lambda v: True, "a finite number")
     rules = {
-        "serial_prob": unit, "pow2_prob": unit, "u_prob": unit,
-        "u_low": nonneg, "u_med_offset": nonneg, "u_hi_offset": nonneg,
-        "a1": positive, "b1": positive, "a2": positive, "b2": positive, "pa": anything, "pb": anything,
-        "aarr": positive, "barr": positive, "anum": positive, "bnum": positive, "arar": positive,
+        "serial_prob": unit,
+        "pow2_prob": unit,
+        "u_prob": unit,
+        "u_low": nonneg,
+        "u_med_offset": nonneg,
+        "u_hi_offset": nonneg,
+        "a1": positive,
+        "b1": positive,
+        "a2": positive,
+        "b2": positive,
+        "pa": anything,
+        "pb": anything,
+        "aarr": positive,
+        "barr": positive,
+        "anum": positive,
+        "bnum": positive,
+        "arar": positive,
     }
     for f in fields(cls):
         ok, rule = rules[f.name]
@@ -392,8 +451,7 @@ def _check_class(where: str, cls, cyclic_day_start: int) -> None:
         )
     if cls.u_med_offset < cls.u_hi_offset:
         raise UserError(
-            f"{where}.u_med_offset: must be >= u_hi_offset (u_med <= u_hi); "
-            f"got {cls.u_med_offset} < {cls.u_hi_offset}"
+            f"{where}.u_med_offset: must be >= u_hi_offset (u_med <= u_hi); got {cls.u_med_offset} < {cls.u_hi_offset}"
         )
     if not np.all(daily_cycle_weights(cls, cyclic_day_start) > 0):
         raise UserError(

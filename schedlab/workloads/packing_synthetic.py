@@ -54,7 +54,10 @@ def packing_workload(
         except (TypeError, ValueError):
             raise UserError(f"sizes: must be a list of numbers; got {sizes!r}") from None
         if sizes.ndim != 1 or len(sizes) == 0 or np.any(sizes <= 0):
-            raise UserError("sizes: must be a non-empty list of positive values (in a sweep spec write a list value as [[0.4, 0.6]]: a plain list is a grid axis)")
+            raise UserError(
+                "sizes: must be a non-empty list of positive values "
+                "(in a sweep spec write a list value as [[0.4, 0.6]]: a plain list is a grid axis)"
+            )
         if probs is not None:
             probs = np.asarray(probs, dtype=float)
             if probs.shape != sizes.shape or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.errors import UserError
 
@@ -45,8 +46,9 @@ class WorkloadKind:
 
     def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Params with defaults filled in; unknown or missing names are errors."""
-        unknown = sorted(k for k in set(params) - set(self.defaults)
-                         if not (self.open_prefix and k.startswith(self.open_prefix)))
+        unknown = sorted(
+            k for k in set(params) - set(self.defaults) if not (self.open_prefix and k.startswith(self.open_prefix))
+        )
         if unknown:
             raise UserError(
                 f"{where}.{unknown[0]}: unknown parameter for workload kind {self.name!r}; "
@@ -54,8 +56,11 @@ class WorkloadKind:
             )
         full = {k: params.get(k, v) for k, v in self.defaults.items()}
         full.update({k: v for k, v in params.items() if k not in self.defaults})
-        missing = ([k for k in self.required if k not in params] if self.required is not None
-                   else [k for k, v in full.items() if v is None])
+        missing = (
+            [k for k in self.required if k not in params]
+            if self.required is not None
+            else [k for k, v in full.items() if v is None]
+        )
         if missing:
             raise UserError(f"{where}.{missing[0]}: required for workload kind {self.name!r}")
         return full
@@ -74,7 +79,9 @@ def _synthetic() -> WorkloadKind:
 
     sig = inspect.signature(synthetic.queue_workload)
     defaults = {name: p.default for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
-    integers = tuple(name for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and p.annotation in (int, "int"))
+    integers = tuple(
+        name for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and p.annotation in (int, "int")
+    )
     return WorkloadKind(
         name="synthetic",
         summary="the PSBS paper's generator: Weibull/Pareto sizes, Weibull arrivals, log-normal errors, weight classes",
@@ -108,7 +115,9 @@ def _trace() -> WorkloadKind:
 
     return WorkloadKind(
         name="trace",
-        summary="a real trace (reader + path + reader_* options) with windows, load/traffic scaling and estimate errors",
+        summary=(
+            "a real trace (reader + path + reader_* options) with windows, load/traffic scaling and estimate errors"
+        ),
         defaults=trace_kind.DEFAULTS,
         check=trace_kind.check,
         build=trace_kind.build,
@@ -146,16 +155,20 @@ def _lublin() -> WorkloadKind:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not (load >= 0 and math.isfinite(load)):
             raise UserError(f"load: must be a finite number >= 0 (0: the model's own arrivals); got {load!r}")
         if load and isinstance(params["njobs"], int) and params["njobs"] < 2:
-            raise UserError(f"load: scaling to load {load!r} needs at least 2 jobs (the span of their arrivals); "
-                            f"njobs is {params['njobs']}")
+            raise UserError(
+                f"load: scaling to load {load!r} needs at least 2 jobs (the span of their arrivals); "
+                f"njobs is {params['njobs']}"
+            )
         if not isinstance(params["same_trace"], bool):
             raise UserError(f"same_trace: must be true or false; got {params['same_trace']!r}")
         annotate.check(params)
         if params["memory"] == "trace":
             raise UserError('memory: "trace" needs a trace with memory fields; use a fraction or "uniform"')
         if params["annotation"] == "dfrs-hpc2n":
-            raise UserError('annotation: "dfrs-hpc2n" needs the SWF memory fields of a trace; '
-                            'the Lublin model\'s rule is "dfrs-synthetic"')
+            raise UserError(
+                'annotation: "dfrs-hpc2n" needs the SWF memory fields of a trace; '
+                'the Lublin model\'s rule is "dfrs-synthetic"'
+            )
 
     def build(rng, params: dict[str, Any], shared: Any):
         from schedlab.workloads.transforms import scale_rigid_load
@@ -184,8 +197,18 @@ def _packing() -> WorkloadKind:
 
     from schedlab.workloads.packing_synthetic import packing_workload
 
-    defaults: dict[str, Any] = {"slots": None, "rate": 0.0, "intensity": 0.0, "intensity_servers": 0, "sizes": [],
-                "probs": [], "uniform_lo": 0.0, "uniform_hi": 0.0, "service": "geometric", "mean_service": 100}
+    defaults: dict[str, Any] = {
+        "slots": None,
+        "rate": 0.0,
+        "intensity": 0.0,
+        "intensity_servers": 0,
+        "sizes": [],
+        "probs": [],
+        "uniform_lo": 0.0,
+        "uniform_hi": 0.0,
+        "service": "geometric",
+        "mean_service": 100,
+    }
 
     def call(rng, params):
         p = dict(params)
@@ -215,7 +238,10 @@ def _packing() -> WorkloadKind:
 
     return WorkloadKind(
         name="packing",
-        summary="Psychas & Ghaderi slotted workloads: Poisson arrivals, discrete or uniform demands, geometric/fixed service",
+        summary=(
+            "Psychas & Ghaderi slotted workloads: Poisson arrivals, discrete or uniform demands, "
+            "geometric/fixed service"
+        ),
         defaults=defaults,
         check=check,
         build=lambda rng, params, shared: call(rng, params),
@@ -251,12 +277,23 @@ def user_kind(code, label: str) -> WorkloadKind:
 
     required = tuple(n for n, p in decl.items() if p.default is _inspect.Parameter.empty)
     integers = tuple(n for n, p in decl.items() if p.annotation in (int, "int"))
-    return WorkloadKind(name=label, summary=(fn.__doc__ or "").strip().split("\n")[0], defaults=defaults,
-                        check=check, build=build, required=required, integers=integers)
+    return WorkloadKind(
+        name=label,
+        summary=(fn.__doc__ or "").strip().split("\n")[0],
+        defaults=defaults,
+        check=check,
+        build=build,
+        required=required,
+        integers=integers,
+    )
 
 
 _KINDS: dict[str, Callable[[], WorkloadKind]] = {
-    "synthetic": _synthetic, "file": _file, "trace": _trace, "lublin": _lublin, "packing": _packing,
+    "synthetic": _synthetic,
+    "file": _file,
+    "trace": _trace,
+    "lublin": _lublin,
+    "packing": _packing,
 }
 
 

@@ -91,8 +91,10 @@ def validate_queue_table(df: pl.DataFrame, source: str, line_offset: int | None)
     decreasing[1:] = submit[1:] < submit[:-1]
     problems.add(
         decreasing,
-        lambda i: f"submit {float(submit[i])!r} is smaller than the previous row's {float(submit[i - 1])!r} "
-        "(rows must be sorted by submit time)",
+        lambda i: (
+            f"submit {float(submit[i])!r} is smaller than the previous row's {float(submit[i - 1])!r} "
+            "(rows must be sorted by submit time)"
+        ),
     )
 
     ids = parsed["job_id"]

@@ -91,7 +91,7 @@ HEADER_ORIGIN_READERS = ("swf",)
 
 
 def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
-    return {k[len(READER_PREFIX):]: v for k, v in params.items() if k.startswith(READER_PREFIX)}
+    return {k[len(READER_PREFIX) :]: v for k, v in params.items() if k.startswith(READER_PREFIX)}
 
 
 def _number(params: dict[str, Any], name: str, ok, rule: str) -> None:
@@ -121,16 +121,18 @@ def check(params: dict[str, Any]) -> None:
     if o not in WINDOW_ORIGINS:
         raise UserError(f"window_origin: must be one of {', '.join(WINDOW_ORIGINS)}; got {o!r}")
     if o == "header" and params["reader"] not in HEADER_ORIGIN_READERS:
-        raise UserError(f"window_origin: \"header\" needs a reader whose times count from a header origin "
-                        f"({', '.join(HEADER_ORIGIN_READERS)}); got reader {params['reader']!r}")
+        raise UserError(
+            f'window_origin: "header" needs a reader whose times count from a header origin '
+            f"({', '.join(HEADER_ORIGIN_READERS)}); got reader {params['reader']!r}"
+        )
     if o == "header" and params["arrival_load"]:
         raise UserError('window_origin: "header" keeps the log\'s own submit times; not with arrival_load')
     w = params["window"]
     if not (w == "all" or (isinstance(w, int) and not isinstance(w, bool) and w >= 0)):
-        raise UserError(f"window: must be \"all\" or a window index >= 0; got {w!r}")
+        raise UserError(f'window: must be "all" or a window index >= 0; got {w!r}')
     g = params["group_column"]
     if not isinstance(g, str):
-        raise UserError(f"group_column: must be a column name string (\"\": no grouping); got {g!r}")
+        raise UserError(f'group_column: must be a column name string ("": no grouping); got {g!r}')
     if g in ("group", "job_id"):
         raise UserError(f"group_column: must name another column of the trace than {g!r}")
 
@@ -139,12 +141,13 @@ def load_shared(params: dict[str, Any]) -> pl.DataFrame:
     """Parse the trace (driver side, once per sweep; the reader caches it)."""
     from schedlab.workloads.traces.registry import read_trace
 
-    trace = read_trace(params["reader"], params["path"], on_bad_line=params["on_bad_line"],
-                       **_reader_options(params))
+    trace = read_trace(params["reader"], params["path"], on_bad_line=params["on_bad_line"], **_reader_options(params))
     jobs = trace.jobs
     machine = trace.meta.get("machine_procs")
     if isinstance(machine, int) and "machine_procs" not in jobs.columns:
-        jobs = jobs.with_columns(pl.lit(machine, dtype=pl.Int64).alias("machine_procs"))  # the batch engine's default size
+        jobs = jobs.with_columns(
+            pl.lit(machine, dtype=pl.Int64).alias("machine_procs")
+        )  # the batch engine's default size
     if trace.meta.get("needs_arrivals") and not params["arrival_load"]:
         raise UserError(f"arrival_load: the {params['reader']} trace has no arrival times; set arrival_load > 0")
     return jobs
@@ -212,8 +215,12 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     if annotate.wanted(params):
         kb = annotate.trace_memory_kb(shared)  # "schedlab" rule, memory = "trace": the whole trace's largest
         jobs = annotate.annotate(jobs, rng, params, float(np.nanmax(kb)) if np.isfinite(kb).any() else None)
-    return jobs.with_columns(pl.col("job_id").cast(pl.Int64), pl.col("submit").cast(pl.Float64),
-                             pl.col("size").cast(pl.Float64), pl.col("weight").cast(pl.Float64))
+    return jobs.with_columns(
+        pl.col("job_id").cast(pl.Int64),
+        pl.col("submit").cast(pl.Float64),
+        pl.col("size").cast(pl.Float64),
+        pl.col("weight").cast(pl.Float64),
+    )
 
 
 __all__ = ["DEFAULTS", "LATE", "READER_PREFIX", "SHARED_KEYS", "build", "check", "expand", "load_shared"]

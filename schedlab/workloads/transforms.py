@@ -69,7 +69,9 @@ def scale_load(jobs: pl.DataFrame, load: float, work: str = "size") -> pl.DataFr
         raise UserError(f"load: must be a number > 0; got {load!r}")
     current = offered_load(jobs, work)
     if not (math.isfinite(current) and current > 0):
-        raise UserError("load: the trace (window) needs at least two distinct submit times and positive work to scale its load")
+        raise UserError(
+            "load: the trace (window) needs at least two distinct submit times and positive work to scale its load"
+        )
     factor = load / current
     cols = [pl.col(work) * factor]
     if "estimate" in jobs.columns and work == "size":

@@ -26,9 +26,10 @@ import json
 import os
 import uuid
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import polars as pl
 
@@ -76,8 +77,9 @@ class BadLines:
     def nothing_valid(self, what: str) -> UserError:
         """The error for a file with no valid ``what`` lines (e.g. "job")."""
         if self.skipped:
-            return UserError(f"{self.path}: no valid {what} lines; {self.skipped} bad lines skipped, "
-                             f"the first: {self.first_skipped}")
+            return UserError(
+                f"{self.path}: no valid {what} lines; {self.skipped} bad lines skipped, the first: {self.first_skipped}"
+            )
         return UserError(f"{self.path}: no {what} lines (empty file)")
 
 
@@ -128,8 +130,14 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "schedlab" / "traces"
 
 
-def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any],
-           parse: Callable[[], Trace], use_cache: bool = True) -> Trace:
+def cached(
+    reader: str,
+    version: int,
+    paths: list[Path],
+    options: dict[str, Any],
+    parse: Callable[[], Trace],
+    use_cache: bool = True,
+) -> Trace:
     """Parse once, then read Parquet: keyed by (file content hash, reader,
     reader version, options). The cache is written atomically; a damaged cache
     entry is ignored and rebuilt."""
@@ -144,8 +152,9 @@ def cached(reader: str, version: int, paths: list[Path], options: dict[str, Any]
         content = file_digest([Path(p) for p in paths])
     except OSError as err:
         raise UserError(f"{paths[0]}: cannot read: {err.strerror or err}") from None
-    key_src = json.dumps({"reader": reader, "version": version, "options": options,
-                          "content": content}, sort_keys=True, default=str)
+    key_src = json.dumps(
+        {"reader": reader, "version": version, "options": options, "content": content}, sort_keys=True, default=str
+    )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     root = cache_dir()
     table, meta_file = root / f"{reader}-{key}.parquet", root / f"{reader}-{key}.json"
@@ -191,8 +200,15 @@ def short(token: str) -> str:
     return repr(token if len(token) <= 40 else token[:40] + "...")
 
 
-def read_file_trace(reader: str, version: int, path: str | Path, on_bad_line: str, use_cache: bool,
-                    opts: dict[str, Any], parse: Callable[[Path, str, dict[str, Any], dict[str, Any]], Trace]) -> Trace:
+def read_file_trace(
+    reader: str,
+    version: int,
+    path: str | Path,
+    on_bad_line: str,
+    use_cache: bool,
+    opts: dict[str, Any],
+    parse: Callable[[Path, str, dict[str, Any], dict[str, Any]], Trace],
+) -> Trace:
     """The common ``read`` of a one-file reader: validate on_bad_line and the
     path before any cache lookup, then parse (or hit the cache), naming the
     file asked for in the metadata."""

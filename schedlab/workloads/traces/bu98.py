@@ -61,8 +61,7 @@ FIELDS = ("seq", "object_id", "size")
 LAYOUT = "seq object_id size"
 
 
-def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
-         **options: Any) -> Trace:
+def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True, **options: Any) -> Trace:
     """Parse a webcachesim ``seq id size`` trace; see the module docstring."""
     return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, min_bytes_options(NAME, options), _parse)
 
@@ -88,12 +87,10 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     lines = np.array(linenos, dtype=np.int64)
     raw = pl.Series("row", rows, dtype=pl.String).str.split_exact(" ", 2).struct.unnest()
     cols = [raw[c].cast(pl.Int64, strict=False) for c in raw.columns]
-    nulls = np.column_stack([c.is_null().to_numpy() for c in cols]) if rows \
-        else np.zeros((0, 3), dtype=bool)
+    nulls = np.column_stack([c.is_null().to_numpy() for c in cols]) if rows else np.zeros((0, 3), dtype=bool)
     for i in np.flatnonzero(nulls.any(axis=1)):
         k = int(np.argmax(nulls[i]))
-        problems[int(lines[i])] = (f"field {k + 1} ({FIELDS[k]}) must be an integer, "
-                                   f"got {short(rows[i].split(' ')[k])}")
+        problems[int(lines[i])] = f"field {k + 1} ({FIELDS[k]}) must be an integer, got {short(rows[i].split(' ')[k])}"
     ok = np.logical_not(nulls.any(axis=1))
     seq = cols[0].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)
     size = cols[2].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)
@@ -108,8 +105,7 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
         first_pos = np.searchsorted(seq[by_seq], seq[by_seq][repeat], side="left")
         for pos, fp in zip(repeat, first_pos):
             i = by_seq[pos]
-            problems[int(lines[i])] = (f"seq {int(seq[i])} repeats the request on line "
-                                       f"{int(lines[by_seq[fp]])}")
+            problems[int(lines[i])] = f"seq {int(seq[i])} repeats the request on line {int(lines[by_seq[fp]])}"
             ok[i] = False
     del rows
     bad.report(problems)  # with on_bad_line="error": raises at the first
@@ -127,18 +123,21 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
         "out_of_order": int(np.count_nonzero(valid[1:] < np.maximum.accumulate(valid)[:-1])),
     }
     if counts["jobs"] == 0:
-        raise UserError(f"{p}: every request was dropped by min_bytes={opts['min_bytes']} "
-                        f"({counts['dropped_small']} requests)")
+        raise UserError(
+            f"{p}: every request was dropped by min_bytes={opts['min_bytes']} ({counts['dropped_small']} requests)"
+        )
     idx = np.flatnonzero(keep)
     if np.any(seq[idx][1:] < seq[idx][:-1]):
         idx = idx[np.argsort(seq[idx], kind="stable")]
     object_id = cols[1].fill_null(0).to_numpy()[idx]
-    jobs = pl.DataFrame([
-        pl.Series("job_id", seq[idx], dtype=pl.Int64),
-        pl.Series("order", np.arange(len(idx), dtype=np.int64), dtype=pl.Int64),
-        pl.Series("object_id", object_id, dtype=pl.Int64),
-        pl.Series("size", size[idx].astype(np.float64), dtype=pl.Float64),
-    ])
+    jobs = pl.DataFrame(
+        [
+            pl.Series("job_id", seq[idx], dtype=pl.Int64),
+            pl.Series("order", np.arange(len(idx), dtype=np.int64), dtype=pl.Int64),
+            pl.Series("object_id", object_id, dtype=pl.Int64),
+            pl.Series("size", size[idx].astype(np.float64), dtype=pl.Float64),
+        ]
+    )
     meta: dict[str, Any] = {
         "reader": NAME,
         "version": VERSION,

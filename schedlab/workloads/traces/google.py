@@ -75,8 +75,7 @@ NAME = "google"
 VERSION = 1
 
 FIELDS = 13
-EVENT_NAMES = ("SUBMIT", "SCHEDULE", "EVICT", "FAIL", "FINISH", "KILL", "LOST",
-               "UPDATE_PENDING", "UPDATE_RUNNING")
+EVENT_NAMES = ("SUBMIT", "SCHEDULE", "EVICT", "FAIL", "FINISH", "KILL", "LOST", "UPDATE_PENDING", "UPDATE_RUNNING")
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 INTERRUPTIONS = (EVICT, FAIL, KILL, LOST)
 TRACE_END = (1 << 63) - 1  # timestamp of events after the end of the trace
@@ -123,15 +122,20 @@ def shard_paths(path: str | Path) -> list[Path]:
     if path.name == "job_events":
         raise UserError(f"{path}: this reader needs task_events; pass the dataset folder or its task_events folder")
     folder = path / "task_events" if (path / "task_events").is_dir() else path
-    shards = sorted(p for p in folder.iterdir()
-                    if p.is_file() and not p.name.startswith(".") and p.name.endswith((".csv", ".csv.gz")))
+    shards = sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.name.endswith((".csv", ".csv.gz"))
+    )
     if not shards:
         raise UserError(f"{folder}: no task_events shards (*.csv.gz or *.csv) in this folder")
     numbered = [(int(m.group(1)), p) for p in shards if (m := _SHARD.match(p.name))]
     for (a, pa), (b, pb) in zip(numbered, numbered[1:]):
         if b != a + 1:
-            raise UserError(f"{folder}: shards between {pa.name} and {pb.name} are missing "
-                            "(shards must be consecutive: a gap would split task lifecycles)")
+            raise UserError(
+                f"{folder}: shards between {pa.name} and {pb.name} are missing "
+                "(shards must be consecutive: a gap would split task lifecycles)"
+            )
     return shards
 
 
@@ -201,8 +205,11 @@ def _parse(source: Path, shards: list[Path], opts: dict[str, Any]) -> Trace:
                 bad(lineno, f"field 1 (timestamp): out of range: {ts}")
                 continue
             if ts < prev_ts:
-                bad(lineno, f"field 1 (timestamp): {ts} is before the previous event's {prev_ts} "
-                            "(events must be in time order across shards)")
+                bad(
+                    lineno,
+                    f"field 1 (timestamp): {ts} is before the previous event's {prev_ts} "
+                    "(events must be in time order across shards)",
+                )
                 continue
             ev = event_of(parts[5])
             if ev is None:
@@ -291,19 +298,23 @@ def _parse(source: Path, shards: list[Path], opts: dict[str, Any]) -> Trace:
     tally["dropped_unfinished"] = unfinished
     if kept == 0:
         detail = ", ".join(f"{k} {v}" for k, v in tally.items() if v)
-        raise UserError(f"{source}: no task completed without interruption in the window "
-                        f"({len(state)} tasks: {detail or 'none'}; {skipped} bad lines skipped)")
+        raise UserError(
+            f"{source}: no task completed without interruption in the window "
+            f"({len(state)} tasks: {detail or 'none'}; {skipped} bad lines skipped)"
+        )
 
-    df = pl.DataFrame({
-        "google_job_id": pl.Series(out_job, dtype=pl.Int64),
-        "task_index": pl.Series(out_index, dtype=pl.Int64),
-        "submit_us": pl.Series(out_submit, dtype=pl.Int64),
-        "runtime_us": pl.Series(out_run, dtype=pl.Int64),
-        "cpu": pl.Series(out_cpu, dtype=pl.Float64),
-        "mem": pl.Series(out_mem, dtype=pl.Float64),
-        "seq": pl.Series(out_seq, dtype=pl.Int64),
-        "valid": pl.Series(valid, dtype=pl.UInt8),
-    })
+    df = pl.DataFrame(
+        {
+            "google_job_id": pl.Series(out_job, dtype=pl.Int64),
+            "task_index": pl.Series(out_index, dtype=pl.Int64),
+            "submit_us": pl.Series(out_submit, dtype=pl.Int64),
+            "runtime_us": pl.Series(out_run, dtype=pl.Int64),
+            "cpu": pl.Series(out_cpu, dtype=pl.Float64),
+            "mem": pl.Series(out_mem, dtype=pl.Float64),
+            "seq": pl.Series(out_seq, dtype=pl.Int64),
+            "valid": pl.Series(valid, dtype=pl.UInt8),
+        }
+    )
     df = df.filter(pl.col("valid") == 1).sort("submit_us", "seq")
     runtime = (pl.col("runtime_us") / US).alias("runtime")
     columns: list[str | pl.Expr] = [

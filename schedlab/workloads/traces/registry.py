@@ -49,6 +49,7 @@ class _UserReader:
             raise UserError(f"{self.where}: {self.code.ref} returned {type(out).__name__}, not a polars DataFrame")
         return Trace(out, {}, {})
 
+
 #: reader name -> module (imported on first use)
 READERS = {
     "swf": "schedlab.workloads.traces.swf",

@@ -71,8 +71,7 @@ MIN_FIELDS = 10
 LAYOUT = "time elapsed client action/code bytes method URL ident hierarchy/from type"
 
 
-def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
-         **options: Any) -> Trace:
+def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True, **options: Any) -> Trace:
     """Parse a Squid native access.log (plain or gzip); see the module docstring."""
     return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, min_bytes_options(NAME, options), _parse)
 
@@ -104,8 +103,11 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
         problems[int(ids[row])] = message
     del rows
     bad.report(problems)  # with on_bad_line="error": raises at the first
-    ok = ~np.isin(ids, np.fromiter(problems, dtype=np.int64, count=len(problems))) if problems \
+    ok = (
+        ~np.isin(ids, np.fromiter(problems, dtype=np.int64, count=len(problems)))
+        if problems
         else np.ones(len(ids), dtype=bool)
+    )
     if not ok.any():
         raise bad.nothing_valid("request")
 
@@ -122,17 +124,20 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     valid = submit[ok]
     counts["out_of_order"] = int(np.count_nonzero(valid[1:] < np.maximum.accumulate(valid)[:-1]))
     if counts["jobs"] == 0:
-        raise UserError(f"{p}: every request was dropped by min_bytes={opts['min_bytes']} "
-                        f"({counts['dropped_small']} requests)")
-    jobs = pl.DataFrame([
-        pl.Series("job_id", ids, dtype=pl.Int64),
-        cols["submit"],
-        cols["bytes"].cast(pl.Float64).alias("size"),
-        cols["elapsed"],
-        cols["http_status"],
-        cols["action"],
-        cols["method"],
-    ])
+        raise UserError(
+            f"{p}: every request was dropped by min_bytes={opts['min_bytes']} ({counts['dropped_small']} requests)"
+        )
+    jobs = pl.DataFrame(
+        [
+            pl.Series("job_id", ids, dtype=pl.Int64),
+            cols["submit"],
+            cols["bytes"].cast(pl.Float64).alias("size"),
+            cols["elapsed"],
+            cols["http_status"],
+            cols["action"],
+            cols["method"],
+        ]
+    )
     if not keep.all():
         jobs = jobs.filter(pl.Series(keep))
     submit = submit[keep]
@@ -174,8 +179,12 @@ def _bad_rows(rows: list[str], cols: dict[str, pl.Series]) -> dict[int, str]:
     checks = [  # (failed mask, token index in the row, file field, what it must be)
         (~np.isfinite(cols["submit"].to_numpy()), 0, "field 1 (time)", "a finite number"),
         (cols["elapsed"].is_null().to_numpy(), 1, "field 2 (elapsed)", "an integer (ms)"),
-        (cols["http_status"].is_null().to_numpy(), 2, "field 4 (action/code)",
-         "an action/status code like TCP_MISS/200"),
+        (
+            cols["http_status"].is_null().to_numpy(),
+            2,
+            "field 4 (action/code)",
+            "an action/status code like TCP_MISS/200",
+        ),
         ((cols["bytes"] < 0).fill_null(True).to_numpy(), 3, "field 5 (bytes)", "an integer >= 0"),
     ]
     failed = np.zeros(len(rows), dtype=bool)

@@ -110,15 +110,42 @@ VERSION = 1
 
 OPTIONS: dict[str, bool] = {"keep_nonpositive_runtime": False, "drop_cancelled": False}
 
-FIELDS = ("job_id", "submit", "wait", "runtime", "procs", "avg_cpu", "used_mem", "req_procs",
-          "requested_time", "req_mem", "status", "user", "group", "executable", "queue",
-          "partition", "preceding_job", "think_time")
+FIELDS = (
+    "job_id",
+    "submit",
+    "wait",
+    "runtime",
+    "procs",
+    "avg_cpu",
+    "used_mem",
+    "req_procs",
+    "requested_time",
+    "req_mem",
+    "status",
+    "user",
+    "group",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
 NFIELDS = len(FIELDS)
-FLOAT_FIELDS = frozenset({"submit", "wait", "runtime", "avg_cpu", "used_mem", "requested_time",
-                          "req_mem", "think_time"})
+FLOAT_FIELDS = frozenset(
+    {"submit", "wait", "runtime", "avg_cpu", "used_mem", "requested_time", "req_mem", "think_time"}
+)
 INT_IDX = [i for i, f in enumerate(FIELDS) if f not in FLOAT_FIELDS]
-INT_HEADER_KEYS = ("MaxNodes", "MaxProcs", "MaxJobs", "MaxRecords", "MaxRuntime", "MaxQueues",
-                   "MaxPartitions", "UnixStartTime", "TimeZone")
+INT_HEADER_KEYS = (
+    "MaxNodes",
+    "MaxProcs",
+    "MaxJobs",
+    "MaxRecords",
+    "MaxRuntime",
+    "MaxQueues",
+    "MaxPartitions",
+    "UnixStartTime",
+    "TimeZone",
+)
 DROP_COUNTS = ("dropped_cancelled", "dropped_runtime_nonpositive", "dropped_no_procs")
 
 # "; Key: value" -- an indented comment line (more than 3 spaces after ";") or
@@ -156,15 +183,14 @@ def _header_dict(entries: list[tuple[str, list[str]]]) -> tuple[dict[str, Any], 
     return header, ints
 
 
-def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True,
-         **options: Any) -> Trace:
+def read(path: str | Path, *, on_bad_line: str = "error", use_cache: bool = True, **options: Any) -> Trace:
     """Parse an SWF file (plain or gzip); see the module docstring."""
     return read_file_trace(NAME, VERSION, path, on_bad_line, use_cache, _check_options(options), _parse)
 
 
 def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, Any]) -> Trace:
     bad = BadLines(p, on_bad_line)
-    rows: list[str] = []   # job lines, fields joined by single spaces
+    rows: list[str] = []  # job lines, fields joined by single spaces
     linenos = array("q")
     add_row, add_line = rows.append, linenos.append
     problems: dict[int, str] = {}  # line number -> message, reported in line order at the end
@@ -209,8 +235,7 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
         table, lines = table[keep], lines[keep]
     if len(lines) == 0:
         if bad.skipped:
-            raise UserError(f"{p}: no valid job lines; {bad.skipped} bad lines skipped, "
-                            f"the first: {bad.first_skipped}")
+            raise UserError(f"{p}: no valid job lines; {bad.skipped} bad lines skipped, the first: {bad.first_skipped}")
         what = "only header comments" if header_lines else "empty file"
         raise UserError(f"{p}: no job lines ({what})")
 
@@ -252,8 +277,9 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
     table = table[keep]
     counts["jobs"] = len(table)
     if len(table) == 0:
-        raise UserError(f"{p}: every job was dropped by the cleaning rules "
-                        f"({', '.join(f'{k} {counts[k]}' for k in DROP_COUNTS)})")
+        raise UserError(
+            f"{p}: every job was dropped by the cleaning rules ({', '.join(f'{k} {counts[k]}' for k in DROP_COUNTS)})"
+        )
     submit = table[:, _I["submit"]]
     if np.any(submit[1:] < submit[:-1]):
         table = table[np.argsort(submit, kind="stable")]
@@ -305,12 +331,21 @@ def _to_floats(rows: list[str]) -> tuple[np.ndarray, dict[int, str]]:
         tbl = pa_csv.read_csv(
             pa.py_buffer(("\n".join(rows) + "\n").encode()),
             read_options=pa_csv.ReadOptions(column_names=names),
-            parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
-                                              escape_char=False, newlines_in_values=False,
-                                              ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(column_types={c: pa.float64() for c in names},
-                                                  null_values=[], strings_can_be_null=False,
-                                                  quoted_strings_can_be_null=False))
+            parse_options=pa_csv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: pa.float64() for c in names},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
         if tbl.num_rows == n:
             return np.column_stack([tbl.column(c).to_numpy() for c in names]), {}
     except pa.ArrowException:
@@ -322,8 +357,10 @@ def _to_floats(rows: list[str]) -> tuple[np.ndarray, dict[int, str]]:
     problems: dict[int, str] = {}
     for i in np.flatnonzero(nulls.any(axis=1)):
         k = int(np.argmax(nulls[i]))
-        problems[int(i)] = (f"expected {NFIELDS} numeric fields, got non-numeric field {k + 1} "
-                            f"({FIELDS[k]}): {short(rows[i].split(' ')[k])}")
+        problems[int(i)] = (
+            f"expected {NFIELDS} numeric fields, got non-numeric field {k + 1} "
+            f"({FIELDS[k]}): {short(rows[i].split(' ')[k])}"
+        )
     return table, problems
 
 
@@ -334,8 +371,9 @@ def _bad_rows(table: np.ndarray, lines: np.ndarray) -> dict[int, str]:
     finite = np.isfinite(table)
     for row in np.flatnonzero(~finite.all(axis=1)):
         k = int(np.argmin(finite[row]))
-        messages[int(row)] = (f"expected {NFIELDS} numeric fields, got non-finite field {k + 1} "
-                              f"({FIELDS[k]}): {float(table[row, k])!r}")
+        messages[int(row)] = (
+            f"expected {NFIELDS} numeric fields, got non-finite field {k + 1} ({FIELDS[k]}): {float(table[row, k])!r}"
+        )
     ints = table[:, INT_IDX]
     with np.errstate(invalid="ignore"):
         nonint_cell = (ints != np.floor(ints)) | (np.abs(ints) >= 2.0**53)
@@ -344,8 +382,7 @@ def _bad_rows(table: np.ndarray, lines: np.ndarray) -> dict[int, str]:
         if int(row) in messages:
             continue
         k = INT_IDX[int(np.argmax(nonint_cell[row]))]
-        messages[int(row)] = (f"expected an integer in field {k + 1} ({FIELDS[k]}), "
-                              f"got {float(table[row, k])!r}")
+        messages[int(row)] = f"expected an integer in field {k + 1} ({FIELDS[k]}), got {float(table[row, k])!r}"
     ok_mask = np.ones(len(lines), dtype=bool)
     ok_mask[list(messages)] = False
     ok = np.flatnonzero(ok_mask)
@@ -357,6 +394,5 @@ def _bad_rows(table: np.ndarray, lines: np.ndarray) -> dict[int, str]:
         first = order[np.searchsorted(sorted_ids, sorted_ids[repeat], side="left")]
         for pos, f in zip(repeat, first):
             dup = int(ok[order[pos]])
-            messages[dup] = (f"job number {int(table[dup, 0])} repeats the job on line "
-                             f"{int(lines[ok[f]])}")
+            messages[dup] = f"job number {int(table[dup, 0])} repeats the job on line {int(lines[ok[f]])}"
     return messages

@@ -209,8 +209,11 @@ def _parse(path: Path, opts: dict[str, Any]) -> Trace:
         "options": opts,
         "fields_per_line": nfields,
         "job_id_from": id_from,
-        "size_formula": ("input + shuffle + output" if opts["size"] == "bytes"
-                         else f"input + output + (1 + {opts['disk_network_ratio']:g}) * shuffle"),
+        "size_formula": (
+            "input + shuffle + output"
+            if opts["size"] == "bytes"
+            else f"input + output + (1 + {opts['disk_network_ratio']:g}) * shuffle"
+        ),
         "size_unit": "bytes",
         "first_skipped_bad_line": bad.first_skipped,
     }
