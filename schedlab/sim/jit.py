@@ -19,7 +19,12 @@ helpers below moves every kernel to a fresh cache directory.
 The helpers shared by several kernel modules live here: `hpush` / `hpop`, a
 binary heap of (key, item) pairs in two arrays, ordered by key then item (a
 total order, so the top is the same whatever the heap's shape -- all a
-transcription of Python's ``heapq`` of tuples needs).
+transcription of Python's ``heapq`` of tuples needs); and, shared by the
+packing kernels (``packing_fast``, ``packing_multi_fast``), `st_new` /
+`st_update` / `st_first_at_least` (``structures.MaxSegmentTree``'s array
+segment tree: -inf padding, ``a if a >= b else b``, the same First-Fit climb
+and descent), `epoch_of` (``packing._epoch_of``) and `grow_f` / `grow_i`
+(a sampled series' buffers, doubled).
 """
 
 from __future__ import annotations
@@ -47,9 +52,13 @@ def cache_dir() -> Path:
 if not os.environ.get("NUMBA_CACHE_DIR"):
     os.environ["NUMBA_CACHE_DIR"] = str(cache_dir())
 
+import math  # noqa: E402
+
 import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402  (re-exported for the kernel modules)
+
+from schedlab.sim.packing import EPOCH_TOL  # noqa: E402
 
 # numba's config attributes are set at run time from the environment (no
 # static declaration for a type checker to see).
@@ -72,6 +81,7 @@ ALLOC: dict[str, Any] = dict(nogil=True, error_model="numpy", no_cpython_wrapper
 #: literal, and a helper called with one would be compiled once more for it.
 NONE = np.int64(-1)
 ZERO = np.int64(0)
+INF = math.inf
 
 
 @njit(**HOT)
@@ -117,3 +127,86 @@ def hpop(hk, hi, hs):
         hk[i] = lk
         hi[i] = li
     return hs
+
+
+# ---- shared by the packing kernels ------------------------------------------------------
+
+
+@njit(**ALLOC)
+def st_new(values):
+    n = values.shape[0]
+    size = 1
+    while size < max(n, 1):
+        size *= 2
+    t = np.empty(2 * size)
+    for k in range(2 * size):
+        t[k] = -INF
+    for k in range(n):
+        t[size + k] = values[k]
+    for k in range(size - 1, 0, -1):
+        a = t[2 * k]
+        b = t[2 * k + 1]
+        t[k] = a if a >= b else b
+    return t, size
+
+
+@njit(**HOT)
+def st_update(t, size, i, value):
+    i += size
+    t[i] = value
+    i >>= 1
+    while i:
+        a = t[2 * i]
+        b = t[2 * i + 1]
+        m = a if a >= b else b
+        if t[i] == m:
+            break  # ancestors unchanged
+        t[i] = m
+        i >>= 1
+
+
+@njit(**HOT)
+def st_first_at_least(t, size, n, r, lo):
+    """Lowest index i >= lo with value[i] >= r, or -1."""
+    if lo >= n or t[1] < r:
+        return NONE
+    i = lo + size
+    while t[i] < r:
+        while i & 1:
+            i >>= 1
+        if i == 0:
+            return NONE
+        i += 1
+    while i < size:
+        i <<= 1
+        if t[i] < r:
+            i += 1
+    return i - size
+
+
+@njit(**HOT)
+def epoch_of(x, delta):
+    """packing._epoch_of: ``math.ceil`` (a Python int) times Δ. A float ceil
+    is the same integer, which int * float converts exactly, except that an
+    int has no negative zero: ceil(-1e-9) is -0.0 here and 0 there, so the
+    ceil gets + 0.0 (which turns -0.0 into 0.0 and leaves every other value)."""
+    q = x / delta
+    a = abs(q)
+    m = a if a > 1.0 else 1.0
+    return (np.ceil(q - EPOCH_TOL * m) + 0.0) * delta
+
+
+@njit(**ALLOC)
+def grow_f(a, cap):
+    b = np.empty(cap)
+    for k in range(a.shape[0]):
+        b[k] = a[k]
+    return b
+
+
+@njit(**ALLOC)
+def grow_i(a, cap):
+    b = np.empty(cap, dtype=np.int64)
+    for k in range(a.shape[0]):
+        b[k] = a[k]
+    return b

@@ -136,7 +136,6 @@ module imports numba; only the packing engine's fast path imports this module.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
@@ -146,11 +145,17 @@ from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import njit
 from schedlab.sim.jit import NONE, ZERO, hpop, hpush
-from schedlab.sim.packing import EPOCH_TOL, FIT_TOL, arrival_epochs, finish_result
+from schedlab.sim.jit import epoch_of as _epoch_of
+from schedlab.sim.jit import grow_f as _grow_f
+from schedlab.sim.jit import grow_i as _grow_i
+from schedlab.sim.jit import st_first_at_least as _st_first_at_least
+from schedlab.sim.jit import st_new as _st_new
+from schedlab.sim.jit import st_update as _st_update
+from schedlab.sim.packing import FIT_TOL, arrival_epochs, finish_result
+from schedlab.sim.packing_fast_io import checked_inputs, horizon
 
 INF = math.inf
 _FIT_TOL = FIT_TOL
-_EPOCH_TOL = EPOCH_TOL
 
 #: Kernel modes, one per policy.
 FIFO_FF, BF_J, BF_S, BF_JS, VQS, VQS_BF = 0, 1, 2, 3, 4, 5
@@ -163,61 +168,6 @@ MAXLV = 32
 U0 = np.uint64(0)
 U1 = np.uint64(1)
 U63 = np.uint64(63)
-
-
-# ---- MaxSegmentTree (policies/packing/structures.py) ----------------------------------
-
-
-@njit(**_ALLOC)
-def _st_new(values):
-    n = values.shape[0]
-    size = 1
-    while size < max(n, 1):
-        size *= 2
-    t = np.empty(2 * size)
-    for k in range(2 * size):
-        t[k] = -INF
-    for k in range(n):
-        t[size + k] = values[k]
-    for k in range(size - 1, 0, -1):
-        a = t[2 * k]
-        b = t[2 * k + 1]
-        t[k] = a if a >= b else b
-    return t, size
-
-
-@njit(**_HOT)
-def _st_update(t, size, i, value):
-    i += size
-    t[i] = value
-    i >>= 1
-    while i:
-        a = t[2 * i]
-        b = t[2 * i + 1]
-        m = a if a >= b else b
-        if t[i] == m:
-            break  # ancestors unchanged
-        t[i] = m
-        i >>= 1
-
-
-@njit(**_HOT)
-def _st_first_at_least(t, size, n, r, lo):
-    """Lowest index i >= lo with value[i] >= r, or -1."""
-    if lo >= n or t[1] < r:
-        return NONE
-    i = lo + size
-    while t[i] < r:
-        while i & 1:
-            i >>= 1
-        if i == 0:
-            return NONE
-        i += 1
-    while i < size:
-        i <<= 1
-        if t[i] < r:
-            i += 1
-    return i - size
 
 
 # Several max segment trees in one array (VQS's groups): tree g's node k is
@@ -477,18 +427,6 @@ def _largest_at_most(bits, off, sorted_size, x):
 
 
 # Departures: a binary heap of (epoch, job), schedlab.sim.jit's hpush/hpop.
-
-
-@njit(**_HOT)
-def _epoch_of(x, delta):
-    """packing._epoch_of: ``math.ceil`` (a Python int) times Δ. A float ceil
-    is the same integer, which int * float converts exactly, except that an
-    int has no negative zero: ceil(-1e-9) is -0.0 here and 0 there, so the
-    ceil gets + 0.0 (which turns -0.0 into 0.0 and leaves every other value)."""
-    q = x / delta
-    a = abs(q)
-    m = a if a > 1.0 else 1.0
-    return (np.ceil(q - _EPOCH_TOL * m) + 0.0) * delta
 
 
 # ---- the policies' schedule() -----------------------------------------------------------
@@ -882,25 +820,6 @@ def _vqsbf_depart(job, s, size, typ, T, config, njobs, cnt, st, tsz):
         _st_update(st, tsz, s, st[tsz + s] + size[job])
 
 
-# ---- sampled series ----------------------------------------------------------------------
-
-
-@njit(**_ALLOC)
-def _grow_f(a, cap):
-    b = np.empty(cap)
-    for k in range(a.shape[0]):
-        b[k] = a[k]
-    return b
-
-
-@njit(**_ALLOC)
-def _grow_i(a, cap):
-    b = np.empty(cap, dtype=np.int64)
-    for k in range(a.shape[0]):
-        b[k] = a[k]
-    return b
-
-
 # ---- the kernel -----------------------------------------------------------------------------
 
 
@@ -1270,7 +1189,7 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
     """``simulate_packing(...)`` of built-in policy ``cls``: the same
     :class:`~schedlab.sim.packing.PackingResult`, bit for bit; or None when
     the fast path declines (module docstring): then run the reference."""
-    from schedlab.sim.packing import _as_groups, _as_inputs, fast_vqs_J
+    from schedlab.sim.packing import fast_vqs_J
 
     mode = kernel_for(cls)
     if mode is None:
@@ -1282,19 +1201,11 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
             return None
     elif params:
         return None
-    try:
-        submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
-        group, estimate = _as_groups(group, estimate, duration)
-    except ValueError:
-        return None  # the reference raises the same error
-    if epoch is not None and (isinstance(epoch, bool) or not (epoch > 0 and math.isfinite(epoch))):
+    checked = checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until)
+    if checked is None:
         return None
-    if sample_every is not None and not (sample_every > 0 and math.isfinite(sample_every)):
-        return None
-    if until is not None and (math.isnan(until) or float(until) != until):
-        return None  # (an int beyond 2^53: the reference compares it exactly)
-    n, d = demand.shape
-    if n == 0 or d != 1 or not np.all(np.isfinite(capacity)):
+    submit, duration, demand, capacity, group, estimate = checked
+    if demand.shape[1] != 1:
         return None
     size = _writable(demand[:, 0])
     cap = _writable(capacity[:, 0])
@@ -1310,21 +1221,12 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
     if sample_every is not None:
         series = {"t": s_t.copy(), "queue_jobs": s_q.copy(), "queue_resource": s_r.reshape(-1, 1).copy(),
                   "running_jobs": s_run.copy()}
-    t0, t1, area_q, area_run, area_qres, area_used = floats.tolist()
-    completed, started, epochs, _, extended, at_departure = ints.tolist()
-    # The horizon's ends as the reference holds them: ``until`` as given, and
-    # with an integer Δ a departure epoch is ``math.ceil(...) * Δ``, an int
-    # (the same value: an integer below 2^53 in a float is exact).
-    if epochs == 0:
-        t0 = 0.0 if until is None else min(0.0, until)
-    if extended:
-        t1 = until
-    elif epochs == 0:
-        t1 = t0
-    elif at_departure and isinstance(epoch, numbers.Integral):
-        if not abs(t1) < 2.0**53:
-            return None
-        t1 = int(t1) // epoch * epoch
+    hz = horizon(floats, ints, epoch, until)
+    if hz is None:
+        return None
+    t0, t1 = hz
+    _, _, area_q, area_run, area_qres, area_used = floats.tolist()
+    completed, started, epochs = ints[:3].tolist()
     return finish_result(submit, duration, capacity, group, start, server, t0, t1, area_q, area_run, [area_qres],
                          [area_used], completed, started, epochs, series)
 
