@@ -1,7 +1,8 @@
 """The packing engine's entry: L servers with capacities, jobs with demands
 packed without preemption (Psychas & Ghaderi; Tetris). The simulator is
 ``schedlab.sim.packing``; compiled kernels for the built-in single-resource
-policies are in ``schedlab.sim.packing_fast``."""
+policies are in ``schedlab.sim.packing_fast``, for Tetris and Slots-Fair in
+``schedlab.sim.packing_multi_fast``."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
 
     ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S,
     BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
-    (``schedlab.sim.packing_fast``, the same numbers to the bit); everything
-    else, and whatever the kernel declines, runs on the reference engine."""
+    (``schedlab.sim.packing_fast``, the same numbers to the bit), and so do the
+    multi-resource Tetris and Slots-Fair (``schedlab.sim.packing_multi_fast``);
+    everything else, and whatever a kernel declines, runs on the reference engine."""
     from schedlab.sim.packing import run_table
 
     sys_params = {**ENGINE.system_defaults, **(system or {})}
@@ -49,7 +51,8 @@ ENGINE = Engine(
     adapter=run,
     seam="schedlab.policies.packing.base.PackingPolicy",
     sources=("engines/base.py", "engines/packing.py", "params.py", "errors.py", "sim/system.py", "sim/packing.py",
-             "sim/packing_fast.py", "sim/jit.py", "policies/packing"),
+             "sim/packing_fast.py", "sim/packing_fast_io.py", "sim/packing_multi_fast.py", "sim/tetris_fast.py",
+             "sim/jit.py", "policies/packing"),
     workload_kinds=("packing", "trace"),
     system=SYSTEMS["packing"],
     fast_path=True,

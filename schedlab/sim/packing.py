@@ -560,7 +560,8 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     policy class (FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF
     with the default or an int ``J`` up to FAST_VQS_MAX_J; by identity: never
     a subclass) on its compiled kernel (``schedlab.sim.packing_fast``, the same numbers to
-    the bit) unless the kernel declines; "reference" (and every other policy)
+    the bit), and Tetris and Slots-Fair on theirs (``schedlab.sim.packing_multi_fast``),
+    unless the kernel declines; "reference" (and every other policy)
     runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
     kernel is compiled or loaded first). Returns (per-job columns, summary,
     sampled series or None)."""
@@ -647,11 +648,18 @@ def fast_vqs_J(params) -> int | None:
 def _fast_path(policy_cls, params=None):
     """``schedlab.sim.packing_fast`` if ``policy_cls`` *is* one of the built-in
     classes it compiles (identity) with parameters it takes (none; VQS and
-    VQS-BF: ``J``), else None. numba is imported only here."""
+    VQS-BF: ``J``); ``schedlab.sim.packing_multi_fast`` for Tetris and
+    Slots-Fair (any parameters: its ``simulate`` declines those their
+    constructors refuse); else None. numba is imported only here."""
     from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
     from schedlab.policies.packing.fifo_ff import FIFOFF
+    from schedlab.policies.packing.tetris import SlotsFair, Tetris
     from schedlab.policies.packing.vqs import VQS, VQSBF
 
+    if policy_cls is Tetris or policy_cls is SlotsFair:  # their params are checked by their own constructor
+        from schedlab.sim import packing_multi_fast
+
+        return packing_multi_fast
     if any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
         if params:
             return None

@@ -1,0 +1,497 @@
+"""The packing engine's compiled fast path for the multi-resource built-ins
+Tetris and Slots-Fair (``schedlab.policies.packing.tetris``): one numba
+kernel, :func:`_run`, the event loop of ``simulate_packing`` with d resources
+and the policy's ``arrive`` / ``depart`` / ``schedule`` transcribed into it
+(the policies' helpers are in ``schedlab.sim.tetris_fast``).
+
+Why it exists
+-------------
+The Tetris pipelines (``tetris-packing``, ``tetris-fairness``) and sweeps
+run Tetris and Slots-Fair over the Google trace's tasks grouped into jobs,
+two resources (cpu, mem), on the Python reference -- the slowest packing
+policies there are (Tetris's per-placement refresh of every queued shape's
+alignment). The single-resource kernel (``packing_fast``) does not take them.
+
+Same numbers as the reference, to the bit
+-----------------------------------------
+As ``packing_fast``: the engine loop is the reference's (arrival epochs from
+``packing.arrival_epochs``, departures popped in (epoch, task) order from
+``jit.hpush``/``hpop``'s heap, then arrivals in task order, then one
+``schedule`` whose placements are checked with the engine's own fit test on
+its own free capacities), now with a vector per resource: ``free[s] +=
+demand`` and ``-=`` element by element, the queued-resource and used sums
+and their time integrals per resource in the same order, the same resets to
+0.0. Each policy keeps its own copy of the free capacities, copied from the
+engine's at a departure and decremented at a placement as the reference's.
+
+* Tetris. The reference's structures and why the kernel's give the same answers:
+
+  - the fair order, a ``SortedList`` of (dominant share, group id): two
+    sorted arrays (share, dense group id; dense ids are in group-id order),
+    insertion and removal by binary search in tuple order;
+  - a shape's alignments, a ``SortedList`` of (-alignment, server): one
+    argmax tree per live shape over the servers (-inf where the shape does
+    not fit; ties to the left = the lowest server), in a pool of slots that
+    grows by doubling and recycles the slots of deleted shapes. Alignments
+    are computed with ``_refresh``'s operations (the sum from 0 in resource
+    order); ``_new_shape`` computes them with numpy's ``sum(axis=1)``, which
+    gives the same sums only if numpy adds a short row in order:
+    :func:`_row_sums_in_order` checks that for the run's d on the installed
+    numpy (true for d <= 7 with numpy 2.4; d >= 8 is pairwise) and the kernel
+    declines otherwise;
+  - ``epoch_epsilon`` sums over the shapes dict in insertion order: the live
+    shapes are a linked list in creation order (a deleted shape is unlinked,
+    a re-created one appended, as ``del`` and re-insertion in a dict);
+  - ``_pick`` compares (score, server, task) tuples with ``<``; tasks are
+    distinct, so the order is total and the order in which a job's classes
+    (shapes) are scanned does not matter: a job's non-empty classes are an
+    unordered linked list;
+  - a job record the reference deletes (nothing queued or running) has
+    share 0.0, no allocation and work 0.0 -- the state of a new record -- so
+    the kernel keeps one record per group for the whole run.
+
+  Shape keys are demand tuples compared by value; -0.0 == 0.0 would merge
+  two bit-different rows into one shape whose vector is the first arrival's,
+  so a demand with a negative zero is declined.
+* Slots-Fair: the slot count of every task (``slots_of``: the same numpy
+  products, max and ``ceil(x * (1 - 1e-12))``, at least 1) is computed once;
+  the slot tree is ``MaxSegmentTree``'s array (``jit.st_*``) with the same
+  float additions; the fair order of (slots held, group) the same sorted
+  arrays; a job's queue a range of its tasks in task order; the blocked set
+  flags cleared at the end of ``schedule``.
+
+The per-job starts, servers, time integrals, counters and series go to
+``packing.finish_result`` (the reference's own code for every derived metric),
+so every per-job column and summary value but ``sim_seconds`` is
+bit-identical; ``tests/test_packing_multi_fast.py`` checks it with hypothesis
+on tie-heavy multi-resource workloads with groups.
+
+When the fast path is not used
+------------------------------
+:func:`kernel_for` matches the class by identity (a subclass runs on the
+reference). :func:`simulate` declines (returns None; the reference then runs
+and gives its answer or error) where the reference raises (bad inputs, as
+``packing_fast_io.checked_inputs``; parameters the policy refuses: the
+reference's own constructor is called to validate them and to compute its
+constants; a task whose slot count overflows), no tasks, non-finite
+capacities, Tetris with a -0.0 demand or a d whose numpy row sums are not in
+order, and a placement the engine would reject (never seen: both policies
+test fits with the engine's test on the engine's numbers). ``check`` and
+``hidden`` exist only on the reference.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from schedlab.sim import tetris_fast as tf
+from schedlab.sim.jit import ALLOC, JIT, NONE, ZERO, epoch_of, grow_f, grow_i, hpop, hpush, njit, st_new
+from schedlab.sim.packing import FIT_TOL, arrival_epochs, finish_result
+from schedlab.sim.packing_fast_io import checked_inputs, horizon
+
+INF = np.inf
+_FIT_TOL = FIT_TOL
+#: Kernel modes.
+TETRIS, SLOTS = 0, 1
+#: Kernel status: OK, or a placement the engine would reject.
+OK, MISFIT = 0, 1
+_QUEUED, _RUNNING, _DONE = 1, 2, 3
+
+
+@njit(**ALLOC)
+def _record(ns, s_t, s_q, s_r, s_run, at, queued, qres, running):
+    """Append one sample (the state in force at ``at``), doubling the buffers when full."""
+    d = qres.shape[0]
+    if ns == s_t.shape[0]:
+        s_t = grow_f(s_t, 2 * ns)
+        s_q = grow_i(s_q, 2 * ns)
+        s_r = grow_f(s_r, 2 * ns * d)
+        s_run = grow_i(s_run, 2 * ns)
+    s_t[ns] = at
+    s_q[ns] = queued
+    for k in range(d):
+        s_r[ns * d + k] = qres[k]
+    s_run[ns] = running
+    return ns + 1, s_t, s_q, s_r, s_run
+
+
+@njit(**JIT)
+def _run(mode, arr_t, dur, dem, cap, est, epoch, until, has_until, sample_every, gidx, G, fairness, epsilon, w,
+         inv_total, inv_mean, shp, cls, srep, cshape, ctask, clo, kslots, nslots, gtask, glo):
+    """The event loop of ``simulate_packing`` with Tetris (``mode`` TETRIS)
+    or Slots-Fair. ``epoch`` <= 0: at every event; ``sample_every`` <= 0: no
+    series. Returns (start, server, floats [t0, t1, area_q, area_run],
+    area_qres, area_used, ints [completed, started, epochs, status, extended
+    to ``until``, last epoch a departure], series t, queue_jobs,
+    queue_resource (flat, d per sample), running_jobs)."""
+    n, d = dem.shape
+    L = cap.shape[0]
+    start = np.full(n, np.nan)
+    server = np.full(n, NONE, dtype=np.int64)
+    state = np.zeros(n, dtype=np.uint8)
+    efree = cap.copy()
+    pfree = cap.copy()  # the policy's copy
+    out_j = np.empty(n, dtype=np.int64)
+    out_s = np.empty(n, dtype=np.int64)
+    hk = np.empty(n)
+    hj = np.empty(n, dtype=np.int64)
+    hs = ZERO
+    ts = np.zeros(tf.TS_LEN, dtype=np.int64)
+    ts[tf.SHEAD] = NONE
+    ts[tf.STAIL] = NONE
+    fk = np.empty(G)
+    fg = np.empty(G, dtype=np.int64)
+    tet = mode == TETRIS
+    # Tetris
+    S = srep.shape[0]
+    C = cshape.shape[0]
+    chead = clo.copy()
+    ctail = clo.copy()
+    cnext = np.empty(C, dtype=np.int64)
+    cprev = np.empty(C, dtype=np.int64)
+    jchead = np.full(G if tet else 0, NONE, dtype=np.int64)
+    scount = np.zeros(S, dtype=np.int64)
+    ssize = np.zeros(S)
+    sslot = np.full(S, NONE, dtype=np.int64)
+    snext = np.empty(S, dtype=np.int64)
+    sprev = np.empty(S, dtype=np.int64)
+    asize = 1
+    while asize < L:
+        asize *= 2
+    pool = min(S, 16)
+    aval = np.empty(pool * asize)
+    atree = np.empty(pool * 2 * asize, dtype=np.int64)
+    fslots = np.arange(pool - 1, -1, -1).astype(np.int64)  # free slots, a stack
+    ts[tf.NFREE] = pool
+    ts[tf.POOL] = pool
+    jwork = np.zeros(G if tet else 0)
+    jqueued = np.zeros(G if tet else 0, dtype=np.int64)
+    jrunning = np.zeros(G if tet else 0, dtype=np.int64)
+    jalloc = np.zeros((G if tet else 0, d))
+    jshare = np.zeros(G if tet else 0)
+    dirty = np.zeros(L if tet else 0, dtype=np.uint8)
+    dlist = np.empty(L if tet else 0, dtype=np.int64)
+    # Slots-Fair
+    t, tsize = st_new(nslots)
+    ghead = glo.copy()
+    gtail = glo.copy()
+    held = np.zeros(G if not tet else 0, dtype=np.int64)
+    taken = np.zeros(n if not tet else 0, dtype=np.int64)
+    blocked = np.zeros(G if not tet else 0, dtype=np.uint8)
+    blist = np.empty(G if not tet else 0, dtype=np.int64)
+
+    sampling = sample_every > 0.0
+    ns = ZERO
+    scap = 64 if sampling else 0
+    s_t = np.empty(scap)
+    s_q = np.empty(scap, dtype=np.int64)
+    s_r = np.empty(scap * d)
+    s_run = np.empty(scap, dtype=np.int64)
+    next_sample = INF
+    k_sample = ZERO
+
+    i = ZERO
+    queued = ZERO
+    running = ZERO
+    completed = ZERO
+    started = ZERO
+    qres = np.zeros(d)
+    used = np.zeros(d)
+    area_q = 0.0
+    area_run = 0.0
+    area_qres = np.zeros(d)
+    area_used = np.zeros(d)
+    epochs = ZERO
+    have_t0 = False
+    at_departure = False
+    t0 = 0.0
+    t_prev = 0.0
+    status = OK
+
+    while True:
+        t_arr = arr_t[i] if i < n else INF
+        t_dep = hk[0] if hs > 0 else INF
+        now = t_arr if t_arr < t_dep else t_dep
+        if now == INF or (has_until and now > until):
+            break
+        at_departure = not t_arr < t_dep  # the reference's `now` is then a departure epoch
+        if not have_t0:
+            have_t0 = True
+            t0 = now
+            if sampling:
+                next_sample = t0
+        else:
+            dt = now - t_prev
+            area_q += queued * dt
+            area_run += running * dt
+            for k in range(d):
+                area_qres[k] += qres[k] * dt
+                area_used[k] += used[k] * dt
+            if sampling:
+                while next_sample < now:
+                    ns, s_t, s_q, s_r, s_run = _record(ns, s_t, s_q, s_r, s_run, next_sample, queued, qres, running)
+                    k_sample += 1
+                    next_sample = t0 + k_sample * sample_every
+
+        # departures
+        while hs > 0 and hk[0] <= now:
+            j = hj[0]
+            hs = hpop(hk, hj, hs)
+            s = server[j]
+            for k in range(d):
+                efree[s, k] += dem[j, k]
+            state[j] = _DONE
+            running -= 1
+            completed += 1
+            for k in range(d):
+                used[k] -= dem[j, k]
+            if tet:
+                tf.tetris_depart(j, s, gidx, dem, efree, pfree, d, jrunning, jalloc, jshare, jqueued, inv_total, fk,
+                                 fg, dirty, dlist, ts)
+            else:
+                tf.slots_depart(j, s, gidx, ghead, gtail, held, taken, t, tsize, efree, pfree, d, fk, fg, ts)
+        if running == 0:
+            used[:] = 0.0  # no drift when the cluster is empty
+
+        # arrivals
+        while i < n and arr_t[i] <= now:
+            state[i] = _QUEUED
+            queued += 1
+            for k in range(d):
+                qres[k] += dem[i, k]
+            if tet:
+                if sslot[shp[i]] < 0 and ts[tf.NFREE] == 0:  # a new shape and a full pool: double it
+                    old = ts[tf.POOL]
+                    new = min(2 * old, S)
+                    aval = grow_f(aval, new * asize)
+                    atree = grow_i(atree, new * 2 * asize)
+                    fslots = grow_i(fslots, new)
+                    for q in range(new - old):
+                        fslots[q] = new - 1 - q
+                    ts[tf.NFREE] = new - old
+                    ts[tf.POOL] = new
+                tf.tetris_arrive(i, gidx, cls, shp, est, dem, pfree, w, L, d, chead, ctail, jchead, cnext, cprev,
+                                 srep, scount, ssize, sslot, snext, sprev, aval, atree, asize, fslots, inv_mean, jwork,
+                                 jqueued, jshare, fk, fg, ts)
+            else:
+                tf.slots_arrive(i, gidx, ghead, gtail, held, fk, fg, ts)
+            i += 1
+
+        # decisions
+        if tet:
+            m = tf.tetris_schedule(fairness, epsilon, gidx, est, dem, pfree, w, d, chead, ctail, ctask, cshape, jchead,
+                                   cnext, cprev, srep, scount, ssize, sslot, snext, sprev, aval, atree, asize, fslots,
+                                   jwork, jqueued, jrunning, jalloc, jshare, inv_total, fk, fg, dirty, dlist, ts,
+                                   out_j, out_s)
+        else:
+            m = tf.slots_schedule(gidx, ghead, gtail, gtask, held, taken, kslots, t, tsize, L, dem, pfree, d, fk, fg,
+                                  blocked, blist, ts, out_j, out_s)
+        for p in range(m):
+            j = out_j[p]
+            s = out_s[p]
+            fits = state[j] == _QUEUED and 0 <= s < L
+            for k in range(d):
+                if fits and dem[j, k] > efree[s, k] + _FIT_TOL:
+                    fits = False
+            if not fits:
+                status = MISFIT  # the reference raises PlacementError / CapacityExceeded here
+                break
+            for k in range(d):
+                efree[s, k] -= dem[j, k]
+            state[j] = _RUNNING
+            server[j] = s
+            start[j] = now
+            queued -= 1
+            running += 1
+            started += 1
+            for k in range(d):
+                qres[k] -= dem[j, k]
+                used[k] += dem[j, k]
+            end = now + dur[j]
+            hs = hpush(hk, hj, hs, end if epoch <= 0.0 else epoch_of(end, epoch), j)
+        if status != OK:
+            break
+        if queued == 0:
+            qres[:] = 0.0
+        epochs += 1
+        t_prev = now
+
+    if not have_t0:  # no epoch at all
+        t0 = 0.0 if not has_until else (until if until < 0.0 else 0.0)
+        t_prev = t0
+    t1 = t_prev
+    extended = has_until and until > t_prev
+    if extended:
+        dt = until - t_prev
+        area_q += queued * dt
+        area_run += running * dt
+        for k in range(d):
+            area_qres[k] += qres[k] * dt
+            area_used[k] += used[k] * dt
+        t1 = until
+    if sampling and status == OK:
+        while next_sample < t1 or next_sample == t1:
+            ns, s_t, s_q, s_r, s_run = _record(ns, s_t, s_q, s_r, s_run, next_sample, queued, qres, running)
+            k_sample += 1
+            next_sample = t0 + k_sample * sample_every
+
+    floats = np.empty(4)
+    floats[0] = t0
+    floats[1] = t1
+    floats[2] = area_q
+    floats[3] = area_run
+    ints = np.empty(6, dtype=np.int64)
+    ints[0] = completed
+    ints[1] = started
+    ints[2] = epochs
+    ints[3] = status
+    ints[4] = 1 if extended else 0
+    ints[5] = 1 if at_departure else 0
+    return start, server, floats, area_qres, area_used, ints, s_t[:ns], s_q[:ns], s_r[:ns * d], s_run[:ns]
+
+
+# ---- the Python side ----------------------------------------------------------------------
+
+
+def kernel_for(cls: type) -> int | None:
+    """The kernel mode if ``cls`` *is* Tetris or Slots-Fair (identity, not
+    subclassing: a user's subclass may change anything)."""
+    from schedlab.policies.packing.tetris import SlotsFair, Tetris
+
+    if cls is Tetris:
+        return TETRIS
+    if cls is SlotsFair:
+        return SLOTS
+    return None
+
+
+@functools.cache
+def _row_sums_in_order(d: int) -> bool:
+    """Whether numpy's ``x.sum(axis=1)`` of a C-contiguous m x d array (the
+    reference's ``_new_shape``) adds each row from 0 in column order, as the
+    kernel does -- on values where any other association gives other bits."""
+    rng = np.random.default_rng(20141017)
+    for m in (1, 2, 3, 5, 17, 300):
+        x = rng.standard_normal((m, d)) * 10.0 ** rng.integers(-12, 13, (m, d))
+        x[0, :] = [(-1.0) ** k * 2.0**53 if k % 3 else 1.0 for k in range(d)]  # cancellation: order shows
+        acc = np.zeros(m)
+        for k in range(d):
+            acc = acc + x[:, k]
+        if acc.tobytes() != x.sum(axis=1).tobytes():
+            return False
+    return True
+
+
+def _dense(ids: np.ndarray):
+    """(dense ids in sorted order of ``ids``, count)."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), len(uniq)
+
+
+def _ranges(ids: np.ndarray, count: int):
+    """The indices grouped by id (index order within an id) and each id's first position."""
+    order = np.argsort(ids, kind="stable").astype(np.int64)
+    lo = np.searchsorted(ids[order], np.arange(count), side="left").astype(np.int64)
+    return order, lo
+
+
+def _writable(a: np.ndarray, dtype=np.float64) -> np.ndarray:
+    # C, writable, one dtype: the types the kernel is compiled for
+    return np.require(a, dtype, ["C", "W"])
+
+
+def _tables(mode: int, policy, demand, gidx, G):
+    """The kernel's policy arguments (both policies' slots filled, the other
+    one's empty), or None to decline."""
+    n, d = demand.shape
+    e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0)
+    L = policy.cluster.servers
+    if mode == TETRIS:
+        if np.any(np.signbit(demand)) or not _row_sums_in_order(d):
+            return None
+        _, srep, shp = np.unique(demand, axis=0, return_index=True, return_inverse=True)
+        shp = shp.reshape(-1).astype(np.int64)
+        S = len(srep)
+        cls, C = _dense(gidx * S + shp)
+        cshape = np.empty(C, dtype=np.int64)
+        cshape[cls] = shp
+        ctask, clo = _ranges(cls, C)
+        return dict(fairness=float(policy.fairness), epsilon=float(policy.epsilon), w=_writable(policy.w),
+                    inv_total=_writable(np.array(policy.inv_total)), inv_mean=_writable(np.array(policy.inv_mean)),
+                    shp=shp, cls=cls, srep=srep.astype(np.int64), cshape=cshape, ctask=ctask, clo=clo,
+                    kslots=e_i, nslots=np.zeros(L), gtask=e_i, glo=e_i)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = (demand * np.array(policy.inv_slot)).max(axis=1) * (1 - 1e-12)
+    if not np.all(np.isfinite(x)):
+        return None  # the reference's math.ceil raises OverflowError
+    most = max(policy.slots) + 1  # a task needing more never runs: any larger count acts the same
+    k = np.minimum(np.maximum(1.0, np.ceil(x)), float(most)).astype(np.int64)
+    gtask, glo = _ranges(gidx, G)
+    return dict(fairness=0.0, epsilon=0.0, w=np.zeros((0, d)), inv_total=e_f, inv_mean=e_f, shp=e_i, cls=e_i,
+                srep=e_i, cshape=e_i, ctask=e_i, clo=e_i, kslots=k,
+                nslots=_writable(np.array([float(v) for v in policy.slots])), gtask=gtask, glo=glo)
+
+
+def _kernel_call(mode, arr_t, dur, dem, cap, est, epoch, until, sample_every, gidx, G, tables):
+    return _run(int(mode), arr_t, dur, dem, cap, est, float(epoch or 0.0), float(0.0 if until is None else until),
+                until is not None, float(sample_every or 0.0), gidx, int(G), **tables)
+
+
+def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | None = 1.0,
+             sample_every: float | None = None, until: float | None = None, group=None, estimate=None,
+             params=None):
+    """``simulate_packing(...)`` of Tetris or Slots-Fair: the same
+    :class:`~schedlab.sim.packing.PackingResult`, bit for bit; or None when
+    the fast path declines (module docstring): then run the reference."""
+    from schedlab.errors import UserError
+    from schedlab.sim.packing import Cluster
+
+    mode = kernel_for(cls)
+    if mode is None:
+        return None
+    checked = checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until)
+    if checked is None:
+        return None
+    submit, duration, demand, capacity, group, estimate = checked
+    n, d = demand.shape
+    try:  # the reference's own checks and constants
+        policy = cls(Cluster(capacity, demand, group, estimate), **(params or {}))
+    except (UserError, TypeError, ValueError):
+        return None
+    gidx, G = (np.arange(n, dtype=np.int64), n) if group is None else _dense(group)
+    tables = _tables(mode, policy, demand, gidx, G)
+    if tables is None:
+        return None
+    dem = _writable(demand)
+    start, server, floats, area_qres, area_used, ints, s_t, s_q, s_r, s_run = _kernel_call(
+        mode, _writable(arrival_epochs(submit, epoch)), _writable(duration), dem, _writable(capacity),
+        _writable(estimate), epoch, until, sample_every, gidx, G, tables)
+    if ints[3] != OK:
+        return None
+    series = None
+    if sample_every is not None:
+        series = {"t": s_t.copy(), "queue_jobs": s_q.copy(), "queue_resource": s_r.reshape(-1, d).copy(),
+                  "running_jobs": s_run.copy()}
+    hz = horizon(floats, ints, epoch, until)
+    if hz is None:
+        return None
+    t0, t1 = hz
+    completed, started, epochs = ints[:3].tolist()
+    return finish_result(submit, duration, capacity, group, start, server, t0, t1, float(floats[2]),
+                         float(floats[3]), area_qres.tolist(), area_used.tolist(), completed, started, epochs, series)
+
+
+_WARM: list[bool] = []
+
+
+def warm() -> None:
+    """Compile (or load from the on-disk cache) the kernel now, so that a
+    timed run excludes it."""
+    if not _WARM:
+        from schedlab.policies.packing.tetris import Tetris
+
+        demand = np.array([[0.5, 0.25], [0.5, 0.25], [0.25, 0.5]])
+        simulate(Tetris, [0.0, 0.0, 1.0], [1.0, 2.0, 1.0], demand, np.ones((2, 2)), sample_every=1.0, group=[0, 0, 1])
+        _WARM.append(True)
