@@ -14,8 +14,14 @@ around the kernel) and whether the two paths gave the same numbers; and the
 kernel's first-call compile time (a subprocess with a fresh
 ``NUMBA_CACHE_DIR``) and its load time from that cache.
 
+The multi-resource policies with a kernel (``schedlab.sim.packing_multi_fast``:
+Tetris, Slots-Fair) run on the same prefix as the Tetris pipelines see it:
+cpu and mem, tasks grouped into jobs (``group_column = "google_job_id"``),
+the same 1000 servers and Δ; ``--multi-tasks N`` keeps the first N tasks
+(the reference packs a few thousand tasks/s there).
+
     python benchmarks/packing.py [--data ../shared/data] [--slots 200000] [--no-reference]
-                                 [--policies VQS,VQS-BF] [--no-compile-time]
+                                 [--policies VQS,VQS-BF,Tetris] [--no-compile-time] [--multi-tasks 60000]
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from schedlab.workloads.registry import workload_kind
 POLICIES = ("BF-J/S", "VQS-BF", "FIFO-FF", "VQS")
 #: Policies with a compiled fast path.
 FAST = ("BF-J/S", "FIFO-FF", "BF-J", "BF-S", "VQS", "VQS-BF")
+#: Multi-resource policies with a compiled fast path (run on cpu, mem and groups).
+MULTI = ("Tetris", "Slots-Fair")
 
 
 def bench(jobs, system, label, policies=POLICIES):
@@ -63,7 +71,8 @@ def _same(a, b) -> bool:
 def compare(jobs, system, label, reference=True, policies=FAST):
     """Reference vs fast path, per policy with a kernel (one run each)."""
     engine = get_engine("packing")
-    engine.run(jobs.head(10), FAST[0], {}, system, path="fast")  # compile or load the kernel first
+    for policy in policies:
+        engine.run(jobs.head(10), policy, {}, system, path="fast")  # compile or load the kernels first
     for policy in policies:
         runs, walls = {}, {}
         for path in ENGINE_PATHS if reference else ("fast",):
@@ -83,16 +92,18 @@ def compare(jobs, system, label, reference=True, policies=FAST):
 def compile_time() -> None:
     """First call in a fresh process with an empty NUMBA_CACHE_DIR, then a
     second process loading from that cache."""
-    code = ("import time; t = time.perf_counter()\n"
-            "from schedlab.sim import packing_fast\n"
-            "t1 = time.perf_counter(); packing_fast.warm(); t2 = time.perf_counter()\n"
-            "print(f'{t1 - t:.2f} {t2 - t1:.2f}')\n")
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        for label in ("first call, empty cache", "next process, from cache"):
-            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-            imp, warm = out.stdout.split()
-            print(f"packing_fast {label:26s}: import {imp} s, compile/load {warm} s")
+    for module in ("packing_fast", "packing_multi_fast"):
+        code = ("import time; t = time.perf_counter()\n"
+                f"from schedlab.sim import {module}\n"
+                f"t1 = time.perf_counter(); {module}.warm(); t2 = time.perf_counter()\n"
+                "print(f'{t1 - t:.2f} {t2 - t1:.2f}')\n")
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            for label in ("first call, empty cache", "next process, from cache"):
+                out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                     check=True)
+                imp, warm = out.stdout.split()
+                print(f"{module:18s} {label:26s}: import {imp} s, compile/load {warm} s")
 
 
 def main() -> None:
@@ -103,10 +114,13 @@ def main() -> None:
     parser.add_argument("--policies", default=None,
                         help="comma-separated policies to time (default: all; those without a kernel are only timed)")
     parser.add_argument("--no-compile-time", action="store_true", help="skip the compile/load timing subprocesses")
+    parser.add_argument("--multi-tasks", type=int, default=0,
+                        help="Tetris / Slots-Fair: the first N tasks of the prefix (default 0: all)")
     args = parser.parse_args()
     chosen = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
     fast = FAST if chosen is None else tuple(p for p in chosen if p in FAST)
-    timed = POLICIES if chosen is None else tuple(p for p in chosen if p not in FAST)
+    multi = MULTI if chosen is None else tuple(p for p in chosen if p in MULTI)
+    timed = POLICIES if chosen is None else tuple(p for p in chosen if p not in FAST + MULTI)
 
     if not args.no_compile_time:
         compile_time()
@@ -121,6 +135,13 @@ def main() -> None:
             system = {"servers": 1000, "capacity": 1.0, "epoch": 0.1, "sample_every": 0.0}
             compare(jobs, system, label, reference=not args.no_reference, policies=fast)
             bench(jobs, system, label, timed)
+            if multi:
+                params = kind.complete({"reader": "google", "path": str(google), "group_column": "google_job_id",
+                                        "traffic": beta}, "workload")
+                jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params))
+                if args.multi_tasks:
+                    jobs = jobs.head(args.multi_tasks)
+                compare(jobs, system, label + ", cpu+mem, jobs", reference=not args.no_reference, policies=multi)
     kind = workload_kind("packing")
     for lo, hi in ((0.01, 0.19), (0.1, 0.9)):
         params = kind.complete({"slots": args.slots, "uniform_lo": lo, "uniform_hi": hi, "intensity": 0.95,

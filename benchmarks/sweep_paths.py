@@ -11,6 +11,11 @@ inside the engines, and the ratios reference / fast.
 
     python benchmarks/sweep_paths.py [SPEC ...] [--order fast,reference]
 
+A SPEC may also be ``pipeline:NAME[:SCALE]``: every sweep of that pipeline at
+that scale (default smoke), e.g. ``pipeline:tetris-packing`` (Tetris and
+Slots-Fair on the Google trace grouped into jobs; run from the repository
+root, where the pipelines' trace paths start).
+
 Default specs: sweeps/psbs-shape.toml, sweeps/packing-fig4.toml and
 sweeps/batch-hpc2n-weeks.toml (the last needs the HPC2N log under
 ../shared/data; it is skipped with a line when absent). Relative trace paths
@@ -45,6 +50,19 @@ def with_path(spec, engine_path: str, out: Path):
     })
 
 
+def specs_of(name: str) -> list[tuple[str, object]]:
+    """(label, spec) of a spec file, or of every sweep of ``pipeline:NAME[:SCALE]``."""
+    if name.startswith("pipeline:"):
+        from schedlab.pipelines.base import get_pipeline
+        from schedlab.platform.spec import parse_spec
+
+        _, pipe, *scale = name.split(":")
+        datas = get_pipeline(pipe).specs(scale[0] if scale else "smoke", {})
+        return [(d["name"], parse_spec(d, f"pipeline {pipe} ({d['name']})")) for d in datas]
+    path = Path(name) if Path(name).is_absolute() else REPO / name
+    return [(path.name, load_spec(path))]
+
+
 def table(out: Path, which: str) -> pl.DataFrame | None:
     try:
         frame = schedlab.load(out, which).collect()
@@ -68,13 +86,13 @@ def main() -> None:
     order = args.order.split(",")
     print(f"{'spec':28s} {'rows':>6s} {'same rows':>9s} {'fast wall':>10s} {'ref wall':>9s} {'wall ratio':>10s} "
           f"{'fast engines':>12s} {'ref engines':>11s} {'engine ratio':>12s}")
+    todo = []
     for name in args.specs:
-        path = Path(name) if Path(name).is_absolute() else REPO / name
         try:
-            spec = load_spec(path)
+            todo += specs_of(name)
         except UserError as err:
-            print(f"{path.name:28s} skipped: {err}")
-            continue
+            print(f"{name:28s} skipped: {err}")
+    for label, spec in todo:
         root = Path(tempfile.mkdtemp(prefix="schedlab-paths-"))
         try:
             reports, outs = {}, {}
@@ -84,16 +102,16 @@ def main() -> None:
                 report = run_sweep(with_path(spec, engine_path, outs[engine_path]))
                 reports[engine_path] = (report, time.perf_counter() - started)
                 if report.failures:
-                    print(f"{path.name}: {len(report.failures)} failures on the {engine_path} path; first: "
+                    print(f"{label}: {len(report.failures)} failures on the {engine_path} path; first: "
                           f"{report.failures[0]['error'][:200]}")
             same = True
             for which in ("summary", "jobs", "series"):
                 a, b = table(outs["fast"], which), table(outs["reference"], which)
                 if (a is None) != (b is None) or (a is not None and not a.equals(b)):
                     same = False
-                    print(f"{path.name}: {which} rows differ between the paths")
+                    print(f"{label}: {which} rows differ between the paths")
             (fr, fw), (rr, rw) = reports["fast"], reports["reference"]
-            print(f"{path.name:28s} {fr.rows_written:6d} {'yes' if same else 'NO':>9s} {fw:9.1f}s {rw:8.1f}s "
+            print(f"{label:28s} {fr.rows_written:6d} {'yes' if same else 'NO':>9s} {fw:9.1f}s {rw:8.1f}s "
                   f"{rw / fw:10.2f} {fr.sim_seconds:11.1f}s {rr.sim_seconds:10.1f}s "
                   f"{rr.sim_seconds / max(fr.sim_seconds, 1e-9):12.1f}")
         finally:

@@ -11,10 +11,12 @@ Compiled code is cached on disk (``cache=True``) in ``$NUMBA_CACHE_DIR`` if
 the user set it, else ``$SCHEDLAB_CACHE_DIR/numba/<digest>``, else
 ``~/.cache/schedlab/numba/<digest>``: one directory shared by every process of
 a user on a machine, Ray workers included, so the first-call compile is paid
-once per machine, not once per task. ``<digest>`` is that of this module's
-own source: numba invalidates a cached kernel when *its* file changes, not
-when a helper it calls from another file does, so a change to the shared
-helpers below moves every kernel to a fresh cache directory.
+once per machine, not once per task. ``<digest>`` is that of the sources
+of the helper modules (``HELPER_SOURCES``: this one and ``tetris_fast.py``,
+whose helpers ``packing_multi_fast``'s kernel calls): numba invalidates a
+cached kernel when *its* file changes, not when a helper it calls from
+another file does, so a change to a shared helper moves every kernel to a
+fresh cache directory.
 
 The helpers shared by several kernel modules live here: `hpush` / `hpop`, a
 binary heap of (key, item) pairs in two arrays, ordered by key then item (a
@@ -34,8 +36,11 @@ import os
 from typing import Any
 from pathlib import Path
 
-#: Digest of this module's source: the cache subdirectory (see the module docstring).
-SHARED_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+#: Modules (in this folder) whose numba helpers kernels of other modules call.
+HELPER_SOURCES = ("jit.py", "tetris_fast.py")
+#: Digest of the helper modules' sources: the cache subdirectory (see the module docstring).
+SHARED_DIGEST = hashlib.sha256(
+    b"".join((Path(__file__).parent / name).read_bytes() for name in HELPER_SOURCES)).hexdigest()[:12]
 
 
 def cache_dir() -> Path:

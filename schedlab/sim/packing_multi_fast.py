@@ -376,6 +376,7 @@ def _row_sums_in_order(d: int) -> bool:
     for m in (1, 2, 3, 5, 17, 300):
         x = rng.standard_normal((m, d)) * 10.0 ** rng.integers(-12, 13, (m, d))
         x[0, :] = [(-1.0) ** k * 2.0**53 if k % 3 else 1.0 for k in range(d)]  # cancellation: order shows
+        x[-1, :] = -0.0  # from 0.0 (as Python's sum) or from the first term: the sign of zero shows
         acc = np.zeros(m)
         for k in range(d):
             acc = acc + x[:, k]
