@@ -284,3 +284,11 @@ def test_google_prefix_slice_grouped_both_paths():
         b = engine.run(jobs, name, {}, system, path="fast")
         assert_same_run(a, b)
         assert a.summary["completed"] > 0
+
+
+def test_slots_fair_huge_slot_counts_decline():
+    """Slot counts past 2^52 would not be exact in the kernel's floats: the reference runs."""
+    sub, dur, dem, cap = [0.0, 0.0], [1.0, 1.0], [[0.5, 0.5], [1e-17, 0.5]], [[1.0, 1.0]]
+    params = {"slot": [1e-17, 1e-17]}
+    assert packing_multi_fast.simulate(SlotsFair, sub, dur, dem, cap, params=params) is None
+    both(SlotsFair, sub, dur, dem, cap, {"slot": [0.25, 1.0]})

@@ -82,7 +82,8 @@ and gives its answer or error) where the reference raises (bad inputs, as
 ``packing_fast_io.checked_inputs``; parameters the policy refuses: the
 reference's own constructor is called to validate them and to compute its
 constants; a task whose slot count overflows), no tasks, non-finite
-capacities, Tetris with a -0.0 demand or a d whose numpy row sums are not in
+capacities, Slots-Fair with 2^52 slots or more in all (the kernel holds
+slot counts as floats), Tetris with a -0.0 demand or a d whose numpy row sums are not in
 order, and a placement the engine would reject (never seen: both policies
 test fits with the engine's test on the engine's numbers). ``check`` and
 ``hidden`` exist only on the reference.
@@ -436,6 +437,8 @@ def _tables(mode: int, policy, demand, gidx, G):
     if not np.all(np.isfinite(x)):
         return None  # the reference's math.ceil raises OverflowError
     most = max(policy.slots) + 1  # a task needing more never runs: any larger count acts the same
+    if most * L >= 2**52:
+        return None  # slot counts the kernel's floats would not hold exactly (the reference's are ints)
     k = np.minimum(np.maximum(1.0, np.ceil(x)), float(most)).astype(np.int64)
     gtask, glo = _ranges(gidx, G)
     return dict(fairness=0.0, epsilon=0.0, w=np.zeros((0, d)), inv_total=e_f, inv_mean=e_f, shp=e_i, cls=e_i,
