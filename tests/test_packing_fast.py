@@ -583,8 +583,13 @@ def test_reference_and_user_runs_do_not_import_numba():
         get_engine("packing").run(jobs, MyVQS, {}, {"servers": 2})
         get_engine("packing").run(jobs, "VQS", {}, {"servers": 2}, path="reference")
         get_engine("packing").run(jobs, "VQS-BF", {"J": 3}, {"servers": 2}, path="reference")
-        get_engine("packing").run(jobs, "Tetris", {}, {"servers": 2})
-        print([m for m in ("numba", "schedlab.sim.packing_fast") if m in sys.modules])
+        class MyTetris(PACKING_POLICIES["Tetris"]):  # Tetris has a kernel now: a user's subclass has not
+            pass
+
+        get_engine("packing").run(jobs, MyTetris, {}, {"servers": 2})
+        get_engine("packing").run(jobs, "Slots-Fair", {}, {"servers": 2}, path="reference")
+        print([m for m in ("numba", "schedlab.sim.packing_fast", "schedlab.sim.packing_multi_fast")
+               if m in sys.modules])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
