@@ -175,7 +175,7 @@ def test_declines_to_the_reference():
                         (SlotsFair, {"slot": [0.5, 0.5, 0.5]})):
         assert packing_multi_fast.simulate(cls, sub, dur, [[0.5, 0.5]] * 3, cap, params=params) is None
         with pytest.raises(UserError):
-            simulate_packing(sub, dur, [[0.5, 0.5]] * 3, cap, lambda c: cls(c, **params))
+            simulate_packing(sub, dur, [[0.5, 0.5]] * 3, cap, lambda c, cls=cls, params=params: cls(c, **params))
     # bad inputs and a subclass
     assert packing_multi_fast.simulate(Tetris, [1.0, 0.0], [1.0, 1.0], [[0.5, 0.5]] * 2, cap) is None
     assert packing_multi_fast.simulate(Tetris, [], [], np.zeros((0, 2)), cap) is None

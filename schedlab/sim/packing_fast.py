@@ -143,8 +143,7 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
-from schedlab.sim.jit import njit
-from schedlab.sim.jit import NONE, ZERO, hpop, hpush
+from schedlab.sim.jit import NONE, ZERO, hpop, hpush, njit
 from schedlab.sim.jit import epoch_of as _epoch_of
 from schedlab.sim.jit import grow_f as _grow_f
 from schedlab.sim.jit import grow_i as _grow_i
