@@ -464,3 +464,16 @@ def test_numba_cache_dir(tmp_path, monkeypatch):
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "users")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == str(tmp_path / "users")
+
+
+def test_the_cache_digest_covers_every_module_of_the_kernel_package():
+    """The kernels call helpers from sibling modules (server, las), and numba
+    re-checks only a kernel's own file: the cache directory's digest must
+    cover every module of the package, or an edited helper would leave stale
+    cached kernels in use."""
+    from pathlib import Path
+
+    from schedlab.sim import jit
+
+    modules = set(Path(queue_fast.__file__).parent.glob("*.py"))
+    assert len(modules) >= 6 and modules <= set(jit.SHARED_SOURCES)
