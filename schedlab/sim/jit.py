@@ -35,14 +35,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 #: The sources whose change must invalidate every cached kernel: this module,
 #: the helper module tetris_fast.py and the modules of the kernel packages
 #: (see the module docstring).
-SHARED_SOURCES = (Path(__file__), Path(__file__).parent / "tetris_fast.py",
-                  *sorted(Path(__file__).parent.glob("*_fast/*.py")))
+SHARED_SOURCES = (
+    Path(__file__),
+    Path(__file__).parent / "tetris_fast.py",
+    *sorted(Path(__file__).parent.glob("*_fast/*.py")),
+)
 
 
 def _shared_digest() -> str:
@@ -81,7 +84,7 @@ from schedlab.sim.packing import EPOCH_TOL  # noqa: E402
 # numba's config attributes are set at run time from the environment (no
 # static declaration for a type checker to see).
 if not getattr(numba.config, "CACHE_DIR", ""):  # numba was imported before us: its config missed the variable
-    setattr(numba.config, "CACHE_DIR", os.environ["NUMBA_CACHE_DIR"])
+    setattr(numba.config, "CACHE_DIR", os.environ["NUMBA_CACHE_DIR"])  # noqa: B010  (see above)
 
 #: Kernels (called from Python): cached on disk, no GIL, IEEE division
 #: semantics (no zero-division checks: the reference engines never divide by

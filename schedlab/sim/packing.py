@@ -78,8 +78,9 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -126,7 +127,17 @@ class Cluster:
     """
 
     __slots__ = (
-        "servers", "resources", "now", "_cap", "_free", "_free_ro", "_cap_ro", "_dem_ro", "_jobs_on", "_group", "_est",
+        "servers",
+        "resources",
+        "now",
+        "_cap",
+        "_free",
+        "_free_ro",
+        "_cap_ro",
+        "_dem_ro",
+        "_jobs_on",
+        "_group",
+        "_est",
     )
 
     def __init__(self, capacity: np.ndarray, demand: np.ndarray, group=None, estimate=None) -> None:
@@ -239,7 +250,9 @@ def _as_inputs(submit, duration, demand, capacity):
         capacity = capacity[:, None]
     n = len(submit)
     if duration.shape != (n,) or demand.shape[0] != n:
-        raise ValueError(f"submit, duration and demand must have one row per job (got {n}, {len(duration)}, {demand.shape[0]})")
+        raise ValueError(
+            f"submit, duration and demand must have one row per job (got {n}, {len(duration)}, {demand.shape[0]})"
+        )
     if capacity.ndim != 2 or capacity.shape[1] != demand.shape[1] or capacity.shape[0] < 1:
         raise ValueError(f"capacity must be L x {demand.shape[1]} with L >= 1 (got shape {capacity.shape})")
     if not (np.all(np.isfinite(submit)) and np.all(np.isfinite(duration)) and np.all(np.isfinite(demand))):
@@ -323,20 +336,23 @@ def simulate_packing(
     srange = range(d)
 
     samples: dict[str, list] | None = None
+    every = 0.0
     next_sample = INF
     if sample_every is not None:
         samples = {"t": [], "queue_jobs": [], "queue_resource": [], "running_jobs": []}
+        every = sample_every
     k_sample = 0
 
     def record_until(t_lim: float, inclusive: bool) -> None:
         nonlocal next_sample, k_sample
+        assert samples is not None and t0 is not None  # called only when sampling, from the first event on
         while next_sample < t_lim or (inclusive and next_sample == t_lim):
             samples["t"].append(next_sample)
             samples["queue_jobs"].append(queued)
             samples["queue_resource"].append(tuple(qres))
             samples["running_jobs"].append(running)
             k_sample += 1
-            next_sample = t0 + k_sample * sample_every
+            next_sample = t0 + k_sample * every
 
     while True:
         t_arr = arr_t[i] if i < n else INF
@@ -439,8 +455,22 @@ def simulate_packing(
             "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
         }
     return finish_result(
-        submit, duration, capacity, group, np.array(start, dtype=float), np.array(server, dtype=np.int64),
-        t0, t1, area_q, area_run, area_qres, area_used, completed, started, epochs, series,
+        submit,
+        duration,
+        capacity,
+        group,
+        np.array(start, dtype=float),
+        np.array(server, dtype=np.int64),
+        t0,
+        t1,
+        area_q,
+        area_run,
+        area_qres,
+        area_used,
+        completed,
+        started,
+        epochs,
+        series,
     )
 
 
@@ -453,8 +483,24 @@ def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:
     return np.ceil(q - EPOCH_TOL * np.maximum(1.0, np.abs(q))) * epoch
 
 
-def finish_result(submit, duration, capacity, group, start_a, server_a, t0, t1, area_q, area_run, area_qres, area_used,
-                  completed, started, epochs, series) -> PackingResult:
+def finish_result(
+    submit,
+    duration,
+    capacity,
+    group,
+    start_a,
+    server_a,
+    t0,
+    t1,
+    area_q,
+    area_run,
+    area_qres,
+    area_used,
+    completed,
+    started,
+    epochs,
+    series,
+) -> PackingResult:
     """The :class:`PackingResult` of a run from its event loop's outcome:
     per-job starts and servers, the horizon [t0, t1], the time integrals
     (``area_qres``/``area_used``: one per resource), the counters and the
@@ -538,14 +584,17 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
         if np.any(load > cap + FIT_TOL * max(1, len(jobs))):
             raise AssertionError(f"t={now}: server {s} holds {load.tolist()} > capacity {cap.tolist()}")
         if not np.allclose(cap - load, cluster._free[s], rtol=0, atol=1e-9 * max(1, len(jobs)) + 1e-12):
-            raise AssertionError(f"t={now}: server {s} free {cluster._free[s].tolist()} != capacity - load {(cap - load).tolist()}")
+            raise AssertionError(
+                f"t={now}: server {s} free {cluster._free[s].tolist()} != capacity - load {(cap - load).tolist()}"
+            )
 
 
 # ---- the engine-registry adapter ------------------------------------------------------------------
 
 
-def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
-              ) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
+def run_table(
+    jobs, policy_cls, *, path: str = "fast", **params: Any
+) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
     that order). Params: ``servers`` (L, default 1), ``capacity`` (a number or
@@ -596,15 +645,34 @@ def run_table(jobs, policy_cls, *, path: str = "fast", **params: Any
     if fast is not None:
         fast.warm()  # compile or load the kernel outside the timed run
         started = time.perf_counter()
-        res = fast.simulate(policy_cls, submit, duration, demand, capacity, epoch=epoch, sample_every=sample_every,
-                            until=until, group=group, estimate=estimate, params=params)
+        res = fast.simulate(
+            policy_cls,
+            submit,
+            duration,
+            demand,
+            capacity,
+            epoch=epoch,
+            sample_every=sample_every,
+            until=until,
+            group=group,
+            estimate=estimate,
+            params=params,
+        )
     if res is None:  # the reference path (or the kernel declined)
         factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
         started = time.perf_counter()
         try:
             res = simulate_packing(
-                submit, duration, demand, capacity, factory, epoch=epoch, sample_every=sample_every, until=until,
-                group=group, estimate=estimate,
+                submit,
+                duration,
+                demand,
+                capacity,
+                factory,
+                epoch=epoch,
+                sample_every=sample_every,
+                until=until,
+                group=group,
+                estimate=estimate,
             )
         except ValueError as exc:
             raise UserError(f"packing engine: {exc}") from None

@@ -506,8 +506,9 @@ def _bf_s(order, sorted_size, bits, off, nq, t, tsize, L, out_j, out_s):
 
 
 @njit(**_HOT)
-def _bf_js(size, order, rank, sorted_size, bits, off, nq, nxt, lvl, fv, top, sst, inq, dep, nd, new_lo, new_hi,
-           out_j, out_s):
+def _bf_js(
+    size, order, rank, sorted_size, bits, off, nq, nxt, lvl, fv, top, sst, inq, dep, nd, new_lo, new_hi, out_j, out_s
+):
     """BFJS.schedule: BF-S over the departed servers dep[:nd] (sorted), then
     BF-J over the jobs new_lo..new_hi-1 still queued; returns (placements,
     queued count)."""
@@ -625,9 +626,40 @@ def _vqs_place(s, job, size, typ, T, njobs, cnt, used, ebits, eoff, out_j, out_s
 
 
 @njit(**_HOT)
-def _vqs_schedule(size, typ, tlist, cfg, capj, T, L, config, njobs, cnt, used, Q, qhead, gt, tsz, ingrp,
-                  wbits, woff, win, nw, ebits, eoff, hbits, hoff, hin, dep, isdep, nd, newhead, total,
-                  out_j, out_s):
+def _vqs_schedule(
+    size,
+    typ,
+    tlist,
+    cfg,
+    capj,
+    T,
+    L,
+    config,
+    njobs,
+    cnt,
+    used,
+    Q,
+    qhead,
+    gt,
+    tsz,
+    ingrp,
+    wbits,
+    woff,
+    win,
+    nw,
+    ebits,
+    eoff,
+    hbits,
+    hoff,
+    hin,
+    dep,
+    isdep,
+    nd,
+    newhead,
+    total,
+    out_j,
+    out_s,
+):
     """VQS.schedule: the heap starts with the dirty servers dep[:nd] (those
     still flagged) and the servers woken by new heads; then, repeatedly, the
     lower of the heap's least server and the next empty server after the
@@ -706,8 +738,31 @@ def _vqs_schedule(size, typ, tlist, cfg, capj, T, L, config, njobs, cnt, used, Q
 
 
 @njit(**_HOT)
-def _vqs_depart(job, s, size, typ, cfg, capj, T, tsz, config, njobs, cnt, used, gt, ingrp, wbits, woff, win, nw,
-                ebits, eoff, dep, isdep, nd):
+def _vqs_depart(
+    job,
+    s,
+    size,
+    typ,
+    cfg,
+    capj,
+    T,
+    tsz,
+    config,
+    njobs,
+    cnt,
+    used,
+    gt,
+    ingrp,
+    wbits,
+    woff,
+    win,
+    nw,
+    ebits,
+    eoff,
+    dep,
+    isdep,
+    nd,
+):
     """VQS.depart (with _record_depart); returns (|want1|, dirty count)."""
     t = typ[job]
     c = config[s]
@@ -766,8 +821,9 @@ def _vqsbf_take(s, q, order, sorted_size, typ, T, bits, off, njobs, cnt, Q, st, 
 
 
 @njit(**_HOT)
-def _vqsbf_schedule(order, sorted_size, typ, tlo, thi, cfg, T, L, config, njobs, cnt, Q, bits, off, total, st, tsz,
-                    out_j, out_s):
+def _vqsbf_schedule(
+    order, sorted_size, typ, tlo, thi, cfg, T, L, config, njobs, cnt, Q, bits, off, total, st, tsz, out_j, out_s
+):
     """VQSBF.schedule: the servers with free >= smallest queued size -
     FIT_TOL at the start, in index order (read from the tree as the pass
     goes: a server's free capacity changes only when it acts), each renewing
@@ -787,8 +843,9 @@ def _vqsbf_schedule(order, sorted_size, typ, tlo, thi, cfg, T, L, config, njobs,
             if cfg[3 * c] and cnt[s * T + 1] == 0:
                 q = _largest_of_type(bits, off, sorted_size, tlo, thi, 1, st[tsz + s] + _FIT_TOL)
                 if q >= 0:
-                    m = _vqsbf_take(s, q, order, sorted_size, typ, T, bits, off, njobs, cnt, Q, st, tsz, out_j, out_s,
-                                    m)
+                    m = _vqsbf_take(
+                        s, q, order, sorted_size, typ, T, bits, off, njobs, cnt, Q, st, tsz, out_j, out_s, m
+                    )
                     total -= 1
             while cnt[s * T + j] < kj:
                 q = _largest_of_type(bits, off, sorted_size, tlo, thi, j, st[tsz + s] + _FIT_TOL)
@@ -823,13 +880,34 @@ def _vqsbf_depart(job, s, size, typ, T, config, njobs, cnt, st, tsz):
 
 
 @njit(**_JIT)
-def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, order, rank, sorted_size, lvl,
-         typ, cfg, capj, T, tlist, tlo, thi):
+def _run(
+    mode,
+    arr_t,
+    dur,
+    size,
+    cap,
+    epoch,
+    until,
+    has_until,
+    sample_every,
+    order,
+    rank,
+    sorted_size,
+    lvl,
+    typ,
+    cfg,
+    capj,
+    T,
+    tlist,
+    tlo,
+    thi,
+):
     """The event loop of ``simulate_packing`` with policy ``mode`` (module
     docstring). ``epoch`` <= 0: at every event; ``sample_every`` <= 0: no
     series. VQS, VQS-BF: ``typ`` each job's type, ``cfg``/``capj`` K_RED
     (see their section), T = 2J types; VQS: ``tlist`` the jobs by (type, job),
-    type t's from ``tlo[t]``; VQS-BF: type t's ranks [tlo[t], thi[t]). Returns (start, server, floats [t0, t1, area_q, area_run,
+    type t's from ``tlo[t]``; VQS-BF: type t's ranks [tlo[t], thi[t]). Returns (start, server,
+    floats [t0, t1, area_q, area_run,
     area_qres, area_used], ints [completed, started, epochs, status, 1 if
     the horizon was extended to ``until``, 1 if the last epoch was a
     departure epoch], series t, queue_jobs, queue_resource, running_jobs)."""
@@ -960,8 +1038,31 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
             if mode == FIFO_FF or mode == BF_S:
                 _st_update(t, tsize, s, t[tsize + s] + r)
             elif mode == VQS:
-                nw, nd = _vqs_depart(j, s, size, typ, cfg, capj, T, gsize, config, njobs, cnt, vused, gt, ingrp,
-                                     wbits, woff, win, nw, ebits, eoff, dep, isdep, nd)
+                nw, nd = _vqs_depart(
+                    j,
+                    s,
+                    size,
+                    typ,
+                    cfg,
+                    capj,
+                    T,
+                    gsize,
+                    config,
+                    njobs,
+                    cnt,
+                    vused,
+                    gt,
+                    ingrp,
+                    wbits,
+                    woff,
+                    win,
+                    nw,
+                    ebits,
+                    eoff,
+                    dep,
+                    isdep,
+                    nd,
+                )
             elif mode == VQS_BF:
                 _vqsbf_depart(j, s, size, typ, T, config, njobs, cnt, t, tsize)
             else:
@@ -1004,23 +1105,93 @@ def _run(mode, arr_t, dur, size, cap, epoch, until, has_until, sample_every, ord
         if mode == FIFO_FF:
             m, fhead = _fifo_ff(size, t, tsize, L, fhead, i, out_j, out_s)
         elif mode == BF_J:
-            m, nq, ltail = _bf_j(size, rank, sorted_size, bits, off, nq, nxt, lvl, fv, top, sst, lnext, ltail,
-                                 out_j, out_s)
+            m, nq, ltail = _bf_j(
+                size, rank, sorted_size, bits, off, nq, nxt, lvl, fv, top, sst, lnext, ltail, out_j, out_s
+            )
         elif mode == BF_S:
             m, nq = _bf_s(order, sorted_size, bits, off, nq, t, tsize, L, out_j, out_s)
         elif mode == VQS:
-            m, nq, nw = _vqs_schedule(size, typ, tlist, cfg, capj, T, L, config, njobs, cnt, vused, Q, qhead, gt, gsize,
-                                      ingrp, wbits, woff, win, nw, ebits, eoff, hbits, hoff, hin, dep, isdep, nd,
-                                      newhead, nq, out_j, out_s)
+            m, nq, nw = _vqs_schedule(
+                size,
+                typ,
+                tlist,
+                cfg,
+                capj,
+                T,
+                L,
+                config,
+                njobs,
+                cnt,
+                vused,
+                Q,
+                qhead,
+                gt,
+                gsize,
+                ingrp,
+                wbits,
+                woff,
+                win,
+                nw,
+                ebits,
+                eoff,
+                hbits,
+                hoff,
+                hin,
+                dep,
+                isdep,
+                nd,
+                newhead,
+                nq,
+                out_j,
+                out_s,
+            )
             nd = ZERO
         elif mode == VQS_BF:
-            m, nq = _vqsbf_schedule(order, sorted_size, typ, tlo, thi, cfg, T, L, config, njobs, cnt, Q, bits, off, nq,
-                                    t, tsize, out_j, out_s)
+            m, nq = _vqsbf_schedule(
+                order,
+                sorted_size,
+                typ,
+                tlo,
+                thi,
+                cfg,
+                T,
+                L,
+                config,
+                njobs,
+                cnt,
+                Q,
+                bits,
+                off,
+                nq,
+                t,
+                tsize,
+                out_j,
+                out_s,
+            )
         else:
             if nd > 1:
                 dep[:nd].sort()
-            m, nq = _bf_js(size, order, rank, sorted_size, bits, off, nq, nxt, lvl, fv, top, sst, inq, dep, nd,
-                           new_lo, i, out_j, out_s)
+            m, nq = _bf_js(
+                size,
+                order,
+                rank,
+                sorted_size,
+                bits,
+                off,
+                nq,
+                nxt,
+                lvl,
+                fv,
+                top,
+                sst,
+                inq,
+                dep,
+                nd,
+                new_lo,
+                i,
+                out_j,
+                out_s,
+            )
             for k in range(nd):
                 isdep[dep[k]] = 0
             nd = ZERO
@@ -1103,8 +1274,14 @@ def kernel_for(cls: type) -> int | None:
     from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
     from schedlab.policies.packing.fifo_ff import FIFOFF
 
-    for builtin, mode in ((FIFOFF, FIFO_FF), (BFJ, BF_J), (BFS, BF_S), (BFJS, BF_JS), (vqs.VQS, VQS),
-                          (vqs.VQSBF, VQS_BF)):
+    for builtin, mode in (
+        (FIFOFF, FIFO_FF),
+        (BFJ, BF_J),
+        (BFS, BF_S),
+        (BFJS, BF_JS),
+        (vqs.VQS, VQS),
+        (vqs.VQSBF, VQS_BF),
+    ):
         if cls is builtin:
             return mode
     return None
@@ -1176,15 +1353,43 @@ def _kernel_call(mode: int, arr_t, dur, size, cap, epoch, until, sample_every, J
             tlo = np.searchsorted(neg, -types, side="left").astype(np.int64)
             thi = np.searchsorted(neg, -types, side="right").astype(np.int64)
     return _run(
-        int(mode), arr_t, dur, size, cap, float(epoch or 0.0), float(0.0 if until is None else until),
-        until is not None, float(sample_every or 0.0), order, rank, sorted_size, lvl,
-        typ, cfg, capj, int(T), tlist, tlo, thi,
+        int(mode),
+        arr_t,
+        dur,
+        size,
+        cap,
+        float(epoch or 0.0),
+        float(0.0 if until is None else until),
+        until is not None,
+        float(sample_every or 0.0),
+        order,
+        rank,
+        sorted_size,
+        lvl,
+        typ,
+        cfg,
+        capj,
+        int(T),
+        tlist,
+        tlo,
+        thi,
     )
 
 
-def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | None = 1.0,
-             sample_every: float | None = None, until: float | None = None, group=None, estimate=None,
-             params=None):
+def simulate(
+    cls: type,
+    submit,
+    duration,
+    demand,
+    capacity,
+    *,
+    epoch: float | None = 1.0,
+    sample_every: float | None = None,
+    until: float | None = None,
+    group=None,
+    estimate=None,
+    params=None,
+):
     """``simulate_packing(...)`` of built-in policy ``cls``: the same
     :class:`~schedlab.sim.packing.PackingResult`, bit for bit; or None when
     the fast path declines (module docstring): then run the reference."""
@@ -1195,9 +1400,10 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
         return None
     J = 0
     if mode == VQS or mode == VQS_BF:
-        J = fast_vqs_J(params)
-        if J is None:
+        found_J = fast_vqs_J(params)
+        if found_J is None:
             return None
+        J = found_J
     elif params:
         return None
     checked = checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until)
@@ -1213,21 +1419,42 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
     arr_t = _writable(arrival_epochs(submit, epoch))
     dur = _writable(duration)
     start, server, floats, ints, s_t, s_q, s_r, s_run = _kernel_call(
-        mode, arr_t, dur, size, cap, epoch, until, sample_every, J)
+        mode, arr_t, dur, size, cap, epoch, until, sample_every, J
+    )
     if ints[3] != OK:
         return None
     series = None
     if sample_every is not None:
-        series = {"t": s_t.copy(), "queue_jobs": s_q.copy(), "queue_resource": s_r.reshape(-1, 1).copy(),
-                  "running_jobs": s_run.copy()}
+        series = {
+            "t": s_t.copy(),
+            "queue_jobs": s_q.copy(),
+            "queue_resource": s_r.reshape(-1, 1).copy(),
+            "running_jobs": s_run.copy(),
+        }
     hz = horizon(floats, ints, epoch, until)
     if hz is None:
         return None
     t0, t1 = hz
     _, _, area_q, area_run, area_qres, area_used = floats.tolist()
     completed, started, epochs = ints[:3].tolist()
-    return finish_result(submit, duration, capacity, group, start, server, t0, t1, area_q, area_run, [area_qres],
-                         [area_used], completed, started, epochs, series)
+    return finish_result(
+        submit,
+        duration,
+        capacity,
+        group,
+        start,
+        server,
+        t0,
+        t1,
+        area_q,
+        area_run,
+        [area_qres],
+        [area_used],
+        completed,
+        started,
+        epochs,
+        series,
+    )
 
 
 _WARM: list[bool] = []

@@ -127,8 +127,35 @@ def _record(ns, s_t, s_q, s_r, s_run, at, queued, qres, running):
 
 
 @njit(**JIT)
-def _run(mode, arr_t, dur, dem, cap, est, epoch, until, has_until, sample_every, gidx, G, fairness, epsilon, w,
-         inv_total, inv_mean, shp, cls, srep, cshape, ctask, clo, kslots, nslots, gtask, glo):
+def _run(
+    mode,
+    arr_t,
+    dur,
+    dem,
+    cap,
+    est,
+    epoch,
+    until,
+    has_until,
+    sample_every,
+    gidx,
+    G,
+    fairness,
+    epsilon,
+    w,
+    inv_total,
+    inv_mean,
+    shp,
+    cls,
+    srep,
+    cshape,
+    ctask,
+    clo,
+    kslots,
+    nslots,
+    gtask,
+    glo,
+):
     """The event loop of ``simulate_packing`` with Tetris (``mode`` TETRIS)
     or Slots-Fair. ``epoch`` <= 0: at every event; ``sample_every`` <= 0: no
     series. Returns (start, server, floats [t0, t1, area_q, area_run],
@@ -257,8 +284,25 @@ def _run(mode, arr_t, dur, dem, cap, est, epoch, until, has_until, sample_every,
             for k in range(d):
                 used[k] -= dem[j, k]
             if tet:
-                tf.tetris_depart(j, s, gidx, dem, efree, pfree, d, jrunning, jalloc, jshare, jqueued, inv_total, fk,
-                                 fg, dirty, dlist, ts)
+                tf.tetris_depart(
+                    j,
+                    s,
+                    gidx,
+                    dem,
+                    efree,
+                    pfree,
+                    d,
+                    jrunning,
+                    jalloc,
+                    jshare,
+                    jqueued,
+                    inv_total,
+                    fk,
+                    fg,
+                    dirty,
+                    dlist,
+                    ts,
+                )
             else:
                 tf.slots_depart(j, s, gidx, ghead, gtail, held, taken, t, tsize, efree, pfree, d, fk, fg, ts)
         if running == 0:
@@ -281,22 +325,109 @@ def _run(mode, arr_t, dur, dem, cap, est, epoch, until, has_until, sample_every,
                         fslots[q] = new - 1 - q
                     ts[tf.NFREE] = new - old
                     ts[tf.POOL] = new
-                tf.tetris_arrive(i, gidx, cls, shp, est, dem, pfree, w, L, d, chead, ctail, jchead, cnext, cprev,
-                                 srep, scount, ssize, sslot, snext, sprev, aval, atree, asize, fslots, inv_mean, jwork,
-                                 jqueued, jshare, fk, fg, ts)
+                tf.tetris_arrive(
+                    i,
+                    gidx,
+                    cls,
+                    shp,
+                    est,
+                    dem,
+                    pfree,
+                    w,
+                    L,
+                    d,
+                    chead,
+                    ctail,
+                    jchead,
+                    cnext,
+                    cprev,
+                    srep,
+                    scount,
+                    ssize,
+                    sslot,
+                    snext,
+                    sprev,
+                    aval,
+                    atree,
+                    asize,
+                    fslots,
+                    inv_mean,
+                    jwork,
+                    jqueued,
+                    jshare,
+                    fk,
+                    fg,
+                    ts,
+                )
             else:
                 tf.slots_arrive(i, gidx, ghead, gtail, held, fk, fg, ts)
             i += 1
 
         # decisions
         if tet:
-            m = tf.tetris_schedule(fairness, epsilon, gidx, est, dem, pfree, w, d, chead, ctail, ctask, cshape, jchead,
-                                   cnext, cprev, srep, scount, ssize, sslot, snext, sprev, aval, atree, asize, fslots,
-                                   jwork, jqueued, jrunning, jalloc, jshare, inv_total, fk, fg, dirty, dlist, ts,
-                                   out_j, out_s)
+            m = tf.tetris_schedule(
+                fairness,
+                epsilon,
+                gidx,
+                est,
+                dem,
+                pfree,
+                w,
+                d,
+                chead,
+                ctail,
+                ctask,
+                cshape,
+                jchead,
+                cnext,
+                cprev,
+                srep,
+                scount,
+                ssize,
+                sslot,
+                snext,
+                sprev,
+                aval,
+                atree,
+                asize,
+                fslots,
+                jwork,
+                jqueued,
+                jrunning,
+                jalloc,
+                jshare,
+                inv_total,
+                fk,
+                fg,
+                dirty,
+                dlist,
+                ts,
+                out_j,
+                out_s,
+            )
         else:
-            m = tf.slots_schedule(gidx, ghead, gtail, gtask, held, taken, kslots, t, tsize, L, dem, pfree, d, fk, fg,
-                                  blocked, blist, ts, out_j, out_s)
+            m = tf.slots_schedule(
+                gidx,
+                ghead,
+                gtail,
+                gtask,
+                held,
+                taken,
+                kslots,
+                t,
+                tsize,
+                L,
+                dem,
+                pfree,
+                d,
+                fk,
+                fg,
+                blocked,
+                blist,
+                ts,
+                out_j,
+                out_s,
+            )
         for p in range(m):
             j = out_j[p]
             s = out_s[p]
@@ -358,7 +489,7 @@ def _run(mode, arr_t, dur, dem, cap, est, epoch, until, has_until, sample_every,
     ints[3] = status
     ints[4] = 1 if extended else 0
     ints[5] = 1 if at_departure else 0
-    return start, server, floats, area_qres, area_used, ints, s_t[:ns], s_q[:ns], s_r[:ns * d], s_run[:ns]
+    return start, server, floats, area_qres, area_used, ints, s_t[:ns], s_q[:ns], s_r[: ns * d], s_run[:ns]
 
 
 # ---- the Python side ----------------------------------------------------------------------
@@ -428,10 +559,23 @@ def _tables(mode: int, policy, demand, gidx, G):
         cshape = np.empty(C, dtype=np.int64)
         cshape[cls] = shp
         ctask, clo = _ranges(cls, C)
-        return dict(fairness=float(policy.fairness), epsilon=float(policy.epsilon), w=_writable(policy.w),
-                    inv_total=_writable(np.array(policy.inv_total)), inv_mean=_writable(np.array(policy.inv_mean)),
-                    shp=shp, cls=cls, srep=srep.astype(np.int64), cshape=cshape, ctask=ctask, clo=clo,
-                    kslots=e_i, nslots=np.zeros(L), gtask=e_i, glo=e_i)
+        return dict(
+            fairness=float(policy.fairness),
+            epsilon=float(policy.epsilon),
+            w=_writable(policy.w),
+            inv_total=_writable(np.array(policy.inv_total)),
+            inv_mean=_writable(np.array(policy.inv_mean)),
+            shp=shp,
+            cls=cls,
+            srep=srep.astype(np.int64),
+            cshape=cshape,
+            ctask=ctask,
+            clo=clo,
+            kslots=e_i,
+            nslots=np.zeros(L),
+            gtask=e_i,
+            glo=e_i,
+        )
     with np.errstate(over="ignore", invalid="ignore"):
         x = (demand * np.array(policy.inv_slot)).max(axis=1) * (1 - 1e-12)
     if not np.all(np.isfinite(x)):
@@ -441,19 +585,57 @@ def _tables(mode: int, policy, demand, gidx, G):
         return None  # slot counts the kernel's floats would not hold exactly (the reference's are ints)
     k = np.minimum(np.maximum(1.0, np.ceil(x)), float(most)).astype(np.int64)
     gtask, glo = _ranges(gidx, G)
-    return dict(fairness=0.0, epsilon=0.0, w=np.zeros((0, d)), inv_total=e_f, inv_mean=e_f, shp=e_i, cls=e_i,
-                srep=e_i, cshape=e_i, ctask=e_i, clo=e_i, kslots=k,
-                nslots=_writable(np.array([float(v) for v in policy.slots])), gtask=gtask, glo=glo)
+    return dict(
+        fairness=0.0,
+        epsilon=0.0,
+        w=np.zeros((0, d)),
+        inv_total=e_f,
+        inv_mean=e_f,
+        shp=e_i,
+        cls=e_i,
+        srep=e_i,
+        cshape=e_i,
+        ctask=e_i,
+        clo=e_i,
+        kslots=k,
+        nslots=_writable(np.array([float(v) for v in policy.slots])),
+        gtask=gtask,
+        glo=glo,
+    )
 
 
 def _kernel_call(mode, arr_t, dur, dem, cap, est, epoch, until, sample_every, gidx, G, tables):
-    return _run(int(mode), arr_t, dur, dem, cap, est, float(epoch or 0.0), float(0.0 if until is None else until),
-                until is not None, float(sample_every or 0.0), gidx, int(G), **tables)
+    return _run(
+        int(mode),
+        arr_t,
+        dur,
+        dem,
+        cap,
+        est,
+        float(epoch or 0.0),
+        float(0.0 if until is None else until),
+        until is not None,
+        float(sample_every or 0.0),
+        gidx,
+        int(G),
+        **tables,
+    )
 
 
-def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | None = 1.0,
-             sample_every: float | None = None, until: float | None = None, group=None, estimate=None,
-             params=None):
+def simulate(
+    cls: type,
+    submit,
+    duration,
+    demand,
+    capacity,
+    *,
+    epoch: float | None = 1.0,
+    sample_every: float | None = None,
+    until: float | None = None,
+    group=None,
+    estimate=None,
+    params=None,
+):
     """``simulate_packing(...)`` of Tetris or Slots-Fair: the same
     :class:`~schedlab.sim.packing.PackingResult`, bit for bit; or None when
     the fast path declines (module docstring): then run the reference."""
@@ -478,21 +660,52 @@ def simulate(cls: type, submit, duration, demand, capacity, *, epoch: float | No
         return None
     dem = _writable(demand)
     start, server, floats, area_qres, area_used, ints, s_t, s_q, s_r, s_run = _kernel_call(
-        mode, _writable(arrival_epochs(submit, epoch)), _writable(duration), dem, _writable(capacity),
-        _writable(estimate), epoch, until, sample_every, gidx, G, tables)
+        mode,
+        _writable(arrival_epochs(submit, epoch)),
+        _writable(duration),
+        dem,
+        _writable(capacity),
+        _writable(estimate),
+        epoch,
+        until,
+        sample_every,
+        gidx,
+        G,
+        tables,
+    )
     if ints[3] != OK:
         return None
     series = None
     if sample_every is not None:
-        series = {"t": s_t.copy(), "queue_jobs": s_q.copy(), "queue_resource": s_r.reshape(-1, d).copy(),
-                  "running_jobs": s_run.copy()}
+        series = {
+            "t": s_t.copy(),
+            "queue_jobs": s_q.copy(),
+            "queue_resource": s_r.reshape(-1, d).copy(),
+            "running_jobs": s_run.copy(),
+        }
     hz = horizon(floats, ints, epoch, until)
     if hz is None:
         return None
     t0, t1 = hz
     completed, started, epochs = ints[:3].tolist()
-    return finish_result(submit, duration, capacity, group, start, server, t0, t1, float(floats[2]),
-                         float(floats[3]), area_qres.tolist(), area_used.tolist(), completed, started, epochs, series)
+    return finish_result(
+        submit,
+        duration,
+        capacity,
+        group,
+        start,
+        server,
+        t0,
+        t1,
+        float(floats[2]),
+        float(floats[3]),
+        area_qres.tolist(),
+        area_used.tolist(),
+        completed,
+        started,
+        epochs,
+        series,
+    )
 
 
 _WARM: list[bool] = []

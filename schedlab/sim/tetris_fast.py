@@ -204,8 +204,40 @@ def _unlink_class(c, g, jchead, cnext, cprev):
 
 
 @njit(**HOT)
-def tetris_arrive(i, gidx, cls, shp, est, dem, pfree, w, L, d, chead, ctail, jchead, cnext, cprev, srep, scount,
-                  ssize, sslot, snext, sprev, aval, atree, asize, fslots, inv_mean, jwork, jqueued, jshare, fk, fg, ts):
+def tetris_arrive(
+    i,
+    gidx,
+    cls,
+    shp,
+    est,
+    dem,
+    pfree,
+    w,
+    L,
+    d,
+    chead,
+    ctail,
+    jchead,
+    cnext,
+    cprev,
+    srep,
+    scount,
+    ssize,
+    sslot,
+    snext,
+    sprev,
+    aval,
+    atree,
+    asize,
+    fslots,
+    inv_mean,
+    jwork,
+    jqueued,
+    jshare,
+    fk,
+    fg,
+    ts,
+):
     """Tetris.arrive(i) (the pool has a free slot if i's shape is new)."""
     g = gidx[i]
     c = cls[i]
@@ -219,8 +251,9 @@ def tetris_arrive(i, gidx, cls, shp, est, dem, pfree, w, L, d, chead, ctail, jch
         jchead[g] = c
     sh = shp[i]
     if sslot[sh] < 0:
-        _new_shape(sh, srep[sh], dem, pfree, w, L, d, aval, atree, asize, fslots, sslot, snext, sprev, ssize,
-                   inv_mean, ts)
+        _new_shape(
+            sh, srep[sh], dem, pfree, w, L, d, aval, atree, asize, fslots, sslot, snext, sprev, ssize, inv_mean, ts
+        )
     scount[sh] += 1
     jwork[g] += est[i] * ssize[sh]
     jqueued[g] += 1
@@ -229,8 +262,9 @@ def tetris_arrive(i, gidx, cls, shp, est, dem, pfree, w, L, d, chead, ctail, jch
 
 
 @njit(**HOT)
-def tetris_depart(j, s, gidx, dem, efree, pfree, d, jrunning, jalloc, jshare, jqueued, inv_total, fk, fg, dirty,
-                  dlist, ts):
+def tetris_depart(
+    j, s, gidx, dem, efree, pfree, d, jrunning, jalloc, jshare, jqueued, inv_total, fk, fg, dirty, dlist, ts
+):
     """Tetris.depart(j, s) (a job whose record the reference deletes keeps
     zeros here: the state a new record starts from)."""
     g = gidx[j]
@@ -276,9 +310,46 @@ def _epsilon(epsilon, scount, sslot, snext, aval, atree, asize, jwork, fg, ts):
 
 
 @njit(**HOT)
-def tetris_schedule(fairness, epsilon, gidx, est, dem, pfree, w, d, chead, ctail, ctask, cshape, jchead, cnext, cprev,
-                    srep, scount, ssize, sslot, snext, sprev, aval, atree, asize, fslots, jwork, jqueued, jrunning,
-                    jalloc, jshare, inv_total, fk, fg, dirty, dlist, ts, out_j, out_s):
+def tetris_schedule(
+    fairness,
+    epsilon,
+    gidx,
+    est,
+    dem,
+    pfree,
+    w,
+    d,
+    chead,
+    ctail,
+    ctask,
+    cshape,
+    jchead,
+    cnext,
+    cprev,
+    srep,
+    scount,
+    ssize,
+    sslot,
+    snext,
+    sprev,
+    aval,
+    atree,
+    asize,
+    fslots,
+    jwork,
+    jqueued,
+    jrunning,
+    jalloc,
+    jshare,
+    inv_total,
+    fk,
+    fg,
+    dirty,
+    dlist,
+    ts,
+    out_j,
+    out_s,
+):
     """Tetris.schedule: refresh the dirty servers, then place the best
     (score, server, task) among the ⌈f·J⌉ first candidate jobs of the fair
     order until none is left; returns the number of placements."""
@@ -403,8 +474,9 @@ def _server_for(task, k, t, tsize, L, dem, pfree, d):
 
 
 @njit(**HOT)
-def slots_schedule(gidx, ghead, gtail, gtask, held, taken, kslots, t, tsize, L, dem, pfree, d, fk, fg, blocked, blist,
-                   ts, out_j, out_s):
+def slots_schedule(
+    gidx, ghead, gtail, gtask, held, taken, kslots, t, tsize, L, dem, pfree, d, fk, fg, blocked, blist, ts, out_j, out_s
+):
     """SlotsFair.schedule: one task at a time to the unblocked job holding
     the fewest slots (fair order), on the lowest server that takes it."""
     m = ZERO

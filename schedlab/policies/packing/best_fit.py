@@ -82,7 +82,9 @@ class BFJ(SingleResourcePolicy):
 
 class BFS(SingleResourcePolicy):
     name = "BF-S"
-    summary = "Best-Fit from the server's view: servers in index order, each filled with the largest queued job that fits"
+    summary = (
+        "Best-Fit from the server's view: servers in index order, each filled with the largest queued job that fits"
+    )
 
     def __init__(self, cluster, **params) -> None:
         super().__init__(cluster, **params)

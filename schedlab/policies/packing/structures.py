@@ -20,7 +20,7 @@ job of size ≤ free + tol.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sortedcontainers import SortedList
 

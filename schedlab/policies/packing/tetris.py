@@ -329,7 +329,10 @@ class _SlotJob:
 
 class SlotsFair(PackingPolicy):
     name = "Slots-Fair"
-    summary = "slot-based fair scheduler: fixed slots per server, free slots to the job holding the fewest (Tetris's baseline)"
+    summary = (
+        "slot-based fair scheduler: fixed slots per server, free slots to the job holding the fewest "
+        "(Tetris's baseline)"
+    )
 
     def __init__(self, cluster, slot=None, **params) -> None:
         super().__init__(cluster)

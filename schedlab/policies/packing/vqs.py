@@ -293,7 +293,9 @@ class _VQSBase(PackingPolicy):
 
 class VQS(_VQSBase):
     name: ClassVar[str] = "VQS"
-    summary: ClassVar[str] = "virtual queues per universal-partition type, max-weight K_RED configuration per empty server"
+    summary: ClassVar[str] = (
+        "virtual queues per universal-partition type, max-weight K_RED configuration per empty server"
+    )
 
     def __init__(self, cluster, J: int = DEFAULT_J, **params) -> None:
         super().__init__(cluster, J, **params)

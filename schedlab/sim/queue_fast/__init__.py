@@ -85,15 +85,19 @@ This package imports numba; only the queue engine's fast path imports it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from schedlab.sim.jit import cache_dir  # noqa: F401  (kept in this package's API)
 from schedlab.sim.queue_fast.basic import B_FIFO, B_GPS, B_LAS, B_PS, _basic
 from schedlab.sim.queue_fast.fsp import FSP_GPS, FSP_LAS, FSP_ONE, _fsp
 from schedlab.sim.queue_fast.las import SCR, _ambiguous  # noqa: F401  (for the tests)
-from schedlab.sim.queue_fast.server import FT, SZ, tie_key  # noqa: F401  (for the tests)
-from schedlab.sim.queue_fast.server import AMBIGUOUS, OK, POOLS_FULL, STALLED  # noqa: F401  (status codes)
+from schedlab.sim.queue_fast.server import AMBIGUOUS, FT, OK, POOLS_FULL, STALLED, SZ, tie_key  # noqa: F401  (for the tests)  # noqa: F401  (status codes)
 from schedlab.sim.queue_fast.srpt import SRPT_LAS, SRPT_PLAIN, SRPT_PS, _srpt
+
+if TYPE_CHECKING:
+    from schedlab.policies.queue.base import QueuePolicy
 
 # ---- the Python side ------------------------------------------------------------------
 
@@ -135,8 +139,14 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return np.require(a, np.float64, ["C", "W"])
 
 
-def simulate(cls: type, submit: np.ndarray, size: np.ndarray, estimate: np.ndarray, weight: np.ndarray,
-             params=None) -> tuple[np.ndarray, int] | None:
+def simulate(
+    cls: type[QueuePolicy],
+    submit: np.ndarray,
+    size: np.ndarray,
+    estimate: np.ndarray,
+    weight: np.ndarray,
+    params=None,
+) -> tuple[np.ndarray, int] | None:
     """(completion times, events) of built-in policy ``cls``, bit-identical to
     ``schedlab.sim.queue.simulate``; or None when the fast path declines (no
     kernel for ``cls``, policy parameters, inputs outside the kernels' remit,

@@ -12,10 +12,34 @@ import numpy as np
 
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import NONE, ZERO, njit
-from schedlab.sim.queue_fast.las import (AMBIG, _las_add, _las_new, _las_next_event_time, _las_on_event, _las_pool,
-                                         _las_remove)
-from schedlab.sim.queue_fast.server import (AMBIGUOUS, INF, NOW, NPOOLS, OK, POOL, POOLS_FULL, ROW0, STALLED, _complete,
-                                            _join, _lone_pool, _new_pool, _new_server, _next_completion, _place, _serve)
+from schedlab.sim.queue_fast.las import (
+    AMBIG,
+    _las_add,
+    _las_new,
+    _las_next_event_time,
+    _las_on_event,
+    _las_pool,
+    _las_remove,
+)
+from schedlab.sim.queue_fast.server import (
+    AMBIGUOUS,
+    INF,
+    NOW,
+    NPOOLS,
+    OK,
+    POOL,
+    POOLS_FULL,
+    ROW0,
+    STALLED,
+    _complete,
+    _join,
+    _lone_pool,
+    _new_pool,
+    _new_server,
+    _next_completion,
+    _place,
+    _serve,
+)
 
 # ---- the kernel ----------------------------------------------------------------------
 # It returns (completion times, events, status); the loop is

@@ -9,57 +9,81 @@ import numpy as np
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import NONE, ZERO, hpop, hpush, njit
-from schedlab.sim.queue_fast.las import (AMBIG, _las_add, _las_new, _las_next_event_time, _las_on_event, _las_pool,
-                                         _las_remove)
-from schedlab.sim.queue_fast.server import (AMBIGUOUS, INF, NOW, NPOOLS, OK, POOL, POOLS_FULL, ROW0, STALLED, _complete,
-                                            _join, _lone_pool, _new_pool, _new_server, _next_completion, _place, _serve,
-                                            tie_key)
+from schedlab.sim.queue_fast.las import (
+    AMBIG,
+    _las_add,
+    _las_new,
+    _las_next_event_time,
+    _las_on_event,
+    _las_pool,
+    _las_remove,
+)
+from schedlab.sim.queue_fast.server import (
+    AMBIGUOUS,
+    INF,
+    NOW,
+    NPOOLS,
+    OK,
+    POOL,
+    POOLS_FULL,
+    ROW0,
+    STALLED,
+    _complete,
+    _join,
+    _lone_pool,
+    _new_pool,
+    _new_server,
+    _next_completion,
+    _place,
+    _serve,
+    tie_key,
+)
 
 # FSP family (policies/queue/fsp.py). Late-job service modes:
 FSP_ONE, FSP_GPS, FSP_LAS = 0, 1, 2
-# The virtual lag: heaps O and E of job ids by (tie key of g_i, job); per job
+# The virtual lag: heaps O (array Oid) and E of job ids by (tie key of g_i, job); per job
 # g_i and w_i; VF = [g, t, w_v], VI = [count, |O|, |E|].
 VG, VT, VWV = 0, 1, 2
 VCOUNT, OSIZE, ESIZE = 0, 1, 2
 
 
 @njit(**_HOT)
-def _vl_arrive(Ok, O, vg, vw, VF, VI, t, job, size, weight):
+def _vl_arrive(Ok, Oid, vg, vw, VF, VI, t, job, size, weight):
     if VF[VWV] > 0.0:  # _update
         VF[VG] += (t - VF[VT]) / VF[VWV]
     VF[VT] = t
     g_i = VF[VG] + size / weight
     vg[job] = g_i
     vw[job] = weight
-    VI[OSIZE] = hpush(Ok, O, VI[OSIZE], tie_key(g_i), job)
+    VI[OSIZE] = hpush(Ok, Oid, VI[OSIZE], tie_key(g_i), job)
     VF[VWV] += weight
     VI[VCOUNT] += 1
 
 
 @njit(**_HOT)
-def _vl_next_from_o(Ok, O, Ek, E, VI):
+def _vl_next_from_o(Ok, Oid, Ek, E, VI):
     if VI[OSIZE] == 0:
         return False
     if VI[ESIZE] == 0:
         return True
-    return Ok[0] < Ek[0] or (Ok[0] == Ek[0] and O[0] <= E[0])
+    return Ok[0] < Ek[0] or (Ok[0] == Ek[0] and Oid[0] <= E[0])
 
 
 @njit(**_HOT)
-def _vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI):
+def _vl_next_completion_time(Ok, Oid, Ek, E, vg, VF, VI):
     if VI[OSIZE] == 0 and VI[ESIZE] == 0:
         return INF
-    g_next = vg[O[0]] if _vl_next_from_o(Ok, O, Ek, E, VI) else vg[E[0]]
+    g_next = vg[Oid[0]] if _vl_next_from_o(Ok, Oid, Ek, E, VI) else vg[E[0]]
     return VF[VT] + VF[VWV] * (g_next - VF[VG])
 
 
 @njit(**_HOT)
-def _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, t):
+def _vl_complete_next(Ok, Oid, Ek, E, vg, vw, VF, VI, t):
     """The announced virtual completion; the job if it became late, else NONE."""
-    from_o = _vl_next_from_o(Ok, O, Ek, E, VI)
+    from_o = _vl_next_from_o(Ok, Oid, Ek, E, VI)
     if from_o:
-        job = O[0]
-        VI[OSIZE] = hpop(Ok, O, VI[OSIZE])
+        job = Oid[0]
+        VI[OSIZE] = hpop(Ok, Oid, VI[OSIZE])
     else:
         job = E[0]
         VI[ESIZE] = hpop(Ek, E, VI[ESIZE])
@@ -76,7 +100,7 @@ def _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, t):
 
 
 @njit(**_HOT)
-def _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, first_late, late_pool):
+def _fsp_reschedule(JI, PF, PI, gI, LI, Oid, VI, mode, n_late, first_late, late_pool):
     if n_late > 0:
         if mode == FSP_ONE:
             _serve(PF, PI, JI[first_late, POOL])
@@ -85,7 +109,7 @@ def _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, first_late, late_po
         else:
             _serve(PF, PI, _las_pool(gI, LI))
     else:
-        _serve(PF, PI, JI[O[0], POOL] if VI[OSIZE] > 0 else NONE)
+        _serve(PF, PI, JI[Oid[0], POOL] if VI[OSIZE] > 0 else NONE)
 
 
 @njit(**_JIT)
@@ -96,7 +120,7 @@ def _fsp(submit, size, seen, weight, mode, cap):
     mode = mode % 8
     n = submit.shape[0]
     JF, JI, PF, PI = _new_server(size, cap)
-    O = np.empty(n, dtype=np.int64)
+    Oid = np.empty(n, dtype=np.int64)
     E = np.empty(n, dtype=np.int64)
     Ok = np.empty(n)  # the heaps' keys: tie keys of g_i
     Ek = np.empty(n)
@@ -125,7 +149,7 @@ def _fsp(submit, size, seen, weight, mode, cap):
         if PI[ROW0, NPOOLS] + 8 > cap:
             return completion, events, POOLS_FULL
         t_arrival = submit[i] if i < n else INF
-        t_virtual = _vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI)
+        t_virtual = _vl_next_completion_time(Ok, Oid, Ek, E, vg, VF, VI)
         if mode == FSP_LAS:
             b = _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)
             t_policy = b if b < t_virtual else t_virtual
@@ -146,16 +170,17 @@ def _fsp(submit, size, seen, weight, mode, cap):
                 elif mode == FSP_LAS:
                     _las_remove(JL, gF, gI, LI, hk, hv, job)
             else:
-                head = O[0]  # virtual.real_completion_of_head: O's head moves to E
+                head = Oid[0]  # virtual.real_completion_of_head: O's head moves to E
                 key = Ok[0]
-                VI[OSIZE] = hpop(Ok, O, VI[OSIZE])
+                VI[OSIZE] = hpop(Ok, Oid, VI[OSIZE])
                 VI[ESIZE] = hpush(Ek, E, VI[ESIZE], key, head)
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > PF[ROW0, NOW]:
                 PF[ROW0, NOW] = t_policy
-            if mode != FSP_LAS or (_vl_next_completion_time(Ok, O, Ek, E, vg, VF, VI)
-                                   <= _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)):
-                became = _vl_complete_next(Ok, O, Ek, E, vg, vw, VF, VI, PF[ROW0, NOW])
+            if mode != FSP_LAS or (
+                _vl_next_completion_time(Ok, Oid, Ek, E, vg, VF, VI) <= _las_next_event_time(PF, PI, gF, gI, LI, hk, hv)
+            ):
+                became = _vl_complete_next(Ok, Oid, Ek, E, vg, vw, VF, VI, PF[ROW0, NOW])
                 if became >= 0:
                     late[became] = 1
                     n_late += 1
@@ -173,11 +198,12 @@ def _fsp(submit, size, seen, weight, mode, cap):
             _join(JF, JI, PF, PI, i, _lone_pool(PF, PI), 1.0, 0.0)  # Server._admit
             w = weight[i] if use_weights else 1.0
             job_w[i] = w
-            _vl_arrive(Ok, O, vg, vw, VF, VI, PF[ROW0, NOW], i, seen[i], w)
+            _vl_arrive(Ok, Oid, vg, vw, VF, VI, PF[ROW0, NOW], i, seen[i], w)
             i += 1
         else:
             break
         # every branch ends in FSPE._reschedule
-        _fsp_reschedule(JI, PF, PI, gI, LI, O, VI, mode, n_late, late_order[lo_head] if lo_head < lo_tail else NONE,
-                        late_pool)
+        _fsp_reschedule(
+            JI, PF, PI, gI, LI, Oid, VI, mode, n_late, late_order[lo_head] if lo_head < lo_tail else NONE, late_pool
+        )
     return completion, events, AMBIGUOUS if LI[AMBIG] != 0 else (OK if done == n else STALLED)

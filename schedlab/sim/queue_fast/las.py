@@ -19,8 +19,21 @@ import numpy as np
 from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import NONE, ZERO, njit
-from schedlab.sim.queue_fast.server import (FT, INF, NOW, PSIZE, PW, ROW0, SERVED, SZ, _attained, _clock, _new_pool,
-                                            _place, tie_key)
+from schedlab.sim.queue_fast.server import (
+    FT,
+    INF,
+    NOW,
+    PSIZE,
+    PW,
+    ROW0,
+    SERVED,
+    SZ,
+    _attained,
+    _clock,
+    _new_pool,
+    _place,
+    tie_key,
+)
 
 # ---- LeastAttained (policies/queue/las.py) --------------------------------------------
 # Groups, one row each: gF (float) and gI (int); LI holds the scalars. The

@@ -295,4 +295,3 @@ def _complete(JF, JI, PF, PI, job):
     PF[p, PT] = PF[ROW0, NOW]
     _leave(JF, PF, PI, job, p)
     JI[job, POOL] = NONE
-

@@ -9,11 +9,41 @@ import numpy as np
 from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import NONE, ZERO, hpop, hpush, njit
-from schedlab.sim.queue_fast.las import (AMBIG, GRP, _las_add, _las_new, _las_next_event_time, _las_on_event, _las_pool,
-                                         _las_remove)
-from schedlab.sim.queue_fast.server import (AMBIGUOUS, INF, NOW, NPOOLS, OK, POOL, POOLS_FULL, PSIZE, PW, ROW0, SERVED,
-                                            STALLED, W, _attained, _complete, _join, _lone_pool, _new_pool,
-                                            _new_server, _next_completion, _place, _serve, tie_key)
+from schedlab.sim.queue_fast.las import (
+    AMBIG,
+    GRP,
+    _las_add,
+    _las_new,
+    _las_next_event_time,
+    _las_on_event,
+    _las_pool,
+    _las_remove,
+)
+from schedlab.sim.queue_fast.server import (
+    AMBIGUOUS,
+    INF,
+    NOW,
+    NPOOLS,
+    OK,
+    POOL,
+    POOLS_FULL,
+    PSIZE,
+    PW,
+    ROW0,
+    SERVED,
+    STALLED,
+    W,
+    _attained,
+    _complete,
+    _join,
+    _lone_pool,
+    _new_pool,
+    _new_server,
+    _next_completion,
+    _place,
+    _serve,
+    tie_key,
+)
 
 # SRPT family (policies/queue/srpt.py). Modes:
 SRPT_PLAIN, SRPT_PS, SRPT_LAS = 0, 1, 2
