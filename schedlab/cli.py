@@ -266,7 +266,7 @@ def plan(spec_file: Path) -> None:
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
     reps = spec.replications
-    first = reps.n if not reps.adaptive else reps.min
+    first = reps.first_round
     tasks = Plan.tasks(p.instances(range(first)), spec.execution.task_jobs)
     click.echo(f"sweep {spec.name}: engine {spec.engine}, seed {spec.seed}, results in {spec.results_dir()}")
     click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")

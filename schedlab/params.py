@@ -37,7 +37,7 @@ def declared(target: Callable, skip: int = 0) -> dict[str, Param]:
     """The keyword parameters of ``target`` (a class: its ``__init__``),
     after the first ``skip`` positional ones (a policy's engine handle, a
     generator's rng, a reader's path)."""
-    fn = target.__init__ if isinstance(target, type) else target
+    fn = getattr(target, "__init__") if isinstance(target, type) else target  # the class's own constructor
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -48,7 +48,7 @@ VECTOR_SUFFIXES = (".pdf", ".svg")
 #: at least this many decades: below that a linear axis reads more easily.
 LOG_DECADES = 2.0
 
-STYLE: dict[str, Any] = {
+STYLE: dict[Any, Any] = {
     "font.size": 9,
     "axes.titlesize": 9,
     "axes.labelsize": 9,
@@ -228,13 +228,14 @@ def plot(results_dir: str | Path, x: str, y: str, by: str = "policy", ratio_to: 
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
     store = ResultStore(root)
-    if store.read_manifest() is None:
+    manifest = store.read_manifest()
+    if manifest is None:
         raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
     frame = store.scan().collect()
     if frame.height == 0:
         raise UserError(f"{root}: no result rows yet")
     columns = frame.columns
-    params = [c for c in (store.read_manifest().get("param_columns") or []) if c in columns]
+    params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     for option, col in (("--x", x), ("--by", by), ("--facet", facet)):
         if col is not None and col not in columns:
             raise UserError(f"{option}: {col!r} is not a column of {root}; parameters: {', '.join(params + ['policy'])}")

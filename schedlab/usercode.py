@@ -259,7 +259,10 @@ def _import(code: CodeRef):
 
 
 def _imported_root(top: str) -> Path:
-    location = Path(sys.modules[top].__file__).resolve()
+    file = sys.modules[top].__file__
+    if file is None:  # a namespace package: resolve() only accepts modules and regular packages
+        raise UserError(f"{top}: a namespace package has no source file to ship")
+    location = Path(file).resolve()
     return location.parent if location.name == "__init__.py" else location
 
 

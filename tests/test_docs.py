@@ -223,3 +223,22 @@ def test_example_spec_runs_end_to_end(spec_path, tmp_path, monkeypatch, ray_sess
         assert rows.filter(pl.col("policy") == "MemPack*")["migrations"].sum() == 0
     else:
         pytest.fail(f"no outcome checks for examples/{spec_path.name}: add them here")
+
+
+def test_spec_module_docstring_example_is_a_valid_spec():
+    """The annotated spec in ``schedlab.platform.spec``'s docstring parses
+    and plans as written (its grid: 3 zipped points x 3 policies)."""
+    import textwrap
+    import tomllib
+
+    from schedlab.platform import spec as spec_module
+    from schedlab.platform.plan import build_plan
+
+    doc = spec_module.__doc__
+    body = doc.split("::\n", 1)[1]
+    data = tomllib.loads(textwrap.dedent(body))
+    spec = parse_spec(data, source="spec docstring")
+    plan = build_plan(spec, source="spec docstring")
+    assert spec.name == "psbs-shape" and spec.engine == "queue"
+    assert len(plan.configs) == 9
+    assert {c.policy for c in plan.configs.values()} == {"PS", "SRPT", "PSBS"}

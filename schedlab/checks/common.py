@@ -248,20 +248,28 @@ def minimise(check: EngineCheck, found: Violation) -> Violation:
     """Delete jobs from ``found.workload`` one at a time while ``check``
     still fails the same invariant (see the module docstring); the
     violation on the smallest workload reached."""
-    best = found
+    best, workload = found, shown_on(found)
     progress = True
-    while progress and best.workload.n > 1:
+    while progress and workload.n > 1:
         progress = False
-        for k in range(best.workload.n):
-            smaller = best.workload.without(k)
+        for k in range(workload.n):
+            smaller = workload.without(k)
             try:
                 check.check(smaller)
             except Violation as v:
                 if v.invariant == best.invariant:
                     v.workload = smaller
-                    best, progress = v, True
+                    best, workload, progress = v, smaller, True
                     break
     return best
+
+
+def shown_on(v: Violation) -> Workload:
+    """The workload a violation was found on (set by the runner before a
+    violation reaches minimising, confirming or a report)."""
+    if v.workload is None:
+        raise ValueError(f"violation of {v.invariant} carries no workload") from v
+    return v.workload
 
 
 def confirm(check: EngineCheck, found: Violation) -> Violation:
@@ -270,7 +278,7 @@ def confirm(check: EngineCheck, found: Violation) -> Violation:
     its input -- a ``deterministic`` violation on that workload."""
     for _ in range(REPLAYS):
         try:
-            check.check(found.workload)
+            check.check(shown_on(found))
             other = "passed on another"
         except Violation as v:
             if v.invariant == found.invariant:
@@ -353,17 +361,17 @@ def run_check(check: EngineCheck, label: str, examples: int, seed: int) -> Check
         found = [v for v in _violations_in(err) if v.workload is not None]
         if not found:
             raise
-        v = min(found, key=lambda v: v.workload.n)
+        v = min(found, key=lambda v: shown_on(v).n)
         report.failure = Failure(
             check.invariant("deterministic"),
             f"this workload violated {v.invariant} on one run ({v.message}) and passed on another",
-            v.workload, first_seen or 1)
+            shown_on(v), first_seen or 1)
     except BaseException as err:  # a Violation, or a group of them (several invariants failed)
         found = [v for v in _violations_in(err) if v.workload is not None]
         if not found:
             raise
-        v = confirm(check, minimise(check, min(found, key=lambda v: (v.workload.n, order.index(v.invariant)))))
-        report.failure = Failure(check.invariant(v.invariant), v.message, v.workload, first_seen or 1)
+        v = confirm(check, minimise(check, min(found, key=lambda v: (shown_on(v).n, order.index(v.invariant)))))
+        report.failure = Failure(check.invariant(v.invariant), v.message, shown_on(v), first_seen or 1)
     report.workloads = generated
     return report
 

@@ -35,6 +35,8 @@ raise ``UserError`` for one, which is how a policy says it is single-resource.
 
 from __future__ import annotations
 
+from typing import Any
+
 from schedlab.checks.common import (MAX_JOBS, arrivals, EngineCheck, Invariant, Workload, crashed, first_difference,
                                     swallowed_reads, violation)
 from schedlab.errors import UserError
@@ -86,7 +88,7 @@ def _workloads(resources: tuple[int, ...]):
         jobs = draw(st.lists(st.tuples(gap, duration, st.lists(demand, min_size=d, max_size=d), st.integers(0, 3)),
                              min_size=1, max_size=MAX_JOBS))
         submit = arrivals(jobs)
-        cols = {"job": list(range(len(jobs))), "submit": submit, "duration": [j[1] for j in jobs]}
+        cols: dict[str, list[Any]] = {"job": list(range(len(jobs))), "submit": submit, "duration": [j[1] for j in jobs]}
         names = ["demand"] if d == 1 else ["cpu", "mem"]
         for k, name in enumerate(names):
             cols[name] = [j[2][k] for j in jobs]

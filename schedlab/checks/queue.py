@@ -158,9 +158,11 @@ class Check(EngineCheck):
 
         guard = None if "no-size-access" in self.skipped else hider("schedlab.sim.queue", "a job's true size")
         cls, params = self.cls, self.params
-        arrays = [np.asarray(w.columns[c], dtype=float) for c in ("submit", "size", "estimate", "weight")]
+        submit, size, estimate, weight = (np.asarray(w.columns[c], dtype=float)
+                                          for c in ("submit", "size", "estimate", "weight"))
         try:
-            completion, _ = simulate(*arrays, lambda server: _Watched(cls(server, **params), server), hidden=guard)
+            completion, _ = simulate(submit, size, estimate, weight,
+                                     lambda server: _Watched(cls(server, **params), server), hidden=guard)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-size-access", str(err)) from None

@@ -424,7 +424,7 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
 
     try:
         if not spec.replications.adaptive:
-            run_round(plan.instances(range(spec.replications.n)))
+            run_round(plan.instances(range(spec.replications.first_round)))
             report.rounds = 1
         else:
             _adaptive(spec, plan, store, run_round, report)

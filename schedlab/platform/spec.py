@@ -7,27 +7,32 @@ the trace files and whether the jobs fit the machine) before anything is run
 or written, and every independent mistake is reported: one is a `UserError`,
 several a `UserErrors` (one line each).
 
-A spec::
+A spec (this example is valid as written: ``tests/test_docs.py`` parses and
+plans it, so every field shown here exists)::
 
     name = "psbs-shape"          # results/<name>, MLflow experiment <name>
+    description = "PSBS against SRPT and PS as the size distribution's shape varies"
     engine = "queue"
     seed = 1
-
-    [workload]                   # kind + params; a list is a grid axis
-    kind = "synthetic"           # or use = "gen.py:fn" (your generator; its params here)
-    shape = [0.125, 0.25, 0.5]
-    sigma = 0.5
-    zip = [["shape", "load"]]    # optional: zip these axes instead of crossing them
-
     policies = ["PS", "SRPT", "PSBS"]    # or [[policies]] tables: name, params, use
     # your own class: {name = "AgedSRPT", use = "mypolicies.py:AgedSRPT", params = {alpha = [0.1, 1.0]}}
     # (use: a file relative to this spec's folder, or "module:Name"; see docs/extending.md)
 
-    [[metrics]]                  # optional extra summary columns (schedlab.api.metrics)
-    name = "sojourn_p999"; use = "quantile"; params = {column = "sojourn", q = 0.999}
+    [workload]                   # kind + params; a list is a grid axis
+    kind = "synthetic"           # or use = "gen.py:fn" (your generator; its params here)
+    njobs = 1000
+    shape = [0.125, 0.25, 0.5]
+    load = [0.5, 0.9, 0.99]
+    sigma = 0.5
+    zip = [["shape", "load"]]    # optional: zip these axes instead of crossing them
 
-    [system]                     # the engine's system parameters (gridable), e.g.
-    servers = 5                  # packing: servers, capacity, epoch, sample_every
+    [[metrics]]                  # optional extra summary columns (schedlab.api.metrics)
+    name = "sojourn_p999"
+    use = "quantile"
+    params = {column = "sojourn", q = 0.999}
+
+    # [system]                   # the engine's system parameters (gridable); the queue
+    # servers = 5                # engine has none, packing: servers, capacity, epoch, sample_every
 
     [replications]               # either a fixed n ...
     n = 10
@@ -42,10 +47,21 @@ A spec::
     # mode = "select-best"; metric = "mst"; delta = 0.1; confidence = 0.95;
     # minimize = true; min = 10 (n0); max = 200; batch = 1
 
-    [outputs]   dir = "results/psbs-shape"; per_job = false
+    [outputs]
+    dir = "results/psbs-shape"
+    per_job = false
     # warmup = "mser5"           # queue engine: MSER-5 warm-up deletion, same cut for every policy of an instance
-    [tracking]  enabled = true; uri = "sqlite:///mlflow.db"; experiment = "psbs-shape"
-    [execution] address = "ray://head:10001"; max_in_flight = 6; cpus_per_task = 1; retries = 3
+
+    [tracking]
+    enabled = true
+    uri = "sqlite:///mlflow.db"
+    experiment = "psbs-shape"
+
+    [execution]
+    # address = "ray://head:10001"   # a Ray cluster (default: local Ray)
+    max_in_flight = 6
+    cpus_per_task = 1
+    retries = 3
     # engine_path = "reference": run even built-in queue policies (and packing's
     # FIFO-FF, BF-J, BF-S, BF-J/S, batch's FCFS, EASY) on the Python reference
     # engine (default "fast": compiled kernels, the same numbers)
@@ -171,6 +187,11 @@ class ReplicationsSpec(_Model):
     @property
     def select_best(self) -> bool:
         return self.mode == "select-best"
+
+    @property
+    def first_round(self) -> int:
+        """Replications of the first round: ``n`` when fixed, else ``min``."""
+        return self.n if self.n is not None else self.min
 
     @property
     def step(self) -> int:

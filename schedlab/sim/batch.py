@@ -90,12 +90,8 @@ import numpy as np
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
 from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS
-from schedlab.sim.stretch_bound import (
-    BOUNDED_STRETCH_THRESHOLD,
-    bounded_stretch,
-    max_stretch_lower_bound,
-    normalized_underutilization,
-)
+from schedlab.sim.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
+from schedlab.sim.underutilization import normalized_underutilization
 
 
 MODELS = BATCH_MODELS

@@ -71,6 +71,7 @@ run. This module imports numba; only the batch engine's fast path imports it.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -78,6 +79,9 @@ from schedlab.sim.jit import HOT as _HOT
 from schedlab.sim.jit import JIT as _JIT
 from schedlab.sim.jit import njit
 from schedlab.sim.jit import NONE, ZERO, hpop, hpush
+
+if TYPE_CHECKING:
+    from schedlab.policies.batch.base import BatchPolicy
 
 INF = math.inf
 
@@ -340,7 +344,7 @@ def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=
 _WARM: set[str] = set()
 
 
-def warm(cls: type) -> None:
+def warm(cls: type[BatchPolicy]) -> None:
     """Compile (or load from the cache) the kernel of built-in policy ``cls``
     now, so that a timed run excludes it."""
     kernel = kernel_for(cls)

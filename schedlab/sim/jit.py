@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
 from pathlib import Path
 
 #: Digest of this module's source: the cache subdirectory (see the module docstring).
@@ -50,20 +51,22 @@ import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402  (re-exported for the kernel modules)
 
-if not numba.config.CACHE_DIR:  # numba was imported before us: its config missed the variable
-    numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+# numba's config attributes are set at run time from the environment (no
+# static declaration for a type checker to see).
+if not getattr(numba.config, "CACHE_DIR", ""):  # numba was imported before us: its config missed the variable
+    setattr(numba.config, "CACHE_DIR", os.environ["NUMBA_CACHE_DIR"])
 
 #: Kernels (called from Python): cached on disk, no GIL, IEEE division
 #: semantics (no zero-division checks: the reference engines never divide by
 #: zero where a kernel does).
-JIT = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
+JIT: dict[str, Any] = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
 #: Helpers that allocate nothing run without numba's reference counting: a
 #: call to a separately compiled function would otherwise pay an atomic
 #: incref/decref per array argument, more than most helpers' bodies cost.
-HOT = dict(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+HOT: dict[str, Any] = dict(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 #: Helpers that allocate: reference counting on; like HOT, never called from
 #: Python (no wrappers) and cached only as part of the kernels.
-ALLOC = dict(nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+ALLOC: dict[str, Any] = dict(nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 #: numpy scalars, not Python ints: numba types a Python int constant as a
 #: literal, and a helper called with one would be compiled once more for it.

@@ -134,7 +134,9 @@ class Server:
 
     def attained(self, job: int) -> float:
         """Service the job has received so far (a real scheduler knows this)."""
-        return self._a0[job] + self._w[job] * (self._clock(self._pool[job]) - self._v0[job])
+        pool = self._pool[job]
+        assert pool is not None, "attained service of a job that is not in the system"
+        return self._a0[job] + self._w[job] * (self._clock(pool) - self._v0[job])
 
     def pool_clock(self, pool: Pool) -> float:
         """Service per unit weight the pool has delivered (constant while paused)."""
@@ -144,7 +146,7 @@ class Server:
         """Time until ``job`` receives ``amount`` more service if nothing changes
         (infinite if its pool does not hold the server)."""
         pool = self._pool[job]
-        if pool is not self._served:
+        if pool is None or pool is not self._served:
             return INF
         if amount <= 0.0:
             return 0.0
@@ -256,12 +258,14 @@ class Server:
         while entry[heap[0][2]] != heap[0][1]:
             heapq.heappop(heap)
         finish, _, job = heap[0]
+        assert pool.t_ref is not None  # the served pool is anchored
         t = pool.t_ref + (finish - pool.v_ref) * pool.weight
         return (t if t > self.now else self.now), job
 
     def _complete(self, job: int) -> None:
         """The predicted completion of ``job`` (the served pool's heap top)."""
         pool = self._pool[job]
+        assert pool is not None, "completion of a job that is not in the system"
         finish, _, _ = heapq.heappop(pool.heap)
         # The clock reached the job's finish tag exactly: set it so (then
         # _leave's anchoring keeps it), so members with an equal tag finish at
@@ -318,10 +322,12 @@ def simulate(
         t_policy = next_event_time()
         events += 1
         if job >= 0:
+            served = server.served
+            assert served is not None  # a predicted completion is a member of the served pool
             t_other = t_policy if t_policy < t_arrival else t_arrival
             # Completion first if the job's residual work at the other event is
             # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
-            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served.weight:
+            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * served.weight:
                 t_done = t_other if t_other > server.now else server.now
         if t_done <= t_policy and t_done <= t_arrival and job >= 0:
             server.now = t_done

@@ -435,7 +435,7 @@ DFRS = SystemSchema(
 #: Generated kinds: the parameters that make an instance tiny without
 #: changing its columns (the packing kind's own check draws slots = 0 too;
 #: a lublin load only moves submit times, and one job cannot be rescaled).
-_TINY_DRAW = {"packing": {"slots": 0}, "lublin": {"njobs": 1, "load": 0.0}}
+_TINY_DRAW: dict[str, dict[str, Any]] = {"packing": {"slots": 0}, "lublin": {"njobs": 1, "load": 0.0}}
 #: Columns a shared-input kind's instance may add to the parsed input
 #: (trace_kind.build: grouping, estimates, weights; the annotation).
 _ADDED_BY_BUILD = frozenset({"group", "estimate", "weight"})

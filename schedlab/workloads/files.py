@@ -14,6 +14,7 @@ import csv
 import gzip
 import io
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import polars as pl
 
@@ -88,7 +89,7 @@ def write_job_table(df: pl.DataFrame, path: str | Path) -> None:
             df.write_parquet(path)
         elif path.name.lower().endswith(".gz"):
             with gzip.open(path, "wb") as f:
-                df.write_csv(f)
+                df.write_csv(cast(BinaryIO, f))  # a GzipFile is a binary file object
         else:
             df.write_csv(path)
     except OSError as exc:

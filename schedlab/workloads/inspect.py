@@ -7,6 +7,7 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.workloads.traces.base import Trace
+from schedlab.workloads.transforms import submit_span
 
 QUANTILES = (0.5, 0.9, 0.99)
 #: Readers whose `size` is in bytes (shown also in decimal units: GB = 1e9 B).
@@ -48,7 +49,7 @@ def describe(trace: Trace) -> dict[str, Any]:
     info: dict[str, Any] = {"jobs": jobs.height, "counts": trace.counts,
                             "meta": {k: v for k, v in trace.meta.items() if k not in ("options",)}}
     if "submit" in jobs.columns and jobs.height:
-        span = float(jobs["submit"].max() - jobs["submit"].min())
+        span = submit_span(jobs)
         info["time_span_s"] = span
         info["time_span_days"] = span / 86400.0
         if "size" in jobs.columns and span > 0:

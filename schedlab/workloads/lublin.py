@@ -236,7 +236,7 @@ def lublin_workload(
     arr_batch_rng, arr_inter_rng, size_rng, time_rng = rng.spawn(4)
 
     if params.job_types:
-        classes = (params.batch, params.interactive)
+        classes: tuple[LublinClassParams, ...] = (params.batch, params.interactive)
         t_batch = _arrivals(arr_batch_rng, njobs, params.batch, params, "batch")
         t_inter = _arrivals(arr_inter_rng, njobs, params.interactive, params, "interactive")
         times = np.concatenate((t_batch, t_inter))

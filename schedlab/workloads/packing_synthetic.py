@@ -62,6 +62,7 @@ def packing_workload(
             probs = probs / probs.sum()
         demand = rng.choice(sizes, size=n, p=probs)
     else:
+        assert uniform is not None  # exactly one of sizes / uniform, checked above
         lo, hi = map(float, uniform)
         if not (0 < lo <= hi):
             raise UserError(f"uniform_lo: uniform needs 0 < lo <= hi; got {uniform!r}")

@@ -184,7 +184,7 @@ def _packing() -> WorkloadKind:
 
     from schedlab.workloads.packing_synthetic import packing_workload
 
-    defaults = {"slots": None, "rate": 0.0, "intensity": 0.0, "intensity_servers": 0, "sizes": [],
+    defaults: dict[str, Any] = {"slots": None, "rate": 0.0, "intensity": 0.0, "intensity_servers": 0, "sizes": [],
                 "probs": [], "uniform_lo": 0.0, "uniform_hi": 0.0, "service": "geometric", "mean_service": 100}
 
     def call(rng, params):

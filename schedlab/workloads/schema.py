@@ -79,13 +79,12 @@ def validate_queue_table(df: pl.DataFrame, source: str, line_offset: int | None)
         if name == "job_id":  # Int64: cannot be NaN or inf
             continue
         col = values[name]
-        problems.add(np.isnan(col) & ~parsed[name].is_null().to_numpy(),
-                     lambda i, n=name: f"{n} is NaN")
-        problems.add(np.isinf(col), lambda i, n=name, c=col: f"{n} is {float(c[i])}")
+        problems.add(np.isnan(col) & ~parsed[name].is_null().to_numpy(), _said(f"{name} is NaN"))
+        problems.add(np.isinf(col), _with_value(f"{name} is {{}}", col))
     for name, is_bad, rule in _POSITIVE:
         if name in values:
             col = values[name]
-            problems.add(is_bad(col), lambda i, n=name, c=col, r=rule: f"{n} must be {r}, got {float(c[i])!r}")
+            problems.add(is_bad(col), _with_value(f"{name} must be {rule}, got {{!r}}", col))
 
     submit = values["submit"]
     decreasing = np.zeros(df.height, dtype=bool)
@@ -107,6 +106,16 @@ def validate_queue_table(df: pl.DataFrame, source: str, line_offset: int | None)
     if "weight" not in parsed:
         parsed["weight"] = pl.Series("weight", np.ones(df.height), dtype=pl.Float64)
     return pl.DataFrame([parsed[c].alias(c) for c in QUEUE_COLUMNS], schema=QUEUE_SCHEMA)
+
+
+def _said(message: str) -> Callable[[int], str]:
+    """A problem's message that does not depend on the row."""
+    return lambda i: message
+
+
+def _with_value(template: str, col: np.ndarray) -> Callable[[int], str]:
+    """A problem's message showing the row's value (``template`` has one ``{}``)."""
+    return lambda i: template.format(float(col[i]))
 
 
 class _Problems:

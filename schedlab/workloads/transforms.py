@@ -28,6 +28,7 @@ randomness is involved) and never modify their input.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -41,12 +42,25 @@ def shift_to_zero(jobs: pl.DataFrame) -> pl.DataFrame:
     return jobs.with_columns(pl.col("submit") - pl.col("submit").min())
 
 
+def scalar(value: Any) -> float:
+    """A polars aggregate (min, max, sum, mean) of a numeric column as a
+    float: polars types an aggregate as any Python literal."""
+    return float(value)
+
+
+def submit_span(jobs: pl.DataFrame) -> float:
+    """Last minus first submission time (0 for an empty table)."""
+    if jobs.height == 0:
+        return 0.0
+    return scalar(jobs["submit"].max()) - scalar(jobs["submit"].min())
+
+
 def offered_load(jobs: pl.DataFrame, work: str = "size") -> float:
     """Total work / length of the submission schedule (the PSBS definition)."""
     if jobs.height < 2:
         return float("nan")
-    span = jobs["submit"].max() - jobs["submit"].min()
-    return float(jobs[work].sum() / span) if span > 0 else float("inf")
+    span = submit_span(jobs)
+    return scalar(jobs[work].sum()) / span if span > 0 else float("inf")
 
 
 def scale_load(jobs: pl.DataFrame, load: float, work: str = "size") -> pl.DataFrame:
@@ -66,8 +80,8 @@ def scale_load(jobs: pl.DataFrame, load: float, work: str = "size") -> pl.DataFr
 def rigid_offered_load(jobs: pl.DataFrame, machine: int) -> float:
     """Processor-seconds asked for / processor-seconds available over the
     submission span."""
-    span = jobs["submit"].max() - jobs["submit"].min() if jobs.height else 0.0
-    if not span or span <= 0:
+    span = submit_span(jobs)
+    if span <= 0:
         return float("inf")
     return float((jobs["runtime"] * jobs["procs"]).sum()) / (machine * span)
 
@@ -96,7 +110,7 @@ def window_count(jobs: pl.DataFrame, length: float, origin: float | None = None)
     if jobs.is_empty():
         return 0
     t0 = _origin(jobs, origin)
-    span = jobs["submit"].max() - t0
+    span = scalar(jobs["submit"].max()) - t0
     return int(span // length) + 1
 
 
@@ -110,7 +124,7 @@ def window_indices(jobs: pl.DataFrame, length: float, origin: float | None = Non
 
 
 def _origin(jobs: pl.DataFrame, origin: float | None) -> float:
-    first = float(jobs["submit"].min())
+    first = scalar(jobs["submit"].min())
     if origin is None:
         return first
     if first < origin:
@@ -148,7 +162,7 @@ def attach_arrivals(jobs: pl.DataFrame, rng: np.random.Generator, load: float) -
     ``load`` for the mean size (first arrival at 0)."""
     if not (isinstance(load, (int, float)) and load > 0):
         raise UserError(f"load: must be a number > 0 to attach arrivals; got {load!r}")
-    mean = float(jobs["size"].mean())
+    mean = scalar(jobs["size"].mean())
     gaps = rng.exponential(mean / load, jobs.height)
     gaps[0] = 0.0
     return jobs.with_columns(pl.Series("submit", np.cumsum(gaps)))

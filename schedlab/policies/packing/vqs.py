@@ -284,6 +284,12 @@ class _VQSBase(PackingPolicy):
     def _qlen(self, t: int) -> int:
         """Length of ``VQ_t``."""
 
+    def _info(self, s: int) -> tuple[int, int, int]:
+        """(k1, j, k_j) of the configuration server ``s`` holds (callers ask only about servers holding one)."""
+        c = self._config[s]
+        assert c is not None, f"server {s} holds no configuration"
+        return self._cinfo[c]
+
 
 class VQS(_VQSBase):
     name: ClassVar[str] = "VQS"
@@ -305,13 +311,13 @@ class VQS(_VQSBase):
         return len(self._vq[t])
 
     def _room(self, s: int) -> float:
-        k1, j, _ = self._cinfo[self._config[s]]
+        k1, j, _ = self._info(s)
         cap = 1.0 - TYPE1_RESERVE if k1 else 1.0
         return cap - self._used[s][j]
 
     def _regroup(self, s: int) -> None:
         """Re-key server ``s`` in its group after its type-j room changed."""
-        j = self._cinfo[self._config[s]][1]
+        j = self._info(s)[1]
         self._group[j].remove(self._gkey[s])
         key = (self._room(s), s)
         self._group[j].add(key)
@@ -333,7 +339,7 @@ class VQS(_VQSBase):
             self._dirty.discard(s)
             self._empty.add(s)
             return
-        k1, j, _ = self._cinfo[c]
+        k1, j, _ = self._info(s)
         if t == 1:
             self._want1.add(s)
         elif t == j:
@@ -342,7 +348,8 @@ class VQS(_VQSBase):
 
     def _drop_config(self, s: int, c: int | None) -> None:
         key = self._gkey[s]
-        if key is not None:
+        if key is not None:  # grouped: the server held configuration c
+            assert c is not None
             self._group[self._cinfo[c][1]].remove(key)
             self._gkey[s] = None
         if s in self._want1:
@@ -368,7 +375,7 @@ class VQS(_VQSBase):
 
     def _fill(self, s: int, out: list) -> set[int]:
         """Rules (i)-(ii) on server ``s``; returns the VQs whose head changed."""
-        k1, j, _ = self._cinfo[self._config[s]]
+        k1, j, _ = self._info(s)
         touched: set[int] = set()
         if k1 and self._cnt[s][1] == 0 and self._vq[1]:
             self._place(s, self._vq[1].popleft(), out)
@@ -426,6 +433,7 @@ class VQS(_VQSBase):
                 s = heapq.heappop(heap)
                 inheap.discard(s)
             else:
+                assert e is not None  # no heap top before it: the next empty server
                 s = cursor = e
                 self._set_config(s)
                 if self._config[s] is None:
@@ -481,7 +489,7 @@ class VQSBF(_VQSBase):
         out.append((job, s))
 
     def _fill(self, s: int, out: list) -> None:
-        k1, j, kj = self._cinfo[self._config[s]]
+        k1, j, kj = self._info(s)
         if k1 and self._cnt[s][1] == 0:
             item = self._largest_fitting(self._vq[1], self._free[s])
             if item is not None:

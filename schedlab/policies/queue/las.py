@@ -107,6 +107,8 @@ class LeastAttained:
         key, _, level, other = heapq.heappop(self.paused)
         del self.paused_at[key]
         active = self.active
+        if active is None:
+            raise RuntimeError("LAS: a merge event with no served group")
         small, large = (active, other) if len(active.members) <= len(other.members) else (other, active)
         for job in small.members:
             self._enter(job, large)

@@ -20,6 +20,7 @@ first, and a newcomer preempts the head only if strictly smaller.
 from __future__ import annotations
 
 import heapq
+from abc import abstractmethod
 
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.policies.queue.las import LeastAttained
@@ -41,7 +42,11 @@ class SRPTE(QueuePolicy):
 
     # ---- the head ---------------------------------------------------------------
     def head_remaining(self) -> float:
-        return self.head_key - (self.server.attained(self.head) - self.head_att)
+        """The head's estimated remaining work (only asked while there is a head)."""
+        head = self.head
+        if head is None:
+            raise RuntimeError("SRPTE: no head job has a remaining work")
+        return self.head_key - (self.server.attained(head) - self.head_att)
 
     def _set_head(self, job: int | None, key: float = 0.0) -> None:
         self.head = job
@@ -97,8 +102,14 @@ class _SRPTELate(SRPTE):
 
     def _head_becomes_late(self) -> None:
         late = self.head
+        if late is None:
+            raise RuntimeError(f"{self.name}: a lateness event without a head job")
         self._next_head()
         self._add_late(late)
+
+    @abstractmethod
+    def _add_late(self, job: int) -> None:
+        """Take ``job``, which just became late, into the late jobs' share."""
 
 
 class SRPTEPlusPS(_SRPTELate):
@@ -121,7 +132,7 @@ class SRPTEPlusPS(_SRPTELate):
 
     def arrive(self, job: int, estimate: float, weight: float) -> None:
         previous = self.head
-        if self._admit(job, estimate):
+        if self._admit(job, estimate) and previous is not None:  # True only when it displaced a head
             self.server.isolate(previous)  # preempted: waits outside, keeps its service
         self._sync()
 
@@ -163,7 +174,7 @@ class SRPTEPlusLAS(_SRPTELate):
 
     def arrive(self, job: int, estimate: float, weight: float) -> None:
         previous = self.head
-        if self._admit(job, estimate):
+        if self._admit(job, estimate) and previous is not None:  # True only when it displaced a head
             self.server.isolate(previous)
         self._sync()
 

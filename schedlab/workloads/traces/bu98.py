@@ -94,7 +94,7 @@ def _parse(p: Path, on_bad_line: str, opts: dict[str, Any], all_opts: dict[str, 
         k = int(np.argmax(nulls[i]))
         problems[int(lines[i])] = (f"field {k + 1} ({FIELDS[k]}) must be an integer, "
                                    f"got {short(rows[i].split(' ')[k])}")
-    ok = ~nulls.any(axis=1)
+    ok = np.logical_not(nulls.any(axis=1))
     seq = cols[0].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)
     size = cols[2].fill_null(0).to_numpy() if rows else np.zeros(0, dtype=np.int64)
     for i in np.flatnonzero(ok & (size < 0)):

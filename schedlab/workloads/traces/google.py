@@ -306,7 +306,7 @@ def _parse(source: Path, shards: list[Path], opts: dict[str, Any]) -> Trace:
     })
     df = df.filter(pl.col("valid") == 1).sort("submit_us", "seq")
     runtime = (pl.col("runtime_us") / US).alias("runtime")
-    columns = [
+    columns: list[str | pl.Expr] = [
         pl.int_range(pl.len(), dtype=pl.Int64).alias("job_id"),
         (pl.col("submit_us") / US).alias("submit"),
         runtime.alias("size"),

@@ -356,7 +356,7 @@ def _bad_rows(table: np.ndarray, lines: np.ndarray) -> dict[int, str]:
     if len(repeat):
         first = order[np.searchsorted(sorted_ids, sorted_ids[repeat], side="left")]
         for pos, f in zip(repeat, first):
-            row = int(ok[order[pos]])
-            messages[row] = (f"job number {int(table[row, 0])} repeats the job on line "
+            dup = int(ok[order[pos]])
+            messages[dup] = (f"job number {int(table[dup, 0])} repeats the job on line "
                              f"{int(lines[ok[f]])}")
     return messages

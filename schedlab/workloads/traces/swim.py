@@ -143,7 +143,7 @@ def _parse(path: Path, opts: dict[str, Any]) -> Trace:
         except ValueError:
             bad(lineno, f"field 3 (inter-submit gap): not a number: {fields[2]!r}")
             continue
-        counts = []
+        amounts = []
         for col, label in ((3, "input bytes"), (4, "shuffle bytes"), (5, "output bytes")):
             text = fields[col].strip()
             if not text.isdecimal() or not text.isascii():
@@ -153,14 +153,14 @@ def _parse(path: Path, opts: dict[str, Any]) -> Trace:
             if value >= 1 << 62:  # three of them must still sum within Int64
                 bad(lineno, f"field {col + 1} ({label}): too large: {text}")
                 break
-            counts.append(value)
-        if len(counts) != 3:
+            amounts.append(value)
+        if len(amounts) != 3:
             continue
         names.append(name)
         submit.append(t)
-        inp.append(counts[0])
-        shuf.append(counts[1])
-        out.append(counts[2])
+        inp.append(amounts[0])
+        shuf.append(amounts[1])
+        out.append(amounts[2])
         if nfields == _FIELDS_WITH_PATHS:
             paths.append(fields[6])
     if lines == 0:

@@ -1,0 +1,198 @@
+"""What an engine is: the :class:`Engine` record the registry holds, the
+:class:`RunResult` every adapter returns and the engine paths.
+
+Each engine module of this package (``queue``, ``packing``, ``batch``,
+``dfrs``) declares one ``ENGINE``: its policy table, the public seam user
+policies subclass, its ``[system]`` schema (``schedlab.sim.system``), the
+sources that define its results and the adapter ``run`` from a job table to
+rows. The platform and the CLI only ever go through
+``schedlab.engines.get_engine``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from schedlab.errors import PolicyError, UserError
+from schedlab.sim.system import SYSTEMS, SystemSchema, check_workload_points
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One policy on one workload: per-job columns, summary metrics and, for
+    engines that sample one, a time series (columns of equal length)."""
+
+    jobs: dict[str, np.ndarray]
+    summary: dict[str, float]
+    series: dict[str, np.ndarray] | None = None
+
+
+_DIGESTS: dict[str, str] = {}
+
+#: Values of ``Engine.run``'s ``path``: "fast" (the default) runs a built-in
+#: policy on its compiled kernel when the engine has one and the reference
+#: otherwise; "reference" always runs the readable Python engine. Both give the
+#: same numbers (see ``schedlab.sim.queue_fast``); ``[execution] engine_path``
+#: and ``schedlab simulate --engine-path`` choose it.
+ENGINE_PATHS = ("fast", "reference")
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    summary: str
+    policies: Mapping[str, Any]  # name -> built-in policy class (with .summary)
+    adapter: Callable[..., RunResult]  # adapter(jobs: polars.DataFrame, policy_cls, params, system)
+    workload_kinds: tuple[str, ...]  # workload kinds (schedlab.workloads.registry) it accepts
+    #: The spec's [system] table: every parameter's type, range, default and
+    #: the cross-field rules (``schedlab.sim.system``); the engine's
+    #: ``run_table`` checks its arguments against the same declaration.
+    system: SystemSchema = field(default_factory=lambda: SYSTEMS["queue"])
+    #: The policy seam (``schedlab.api.<engine>.Policy``): user classes must subclass it.
+    seam: str = ""
+    #: Positional arguments of a policy's constructor before its parameters (the engine's handle).
+    handle_args: int = 1
+    #: Source files and folders (relative to the schedlab package) whose
+    #: content defines this engine's results: hashed into ``digest()``.
+    sources: tuple[str, ...] = ()
+    #: The adapter takes ``path=`` (a compiled fast path for built-in policies).
+    fast_path: bool = False
+
+    @property
+    def system_defaults(self) -> dict[str, Any]:
+        return self.system.defaults()
+
+    def digest(self) -> str:
+        """SHA-256 (16 hex digits) of the engine's and its built-in policies'
+        source (``sources``): recorded in every result row as
+        ``schedlab_digest``, so rows from before and after a change to the
+        engine can be told apart (``schedlab results`` warns when a table
+        mixes them)."""
+        if self.name not in _DIGESTS:
+            from pathlib import Path
+
+            from schedlab.usercode import source_digest
+
+            root = Path(__file__).resolve().parent.parent  # the schedlab package
+            h = hashlib.sha256()
+            for rel in sorted(self.sources):
+                h.update(rel.encode() + b"\0" + source_digest(root / rel).encode())
+            _DIGESTS[self.name] = h.hexdigest()[:16]
+        return _DIGESTS[self.name]
+
+    def check_system(self, system: Mapping[str, Any], where: str) -> None:
+        """Plan time: unknown names, every value of every grid axis and the
+        rules between fields; errors name ``where.field[i]``."""
+        self.system.check_spec(system, where)
+
+    def check_system_workload(self, system: Mapping[str, Any], kind: Any, points: Any, where: str,
+                              workload_where: str) -> None:
+        """Plan time: the rules between system values and the workload's job
+        table (e.g. a capacity list's length), for every workload point."""
+        check_workload_points(self.system, system, kind, points, where, workload_where)
+
+    def policy_param_names(self, policy: str | type) -> set[str]:
+        """Keyword parameters the policy's constructor takes (beyond its handle)."""
+        from schedlab.params import declared
+
+        cls = self.policy(policy) if isinstance(policy, str) else policy
+        return set(declared(cls, self.handle_args))
+
+    def policy(self, name: str) -> type:
+        try:
+            cls: type = self.policies[name]
+            return cls
+        except KeyError:
+            raise UserError(
+                f"unknown policy {name!r} for engine {self.name!r}; choose from: {', '.join(self.policies)} "
+                f"(or your own class with use = \"file.py:Name\")"
+            ) from None
+
+    def seam_class(self) -> type:
+        """The base class every policy of this engine subclasses."""
+        import importlib
+
+        module, _, attr = self.seam.rpartition(".")
+        seam: type = getattr(importlib.import_module(module), attr)
+        return seam
+
+    def check_policy_class(self, obj: Any, where: str) -> type:
+        """``obj`` (loaded user code) must be a class implementing this
+        engine's seam, with every abstract method defined."""
+        seam = self.seam_class()
+        if not (isinstance(obj, type) and issubclass(obj, seam)):
+            what = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__name__}"
+            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass schedlab.api.{self.name}.Policy")
+        missing = sorted(getattr(obj, "__abstractmethods__", ()))
+        if missing:
+            raise UserError(f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
+                            f"(required by schedlab.api.{self.name}.Policy)")
+        return obj
+
+    def check_policy_params(self, cls: type, params: Mapping[str, Any], where: str, sep: str = ".") -> None:
+        """Names and types of one grid point of a policy's params (declared
+        by its constructor); policies built without a handle (DFRS) are also
+        constructed, so the rules their constructors enforce apply now.
+        Messages read ``{where}{sep}{param}: ...`` (a spec field path by
+        default; ``sep=" "`` for command-line options)."""
+        from schedlab.params import check_params
+
+        check_params(cls, dict(params), where, self.handle_args, sep=sep)
+        if self.handle_args == 0:
+            try:
+                cls(**params)
+            except (TypeError, ValueError) as err:
+                raise UserError(f"{where}: {err}") from None
+
+    def run(self, jobs: pl.DataFrame, policy: str | type, params: Mapping[str, Any] | None = None,
+            system: Mapping[str, Any] | None = None, *, path: str = "fast") -> RunResult:
+        """Run one policy (a built-in name or a policy class) over a job
+        table. A policy that asks for something the engine forbids raises
+        :class:`PolicyError` naming the policy, the time and the job.
+        ``path``: "fast" (compiled kernels for the built-in policies that have
+        one, the reference otherwise) or "reference" (see ENGINE_PATHS)."""
+        if path not in ENGINE_PATHS:
+            raise UserError(f"engine path must be one of {', '.join(ENGINE_PATHS)}; got {path!r}")
+        cls = self.policy(policy) if isinstance(policy, str) else policy
+        try:
+            if self.fast_path:
+                return self.adapter(jobs, cls, params, system, path=path)
+            return self.adapter(jobs, cls, params, system)
+        except PolicyError as err:
+            label = getattr(cls, "name", "") or cls.__name__
+            if not str(err).startswith("policy "):
+                err.args = (f"policy {label!r}: {err}", *err.args[1:])
+            raise
+
+
+class LazyPolicies(Mapping[str, Any]):
+    """Policy table (``module.attr``) imported on first use, so `schedlab
+    --help` stays light."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self._where = (module, attr)
+
+    def _load(self) -> Mapping[str, Any]:
+        import importlib
+
+        table: Mapping[str, Any] = getattr(importlib.import_module(self._where[0]), self._where[1])
+        return table
+
+    def __getitem__(self, key: str) -> Any:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+

@@ -1,0 +1,49 @@
+"""The batch engine's entry: rigid parallel jobs space-shared on a homogeneous
+cluster, no preemption (FCFS, EASY backfilling). The simulator is
+``schedlab.sim.batch``; compiled kernels for FCFS and EASY are in
+``schedlab.sim.batch_fast``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.sim.system import SYSTEMS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
+        system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
+    """Run one batch policy over a rigid-job table: job_id, submit, runtime,
+    procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
+    "nodes"), procs (model procs; 0 = the trace's machine size from a
+    ``machine_procs`` column if the table carries one), nodes (model nodes),
+    tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
+    has no such column) and bound (the DFRS view: underutilization and Theorem
+    1's max-stretch lower bound, see ``schedlab.sim.batch``).
+
+    ``path="fast"``: FCFS and EASY themselves (by identity, never a subclass)
+    without params run on their compiled kernels (``schedlab.sim.batch_fast``,
+    the same start and end times to the bit); everything else, and whatever
+    the kernels decline, runs on the reference engine."""
+    from schedlab.sim.batch import run_table
+
+    sys_params = {**ENGINE.system_defaults, **(system or {})}
+    per_job, summary = run_table(jobs, cls, **sys_params, path=path, **(params or {}))
+    return RunResult(per_job, summary)
+
+
+ENGINE = Engine(
+    name="batch",
+    summary="rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling)",
+    policies=LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
+    adapter=run,
+    seam="schedlab.policies.batch.base.BatchPolicy",
+    sources=("engines/base.py", "engines/batch.py", "params.py", "errors.py", "sim/system.py", "sim/batch.py",
+             "sim/batch_fast.py", "sim/jit.py", "sim/stretch_bound.py", "sim/underutilization.py", "policies/batch"),
+    workload_kinds=("trace", "lublin"),
+    system=SYSTEMS["batch"],
+    fast_path=True,
+)

@@ -1,0 +1,43 @@
+"""The DFRS engine's entry: the jobs of the batch engine as VMs with fractional
+CPU, pausing and migration (Stillwell, Vivien, Casanova). The simulator is
+``schedlab.sim.dfrs``; its policies are in ``schedlab.policies.dfrs``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.sim.system import SYSTEMS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
+        system: Mapping[str, Any] | None = None) -> RunResult:
+    """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
+    procs[, cpu_need, memory] (Lublin, SWF traces; the annotation fields of
+    those workload kinds add the last two, by default with the paper's own
+    rules). System: nodes, penalty (s per pause or migration), cpu_need and
+    memory (the per-task values used when the table has no such columns),
+    bound (also compute the max-stretch lower bound and the degradation),
+    oversize ("error" or "drop"). Policy params: period (/per)."""
+    from schedlab.sim.dfrs import run_table
+
+    sys_params = {**ENGINE.system_defaults, **(system or {})}
+    per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
+    return RunResult(per_job, summary)
+
+
+ENGINE = Engine(
+    name="dfrs",
+    summary="DFRS: VM time-sharing of parallel jobs with pausing/migration (Greedy*, GreedyP*, GreedyPM*, /per; OPT=MIN/AVG)",
+    policies=LazyPolicies("schedlab.policies.dfrs", "DFRS_POLICIES"),
+    adapter=run,
+    seam="schedlab.policies.dfrs.base.DfrsPolicy",
+    sources=("engines/base.py", "engines/dfrs.py", "params.py", "errors.py", "sim/system.py", "sim/dfrs.py",
+             "sim/stretch_bound.py", "sim/underutilization.py", "policies/dfrs"),
+    handle_args=0,
+    workload_kinds=("trace", "lublin"),
+    system=SYSTEMS["dfrs"],
+)

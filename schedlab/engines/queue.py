@@ -1,0 +1,89 @@
+"""The queue engine's entry: one shared server, preemptive fluid sharing (the
+PSBS paper). The simulator is ``schedlab.sim.queue`` (readable reference, the
+seam user policies run on) with compiled kernels for the built-in policies in
+``schedlab.sim.queue_fast``."""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Mapping
+
+from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.errors import UserError
+from schedlab.sim.system import SYSTEMS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def run(jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None,
+        system: Mapping[str, Any] | None = None, path: str = "fast") -> RunResult:
+    """Run one queue policy over a canonical job table (see workloads.schema).
+
+    ``path="fast"``: a built-in policy class (by identity, never a subclass)
+    runs on its compiled kernel (``schedlab.sim.queue_fast``, the same
+    completion times to the bit); everything else, and whatever the kernels
+    decline, runs on the reference engine (``schedlab.sim.queue``)."""
+    from schedlab.sim.metrics import queue_summary, slowdown
+    from schedlab.sim.queue import simulate
+
+    if system:
+        raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
+    submit = jobs["submit"].to_numpy()
+    size = jobs["size"].to_numpy()
+    estimate = jobs["estimate"].to_numpy()
+    weight = jobs["weight"].to_numpy()
+    out = None
+    fast = _fast_module(cls) if path == "fast" and not params else None
+    if fast is not None:
+        fast.warm(cls)  # compile or load the kernel outside the timed run
+        started = time.perf_counter()
+        out = fast.simulate(cls, submit, size, estimate, weight)
+    if out is None:  # the reference path (or the kernel declined)
+        factory = (lambda server: cls(server, **params)) if params else cls
+        started = time.perf_counter()
+        out = simulate(submit, size, estimate, weight, factory)
+    completion, events = out
+    wall = time.perf_counter() - started
+    sojourn = completion - submit
+    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    summary = queue_summary(size, sojourn, classes)
+    summary.update(makespan=float(completion.max()), events=float(events), sim_seconds=wall)
+    per_job = {
+        "job_id": jobs["job_id"].to_numpy(),
+        "submit": submit,
+        "size": size,
+        "estimate": estimate,
+        "weight": weight,
+        "completion": completion,
+        "sojourn": sojourn,
+        "slowdown": slowdown(sojourn, size),
+    }
+    return RunResult(per_job, summary)
+
+
+def _fast_module(cls: type) -> ModuleType | None:
+    """The fast-path module if ``cls`` is one of the built-in queue policy
+    classes (identity), else None. numba is imported only here."""
+    from schedlab.policies.queue import QUEUE_POLICIES
+
+    if not any(cls is builtin for builtin in QUEUE_POLICIES.values()):
+        return None
+    from schedlab.sim import queue_fast
+
+    return queue_fast
+
+
+ENGINE = Engine(
+    name="queue",
+    summary="one shared server, preemptive fluid sharing (PSBS paper)",
+    policies=LazyPolicies("schedlab.policies.queue", "QUEUE_POLICIES"),
+    adapter=run,
+    seam="schedlab.policies.queue.base.QueuePolicy",
+    sources=("engines/base.py", "engines/queue.py", "params.py", "errors.py", "sim/queue.py", "sim/queue_fast.py",
+             "sim/jit.py", "sim/metrics.py", "policies/queue"),
+    workload_kinds=("synthetic", "file", "trace"),
+    system=SYSTEMS["queue"],
+    fast_path=True,
+)
