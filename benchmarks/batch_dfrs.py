@@ -15,11 +15,17 @@ from scratch at every submission and completion, and MCB8-stretch
 binary-searches a packing every period). The DFRS wall times include the
 first call's load of the compiled MCB8 kernels (numba, cached on disk).
 
-DFRS on this trace before / after the speed-up (branch dfrsspeed; the
-schedules are bit-identical, tests/test_dfrs_speed.py), 2 shared cores, load
-average ~2: GreedyPM*/per/OPT=MIN/MINVT=600 20.6 s (issue; 53.6 s measured
-here under load ~4.5) -> 3.9 s, MCB8*/per/OPT=MIN/MINVT=600 ~100 s -> 4.4 s,
-GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 13.0 s.
+DFRS on this trace, first speed-up (branch dfrsspeed; schedules bit-identical,
+tests/test_dfrs_speed.py), 2 shared cores, load average ~2:
+GreedyPM*/per/OPT=MIN/MINVT=600 20.6 s -> 3.9 s, MCB8*/per/OPT=MIN/MINVT=600
+~100 s -> 4.4 s, GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 13.0 s.
+Second speed-up (branch dfrs-speed: compiled max-min filling through numpy's
+own BLAS, placement bookkeeping, Greedy, allocation input, event look-ahead),
+measured as CPU seconds of this script, base then branch back to back, load
+average 19 then 16 (wall times are inflated ~3-10x at that load):
+GreedyPM*/per 2.67 -> 1.77, MCB8*/per 4.83 -> 2.74, /stretch-per 13.77 ->
+11.90 (the bound's code is unchanged by it). Run it on a quiet machine for
+wall times.
 Best of ``--repeat`` runs for the batch policies (one run for DFRS).
 """
 
