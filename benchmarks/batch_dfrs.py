@@ -20,12 +20,13 @@ tests/test_dfrs_speed.py), 2 shared cores, load average ~2:
 GreedyPM*/per/OPT=MIN/MINVT=600 20.6 s -> 3.9 s, MCB8*/per/OPT=MIN/MINVT=600
 ~100 s -> 4.4 s, GreedyPM*/stretch-per/OPT=MAX/MINVT=600 > 10 min -> 13.0 s.
 Second speed-up (branch dfrs-speed: compiled max-min filling through numpy's
-own BLAS, placement bookkeeping, Greedy, allocation input, event look-ahead),
-measured as CPU seconds of this script, base then branch back to back, load
-average 19 then 16 (wall times are inflated ~3-10x at that load):
-GreedyPM*/per 2.67 -> 1.77, MCB8*/per 4.83 -> 2.74, /stretch-per 13.77 ->
-11.90 (the bound's code is unchanged by it). Run it on a quiet machine for
-wall times.
+own BLAS, placement bookkeeping, Greedy, allocation input, event look-ahead;
+schedules bit-identical), base then branch back to back with --skip-hpc2n,
+load average 8 (wall s / CPU s of this process):
+GreedyPM*/per 11.1 / 3.01 -> 1.99 / 1.31, MCB8*/per 10.2 / 4.31 -> 6.40 /
+3.08, /stretch-per 35.8 / 14.9 -> 25.2 / 12.2 (the bound's code is unchanged
+by it). Wall times on a shared machine are inflated by its load: compare CPU
+times, or run it on a quiet machine.
 Best of ``--repeat`` runs for the batch policies (one run for DFRS).
 """
 
