@@ -64,7 +64,6 @@ goes on). A resumed job pays the penalty; a first start does not.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import ClassVar
 
 import numpy as np
