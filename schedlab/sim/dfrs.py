@@ -429,7 +429,10 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
         st.processing = hidden(st.processing)
     n = st.n
     rel = np.asarray(st.release)
-    p = st.processing
+    # The engine's own view of the processing times: a plain array (in check
+    # mode the state holds the guarded container, which the compiled
+    # look-ahead could not take; reading it here, in the engine, is allowed).
+    p = np.asarray(st.processing, dtype=float)
     order = np.argsort(rel, kind="stable").tolist()
     demand_j = np.asarray(st.cpu) * np.asarray(st.tasks, dtype=float)
     times: list[float] = []
