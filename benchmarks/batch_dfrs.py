@@ -44,8 +44,13 @@ from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
 from schedlab.workloads.registry import workload_kind
 
 HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"
-DFRS_POLICIES = ["Greedy*/OPT=MIN", "GreedyPM*/OPT=MIN", "GreedyPM*/per/OPT=MIN/MINVT=600",
-                 "GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "MCB8*/per/OPT=MIN/MINVT=600"]
+DFRS_POLICIES = [
+    "Greedy*/OPT=MIN",
+    "GreedyPM*/OPT=MIN",
+    "GreedyPM*/per/OPT=MIN/MINVT=600",
+    "GreedyPM*/stretch-per/OPT=MAX/MINVT=600",
+    "MCB8*/per/OPT=MIN/MINVT=600",
+]
 
 
 def build(kind_name: str, params: dict, seed: int = 1):
@@ -77,42 +82,74 @@ def main() -> None:
         print(f"HPC2N, full log ({HPC2N.name})")
         procs = build("trace", {"reader": "swf", "path": str(HPC2N)})
         nodes = build("trace", {"reader": "swf", "path": str(HPC2N), "cores_per_node": 2})
-        for label, jobs, system in (("240 processors", procs, {"model": "procs", "procs": 240}),
-                                    ("120 nodes, a node per task", nodes, {"model": "nodes", "nodes": 120})):
+        for label, jobs, system in (
+            ("240 processors", procs, {"model": "procs", "procs": 240}),
+            ("120 nodes, a node per task", nodes, {"model": "nodes", "nodes": 120}),
+        ):
             for policy in ("FCFS", "EASY"):
-                wall, res = best_of(args.repeat, lambda: batch.run(jobs, policy, None, system))
+                wall, res = best_of(
+                    args.repeat, lambda jobs=jobs, policy=policy, system=system: batch.run(jobs, policy, None, system)
+                )
                 s = res.summary
-                print(f"  {policy:5s} {label:28s} {jobs.height:7d} jobs  {wall:6.2f} s  {jobs.height / wall:9.0f} jobs/s"
-                      f"  (utilisation {s['utilisation']:.3f}, underutilization {s['underutilization']:.3f})", flush=True)
+                print(
+                    f"  {policy:5s} {label:28s} {jobs.height:7d} jobs  {wall:6.2f} s  {jobs.height / wall:9.0f} jobs/s"
+                    f"  (utilisation {s['utilisation']:.3f}, underutilization {s['underutilization']:.3f})",
+                    flush=True,
+                )
 
     print("\nLublin, 1000 jobs, 128 quad-core nodes, load 0.7, memory U[0.05, 0.5]")
-    jobs = build("lublin", {"njobs": 1000, "nodes": 512, "load": 0.7, "cores_per_node": 4, "memory": "uniform",
-                            "memory_lo": 0.05, "memory_hi": 0.5})
+    jobs = build(
+        "lublin",
+        {
+            "njobs": 1000,
+            "nodes": 512,
+            "load": 0.7,
+            "cores_per_node": 4,
+            "memory": "uniform",
+            "memory_lo": 0.05,
+            "memory_hi": 0.5,
+        },
+    )
     dfrs = get_engine("dfrs")
     policies = [p for p in DFRS_POLICIES if not (args.skip_slow and (p.startswith("MCB8") or "stretch" in p))]
-    print(f"  (load average at start: {os.getloadavg()[0]:.1f}; cpu = this process's CPU time, steadier than the wall "
-          "time on a shared machine)")
+    print(
+        f"  (load average at start: {os.getloadavg()[0]:.1f}; cpu = this process's CPU time, steadier than the wall "
+        "time on a shared machine)"
+    )
     for policy in policies:
         t, c = time.perf_counter(), time.process_time()
         s = dfrs.run(jobs, policy, None, {"nodes": 128}).summary
         wall, cpu = time.perf_counter() - t, time.process_time() - c
-        print(f"  {policy:42s} {wall:7.2f} s  cpu {cpu:6.2f} s  max stretch {s['stretch_max']:8.3g}  migrations "
-              f"{s['migrations']:7.0f}  underutilization {s['underutilization']:.3f}", flush=True)
+        print(
+            f"  {policy:42s} {wall:7.2f} s  cpu {cpu:6.2f} s  max stretch {s['stretch_max']:8.3g}  migrations "
+            f"{s['migrations']:7.0f}  underutilization {s['underutilization']:.3f}",
+            flush=True,
+        )
     for policy in ("FCFS", "EASY"):
         t = time.perf_counter()
         s = batch.run(jobs, policy, None, {"model": "nodes", "nodes": 128}).summary
         print(f"  {policy:42s} {time.perf_counter() - t:7.2f} s  max stretch {s['stretch_max']:8.3g}")
-    arrays = (jobs["submit"].to_numpy(), jobs["runtime"].to_numpy(), jobs["procs"].to_numpy(),
-              jobs["cpu_need"].to_numpy(), 128.0)
+    arrays = (
+        jobs["submit"].to_numpy(),
+        jobs["runtime"].to_numpy(),
+        jobs["procs"].to_numpy(),
+        jobs["cpu_need"].to_numpy(),
+        128.0,
+    )
     walls = {}
-    for method, label in (("flow", "lower bound (Theorem 1), max flow"), ("lp", "lower bound (Theorem 1), LP reference")):
+    for method, label in (
+        ("flow", "lower bound (Theorem 1), max flow"),
+        ("lp", "lower bound (Theorem 1), LP reference"),
+    ):
         _BOUND_MEMO.clear()
         t, c = time.perf_counter(), time.process_time()
         lb = max_stretch_lower_bound(*arrays, method=method)
         walls[method] = time.perf_counter() - t
         print(f"  {label:42s} {walls[method]:7.2f} s  cpu {time.process_time() - c:6.2f} s  bound {lb!r}", flush=True)
-    print(f"  {'bound speed-up (LP / max flow)':42s} x{walls['lp'] / walls['flow']:.0f}"
-          " (the max flow's first call of a process includes loading numba: see benchmarks/stretch_bound.py)")
+    print(
+        f"  {'bound speed-up (LP / max flow)':42s} x{walls['lp'] / walls['flow']:.0f}"
+        " (the max flow's first call of a process includes loading numba: see benchmarks/stretch_bound.py)"
+    )
 
 
 if __name__ == "__main__":

@@ -60,16 +60,22 @@ def best_of(repeat: int, fn):
 
 def same(a, b) -> bool:
     keys = [k for k in a.summary if k not in ("sim_seconds", "bound_seconds")]
-    return (a.summary.keys() == b.summary.keys()
-            and all(a.summary[k] == b.summary[k] or (a.summary[k] != a.summary[k] and b.summary[k] != b.summary[k])
-                    for k in keys)
-            and all(np.asarray(a.jobs[c]).tolist() == np.asarray(b.jobs[c]).tolist() for c in a.jobs))
+    return (
+        a.summary.keys() == b.summary.keys()
+        and all(
+            a.summary[k] == b.summary[k] or (a.summary[k] != a.summary[k] and b.summary[k] != b.summary[k])
+            for k in keys
+        )
+        and all(np.asarray(a.jobs[c]).tolist() == np.asarray(b.jobs[c]).tolist() for c in a.jobs)
+    )
 
 
 def compile_time() -> tuple[float, float]:
     """Seconds to compile every batch kernel in a fresh cache, then to load them from it."""
-    code = ("import time; t = time.perf_counter(); from schedlab.sim import batch_fast; batch_fast.compile_all(); "
-            "print(time.perf_counter() - t)")
+    code = (
+        "import time; t = time.perf_counter(); from schedlab.sim import batch_fast; batch_fast.compile_all(); "
+        "print(time.perf_counter() - t)"
+    )
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
         out = []
@@ -86,28 +92,45 @@ def main() -> None:
     batch = get_engine("batch")
 
     first, cached = compile_time()
-    print(f"batch_fast kernels (FCFS, EASY): first-call compile {first:.2f} s in a fresh cache "
-          f"(numba import included), load from the cache {cached:.2f} s\n")
+    print(
+        f"batch_fast kernels (FCFS, EASY): first-call compile {first:.2f} s in a fresh cache "
+        f"(numba import included), load from the cache {cached:.2f} s\n"
+    )
 
     print(f"HPC2N, full log ({HPC2N.name})")
     procs = build("trace", {"reader": "swf", "path": str(HPC2N)})
     nodes = build("trace", {"reader": "swf", "path": str(HPC2N), "cores_per_node": 2})
-    print(f"  {'':5s} {'machine':28s} {'path':9s} {'sim s':>7s} {'sim jobs/s':>11s} {'run s':>7s} {'run jobs/s':>11s}"
-          f" {'non-sim s':>9s}")
-    for label, jobs, system in (("240 processors", procs, {"model": "procs", "procs": 240}),
-                                ("120 nodes, a node per task", nodes, {"model": "nodes", "nodes": 120})):
+    print(
+        f"  {'':5s} {'machine':28s} {'path':9s} {'sim s':>7s} {'sim jobs/s':>11s} {'run s':>7s} {'run jobs/s':>11s}"
+        f" {'non-sim s':>9s}"
+    )
+    for label, jobs, system in (
+        ("240 processors", procs, {"model": "procs", "procs": 240}),
+        ("120 nodes, a node per task", nodes, {"model": "nodes", "nodes": 120}),
+    ):
         n = jobs.height
         for policy in ("FCFS", "EASY"):
             batch.run(jobs, policy, None, system, path="fast")  # compile or load the kernel
             res = {}
             for path in ("reference", "fast"):
-                wall, sim, out = best_of(args.repeat, lambda: batch.run(jobs, policy, None, system, path=path))
+                wall, sim, out = best_of(
+                    args.repeat,
+                    lambda jobs=jobs, system=system, policy=policy, path=path: batch.run(
+                        jobs, policy, None, system, path=path
+                    ),
+                )
                 res[path] = (wall, sim, out)
-                print(f"  {policy:5s} {label:28s} {path:9s} {sim:7.3f} {n / sim:11,.0f} {wall:7.3f} {n / wall:11,.0f}"
-                      f" {wall - sim:9.3f}", flush=True)
+                print(
+                    f"  {policy:5s} {label:28s} {path:9s} {sim:7.3f} {n / sim:11,.0f} {wall:7.3f} {n / wall:11,.0f}"
+                    f" {wall - sim:9.3f}",
+                    flush=True,
+                )
             (rw, rs, ro), (fw, fs, fo) = res["reference"], res["fast"]
-            print(f"  {policy:5s} {label:28s} {'ratio':9s} {rs / fs:7.1f}x {'':11s} {rw / fw:7.1f}x"
-                  f"   identical: {same(ro, fo)}", flush=True)
+            print(
+                f"  {policy:5s} {label:28s} {'ratio':9s} {rs / fs:7.1f}x {'':11s} {rw / fw:7.1f}x"
+                f"   identical: {same(ro, fo)}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

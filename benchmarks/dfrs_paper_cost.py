@@ -98,8 +98,13 @@ def main() -> None:
             print(f"{dc.TITLES[trace_set]}, {label}: {jobs.height} jobs", flush=True)
             _BOUND_MEMO.clear()
             t = time.perf_counter()
-            max_stretch_lower_bound(jobs["submit"].to_numpy(), jobs["runtime"].to_numpy(), jobs["procs"].to_numpy(),
-                                    jobs["cpu_need"].to_numpy(), float(n))
+            max_stretch_lower_bound(
+                jobs["submit"].to_numpy(),
+                jobs["runtime"].to_numpy(),
+                jobs["procs"].to_numpy(),
+                jobs["cpu_need"].to_numpy(),
+                float(n),
+            )
             cost.setdefault((trace_set, BOUND), []).append(time.perf_counter() - t)
             for policy in policies:
                 t = time.perf_counter()
@@ -113,8 +118,10 @@ def main() -> None:
 
     rows = [BOUND] + policies
     counts = ", ".join(f"{dc.TITLES[s]} {len(cost[(s, BOUND)])}" for s in sets)
-    print(f"\nMean seconds per instance on the sample ({counts} instances; load average now "
-          f"{os.getloadavg()[0]:.1f}); paper-scale CPU hours = mean x the paper's instances:\n")
+    print(
+        f"\nMean seconds per instance on the sample ({counts} instances; load average now "
+        f"{os.getloadavg()[0]:.1f}); paper-scale CPU hours = mean x the paper's instances:\n"
+    )
     print("| algorithm | " + " | ".join(f"{dc.TITLES[s]} s/instance" for s in sets) + " | paper-scale CPU h |")
     print("|---|" + "---|" * (len(sets) + 1))
     total = 0.0
@@ -129,8 +136,11 @@ def main() -> None:
     instances = sum(dc.PAPER_INSTANCES[s] for s in sets)
     for workers in (args.workers, 64):
         wall = max(total / workers, worst / 3600)
-        print(f"\nwhole run on {workers} workers: about {wall:.2f} h ({wall * 60:.0f} min) for {instances} instances x "
-              f"{len(policies)} algorithms (+ one bound per instance){'' if wall > worst / 3600 else ' (bounded by the longest run)'}")
+        print(
+            f"\nwhole run on {workers} workers: about {wall:.2f} h ({wall * 60:.0f} min) for {instances} instances x "
+            f"{len(policies)} algorithms (+ one bound per instance)"
+            f"{'' if wall > worst / 3600 else ' (bounded by the longest run)'}"
+        )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,10 @@ def bench(jobs, system, label, policies=POLICIES):
         started = time.perf_counter()
         result = engine.run(jobs, policy, {}, system)
         wall = time.perf_counter() - started
-        print(f"{label:34s} {policy:8s} {jobs.height:9d} tasks {wall:7.2f} s {jobs.height / wall:10.0f} tasks/s"
-              f"   mean queue {result.summary['queue_jobs_mean']:10.2f}")
+        print(
+            f"{label:34s} {policy:8s} {jobs.height:9d} tasks {wall:7.2f} s {jobs.height / wall:10.0f} tasks/s"
+            f"   mean queue {result.summary['queue_jobs_mean']:10.2f}"
+        )
 
 
 def _same(a, b) -> bool:
@@ -80,12 +82,16 @@ def compare(jobs, system, label, reference=True, policies=FAST):
             runs[path] = engine.run(jobs, policy, {}, system, path=path)
             walls[path] = time.perf_counter() - started
         fast = runs["fast"]
-        line = (f"{label:34s} {policy:8s} {jobs.height:9d} tasks  fast {jobs.height / walls['fast']:10.0f} tasks/s "
-                f"(run {walls['fast']:6.3f} s, sim {fast.summary['sim_seconds']:6.3f} s)")
+        line = (
+            f"{label:34s} {policy:8s} {jobs.height:9d} tasks  fast {jobs.height / walls['fast']:10.0f} tasks/s "
+            f"(run {walls['fast']:6.3f} s, sim {fast.summary['sim_seconds']:6.3f} s)"
+        )
         if reference:
             same = "same numbers" if _same(runs["reference"], fast) else "DIFFERENT NUMBERS"
-            line += (f"  reference {jobs.height / walls['reference']:9.0f} tasks/s"
-                     f"  x{walls['reference'] / walls['fast']:6.1f}  {same}")
+            line += (
+                f"  reference {jobs.height / walls['reference']:9.0f} tasks/s"
+                f"  x{walls['reference'] / walls['fast']:6.1f}  {same}"
+            )
         print(line)
 
 
@@ -93,15 +99,16 @@ def compile_time() -> None:
     """First call in a fresh process with an empty NUMBA_CACHE_DIR, then a
     second process loading from that cache."""
     for module in ("packing_fast", "packing_multi_fast"):
-        code = ("import time; t = time.perf_counter()\n"
-                f"from schedlab.sim import {module}\n"
-                f"t1 = time.perf_counter(); {module}.warm(); t2 = time.perf_counter()\n"
-                "print(f'{t1 - t:.2f} {t2 - t1:.2f}')\n")
+        code = (
+            "import time; t = time.perf_counter()\n"
+            f"from schedlab.sim import {module}\n"
+            f"t1 = time.perf_counter(); {module}.warm(); t2 = time.perf_counter()\n"
+            "print(f'{t1 - t:.2f} {t2 - t1:.2f}')\n"
+        )
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache}
             for label in ("first call, empty cache", "next process, from cache"):
-                out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                     check=True)
+                out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
                 imp, warm = out.stdout.split()
                 print(f"{module:18s} {label:26s}: import {imp} s, compile/load {warm} s")
 
@@ -111,11 +118,18 @@ def main() -> None:
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--slots", type=int, default=200_000)
     parser.add_argument("--no-reference", action="store_true", help="fast path only (the reference takes minutes)")
-    parser.add_argument("--policies", default=None,
-                        help="comma-separated policies to time (default: all; those without a kernel are only timed)")
+    parser.add_argument(
+        "--policies",
+        default=None,
+        help="comma-separated policies to time (default: all; those without a kernel are only timed)",
+    )
     parser.add_argument("--no-compile-time", action="store_true", help="skip the compile/load timing subprocesses")
-    parser.add_argument("--multi-tasks", type=int, default=0,
-                        help="Tetris / Slots-Fair: the first N tasks of the prefix (default 0: all)")
+    parser.add_argument(
+        "--multi-tasks",
+        type=int,
+        default=0,
+        help="Tetris / Slots-Fair: the first N tasks of the prefix (default 0: all)",
+    )
     args = parser.parse_args()
     chosen = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
     fast = FAST if chosen is None else tuple(p for p in chosen if p in FAST)
@@ -129,23 +143,28 @@ def main() -> None:
     if google.exists():
         kind = workload_kind("trace")
         for beta, label in ((1.0, "Google prefix, traffic x1.0"), (0.625, "Google prefix, traffic x1.6")):
-            params = kind.complete({"reader": "google", "path": str(google), "reader_single_resource": True,
-                                    "traffic": beta}, "workload")
+            params = kind.complete(
+                {"reader": "google", "path": str(google), "reader_single_resource": True, "traffic": beta}, "workload"
+            )
             jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params))
             system = {"servers": 1000, "capacity": 1.0, "epoch": 0.1, "sample_every": 0.0}
             compare(jobs, system, label, reference=not args.no_reference, policies=fast)
             bench(jobs, system, label, timed)
             if multi:
-                params = kind.complete({"reader": "google", "path": str(google), "group_column": "google_job_id",
-                                        "traffic": beta}, "workload")
+                params = kind.complete(
+                    {"reader": "google", "path": str(google), "group_column": "google_job_id", "traffic": beta},
+                    "workload",
+                )
                 jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params))
                 if args.multi_tasks:
                     jobs = jobs.head(args.multi_tasks)
                 compare(jobs, system, label + ", cpu+mem, jobs", reference=not args.no_reference, policies=multi)
     kind = workload_kind("packing")
     for lo, hi in ((0.01, 0.19), (0.1, 0.9)):
-        params = kind.complete({"slots": args.slots, "uniform_lo": lo, "uniform_hi": hi, "intensity": 0.95,
-                                "intensity_servers": 5}, "workload")
+        params = kind.complete(
+            {"slots": args.slots, "uniform_lo": lo, "uniform_hi": hi, "intensity": 0.95, "intensity_servers": 5},
+            "workload",
+        )
         jobs = kind.build(np.random.default_rng(1), params, None)
         system = {"servers": 5, "capacity": 1.0, "epoch": 1.0, "sample_every": 0.0}
         compare(jobs, system, f"Fig. 4, U[{lo}, {hi}], alpha 0.95", reference=not args.no_reference, policies=fast)

@@ -68,8 +68,7 @@ def compile_times() -> tuple[tuple[float, float], tuple[float, float]]:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
         out = []
         for _ in range(2):
-            done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True,
-                                  check=True)
+            done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, check=True)
             out.append(tuple(float(x) for x in done.stdout.split()))
         return out[0], out[1]
 
@@ -84,8 +83,10 @@ def main() -> None:
 
     if not args.no_compile:
         (wall, cpu), (load_wall, load_cpu) = compile_times()
-        print(f"first-call compile of all queue kernels: {wall:.1f} s wall ({cpu:.1f} s CPU), empty cache; "
-              f"loading them from the cache: {load_wall:.2f} s")
+        print(
+            f"first-call compile of all queue kernels: {wall:.1f} s wall ({cpu:.1f} s CPU), empty cache; "
+            f"loading them from the cache: {load_wall:.2f} s"
+        )
 
     def arrays(njobs, load):
         jobs = queue_workload(np.random.default_rng(args.seed), njobs=njobs, load=load)
@@ -93,20 +94,26 @@ def main() -> None:
 
     small, large, heavy = arrays(10_000, 0.9), arrays(100_000, 0.9), arrays(100_000, 0.99)
     queue_fast.compile_all()
-    print(f"\n{'':10s} | {'10k jobs, load 0.9 (the default)':^45s} | {'100k jobs, load 0.99':^45s} | "
-          f"{'t(100k)/t(10k)':^15s}")
-    print(f"{'policy':10s} | {'ref s':>8s} {'fast s':>8s} {'ref/fast':>8s} {'ref ev/s':>9s} {'fast ev/s':>9s} | "
-          f"{'ref s':>8s} {'fast s':>8s} {'ref/fast':>8s} {'ref ev/s':>9s} {'fast ev/s':>9s} | "
-          f"{'ref':>7s} {'fast':>7s}")
+    print(
+        f"\n{'':10s} | {'10k jobs, load 0.9 (the default)':^45s} | {'100k jobs, load 0.99':^45s} | "
+        f"{'t(100k)/t(10k)':^15s}"
+    )
+    print(
+        f"{'policy':10s} | {'ref s':>8s} {'fast s':>8s} {'ref/fast':>8s} {'ref ev/s':>9s} {'fast ev/s':>9s} | "
+        f"{'ref s':>8s} {'fast s':>8s} {'ref/fast':>8s} {'ref ev/s':>9s} {'fast ev/s':>9s} | "
+        f"{'ref':>7s} {'fast':>7s}"
+    )
     for name in args.policies.split(","):
         policy = QUEUE_POLICIES[name]
         f_small, r_small, e_small = timed(policy, small, args.repeat)
         f_heavy, r_heavy, e_heavy = timed(policy, heavy, args.repeat)
         f_large, r_large, _ = timed(policy, large, args.repeat)
-        print(f"{name:10s} | {r_small:8.3f} {f_small:8.4f} {r_small / f_small:8.1f} {e_small / r_small:9.3g} "
-              f"{e_small / f_small:9.3g} | {r_heavy:8.3f} {f_heavy:8.4f} {r_heavy / f_heavy:8.1f} "
-              f"{e_heavy / r_heavy:9.3g} {e_heavy / f_heavy:9.3g} | {r_large / r_small:7.2f} {f_large / f_small:7.2f}",
-              flush=True)
+        print(
+            f"{name:10s} | {r_small:8.3f} {f_small:8.4f} {r_small / f_small:8.1f} {e_small / r_small:9.3g} "
+            f"{e_small / f_small:9.3g} | {r_heavy:8.3f} {f_heavy:8.4f} {r_heavy / f_heavy:8.1f} "
+            f"{e_heavy / r_heavy:9.3g} {e_heavy / f_heavy:9.3g} | {r_large / r_small:7.2f} {f_large / f_small:7.2f}",
+            flush=True,
+        )
     print("every fast run gave the reference's completion times and event count, to the bit")
 
 

@@ -138,8 +138,10 @@ def main() -> None:
         arrays = [jobs[c].to_numpy() for c in ("submit", "size", "estimate", "weight")]
         repeat = args.repeat if njobs <= 10_000 else 1
         print(f"\n{wname}: {njobs} jobs, Weibull shape {shape}, load {load}, sigma 0.5 (best of {repeat})")
-        print(f"{'policy':10s} {'schedsim s':>11s} {'fast s':>9s} {'ref s':>8s} {'schedsim/fast':>14s} "
-              f"{'schedsim/ref':>13s} {'events/s fast':>14s} {'MST rel. diff':>14s}")
+        print(
+            f"{'policy':10s} {'schedsim s':>11s} {'fast s':>9s} {'ref s':>8s} {'schedsim/fast':>14s} "
+            f"{'schedsim/ref':>13s} {'events/s fast':>14s} {'MST rel. diff':>14s}"
+        )
         for name in args.policies.split(","):
             policy = QUEUE_POLICIES[name]
             t_ss = t_fast = t_ref = float("inf")
@@ -153,8 +155,11 @@ def main() -> None:
                 simulate(*arrays, policy)
                 t_ref = min(t_ref, time.perf_counter() - started)
             mst = float(np.mean(completion - arrays[0]))
-            print(f"{name:10s} {t_ss:11.3f} {t_fast:9.4f} {t_ref:8.3f} {t_ss / t_fast:14.1f} {t_ss / t_ref:13.1f} "
-                  f"{events / t_fast:14.3g} {abs(mst_ss - mst) / mst:14.2e}", flush=True)
+            print(
+                f"{name:10s} {t_ss:11.3f} {t_fast:9.4f} {t_ref:8.3f} {t_ss / t_fast:14.1f} {t_ss / t_ref:13.1f} "
+                f"{events / t_fast:14.3g} {abs(mst_ss - mst) / mst:14.2e}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

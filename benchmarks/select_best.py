@@ -26,8 +26,21 @@ import numpy as np
 
 from schedlab.platform.selection import kn
 
-QUEUE_13 = ["FIFO", "PS", "GPS", "LAS", "SRPT", "SRPTE", "SRPTE+PS", "SRPTE+LAS", "FSP", "FSPE", "FSPE+PS",
-            "FSPE+LAS", "PSBS"]
+QUEUE_13 = [
+    "FIFO",
+    "PS",
+    "GPS",
+    "LAS",
+    "SRPT",
+    "SRPTE",
+    "SRPTE+PS",
+    "SRPTE+LAS",
+    "FSP",
+    "FSPE",
+    "FSPE+PS",
+    "FSPE+LAS",
+    "PSBS",
+]
 
 
 def trial(rng, k: int, rho: float, n0: int = 10) -> tuple[bool, int]:
@@ -51,8 +64,10 @@ def normal_problems(macro: int) -> None:
             res = [trial(rng, k, rho) for _ in range(macro)]
             pcs = np.mean([ok for ok, _ in res])
             reps = np.mean([n for _, n in res])
-            print(f"  k = {k:2d}, rho = {rho}: PCS {pcs:.3f} (± {1.96 * np.sqrt(pcs * (1 - pcs) / macro):.3f}), "
-                  f"{reps:.1f} replications ({reps / k:.1f} per system)")
+            print(
+                f"  k = {k:2d}, rho = {rho}: PCS {pcs:.3f} (± {1.96 * np.sqrt(pcs * (1 - pcs) / macro):.3f}), "
+                f"{reps:.1f} replications ({reps / k:.1f} per system)"
+            )
 
 
 SPEC = """\

@@ -43,8 +43,9 @@ SPEC = """\
 
 def timed(args: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    out = subprocess.run([*SCHEDLAB, *args], cwd=cwd, capture_output=True, text=True,
-                         env={**os.environ, "RAY_ADDRESS": ""})
+    out = subprocess.run(
+        [*SCHEDLAB, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "RAY_ADDRESS": ""}
+    )
     wall = time.perf_counter() - started
     if out.returncode != 0:
         raise SystemExit(f"schedlab {' '.join(args)} exited {out.returncode}:\n{out.stderr[-2000:]}")
@@ -55,23 +56,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    lines = {"schedlab --help": [], "run, tracking off": [], "run, new SQLite MLflow store": [],
-             "run again (complete: resume, MLflow checked)": []}
+    lines = {
+        "schedlab --help": [],
+        "run, tracking off": [],
+        "run, new SQLite MLflow store": [],
+        "run again (complete: resume, MLflow checked)": [],
+    }
     for _ in range(args.repeat):
         folder = Path(tempfile.mkdtemp(prefix="schedlab-startup-"))
         try:
             (folder / "a.toml").write_text(textwrap.dedent(SPEC))
             lines["schedlab --help"].append(timed(["--help"], folder))
-            lines["run, tracking off"].append(timed(["run", "a.toml", "--no-tracking", "--no-progress",
-                                                     "--fresh"], folder))
+            lines["run, tracking off"].append(
+                timed(["run", "a.toml", "--no-tracking", "--no-progress", "--fresh"], folder)
+            )
             shutil.rmtree(folder / "results")
             lines["run, new SQLite MLflow store"].append(timed(["run", "a.toml", "--no-progress"], folder))
-            lines["run again (complete: resume, MLflow checked)"].append(timed(["run", "a.toml", "--no-progress"],
-                                                                               folder))
+            lines["run again (complete: resume, MLflow checked)"].append(
+                timed(["run", "a.toml", "--no-progress"], folder)
+            )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"2 policies x 100 jobs, 1 replication (median of {args.repeat}; load average "
-          f"{os.getloadavg()[0]:.1f})")
+    print(f"2 policies x 100 jobs, 1 replication (median of {args.repeat}; load average {os.getloadavg()[0]:.1f})")
     for name, values in lines.items():
         print(f"  {name:46s} {statistics.median(values):6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
 

@@ -30,6 +30,7 @@ SEED = 1997
 
 def runs(rng, load: float, n: int, count: int):
     """(sojourn times, pilots' cut, own cut) per run."""
+
     def draw():
         gaps = rng.exponential(1.0 / load, n)
         submit = np.cumsum(gaps) - gaps[0]
@@ -54,9 +55,11 @@ def bias_table(load: float, sizes: list[int], count: int) -> None:
             own.append(t[d_o:].mean())
             dp.append(d_p)
             do.append(d_o)
-        print(f"  {n:>7d} jobs: no cut {np.mean(raw) - et:+.3f} ± {half(raw):.3f}   pilots' cut "
-              f"{np.mean(pil) - et:+.3f} ± {half(pil):.3f} (mean {np.mean(dp):.0f} jobs)   own cut "
-              f"{np.mean(own) - et:+.3f} ± {half(own):.3f} (mean {np.mean(do):.0f} jobs)")
+        print(
+            f"  {n:>7d} jobs: no cut {np.mean(raw) - et:+.3f} ± {half(raw):.3f}   pilots' cut "
+            f"{np.mean(pil) - et:+.3f} ± {half(pil):.3f} (mean {np.mean(dp):.0f} jobs)   own cut "
+            f"{np.mean(own) - et:+.3f} ± {half(own):.3f} (mean {np.mean(do):.0f} jobs)"
+        )
 
 
 def obm_table(load: float, n: int, count: int) -> None:

@@ -22,8 +22,19 @@ from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound, max
 def lublin(njobs: int, seed: int):
     from batch_dfrs import build  # same instance as benchmarks/batch_dfrs.py
 
-    return build("lublin", {"njobs": njobs, "nodes": 512, "load": 0.7, "cores_per_node": 4, "memory": "uniform",
-                            "memory_lo": 0.05, "memory_hi": 0.5}, seed)
+    return build(
+        "lublin",
+        {
+            "njobs": njobs,
+            "nodes": 512,
+            "load": 0.7,
+            "cores_per_node": 4,
+            "memory": "uniform",
+            "memory_lo": 0.05,
+            "memory_hi": 0.5,
+        },
+        seed,
+    )
 
 
 def main() -> None:
@@ -34,8 +45,13 @@ def main() -> None:
     ap.add_argument("--skip-lp", action="store_true", help="leave out the LP reference (~20 s)")
     args = ap.parse_args()
     jobs = lublin(args.njobs, args.seed)
-    arrays = (jobs["submit"].to_numpy(), jobs["runtime"].to_numpy(), jobs["procs"].to_numpy(),
-              jobs["cpu_need"].to_numpy(), 128.0)
+    arrays = (
+        jobs["submit"].to_numpy(),
+        jobs["runtime"].to_numpy(),
+        jobs["procs"].to_numpy(),
+        jobs["cpu_need"].to_numpy(),
+        128.0,
+    )
     print(f"Lublin, {args.njobs} jobs (seed {args.seed}), 128 quad-core nodes, load 0.7")
 
     def timed(method: str) -> tuple[float, float]:

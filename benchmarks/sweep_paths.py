@@ -43,11 +43,13 @@ WALL_CLOCK = {"sim_seconds"}
 
 
 def with_path(spec, engine_path: str, out: Path):
-    return spec.model_copy(update={
-        "execution": spec.execution.model_copy(update={"engine_path": engine_path}),
-        "outputs": spec.outputs.model_copy(update={"dir": str(out)}),
-        "tracking": spec.tracking.model_copy(update={"enabled": False}),
-    })
+    return spec.model_copy(
+        update={
+            "execution": spec.execution.model_copy(update={"engine_path": engine_path}),
+            "outputs": spec.outputs.model_copy(update={"dir": str(out)}),
+            "tracking": spec.tracking.model_copy(update={"enabled": False}),
+        }
+    )
 
 
 def specs_of(name: str) -> list[tuple[str, object]]:
@@ -84,8 +86,10 @@ def main() -> None:
 
     ray.init(num_cpus=None, include_dashboard=False, logging_level="ERROR")
     order = args.order.split(",")
-    print(f"{'spec':28s} {'rows':>6s} {'same rows':>9s} {'fast wall':>10s} {'ref wall':>9s} {'wall ratio':>10s} "
-          f"{'fast engines':>12s} {'ref engines':>11s} {'engine ratio':>12s}")
+    print(
+        f"{'spec':28s} {'rows':>6s} {'same rows':>9s} {'fast wall':>10s} {'ref wall':>9s} {'wall ratio':>10s} "
+        f"{'fast engines':>12s} {'ref engines':>11s} {'engine ratio':>12s}"
+    )
     todo = []
     for name in args.specs:
         try:
@@ -102,8 +106,10 @@ def main() -> None:
                 report = run_sweep(with_path(spec, engine_path, outs[engine_path]))
                 reports[engine_path] = (report, time.perf_counter() - started)
                 if report.failures:
-                    print(f"{label}: {len(report.failures)} failures on the {engine_path} path; first: "
-                          f"{report.failures[0]['error'][:200]}")
+                    print(
+                        f"{label}: {len(report.failures)} failures on the {engine_path} path; first: "
+                        f"{report.failures[0]['error'][:200]}"
+                    )
             same = True
             for which in ("summary", "jobs", "series"):
                 a, b = table(outs["fast"], which), table(outs["reference"], which)
@@ -111,9 +117,11 @@ def main() -> None:
                     same = False
                     print(f"{label}: {which} rows differ between the paths")
             (fr, fw), (rr, rw) = reports["fast"], reports["reference"]
-            print(f"{label:28s} {fr.rows_written:6d} {'yes' if same else 'NO':>9s} {fw:9.1f}s {rw:8.1f}s "
-                  f"{rw / fw:10.2f} {fr.sim_seconds:11.1f}s {rr.sim_seconds:10.1f}s "
-                  f"{rr.sim_seconds / max(fr.sim_seconds, 1e-9):12.1f}")
+            print(
+                f"{label:28s} {fr.rows_written:6d} {'yes' if same else 'NO':>9s} {fw:9.1f}s {rw:8.1f}s "
+                f"{rw / fw:10.2f} {fr.sim_seconds:11.1f}s {rr.sim_seconds:10.1f}s "
+                f"{rr.sim_seconds / max(fr.sim_seconds, 1e-9):12.1f}"
+            )
         finally:
             shutil.rmtree(root, ignore_errors=True)
     ray.shutdown()

@@ -56,8 +56,13 @@ def child(config: dict) -> None:
 
     spec = parse_spec(config["spec"], "benchmark")
     started = time.perf_counter()
-    ray.init(num_cpus=spec.execution.num_cpus, include_dashboard=False, log_to_driver=False,
-             address="local", logging_level="ERROR")
+    ray.init(
+        num_cpus=spec.execution.num_cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        address="local",
+        logging_level="ERROR",
+    )
     ray_start = time.perf_counter() - started
     report = run_sweep(spec, tracking=False)
     import polars as pl
@@ -65,18 +70,23 @@ def child(config: dict) -> None:
     import schedlab
 
     sim_sum = schedlab.load(report.results_dir).select(pl.col("sim_seconds").sum()).collect().item()
-    job_rows = (schedlab.load(report.results_dir, "jobs").select(pl.len()).collect().item()
-                if spec.outputs.per_job else 0)
-    print(json.dumps({
-        "ray_start": ray_start,
-        "wall": report.wall_seconds,
-        "rows": report.rows_written,
-        "tasks": report.tasks,
-        "failures": len(report.failures),
-        "sim_sum": sim_sum,
-        "job_rows": job_rows,
-        "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
+    job_rows = (
+        schedlab.load(report.results_dir, "jobs").select(pl.len()).collect().item() if spec.outputs.per_job else 0
+    )
+    print(
+        json.dumps(
+            {
+                "ray_start": ray_start,
+                "wall": report.wall_seconds,
+                "rows": report.rows_written,
+                "tasks": report.tasks,
+                "failures": len(report.failures),
+                "sim_sum": sim_sum,
+                "job_rows": job_rows,
+                "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 # ---- parent -------------------------------------------------------------------------
@@ -85,8 +95,14 @@ def run_child(spec: dict, timeout: float = 900) -> dict:
     ray_tmp = tempfile.mkdtemp(prefix="slbench-", dir="/tmp")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
     env.update(RAY_TMPDIR=ray_tmp, RAY_USAGE_STATS_ENABLED="0")
-    proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps({"spec": spec})], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", json.dumps({"spec": spec})],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -151,40 +167,53 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="slbench-results-"))
     try:
         njobs, per_sim = calibrate(args.target_ms / 1000, args.seed)
-        print(f"calibration: njobs = {njobs} -> mean simulation {per_sim * 1000:.1f} ms "
-              f"over {len(POLICIES_10)} policies")
+        print(
+            f"calibration: njobs = {njobs} -> mean simulation {per_sim * 1000:.1f} ms over {len(POLICIES_10)} policies"
+        )
 
         # (a) + (b)
-        print(f"\n(a) 200 configurations = {len(GRID_20['shape']) * len(GRID_20['sigma'])} workload points x "
-              f"{len(POLICIES_10)} policies x 1 replication, local Ray, fresh process per run")
+        print(
+            f"\n(a) 200 configurations = {len(GRID_20['shape']) * len(GRID_20['sigma'])} workload points x "
+            f"{len(POLICIES_10)} policies x 1 replication, local Ray, fresh process per run"
+        )
         results = {}
         for cpus in (1, 2):
-            spec = sweep_spec(f"scale-{cpus}cpu", out, policies=POLICIES_10, workload={"njobs": njobs, **GRID_20},
-                              num_cpus=cpus)
+            spec = sweep_spec(
+                f"scale-{cpus}cpu", out, policies=POLICIES_10, workload={"njobs": njobs, **GRID_20}, num_cpus=cpus
+            )
             r = results[cpus] = run_child(spec)
             if r["rows"] != 200 or r["failures"]:
                 print(f"  warning: {r['rows']} rows written, {r['failures']} failures (expected 200, 0)")
-            print(f"  num_cpus={cpus}: sweep wall {r['wall']:6.2f} s  (+ Ray start-up {r['ray_start']:.2f} s), "
-                  f"{r['tasks']} tasks, sum(sim_seconds) {r['sim_sum']:.2f} s")
+            print(
+                f"  num_cpus={cpus}: sweep wall {r['wall']:6.2f} s  (+ Ray start-up {r['ray_start']:.2f} s), "
+                f"{r['tasks']} tasks, sum(sim_seconds) {r['sim_sum']:.2f} s"
+            )
         one, two = results[1], results[2]
-        print(f"  speedup 1 -> 2 CPUs: {one['wall'] / two['wall']:.2f}x on sweep wall; "
-              f"{(one['wall'] + one['ray_start']) / (two['wall'] + two['ray_start']):.2f}x including Ray start-up")
+        print(
+            f"  speedup 1 -> 2 CPUs: {one['wall'] / two['wall']:.2f}x on sweep wall; "
+            f"{(one['wall'] + one['ray_start']) / (two['wall'] + two['ray_start']):.2f}x including Ray start-up"
+        )
 
         print("\n(b) fraction of wall time outside simulations = 1 - sum(sim_seconds) / (wall x CPUs)")
         for cpus, r in results.items():
             excl = 1 - r["sim_sum"] / (r["wall"] * cpus)
             incl = 1 - r["sim_sum"] / ((r["wall"] + r["ray_start"]) * cpus)
-            print(f"  num_cpus={cpus}: {excl:6.1%} of the sweep (Ray already up); "
-                  f"{incl:6.1%} counting Ray start-up ({r['ray_start']:.2f} s)")
+            print(
+                f"  num_cpus={cpus}: {excl:6.1%} of the sweep (Ray already up); "
+                f"{incl:6.1%} counting Ray start-up ({r['ray_start']:.2f} s)"
+            )
 
         # (c)
         print("\n(c) driver peak RSS (ru_maxrss of the driver process) vs per-job rows written (per_job = true)")
         for label, reps in (("~250k", 5), ("~1M", 20), ("~2M", 40)):
-            spec = sweep_spec(f"memory-{reps}", out, policies=MEMORY_POLICIES, workload={"njobs": 10_000},
-                              n=reps, per_job=True)
+            spec = sweep_spec(
+                f"memory-{reps}", out, policies=MEMORY_POLICIES, workload={"njobs": 10_000}, n=reps, per_job=True
+            )
             r = run_child(spec)
-            print(f"  {label:>5s}: {r['job_rows']:>9,d} per-job rows, {r['rows']:3d} summary rows -> driver peak RSS "
-                  f"{r['maxrss_mib']:7.1f} MiB (sweep wall {r['wall']:.1f} s)")
+            print(
+                f"  {label:>5s}: {r['job_rows']:>9,d} per-job rows, {r['rows']:3d} summary rows -> driver peak RSS "
+                f"{r['maxrss_mib']:7.1f} MiB (sweep wall {r['wall']:.1f} s)"
+            )
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -28,8 +28,10 @@ def squid_log(path: Path, lines: int, seed: int = 1) -> None:
     size = np.maximum(1, rng.lognormal(8.0, 2.0, lines)).astype(np.int64)
     with gzip.open(path, "wt") as fh:
         for i in range(lines):
-            fh.write(f"{t[i]:.3f} {int(rng.integers(1, 5000))} 10.0.0.{i % 250} TCP_MISS/200 {size[i]} GET "
-                     f"http://example.org/{i} - DIRECT/192.0.2.1 text/html\n")
+            fh.write(
+                f"{t[i]:.3f} {int(rng.integers(1, 5000))} 10.0.0.{i % 250} TCP_MISS/200 {size[i]} GET "
+                f"http://example.org/{i} - DIRECT/192.0.2.1 text/html\n"
+            )
 
 
 def timed(reader: str, path: Path, **options) -> tuple[int, float]:
@@ -57,7 +59,9 @@ def main() -> None:
             ("bu98", data / "web-proxy" / "bu98-proxy-trace"),
             ("google", data / "google-clusterdata-2011"),
         ]
-        print(f"{'reader':7s} {'file':45s} {'records':>10s} {'parse rec/s':>12s} {'cached rec/s':>13s} {'speed-up':>9s}")
+        print(
+            f"{'reader':7s} {'file':45s} {'records':>10s} {'parse rec/s':>12s} {'cached rec/s':>13s} {'speed-up':>9s}"
+        )
         for reader, path in cases:
             if not path.exists():
                 print(f"{reader:7s} {path.name:45s} (missing)")
@@ -67,7 +71,9 @@ def main() -> None:
                 path = files[0]
             n, first = timed(reader, path)
             _, cached = timed(reader, path)
-            print(f"{reader:7s} {path.name[:45]:45s} {n:10d} {n / first:12.0f} {n / cached:13.0f} {first / cached:8.1f}x")
+            print(
+                f"{reader:7s} {path.name[:45]:45s} {n:10d} {n / first:12.0f} {n / cached:13.0f} {first / cached:8.1f}x"
+            )
 
 
 if __name__ == "__main__":

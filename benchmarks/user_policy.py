@@ -48,8 +48,14 @@ def workload(engine: str, njobs: int, rng):
     if engine == "queue":
         return queue_workload(rng, njobs=njobs)
     if engine == "packing":
-        return packing_workload(rng, slots=njobs // 2, rate=2.0 * 20 / 50 / 0.3 * 0.9, uniform=(0.05, 0.55),
-                                service="geometric", mean_service=50)
+        return packing_workload(
+            rng,
+            slots=njobs // 2,
+            rate=2.0 * 20 / 50 / 0.3 * 0.9,
+            uniform=(0.05, 0.55),
+            service="geometric",
+            mean_service=50,
+        )
     return lublin_workload(rng, njobs=njobs, nodes=256)
 
 
@@ -67,8 +73,10 @@ def main() -> None:
     policies = Path(schedlab.__file__).parent / "policies"
     folder = Path(tempfile.mkdtemp(prefix="schedlab-user-"))
     try:
-        print(f"{'policy':10s} {'built-in best':>14s} {'user copy best':>15s} {'ratio median (min..max)':>26s}"
-              f" {'built-in, default path':>23s}")
+        print(
+            f"{'policy':10s} {'built-in best':>14s} {'user copy best':>15s} {'ratio median (min..max)':>26s}"
+            f" {'built-in, default path':>23s}"
+        )
         for i, (name, module, cls, builtin, system) in enumerate(CASES):
             copy = folder / f"copy{i}.py"
             shutil.copy(policies / module, copy)
@@ -83,9 +91,11 @@ def main() -> None:
                 b.append(timed(engine, jobs, user_cls, system))
                 fast.append(timed(engine, jobs, builtin, system, "fast"))
             ratios = [y / x for x, y in zip(a, b)]
-            print(f"{builtin:10s} {min(a):13.3f}s {min(b):14.3f}s "
-                  f"{statistics.median(ratios):11.3f} ({min(ratios):.3f}..{max(ratios):.3f})"
-                  f" {min(fast):22.4f}s")
+            print(
+                f"{builtin:10s} {min(a):13.3f}s {min(b):14.3f}s "
+                f"{statistics.median(ratios):11.3f} ({min(ratios):.3f}..{max(ratios):.3f})"
+                f" {min(fast):22.4f}s"
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -24,8 +24,15 @@ NODES = 128
 #: (label, njobs, seed): Lublin traces as benchmarks/batch_dfrs.py builds them (512 procs, 4 per node,
 #: memory U[0.05, 0.5], load 0.7), smaller.
 TRACES = [("lublin200s1", 200, 1), ("lublin250s2", 250, 2), ("lublin300s3", 300, 3)]
-POLICIES = ["GreedyPM*/per/OPT=MIN/MINVT=600", "MCB8*/per/OPT=MIN/MINVT=600", "Greedy*/OPT=MIN",
-            "GreedyP*/OPT=AVG", "GreedyPM*/OPT=MIN", "GreedyP*/per/OPT=AVG/MINFT=300", "MCB8*/OPT=MIN"]
+POLICIES = [
+    "GreedyPM*/per/OPT=MIN/MINVT=600",
+    "MCB8*/per/OPT=MIN/MINVT=600",
+    "Greedy*/OPT=MIN",
+    "GreedyP*/OPT=AVG",
+    "GreedyPM*/OPT=MIN",
+    "GreedyP*/per/OPT=AVG/MINFT=300",
+    "MCB8*/OPT=MIN",
+]
 #: /stretch-per is slow in the reference: smaller traces.
 STRETCH_TRACES = [("lublin150s1", 150, 1), ("lublin120s2", 120, 2)]
 STRETCH_POLICIES = ["GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "MCB8*/stretch-per/OPT=AVG"]
@@ -36,8 +43,18 @@ def lublin(njobs: int, seed: int):
     from schedlab.workloads.registry import workload_kind
 
     kind = workload_kind("lublin")
-    p = kind.complete({"njobs": njobs, "nodes": 512, "load": 0.7, "cores_per_node": 4, "memory": "uniform",
-                       "memory_lo": 0.05, "memory_hi": 0.5}, "test")
+    p = kind.complete(
+        {
+            "njobs": njobs,
+            "nodes": 512,
+            "load": 0.7,
+            "cores_per_node": 4,
+            "memory": "uniform",
+            "memory_lo": 0.05,
+            "memory_hi": 0.5,
+        },
+        "test",
+    )
     kind.check(p)
     shared = kind.load_shared(p) if kind.load_shared else None
     return kind.build(np.random.default_rng(np.random.SeedSequence(seed)), p, shared)

@@ -62,9 +62,9 @@ def check_outputs(result, series: list[list[str]] | None) -> None:
         assert np.unique(img.reshape(-1, img.shape[2]), axis=0).shape[0] > MIN_COLOURS
         assert fig.series == expected
         assert fig.checks and all(isinstance(c.holds, bool) for c in fig.checks)
-        section = text[text.index(f"## {fig.title}"):]
+        section = text[text.index(f"## {fig.title}") :]
         if i + 1 < len(result.figures):
-            section = section[:section.index(f"## {result.figures[i + 1].title}")]
+            section = section[: section.index(f"## {result.figures[i + 1].title}")]
         parts = [section.index(h) for h in SECTIONS]
         assert parts == sorted(parts)
         assert fig.png.name in section

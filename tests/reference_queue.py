@@ -41,9 +41,19 @@ ATT_TOL = 1e-9
 PRIO_TOL = 1e-9
 
 POLICIES = (
-    "FIFO", "PS", "GPS", "LAS",
-    "SRPT", "SRPTE", "SRPTE+PS", "SRPTE+LAS",
-    "FSP", "FSPE", "FSPE+PS", "FSPE+LAS", "PSBS",
+    "FIFO",
+    "PS",
+    "GPS",
+    "LAS",
+    "SRPT",
+    "SRPTE",
+    "SRPTE+PS",
+    "SRPTE+LAS",
+    "FSP",
+    "FSPE",
+    "FSPE+PS",
+    "FSPE+LAS",
+    "PSBS",
 )
 _SRPT_FAMILY = {"SRPT", "SRPTE", "SRPTE+PS", "SRPTE+LAS"}
 _FSP_FAMILY = {"FSP", "FSPE", "FSPE+PS", "FSPE+LAS", "PSBS"}
@@ -93,16 +103,16 @@ def reference_completions(policy: str, submit, size, estimate, weight) -> np.nda
     for r, i in enumerate(order):
         rank[i] = r
 
-    rem = list(size)         # real remaining work
-    att = [0.0] * n          # real attained service
-    vrem = list(est)         # virtual remaining work (FSP family)
+    rem = list(size)  # real remaining work
+    att = [0.0] * n  # real attained service
+    vrem = list(est)  # virtual remaining work (FSP family)
     completion = [float("nan")] * n
 
-    active: list[int] = []   # arrived and not finished for real
-    invirt: list[int] = []   # still in the virtual system (FSP family)
+    active: list[int] = []  # arrived and not finished for real
+    invirt: list[int] = []  # still in the virtual system (FSP family)
     late: dict[int, int] = {}  # job -> sequence number of becoming late
     late_seq = 0
-    nxt_arr = 0              # index into ``order``
+    nxt_arr = 0  # index into ``order``
     done = 0
     t = 0.0 if n == 0 else min(0.0, submit[order[0]])
 
@@ -119,17 +129,17 @@ def reference_completions(policy: str, submit, size, estimate, weight) -> np.nda
 
         # 2. virtual completions / lateness (ties: earlier arrival first)
         if policy in _FSP_FAMILY:
-            vdone = sorted((j for j in invirt if vrem[j] <= DONE_TOL * max(1.0, est[j])),
-                           key=lambda j: rank[j])
+            vdone = sorted((j for j in invirt if vrem[j] <= DONE_TOL * max(1.0, est[j])), key=lambda j: rank[j])
             for j in vdone:
                 invirt.remove(j)
                 if j in active:
                     late[j] = late_seq
                     late_seq += 1
         elif policy in ("SRPTE+PS", "SRPTE+LAS"):
-            newly = sorted((j for j in active if j not in late
-                            and est[j] - att[j] <= DONE_TOL * max(1.0, est[j])),
-                           key=lambda j: rank[j])
+            newly = sorted(
+                (j for j in active if j not in late and est[j] - att[j] <= DONE_TOL * max(1.0, est[j])),
+                key=lambda j: rank[j],
+            )
             for j in newly:
                 late[j] = late_seq
                 late_seq += 1
@@ -172,12 +182,11 @@ def reference_completions(policy: str, submit, size, estimate, weight) -> np.nda
                     lates = _least_attained(lates, att)
                 chosen = lates + ([head] if head is not None else [])
                 alloc = {j: 1.0 / len(chosen) for j in chosen}
-                if head is not None:   # the head turns late
+                if head is not None:  # the head turns late
                     internal_dt = min(internal_dt, erem[head] / alloc[head])
                 if policy == "SRPTE+LAS" and lates:
                     others = [j for j in late if j not in alloc]
-                    internal_dt = min(internal_dt,
-                                      _catch_up_dt(lates, others, att, 1.0 / len(chosen)))
+                    internal_dt = min(internal_dt, _catch_up_dt(lates, others, att, 1.0 / len(chosen)))
             else:  # FSP family
                 if late:
                     lates = list(late)
@@ -200,7 +209,7 @@ def reference_completions(policy: str, submit, size, estimate, weight) -> np.nda
                     # vrem / w, since all shares are proportional to w.
                     key = {j: vrem[j] / vw[j] for j in active}
                     alloc = {_argmin_then_earliest(active, key, rank): 1.0}
-        if policy in _FSP_FAMILY and invirt:   # next virtual completion
+        if policy in _FSP_FAMILY and invirt:  # next virtual completion
             wv = sum(vw[j] for j in invirt)
             internal_dt = min(internal_dt, min(vrem[j] * wv / vw[j] for j in invirt))
 

@@ -62,11 +62,18 @@ def test_trace_memory_from_swf_fields_with_fallback():
     assert out["memory"].to_list() == [0.125, 0.25, 0.01, 0.5]
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"cpu_need": 1.5}, "cpu_need"), ({"cpu_need": -0.1}, "cpu_need"), ({"memory": "lots"}, "memory"),
-    ({"memory": 2}, "memory"), ({"memory_lo": 0.5, "memory_hi": 0.2}, "memory_lo"),
-    ({"node_memory_kb": -1}, "node_memory_kb"), ({"memory_lo": 0}, "memory_lo"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"cpu_need": 1.5}, "cpu_need"),
+        ({"cpu_need": -0.1}, "cpu_need"),
+        ({"memory": "lots"}, "memory"),
+        ({"memory": 2}, "memory"),
+        ({"memory_lo": 0.5, "memory_hi": 0.2}, "memory_lo"),
+        ({"node_memory_kb": -1}, "node_memory_kb"),
+        ({"memory_lo": 0}, "memory_lo"),
+    ],
+)
 def test_bad_annotation_names_the_field(bad, field):
     with pytest.raises(UserError, match=f"^{field}:"):
         annotate.check(params(**bad))
@@ -80,8 +87,9 @@ def test_lublin_rejects_trace_memory():
 
 def hpc2n_week(index: int, **kw):
     kind = workload_kind("trace")
-    p = kind.complete({"reader": "swf", "path": str(HPC2N), "window_length": 604800.0, "window": index, **kw},
-                      "workload")
+    p = kind.complete(
+        {"reader": "swf", "path": str(HPC2N), "window_length": 604800.0, "window": index, **kw}, "workload"
+    )
     kind.check(p)
     return kind.build(np.random.default_rng(0), p, kind.load_shared(p))
 
@@ -114,14 +122,23 @@ def test_hpc2n_week_annotated_on_the_trace_wide_node_memory_and_filtered():
     # every window uses the node memory of the whole trace (2 x its largest value), not the window's
     assert np.allclose(mem[typical], 2 * HPC2N_TYPICAL_KB / (2 * HPC2N_MAX_KB))
     with pytest.raises(UserError, match="^max_procs:"):
-        workload_kind("trace").check(workload_kind("trace").complete(
-            {"reader": "swf", "path": str(HPC2N), "max_procs": -3}, "workload"))
+        workload_kind("trace").check(
+            workload_kind("trace").complete({"reader": "swf", "path": str(HPC2N), "max_procs": -3}, "workload")
+        )
 
 
 # ---- the batch engine's DFRS view -------------------------------------------------------------
 
-TWO_JOBS = pl.DataFrame({"job_id": [1, 2], "submit": [0.0, 0.0], "runtime": [10.0, 10.0], "procs": [2, 1],
-                         "requested_time": [10.0, 10.0], "cpu_need": [0.5, 0.5]})
+TWO_JOBS = pl.DataFrame(
+    {
+        "job_id": [1, 2],
+        "submit": [0.0, 0.0],
+        "runtime": [10.0, 10.0],
+        "procs": [2, 1],
+        "requested_time": [10.0, 10.0],
+        "cpu_need": [0.5, 0.5],
+    }
+)
 
 
 def test_batch_underutilization_hand_worked():
@@ -138,17 +155,24 @@ def test_batch_underutilization_hand_worked():
 
 def test_batch_view_needs_tasks_that_fit_their_node():
     with pytest.raises(UserError, match="tasks_per_node x cpu_need"):
-        run("batch", TWO_JOBS.with_columns(pl.lit(1.0).alias("cpu_need")), "FCFS",
-            system={"model": "nodes", "nodes": 2, "tasks_per_node": 2, "bound": True})
+        run(
+            "batch",
+            TWO_JOBS.with_columns(pl.lit(1.0).alias("cpu_need")),
+            "FCFS",
+            system={"model": "nodes", "nodes": 2, "tasks_per_node": 2, "bound": True},
+        )
 
 
 def test_batch_and_dfrs_share_the_bound_and_it_holds_for_every_policy():
     jobs = lublin(11, load=0.7, cores_per_node=2, memory="uniform", memory_lo=0.05, memory_hi=0.4).head(80)
     jobs = jobs.with_columns(pl.col("runtime").alias("requested_time"))
-    out = {p: run("batch", jobs, p, system={"model": "nodes", "nodes": 64, "bound": True}).summary
-           for p in ("FCFS", "EASY")}
-    out["GreedyPM*/per/OPT=MIN"] = run("dfrs", jobs, "GreedyPM*/per/OPT=MIN",
-                                       system={"nodes": 64, "bound": True}).summary
+    out = {
+        p: run("batch", jobs, p, system={"model": "nodes", "nodes": 64, "bound": True}).summary
+        for p in ("FCFS", "EASY")
+    }
+    out["GreedyPM*/per/OPT=MIN"] = run(
+        "dfrs", jobs, "GreedyPM*/per/OPT=MIN", system={"nodes": 64, "bound": True}
+    ).summary
     bounds = {s["stretch_lower_bound"] for s in out.values()}
     assert len(bounds) == 1  # one instance, one bound
     for s in out.values():
@@ -163,9 +187,19 @@ def test_annotation_fields_left_out_of_points_at_their_defaults():
     from schedlab.platform.spec import parse_spec
 
     def plan(**extra):
-        return build_plan(parse_spec({
-            "name": "a", "engine": "dfrs", "seed": 1, "policies": ["GreedyPM*/OPT=MIN"],
-            "workload": {"kind": "lublin", "njobs": 20, "nodes": 32, **extra}, "replications": {"n": 1}}, "a.toml"))
+        return build_plan(
+            parse_spec(
+                {
+                    "name": "a",
+                    "engine": "dfrs",
+                    "seed": 1,
+                    "policies": ["GreedyPM*/OPT=MIN"],
+                    "workload": {"kind": "lublin", "njobs": 20, "nodes": 32, **extra},
+                    "replications": {"n": 1},
+                },
+                "a.toml",
+            )
+        )
 
     plain, packed = plan(), plan(cores_per_node=4, memory="uniform")
     assert set(plain.points[0].params) == {"njobs", "nodes", "load"}
@@ -186,21 +220,23 @@ def test_dfrs_hpc2n_hand_worked():
     """§5.3.1 on hand-made SWF jobs: m = max(req, used) / 2 GB per processor, at least 10 %
     (-1 = unknown); p even and m < 50 %: p / 2 tasks, CPU 100 %, memory 2 m; else p tasks,
     CPU 50 %, memory m."""
-    jobs = pl.DataFrame({
-        "job_id": [1, 2, 3, 4, 5, 6, 7, 8, 9],
-        "procs": [4, 3, 2, 2, 6, 8, 1, 2, 5],
-        # 1: used 25 % > requested 12.5 %     -> even, 25 % < 50 %: 2 tasks, 100 %, 50 %
-        # 2: odd, 25 %                          -> 3 tasks, 50 %, 25 %
-        # 3: exactly 50 % (requested) > used    -> not "less than 50%": 2 tasks, 50 %, 50 %
-        # 4: 75 % requested, used unknown       -> 2 tasks, 50 %, 75 %
-        # 5: neither known (-1, -1)             -> floor 10 %, even: 3 tasks, 100 %, 20 %
-        # 6: 1 % used, requested unknown        -> floor 10 %: 4 tasks, 100 %, 20 %
-        # 7: serial, 40 %                       -> 1 task, 50 %, 40 %
-        # 8: requested 49.9 % (just below half) -> 1 task, 100 %, 99.8 %
-        # 9: odd, neither known                 -> 5 tasks, 50 %, 10 %
-        "used_mem": [GB2 / 4, GB2 / 4, GB2 / 4, -1.0, -1.0, GB2 / 100, -1.0, -1.0, -1.0],
-        "req_mem": [GB2 / 8, -1.0, GB2 / 2, 0.75 * GB2, -1.0, -1.0, 0.4 * GB2, 0.499 * GB2, -1.0],
-    })
+    jobs = pl.DataFrame(
+        {
+            "job_id": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+            "procs": [4, 3, 2, 2, 6, 8, 1, 2, 5],
+            # 1: used 25 % > requested 12.5 %     -> even, 25 % < 50 %: 2 tasks, 100 %, 50 %
+            # 2: odd, 25 %                          -> 3 tasks, 50 %, 25 %
+            # 3: exactly 50 % (requested) > used    -> not "less than 50%": 2 tasks, 50 %, 50 %
+            # 4: 75 % requested, used unknown       -> 2 tasks, 50 %, 75 %
+            # 5: neither known (-1, -1)             -> floor 10 %, even: 3 tasks, 100 %, 20 %
+            # 6: 1 % used, requested unknown        -> floor 10 %: 4 tasks, 100 %, 20 %
+            # 7: serial, 40 %                       -> 1 task, 50 %, 40 %
+            # 8: requested 49.9 % (just below half) -> 1 task, 100 %, 99.8 %
+            # 9: odd, neither known                 -> 5 tasks, 50 %, 10 %
+            "used_mem": [GB2 / 4, GB2 / 4, GB2 / 4, -1.0, -1.0, GB2 / 100, -1.0, -1.0, -1.0],
+            "req_mem": [GB2 / 8, -1.0, GB2 / 2, 0.75 * GB2, -1.0, -1.0, 0.4 * GB2, 0.499 * GB2, -1.0],
+        }
+    )
     p = params(annotation="dfrs-hpc2n")
     annotate.check(p)
     assert annotate.wanted(p)
@@ -217,8 +253,11 @@ def test_dfrs_hpc2n_hand_worked():
 def test_dfrs_hpc2n_rejects_what_it_cannot_annotate():
     p = params(annotation="dfrs-hpc2n")
     with pytest.raises(UserError, match="^annotation: .*more than the 2 GB node"):
-        annotate.annotate(pl.DataFrame({"job_id": [7], "procs": [1], "used_mem": [GB2 + 1.0], "req_mem": [-1.0]}),
-                          np.random.default_rng(0), p)
+        annotate.annotate(
+            pl.DataFrame({"job_id": [7], "procs": [1], "used_mem": [GB2 + 1.0], "req_mem": [-1.0]}),
+            np.random.default_rng(0),
+            p,
+        )
     with pytest.raises(UserError, match="^annotation: .*memory fields"):
         annotate.annotate(pl.DataFrame({"job_id": [7], "procs": [1]}), np.random.default_rng(0), p)
 
@@ -255,13 +294,16 @@ def test_lublin_dfrs_synthetic_leaves_the_jobs_alone():
     assert (a["cpu_need"].to_numpy()[one] == 0.25).all() and (a["cpu_need"].to_numpy()[~one] == 1.0).all()
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"annotation": "paper"}, "annotation"),
-    ({"annotation": "dfrs-hpc2n", "cores_per_node": 2}, "cores_per_node"),
-    ({"annotation": "dfrs-hpc2n", "memory": "trace"}, "memory"),
-    ({"annotation": "dfrs-synthetic", "memory_lo": 0.1}, "memory_lo"),
-    ({"annotation": "dfrs-synthetic", "cpu_need": 0.25}, "cpu_need"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"annotation": "paper"}, "annotation"),
+        ({"annotation": "dfrs-hpc2n", "cores_per_node": 2}, "cores_per_node"),
+        ({"annotation": "dfrs-hpc2n", "memory": "trace"}, "memory"),
+        ({"annotation": "dfrs-synthetic", "memory_lo": 0.1}, "memory_lo"),
+        ({"annotation": "dfrs-synthetic", "cpu_need": 0.25}, "cpu_need"),
+    ],
+)
 def test_paper_annotations_take_no_rule_fields(bad, field):
     with pytest.raises(UserError, match=f"^{field}:"):
         annotate.check(params(**bad))

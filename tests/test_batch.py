@@ -33,13 +33,15 @@ def table(rows, requested=None):
     """rows: (submit, runtime, procs); job ids 100, 101, ...; requested
     defaults to runtime (exact estimates)."""
     submit, runtime, procs = zip(*rows)
-    return pl.DataFrame({
-        "job_id": [100 + k for k in range(len(rows))],
-        "submit": [float(x) for x in submit],
-        "runtime": [float(x) for x in runtime],
-        "procs": list(procs),
-        "requested_time": [float(x) for x in (requested or runtime)],
-    })
+    return pl.DataFrame(
+        {
+            "job_id": [100 + k for k in range(len(rows))],
+            "submit": [float(x) for x in submit],
+            "runtime": [float(x) for x in runtime],
+            "procs": list(procs),
+            "requested_time": [float(x) for x in (requested or runtime)],
+        }
+    )
 
 
 def run(rows, policy, requested=None, **system):
@@ -108,8 +110,14 @@ def test_backfill_never_delays_the_head_reservation():
     102. EASY must start B at its shadow time 10 (A's requested end)."""
     policy = lambda m: EASY(m, record_reservations=True)  # noqa: E731
     t = table(EX1)
-    res = simulate_batch(t["submit"].to_numpy(), t["runtime"].to_numpy(), t["requested_time"].to_numpy(),
-                         t["procs"].to_numpy(), 4, policy)
+    res = simulate_batch(
+        t["submit"].to_numpy(),
+        t["runtime"].to_numpy(),
+        t["requested_time"].to_numpy(),
+        t["procs"].to_numpy(),
+        4,
+        policy,
+    )
     assert res.policy.reservation[1] == 10.0
     assert res.start[1] == 10.0
     assert res.start[2] == 20.0  # C was not backfilled
@@ -211,6 +219,7 @@ def test_zero_runtime_jobs(engine_path):
 
 # --- properties over random small instances ---------------------------------------------------------
 
+
 @st.composite
 def instances(draw, exact=True):
     cap = draw(st.integers(1, 6))
@@ -221,7 +230,9 @@ def instances(draw, exact=True):
     if exact:
         requested = list(runtime)
     else:
-        requested = [max(1, r + d) for r, d in zip(runtime, draw(st.lists(st.integers(-5, 10), min_size=n, max_size=n)))]
+        requested = [
+            max(1, r + d) for r, d in zip(runtime, draw(st.lists(st.integers(-5, 10), min_size=n, max_size=n)))
+        ]
     return cap, np.array(submit, float), np.array(runtime, float), np.array(requested, float), np.array(procs)
 
 
@@ -257,6 +268,7 @@ def test_both_policies_finish_every_job_fcfs_in_submit_order(inst):
 
 
 # --- the HPC2N log ------------------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(not HPC2N.exists(), reason="HPC2N log not present")
 def test_hpc2n_full_log_fcfs_vs_easy(engine_path):

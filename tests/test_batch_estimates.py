@@ -17,8 +17,9 @@ SYSTEM = {"model": "nodes", "nodes": 2}
 def jobs(requested: bool = True) -> pl.DataFrame:
     """J0 (1 node, runs 10 s, asks 100 s); J1 (2 nodes) waits for J0; J2 (1
     node, 20 s) can backfill only if J0's estimate ends after J2 would."""
-    t = pl.DataFrame({"job_id": [0, 1, 2], "submit": [0.0, 1.0, 2.0], "runtime": [10.0, 10.0, 20.0],
-                      "procs": [1, 2, 1]})
+    t = pl.DataFrame(
+        {"job_id": [0, 1, 2], "submit": [0.0, 1.0, 2.0], "runtime": [10.0, 10.0, 20.0], "procs": [1, 2, 1]}
+    )
     return t.with_columns(pl.Series("requested_time", [100.0, 10.0, 20.0])) if requested else t
 
 

@@ -44,8 +44,10 @@ def assert_identical(name, submit, runtime, requested, need, capacity):
     out = batch_fast.simulate(cls, submit, runtime, requested, need, capacity)
     assert out is not None, f"{name}: the fast path declined this workload"
     start, end, passes = out
-    where = (f"{name}: submit={list(submit)}, runtime={list(runtime)}, requested={list(requested)}, "
-             f"need={list(need)}, capacity={capacity}")
+    where = (
+        f"{name}: submit={list(submit)}, runtime={list(runtime)}, requested={list(requested)}, "
+        f"need={list(need)}, capacity={capacity}"
+    )
     assert start.tolist() == ref.start.tolist(), where
     assert end.tolist() == ref.end.tolist(), where
     assert passes == ref.events, where
@@ -63,12 +65,14 @@ def tie_workloads(draw, max_jobs=40):
     n = draw(st.integers(1, max_jobs))
     capacity = draw(st.integers(1, 8))
     den = draw(st.sampled_from([1, 4, 10]))
-    submit = np.array(draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 3, 5, 8]), min_size=n, max_size=n)),
-                      dtype=float) / den
+    submit = (
+        np.array(draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 3, 5, 8]), min_size=n, max_size=n)), dtype=float) / den
+    )
     if draw(st.booleans()):
         submit = np.sort(submit)
-    runtime = np.array(draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0]),
-                                     min_size=n, max_size=n)))
+    runtime = np.array(
+        draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0]), min_size=n, max_size=n))
+    )
     mode = draw(st.sampled_from(["exact", "factor", "grid", "far"]))
     if mode == "exact":
         requested = np.where(runtime > 0, runtime, 0.1)
@@ -76,12 +80,12 @@ def tie_workloads(draw, max_jobs=40):
         factor = np.array(draw(st.lists(st.sampled_from([0.3, 0.5, 1.0, 1.5, 3.0]), min_size=n, max_size=n)))
         requested = np.where(runtime > 0, runtime * factor, 0.2)
     elif mode == "grid":
-        requested = np.array(draw(st.lists(st.sampled_from([0.1, 0.2, 0.3, 0.5, 1.0, 2.0]),
-                                           min_size=n, max_size=n)))
+        requested = np.array(draw(st.lists(st.sampled_from([0.1, 0.2, 0.3, 0.5, 1.0, 2.0]), min_size=n, max_size=n)))
     else:  # far from the runtime
         requested = np.array(draw(st.lists(st.sampled_from([0.01, 100.0, 1e4]), min_size=n, max_size=n)))
-    need = np.array(draw(st.lists(st.one_of(st.just(capacity), st.integers(1, capacity)), min_size=n, max_size=n)),
-                    dtype=np.int64)
+    need = np.array(
+        draw(st.lists(st.one_of(st.just(capacity), st.integers(1, capacity)), min_size=n, max_size=n)), dtype=np.int64
+    )
     return submit, runtime, requested, need, capacity
 
 
@@ -108,16 +112,34 @@ def test_fast_path_is_bit_identical_on_random_workloads(policy, w):
 def test_fast_path_on_hand_picked_coincidences(policy):
     # 0.1 + 0.2 != 0.3: the end of a job started at 0.1 with runtime 0.2 comes
     # one ulp after a submit at 0.3 (two instants, not one).
-    assert_identical(policy, np.array([0.0, 0.1, 0.3, 0.3]), np.array([0.1, 0.2, 1.0, 0.0]),
-                     np.array([0.1, 0.2, 1.0, 0.5]), np.array([2, 2, 2, 1]), 2)
+    assert_identical(
+        policy,
+        np.array([0.0, 0.1, 0.3, 0.3]),
+        np.array([0.1, 0.2, 1.0, 0.0]),
+        np.array([0.1, 0.2, 1.0, 0.5]),
+        np.array([2, 2, 2, 1]),
+        2,
+    )
     # every job at once, all needing the whole machine, runtimes 0 and not
     assert_identical(policy, np.zeros(6), np.array([0.0, 1.0, 0.0, 0.0, 2.0, 0.0]), np.ones(6), np.full(6, 3), 3)
     # a head behind an over-running job (requested end in the past: shadow = now)
-    assert_identical(policy, np.array([0.0, 1.0, 6.0, 6.0]), np.array([10.0, 10.0, 2.0, 0.0]),
-                     np.array([5.0, 10.0, 2.0, 1.0]), np.array([3, 4, 1, 1]), 4)
+    assert_identical(
+        policy,
+        np.array([0.0, 1.0, 6.0, 6.0]),
+        np.array([10.0, 10.0, 2.0, 0.0]),
+        np.array([5.0, 10.0, 2.0, 1.0]),
+        np.array([3, 4, 1, 1]),
+        4,
+    )
     # shuffled submits with ties: arrivals in stable order
-    assert_identical(policy, np.array([3.0, 0.0, 3.0, 0.0, 1.0]), np.array([1.0, 4.0, 1.0, 4.0, 2.0]),
-                     np.array([2.0, 4.0, 1.0, 8.0, 2.0]), np.array([1, 2, 2, 1, 3]), 3)
+    assert_identical(
+        policy,
+        np.array([3.0, 0.0, 3.0, 0.0, 1.0]),
+        np.array([1.0, 4.0, 1.0, 4.0, 2.0]),
+        np.array([2.0, 4.0, 1.0, 8.0, 2.0]),
+        np.array([1, 2, 2, 1, 3]),
+        3,
+    )
 
 
 # ---- through the engine: every number of the summary -----------------------------------------
@@ -127,9 +149,16 @@ def _table(w, seed=0):
     submit, runtime, requested, need, _ = w
     n = len(submit)
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"job_id": np.arange(1000, 1000 + n), "submit": submit, "runtime": runtime,
-                         "procs": need, "requested_time": requested,
-                         "cpu_need": rng.choice([0.25, 0.5, 1.0], n)})
+    return pl.DataFrame(
+        {
+            "job_id": np.arange(1000, 1000 + n),
+            "submit": submit,
+            "runtime": runtime,
+            "procs": need,
+            "requested_time": requested,
+            "cpu_need": rng.choice([0.25, 0.5, 1.0], n),
+        }
+    )
 
 
 def _both(jobs, policy, system):
@@ -167,8 +196,13 @@ def test_engine_summary_is_identical_on_both_paths(policy, w, model):
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_engine_with_bound_oversize_drop_and_nodes(policy):
-    w = (np.array([0.0, 0.0, 1.0, 1.0, 2.5, 4.0]), np.array([3.0, 0.5, 2.0, 20.0, 1.0, 5.0]),
-         np.array([5.0, 1.0, 1.0, 25.0, 1.0, 30.0]), np.array([2, 4, 1, 3, 9, 2]), 4)
+    w = (
+        np.array([0.0, 0.0, 1.0, 1.0, 2.5, 4.0]),
+        np.array([3.0, 0.5, 2.0, 20.0, 1.0, 5.0]),
+        np.array([5.0, 1.0, 1.0, 25.0, 1.0, 30.0]),
+        np.array([2, 4, 1, 3, 9, 2]),
+        4,
+    )
     jobs = _table(w, seed=1)
     s = _both(jobs, policy, {"model": "procs", "procs": 4, "oversize": "drop", "bound": True}).summary
     assert s["dropped_oversize"] == 1.0 and math.isfinite(s["stretch_lower_bound"])
@@ -204,8 +238,13 @@ def test_kernel_for_matches_by_identity():
 
 
 def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
-    w = (np.array([0.0, 1.0, 2.0, 3.0]), np.array([10.0, 10.0, 100.0, 5.0]), np.array([10.0, 10.0, 100.0, 5.0]),
-         np.array([2, 4, 2, 2]), 4)
+    w = (
+        np.array([0.0, 1.0, 2.0, 3.0]),
+        np.array([10.0, 10.0, 100.0, 5.0]),
+        np.array([10.0, 10.0, 100.0, 5.0]),
+        np.array([2, 4, 2, 2]),
+        4,
+    )
     jobs = _table(w)
     system = dict(model="procs", procs=4)
     spy = _Spy(monkeypatch)
@@ -219,8 +258,20 @@ def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
     assert batch_fast.simulate(EASY, *w, params={"record_reservations": True}) is None
 
 
-@pytest.mark.parametrize("bad", ["nan_submit", "inf_runtime", "negative_runtime", "negative_submit",
-                                 "zero_requested", "need_too_big", "need_zero", "no_jobs", "int_submit"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "nan_submit",
+        "inf_runtime",
+        "negative_runtime",
+        "negative_submit",
+        "zero_requested",
+        "need_too_big",
+        "need_zero",
+        "no_jobs",
+        "int_submit",
+    ],
+)
 def test_fast_path_declines_unusual_inputs(bad):
     submit, runtime, requested = np.array([0.0, 1.0]), np.array([1.0, 2.0]), np.array([1.0, 2.0])
     need, capacity = np.array([1, 2], dtype=np.int64), 2
@@ -300,8 +351,21 @@ def test_simulate_engine_path_option():
 
     out = {}
     for path in ("reference", "fast"):
-        r = CliRunner().invoke(main, ["simulate", "--engine", "batch", "--policy", "EASY", "--workload-file",
-                                      str(LUBLIN), "--json", "--engine-path", path])
+        r = CliRunner().invoke(
+            main,
+            [
+                "simulate",
+                "--engine",
+                "batch",
+                "--policy",
+                "EASY",
+                "--workload-file",
+                str(LUBLIN),
+                "--json",
+                "--engine-path",
+                path,
+            ],
+        )
         assert r.exit_code == 0, r.output
         out[path] = {k: v for k, v in json.loads(r.output).items() if k not in ("sim_seconds", "wall_seconds")}
     assert out["fast"] == out["reference"]

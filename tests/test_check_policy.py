@@ -28,13 +28,26 @@ BROKEN_EXAMPLES = 100
 #: with and without '*', /per, the migration limits and /stretch-per, both
 #: allocations.
 DFRS_SUBSET = [
-    "Greedy*/OPT=MIN", "GreedyP*/OPT=AVG", "GreedyPM*/OPT=MIN", "MCB8*/OPT=AVG", "GreedyPM*/per/OPT=AVG",
-    "Greedy/per/OPT=MIN", "MCB8/per/OPT=AVG", "/per/OPT=MIN", "GreedyP*/per/OPT=MIN/MINVT=600",
-    "MCB8*/per/OPT=MIN/MINFT=300", "GreedyPM*/stretch-per/OPT=MAX", "MCB8*/stretch-per/OPT=AVG/MINVT=300",
+    "Greedy*/OPT=MIN",
+    "GreedyP*/OPT=AVG",
+    "GreedyPM*/OPT=MIN",
+    "MCB8*/OPT=AVG",
+    "GreedyPM*/per/OPT=AVG",
+    "Greedy/per/OPT=MIN",
+    "MCB8/per/OPT=AVG",
+    "/per/OPT=MIN",
+    "GreedyP*/per/OPT=MIN/MINVT=600",
+    "MCB8*/per/OPT=MIN/MINFT=300",
+    "GreedyPM*/stretch-per/OPT=MAX",
+    "MCB8*/stretch-per/OPT=AVG/MINVT=300",
 ]
 
-BUILTINS = ([("queue", n) for n in ENGINES["queue"].policies] + [("packing", n) for n in ENGINES["packing"].policies]
-            + [("batch", n) for n in ENGINES["batch"].policies] + [("dfrs", n) for n in DFRS_SUBSET])
+BUILTINS = (
+    [("queue", n) for n in ENGINES["queue"].policies]
+    + [("packing", n) for n in ENGINES["packing"].policies]
+    + [("batch", n) for n in ENGINES["batch"].policies]
+    + [("dfrs", n) for n in DFRS_SUBSET]
+)
 
 
 @pytest.mark.parametrize("engine,name", BUILTINS, ids=[f"{e}:{n}" for e, n in BUILTINS])
@@ -59,6 +72,7 @@ def test_module_references_and_params():
 
 
 # ---- queue: broken policies ----------------------------------------------------------------------------------
+
 
 class QFifo(queue.Policy):
     def __init__(self, server):
@@ -177,6 +191,7 @@ class QBadWeight(QFifo):
 
 # ---- packing: broken policies --------------------------------------------------------------------------------
 
+
 class PFirstFit(packing.Policy):
     """First-fit over servers, queue in arrival order, own free copy."""
 
@@ -260,6 +275,7 @@ class PCrasher(PFirstFit):
 
 # ---- batch: broken policies ----------------------------------------------------------------------------------
 
+
 class BFcfs(batch.Policy):
     def __init__(self, machine):
         super().__init__(machine)
@@ -304,7 +320,8 @@ class BPrescient(BFcfs):
         out = super().schedule(now)
         nxt = self.seen + 1
         if nxt < len(self.machine.submit) and self.machine.need[nxt] <= self.machine.free - sum(
-                self.machine.need[j] for j in out):
+            self.machine.need[j] for j in out
+        ):
             out.append(nxt)
             self.seen = nxt
         return out
@@ -349,6 +366,7 @@ class BCrasher(BFcfs):
 
 
 # ---- dfrs: broken policies -----------------------------------------------------------------------------------
+
 
 class DGreedy(dfrs.Policy):
     """Greedy on arrival, the pending jobs again at completions."""
@@ -578,6 +596,7 @@ def test_a_failure_that_does_not_repeat_is_reported_as_nondeterminism():
 
 # ---- the guard and the handles -------------------------------------------------------------------------------
 
+
 def test_guard_allows_the_engine_and_refuses_everyone_else():
     from schedlab.checks.guard import Hidden, HiddenTruthError
 
@@ -669,8 +688,10 @@ def user_dir(user_folder, monkeypatch):
 
 
 def test_cli_ok_for_a_good_user_file(user_dir):
-    res = CliRunner().invoke(main, ["check-policy", "cp_userpolicies.py:AgedFifo", "--engine", "queue",
-                                    "--param", "alpha=2", "--examples", "30"])
+    res = CliRunner().invoke(
+        main,
+        ["check-policy", "cp_userpolicies.py:AgedFifo", "--engine", "queue", "--param", "alpha=2", "--examples", "30"],
+    )
     assert res.exit_code == 0, res.output
     assert res.output == "ok (30 workloads)\n"
 
@@ -686,7 +707,7 @@ def test_cli_fail_prints_the_invariant_and_the_table(user_dir):
     lines = res.output.splitlines()
     assert lines[0] == "FAIL cp_userpolicies.py:Idle (queue): invariant completes violated"
     assert "smallest failing workload: 2 jobs" in res.output
-    table = lines[lines.index(next(x for x in lines if x.startswith("smallest"))) + 1:]
+    table = lines[lines.index(next(x for x in lines if x.startswith("smallest"))) + 1 :]
     assert table[0].split() == ["job", "submit", "size", "estimate", "weight"]
     assert len(table) == 3 and table[1].split()[0] == "0" and table[2].split()[0] == "1"
 

@@ -33,8 +33,21 @@ def test_help_does_not_import_heavy_modules():
 def test_policies_lists_every_policy():
     out = cli("policies")
     assert out.returncode == 0
-    for name in ("FIFO", "PS", "GPS", "LAS", "SRPT", "SRPTE", "SRPTE+PS", "SRPTE+LAS", "FSP", "FSPE", "FSPE+PS",
-                 "FSPE+LAS", "PSBS"):
+    for name in (
+        "FIFO",
+        "PS",
+        "GPS",
+        "LAS",
+        "SRPT",
+        "SRPTE",
+        "SRPTE+PS",
+        "SRPTE+LAS",
+        "FSP",
+        "FSPE",
+        "FSPE+PS",
+        "FSPE+LAS",
+        "PSBS",
+    ):
         assert f" {name} " in out.stdout
 
 
@@ -68,7 +81,10 @@ def test_simulate_errors(tmp_path):
         (["simulate", "--policy", "PS", "--engine", "nope"], "unknown engine 'nope'"),
         (["simulate", "--policy", "PS", "--workload-file", str(path)], "bad.csv:3"),
         (["simulate", "--policy", "PS", "--workload-file", str(tmp_path / "missing.csv")], "missing.csv: no such file"),
-        (["simulate", "--policy", "PS", "--workload-file", str(path), "--shape", "1"], "cannot be combined with --shape"),
+        (
+            ["simulate", "--policy", "PS", "--workload-file", str(path), "--shape", "1"],
+            "cannot be combined with --shape",
+        ),
         (["simulate", "--policy", "PS", "--sigma", "-1"], "sigma"),
         (["simulate", "--policy", "PS", "--jobs-out", str(tmp_path / "x.txt")], ".parquet or .csv"),
     ]

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_doc_is_what_the_generator_writes():
-    assert (ROOT / "docs" / "columns.md").read_text() == render(), \
+    assert (ROOT / "docs" / "columns.md").read_text() == render(), (
         "regenerate: python -m schedlab.docs_columns > docs/columns.md"
+    )
 
 
 def _instance(kind, params):
@@ -34,13 +35,21 @@ def _declared(engine, name):
     return False
 
 
-@pytest.mark.parametrize("engine, policy, kind, params, system", [
-    ("queue", "PS", "synthetic", {"njobs": 50, "weight_classes": 2}, {}),
-    ("batch", "EASY", "lublin", {"njobs": 40, "nodes": 16}, {"procs": 16, "bound": True}),
-    ("dfrs", "Greedy*/OPT=MIN", "lublin", {"njobs": 20, "nodes": 16}, {"nodes": 16, "bound": True}),
-    ("packing", "FIFO-FF", "packing", {"slots": 200, "rate": 0.5, "uniform_lo": 0.1, "uniform_hi": 0.3},
-     {"servers": 2}),
-])
+@pytest.mark.parametrize(
+    "engine, policy, kind, params, system",
+    [
+        ("queue", "PS", "synthetic", {"njobs": 50, "weight_classes": 2}, {}),
+        ("batch", "EASY", "lublin", {"njobs": 40, "nodes": 16}, {"procs": 16, "bound": True}),
+        ("dfrs", "Greedy*/OPT=MIN", "lublin", {"njobs": 20, "nodes": 16}, {"nodes": 16, "bound": True}),
+        (
+            "packing",
+            "FIFO-FF",
+            "packing",
+            {"slots": 200, "rate": 0.5, "uniform_lo": 0.1, "uniform_hi": 0.3},
+            {"servers": 2},
+        ),
+    ],
+)
 def test_every_metric_is_declared(engine, policy, kind, params, system):
     summary = get_engine(engine).run(_instance(kind, params), policy, {}, system).summary
     undeclared = [k for k in summary if not _declared(engine, k)]
@@ -48,16 +57,32 @@ def test_every_metric_is_declared(engine, policy, kind, params, system):
 
 
 def test_integer_parameters_stay_integer():
-    spec = parse_spec({"name": "t", "engine": "queue", "policies": ["PS"], "seed": 4,
-                       "workload": {"kind": "synthetic", "njobs": 30, "weight_classes": 2, "load": 1}}, "t.toml")
+    spec = parse_spec(
+        {
+            "name": "t",
+            "engine": "queue",
+            "policies": ["PS"],
+            "seed": 4,
+            "workload": {"kind": "synthetic", "njobs": 30, "weight_classes": 2, "load": 1},
+        },
+        "t.toml",
+    )
     plan = build_plan(spec)
     inst = plan.instances([0])[0]
     row = run_instances("queue", [(inst, list(inst.point.configs))], None, False).summary[0]
     assert type(row["njobs"]) is int and type(row["weight_classes"]) is int
     assert type(row["load"]) is float  # a Float64 parameter written as 1 in TOML
     assert row["seed"] == f"4/{inst.point.point_id}/0"  # seed words: by design text (docs/columns.md)
-    spec = parse_spec({"name": "b", "engine": "batch", "policies": ["FCFS"], "system": {"procs": 16},
-                       "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}}, "b.toml")
+    spec = parse_spec(
+        {
+            "name": "b",
+            "engine": "batch",
+            "policies": ["FCFS"],
+            "system": {"procs": 16},
+            "workload": {"kind": "lublin", "njobs": 20, "nodes": 16},
+        },
+        "b.toml",
+    )
     config = next(iter(build_plan(spec).configs.values()))
     assert {"njobs", "nodes", "system_procs", "system_nodes", "system_tasks_per_node"} <= config.integers
     assert "system_cpu_need" not in config.integers

@@ -45,16 +45,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ---- a results dir of many small commits, written through the store ---------------------
 def make_spec(out: Path, policies=("FIFO", "PS", "PSBS"), reps: int = 1):
-    return parse_spec({
-        "name": "compact", "engine": "queue", "seed": 5, "policies": list(policies),
-        "workload": {"kind": "synthetic", "njobs": 50, "shape": [0.5, 1.0]},
-        "replications": {"n": reps}, "outputs": {"dir": str(out), "per_job": True},
-        "tracking": {"enabled": False},
-    }, "compact.toml")
+    return parse_spec(
+        {
+            "name": "compact",
+            "engine": "queue",
+            "seed": 5,
+            "policies": list(policies),
+            "workload": {"kind": "synthetic", "njobs": 50, "shape": [0.5, 1.0]},
+            "replications": {"n": reps},
+            "outputs": {"dir": str(out), "per_job": True},
+            "tracking": {"enabled": False},
+        },
+        "compact.toml",
+    )
 
 
-def write_batches(root: Path, batches: int, job_rows: int = 8, seed: int = 0, first: int = 0,
-                  policies=("FIFO", "PS", "PSBS")) -> ResultStore:
+def write_batches(
+    root: Path, batches: int, job_rows: int = 8, seed: int = 0, first: int = 0, policies=("FIFO", "PS", "PSBS")
+) -> ResultStore:
     """``batches`` commits, one replication of every configuration each (all
     partitions), with what real batches vary: a per-class metric only some
     batches have, an all-null column in some, series in some, failures in
@@ -67,19 +75,48 @@ def write_batches(root: Path, batches: int, job_rows: int = 8, seed: int = 0, fi
     for r in range(first, first + batches):
         rows, jobs, series, failures = [], [], [], []
         for cid, c in sorted(plan.configs.items()):
-            row = {"config_id": cid, "replication": r, "policy": c.policy, "engine": "queue",
-                   "workload_kind": "synthetic", "seed": f"5/{r}", "mst": float(rng.lognormal()),
-                   "slowdown_p99": float(rng.lognormal(2.0))}
+            row = {
+                "config_id": cid,
+                "replication": r,
+                "policy": c.policy,
+                "engine": "queue",
+                "workload_kind": "synthetic",
+                "seed": f"5/{r}",
+                "mst": float(rng.lognormal()),
+                "slowdown_p99": float(rng.lognormal(2.0)),
+            }
             if r % 4 == 0:
                 row["mst_class_1"] = float(rng.uniform())
             if r % 5 == 0:
                 row["note"] = None  # Arrow's null type in this batch only
             rows.append(row)
-            jobs.append((c.policy, pa.table({"config_id": [cid] * job_rows, "replication": [r] * job_rows,
-                                             "job_id": np.arange(job_rows), "sojourn": rng.uniform(size=job_rows)})))
+            jobs.append(
+                (
+                    c.policy,
+                    pa.table(
+                        {
+                            "config_id": [cid] * job_rows,
+                            "replication": [r] * job_rows,
+                            "job_id": np.arange(job_rows),
+                            "sojourn": rng.uniform(size=job_rows),
+                        }
+                    ),
+                )
+            )
             if r % 3:
-                series.append((c.policy, pa.table({"config_id": [cid] * 4, "replication": [r] * 4,
-                                                   "t": np.arange(4.0), "queue": rng.integers(0, 9, 4)})))
+                series.append(
+                    (
+                        c.policy,
+                        pa.table(
+                            {
+                                "config_id": [cid] * 4,
+                                "replication": [r] * 4,
+                                "t": np.arange(4.0),
+                                "queue": rng.integers(0, 9, 4),
+                            }
+                        ),
+                    )
+                )
         if r % 6 == 0:
             failures.append({"config_id": "broken", "replication": r, "policy": "FIFO", "error": "boom"})
         store.commit(rows, jobs, failures, series)
@@ -101,8 +138,13 @@ def assert_same_rows(root: Path, before: dict[str, pl.DataFrame]) -> None:
     assert keys.is_duplicated().sum() == 0
     assert ResultStore(root).done_keys() == set(keys.iter_rows())
     for t in {"jobs", "series"} & set(after):
-        assert after[t].select("config_id", "replication", pl.col("t" if t == "series" else "job_id")
-                               ).is_duplicated().sum() == 0, t
+        assert (
+            after[t]
+            .select("config_id", "replication", pl.col("t" if t == "series" else "job_id"))
+            .is_duplicated()
+            .sum()
+            == 0
+        ), t
 
 
 def part_files(root: Path) -> dict[str, dict[str, list[str]]]:
@@ -140,10 +182,13 @@ def test_compaction_leaves_one_file_per_partition_and_table_with_the_same_rows(t
     assert len(files["failures"]["failures"]) == 4
 
     report = compact(root)
-    assert (report.before, report.after) == ({"summary": 72, "jobs": 72, "series": 48, "failures": 4},
-                                             {"summary": 3, "jobs": 3, "series": 3, "failures": 1})
-    assert report.line() == (f"compacted {root}: 196 -> 10 part files "
-                             f"(summary 72 -> 3, jobs 72 -> 3, series 48 -> 3, failures 4 -> 1)")
+    assert (report.before, report.after) == (
+        {"summary": 72, "jobs": 72, "series": 48, "failures": 4},
+        {"summary": 3, "jobs": 3, "series": 3, "failures": 1},
+    )
+    assert report.line() == (
+        f"compacted {root}: 196 -> 10 part files (summary 72 -> 3, jobs 72 -> 3, series 48 -> 3, failures 4 -> 1)"
+    )
     files = part_files(root)
     for t in ("summary", "jobs", "series"):
         assert sorted(files[t]) == ["policy=FIFO", "policy=PS", "policy=PSBS"]
@@ -173,8 +218,11 @@ def test_later_commits_merge_after_the_compacted_rows(tmp_path):
 
 
 def test_merged_names_sort_where_the_batches_they_replace_sorted():
-    a, b, c = ("part-00000000000000000100-aaaaaaaa.parquet", "part-00000000000000000200-00000000.parquet",
-               "part-00000000000000000300-ffffffff.parquet")
+    a, b, c = (
+        "part-00000000000000000100-aaaaaaaa.parquet",
+        "part-00000000000000000200-00000000.parquet",
+        "part-00000000000000000300-ffffffff.parquet",
+    )
     m = merged_name(b)
     assert a < b < m < c and m.startswith("part-00000000000000000200-00000000_c")
     m2 = merged_name(m)  # a merged file merged again keeps the base once
@@ -245,19 +293,23 @@ def test_compact_command_and_the_lock(tmp_path):
         proc = subprocess.run([*SCHEDLAB, "compact", str(root)], capture_output=True, text=True, cwd=ROOT)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
-        assert lines == [f"schedlab: error: {root}: in use by another process (schedlab run pid {os.getpid()}); "
-                         f"only one `schedlab run` may write a results dir at a time: wait for it to end, or stop it"]
+        assert lines == [
+            f"schedlab: error: {root}: in use by another process (schedlab run pid {os.getpid()}); "
+            f"only one `schedlab run` may write a results dir at a time: wait for it to end, or stop it"
+        ]
     finally:
         holder.unlock()
     assert len(part_files(root)["summary"]["policy=PS"]) == 3  # untouched
     proc = subprocess.run([*SCHEDLAB, "compact", str(root)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (f"compacted {root}: 25 -> 10 part files "
-                           f"(summary 9 -> 3, jobs 9 -> 3, series 6 -> 3, failures 1 -> 1)\n")
+    assert proc.stdout == (
+        f"compacted {root}: 25 -> 10 part files (summary 9 -> 3, jobs 9 -> 3, series 6 -> 3, failures 1 -> 1)\n"
+    )
     assert_tidy(root)
     proc = subprocess.run([*SCHEDLAB, "compact", str(tmp_path / "nothing")], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and proc.stderr == (f"schedlab: error: {tmp_path / 'nothing'}: not a schedlab "
-                                                    f"results dir (no manifest.json)\n")
+    assert proc.returncode == 2 and proc.stderr == (
+        f"schedlab: error: {tmp_path / 'nothing'}: not a schedlab results dir (no manifest.json)\n"
+    )
 
 
 # ---- kills -------------------------------------------------------------------------------
@@ -302,8 +354,12 @@ def kind(step: str, root: Path) -> str:
 def killed_at(moment: int, source: Path, work: Path) -> subprocess.CompletedProcess:
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(source, work)
-    return subprocess.run([sys.executable, "-c", KILLER, str(moment), str(work), str(work.parent / "steps.log")],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", KILLER, str(moment), str(work), str(work.parent / "steps.log")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def test_sigkills_during_compaction_lose_and_duplicate_nothing(tmp_path):
@@ -316,9 +372,21 @@ def test_sigkills_during_compaction_lose_and_duplicate_nothing(tmp_path):
     assert full.returncode == 0, full.stderr
     steps = (tmp_path / "steps.log").read_text().splitlines()
     kinds = [kind(s, work) for s in steps]
-    for must in ("write_table", "fsync", "replace -> compacting.json", "replace -> jobs", "replace -> series",
-                 "replace -> summary", "replace -> failures", "unlink jobs", "unlink series", "unlink summary",
-                 "unlink failures", "unlink compacting.json", "rmdir"):
+    for must in (
+        "write_table",
+        "fsync",
+        "replace -> compacting.json",
+        "replace -> jobs",
+        "replace -> series",
+        "replace -> summary",
+        "replace -> failures",
+        "unlink jobs",
+        "unlink series",
+        "unlink summary",
+        "unlink failures",
+        "unlink compacting.json",
+        "rmdir",
+    ):
         assert must in kinds, (must, sorted(set(kinds)))
     if os.environ.get("SCHEDLAB_COMPACT_KILLS") == "all":
         moments = list(range(1, len(steps) + 1))
@@ -334,9 +402,11 @@ def test_sigkills_during_compaction_lose_and_duplicate_nothing(tmp_path):
         proc = killed_at(moment, source, work)
         assert proc.returncode == -signal.SIGKILL, (moment, proc.returncode, proc.stderr)
         journal = (work / COMPACTING).exists()
-        landed.append(f"kill before step {moment}/{len(steps)} ({kinds[moment - 1]}): "
-                      f"{'journal left' if journal else 'no journal'}, "
-                      f"{sum(len(v) for v in part_files(work)['summary'].values())} summary files")
+        landed.append(
+            f"kill before step {moment}/{len(steps)} ({kinds[moment - 1]}): "
+            f"{'journal left' if journal else 'no journal'}, "
+            f"{sum(len(v) for v in part_files(work)['summary'].values())} summary files"
+        )
         # Readers, before any repair: every key exactly once, the rows as they were.
         assert_same_rows(work, before)
         # The next writer's open repairs (as `schedlab run` does on start) ...
@@ -367,8 +437,7 @@ def holds_lock(root: Path, proc: subprocess.Popen) -> bool:
 
 def compact_process(root: Path) -> tuple[subprocess.Popen, float]:
     """`schedlab compact ROOT` started, and the moment it took the lock."""
-    proc = subprocess.Popen([*SCHEDLAB, "compact", str(root)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*SCHEDLAB, "compact", str(root)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not holds_lock(root, proc):
         assert proc.poll() is None, proc.stderr.read()
@@ -399,8 +468,10 @@ def test_sigkills_of_the_real_command_at_seeded_times(tmp_path):
         proc.kill()
         proc.wait()
         summary = sum(len(v) for v in part_files(work)["summary"].values())
-        landed.append(f"kill {moment:.3f} s into a {duration:.3f} s compaction: rc {proc.returncode}, "
-                      f"journal {'left' if (work / COMPACTING).exists() else 'none'}, {summary} summary files")
+        landed.append(
+            f"kill {moment:.3f} s into a {duration:.3f} s compaction: rc {proc.returncode}, "
+            f"journal {'left' if (work / COMPACTING).exists() else 'none'}, {summary} summary files"
+        )
         assert_same_rows(work, before)
         report = compact(work)
         assert report.after == {"summary": 2, "jobs": 2, "series": 2, "failures": 1}
@@ -422,13 +493,20 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
     from schedlab.platform.tracking import _RunState, track_results, up_to_date
 
     db = tmp_path / "mlflow.db"
-    spec = parse_spec({
-        "name": "compact-sweep", "engine": "queue", "seed": 11, "policies": ["FIFO", "PS", "SRPT"],
-        "workload": {"kind": "synthetic", "njobs": 200, "shape": [0.5, 1.0]},
-        "replications": {"n": 4}, "outputs": {"dir": str(tmp_path / "out"), "per_job": True},
-        "tracking": {"uri": f"sqlite:///{db}"},
-        "execution": {"task_jobs": 200, "max_in_flight": 1, "num_cpus": 1},
-    }, "compact-sweep.toml")
+    spec = parse_spec(
+        {
+            "name": "compact-sweep",
+            "engine": "queue",
+            "seed": 11,
+            "policies": ["FIFO", "PS", "SRPT"],
+            "workload": {"kind": "synthetic", "njobs": 200, "shape": [0.5, 1.0]},
+            "replications": {"n": 4},
+            "outputs": {"dir": str(tmp_path / "out"), "per_job": True},
+            "tracking": {"uri": f"sqlite:///{db}"},
+            "execution": {"task_jobs": 200, "max_in_flight": 1, "num_cpus": 1},
+        },
+        "compact-sweep.toml",
+    )
     commits = []
     real_commit = ResultStore.commit
 
@@ -463,8 +541,9 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
     expected, _ = mlflow_inputs(root)
     client = MlflowClient(tracking_uri=f"sqlite:///{db}")
     exp = client.get_experiment_by_name("compact-sweep")
-    children = [r for r in client.search_runs([exp.experiment_id], max_results=100)
-                if "mlflow.parentRunId" in r.data.tags]
+    children = [
+        r for r in client.search_runs([exp.experiment_id], max_results=100) if "mlflow.parentRunId" in r.data.tags
+    ]
     assert sorted(r.data.tags["schedlab.config_id"] for r in children) == sorted(expected)
     for r in children:
         assert up_to_date(_RunState.of(r), expected[r.data.tags["schedlab.config_id"]])
@@ -487,9 +566,16 @@ def test_a_batch_keeps_columns_its_first_row_lacks(tmp_path):
     store = ResultStore(root)
     spec = make_spec(root)
     store.prepare(manifest_for(spec, build_plan(spec)), fresh=False)
-    store.commit([{"config_id": "a", "replication": 0, "policy": "PS", "mst": 1.0},
-                  {"config_id": "b", "replication": 0, "policy": "PS", "mst": 2.0, "mst_class_1": 0.5}], [],
-                 [{"config_id": "c", "replication": 0, "policy": "PS", "error": "x"},
-                  {"config_id": "d", "replication": 0, "policy": "PS", "error": "y", "traceback": "t"}])
+    store.commit(
+        [
+            {"config_id": "a", "replication": 0, "policy": "PS", "mst": 1.0},
+            {"config_id": "b", "replication": 0, "policy": "PS", "mst": 2.0, "mst_class_1": 0.5},
+        ],
+        [],
+        [
+            {"config_id": "c", "replication": 0, "policy": "PS", "error": "x"},
+            {"config_id": "d", "replication": 0, "policy": "PS", "error": "y", "traceback": "t"},
+        ],
+    )
     assert schedlab.load(root).collect()["mst_class_1"].to_list() == [None, 0.5]
     assert schedlab.load(root, "failures").collect()["traceback"].to_list() == [None, "t"]

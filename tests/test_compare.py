@@ -31,11 +31,19 @@ EXACT = 1e-12  # same arithmetic, different code paths
 def make_results(tmp_path, policies=("FIFO", "PS", "PSBS", "LAS"), workload=None, n=6, name="cmp"):
     """A results dir made without Ray: the plan's instances run by the task
     function itself and committed through the store (the rows a sweep writes)."""
-    spec = parse_spec({
-        "name": name, "engine": "queue", "seed": 4, "policies": list(policies),
-        "workload": workload or {"kind": "synthetic", "njobs": 300, "shape": [0.5, 1.0], "sigma": [0.5, 1.0]},
-        "replications": {"n": n}, "outputs": {"dir": str(tmp_path / name)}, "tracking": {"enabled": False},
-    }, "cmp.toml")
+    spec = parse_spec(
+        {
+            "name": name,
+            "engine": "queue",
+            "seed": 4,
+            "policies": list(policies),
+            "workload": workload or {"kind": "synthetic", "njobs": 300, "shape": [0.5, 1.0], "sigma": [0.5, 1.0]},
+            "replications": {"n": n},
+            "outputs": {"dir": str(tmp_path / name)},
+            "tracking": {"enabled": False},
+        },
+        "cmp.toml",
+    )
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
     store.prepare(manifest_for(spec, plan), True)
@@ -98,7 +106,7 @@ def test_compare_pairs_by_point_and_replication(tmp_path):
         assert abs(rec["ci_low"] - ci.low) < 1e-9 and abs(rec["ci_high"] - ci.high) < 1e-9
         assert abs(rec["p_value"] - ref.pvalue) < 1e-12
     # Holm within each point: the adjusted p values of the 3 policies
-    for (shape, sigma), grp in table.group_by(["shape", "sigma"]):
+    for _point, grp in table.group_by(["shape", "sigma"]):
         assert grp["p_holm"].to_list() == pytest.approx(holm(grp["p_value"].to_list()))
 
 
@@ -121,8 +129,9 @@ def test_compare_ratio_is_log_scale_and_pools_points(tmp_path):
 
 
 def test_compare_identical_policies_and_errors(tmp_path):
-    d = make_results(tmp_path, policies=("PS", "GPS", "FIFO"), workload={"kind": "synthetic", "njobs": 200},
-                     name="same")
+    d = make_results(
+        tmp_path, policies=("PS", "GPS", "FIFO"), workload={"kind": "synthetic", "njobs": 200}, name="same"
+    )
     table = schedlab.compare(d, baseline="PS")
     gps = table.filter(pl.col("policy") == "GPS").row(0, named=True)  # equal weights: GPS is PS
     assert gps["diff"] == 0.0 and gps["ci_low"] == 0.0 and gps["ci_high"] == 0.0 and gps["significant"] is False
@@ -157,11 +166,14 @@ def test_cli_compare_table_csv_json(tmp_path):
     assert [r["diff"] for r in doc["rows"]] == pytest.approx(table["diff"].to_list())
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--baseline", "XYZ"], "--baseline"),
-    (["--baseline", "PS", "--metric", "nope"], "--metric"),
-    (["--baseline", "PS", "--by", "nope"], "--by"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--baseline", "XYZ"], "--baseline"),
+        (["--baseline", "PS", "--metric", "nope"], "--metric"),
+        (["--baseline", "PS", "--by", "nope"], "--by"),
+    ],
+)
 def test_cli_compare_bad_input_one_line_exit_2(tmp_path, args, field):
     d = make_results(tmp_path, workload={"kind": "synthetic", "njobs": 100}, n=2, name="bad")
     out = CliRunner().invoke(main, ["compare", str(d), *args])
@@ -173,33 +185,49 @@ def test_cli_compare_bad_input_one_line_exit_2(tmp_path, args, field):
 # ---------------------------------------------------------------- spec fields
 
 
-@pytest.mark.parametrize("reps, where", [
-    ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired"}, "replications.baseline"),
-    ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "SRPT"}, "replications.baseline"),
-    ({"metric": "mst", "rel_halfwidth": 0.05, "baseline": "PS"}, "replications.baseline"),
-    ({"metric": "mst", "rel_halfwidth": 0.05, "target": "pairs", "baseline": "PS"}, "replications.target"),
-    ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "PS", "ratio": "maybe"},
-     "replications.ratio"),
-    ({"n": 3, "ratio": True}, "replications.ratio"),
-    ({"n": 3, "target": "paired", "baseline": "PS"}, "replications.target"),
-    ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "PS", "min": 1}, "replications.min"),
-])
+@pytest.mark.parametrize(
+    "reps, where",
+    [
+        ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired"}, "replications.baseline"),
+        ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "SRPT"}, "replications.baseline"),
+        ({"metric": "mst", "rel_halfwidth": 0.05, "baseline": "PS"}, "replications.baseline"),
+        ({"metric": "mst", "rel_halfwidth": 0.05, "target": "pairs", "baseline": "PS"}, "replications.target"),
+        (
+            {"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "PS", "ratio": "maybe"},
+            "replications.ratio",
+        ),
+        ({"n": 3, "ratio": True}, "replications.ratio"),
+        ({"n": 3, "target": "paired", "baseline": "PS"}, "replications.target"),
+        ({"metric": "mst", "rel_halfwidth": 0.05, "target": "paired", "baseline": "PS", "min": 1}, "replications.min"),
+    ],
+)
 def test_paired_target_validation_names_the_field(reps, where):
-    data = {"name": "v", "engine": "queue", "policies": ["PS", "FIFO"], "workload": {"njobs": 100},
-            "replications": reps}
+    data = {
+        "name": "v",
+        "engine": "queue",
+        "policies": ["PS", "FIFO"],
+        "workload": {"njobs": 100},
+        "replications": reps,
+    }
     with pytest.raises(UserError) as err:
         parse_spec(data, "v.toml")
     assert str(err.value).startswith(f"v.toml: {where}: ")
 
 
 def test_new_fields_leave_old_spec_hashes_alone():
-    data = {"name": "h", "engine": "queue", "policies": ["PS", "FIFO"], "workload": {"njobs": 100},
-            "replications": {"metric": "mst", "rel_halfwidth": 0.05}}
+    data = {
+        "name": "h",
+        "engine": "queue",
+        "policies": ["PS", "FIFO"],
+        "workload": {"njobs": 100},
+        "replications": {"metric": "mst", "rel_halfwidth": 0.05},
+    }
     plain = parse_spec(data, "h.toml").result_defining()
     assert set(plain["replications"]) == {"n", "metric", "rel_halfwidth", "min", "max", "batch"}
     assert "warmup" not in plain
-    paired_spec = parse_spec({**data, "replications": {**data["replications"], "target": "paired",
-                                                        "baseline": "PS"}}, "h.toml").result_defining()
+    paired_spec = parse_spec(
+        {**data, "replications": {**data["replications"], "target": "paired", "baseline": "PS"}}, "h.toml"
+    ).result_defining()
     assert paired_spec["replications"]["target"] == "paired" and paired_spec != plain
 
 
@@ -222,13 +250,28 @@ def test_adaptive_paired_target_stops_when_every_interval_is_within(tmp_path, lo
     from schedlab.platform.runner import run_sweep
 
     rel = 0.05
-    spec = parse_spec({
-        "name": "ap", "engine": "queue", "seed": 2, "policies": ["PS", "PSBS", "LAS"],
-        "workload": {"kind": "synthetic", "njobs": 300, "shape": [0.5, 2.0]},
-        "replications": {"metric": "mst", "rel_halfwidth": rel, "target": "paired", "baseline": "PS",
-                         "ratio": ratio, "min": 3, "max": 40, "batch": 2},
-        "outputs": {"dir": str(tmp_path / "ap")}, "tracking": {"enabled": False},
-    }, "ap.toml")
+    spec = parse_spec(
+        {
+            "name": "ap",
+            "engine": "queue",
+            "seed": 2,
+            "policies": ["PS", "PSBS", "LAS"],
+            "workload": {"kind": "synthetic", "njobs": 300, "shape": [0.5, 2.0]},
+            "replications": {
+                "metric": "mst",
+                "rel_halfwidth": rel,
+                "target": "paired",
+                "baseline": "PS",
+                "ratio": ratio,
+                "min": 3,
+                "max": 40,
+                "batch": 2,
+            },
+            "outputs": {"dir": str(tmp_path / "ap")},
+            "tracking": {"enabled": False},
+        },
+        "ap.toml",
+    )
     report = run_sweep(spec)
     assert not report.failures and report.rounds > 1
     table = schedlab.compare(spec.results_dir(), baseline="PS", ratio=ratio)
@@ -280,8 +323,17 @@ def test_paired_interval_coverage_mm1_fifo_vs_ps():
 
     engine = get_engine("queue")
     kind = workload_kind("synthetic")
-    params = kind.complete({"njobs": COVERAGE_JOBS, "shape": 1.0, "timeshape": 1.0, "load": COVERAGE_LOAD,
-                            "sigma": 0.0, "load_mode": "nominal"}, "workload")
+    params = kind.complete(
+        {
+            "njobs": COVERAGE_JOBS,
+            "shape": 1.0,
+            "timeshape": 1.0,
+            "load": COVERAGE_LOAD,
+            "sigma": 0.0,
+            "load_mode": "nominal",
+        },
+        "workload",
+    )
     covered = 0
     for m in range(COVERAGE_MACRO):
         d = []

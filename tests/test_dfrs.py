@@ -24,11 +24,18 @@ def _sim(policy_name, release, proc, tasks, cpu, mem, nodes, penalty=300.0, peri
 
 
 def test_registry_names():
-    base = {n for n in DFRS_POLICIES  # MINVT / MINFT, MCB8* and the forms without '*': tests/test_dfrs_minvt.py
-            if "/MINVT=" not in n and "/MINFT=" not in n and not n.startswith("MCB8") and "*" in n
-            and "/stretch-per" not in n}  # /stretch-per: tests/test_dfrs_stretch.py
-    assert base == {f"{m}*{per}/OPT={o}" for m in ("Greedy", "GreedyP", "GreedyPM")
-                    for per in ("", "/per") for o in ("MIN", "AVG")}
+    base = {
+        n
+        for n in DFRS_POLICIES  # MINVT / MINFT, MCB8* and the forms without '*': tests/test_dfrs_minvt.py
+        if "/MINVT=" not in n
+        and "/MINFT=" not in n
+        and not n.startswith("MCB8")
+        and "*" in n
+        and "/stretch-per" not in n
+    }  # /stretch-per: tests/test_dfrs_stretch.py
+    assert base == {
+        f"{m}*{per}/OPT={o}" for m in ("Greedy", "GreedyP", "GreedyPM") for per in ("", "/per") for o in ("MIN", "AVG")
+    }
     assert DFRS_POLICIES["GreedyPM*/per/OPT=MIN"]().period == 600.0
     assert DFRS_POLICIES["GreedyPM*/OPT=MIN"]().period is None
     for name, cls in DFRS_POLICIES.items():
@@ -50,8 +57,7 @@ def test_greedy_hand_example_two_nodes_three_jobs():
 
     Bounded stretches: J0 190/100 = 1.9, J1 100/50 = 2, J2 190/60.
     """
-    res = _sim("Greedy*/OPT=MIN", [0, 10, 20], [100, 50, 60], [2, 1, 2], [1, 1, 1], [0.5, 0.5, 0.5], 2,
-               snapshots=True)
+    res = _sim("Greedy*/OPT=MIN", [0, 10, 20], [100, 50, 60], [2, 1, 2], [1, 1, 1], [0.5, 0.5, 0.5], 2, snapshots=True)
     s = res.state
     np.testing.assert_allclose(s.start, [0, 10, 110])
     np.testing.assert_allclose(s.end, [190, 110, 210])
@@ -60,8 +66,15 @@ def test_greedy_hand_example_two_nodes_three_jobs():
     np.testing.assert_allclose(snaps[10.0][3][:2], [0.5, 0.5])  # yields after t=10
     np.testing.assert_allclose(snaps[110.0][3], [0.5, 0.0, 0.5])
     np.testing.assert_allclose(snaps[110.0][0], [60, 50, 0])  # virtual times at t=110
-    jobs = pl.DataFrame({"job_id": [0, 1, 2], "submit": [0.0, 10.0, 20.0], "runtime": [100.0, 50.0, 60.0],
-                         "procs": [2, 1, 2], "memory": [0.5, 0.5, 0.5]})
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1, 2],
+            "submit": [0.0, 10.0, 20.0],
+            "runtime": [100.0, 50.0, 60.0],
+            "procs": [2, 1, 2],
+            "memory": [0.5, 0.5, 0.5],
+        }
+    )
     per_job, summary = run_table(jobs, DFRS_POLICIES["Greedy*/OPT=MIN"], nodes=2, check=True)
     np.testing.assert_allclose(per_job["stretch"], [1.9, 2.0, 190 / 60])
     assert summary["stretch_max"] == pytest.approx(190 / 60)
@@ -94,8 +107,7 @@ def test_greedyp_pauses_the_lowest_priority_of_several():
     at 50) has priority 50/50^2 = 0.02, jobs 0 and 2 have 100/100^2 = 0.01:
     a tie, broken by submission (same release, job index) -> job 2 is the
     lowest and is the one paused for job 3."""
-    res = _sim("GreedyP*/OPT=MIN", [0, 50, 0, 100], [1000, 1000, 1000, 10], [1, 1, 1, 1], [1, 1, 1, 1],
-               [1, 1, 1, 1], 3)
+    res = _sim("GreedyP*/OPT=MIN", [0, 50, 0, 100], [1000, 1000, 1000, 10], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], 3)
     s = res.state
     assert s.pauses.tolist() == [0, 0, 1, 0]
     assert s.start[3] == 100 and s.end[3] == 110
@@ -200,36 +212,63 @@ def test_priority_of_a_virtual_time_whose_square_underflows_is_infinite():
     s.vt[:] = [3.7e-253, 1e-160, 2.0]  # squares: 0.0 (underflow), 1e-320 (10 / 1e-320 overflows)
     assert math.isinf(s.priority(0)) and math.isinf(s.priority(1))
     assert s.by_priority([2, 1, 0]) == [0, 1, 2]
-    jobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 3.6581897313751635e-253], "runtime": [100.0, 100.0],
-                         "procs": [1, 4], "cpu_need": [1.0, 1.0], "memory": [0.5, 0.5]})
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [0.0, 3.6581897313751635e-253],
+            "runtime": [100.0, 100.0],
+            "procs": [1, 4],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.5, 0.5],
+        }
+    )
     per_job, _ = run_table(jobs, DFRS_POLICIES["GreedyP*/OPT=MIN"], nodes=2, check=True)
     assert np.isfinite(per_job["end"]).all()
 
 
-_job = st.tuples(st.integers(0, 400), st.integers(1, 600), st.integers(1, 4),
-                 st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([0.2, 0.3, 0.5, 0.6, 1.0]))
+_job = st.tuples(
+    st.integers(0, 400),
+    st.integers(1, 600),
+    st.integers(1, 4),
+    st.sampled_from([0.25, 0.5, 1.0]),
+    st.sampled_from([0.2, 0.3, 0.5, 0.6, 1.0]),
+)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_job, min_size=1, max_size=8), nodes=st.integers(2, 4),
-       name=st.sampled_from(sorted(DFRS_POLICIES)), penalty=st.sampled_from([0.0, 30.0, 300.0]),
-       period=st.sampled_from([40.0, 150.0, 600.0]))
+@given(
+    jobs=st.lists(_job, min_size=1, max_size=8),
+    nodes=st.integers(2, 4),
+    name=st.sampled_from(sorted(DFRS_POLICIES)),
+    penalty=st.sampled_from([0.0, 30.0, 300.0]),
+    period=st.sampled_from([40.0, 150.0, 600.0]),
+)
 def test_invariants_and_no_progress_while_paused_or_in_penalty(jobs, nodes, name, penalty, period):
     rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
     tasks = [min(t, nodes) for t in tasks]
-    res = _sim(name, rel, proc, tasks, cpu, mem, nodes, penalty=penalty, period=period,
-               snapshots=True)  # check=True inside
+    res = _sim(
+        name, rel, proc, tasks, cpu, mem, nodes, penalty=penalty, period=period, snapshots=True
+    )  # check=True inside
     check_progress(res, rel, proc)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_job, min_size=1, max_size=6), nodes=st.integers(2, 3),
-       name=st.sampled_from(sorted(DFRS_POLICIES)))
+@given(
+    jobs=st.lists(_job, min_size=1, max_size=6), nodes=st.integers(2, 3), name=st.sampled_from(sorted(DFRS_POLICIES))
+)
 def test_lp_bound_below_achieved_max_stretch(jobs, nodes, name):
     rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
     tasks = [min(t, nodes) for t in tasks]
-    df = pl.DataFrame({"job_id": list(range(len(rel))), "submit": [float(x) for x in rel],
-                       "runtime": [float(x) for x in proc], "procs": tasks, "cpu_need": cpu, "memory": mem})
+    df = pl.DataFrame(
+        {
+            "job_id": list(range(len(rel))),
+            "submit": [float(x) for x in rel],
+            "runtime": [float(x) for x in proc],
+            "procs": tasks,
+            "cpu_need": cpu,
+            "memory": mem,
+        }
+    )
     per_job, summary = run_table(df, DFRS_POLICIES[name], nodes=nodes, bound=True, check=True)
     assert summary["stretch_lower_bound"] <= summary["stretch_max"] * (1 + 1e-9)
     assert summary["degradation"] >= 1 - 1e-9

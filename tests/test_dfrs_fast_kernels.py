@@ -42,8 +42,12 @@ def _incidence(rng, K, J, cpu_choices):
 
 
 @settings(max_examples=400, deadline=None)
-@given(K=st.integers(1, 130), J=st.integers(1, 160), seed=st.integers(0, 2**32 - 1),
-       cpu=st.sampled_from([(), (0.25, 0.5, 1.0), (1.0,), (0.1, 0.3, 0.7)]))
+@given(
+    K=st.integers(1, 130),
+    J=st.integers(1, 160),
+    seed=st.integers(0, 2**32 - 1),
+    cpu=st.sampled_from([(), (0.25, 0.5, 1.0), (1.0,), (0.1, 0.3, 0.7)]),
+)
 def test_max_min_kernel_identical_to_numpy(K, J, seed, cpu):
     A = _incidence(np.random.default_rng(seed), K, J, cpu)
     got = max_min_yields(A)
@@ -52,8 +56,15 @@ def test_max_min_kernel_identical_to_numpy(K, J, seed, cpu):
 
 
 def test_max_min_kernel_edge_shapes():
-    for A in (np.zeros((0, 0)), np.zeros((0, 3)), np.zeros((2, 0)), np.zeros((3, 2)), np.full((1, 1), 2.0),
-              np.array([[0.5, 0.5, 0.5]]), np.array([[1.0, 1.0], [1.0, 0.0]])):
+    for A in (
+        np.zeros((0, 0)),
+        np.zeros((0, 3)),
+        np.zeros((2, 0)),
+        np.zeros((3, 2)),
+        np.full((1, 1), 2.0),
+        np.array([[0.5, 0.5, 0.5]]),
+        np.array([[1.0, 1.0], [1.0, 0.0]]),
+    ):
         assert max_min_yields(A).tobytes() == max_min_yields_numpy(A).tobytes()
     blas = dfrs_fast.blas_functions()
     A = np.array([[0.5, 0.5, 1.0], [0.0, 1.0, 1.0]])

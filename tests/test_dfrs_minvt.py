@@ -21,10 +21,20 @@ NEW = sorted(set(LIMITED) | {n for n in STARRED if n.startswith("MCB8")})
 
 
 def test_registry_has_the_paper_names():
-    expected = {f"{m}*/per/OPT={o}/{kind}={b}" for m in ("Greedy", "GreedyP", "GreedyPM") for o in ("MIN", "AVG")
-                for kind in ("MINVT", "MINFT") for b in (300, 600)}
-    expected |= {f"MCB8*{per}/OPT={o}/{kind}={b}" for per in ("", "/per") for o in ("MIN", "AVG")
-                 for kind in ("MINVT", "MINFT") for b in (300, 600)}
+    expected = {
+        f"{m}*/per/OPT={o}/{kind}={b}"
+        for m in ("Greedy", "GreedyP", "GreedyPM")
+        for o in ("MIN", "AVG")
+        for kind in ("MINVT", "MINFT")
+        for b in (300, 600)
+    }
+    expected |= {
+        f"MCB8*{per}/OPT={o}/{kind}={b}"
+        for per in ("", "/per")
+        for o in ("MIN", "AVG")
+        for kind in ("MINVT", "MINFT")
+        for b in (300, 600)
+    }
     assert set(LIMITED) == expected
     assert set(NEW) - set(LIMITED) == {"MCB8*/OPT=MIN", "MCB8*/OPT=AVG", "MCB8*/per/OPT=MIN", "MCB8*/per/OPT=AVG"}
     assert DFRS_POLICIES["MCB8*/OPT=AVG"]().period is None and DFRS_POLICIES["MCB8*/per/OPT=MIN"]().period == 600.0
@@ -45,8 +55,7 @@ def test_registry_has_the_paper_names():
 
 def test_bad_bounds():
     cls = DFRS_POLICIES["Greedy*/per/OPT=MIN"]
-    for kw in ({"minvt": -1}, {"minft": float("inf")}, {"minvt": True}, {"minvt": "600"},
-               {"minvt": 300, "minft": 300}):
+    for kw in ({"minvt": -1}, {"minft": float("inf")}, {"minvt": True}, {"minvt": "600"}, {"minvt": 300, "minft": 300}):
         with pytest.raises(TypeError):
             cls(**kw)
     with pytest.raises(TypeError):  # a MINVT name cannot also get a MINFT bound
@@ -150,8 +159,9 @@ def test_mcb8_star_hand_example():
 
 def test_run_table_with_parameter_and_check():
     rel, proc, tasks, cpu, mem = HAND
-    df = pl.DataFrame({"job_id": [0, 1, 2], "submit": rel, "runtime": proc, "procs": tasks,
-                       "cpu_need": cpu, "memory": mem})
+    df = pl.DataFrame(
+        {"job_id": [0, 1, 2], "submit": rel, "runtime": proc, "procs": tasks, "cpu_need": cpu, "memory": mem}
+    )
     per_job, summary = run_table(df, DFRS_POLICIES["Greedy*/per/OPT=MIN"], nodes=2, check=True, minvt=600)
     assert per_job["migrations"].tolist() == [1, 1, 0] and summary["migrations"] == 2.0
 
@@ -163,8 +173,9 @@ def test_young_job_may_still_be_paused():
     # keep both (memory), drops the lowest priority job -- the pinned job 1 -- which is paused (the
     # paper: such jobs "may be paused in order to run higher priority jobs").
     pol = _Probe(DFRS_POLICIES["Greedy*/per/OPT=MIN/MINVT=600"]())
-    res = simulate_dfrs([0, 100, 200], [50, 5000, 100], [1, 1, 1], [1, 1, 1], [0.1, 0.6, 0.6], 1, pol,
-                        penalty=300.0, check=True)
+    res = simulate_dfrs(
+        [0, 100, 200], [50, 5000, 100], [1, 1, 1], [1, 1, 1], [0.1, 0.6, 0.6], 1, pol, penalty=300.0, check=True
+    )
     t, before, after, status, vt = pol.log[0]
     assert t == 600.0 and before == {1: [0]} and vt[1] == 500.0
     assert status[1] == PAUSED and status[2] == RUNNING and after[2] == [0]
@@ -194,13 +205,23 @@ def test_mcb8_pinned_unit():
     assert pack([0.5], [0.5], 2, [0.0, 0.0], [0.9, 0.0]) == [1]
 
 
-_job = st.tuples(st.integers(0, 900), st.integers(1, 900), st.integers(1, 3),
-                 st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([0.2, 0.3, 0.5, 0.6]))
+_job = st.tuples(
+    st.integers(0, 900),
+    st.integers(1, 900),
+    st.integers(1, 3),
+    st.sampled_from([0.25, 0.5, 1.0]),
+    st.sampled_from([0.2, 0.3, 0.5, 0.6]),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_job, min_size=1, max_size=7), nodes=st.integers(2, 3), name=st.sampled_from(NEW),
-       penalty=st.sampled_from([0.0, 300.0]), period=st.sampled_from([100.0, 300.0, 600.0]))
+@given(
+    jobs=st.lists(_job, min_size=1, max_size=7),
+    nodes=st.integers(2, 3),
+    name=st.sampled_from(NEW),
+    penalty=st.sampled_from([0.0, 300.0]),
+    period=st.sampled_from([100.0, 300.0, 600.0]),
+)
 def test_invariants_and_pinning_hold(jobs, nodes, name, penalty, period):
     rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
     tasks = [min(t, nodes) for t in tasks]
@@ -229,13 +250,32 @@ def test_the_forms_without_star_complete_the_13_basic_algorithms():
     from schedlab.sim.dfrs import run_table
     from schedlab.workloads.lublin import lublin_workload
 
-    basic = {n.rsplit("/OPT=", 1)[0] for n in DFRS_POLICIES
-             if "/MIN" not in n.split("/OPT=")[1] and "/stretch-per" not in n}
-    assert basic == {"Greedy*", "GreedyP*", "GreedyPM*", "MCB8*", "Greedy*/per", "GreedyP*/per", "GreedyPM*/per",
-                     "MCB8*/per", "Greedy/per", "GreedyP/per", "GreedyPM/per", "MCB8/per", "/per"}
+    basic = {
+        n.rsplit("/OPT=", 1)[0] for n in DFRS_POLICIES if "/MIN" not in n.split("/OPT=")[1] and "/stretch-per" not in n
+    }
+    assert basic == {
+        "Greedy*",
+        "GreedyP*",
+        "GreedyPM*",
+        "MCB8*",
+        "Greedy*/per",
+        "GreedyP*/per",
+        "GreedyPM*/per",
+        "MCB8*/per",
+        "Greedy/per",
+        "GreedyP/per",
+        "GreedyPM/per",
+        "MCB8/per",
+        "/per",
+    }
     jobs = lublin_workload(np.random.default_rng(3), njobs=40, nodes=8)
-    for name in ("Greedy/per/OPT=MIN", "GreedyPM/per/OPT=AVG", "MCB8/per/OPT=MIN", "/per/OPT=MIN",
-                 "GreedyP/per/OPT=MIN/MINVT=600"):
+    for name in (
+        "Greedy/per/OPT=MIN",
+        "GreedyPM/per/OPT=AVG",
+        "MCB8/per/OPT=MIN",
+        "/per/OPT=MIN",
+        "GreedyP/per/OPT=MIN/MINVT=600",
+    ):
         per_job, summary = run_table(jobs, DFRS_POLICIES[name], nodes=8, memory=0.3, check=True)
         assert summary["n_jobs"] == 40 and np.all(np.isfinite(per_job["end"])), name
     # /per alone starts nothing before the first periodic instant (first release + 600 s)

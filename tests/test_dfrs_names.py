@@ -12,18 +12,44 @@ from schedlab.policies.dfrs import DFRS_POLICIES
 
 #: Table 2 of RR-7659, row by row, as printed ("Greedy */OPT = MIN" ...).
 TABLE2 = [
-    "FCFS", "EASY",
-    "Greedy */OPT = MIN", "GreedyP */OPT = MIN", "GreedyPM */OPT = MIN",
-    "Greedy/per/OPT = MIN", "GreedyP/per/OPT = MIN", "GreedyPM/per/OPT = MIN",
-    "Greedy */per/OPT = MIN", "GreedyP */per/OPT = MIN", "GreedyPM */per/OPT = MIN",
-    "GreedyP/per/OPT = MIN/MINVT =600", "GreedyPM/per/OPT = MIN/MINVT =600",
-    "GreedyP */per/OPT = MIN/MINVT =600", "GreedyPM */per/OPT = MIN/MINVT =600",
-    "MCB8 */OPT = MIN/MINVT =600", "MCB8/per/OPT = MIN/MINVT =600", "MCB8 */per/OPT = MIN/MINVT =600",
-    "/per/OPT = MIN/MINVT =600", "/stretch-per/OPT = MAX/MINVT =600",
+    "FCFS",
+    "EASY",
+    "Greedy */OPT = MIN",
+    "GreedyP */OPT = MIN",
+    "GreedyPM */OPT = MIN",
+    "Greedy/per/OPT = MIN",
+    "GreedyP/per/OPT = MIN",
+    "GreedyPM/per/OPT = MIN",
+    "Greedy */per/OPT = MIN",
+    "GreedyP */per/OPT = MIN",
+    "GreedyPM */per/OPT = MIN",
+    "GreedyP/per/OPT = MIN/MINVT =600",
+    "GreedyPM/per/OPT = MIN/MINVT =600",
+    "GreedyP */per/OPT = MIN/MINVT =600",
+    "GreedyPM */per/OPT = MIN/MINVT =600",
+    "MCB8 */OPT = MIN/MINVT =600",
+    "MCB8/per/OPT = MIN/MINVT =600",
+    "MCB8 */per/OPT = MIN/MINVT =600",
+    "/per/OPT = MIN/MINVT =600",
+    "/stretch-per/OPT = MAX/MINVT =600",
 ]
 #: Table 1 of RR-7659: the 14 combinations (the last 11 use MCB8 or MCB8-stretch).
-TABLE1 = ["Greedy*", "GreedyP*", "GreedyPM*", "Greedy/per", "GreedyP/per", "GreedyPM/per", "Greedy*/per",
-          "GreedyP*/per", "GreedyPM*/per", "MCB8*", "MCB8/per", "MCB8*/per", "/per", "/stretch-per"]
+TABLE1 = [
+    "Greedy*",
+    "GreedyP*",
+    "GreedyPM*",
+    "Greedy/per",
+    "GreedyP/per",
+    "GreedyPM/per",
+    "Greedy*/per",
+    "GreedyP*/per",
+    "GreedyPM*/per",
+    "MCB8*",
+    "MCB8/per",
+    "MCB8*/per",
+    "/per",
+    "/stretch-per",
+]
 
 
 def registry_name(printed: str) -> str:
@@ -58,7 +84,9 @@ def test_the_paper_s_116_algorithms_exist_and_behave_as_named():
         assert type(pol).name == n
         assert (getattr(pol, "period", None) is not None) == ("per" in n)  # /per and /stretch-per: periodic
         b = n.rsplit("=", 1)[1] if "/MIN" in n.split("/OPT=")[1] else None
-        assert (getattr(pol, "minvt", None), getattr(pol, "minft", None)) == ((float(b), None) if "/MINVT=" in n else (None, float(b)) if b else (None, None))
+        assert (getattr(pol, "minvt", None), getattr(pol, "minft", None)) == (
+            (float(b), None) if "/MINVT=" in n else (None, float(b)) if b else (None, None)
+        )
     # the bare /stretch-per (Table 1's 14th row): nothing on submission, nothing on completion,
     # MCB8-stretch periodically, OPT=MAX on the expected stretch
     from schedlab.policies.dfrs.stretch import StretchPer
@@ -77,8 +105,7 @@ def test_bare_stretch_per_runs_and_schedules_only_periodically():
     from schedlab.workloads.lublin import lublin_workload
 
     jobs = lublin_workload(np.random.default_rng(3), njobs=25, nodes=8)
-    per_job, summary = run_table(jobs, DFRS_POLICIES["/stretch-per/OPT=MAX/MINVT=600"], nodes=8, memory=0.3,
-                                 check=True)
+    per_job, summary = run_table(jobs, DFRS_POLICIES["/stretch-per/OPT=MAX/MINVT=600"], nodes=8, memory=0.3, check=True)
     assert summary["n_jobs"] == 25 and np.all(np.isfinite(per_job["end"]))
     # periodic instants: the first submission + k x 600 s (the engine's period clock)
     phase = np.mod(per_job["start"] - per_job["submit"].min(), 600.0)

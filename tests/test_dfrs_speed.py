@@ -59,14 +59,23 @@ def assert_same_run(new, ref) -> None:
         assert same(getattr(new.state, attr), getattr(ref.state, attr)), attr
 
 
-_job = st.tuples(st.integers(0, 400), st.integers(1, 600), st.integers(1, 4),
-                 st.sampled_from([0.25, 0.5, 0.7, 1.0]), st.sampled_from([0.2, 0.3, 0.45, 0.5, 0.6, 1.0]))
+_job = st.tuples(
+    st.integers(0, 400),
+    st.integers(1, 600),
+    st.integers(1, 4),
+    st.sampled_from([0.25, 0.5, 0.7, 1.0]),
+    st.sampled_from([0.2, 0.3, 0.45, 0.5, 0.6, 1.0]),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_job, min_size=1, max_size=10), nodes=st.integers(2, 4),
-       name=st.sampled_from(sorted(set(DFRS_POLICIES) & set(dfrs_reference.REF_POLICIES))), penalty=st.sampled_from([0.0, 30.0, 300.0]),
-       period=st.sampled_from([40.0, 150.0, 600.0]))
+@given(
+    jobs=st.lists(_job, min_size=1, max_size=10),
+    nodes=st.integers(2, 4),
+    name=st.sampled_from(sorted(set(DFRS_POLICIES) & set(dfrs_reference.REF_POLICIES))),
+    penalty=st.sampled_from([0.0, 30.0, 300.0]),
+    period=st.sampled_from([40.0, 150.0, 600.0]),
+)
 def test_hypothesis_instances_identical_to_reference(jobs, nodes, name, penalty, period):
     rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
     tasks = [min(t, nodes) for t in tasks]
@@ -76,15 +85,29 @@ def test_hypothesis_instances_identical_to_reference(jobs, nodes, name, penalty,
     assert_same_run(new, ref)
 
 
-_many = st.tuples(st.integers(0, 200), st.integers(1, 3000), st.integers(1, 6),
-                  st.floats(0.05, 1.0), st.floats(0.02, 0.6))
+_many = st.tuples(
+    st.integers(0, 200), st.integers(1, 3000), st.integers(1, 6), st.floats(0.05, 1.0), st.floats(0.02, 0.6)
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_many, min_size=5, max_size=40), nodes=st.integers(3, 8),
-       name=st.sampled_from(["GreedyPM*/per/OPT=MIN/MINVT=600", "MCB8*/per/OPT=MIN/MINVT=600", "Greedy*/OPT=MIN",
-                             "GreedyP*/OPT=AVG", "GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "MCB8*/OPT=AVG/MINFT=300",
-                             "GreedyP*/per/OPT=MIN", "MCB8*/stretch-per/OPT=AVG", "/per/OPT=MIN"]))
+@given(
+    jobs=st.lists(_many, min_size=5, max_size=40),
+    nodes=st.integers(3, 8),
+    name=st.sampled_from(
+        [
+            "GreedyPM*/per/OPT=MIN/MINVT=600",
+            "MCB8*/per/OPT=MIN/MINVT=600",
+            "Greedy*/OPT=MIN",
+            "GreedyP*/OPT=AVG",
+            "GreedyPM*/stretch-per/OPT=MAX/MINVT=600",
+            "MCB8*/OPT=AVG/MINFT=300",
+            "GreedyP*/per/OPT=MIN",
+            "MCB8*/stretch-per/OPT=AVG",
+            "/per/OPT=MIN",
+        ]
+    ),
+)
 def test_busier_instances_identical_to_reference(jobs, nodes, name):
     """More jobs and tasks, arbitrary needs and memories: many overloaded nodes,
     pauses and migrations."""
@@ -106,18 +129,28 @@ def test_pack_identical_to_reference(tasks, nodes, preload, data):
     mem = [m for _, m in tasks]
     init = {}
     if preload:
-        init = {"init_cpu": data.draw(st.lists(st.floats(0.0, 1.0), min_size=nodes, max_size=nodes)),
-                "init_mem": data.draw(st.lists(st.floats(0.0, 1.0), min_size=nodes, max_size=nodes))}
+        init = {
+            "init_cpu": data.draw(st.lists(st.floats(0.0, 1.0), min_size=nodes, max_size=nodes)),
+            "init_mem": data.draw(st.lists(st.floats(0.0, 1.0), min_size=nodes, max_size=nodes)),
+        }
     assert fast_mcb8.pack(cpu, mem, nodes, **init) == ref_mcb8.pack(cpu, mem, nodes, **init)
 
 
-_mjob = st.tuples(st.integers(1, 5), st.floats(0.0, 1.0), st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.3, 0.5, 0.9]),
-                  st.sampled_from([0.0, 1.0, 2.5, float("inf")]))
+_mjob = st.tuples(
+    st.integers(1, 5),
+    st.floats(0.0, 1.0),
+    st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.3, 0.5, 0.9]),
+    st.sampled_from([0.0, 1.0, 2.5, float("inf")]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(jobs=st.lists(_mjob, max_size=14), nodes=st.integers(1, 6), precision=st.sampled_from([0.01, 0.1, 0.3, 1.0]),
-       data=st.data())
+@given(
+    jobs=st.lists(_mjob, max_size=14),
+    nodes=st.integers(1, 6),
+    precision=st.sampled_from([0.01, 0.1, 0.3, 1.0]),
+    data=st.data(),
+)
 def test_mcb8_identical_to_reference(jobs, nodes, precision, data):
     # ids unique, not in priority order (7 i mod 17 is a permutation for i < 17)
     rows = [((7 * i) % 17, t, c, m, p) for i, (t, c, m, p) in enumerate(jobs)]
@@ -156,9 +189,16 @@ def test_mcb8_errors_as_reference():
 def test_run_table_identical_to_reference_with_bound():
     rng = np.random.default_rng(7)
     n = 30
-    jobs = pl.DataFrame({"job_id": np.arange(n), "submit": np.sort(rng.uniform(0, 3000, n)),
-                         "runtime": rng.uniform(1, 2000, n), "procs": rng.integers(1, 9, n),
-                         "cpu_need": rng.uniform(0.1, 1.0, n), "memory": rng.uniform(0.05, 0.5, n)})
+    jobs = pl.DataFrame(
+        {
+            "job_id": np.arange(n),
+            "submit": np.sort(rng.uniform(0, 3000, n)),
+            "runtime": rng.uniform(1, 2000, n),
+            "procs": rng.integers(1, 9, n),
+            "cpu_need": rng.uniform(0.1, 1.0, n),
+            "memory": rng.uniform(0.05, 0.5, n),
+        }
+    )
     for name in ("GreedyPM*/per/OPT=AVG/MINVT=300", "MCB8*/OPT=MIN"):
         p1, s1 = fast_dfrs.run_table(jobs, DFRS_POLICIES[name], nodes=6, bound=True, check=True)
         p2, s2 = ref_dfrs.run_table(jobs, dfrs_reference.REF_POLICIES[name], nodes=6, bound=True, check=True)

@@ -17,8 +17,16 @@ SYSTEM = {"nodes": 1, "penalty": 0.0}
 def contended() -> pl.DataFrame:
     """One node, three one-task jobs of memory 0.6 (two never fit together):
     A runs 0..10, B waits from t = 1, C arrives at t = 10 when A completes."""
-    return pl.DataFrame({"job_id": [0, 1, 2], "submit": [0.0, 1.0, 10.0], "runtime": [10.0, 5.0, 5.0],
-                         "procs": [1, 1, 1], "cpu_need": [1.0, 1.0, 1.0], "memory": [0.6, 0.6, 0.6]})
+    return pl.DataFrame(
+        {
+            "job_id": [0, 1, 2],
+            "submit": [0.0, 1.0, 10.0],
+            "runtime": [10.0, 5.0, 5.0],
+            "procs": [1, 1, 1],
+            "cpu_need": [1.0, 1.0, 1.0],
+            "memory": [0.6, 0.6, 0.6],
+        }
+    )
 
 
 def starts(system: dict, policy: str = "Greedy*/OPT=MIN", jobs=None) -> list[float]:
@@ -36,13 +44,15 @@ def test_instant_end_pass_runs_after_the_arrivals():
     assert starts({**SYSTEM, "star_pass": "instant-end"}) == [0.0, 15.0, 10.0]
 
 
-@pytest.mark.parametrize("policy", ["MCB8*/OPT=MIN/MINVT=600", "/stretch-per/OPT=MAX/MINVT=600",
-                                    "/per/OPT=MIN/MINVT=600"])
+@pytest.mark.parametrize(
+    "policy", ["MCB8*/OPT=MIN/MINVT=600", "/stretch-per/OPT=MAX/MINVT=600", "/per/OPT=MIN/MINVT=600"]
+)
 def test_other_policies_are_unaffected(policy):
     from schedlab.workloads.lublin import lublin_workload
 
     jobs = lublin_workload(np.random.default_rng(3), njobs=40, nodes=16).with_columns(
-        pl.lit(1.0).alias("cpu_need"), pl.lit(0.3).alias("memory"))
+        pl.lit(1.0).alias("cpu_need"), pl.lit(0.3).alias("memory")
+    )
     eng = get_engine("dfrs")
     a = eng.run(jobs, policy, None, {"nodes": 16}).jobs
     b = eng.run(jobs, policy, None, {"nodes": 16, "star_pass": "instant-end"}).jobs

@@ -32,8 +32,11 @@ NAMES = sorted(STRETCH_PER_POLICIES)
 
 # -- names ------------------------------------------------------------------------
 
+
 def test_names_and_parameters():
-    bases = [f"{m}/stretch-per/OPT={o}" for m in ("", "Greedy*", "GreedyP*", "GreedyPM*", "MCB8*") for o in ("MAX", "AVG")]
+    bases = [
+        f"{m}/stretch-per/OPT={o}" for m in ("", "Greedy*", "GreedyP*", "GreedyPM*", "MCB8*") for o in ("MAX", "AVG")
+    ]
     expected = set(bases) | {f"{b}/{kind}={x}" for b in bases for kind in ("MINVT", "MINFT") for x in (300, 600)}
     assert set(NAMES) == expected
     assert set(NAMES) <= set(DFRS_POLICIES)  # in the engine registry, so specs and the CLI can name them
@@ -55,6 +58,7 @@ def test_names_and_parameters():
 
 # -- an independent formulation of OPT=MAX: iterated LPs in u = 1/S -----------------
 
+
 def lexmin_max_stretch_lp(A, F, v, T):
     """u_j = 1/s_j of the lexicographic min-max expected stretch, by the textbook
     water-filling with LPs: maximise the common level t of the unfixed jobs
@@ -69,25 +73,38 @@ def lexmin_max_stretch_lp(A, F, v, T):
             if j == skip:
                 continue
             if not np.isnan(fixed[j]):  # -T y_j <= v_j - F_j u_j
-                r = np.zeros(J + 1); r[j] = -T; A_ub.append(r); b_ub.append(v[j] - F[j] * fixed[j] + slack)
+                r = np.zeros(J + 1)
+                r[j] = -T
+                A_ub.append(r)
+                b_ub.append(v[j] - F[j] * fixed[j] + slack)
             elif level is None:  # F_j t - T y_j <= v_j
-                r = np.zeros(J + 1); r[j] = -T; r[J] = F[j]; A_ub.append(r); b_ub.append(v[j])
+                r = np.zeros(J + 1)
+                r[j] = -T
+                r[J] = F[j]
+                A_ub.append(r)
+                b_ub.append(v[j])
             else:
-                r = np.zeros(J + 1); r[j] = -T; A_ub.append(r); b_ub.append(v[j] - F[j] * level + slack)
+                r = np.zeros(J + 1)
+                r[j] = -T
+                A_ub.append(r)
+                b_ub.append(v[j] - F[j] * level + slack)
         for k in range(K):
-            A_ub.append(np.append(A[k], 0.0)); b_ub.append(1.0)
+            A_ub.append(np.append(A[k], 0.0))
+            b_ub.append(1.0)
         return np.asarray(A_ub), np.asarray(b_ub)
 
     bounds = [(0.0, 1.0)] * J + [(0.0, None)]
     while np.isnan(fixed).any():
-        c = np.zeros(J + 1); c[J] = -1.0
+        c = np.zeros(J + 1)
+        c[J] = -1.0
         A_ub, b_ub = rows(None)
         res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
         assert res.status == 0
         t = res.x[J]
         newly = []
         for j in np.flatnonzero(np.isnan(fixed)):
-            c = np.zeros(J + 1); c[j] = -1.0
+            c = np.zeros(J + 1)
+            c[j] = -1.0
             A_ub, b_ub = rows(t, skip=j)
             r = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds[:J] + [(0.0, 0.0)], method="highs")
             assert r.status == 0
@@ -204,11 +221,15 @@ def test_avg_ceiling_binds_on_one_node():
 
 # -- MCB8-stretch ------------------------------------------------------------------
 
+
 def test_mcb8_stretch_hand_example():
     """T = 600, v = 0, need 1, mem .1: y_j(S) = F_j / (600 S). F = 1200, 600, 600 on 2 nodes:
     S_lo = max F / T = 2 packs -- a alone (y 1), b + c (y .5 + .5) -- so S = 2 exactly."""
-    jobs = [("a", 1, 1.0, 0.1, 3.0, 1200.0, 0.0), ("b", 1, 1.0, 0.1, 2.0, 600.0, 0.0),
-            ("c", 1, 1.0, 0.1, 1.0, 600.0, 0.0)]
+    jobs = [
+        ("a", 1, 1.0, 0.1, 3.0, 1200.0, 0.0),
+        ("b", 1, 1.0, 0.1, 2.0, 600.0, 0.0),
+        ("c", 1, 1.0, 0.1, 1.0, 600.0, 0.0),
+    ]
     mapping, dropped, S = mcb8_stretch(jobs, 2, 600.0)
     assert (mapping, dropped, S) == ({"a": [0], "b": [1], "c": [1]}, [], 2.0)
     # one node: y_a + y_b + y_c <= 1 -> 2400 / (600 S) <= 1 -> S >= 4; the geometric search ends
@@ -223,9 +244,21 @@ def test_mcb8_stretch_hand_example():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(inst=st.lists(st.tuples(st.integers(1, 3), st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([0.1, 0.3, 0.6]),
-                               st.floats(0, 5), st.floats(600, 5000), st.sampled_from([0.0, 100.0, 900.0])),
-                     min_size=1, max_size=5), nodes=st.integers(2, 3))
+@given(
+    inst=st.lists(
+        st.tuples(
+            st.integers(1, 3),
+            st.sampled_from([0.25, 0.5, 1.0]),
+            st.sampled_from([0.1, 0.3, 0.6]),
+            st.floats(0, 5),
+            st.floats(600, 5000),
+            st.sampled_from([0.0, 100.0, 900.0]),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    nodes=st.integers(2, 3),
+)
 def test_mcb8_stretch_search_invariants(inst, nodes):
     T = 600.0
     jobs = [(i, t, c, m, p, F, v) for i, (t, c, m, p, F, v) in enumerate(inst)]
@@ -253,6 +286,7 @@ def test_mcb8_stretch_search_invariants(inst, nodes):
 
 # -- through the engine ---------------------------------------------------------------
 
+
 def test_engine_hook_hand_example():
     """1 node, need 1, mem .3, period 600, grid 0, 600, 1200, ...
     t=0: job 0 alone, y = 1. t=100: job 1 arrives, Greedy puts it on node 0 (load 2); the hook
@@ -261,8 +295,18 @@ def test_engine_hook_hand_example():
     t=600: vt0 = 100 + 500 x 5/11, vt1 = 500 x 6/11; MCB8-stretch keeps both on node 0 (no
     migration) and OPT=MAX with T = 600: S = (1200 + 1100) / (vt0 + vt1 + 600) = 2300 / 1200."""
     for name in ("Greedy*/stretch-per/OPT=MAX", "Greedy*/stretch-per/OPT=AVG", "MCB8*/stretch-per/OPT=MAX"):
-        res = simulate_dfrs([0.0, 100.0], [10_000.0, 10_000.0], [1, 1], [1.0, 1.0], [0.3, 0.3], 1,
-                            STRETCH_PER_POLICIES[name](), penalty=300.0, check=True, snapshots=True)
+        res = simulate_dfrs(
+            [0.0, 100.0],
+            [10_000.0, 10_000.0],
+            [1, 1],
+            [1.0, 1.0],
+            [0.3, 0.3],
+            1,
+            STRETCH_PER_POLICIES[name](),
+            penalty=300.0,
+            check=True,
+            snapshots=True,
+        )
         snaps = {t: (vt, y) for t, vt, _status, _pen, y in res.snapshots}
         np.testing.assert_allclose(snaps[100.0][1], [5 / 11, 6 / 11], rtol=TOL)
         vt = snaps[600.0][0]
@@ -270,8 +314,16 @@ def test_engine_hook_hand_example():
         S = 2300 / 1200
         np.testing.assert_allclose(snaps[600.0][1], [(1200 / S - vt[0]) / 600, (1100 / S - vt[1]) / 600], rtol=TOL)
         assert res.state.migrations.sum() == 0 and res.state.pauses.sum() == 0
-    ref = simulate_dfrs([0.0, 100.0], [10_000.0, 10_000.0], [1, 1], [1.0, 1.0], [0.3, 0.3], 1,
-                        DFRS_POLICIES["Greedy*/per/OPT=MIN"](), snapshots=True)
+    ref = simulate_dfrs(
+        [0.0, 100.0],
+        [10_000.0, 10_000.0],
+        [1, 1],
+        [1.0, 1.0],
+        [0.3, 0.3],
+        1,
+        DFRS_POLICIES["Greedy*/per/OPT=MIN"](),
+        snapshots=True,
+    )
     np.testing.assert_allclose([y for t, *_rest, y in ref.snapshots if t == 100.0][0], [0.5, 0.5])
 
 
@@ -291,13 +343,23 @@ class _PeriodProbe:
         self.log.append((s.now, before, after, list(s.status), vt))
 
 
-_job = st.tuples(st.integers(0, 400), st.integers(1, 600), st.integers(1, 3),
-                 st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([0.2, 0.3, 0.5, 0.6, 1.0]))
+_job = st.tuples(
+    st.integers(0, 400),
+    st.integers(1, 600),
+    st.integers(1, 3),
+    st.sampled_from([0.25, 0.5, 1.0]),
+    st.sampled_from([0.2, 0.3, 0.5, 0.6, 1.0]),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=st.lists(_job, min_size=1, max_size=7), nodes=st.integers(2, 3), name=st.sampled_from(NAMES),
-       penalty=st.sampled_from([0.0, 30.0, 300.0]), period=st.sampled_from([40.0, 150.0, 600.0]))
+@given(
+    jobs=st.lists(_job, min_size=1, max_size=7),
+    nodes=st.integers(2, 3),
+    name=st.sampled_from(NAMES),
+    penalty=st.sampled_from([0.0, 30.0, 300.0]),
+    period=st.sampled_from([40.0, 150.0, 600.0]),
+)
 def test_invariants_no_progress_while_paused_and_lp_bound(jobs, nodes, name, penalty, period):
     rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
     tasks = [min(t, nodes) for t in tasks]
@@ -311,10 +373,19 @@ def test_invariants_no_progress_while_paused_and_lp_bound(jobs, nodes, name, pen
                     assert status[j] != RUNNING or after[j] == nodes_j, (t, j)
     check_progress(res, rel, proc)
     s = res.state
-    df = pl.DataFrame({"job_id": list(range(len(rel))), "submit": [float(x) for x in rel],
-                       "runtime": [float(x) for x in proc], "procs": tasks, "cpu_need": cpu, "memory": mem})
-    per_job, summary = run_table(df, STRETCH_PER_POLICIES[name], nodes=nodes, penalty=penalty, bound=True,
-                                 check=True, period=period)
+    df = pl.DataFrame(
+        {
+            "job_id": list(range(len(rel))),
+            "submit": [float(x) for x in rel],
+            "runtime": [float(x) for x in proc],
+            "procs": tasks,
+            "cpu_need": cpu,
+            "memory": mem,
+        }
+    )
+    per_job, summary = run_table(
+        df, STRETCH_PER_POLICIES[name], nodes=nodes, penalty=penalty, bound=True, check=True, period=period
+    )
     np.testing.assert_array_equal(per_job["end"], s.end)  # same run through run_table
     assert summary["stretch_lower_bound"] <= summary["stretch_max"] * (1 + 1e-9)
     if "/OPT=MAX" in name:  # OPT=MAX uses no solver; OPT=AVG falls back to OPT=MAX's yields (counted)
@@ -325,8 +396,11 @@ def test_determinism_and_lublin_smoke():
     from schedlab.workloads.lublin import lublin_workload
 
     jobs = lublin_workload(np.random.default_rng(5), njobs=60, nodes=8)
-    for name in ("GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "GreedyP*/stretch-per/OPT=AVG",
-                 "MCB8*/stretch-per/OPT=MAX"):
+    for name in (
+        "GreedyPM*/stretch-per/OPT=MAX/MINVT=600",
+        "GreedyP*/stretch-per/OPT=AVG",
+        "MCB8*/stretch-per/OPT=MAX",
+    ):
         a, sa = run_table(jobs, STRETCH_PER_POLICIES[name], nodes=8, memory=0.3, check=True)
         b, sb = run_table(jobs, STRETCH_PER_POLICIES[name], nodes=8, memory=0.3, check=True)
         for key in a:

@@ -59,8 +59,13 @@ def ray_session():
         ray.shutdown()
     runner._OWNED.clear()
     shipped = [str(EXAMPLES / "mypolicies"), str(EXAMPLES / "mygenerators.py"), str(EXAMPLES / "mymetrics.py")]
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"py_modules": shipped, "excludes": ["__pycache__", "*.pyc"]})
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"py_modules": shipped, "excludes": ["__pycache__", "*.pyc"]},
+    )
     try:
         yield
     finally:
@@ -149,7 +154,7 @@ def test_the_documents_show_what_they_must():
     text = (ROOT / "docs" / "extending.md").read_text()
     for engine in ("queue", "packing", "batch", "dfrs"):
         assert re.search(rf"^from schedlab\.api import {engine}$", text, re.M), engine
-        assert f"get_engine(\"{engine}\")" in text, engine
+        assert f'get_engine("{engine}")' in text, engine
     readme = [b for b in blocks(ROOT / "README.md") if b[0] == "python"]
     assert readme and all(FILE_MARK.fullmatch(t.partition("\n")[0].strip()) for _, t, _ in readme)
 
@@ -177,8 +182,10 @@ def check_provenance(rows: pl.DataFrame, results_dir: str, user_policy: str) -> 
     package = EXAMPLES / "mypolicies"
     digest = source_digest(package)
     assert set(rows.filter(pl.col("policy") == user_policy)["code_sha256"]) == {digest}
-    assert rows.filter(pl.col("policy") != user_policy)["code_sha256"].null_count() == \
-        rows.filter(pl.col("policy") != user_policy).height
+    assert (
+        rows.filter(pl.col("policy") != user_policy)["code_sha256"].null_count()
+        == rows.filter(pl.col("policy") != user_policy).height
+    )
     assert set(rows["workload_code_sha256"]) == {source_digest(EXAMPLES / "mygenerators.py")}
     assert rows["schedlab_digest"].n_unique() == 1
     kept = Path(results_dir) / "code" / digest / "mypolicies"
@@ -214,8 +221,9 @@ def test_example_spec_runs_end_to_end(spec_path, tmp_path, monkeypatch, ray_sess
         for cid, rep in exact.select("config_id", "replication").iter_rows():
             run = jobs.filter((pl.col("config_id") == cid) & (pl.col("replication") == rep)).sort("job_id")
             assert run.height == 500 and run["requested_time"].equals(run["runtime"])
-            expected = conservative_reference(run["submit"].to_numpy(), run["runtime"].to_numpy(),
-                                              run["procs"].to_numpy(), 64)
+            expected = conservative_reference(
+                run["submit"].to_numpy(), run["runtime"].to_numpy(), run["procs"].to_numpy(), 64
+            )
             assert np.array_equal(run["start"].to_numpy(), expected)
     elif spec_path.stem == "dfrs":
         check_provenance(rows, report.results_dir, "MemPack*")

@@ -20,7 +20,7 @@ from schedlab.api.workloads import check_job_table
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.platform.spec import parse_spec
-from schedlab.policies.batch import EASY, FCFS
+from schedlab.policies.batch import EASY
 from schedlab.policies.dfrs import GreedyStar
 from schedlab.policies.queue import SRPTE
 from schedlab.sim.batch import simulate_batch
@@ -45,8 +45,13 @@ def test_the_examples_import_only_the_public_api():
     """A copied project must keep working when schedlab's internals move."""
     for path in sorted(EXAMPLES.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 if name == "schedlab" or name.startswith("schedlab."):
                     assert name == "schedlab.api" or name.startswith("schedlab.api."), f"{path.name} imports {name}"
@@ -54,11 +59,13 @@ def test_the_examples_import_only_the_public_api():
 
 # ---- AgedSRPT ----------------------------------------------------------------------------------------
 
+
 def aged(submit, size, estimate=None, alpha=0.5) -> list[float]:
     size = np.asarray(size, dtype=float)
     est = size if estimate is None else np.asarray(estimate, dtype=float)
-    completion, _ = simulate(np.asarray(submit, dtype=float), size, est, np.ones_like(size),
-                             lambda server: AgedSRPT(server, alpha=alpha))
+    completion, _ = simulate(
+        np.asarray(submit, dtype=float), size, est, np.ones_like(size), lambda server: AgedSRPT(server, alpha=alpha)
+    )
     return completion.tolist()
 
 
@@ -153,17 +160,29 @@ def test_aged_srpt_with_alpha_zero_is_srpte_bit_for_bit(seed):
 def test_aged_srpt_alpha_must_be_non_negative():
     with pytest.raises(ValueError, match="alpha"):
         AgedSRPT(None, alpha=-0.1)
-    spec = {"name": "x", "engine": "queue", "workload": {"njobs": 10},
-            "policies": [{"name": "AgedSRPT", "use": "mypolicies/aged_srpt.py:AgedSRPT", "params": {"alpha": [0.5, -1.0]}}]}
+    spec = {
+        "name": "x",
+        "engine": "queue",
+        "workload": {"njobs": 10},
+        "policies": [{"name": "AgedSRPT", "use": "mypolicies/aged_srpt.py:AgedSRPT", "params": {"alpha": [0.5, -1.0]}}],
+    }
     with pytest.raises(UserError, match=r"policies\[0\]\.params\.alpha: .*greater than or equal to 0"):
         parse_spec(spec, "x.toml", EXAMPLES)
 
 
 # ---- DotProductPacker ----------------------------------------------------------------------------------
 
+
 def pack(policy, submit, duration, demand, servers=2, epoch=None, **params):
-    res = simulate_packing(submit, duration, demand, np.ones((servers, np.shape(demand)[1])),
-                           lambda c: policy(c, **params), epoch=epoch, check=True)
+    res = simulate_packing(
+        submit,
+        duration,
+        demand,
+        np.ones((servers, np.shape(demand)[1])),
+        lambda c: policy(c, **params),
+        epoch=epoch,
+        check=True,
+    )
     return res.start.tolist(), res.server.tolist()
 
 
@@ -242,6 +261,7 @@ def test_dot_product_agrees_with_brute_force_and_with_tetris_alignment_only(seed
 
 
 # ---- Conservative backfilling ---------------------------------------------------------------------------
+
 
 def batch_run(policy, submit, need, requested, runtime=None, capacity=4):
     runtime = requested if runtime is None else runtime
@@ -369,6 +389,7 @@ def test_conservative_handles_zero_runtimes_and_simultaneous_events():
 
 # ---- MemPack* (DFRS) -----------------------------------------------------------------------------------
 
+
 def test_mem_pack_fills_the_fullest_nodes_first():
     free = np.array([0.5, 0.25, 1.0, 0.3])
     load = np.array([0.0, 2.0, 0.0, 1.0])
@@ -398,8 +419,16 @@ def test_mem_pack_keeps_the_engine_invariants_on_random_workloads(opt):
     jobs = rigid_jobs(np.random.default_rng(3), njobs=120, procs=32, load=0.9)
     rng = np.random.default_rng(4)
     mem = rng.choice([0.1, 0.25, 0.4], jobs.height)
-    res = simulate_dfrs(jobs["submit"].to_numpy(), jobs["runtime"].to_numpy(), jobs["procs"].to_numpy(),
-                        np.full(jobs.height, 0.5), mem, 32, MemPackStar(opt=opt), check=True)  # memory, yields, CPU
+    res = simulate_dfrs(
+        jobs["submit"].to_numpy(),
+        jobs["runtime"].to_numpy(),
+        jobs["procs"].to_numpy(),
+        np.full(jobs.height, 0.5),
+        mem,
+        32,
+        MemPackStar(opt=opt),
+        check=True,
+    )  # memory, yields, CPU
     assert not np.isnan(res.state.end).any()
     assert res.state.pauses.sum() == 0 and res.state.migrations.sum() == 0
     with pytest.raises(ValueError, match="opt"):
@@ -407,6 +436,7 @@ def test_mem_pack_keeps_the_engine_invariants_on_random_workloads(opt):
 
 
 # ---- generators and the metric -------------------------------------------------------------------------
+
 
 def test_bursty_offers_its_load_in_bursts_from_independent_streams():
     n = 200_000

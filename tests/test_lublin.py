@@ -176,8 +176,7 @@ def ref256():
 
 @pytest.fixture(scope="module")
 def gen256():
-    df = lublin_workload(np.random.default_rng(SEED), njobs=NJOBS, nodes=NODES,
-                         params=LublinParams(job_types=False))
+    df = lublin_workload(np.random.default_rng(SEED), njobs=NJOBS, nodes=NODES, params=LublinParams(job_types=False))
     return as_c_output(df)
 
 
@@ -311,8 +310,9 @@ def test_schema_and_conventions():
     assert (df["requested_time"] == df["runtime"]).all()
     assert (df["size"] == df["runtime"]).all()
     assert set(df["job_type"].unique()) <= {"batch", "interactive"}
-    assert set(lublin_workload(np.random.default_rng(1), njobs=50, params=LublinParams(job_types=False))
-               ["job_type"].unique()) == {"untyped"}
+    assert set(
+        lublin_workload(np.random.default_rng(1), njobs=50, params=LublinParams(job_types=False))["job_type"].unique()
+    ) == {"untyped"}
     submit = df["submit"].to_numpy()
     assert submit[0] > 0 and np.all(np.diff(submit) >= 0)
 
@@ -327,8 +327,10 @@ def test_determinism_and_seed_sensitivity():
 
 def test_runtime_parameters_leave_arrivals_and_sizes_alone():
     base = lublin_workload(np.random.default_rng(7), njobs=3000)
-    other = LublinParams(batch=dataclasses.replace(BATCH_DEFAULTS, a2=500.0),
-                         interactive=dataclasses.replace(INTERACTIVE_DEFAULTS, pb=0.5))
+    other = LublinParams(
+        batch=dataclasses.replace(BATCH_DEFAULTS, a2=500.0),
+        interactive=dataclasses.replace(INTERACTIVE_DEFAULTS, pb=0.5),
+    )
     changed = lublin_workload(np.random.default_rng(7), njobs=3000, params=other)
     for col in ("submit", "procs", "job_type"):
         assert base[col].equals(changed[col])
@@ -346,8 +348,7 @@ def test_prefix_property_of_untyped_stream():
 @settings(max_examples=40, deadline=None)
 @given(nodes=st.integers(1, 5000), seed=st.integers(0, 2**32 - 1), typed=st.booleans())
 def test_invariants_for_any_machine(nodes, seed, typed):
-    df = lublin_workload(np.random.default_rng(seed), njobs=300, nodes=nodes,
-                         params=LublinParams(job_types=typed))
+    df = lublin_workload(np.random.default_rng(seed), njobs=300, nodes=nodes, params=LublinParams(job_types=typed))
     procs = df["procs"].to_numpy()
     runtime = df["runtime"].to_numpy()
     submit = df["submit"].to_numpy()
@@ -358,8 +359,9 @@ def test_invariants_for_any_machine(nodes, seed, typed):
 
 def test_nodes_one_gives_serial_jobs_and_non_power_machine_keeps_pow2_jobs_inside():
     assert (lublin_workload(np.random.default_rng(0), njobs=300, nodes=1)["procs"] == 1).all()
-    procs = lublin_workload(np.random.default_rng(0), njobs=5000, nodes=200,
-                            params=LublinParams(job_types=False))["procs"].to_numpy()
+    procs = lublin_workload(np.random.default_rng(0), njobs=5000, nodes=200, params=LublinParams(job_types=False))[
+        "procs"
+    ].to_numpy()
     assert procs.max() <= 200
     assert 128 in procs  # power-of-two jobs rounded up to 256 become 128 (largest power of two <= 200)
 
@@ -391,17 +393,22 @@ def cls(**kw):
         ({"params": LublinParams(max_log_interarrival=float("inf"))}, "params.max_log_interarrival"),
         ({"params": LublinParams(job_types=False, untyped=cls(serial_prob=1.2))}, "params.untyped.serial_prob"),
         ({"params": LublinParams(job_types=False, untyped=cls(u_prob=-0.1))}, "params.untyped.u_prob"),
-        ({"params": LublinParams(job_types=False, untyped=cls(pow2_prob=float("nan")))},
-         "params.untyped.pow2_prob"),
-        ({"params": LublinParams(job_types=False, untyped=cls(serial_prob=0.5, pow2_prob=0.6))},
-         "params.untyped.pow2_prob"),
-        ({"params": LublinParams(job_types=False, untyped=cls(u_med_offset=0.5, u_hi_offset=1.0))},
-         "params.untyped.u_med_offset"),
+        ({"params": LublinParams(job_types=False, untyped=cls(pow2_prob=float("nan")))}, "params.untyped.pow2_prob"),
+        (
+            {"params": LublinParams(job_types=False, untyped=cls(serial_prob=0.5, pow2_prob=0.6))},
+            "params.untyped.pow2_prob",
+        ),
+        (
+            {"params": LublinParams(job_types=False, untyped=cls(u_med_offset=0.5, u_hi_offset=1.0))},
+            "params.untyped.u_med_offset",
+        ),
         ({"params": LublinParams(job_types=False, untyped=cls(a1=0.0))}, "params.untyped.a1"),
         ({"params": LublinParams(job_types=False, untyped=cls(bnum=-1.0))}, "params.untyped.bnum"),
         ({"params": LublinParams(batch=dataclasses.replace(BATCH_DEFAULTS, u_low=-1.0))}, "params.batch.u_low"),
-        ({"params": LublinParams(interactive=dataclasses.replace(INTERACTIVE_DEFAULTS, pa=float("inf")))},
-         "params.interactive.pa"),
+        (
+            {"params": LublinParams(interactive=dataclasses.replace(INTERACTIVE_DEFAULTS, pa=float("inf")))},
+            "params.interactive.pa",
+        ),
     ],
 )
 def test_validation_names_the_parameter(kwargs, where):
@@ -429,12 +436,27 @@ def _scaled_plan(same_trace: bool, seed: int = 5):
     from schedlab.platform.spec import parse_spec
 
     extra = {"same_trace": True} if same_trace else {}
-    return build_plan(parse_spec({
-        "name": "s", "engine": "dfrs", "seed": seed, "policies": ["GreedyPM*/OPT=MIN"],
-        "system": {"nodes": 16, "penalty": 300.0},
-        "workload": {"kind": "lublin", "njobs": 60, "nodes": 16, "load": [0.3, 0.9],
-                     "annotation": "dfrs-synthetic", **extra},
-        "replications": {"n": 2}}, "s.toml"))
+    return build_plan(
+        parse_spec(
+            {
+                "name": "s",
+                "engine": "dfrs",
+                "seed": seed,
+                "policies": ["GreedyPM*/OPT=MIN"],
+                "system": {"nodes": 16, "penalty": 300.0},
+                "workload": {
+                    "kind": "lublin",
+                    "njobs": 60,
+                    "nodes": 16,
+                    "load": [0.3, 0.9],
+                    "annotation": "dfrs-synthetic",
+                    **extra,
+                },
+                "replications": {"n": 2},
+            },
+            "s.toml",
+        )
+    )
 
 
 def _instances(plan):

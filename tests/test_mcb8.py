@@ -216,8 +216,10 @@ def _pack_front_scan(cpu, mem, nodes, init_cpu=None, init_mem=None):
     list from the front. The reference for pack's resumed scans."""
     n = len(cpu)
     key = [max(c, m) for c, m in zip(cpu, mem)]
-    lists = (sorted((i for i in range(n) if cpu[i] > mem[i]), key=lambda i: -key[i]),
-             sorted((i for i in range(n) if not cpu[i] > mem[i]), key=lambda i: -key[i]))
+    lists = (
+        sorted((i for i in range(n) if cpu[i] > mem[i]), key=lambda i: -key[i]),
+        sorted((i for i in range(n) if not cpu[i] > mem[i]), key=lambda i: -key[i]),
+    )
     where, left = [-1] * n, n
     for node in range(nodes):
         if not left:
@@ -227,8 +229,10 @@ def _pack_front_scan(cpu, mem, nodes, init_cpu=None, init_mem=None):
         placed = 0
         while left:
             order = (0, 1) if c <= m else (1, 0)
-            pick = next(((k, i) for k in order for i in lists[k]
-                         if c + cpu[i] <= 1 + FIT_TOL and m + mem[i] <= 1 + FIT_TOL), None)
+            pick = next(
+                ((k, i) for k in order for i in lists[k] if c + cpu[i] <= 1 + FIT_TOL and m + mem[i] <= 1 + FIT_TOL),
+                None,
+            )
             if pick is None:
                 break
             k, i = pick

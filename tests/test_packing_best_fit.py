@@ -5,7 +5,6 @@ the sorted structures, and the two §VII-A stability examples."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -250,13 +249,28 @@ def _second_half_slope(jobs, capacity, slots):
 
 
 def test_vii_a_example1_bfjs_stable():
-    jobs = packing_workload(np.random.default_rng(0), slots=SLOTS_STABLE, rate=0.014, sizes=[0.4, 0.6], service="geometric", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(0),
+        slots=SLOTS_STABLE,
+        rate=0.014,
+        sizes=[0.4, 0.6],
+        service="geometric",
+        mean_service=100,
+    )
     slope, q = _second_half_slope(jobs, 1.0, SLOTS_STABLE)
     assert abs(slope) < STABLE_MAX_SLOPE
     assert q.max() < 30  # bounded: tens of jobs' worth at most
 
 
 def test_vii_a_example2_bfjs_unstable():
-    jobs = packing_workload(np.random.default_rng(0), slots=SLOTS_UNSTABLE, rate=0.0306, sizes=[2, 5], probs=[2 / 3, 1 / 3], service="fixed", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(0),
+        slots=SLOTS_UNSTABLE,
+        rate=0.0306,
+        sizes=[2, 5],
+        probs=[2 / 3, 1 / 3],
+        service="fixed",
+        mean_service=100,
+    )
     slope, q = _second_half_slope(jobs, 10.0, SLOTS_UNSTABLE)
     assert slope > UNSTABLE_MIN_SLOPE

@@ -229,7 +229,9 @@ def test_vector_engine_respects_capacity(data):
 
 def test_packing_workload():
     rng = np.random.default_rng(0)
-    jobs = packing_workload(rng, slots=50_000, rate=0.2, sizes=[2, 5], probs=[2 / 3, 1 / 3], service="geometric", mean_service=10)
+    jobs = packing_workload(
+        rng, slots=50_000, rate=0.2, sizes=[2, 5], probs=[2 / 3, 1 / 3], service="geometric", mean_service=10
+    )
     assert jobs.columns == ["job_id", "submit", "duration", "demand"]
     assert len(jobs) / 50_000 == pytest.approx(0.2, rel=0.03)
     sub = jobs["submit"].to_numpy()
@@ -237,7 +239,9 @@ def test_packing_workload():
     dur = jobs["duration"].to_numpy()
     assert dur.min() >= 1 and np.all(dur == np.floor(dur)) and dur.mean() == pytest.approx(10, rel=0.03)
     assert (jobs["demand"] == 2).mean() == pytest.approx(2 / 3, abs=0.02)
-    fixed = packing_workload(np.random.default_rng(0), slots=100, rate=1.0, uniform=(0.1, 0.2), service="fixed", mean_service=7)
+    fixed = packing_workload(
+        np.random.default_rng(0), slots=100, rate=1.0, uniform=(0.1, 0.2), service="fixed", mean_service=7
+    )
     assert set(fixed["duration"].to_list()) == {7.0}
     assert fixed["demand"].min() >= 0.1 and fixed["demand"].max() <= 0.2
     with pytest.raises(UserError):

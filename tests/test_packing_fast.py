@@ -83,8 +83,29 @@ def both(cls, submit, duration, demand, capacity, params=None, **kw):
 
 #: Sizes that tie, sum exactly or nearly to 1 (0.1 + 0.2 != 0.3), or sit a
 #: hair from the fit tolerance.
-SIZES = [0.1, 0.2, 0.3, 0.1 + 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1 / 3, 2 / 3, 0.25, 0.75,
-         1 - 1e-9, 1 - 2e-9, 1e-9, 0.0, 0.3 - 1e-9, 0.7 + 1e-9]
+SIZES = [
+    0.1,
+    0.2,
+    0.3,
+    0.1 + 0.2,
+    0.4,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1 / 3,
+    2 / 3,
+    0.25,
+    0.75,
+    1 - 1e-9,
+    1 - 2e-9,
+    1e-9,
+    0.0,
+    0.3 - 1e-9,
+    0.7 + 1e-9,
+]
 CAPACITIES = [1.0, 1.0, 1.0, 0.5, 0.7, 0.1 + 0.2 + 0.7, 1 / 3 + 2 / 3, 2.0]
 
 
@@ -201,15 +222,21 @@ def vqs_workloads(draw, max_jobs=40, max_servers=6):
         submit = sorted(draw(st.lists(grid, min_size=n, max_size=n)))
         duration = draw(st.lists(st.one_of(grid, st.floats(0, 3)), min_size=n, max_size=n))
         epoch = draw(st.sampled_from([None, None, 0.1, 0.5, 1 / 3]))
-    demand = draw(st.lists(st.one_of(st.sampled_from(sizes), st.sampled_from(sizes), st.floats(0, 1)),
-                           min_size=n, max_size=n))
+    demand = draw(
+        st.lists(st.one_of(st.sampled_from(sizes), st.sampled_from(sizes), st.floats(0, 1)), min_size=n, max_size=n)
+    )
     L = draw(st.integers(1, max_servers))
     if draw(st.booleans()):
         capacity = [1.0] * L
     else:
         capacity = draw(st.lists(st.sampled_from(VQS_CAPACITIES), min_size=L, max_size=L))
-    return submit, duration, demand, capacity, {"epoch": epoch, "params": None if J is None else {"J": J},
-                                                 **engine_options(draw, n)}
+    return (
+        submit,
+        duration,
+        demand,
+        capacity,
+        {"epoch": epoch, "params": None if J is None else {"J": J}, **engine_options(draw, n)},
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -325,23 +352,36 @@ def test_hand_worked_scenarios_both_paths():
 def test_synthetic_workloads_both_paths():
     """Fig. 4 settings (and the deterministic-run test's workload) over several slots."""
     for seed, (lo, hi) in enumerate(((0.01, 0.19), (0.1, 0.9))):
-        jobs = packing_workload(np.random.default_rng(seed), slots=3000, rate=0.95 * 5 / (100 * (lo + hi) / 2),
-                                uniform=(lo, hi), service="geometric", mean_service=100)
+        jobs = packing_workload(
+            np.random.default_rng(seed),
+            slots=3000,
+            rate=0.95 * 5 / (100 * (lo + hi) / 2),
+            uniform=(lo, hi),
+            service="geometric",
+            mean_service=100,
+        )
         for cls in CLASSES:
             for epoch in (1.0, None):
-                both(cls, jobs["submit"], jobs["duration"], jobs["demand"], np.ones(5), epoch=epoch,
-                     sample_every=100.0)
+                both(cls, jobs["submit"], jobs["duration"], jobs["demand"], np.ones(5), epoch=epoch, sample_every=100.0)
     jobs = packing_workload(np.random.default_rng(3), slots=2000, rate=0.2, uniform=(0.1, 0.9), mean_service=10)
     for cls in CLASSES:
         both(cls, jobs["submit"], jobs["duration"], jobs["demand"], np.ones(3))
 
 
 def test_vii_a_examples_both_paths():
-    jobs = packing_workload(np.random.default_rng(0), slots=50_000, rate=0.014, sizes=[0.4, 0.6],
-                            service="geometric", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(0), slots=50_000, rate=0.014, sizes=[0.4, 0.6], service="geometric", mean_service=100
+    )
     both(BFJS, jobs["submit"], jobs["duration"], jobs["demand"], [1.0], sample_every=100.0, until=50_000)
-    jobs = packing_workload(np.random.default_rng(0), slots=100_000, rate=0.0306, sizes=[2, 5], probs=[2 / 3, 1 / 3],
-                            service="fixed", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(0),
+        slots=100_000,
+        rate=0.0306,
+        sizes=[2, 5],
+        probs=[2 / 3, 1 / 3],
+        service="fixed",
+        mean_service=100,
+    )
     for cls in CLASSES:  # a growing queue of two sizes: ties everywhere
         both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [10.0], sample_every=100.0, until=100_000)
 
@@ -349,12 +389,20 @@ def test_vii_a_examples_both_paths():
 def test_vii_a_examples_vqs_both_paths():
     """§VII-A examples 1 and 2 (test_packing_vqs), shortened: VQS's queue
     grows on example 1, the normalised sizes 0.2 and 0.5 of example 2."""
-    jobs = packing_workload(np.random.default_rng(1), slots=50_000, rate=0.014, sizes=[0.4, 0.6],
-                            service="geometric", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(1), slots=50_000, rate=0.014, sizes=[0.4, 0.6], service="geometric", mean_service=100
+    )
     for cls in VQS_CLASSES:
         both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [1.0], sample_every=100.0, until=50_000)
-    jobs = packing_workload(np.random.default_rng(2), slots=50_000, rate=0.0306, sizes=[0.2, 0.5],
-                            probs=[2 / 3, 1 / 3], service="fixed", mean_service=100)
+    jobs = packing_workload(
+        np.random.default_rng(2),
+        slots=50_000,
+        rate=0.0306,
+        sizes=[0.2, 0.5],
+        probs=[2 / 3, 1 / 3],
+        service="fixed",
+        mean_service=100,
+    )
     for cls in VQS_CLASSES:
         r = both(cls, jobs["submit"], jobs["duration"], jobs["demand"], [1.0], sample_every=100.0, until=50_000)
         assert r.started > 0.9 * len(jobs)
@@ -368,14 +416,16 @@ def test_google_prefix_slice_both_paths():
     from schedlab.workloads.registry import workload_kind
 
     kind = workload_kind("trace")
-    params = kind.complete({"reader": "google", "path": str(GOOGLE), "reader_single_resource": True,
-                            "traffic": 0.625}, "workload")
+    params = kind.complete(
+        {"reader": "google", "path": str(GOOGLE), "reader_single_resource": True, "traffic": 0.625}, "workload"
+    )
     jobs = kind.build(np.random.default_rng(0), params, kind.load_shared(params)).head(5_000)
     engine = get_engine("packing")
     system = {"servers": 100, "capacity": 1.0, "epoch": 0.1, "sample_every": 600.0}
     for name in FAST + VQS_FAST:
-        assert_same_run(engine.run(jobs, name, {}, system, path="reference"),
-                        engine.run(jobs, name, {}, system, path="fast"))
+        assert_same_run(
+            engine.run(jobs, name, {}, system, path="reference"), engine.run(jobs, name, {}, system, path="fast")
+        )
 
 
 # ---- the Engine switch ------------------------------------------------------------------------------------
@@ -413,8 +463,11 @@ def _table(seed=0, n=300, group=False):
 def test_engine_paths_agree():
     engine = get_engine("packing")
     assert engine.fast_path and "sim/packing_fast.py" in engine.sources and "sim/jit.py" in engine.sources
-    for system in ({"servers": 3, "epoch": 1.0, "sample_every": 5.0}, {"servers": 4, "epoch": 0.0},
-                   {"servers": 2, "capacity": 2.0, "epoch": 0.5}):
+    for system in (
+        {"servers": 3, "epoch": 1.0, "sample_every": 5.0},
+        {"servers": 4, "epoch": 0.0},
+        {"servers": 2, "capacity": 2.0, "epoch": 0.5},
+    ):
         for group in (False, True):
             jobs = _table(group=group)
             for name in FAST:
@@ -426,8 +479,11 @@ def test_engine_paths_agree():
 
 def test_engine_paths_agree_vqs():
     engine = get_engine("packing")
-    for system in ({"servers": 3, "epoch": 1.0, "sample_every": 5.0}, {"servers": 4, "epoch": 0.0},
-                   {"servers": 70, "epoch": 0.5}):
+    for system in (
+        {"servers": 3, "epoch": 1.0, "sample_every": 5.0},
+        {"servers": 4, "epoch": 0.0},
+        {"servers": 70, "epoch": 0.5},
+    ):
         for group in (False, True):
             jobs = _table(group=group)
             for name in VQS_FAST:
@@ -504,23 +560,36 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
 
         calls.clear()
         assert packing_fast.kernel_for(Mine) is None
-        assert_same_run(engine.run(jobs, Mine, {}, {"servers": 3}, path="fast"),
-                        engine.run(jobs, cls, {}, {"servers": 3}, path="reference"))
+        assert_same_run(
+            engine.run(jobs, Mine, {}, {"servers": 3}, path="fast"),
+            engine.run(jobs, cls, {}, {"servers": 3}, path="reference"),
+        )
         # a J the kernel does not take but the reference does (J > 24): the reference
-        assert_same_run(engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="fast"),
-                        engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="reference"))
+        assert_same_run(
+            engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="fast"),
+            engine.run(jobs, cls, {"J": 30}, {"servers": 3}, path="reference"),
+        )
         assert calls == []
         # bad params: the reference's UserError, on both paths
-        for params in ({"J": 1}, {"J": 2.0}, {"J": True}, {"J": "4"}, {"J": np.int64(3)}, {"bogus": 1},
-                       {"J": 3, "bogus": 1}):
+        for params in (
+            {"J": 1},
+            {"J": 2.0},
+            {"J": True},
+            {"J": "4"},
+            {"J": np.int64(3)},
+            {"bogus": 1},
+            {"J": 3, "bogus": 1},
+        ):
             assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [1.0], params=params) is None
             for path in ENGINE_PATHS:
                 with pytest.raises(UserError, match="J|bogus"):
                     engine.run(jobs, cls, params, {"servers": 3}, path=path)
         # refused clusters: capacity != 1 (beyond FIT_TOL), several resources, a size > 1 + FIT_TOL
-        for system, match in (({"servers": 2, "capacity": 2.0}, "capacity"),
-                              ({"servers": 2, "capacity": 1 + 2e-9}, "capacity"),
-                              ({"servers": 2, "capacity": 0.5}, "capacity")):
+        for system, match in (
+            ({"servers": 2, "capacity": 2.0}, "capacity"),
+            ({"servers": 2, "capacity": 1 + 2e-9}, "capacity"),
+            ({"servers": 2, "capacity": 0.5}, "capacity"),
+        ):
             assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [system["capacity"]] * 2) is None
             for path in ENGINE_PATHS:
                 with pytest.raises(UserError, match=match):
@@ -529,15 +598,16 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
         for path in ENGINE_PATHS:
             with pytest.raises(UserError, match="d = 2"):
                 engine.run(two, cls, {}, {"servers": 2}, path=path)
-        big = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "duration": [1.0, 1.0],
-                            "demand": [0.5, 1 + 2e-9]})
+        big = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "duration": [1.0, 1.0], "demand": [0.5, 1 + 2e-9]})
         assert packing_fast.simulate(cls, [0.0, 1.0], [1.0, 1.0], [0.5, 1 + 2e-9], [1.0]) is None
         for path in ENGINE_PATHS:
             with pytest.raises(UserError, match="not in"):
                 engine.run(big, cls, {}, {"servers": 2}, path=path)
         # ... unless the reference never sees that job (until): then it runs, on the reference
-        assert_same_run(engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="fast"),
-                        engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="reference"))
+        assert_same_run(
+            engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="fast"),
+            engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="reference"),
+        )
         assert calls == []
 
 
@@ -560,8 +630,11 @@ def test_declines_unusual_inputs():
     for cls in VQS_CLASSES:
         both(cls, *ok)
     with pytest.raises(UserError, match="non-decreasing"):
-        get_engine("packing").run(pl.DataFrame({"job_id": [0, 1], "submit": [1.0, 0.0], "duration": [1.0, 1.0],
-                                                "demand": [0.5, 0.5]}), "BF-J", path="fast")
+        get_engine("packing").run(
+            pl.DataFrame({"job_id": [0, 1], "submit": [1.0, 0.0], "duration": [1.0, 1.0], "demand": [0.5, 0.5]}),
+            "BF-J",
+            path="fast",
+        )
 
 
 def test_reference_and_user_runs_do_not_import_numba():

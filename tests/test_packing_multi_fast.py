@@ -76,8 +76,11 @@ def workloads(draw, max_tasks=40, max_servers=4, max_groups=6):
         duration = draw(st.lists(st.one_of(grid, st.floats(0, 3)), min_size=n, max_size=n))
         epoch = draw(st.sampled_from([None, None, 0.1, 0.5, 1 / 3]))
     shapes = draw(st.lists(st.lists(st.sampled_from(PARTS), min_size=d, max_size=d), min_size=1, max_size=6))
-    row = st.one_of(st.sampled_from(shapes), st.sampled_from(shapes),
-                    st.lists(st.one_of(st.sampled_from(PARTS), st.floats(0, 1)), min_size=d, max_size=d))
+    row = st.one_of(
+        st.sampled_from(shapes),
+        st.sampled_from(shapes),
+        st.lists(st.one_of(st.sampled_from(PARTS), st.floats(0, 1)), min_size=d, max_size=d),
+    )
     demand = draw(st.lists(row, min_size=n, max_size=n))
     L = draw(st.integers(1, max_servers))
     if draw(st.booleans()):
@@ -102,8 +105,10 @@ def _run_both(w):
     try:
         SlotsFair(_cluster(demand, capacity), **(params["slots"] or {}))
     except UserError:  # a slot larger than every server: the reference's error, on both paths
-        assert packing_multi_fast.simulate(SlotsFair, submit, duration, demand, capacity, params=params["slots"],
-                                           **kw) is None
+        assert (
+            packing_multi_fast.simulate(SlotsFair, submit, duration, demand, capacity, params=params["slots"], **kw)
+            is None
+        )
         return
     both(SlotsFair, submit, duration, demand, capacity, params["slots"], **kw)
 
@@ -128,8 +133,13 @@ def test_bit_identical_many_tasks_and_servers(w):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(inst=instances(), f=st.sampled_from([1e-6, 0.3, 0.75, 1.0]), m=st.sampled_from([0.0, 1.0, 3.0]),
-       slot=st.sampled_from([None, 1.0, 2.0]), epoch=st.sampled_from([1.0, None]))
+@given(
+    inst=instances(),
+    f=st.sampled_from([1e-6, 0.3, 0.75, 1.0]),
+    m=st.sampled_from([0.0, 1.0, 3.0]),
+    slot=st.sampled_from([None, 1.0, 2.0]),
+    epoch=st.sampled_from([1.0, None]),
+)
 def test_tetris_test_instances_both_paths(inst, f, m, slot, epoch):
     """The instances of tests/test_packing_tetris.py (integer demands up to the capacity, groups)."""
     submit, duration, demand, cap, group = inst
@@ -143,8 +153,12 @@ def test_tetris_test_instances_both_paths(inst, f, m, slot, epoch):
 
 def test_slides_example_both_paths():
     n = len(SLIDES_DEMAND)
-    for cls, params in ((Tetris, None), (Tetris, {"fairness": 1e-6}), (Tetris, {"fairness": 1.0, "epsilon": 0.0}),
-                        (SlotsFair, None)):
+    for cls, params in (
+        (Tetris, None),
+        (Tetris, {"fairness": 1e-6}),
+        (Tetris, {"fairness": 1.0, "epsilon": 0.0}),
+        (SlotsFair, None),
+    ):
         r = both(cls, np.zeros(n), np.ones(n), SLIDES_DEMAND, SLIDES_CAP, params, group=SLIDES_GROUP)
         assert r.completed == n
 
@@ -152,8 +166,16 @@ def test_slides_example_both_paths():
 def test_integer_epoch_until_and_sampling():
     demand = [[0.5, 0.2], [0.7, 0.7], [0.5, 0.3], [0.2, 0.9]]
     for cls in CLASSES:
-        r = both(cls, [0, 1, 1, 3], [2, 2, 1, 4], demand, [[1.0, 1.0], [1.0, 1.0]], epoch=1, sample_every=2,
-                 group=[3, 3, 1, 3])
+        r = both(
+            cls,
+            [0, 1, 1, 3],
+            [2, 2, 1, 4],
+            demand,
+            [[1.0, 1.0], [1.0, 1.0]],
+            epoch=1,
+            sample_every=2,
+            group=[3, 3, 1, 3],
+        )
         assert type(r.horizon[1]) is int and r.samples["queue_resource"].shape[1] == 2
         r = both(cls, [0, 1, 1, 3], [2, 2, 1, 4], demand, [[1.0, 1.0]], epoch=2, until=9)
         assert type(r.horizon[1]) is int and r.horizon[1] == 9
@@ -171,8 +193,12 @@ def test_declines_to_the_reference():
     assert packing_multi_fast.simulate(Tetris, sub, dur, neg, cap) is None
     both(SlotsFair, sub, dur, neg, cap)
     # parameters the policies refuse: the kernel declines, the reference raises
-    for cls, params in ((Tetris, {"fairness": 0.0}), (Tetris, {"nope": 1}), (SlotsFair, {"slot": 5.0}),
-                        (SlotsFair, {"slot": [0.5, 0.5, 0.5]})):
+    for cls, params in (
+        (Tetris, {"fairness": 0.0}),
+        (Tetris, {"nope": 1}),
+        (SlotsFair, {"slot": 5.0}),
+        (SlotsFair, {"slot": [0.5, 0.5, 0.5]}),
+    ):
         assert packing_multi_fast.simulate(cls, sub, dur, [[0.5, 0.5]] * 3, cap, params=params) is None
         with pytest.raises(UserError):
             simulate_packing(sub, dur, [[0.5, 0.5]] * 3, cap, lambda c, cls=cls, params=params: cls(c, **params))
@@ -205,25 +231,34 @@ def test_row_sum_order_is_checked():
 
 def _table(seed=0, n=300):
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({
-        "job_id": np.arange(n) + 100,
-        "submit": np.sort(rng.integers(0, 60, n)).astype(float),
-        "duration": rng.integers(1, 12, n).astype(float),
-        "cpu": rng.choice([0.1, 0.2, 0.3, 0.5, 1.0], n),
-        "mem": rng.choice([0.1, 0.25, 0.5, 0.1 + 0.2, 1.0], n),
-        "group": rng.integers(0, 40, n),
-        "estimate": rng.uniform(1, 10, n),
-    })
+    return pl.DataFrame(
+        {
+            "job_id": np.arange(n) + 100,
+            "submit": np.sort(rng.integers(0, 60, n)).astype(float),
+            "duration": rng.integers(1, 12, n).astype(float),
+            "cpu": rng.choice([0.1, 0.2, 0.3, 0.5, 1.0], n),
+            "mem": rng.choice([0.1, 0.25, 0.5, 0.1 + 0.2, 1.0], n),
+            "group": rng.integers(0, 40, n),
+            "estimate": rng.uniform(1, 10, n),
+        }
+    )
 
 
 def test_engine_paths_agree_and_the_kernel_runs(monkeypatch):
     engine = get_engine("packing")
     assert {"sim/packing_multi_fast.py", "sim/tetris_fast.py", "sim/packing_fast_io.py"} <= set(engine.sources)
     jobs = _table()
-    for system in ({"servers": 3, "epoch": 1.0, "sample_every": 5.0}, {"servers": 4, "epoch": 0.0},
-                   {"servers": 2, "capacity": 2.0, "epoch": 0.5}):
-        for name, params in (("Tetris", {}), ("Tetris", {"fairness": 0.3, "epsilon": 2.0}), ("Slots-Fair", {}),
-                             ("Slots-Fair", {"slot": [0.25, 0.5]})):
+    for system in (
+        {"servers": 3, "epoch": 1.0, "sample_every": 5.0},
+        {"servers": 4, "epoch": 0.0},
+        {"servers": 2, "capacity": 2.0, "epoch": 0.5},
+    ):
+        for name, params in (
+            ("Tetris", {}),
+            ("Tetris", {"fairness": 0.3, "epsilon": 2.0}),
+            ("Slots-Fair", {}),
+            ("Slots-Fair", {"slot": [0.25, 0.5]}),
+        ):
             runs = [engine.run(jobs, name, params, system, path=p) for p in ENGINE_PATHS]
             assert_same_run(*runs)
             assert "jct_mean" in runs[0].summary
@@ -256,8 +291,10 @@ def test_user_subclass_and_bad_params_as_on_the_reference(monkeypatch):
     class Mine(Tetris):
         name = "mine"
 
-    assert_same_run(engine.run(jobs, Mine, {}, {"servers": 2}, path="fast"),
-                    engine.run(jobs, "Tetris", {}, {"servers": 2}, path="reference"))
+    assert_same_run(
+        engine.run(jobs, Mine, {}, {"servers": 2}, path="fast"),
+        engine.run(jobs, "Tetris", {}, {"servers": 2}, path="reference"),
+    )
     for path in ENGINE_PATHS:
         with pytest.raises(UserError, match="fairness"):
             engine.run(jobs, "Tetris", {"fairness": 2.0}, {"servers": 2}, path=path)

@@ -20,11 +20,20 @@ SYSTEM = {"servers": 2, "capacity": 1.0, "epoch": 1.0, "sample_every": 500.0}
 
 def spec(tmp_path, **changes):
     data = {
-        "name": "pk", "engine": "packing", "seed": 2,
+        "name": "pk",
+        "engine": "packing",
+        "seed": 2,
         "policies": ["BF-J/S", "FIFO-FF", {"name": "VQS", "params": {"J": [3, 4]}}],
         "system": SYSTEM,
-        "workload": {"kind": "packing", "slots": 3000, "uniform_lo": 0.1, "uniform_hi": 0.5,
-                     "intensity": 0.8, "intensity_servers": 2, "mean_service": 20},
+        "workload": {
+            "kind": "packing",
+            "slots": 3000,
+            "uniform_lo": 0.1,
+            "uniform_hi": 0.5,
+            "intensity": 0.8,
+            "intensity_servers": 2,
+            "mean_service": 20,
+        },
         "replications": {"n": 2},
         "outputs": {"dir": str(tmp_path / "out")},
         "tracking": {"enabled": False},
@@ -41,13 +50,28 @@ def test_system_and_policy_params_are_part_of_the_configuration(tmp_path):
     assert not set(plan.configs) & set(other.configs)
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({"system": {"servers": 2, "cores": 4}}, "pk.toml: system.cores: unknown system parameter for engine 'packing'"),
-    ({"policies": [{"name": "BF-J/S", "params": {"J": 3}}]}, "pk.toml: policies[0].params.J: policy 'BF-J/S' takes no parameters"),
-    ({"workload": {"kind": "packing", "slots": 0, "rate": 0.1, "sizes": [[0.5]]}}, "pk.toml: workload.slots: must be an integer >= 1"),
-    ({"workload": {"kind": "packing", "slots": 10, "rate": 0.1, "sizes": [0.4, 0.6]}}, "pk.toml: workload.sizes: must be a non-empty list"),
-    ({"workload": {"kind": "synthetic"}}, "pk.toml: workload.kind: engine 'packing' does not take 'synthetic'"),
-])
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        (
+            {"system": {"servers": 2, "cores": 4}},
+            "pk.toml: system.cores: unknown system parameter for engine 'packing'",
+        ),
+        (
+            {"policies": [{"name": "BF-J/S", "params": {"J": 3}}]},
+            "pk.toml: policies[0].params.J: policy 'BF-J/S' takes no parameters",
+        ),
+        (
+            {"workload": {"kind": "packing", "slots": 0, "rate": 0.1, "sizes": [[0.5]]}},
+            "pk.toml: workload.slots: must be an integer >= 1",
+        ),
+        (
+            {"workload": {"kind": "packing", "slots": 10, "rate": 0.1, "sizes": [0.4, 0.6]}},
+            "pk.toml: workload.sizes: must be a non-empty list",
+        ),
+        ({"workload": {"kind": "synthetic"}}, "pk.toml: workload.kind: engine 'packing' does not take 'synthetic'"),
+    ],
+)
 def test_bad_packing_specs(tmp_path, changes, expected):
     with pytest.raises(UserError) as info:
         spec(tmp_path, **changes)
@@ -71,8 +95,9 @@ def test_packing_sweep_rows_and_series(tmp_path):
     # one row recomputed directly
     plan = build_plan(s)
     inst = plan.instances(range(2))[1]
-    jobs = workload_kind("packing").build(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))),
-                                          inst.point.params, None)
+    jobs = workload_kind("packing").build(
+        np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))), inst.point.params, None
+    )
     config = next(c for c in inst.point.configs if c.policy == "VQS" and c.policy_params["J"] == 3)
     direct = get_engine("packing").run(jobs, "VQS", {"J": 3}, SYSTEM)
     row = rows.filter((pl.col("config_id") == config.config_id) & (pl.col("replication") == 1))

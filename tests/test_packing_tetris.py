@@ -48,7 +48,7 @@ def test_slides_example_by_hand():
     earliest task (18, a B task) -> B. Once m B tasks run, W_B = (6−m)·7/36 < W_C,
     so B beats C; B vs A: a_B − a_A = (2/18)(18−3m)/18 − (1/36)(36−m)/36 ≥ −0.0054
     (m = 5) while the SRTF gap ε(W_A − W_B) ≥ 0.1·(2 − 7/6) = 0.083. So the 6 B
-    tasks run, using 18 cores: nothing else fits (A needs a core). 
+    tasks run, using 18 cores: nothing else fits (A needs a core).
     t = 1: B done; J = 2 (A, C), ⌈1.5⌉ = 2. ā = (18·1/9 + 6·7/36)/24 = 19/144,
     W̄ = 19/12, ε = 1/12; the same argument (SRTF gap ≥ (2 − 7/6)/12 = 0.069 >
     0.0054) runs the 6 C tasks. t = 2: the 18 A tasks fill [18, 36] exactly.
@@ -128,8 +128,12 @@ def test_alignment_picks_best_aligned(epsilon):
     then free [5, 3] has no room for Y (4 GB), which waits until X ends at 2."""
     demand = [[1.0, 6.0], [1.0, 4.0], [4.0, 1.0]]
     r = simulate_packing(
-        [0.0, 1.0, 1.0], [10.0, 1.0, 1.0], demand, [[10.0, 10.0]],
-        lambda c: Tetris(c, epsilon=epsilon), check=True,
+        [0.0, 1.0, 1.0],
+        [10.0, 1.0, 1.0],
+        demand,
+        [[10.0, 10.0]],
+        lambda c: Tetris(c, epsilon=epsilon),
+        check=True,
     )
     assert r.start.tolist() == [0.0, 2.0, 1.0]
 
@@ -153,7 +157,10 @@ def test_srtf_term_prefers_less_remaining_work():
 
 def test_params_and_registry():
     assert PACKING_POLICIES["Tetris"] is Tetris and PACKING_POLICIES["Slots-Fair"] is SlotsFair
-    mk = lambda cls, **p: simulate_packing([0.0], [1.0], [[1.0, 1.0]], [[2.0, 2.0]], lambda c: cls(c, **p))
+
+    def mk(cls, **p):
+        return simulate_packing([0.0], [1.0], [[1.0, 1.0]], [[2.0, 2.0]], lambda c: cls(c, **p))
+
     for bad in [0, 1.5, -1, float("nan"), True, "x"]:
         with pytest.raises(UserError):
             mk(Tetris, fairness=bad)
@@ -179,14 +186,18 @@ def test_slot_bigger_task_takes_several_slots_and_never_overcommits():
 
 # ---- engine: groups, estimates, JCT, run_table -------------------------------------------------------
 
+
 def test_jct_definition_and_unfinished_groups():
     # group 7: tasks submitted at 0 and 2, ending at 1 and 5 -> JCT 5; group 3: one task 1 -> 2.
-    r = simulate_packing([0.0, 1.0, 2.0], [1.0, 1.0, 3.0], [1.0, 1.0, 1.0], [3.0], PACKING_POLICIES["FIFO-FF"],
-                         group=[7, 3, 7])
+    r = simulate_packing(
+        [0.0, 1.0, 2.0], [1.0, 1.0, 3.0], [1.0, 1.0, 1.0], [3.0], PACKING_POLICIES["FIFO-FF"], group=[7, 3, 7]
+    )
     assert r.groups.tolist() == [3, 7] and r.jct.tolist() == [1.0, 5.0]
     assert r.jct_mean == 3.0
     # a task that never starts leaves its group unfinished
-    r = simulate_packing([0.0, 0.0], [5.0, 1.0], [1.0, 1.0], [1.0], PACKING_POLICIES["FIFO-FF"], group=[0, 1], until=2.0)
+    r = simulate_packing(
+        [0.0, 0.0], [5.0, 1.0], [1.0, 1.0], [1.0], PACKING_POLICIES["FIFO-FF"], group=[0, 1], until=2.0
+    )
     assert r.jct[0] == 5.0 and math.isnan(r.jct[1]) and r.jct_mean == 5.0
     # without groups nothing changes
     r = simulate_packing([0.0], [1.0], [1.0], [1.0], PACKING_POLICIES["FIFO-FF"])
@@ -218,10 +229,17 @@ class Recorder(PackingPolicy):
 
 
 def test_run_table_passes_group_and_estimate():
-    jobs = pl.DataFrame({
-        "job_id": [10, 11, 12], "submit": [0.0, 0.0, 0.0], "duration": [1.0, 2.0, 3.0],
-        "cpu": [1.0, 1.0, 1.0], "mem": [1.0, 1.0, 1.0], "group": [5, 5, 6], "estimate": [9.0, 8.0, 7.0],
-    })
+    jobs = pl.DataFrame(
+        {
+            "job_id": [10, 11, 12],
+            "submit": [0.0, 0.0, 0.0],
+            "duration": [1.0, 2.0, 3.0],
+            "cpu": [1.0, 1.0, 1.0],
+            "mem": [1.0, 1.0, 1.0],
+            "group": [5, 5, 6],
+            "estimate": [9.0, 8.0, 7.0],
+        }
+    )
     made = []
     per_job, summary, _ = run_table(jobs, lambda c: made.append(Recorder(c)) or made[-1], capacity=[1.0, 1.0])
     assert made[0].seen == {0: (5, 9.0), 1: (5, 8.0), 2: (6, 7.0)}
@@ -235,6 +253,7 @@ def test_run_table_passes_group_and_estimate():
 
 
 # ---- properties on generated instances ----------------------------------------------------------------
+
 
 @st.composite
 def instances(draw):
@@ -280,15 +299,26 @@ class CheckedTetris(Tetris):
             for t in c.jobs_on(s):
                 g = c.group(t)
                 alloc[g] = alloc.get(g, np.zeros(d)) + c.demand(t)
-        share = lambda g: max(a * w for a, w in zip(alloc.get(g, np.zeros(d)).tolist(), inv_total))
-        size = lambda t: float((c.demand(t) * (L / total)).sum())
-        align = lambda t, s: float((c.demand(t) / c.capacity(s) * free[s] / c.capacity(s)).sum())
-        fits = lambda t, s: bool(np.all(c.demand(t) <= free[s] + FIT_TOL))
+
+        def share(g):
+            return max(a * w for a, w in zip(alloc.get(g, np.zeros(d)).tolist(), inv_total))
+
+        def size(t):
+            return float((c.demand(t) * (L / total)).sum())
+
+        def align(t, s):
+            return float((c.demand(t) / c.capacity(s) * free[s] / c.capacity(s)).sum())
+
+        def fits(t, s):
+            return bool(np.all(c.demand(t) <= free[s] + FIT_TOL))
+
         # ε at the start of the epoch, from the definitions
         work: dict[int, float] = {}
         for t in self.queue:
             work[c.group(t)] = work.get(c.group(t), 0.0) + c.estimate(t) * size(t)
-        best_a = [max(align(t, s) for s in range(L) if fits(t, s)) for t in self.queue if any(fits(t, s) for s in range(L))]
+        best_a = [
+            max(align(t, s) for s in range(L) if fits(t, s)) for t in self.queue if any(fits(t, s) for s in range(L))
+        ]
         wbar = sum(work.values()) / len(work) if work else 0.0
         eps = self.epsilon * (sum(best_a) / len(best_a)) / wbar if best_a and wbar > 0 else 0.0
 
@@ -299,8 +329,11 @@ class CheckedTetris(Tetris):
         queue = set(self.queue)
         for i, (t, s) in enumerate(out):
             jobs_q = sorted({c.group(u) for u in queue})
-            runnable = [g for g in sorted(jobs_q, key=lambda g: (share(g), g))
-                        if any(fits(u, x) for u in queue if c.group(u) == g for x in range(L))]
+            runnable = [
+                g
+                for g in sorted(jobs_q, key=lambda g: (share(g), g))
+                if any(fits(u, x) for u in queue if c.group(u) == g for x in range(L))
+            ]
             k = max(1, math.ceil(self.fairness * len(jobs_q) - 1e-9))
             eligible = runnable[:k]
             g = c.group(t)
@@ -310,7 +343,10 @@ class CheckedTetris(Tetris):
             if k == 1:
                 assert g == runnable[0]
             assert fits(t, s)
-            score = lambda u, x: align(u, x) - eps * work[c.group(u)]
+
+            def score(u, x):
+                return align(u, x) - eps * work[c.group(u)]
+
             top = max(score(u, x) for u in queue if c.group(u) in eligible for x in range(L) if fits(u, x))
             assert score(t, s) >= top - 1e-9
             queue.discard(t)

@@ -98,10 +98,26 @@ def test_partition_J3_by_hand():
 @pytest.mark.parametrize(
     "r, t",
     [
-        (1.0, 0), (0.9, 0), (2 / 3, 1), (0.6, 1), (0.5, 2), (0.4, 2), (1 / 3, 3), (0.3, 3),
-        (0.25, 4), (0.2, 4), (1 / 6, 5), (0.15, 5),
-        (1 / 8, 5), (0.1, 5), (1e-6, 5),  # (0, 1/2^J] -> last type
-        (2 / 3 + 1e-12, 0), (0.5 + 1e-12, 1), (1 / 3 + 1e-12, 2), (0.25 + 1e-12, 3), (1 / 6 + 1e-12, 4),
+        (1.0, 0),
+        (0.9, 0),
+        (2 / 3, 1),
+        (0.6, 1),
+        (0.5, 2),
+        (0.4, 2),
+        (1 / 3, 3),
+        (0.3, 3),
+        (0.25, 4),
+        (0.2, 4),
+        (1 / 6, 5),
+        (0.15, 5),
+        (1 / 8, 5),
+        (0.1, 5),
+        (1e-6, 5),  # (0, 1/2^J] -> last type
+        (2 / 3 + 1e-12, 0),
+        (0.5 + 1e-12, 1),
+        (1 / 3 + 1e-12, 2),
+        (0.25 + 1e-12, 3),
+        (1 / 6 + 1e-12, 4),
     ],
 )
 def test_job_type_J3_boundaries_left_open_right_closed(r, t):
@@ -137,10 +153,14 @@ def _e(n, *pairs):
 def test_k_red_by_hand_J2_J3():
     assert k_red(2) == [_e(4, (0, 1)), _e(4, (2, 2)), _e(4, (3, 3)), _e(4, (1, 1), (3, 1))]
     assert k_red(3) == [
-        _e(6, (0, 1)), _e(6, (2, 2)), _e(6, (4, 4)),          # 2^m e_2m
-        _e(6, (3, 3)), _e(6, (5, 6)),                         # 3*2^(m-1) e_2m+1
-        _e(6, (1, 1), (4, 1)),                                # e_1 + floor(2^m/3) e_2m
-        _e(6, (1, 1), (3, 1)), _e(6, (1, 1), (5, 2)),         # e_1 + 2^(m-1) e_2m+1
+        _e(6, (0, 1)),
+        _e(6, (2, 2)),
+        _e(6, (4, 4)),  # 2^m e_2m
+        _e(6, (3, 3)),
+        _e(6, (5, 6)),  # 3*2^(m-1) e_2m+1
+        _e(6, (1, 1), (4, 1)),  # e_1 + floor(2^m/3) e_2m
+        _e(6, (1, 1), (3, 1)),
+        _e(6, (1, 1), (5, 2)),  # e_1 + 2^(m-1) e_2m+1
     ]
 
 
@@ -410,7 +430,7 @@ class RefVQSBF(RefVQS):
                 if x is not None:
                     self.put(x, s, out, extra)
             while sum(self.typ(x) == j for x in self.on(s, extra)) < kj:
-                x = self.largest(s, extra, lambda x: self.typ(x) == j)
+                x = self.largest(s, extra, lambda x, j=j: self.typ(x) == j)
                 if x is None:
                     break
                 self.put(x, s, out, extra)
@@ -445,7 +465,11 @@ def test_matches_brute_force_reference_on_random_instances(cls, ref_cls):
             want = step(ref, c2, arrs, deps)
             assert got == want, (seed, epoch)
             for s in range(L):
-                assert pol.configuration(s) == (None if ref.cfg[s] is None else ref.configs[ref.cfg[s]]), (seed, epoch, s)
+                assert pol.configuration(s) == (None if ref.cfg[s] is None else ref.configs[ref.cfg[s]]), (
+                    seed,
+                    epoch,
+                    s,
+                )
             assert pol.queue_lengths() == tuple(ref.Q())
             _check_fixpoint(pol, c1, ref)
 
@@ -517,9 +541,7 @@ def test_example2_vqs_stable_with_normalised_sizes():
     submit, demand = _slotted(rng, T, 0.0306, [2.0, 5.0], [2 / 3, 1 / 3])
     demand = demand / 10.0  # capacity 10 -> 1: sizes 0.2 and 0.5
     duration = np.full(len(submit), 100.0)
-    res = simulate_packing(
-        submit, duration, demand, [1.0], VQS, epoch=1.0, sample_every=1000.0, until=float(T)
-    )
+    res = simulate_packing(submit, duration, demand, [1.0], VQS, epoch=1.0, sample_every=1000.0, until=float(T))
     assert abs(_second_half_slope(res)) < STABLE_SLOPE
     assert res.samples["queue_jobs"].max() < 200
 

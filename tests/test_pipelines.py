@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.pipeline_outputs import check_outputs, run_smoke
 from schedlab.cli import main
 from schedlab.pipelines.registry import DECLARED, PIPELINES
+from tests.pipeline_outputs import check_outputs, run_smoke
 
 EXPECTED_SERIES = {
     "psbs-shape": ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"],
@@ -21,8 +21,16 @@ EXPECTED_SERIES = {
     "psbs-ircache": ["PS", "LAS", "SRPTE", "FSPE", "PSBS"],
 }
 FIGURES = {"psbs-shape": 1, "pg-fig4": 1, "psbs-weights": 1, "psbs-slowdown": 2, "pg-fig3": 1, "psbs-ircache": 1}
-NEW_PIPELINES = ["psbs-weights", "psbs-pareto", "psbs-load", "psbs-fb2010", "psbs-slowdown", "psbs-heatmap",
-                 "psbs-ircache", "psbs-ecdf"]
+NEW_PIPELINES = [
+    "psbs-weights",
+    "psbs-pareto",
+    "psbs-load",
+    "psbs-fb2010",
+    "psbs-slowdown",
+    "psbs-heatmap",
+    "psbs-ircache",
+    "psbs-ecdf",
+]
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +102,7 @@ def test_new_pipelines_specs_every_scale():
             assert specs and all(s["name"].endswith(f"-{scale}") for s in specs)
             for s in specs:
                 parse_spec(s, name)
-                assert "SRPT" in s["policies"] or name in ("psbs-weights", "psbs-slowdown", "psbs-heatmap",
-                                                                     "psbs-ecdf")
+                assert "SRPT" in s["policies"] or name in ("psbs-weights", "psbs-slowdown", "psbs-heatmap", "psbs-ecdf")
         over = p.specs("quick", {"workload": {"load": 0.8}})
         assert all(s["workload"]["load"] == 0.8 for s in over)
     w = PIPELINES["psbs-weights"].specs("paper", {})[0]["workload"]
@@ -118,8 +125,7 @@ def test_slowdown_checks_from_per_job_rows(runs):
     assert set(cond) == set(psbs_slowdown.POLICIES)
     for x, y in cond.values():
         assert len(x) == len(y) == 100 and np.all(np.diff(x) >= 0) and np.all(y >= 1.0 - 1e-9)
-    assert {c.claim for c in result.figures[1].checks} >= {
-        "PS, LAS and PSBS: no job has slowdown above 100"}
+    assert {c.claim for c in result.figures[1].checks} >= {"PS, LAS and PSBS: no job has slowdown above 100"}
 
 
 def test_pg_fig3_specs_every_scale():
@@ -187,8 +193,8 @@ def test_pg_fig5_specs_every_scale():
 def test_ircache_specs_every_scale():
     """Fig. 15: two web-proxy panels by default; a workload.path override (the user's own
     IRCache access.log) gives one squid panel."""
-    from schedlab.platform.spec import parse_spec
     from schedlab.pipelines import psbs_ircache
+    from schedlab.platform.spec import parse_spec
 
     p = PIPELINES["psbs-ircache"]
     sigmas = {"smoke": [1.0], "quick": [0.25, 1.0, 4.0], "paper": [0.125, 0.25, 0.5, 1.0, 2.0, 4.0]}
@@ -214,8 +220,8 @@ def test_ircache_specs_every_scale():
 
 def test_ecdf_specs_every_scale():
     """Fig. 4: per-job rows, sigma 0.5, the seven policies, the shape grid per scale."""
-    from schedlab.platform.spec import parse_spec
     from schedlab.pipelines import psbs_ecdf
+    from schedlab.platform.spec import parse_spec
 
     p = PIPELINES["psbs-ecdf"]
     shapes = {"smoke": [0.25, 1.0], "quick": [0.25, 1.0], "paper": [0.125, 0.25, 0.5, 1.0]}

@@ -29,8 +29,8 @@ PIPELINES_DIR = ROOT / "schedlab" / "pipelines"
 def doc_example() -> str:
     """The TOML block of docs/architecture.md's Pipelines section."""
     text = (ROOT / "docs" / "architecture.md").read_text()
-    section = text[text.index("## Pipelines\n"):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index("## Pipelines\n") :]
+    section = section[: section.index("\n## ", 1)]
     (block,) = re.findall(r"```toml\n(.*?)```", section, re.S)
     return block
 
@@ -43,8 +43,9 @@ def make_rows(spec: dict, out: Path) -> Path:
     store = ResultStore(spec.results_dir())
     store.prepare(manifest_for(spec, plan), True)
     n = spec.replications.n
-    result = run_instances(plan.engine, [(i, list(i.point.configs)) for i in plan.instances(range(n))], None, False,
-                           plan.metrics)
+    result = run_instances(
+        plan.engine, [(i, list(i.point.configs)) for i in plan.instances(range(n))], None, False, plan.metrics
+    )
     assert not result.failures
     store.commit(result.summary, result.jobs, result.failures)
     return spec.results_dir()
@@ -79,8 +80,12 @@ def test_doc_example_figure_and_claim_match_the_rows(example):
 
     rows = load(next(iter(dirs.values()))).select(["load", "policy", "replication", "mst"]).collect()
     srpt = rows.filter(pl.col("policy") == "SRPT").select(["load", "replication", pl.col("mst").alias("opt")])
-    ratio = (rows.join(srpt, on=["load", "replication"]).with_columns((pl.col("mst") / pl.col("opt")).alias("r"))
-             .group_by(["load", "policy"]).agg(pl.col("r").mean()))
+    ratio = (
+        rows.join(srpt, on=["load", "replication"])
+        .with_columns((pl.col("mst") / pl.col("opt")).alias("r"))
+        .group_by(["load", "policy"])
+        .agg(pl.col("r").mean())
+    )
     r = {(row["load"], row["policy"]): row["r"] for row in ratio.iter_rows(named=True)}
     loads = sorted({k[0] for k in r})
     assert fig.series == ["PS", "PSBS"] and fig.png.exists() and fig.pdf.read_bytes()[:5] == b"%PDF-"
@@ -97,19 +102,23 @@ def test_registry_declares_every_toml():
 
     tomls = sorted(PIPELINES_DIR.glob("*.toml"))
     assert len(DECLARED) == len(tomls) and set(PIPELINES) == set(DECLARED) | {
-        __import__(f"schedlab.pipelines.{m}", fromlist=["PIPELINE"]).PIPELINE.name for m in CODE_ONLY}
+        __import__(f"schedlab.pipelines.{m}", fromlist=["PIPELINE"]).PIPELINE.name for m in CODE_ONLY
+    }
     for path in tomls:  # every claim a check function states exists in the module beside the TOML
         d = DECLARED[Declared(path).doc["name"]]
         for fig in d.doc.get("figures", []):
             for name in [c["check"] for c in fig.get("claims", []) if "check" in c] + [
-                    fig[k] for k in ("table", "plot", "measured", "paper_says_fields") if isinstance(fig.get(k), str)]:
+                fig[k] for k in ("table", "plot", "measured", "paper_says_fields") if isinstance(fig.get(k), str)
+            ]:
                 assert callable(d.fn(name)), (path.name, name)
 
 
 def test_missing_scale_value_names_the_place(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(doc_example().replace("njobs = 300\n", ""))
-    with pytest.raises(UserError, match=r"example-load\.sweeps\[0\]\.workload\.njobs: \$njobs has no value at scale 'smoke'"):
+    with pytest.raises(
+        UserError, match=r"example-load\.sweeps\[0\]\.workload\.njobs: \$njobs has no value at scale 'smoke'"
+    ):
         Declared(path).pipeline().specs("smoke", {})
 
 
@@ -142,7 +151,7 @@ def test_pipeline_imports_have_no_cycle():
     done, active = set(), []
 
     def visit(m: str) -> None:
-        assert m not in active, f"import cycle: {' -> '.join(active[active.index(m):] + [m])}"
+        assert m not in active, f"import cycle: {' -> '.join(active[active.index(m) :] + [m])}"
         if m in done:
             return
         active.append(m)
@@ -157,7 +166,9 @@ def test_pipeline_imports_have_no_cycle():
 
 
 def test_base_imports_without_the_registry():
-    code = ("import sys, schedlab.pipelines.base, schedlab.pipelines.declare; "
-            "assert not [m for m in sys.modules if m.startswith('schedlab.pipelines.') and m.split('.')[-1] "
-            "not in ('base', 'common', 'declare')], sorted(sys.modules)")
+    code = (
+        "import sys, schedlab.pipelines.base, schedlab.pipelines.declare; "
+        "assert not [m for m in sys.modules if m.startswith('schedlab.pipelines.') and m.split('.')[-1] "
+        "not in ('base', 'common', 'declare')], sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

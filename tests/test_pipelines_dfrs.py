@@ -34,7 +34,8 @@ def test_fig1_one_bound_per_instance_across_engines(fig1):
     rows = dc.rows(fig1.results_dirs, "dfrs-fig1", "scaled")
     assert set(rows["policy"].to_list()) == set(dfrs_fig1.POLICIES)
     per_instance = rows.group_by("load", "replication").agg(
-        pl.col("stretch_lower_bound").n_unique().alias("bounds"), pl.len().alias("policies"))
+        pl.col("stretch_lower_bound").n_unique().alias("bounds"), pl.len().alias("policies")
+    )
     assert (per_instance["bounds"] == 1).all() and (per_instance["policies"] == len(dfrs_fig1.POLICIES)).all()
     assert (rows["stretch_lower_bound"] <= rows["stretch_max"]).all()
     assert (rows["degradation"] >= 1.0).all()
@@ -47,25 +48,33 @@ def test_fig1_rerun_resumes(fig1):
     again = run_smoke(["dfrs-fig1"], fig1.out_dir.parent)["dfrs-fig1"]
     assert sum(r.rows_written for r in again.sweeps) == 0
     assert sum(r.rows_skipped for r in again.sweeps) == sum(r.rows_written + r.rows_skipped for r in fig1.sweeps) > 0
-    assert [(c.holds, c.detail) for f in again.figures for c in f.checks] == \
-        [(c.holds, c.detail) for f in fig1.figures for c in f.checks]
+    assert [(c.holds, c.detail) for f in again.figures for c in f.checks] == [
+        (c.holds, c.detail) for f in fig1.figures for c in f.checks
+    ]
     assert "Full trace sets of this scale" in again.report_md.read_text()
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("name, series", [
-    ("dfrs-table", [dfrs_table.POLICIES]),
-    ("dfrs-period", [[dc.BEST, "EASY"], [dc.BEST, "EASY"]]),
-])
+@pytest.mark.parametrize(
+    "name, series",
+    [
+        ("dfrs-table", [dfrs_table.POLICIES]),
+        ("dfrs-period", [[dc.BEST, "EASY"], [dc.BEST, "EASY"]]),
+    ],
+)
 def test_other_dfrs_pipelines_outputs(tmp_path_factory, name, series):
     check_outputs(_run(tmp_path_factory, name), series)
 
 
 # ---- claim checks on hand-made tables ----------------------------------------------------------
 
+
 def fig1_table(deg: dict[str, list[float]], loads=(0.1, 0.3, 0.5, 0.9)):
-    rows = [{"load": x, "policy": p, "n": 3, "degradation_mean": v[i], "degradation_ci95": 0.0}
-            for p, v in deg.items() for i, x in enumerate(loads)]
+    rows = [
+        {"load": x, "policy": p, "n": 3, "degradation_mean": v[i], "degradation_ci95": 0.0}
+        for p, v in deg.items()
+        for i, x in enumerate(loads)
+    ]
     return pl.DataFrame(rows)
 
 
@@ -95,8 +104,11 @@ def test_fig1_checks_fail_when_the_claims_fail():
 
 
 def table_stats(mean: dict[str, float]):
-    rows = [{"set": s, "policy": p, "n": 5, "mean": v * (1 + 0.1 * i), "std": 0.1, "max": 2 * v}
-            for i, s in enumerate(dfrs_table.SETS) for p, v in mean.items()]
+    rows = [
+        {"set": s, "policy": p, "n": 5, "mean": v * (1 + 0.1 * i), "std": 0.1, "max": 2 * v}
+        for i, s in enumerate(dfrs_table.SETS)
+        for p, v in mean.items()
+    ]
     return pl.DataFrame(rows)
 
 
@@ -114,12 +126,26 @@ def test_table_checks():
 def period_tabs(u: dict[str, list[float]], d: dict[str, list[float]], easy_u, easy_d, periods=(600.0, 3600.0, 12000.0)):
     out = {}
     for s in dfrs_period.SETS:
-        dfrs = pl.DataFrame({"policy_period": list(periods), "n": [3] * len(periods),
-                             "underutilization_mean": u[s], "underutilization_ci95": [0.0] * len(periods),
-                             "degradation_mean": d[s], "degradation_ci95": [0.0] * len(periods)})
-        easy = pl.DataFrame({"policy": ["EASY"], "n": [3], "underutilization_mean": [easy_u[s]],
-                             "underutilization_ci95": [0.0], "degradation_mean": [easy_d[s]],
-                             "degradation_ci95": [0.0]})
+        dfrs = pl.DataFrame(
+            {
+                "policy_period": list(periods),
+                "n": [3] * len(periods),
+                "underutilization_mean": u[s],
+                "underutilization_ci95": [0.0] * len(periods),
+                "degradation_mean": d[s],
+                "degradation_ci95": [0.0] * len(periods),
+            }
+        )
+        easy = pl.DataFrame(
+            {
+                "policy": ["EASY"],
+                "n": [3],
+                "underutilization_mean": [easy_u[s]],
+                "underutilization_ci95": [0.0],
+                "degradation_mean": [easy_d[s]],
+                "degradation_ci95": [0.0],
+            }
+        )
         out[s] = (dfrs, easy)
     return out
 
@@ -139,6 +165,7 @@ def test_period_checks():
 
 
 # ---- the paper's published numbers side by side (dfrs_published) ------------------------------
+
 
 def test_published_table2_transcription():
     """20 rows x 3 sets, every name a registered policy, and the statements the
@@ -174,9 +201,18 @@ def published_stats(mean=lambda p, avg: avg, easy_underutil: float | None = None
             st = pub.TABLE2.get(p, {}).get(s) or pub.TABLE2[dc.BEST][s]
             m = mean(p, st.avg)
             u = pub.TABLE4.get(p, {}).get(s, 0.5)
-            rows.append({"set": s, "policy": p, "n": 10, "mean": m, "std": st.std, "max": st.max * m / st.avg,
-                         "ci95": 2.26 * st.std / 10 ** 0.5,
-                         "underutilization": easy_underutil if p == "EASY" and easy_underutil is not None else u})
+            rows.append(
+                {
+                    "set": s,
+                    "policy": p,
+                    "n": 10,
+                    "mean": m,
+                    "std": st.std,
+                    "max": st.max * m / st.avg,
+                    "ci95": 2.26 * st.std / 10**0.5,
+                    "underutilization": easy_underutil if p == "EASY" and easy_underutil is not None else u,
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -241,8 +277,10 @@ def test_cli_subset_is_for_the_dfrs_pipelines_only():
 
     from schedlab.cli import main
 
-    for args, msg in ((["psbs-load", "--subset", "0.1"], "--subset: only for"),
-                      (["dfrs-table", "--subset", "0"], "subset: must be a fraction")):
+    for args, msg in (
+        (["psbs-load", "--subset", "0.1"], "--subset: only for"),
+        (["dfrs-table", "--subset", "0"], "subset: must be a fraction"),
+    ):
         r = CliRunner().invoke(main, ["pipelines", "run", *args, "--no-tracking"])
         assert r.exit_code == 2 and msg in r.output, r.output
 

@@ -12,10 +12,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.pipeline_outputs import check_outputs, run_smoke
 from schedlab.pipelines import tetris_fairness as tf_pipe
 from schedlab.pipelines import tetris_packing as tp_pipe
 from schedlab.pipelines.registry import PIPELINES
+from tests.pipeline_outputs import check_outputs, run_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_TRACE = (ROOT / tp_pipe.TRACE).exists()
@@ -74,18 +74,17 @@ def test_fairness_jct_from_per_job_rows(runs):
 
 def test_job_slowdowns_hand_made():
     """Two windows, reference f = 0.1: job-by-job slowed fraction and mean slowdown."""
-    base = pl.DataFrame({"window": [0, 0, 0, 1, 1],
-                         "group": [1, 2, 3, 1, 7],
-                         "jct": [100.0, 50.0, 0.2, 10.0, 40.0]})
-    runs = pl.DataFrame({
-        "window": [0, 0, 0, 1, 1] * 2,
-        "group": [1, 2, 3, 1, 7] * 2,
-        "f": [0.5] * 5 + [1.0] * 5,
-        # f = 0.5: job (0,1) +10 %, (0,3) 0.2 s -> 0.9 s (both below the 1-s floor: tie), (1,7) +50 %
-        # f = 1.0: only faster or equal (one unfinished job is left out)
-        "jct": [110.0, 50.0, 0.9, 8.0, 60.0,
-                90.0, 50.0, 0.2, 10.0, float("nan")],
-    })
+    base = pl.DataFrame({"window": [0, 0, 0, 1, 1], "group": [1, 2, 3, 1, 7], "jct": [100.0, 50.0, 0.2, 10.0, 40.0]})
+    runs = pl.DataFrame(
+        {
+            "window": [0, 0, 0, 1, 1] * 2,
+            "group": [1, 2, 3, 1, 7] * 2,
+            "f": [0.5] * 5 + [1.0] * 5,
+            # f = 0.5: job (0,1) +10 %, (0,3) 0.2 s -> 0.9 s (both below the 1-s floor: tie), (1,7) +50 %
+            # f = 1.0: only faster or equal (one unfinished job is left out)
+            "jct": [110.0, 50.0, 0.9, 8.0, 60.0, 90.0, 50.0, 0.2, 10.0, float("nan")],
+        }
+    )
     out = tf_pipe.job_slowdowns(runs, base, ["f"], floor=1.0)
     assert out["f"].to_list() == [0.5, 1.0]
     a, b = out.row(0, named=True), out.row(1, named=True)
@@ -101,8 +100,14 @@ def test_job_slowdowns_hand_made():
 
 
 def test_window_ratios_hand_made():
-    frame = pl.DataFrame({"policy": ["Slots-Fair", "Tetris", "Slots-Fair", "Tetris"], "window": [0, 0, 1, 1],
-                          "makespan": [100.0, 60.0, 50.0, 50.0], "jct_mean": [10.0, 6.0, 4.0, 2.0]})
+    frame = pl.DataFrame(
+        {
+            "policy": ["Slots-Fair", "Tetris", "Slots-Fair", "Tetris"],
+            "window": [0, 0, 1, 1],
+            "makespan": [100.0, 60.0, 50.0, 50.0],
+            "jct_mean": [10.0, 6.0, 4.0, 2.0],
+        }
+    )
     r = tp_pipe.window_ratios(frame, ["makespan", "jct_mean"]).filter(pl.col("policy") == "Tetris").sort("window")
     assert r["makespan_ratio"].to_list() == [0.6, 1.0] and r["jct_mean_ratio"].to_list() == [0.6, 0.5]
 
@@ -137,11 +142,28 @@ def test_trace_group_column(tmp_path):
     from schedlab.workloads.registry import workload_kind
 
     def plan(**extra):
-        return build_plan(parse_spec({
-            "name": "g", "engine": "packing", "seed": 1, "policies": ["Tetris", "Slots-Fair"],
-            "system": {"servers": 5}, "replications": {"n": 1}, "outputs": {"dir": str(tmp_path / "g")},
-            "workload": {"kind": "trace", "reader": "google", "path": str(ROOT / tp_pipe.TRACE),
-                         "window_length": 300.0, "window": 0, **extra}}, "g.toml"))
+        return build_plan(
+            parse_spec(
+                {
+                    "name": "g",
+                    "engine": "packing",
+                    "seed": 1,
+                    "policies": ["Tetris", "Slots-Fair"],
+                    "system": {"servers": 5},
+                    "replications": {"n": 1},
+                    "outputs": {"dir": str(tmp_path / "g")},
+                    "workload": {
+                        "kind": "trace",
+                        "reader": "google",
+                        "path": str(ROOT / tp_pipe.TRACE),
+                        "window_length": 300.0,
+                        "window": 0,
+                        **extra,
+                    },
+                },
+                "g.toml",
+            )
+        )
 
     assert set(plan().configs) == set(plan(group_column="").configs)
     grouped = plan(group_column="google_job_id")

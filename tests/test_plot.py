@@ -31,8 +31,9 @@ WORKLOAD = {"kind": "synthetic", "njobs": 200, "shape": [0.0625, 1.0, 16.0], "si
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    return make_results(tmp_path_factory.mktemp("plot"), policies=("FIFO", "PS", "PSBS"), workload=WORKLOAD, n=3,
-                        name="plotsweep")
+    return make_results(
+        tmp_path_factory.mktemp("plot"), policies=("FIFO", "PS", "PSBS"), workload=WORKLOAD, n=3, name="plotsweep"
+    )
 
 
 def run(*args):
@@ -111,19 +112,25 @@ def test_ratio_to_is_the_paired_ratio_of_compare(sweep):
     assert schedlab.plot(sweep, x="shape", y="mst", facet="sigma", ratio_to="PS").logy
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--x", "nope", "--y", "mst"], "--x: 'nope' is not a column"),
-    (["--x", "shape", "--y", "nope"], "--y: 'nope' is not a metric column"),
-    (["--x", "shape", "--y", "mst", "--by", "nope"], "--by: 'nope' is not a column"),
-    (["--x", "shape", "--y", "mst", "--facet", "nope"], "--facet: 'nope' is not a column"),
-    (["--x", "shape", "--y", "mst"], "sigma varies within a plotted point (0.5, 2.0)"),
-    (["--x", "shape", "--y", "mst", "--facet", "sigma", "--ratio-to", "SRPT"], "--ratio-to: 'SRPT' is not a policy"),
-    (["--x", "shape", "--y", "mst", "--where", "sigma=0.7"], "--where sigma=0.7: no rows; sigma takes 0.5, 2.0"),
-    (["--x", "shape", "--y", "mst", "--where", "sigma"], "--where 'sigma': expected COL=VALUE"),
-    (["--x", "shape", "--y", "mst", "--facet", "sigma", "--out", "fig.png"], "must end in .pdf or .svg"),
-    (["--x", "shape", "--y", "mst", "--by", "sigma"], "policy varies within a plotted point"),
-    (["--x", "shape", "--y", "mst", "--facet", "sigma", "--by", "policy", "--x", "policy"], "must be different"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--x", "nope", "--y", "mst"], "--x: 'nope' is not a column"),
+        (["--x", "shape", "--y", "nope"], "--y: 'nope' is not a metric column"),
+        (["--x", "shape", "--y", "mst", "--by", "nope"], "--by: 'nope' is not a column"),
+        (["--x", "shape", "--y", "mst", "--facet", "nope"], "--facet: 'nope' is not a column"),
+        (["--x", "shape", "--y", "mst"], "sigma varies within a plotted point (0.5, 2.0)"),
+        (
+            ["--x", "shape", "--y", "mst", "--facet", "sigma", "--ratio-to", "SRPT"],
+            "--ratio-to: 'SRPT' is not a policy",
+        ),
+        (["--x", "shape", "--y", "mst", "--where", "sigma=0.7"], "--where sigma=0.7: no rows; sigma takes 0.5, 2.0"),
+        (["--x", "shape", "--y", "mst", "--where", "sigma"], "--where 'sigma': expected COL=VALUE"),
+        (["--x", "shape", "--y", "mst", "--facet", "sigma", "--out", "fig.png"], "must end in .pdf or .svg"),
+        (["--x", "shape", "--y", "mst", "--by", "sigma"], "policy varies within a plotted point"),
+        (["--x", "shape", "--y", "mst", "--facet", "sigma", "--by", "policy", "--x", "policy"], "must be different"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(sweep, args, message):
     res = run(sweep, *args)
     assert res.exit_code == 2, res.output
@@ -143,11 +150,13 @@ def test_missing_dir_and_logy_on_with_nonpositive(tmp_path):
 
 
 def test_help_imports_no_matplotlib():
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom schedlab.cli import main\n"
-            "for args in (['--help'], ['plot', '--help']):\n"
-            "    r = CliRunner().invoke(main, args)\n"
-            "    assert r.exit_code == 0, r.output\n"
-            "print([m for m in ('matplotlib', 'ray', 'mlflow', 'polars') if m in sys.modules])\n")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom schedlab.cli import main\n"
+        "for args in (['--help'], ['plot', '--help']):\n"
+        "    r = CliRunner().invoke(main, args)\n"
+        "    assert r.exit_code == 0, r.output\n"
+        "print([m for m in ('matplotlib', 'ray', 'mlflow', 'polars') if m in sys.modules])\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -159,7 +168,9 @@ def test_help_imports_no_matplotlib():
 def test_floor_interval_hand_worked():
     # mean 1.5 over a floor of 1, half-width 0.8: k = exp(0.8 / 0.5) = e^1.6
     lo, hi = floor_interval(1.5, 0.8, 1.0)
-    assert lo == pytest.approx(1 + 0.5 / np.exp(1.6), rel=EXACT) and hi == pytest.approx(1 + 0.5 * np.exp(1.6), rel=EXACT)
+    assert lo == pytest.approx(1 + 0.5 / np.exp(1.6), rel=EXACT) and hi == pytest.approx(
+        1 + 0.5 * np.exp(1.6), rel=EXACT
+    )
     assert 1.0 < lo < 1.5 - 0.8 + 1  # the symmetric one (0.7) would cross the floor
     assert floor_interval(1.5, 0.8, None) == (0.7, 2.3)
     assert floor_interval(2.0, None, 1.0) == (2.0, 2.0) and floor_interval(2.0, float("nan"), 0.0) == (2.0, 2.0)
@@ -170,8 +181,9 @@ def test_floor_interval_hand_worked():
 
 
 def _ratio_table(means, cis, n=2):
-    return pl.DataFrame({"shape": [0.25, 1.0, 4.0], "policy": ["PSBS"] * 3, "n": [n] * 3,
-                         "ratio_mean": means, "ratio_ci95": cis})
+    return pl.DataFrame(
+        {"shape": [0.25, 1.0, 4.0], "policy": ["PSBS"] * 3, "n": [n] * 3, "ratio_mean": means, "ratio_ci95": cis}
+    )
 
 
 def _bar_bottoms(ax) -> list[float]:
@@ -214,8 +226,15 @@ def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
     from schedlab.pipelines.registry import DECLARED
     from schedlab.plotting import style
 
-    table = pl.DataFrame({"shape": [0.25, 1.0, 4.0] * 2, "policy": ["PSBS"] * 3 + ["PS"] * 3, "n": [2] * 6,
-                          "ratio_mean": [1.02, 1.05, 1.1, 1.5, 1.3, 1.2], "ratio_ci95": [0.4, 0.1, 0.2, 0.3, 0.2, 0.1]})
+    table = pl.DataFrame(
+        {
+            "shape": [0.25, 1.0, 4.0] * 2,
+            "policy": ["PSBS"] * 3 + ["PS"] * 3,
+            "n": [2] * 6,
+            "ratio_mean": [1.02, 1.05, 1.1, 1.5, 1.3, 1.2],
+            "ratio_ci95": [0.4, 0.1, 0.2, 0.3, 0.2, 0.1],
+        }
+    )
     png = tmp_path / "psbs-shape-fig5.png"
     with style():
         shape = DECLARED["psbs-shape"]
@@ -234,14 +253,18 @@ def test_report_flags_verdicts_from_too_few_replications(sweep, tmp_path):
     from schedlab.pipelines.run import instances_per_point
 
     assert instances_per_point(sweep) == 3
-    checks = [Check("A beats B", True, "0.9 < 1"), Check("C beats B", False, "1.1 > 1"),
-              Check("D beats B", True, "pooled over 40 windows", n=40)]
+    checks = [
+        Check("A beats B", True, "0.9 < 1"),
+        Check("C beats B", False, "1.1 > 1"),
+        Check("D beats B", True, "pooled over 40 windows", n=40),
+    ]
     few = FigureReport("f", "Fig. 1", tmp_path / "f.png", ["A"], "says", "table", checks, replications=2)
     md = few.markdown()
     assert "- **holds** (n = 2: too few replications to rely on) — A beats B" in md
     assert "- **does not hold** (n = 2: too few replications to rely on) — C beats B" in md
     assert "- **holds** — D beats B" in md and f"fewer than {MIN_REPLICATIONS}" in md
-    enough = FigureReport("f", "Fig. 1", tmp_path / "f.png", ["A"], "says", "table", checks[:2],
-                          replications=MIN_REPLICATIONS)
+    enough = FigureReport(
+        "f", "Fig. 1", tmp_path / "f.png", ["A"], "says", "table", checks[:2], replications=MIN_REPLICATIONS
+    )
     text = enough.markdown()
     assert "too few" not in text and "- **holds** — A beats B" in text and "f.pdf" in text

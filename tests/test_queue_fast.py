@@ -48,7 +48,8 @@ def assert_identical(policy, submit, size, estimate, weight):
     fast_c, fast_e = run_both(policy, submit, size, estimate, weight, path="fast")
     assert fast_c.tolist() == ref_c.tolist(), (
         f"{policy}: fast {fast_c.tolist()} != reference {ref_c.tolist()} (submit={list(submit)}, "
-        f"size={list(size)}, estimate={list(estimate)}, weight={list(weight)})")
+        f"size={list(size)}, estimate={list(estimate)}, weight={list(weight)})"
+    )
     assert fast_e == ref_e, policy
 
 
@@ -137,8 +138,9 @@ def test_fast_path_is_bit_identical_on_synthetic_workloads(policy):
     """Thousands of jobs: deep heaps, long LAS merges, many late jobs, the
     pool table and LAS's hash table outgrowing their first size."""
     for k, (njobs, shape, load, sigma, beta) in enumerate(WORKLOADS):
-        jobs = queue_workload(np.random.default_rng(100 + k), njobs=njobs, shape=shape, load=load, sigma=sigma,
-                              beta=beta)
+        jobs = queue_workload(
+            np.random.default_rng(100 + k), njobs=njobs, shape=shape, load=load, sigma=sigma, beta=beta
+        )
         assert_identical(policy, *(jobs[c].to_numpy() for c in ("submit", "size", "estimate", "weight")))
 
 
@@ -157,8 +159,13 @@ def test_tie_key_is_the_references_to_the_bit():
 
     rng = np.random.default_rng(3)
     halves = [(2**39 + k + 0.5) * 2.0**e for k in range(4) for e in (-45, -40, 0, 7)]  # exact round-half cases
-    xs = np.concatenate([rng.standard_normal(20_000) * 10.0 ** rng.integers(-300, 300, 20_000), halves,
-                         [0.0, -0.0, 5e-324, 1e-310, -2.5, np.inf, -np.inf, 1.0 - 2**-53, 1.0 + 2**-52]])
+    xs = np.concatenate(
+        [
+            rng.standard_normal(20_000) * 10.0 ** rng.integers(-300, 300, 20_000),
+            halves,
+            [0.0, -0.0, 5e-324, 1e-310, -2.5, np.inf, -np.inf, 1.0 - 2**-53, 1.0 + 2**-52],
+        ]
+    )
     got = keys(xs)
     want = [tie_key(float(x)) for x in xs]
     assert [float(v) for v in got] == want
@@ -195,6 +202,7 @@ def test_an_ambiguous_or_stalled_kernel_run_falls_back_to_the_reference(monkeypa
     engine = get_engine("queue")
     want = engine.run(jobs, "LAS", path="reference")
     for status in (queue_fast.AMBIGUOUS, queue_fast.STALLED):
+
         def fake(submit, size, seen, weight, mode, cap, _status=status):
             return np.zeros(len(submit)), 0, _status
 
@@ -267,8 +275,15 @@ def test_a_subclass_of_a_built_in_runs_on_the_reference(monkeypatch):
 
     calls = []
     monkeypatch.setattr(queue_fast, "simulate", lambda *a, **k: calls.append(a[0]))
-    jobs = pl.DataFrame({"job_id": [0, 1, 2], "submit": [0.0, 0.5, 0.6], "size": [2.0, 1.0, 1.0],
-                         "estimate": [2.0, 1.0, 1.0], "weight": [1.0, 1.0, 1.0]})
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1, 2],
+            "submit": [0.0, 0.5, 0.6],
+            "size": [2.0, 1.0, 1.0],
+            "estimate": [2.0, 1.0, 1.0],
+            "weight": [1.0, 1.0, 1.0],
+        }
+    )
     got = get_engine("queue").run(jobs, NewestFirst).jobs["completion"].tolist()
     assert got == [4.0, 2.5, 1.6] and calls == []  # J2 0.6-1.6, J1 1.6-2.5, J0 2.5-4
     get_engine("queue").run(jobs, "FIFO")
@@ -283,12 +298,17 @@ def test_engine_run_paths_agree_and_the_keyword_is_checked():
         ref = engine.run(jobs, name, path="reference")
         for column in ref.jobs:
             assert fast.jobs[column].tolist() == ref.jobs[column].tolist(), (name, column)
-        assert {k: v for k, v in fast.summary.items() if k != "sim_seconds"} == \
-               {k: v for k, v in ref.summary.items() if k != "sim_seconds"}, name
+        assert {k: v for k, v in fast.summary.items() if k != "sim_seconds"} == {
+            k: v for k, v in ref.summary.items() if k != "sim_seconds"
+        }, name
     assert ENGINE_PATHS == ("fast", "reference")
     with pytest.raises(UserError, match="engine path must be one of fast, reference; got 'quick'"):
         engine.run(jobs, "PS", path="quick")
-    assert [e for e in ("queue", "packing", "batch", "dfrs") if get_engine(e).fast_path] == ["queue", "packing", "batch"]
+    assert [e for e in ("queue", "packing", "batch", "dfrs") if get_engine(e).fast_path] == [
+        "queue",
+        "packing",
+        "batch",
+    ]
 
 
 # ---- the sweep platform --------------------------------------------------------------------
@@ -360,11 +380,18 @@ def test_engine_path_reaches_the_ray_workers(tmp_path):
     (tmp_path / "metric.py").write_text(METRIC)
 
     def sweep(name, **execution):
-        data = {"name": name, "engine": "queue", "seed": 1, "policies": ["PS", "PSBS"],
-                "workload": {"kind": "synthetic", "njobs": 300, "shape": [0.5, 1.0]},
-                "metrics": [{"name": "fast_loaded", "use": "metric.py:fast_path_loaded"}],
-                "replications": {"n": 2}, "tracking": {"enabled": False},
-                "outputs": {"dir": str(tmp_path / name)}, "execution": {"num_cpus": 2, **execution}}
+        data = {
+            "name": name,
+            "engine": "queue",
+            "seed": 1,
+            "policies": ["PS", "PSBS"],
+            "workload": {"kind": "synthetic", "njobs": 300, "shape": [0.5, 1.0]},
+            "metrics": [{"name": "fast_loaded", "use": "metric.py:fast_path_loaded"}],
+            "replications": {"n": 2},
+            "tracking": {"enabled": False},
+            "outputs": {"dir": str(tmp_path / name)},
+            "execution": {"num_cpus": 2, **execution},
+        }
         report = runner.run_sweep(parse_spec(data, "spec.toml", tmp_path))
         assert not report.failures
         return schedlab.load(tmp_path / name).collect().sort("config_id", "replication")
@@ -394,8 +421,9 @@ def test_simulate_engine_path_option():
 
     out = {}
     for path in ENGINE_PATHS:
-        r = CliRunner().invoke(main, ["simulate", "--policy", "SRPTE+LAS", "--njobs", "2000", "--json",
-                                      "--engine-path", path])
+        r = CliRunner().invoke(
+            main, ["simulate", "--policy", "SRPTE+LAS", "--njobs", "2000", "--json", "--engine-path", path]
+        )
         assert r.exit_code == 0, r.output
         out[path] = {k: v for k, v in json.loads(r.output).items() if k not in ("sim_seconds", "wall_seconds")}
     assert out["fast"] == out["reference"]

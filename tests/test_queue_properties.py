@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.sim.queue import DONE_REL_TOL
 from schedlab.policies.queue import QUEUE_POLICIES
+from schedlab.sim.queue import DONE_REL_TOL
 from tests.conftest import run
 
 #: Every test here runs on both engine paths: the Python reference and the

@@ -105,49 +105,55 @@ def ref(policy, submit, size, estimate=None, weight=None):
     return reference_completions(policy, submit, size, estimate, weight).tolist()
 
 
-@pytest.mark.parametrize("policy,expected", [
-    # PS: 0-3 J1 alone (7 left); 3-5 halves (6, 4 left); thirds from 5: J3 ends
-    # at 11 (J1 4, J2 2 left); halves: J2 ends at 15, J1 at 17.
-    ("PS", [17.0, 15.0, 11.0]),
-    ("GPS", [17.0, 15.0, 11.0]),
-    # LAS: J2 3-5 (att 2), J3 5-7 (ends), J2 7-8 reaches J1's 3; J1, J2 share,
-    # J2's last 2 units end at 12, J1 at 17.
-    ("LAS", [17.0, 12.0, 7.0]),
-    # SRPT: J2 (5 < 7) preempts at 3; J3 (2 < 3) at 5, ends 7; J2 10; J1 17.
-    ("SRPT", [17.0, 10.0, 7.0]),
-    # FSP: g_1 = 10, g_2 = 8, g_3 = 6 (paper Fig. 2) gives the same order.
-    ("FSP", [17.0, 10.0, 7.0]),
-    ("PSBS", [17.0, 10.0, 7.0]),
-    ("FIFO", [10.0, 15.0, 17.0]),
-])
+@pytest.mark.parametrize(
+    "policy,expected",
+    [
+        # PS: 0-3 J1 alone (7 left); 3-5 halves (6, 4 left); thirds from 5: J3 ends
+        # at 11 (J1 4, J2 2 left); halves: J2 ends at 15, J1 at 17.
+        ("PS", [17.0, 15.0, 11.0]),
+        ("GPS", [17.0, 15.0, 11.0]),
+        # LAS: J2 3-5 (att 2), J3 5-7 (ends), J2 7-8 reaches J1's 3; J1, J2 share,
+        # J2's last 2 units end at 12, J1 at 17.
+        ("LAS", [17.0, 12.0, 7.0]),
+        # SRPT: J2 (5 < 7) preempts at 3; J3 (2 < 3) at 5, ends 7; J2 10; J1 17.
+        ("SRPT", [17.0, 10.0, 7.0]),
+        # FSP: g_1 = 10, g_2 = 8, g_3 = 6 (paper Fig. 2) gives the same order.
+        ("FSP", [17.0, 10.0, 7.0]),
+        ("PSBS", [17.0, 10.0, 7.0]),
+        ("FIFO", [10.0, 15.0, 17.0]),
+    ],
+)
 def test_reference_exact_sizes(policy, expected):
     assert ref(policy, S3, Z3) == expected
 
 
-@pytest.mark.parametrize("policy,expected", [
-    # SRPTE: J1 late at 1 and never preempted: ends at 10; J3 (est 2) 10-12;
-    # J2 12-17.
-    ("SRPTE", [10.0, 17.0, 12.0]),
-    # SRPTE+PS: J1 alone to 3 (att 3); J1+J2 3-5 (J1 4, J2 erem 4); J3 (2 < 4)
-    # becomes the head: J1+J3 5-9, J3 ends at 9 (J1 att 6, 4 left); J1+J2
-    # share 4 and 4: both end at 17.
-    ("SRPTE+PS", [17.0, 17.0, 9.0]),
-    # SRPTE+LAS: only J1 is ever late, so the same as SRPTE+PS here.
-    ("SRPTE+LAS", [17.0, 17.0, 9.0]),
-    # FSPE: virtually J1 ends at 1 (late); J2 alone 3-5, then J2/J3 halves: J3
-    # virtual end at 9, J2 at 10. Real: J1 alone to 10; J3 (late before J2)
-    # 10-12; J2 12-17.
-    ("FSPE", [10.0, 17.0, 12.0]),
-    # FSPE+PS: J1 alone to 9 (1 left); J1+J3 9-10 (0.5, 1.5 left); thirds from
-    # 10: J1 ends at 11.5 (J3 1, J2 4.5 left); halves: J3 13.5, J2 17.
-    ("FSPE+PS", [11.5, 17.0, 13.5]),
-    # FSPE+LAS: J1 alone to 9 (att 9); J3 (att 0) alone from 9; at 10 J2 late
-    # (att 0 < J3's 1): J2 alone 10-11; J2+J3 halves from 11: J3 ends at 13
-    # (J2 att 2); J2 alone 13-16 (ends, att 5 < 9); J1 16-17.
-    ("FSPE+LAS", [17.0, 16.0, 13.0]),
-    # PSBS with equal weights behaves like FSPE+PS.
-    ("PSBS", [11.5, 17.0, 13.5]),
-])
+@pytest.mark.parametrize(
+    "policy,expected",
+    [
+        # SRPTE: J1 late at 1 and never preempted: ends at 10; J3 (est 2) 10-12;
+        # J2 12-17.
+        ("SRPTE", [10.0, 17.0, 12.0]),
+        # SRPTE+PS: J1 alone to 3 (att 3); J1+J2 3-5 (J1 4, J2 erem 4); J3 (2 < 4)
+        # becomes the head: J1+J3 5-9, J3 ends at 9 (J1 att 6, 4 left); J1+J2
+        # share 4 and 4: both end at 17.
+        ("SRPTE+PS", [17.0, 17.0, 9.0]),
+        # SRPTE+LAS: only J1 is ever late, so the same as SRPTE+PS here.
+        ("SRPTE+LAS", [17.0, 17.0, 9.0]),
+        # FSPE: virtually J1 ends at 1 (late); J2 alone 3-5, then J2/J3 halves: J3
+        # virtual end at 9, J2 at 10. Real: J1 alone to 10; J3 (late before J2)
+        # 10-12; J2 12-17.
+        ("FSPE", [10.0, 17.0, 12.0]),
+        # FSPE+PS: J1 alone to 9 (1 left); J1+J3 9-10 (0.5, 1.5 left); thirds from
+        # 10: J1 ends at 11.5 (J3 1, J2 4.5 left); halves: J3 13.5, J2 17.
+        ("FSPE+PS", [11.5, 17.0, 13.5]),
+        # FSPE+LAS: J1 alone to 9 (att 9); J3 (att 0) alone from 9; at 10 J2 late
+        # (att 0 < J3's 1): J2 alone 10-11; J2+J3 halves from 11: J3 ends at 13
+        # (J2 att 2); J2 alone 13-16 (ends, att 5 < 9); J1 16-17.
+        ("FSPE+LAS", [17.0, 16.0, 13.0]),
+        # PSBS with equal weights behaves like FSPE+PS.
+        ("PSBS", [11.5, 17.0, 13.5]),
+    ],
+)
 def test_reference_underestimated_large_job(policy, expected):
     assert ref(policy, S3, Z3, UNDER) == expected
 
@@ -193,15 +199,13 @@ REGRESSIONS = {
     # SRPTE+PS: J0 (size 10, est 0.1) is late from 0.1, alone to 0.2; shares
     # with J1 (est 10), whose 0.1 ends at 0.4 = J2's arrival. J1 ends at 0.4;
     # J0 + J2 share to 0.6 (J2 ends); J0's 9.6 left ends at 10.2.
-    "residue-SRPTE+PS": ("SRPTE+PS", [0.0, 0.2, 0.4], [10.0, 0.1, 0.1],
-                         [0.1, 10.0, 0.1], [10.2, 0.4, 0.6]),
+    "residue-SRPTE+PS": ("SRPTE+PS", [0.0, 0.2, 0.4], [10.0, 0.1, 0.1], [0.1, 10.0, 0.1], [10.2, 0.4, 0.6]),
     # SRPTE+LAS: J0 (size 1, est 0.1) late from 0.1, alone to 0.9 (0.1 left);
     # head J1 shares with it, J0 ends at 1.1 (J1 att 0.1); J1 alone turns late
     # at 1.25; J1 + head J2 halve; at 1.75 J1 ends just as J2 turns late. J2
     # alone ends at 2.0. (Unretired, J1 would lose the LAS race to J2, since
     # att 0.5 > 0.25, and wait until 2.0.)
-    "residue-SRPTE+LAS": ("SRPTE+LAS", [0.0, 0.9, 0.9], [1.0, 0.5, 0.5],
-                          [0.1, 0.25, 0.25], [1.1, 1.75, 2.0]),
+    "residue-SRPTE+LAS": ("SRPTE+LAS", [0.0, 0.9, 0.9], [1.0, 0.5, 0.5], [0.1, 0.25, 0.25], [1.1, 1.75, 2.0]),
     # SRPTE+LAS with one batch at t = 0 (sizes 0.1 x3, 0.3, 0.7 x4; estimates a
     # tenth of that). J0-J2 turn late in turn (at 0.01, 0.03, 0.05) and LAS
     # levels them at att 0.02 by 0.07, while head J3 gets 0.01. Quarters to
@@ -209,9 +213,13 @@ REGRESSIONS = {
     # 0.04, J4 0.01). Fifths: at 0.47 J4 turns late (att 0.07) exactly as
     # J0-J2 reach 0.1 and end. The engine ends them at 0.53, after LAS has
     # brought J4 up to their level.
-    "residue-SRPTE+LAS-batch": ("SRPTE+LAS", [0.0] * 8, [0.1] * 3 + [0.3] + [0.7] * 4,
-                                [0.01] * 3 + [0.03] + [0.07] * 4,
-                                [0.47] * 3 + [1.8] + [3.4] * 4),
+    "residue-SRPTE+LAS-batch": (
+        "SRPTE+LAS",
+        [0.0] * 8,
+        [0.1] * 3 + [0.3] + [0.7] * 4,
+        [0.01] * 3 + [0.03] + [0.07] * 4,
+        [0.47] * 3 + [1.8] + [3.4] * 4,
+    ),
     # SRPT: J0 runs to 0.5 (1.3 left); J1 (0.4) preempts and ends at 0.9; J0
     # resumes and has exactly 0.4 left at 1.8 when J2 (0.4) arrives. It is a
     # tie, so the earlier J0 keeps the server: J0 2.2, J2 2.6.

@@ -109,29 +109,39 @@ def test_kn_probability_of_correct_selection(k, rho):
     results = [_slippage_trial(rng, k, rho) for _ in range(PCS_MACRO)]
     pcs = float(np.mean([ok for ok, _ in results]))
     reps = float(np.mean([n for _, n in results]))
-    print(f"KN k={k} rho={rho}: PCS {pcs:.3f} over {PCS_MACRO}, {reps:.1f} replications on average "
-          f"({reps / k:.1f} per system)")
+    print(
+        f"KN k={k} rho={rho}: PCS {pcs:.3f} over {PCS_MACRO}, {reps:.1f} replications on average "
+        f"({reps / k:.1f} per system)"
+    )
     assert pcs >= PCS_NOMINAL
 
 
 # ---------------------------------------------------------------- spec fields
 
 
-@pytest.mark.parametrize("reps, where", [
-    ({"mode": "select-best", "metric": "mst"}, "replications.delta"),
-    ({"mode": "select-best", "delta": 0.1}, "replications.metric"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0}, "replications.delta"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0.1, "confidence": 1.0}, "replications.confidence"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0.1, "min": 1}, "replications.min"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0.1, "n": 5}, "replications.n"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0.1, "rel_halfwidth": 0.1}, "replications.rel_halfwidth"),
-    ({"mode": "select-best", "metric": "mst", "delta": 0.1, "minimize": "sometimes"}, "replications.minimize"),
-    ({"mode": "best", "metric": "mst", "delta": 0.1}, "replications.mode"),
-    ({"n": 5, "delta": 0.1}, "replications.delta"),
-])
+@pytest.mark.parametrize(
+    "reps, where",
+    [
+        ({"mode": "select-best", "metric": "mst"}, "replications.delta"),
+        ({"mode": "select-best", "delta": 0.1}, "replications.metric"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0}, "replications.delta"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0.1, "confidence": 1.0}, "replications.confidence"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0.1, "min": 1}, "replications.min"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0.1, "n": 5}, "replications.n"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0.1, "rel_halfwidth": 0.1}, "replications.rel_halfwidth"),
+        ({"mode": "select-best", "metric": "mst", "delta": 0.1, "minimize": "sometimes"}, "replications.minimize"),
+        ({"mode": "best", "metric": "mst", "delta": 0.1}, "replications.mode"),
+        ({"n": 5, "delta": 0.1}, "replications.delta"),
+    ],
+)
 def test_select_best_validation_names_the_field(reps, where):
-    data = {"name": "v", "engine": "queue", "policies": ["PS", "FIFO"], "workload": {"njobs": 100},
-            "replications": reps}
+    data = {
+        "name": "v",
+        "engine": "queue",
+        "policies": ["PS", "FIFO"],
+        "workload": {"njobs": 100},
+        "replications": reps,
+    }
     with pytest.raises(UserError) as err:
         parse_spec(data, "v.toml")
     assert str(err.value).startswith(f"v.toml: {where}: ")
@@ -139,14 +149,35 @@ def test_select_best_validation_names_the_field(reps, where):
 
 def test_select_best_needs_two_policies():
     with pytest.raises(UserError, match="replications.mode: select-best needs at least 2"):
-        parse_spec({"name": "v", "engine": "queue", "policies": ["PS"], "workload": {"njobs": 100},
-                    "replications": {"mode": "select-best", "metric": "mst", "delta": 0.1}}, "v.toml")
+        parse_spec(
+            {
+                "name": "v",
+                "engine": "queue",
+                "policies": ["PS"],
+                "workload": {"njobs": 100},
+                "replications": {"mode": "select-best", "metric": "mst", "delta": 0.1},
+            },
+            "v.toml",
+        )
 
 
 # ---------------------------------------------------------------- a real sweep
 
-QUEUE_13 = ["FIFO", "PS", "GPS", "LAS", "SRPT", "SRPTE", "SRPTE+PS", "SRPTE+LAS", "FSP", "FSPE", "FSPE+PS",
-            "FSPE+LAS", "PSBS"]
+QUEUE_13 = [
+    "FIFO",
+    "PS",
+    "GPS",
+    "LAS",
+    "SRPT",
+    "SRPTE",
+    "SRPTE+PS",
+    "SRPTE+LAS",
+    "FSP",
+    "FSPE",
+    "FSPE+PS",
+    "FSPE+LAS",
+    "PSBS",
+]
 
 
 @pytest.fixture(scope="module")
@@ -166,12 +197,19 @@ def test_select_best_sweep_of_the_13_queue_policies(tmp_path, local_ray):
     job sequence), so the correct selection is known."""
     from schedlab.platform.runner import run_sweep
 
-    spec = parse_spec({
-        "name": "sel", "engine": "queue", "seed": 5, "policies": QUEUE_13,
-        "workload": {"kind": "synthetic", "njobs": 300, "shape": 1.0, "sigma": 0.5, "load": 0.9},
-        "replications": {"mode": "select-best", "metric": "mst", "delta": 0.1, "min": 10, "max": 100, "batch": 5},
-        "outputs": {"dir": str(tmp_path / "sel")}, "tracking": {"enabled": False},
-    }, "sel.toml")
+    spec = parse_spec(
+        {
+            "name": "sel",
+            "engine": "queue",
+            "seed": 5,
+            "policies": QUEUE_13,
+            "workload": {"kind": "synthetic", "njobs": 300, "shape": 1.0, "sigma": 0.5, "load": 0.9},
+            "replications": {"mode": "select-best", "metric": "mst", "delta": 0.1, "min": 10, "max": 100, "batch": 5},
+            "outputs": {"dir": str(tmp_path / "sel")},
+            "tracking": {"enabled": False},
+        },
+        "sel.toml",
+    )
     report = run_sweep(spec)
     assert not report.failures
     doc = json.loads((spec.results_dir() / "selection.json").read_text())
@@ -187,8 +225,13 @@ def test_select_best_sweep_of_the_13_queue_policies(tmp_path, local_ray):
         assert n == (pol["eliminated_at"] or point["replications"])
     out = CliRunner().invoke(main, ["results", str(spec.results_dir())])
     assert out.exit_code == 0 and "SRPT selected after" in out.output and "eliminated:" in out.output
-    print("\n".join(line for line in out.output.splitlines() if "selection" in line or "eliminated" in line
-                    or "selected" in line))
+    print(
+        "\n".join(
+            line
+            for line in out.output.splitlines()
+            if "selection" in line or "eliminated" in line or "selected" in line
+        )
+    )
     again = run_sweep(spec)  # resume: the procedure replays from the rows on disk, nothing new runs
     assert again.rows_written == 0
     assert json.loads((spec.results_dir() / "selection.json").read_text())["points"][0]["winner"] == "SRPT"
@@ -197,13 +240,24 @@ def test_select_best_sweep_of_the_13_queue_policies(tmp_path, local_ray):
 def test_selection_goes_to_the_mlflow_parent_run(tmp_path):
     from schedlab.platform.selection import write
 
-    write(tmp_path, {"procedure": "KN (Kim & Nelson 2001)", "delta": 0.1, "confidence": 0.95, "n0": 10,
-                     "points": [{"where": {"shape": 1.0}, "winner": "SRPT", "eta": 0.9, "h2": 17.0}]})
+    write(
+        tmp_path,
+        {
+            "procedure": "KN (Kim & Nelson 2001)",
+            "delta": 0.1,
+            "confidence": 0.95,
+            "n0": 10,
+            "points": [{"where": {"shape": 1.0}, "winner": "SRPT", "eta": 0.9, "h2": 17.0}],
+        },
+    )
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"spec": {"replications": {"n": 3}}}))  # not a select-best sweep: ignored
     silent = []
-    log_to_mlflow(type("C", (), {"log_artifact": lambda *a: silent.append(a), "log_batch": lambda *a, **k:
-                                 silent.append(a)})(), "parent", tmp_path)
+    log_to_mlflow(
+        type("C", (), {"log_artifact": lambda *a: silent.append(a), "log_batch": lambda *a, **k: silent.append(a)})(),
+        "parent",
+        tmp_path,
+    )
     assert silent == []
     manifest.write_text(json.dumps({"spec": {"replications": {"mode": "select-best"}}}))
 

@@ -31,9 +31,10 @@ LIB = REPO / "infra" / "slurm" / "ray-slurm.sh"
 SBATCH = REPO / "infra" / "slurm" / "schedlab.sbatch"
 TIMEOUT = 300.0
 
-pytestmark = pytest.mark.skipif(shutil.which("ray", path=str(Path(sys.executable).parent) + os.pathsep +
-                                             os.environ.get("PATH", "")) is None,
-                                reason="the `ray` CLI is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ray", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")) is None,
+    reason="the `ray` CLI is not installed",
+)
 
 SCONTROL = """#!/bin/bash
 # stand-in for SLURM's scontrol: the allocation is two nodes
@@ -73,7 +74,8 @@ def test_the_sbatch_script_starts_two_raylets_and_runs_a_sweep(tmp_path):
         (stubs / name).write_text(text)
         (stubs / name).chmod(0o755)
     out_dir = tmp_path / "results"
-    (tmp_path / "sweep.toml").write_text(textwrap.dedent(f"""\
+    (tmp_path / "sweep.toml").write_text(
+        textwrap.dedent(f"""\
         name = "slurm-recipe"
         engine = "queue"
         seed = 4
@@ -86,20 +88,34 @@ def test_the_sbatch_script_starts_two_raylets_and_runs_a_sweep(tmp_path):
         n = 2
         [outputs]
         dir = "{out_dir}"
-        """))
+        """)
+    )
     temp_dir = tempfile.mkdtemp(prefix="slslurm-", dir="/tmp")  # short: Ray's socket paths live under it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_", "SLURM_"))}
     env.update(
         PATH=os.pathsep.join([str(stubs), str(Path(sys.executable).parent), env.get("PATH", "")]),
-        SLURM_JOB_NODELIST="node-[a-b]", SLURM_CPUS_PER_TASK="1", SLURM_SUBMIT_DIR=str(tmp_path),
-        SCHEDLAB_SLURM_LIB=str(LIB), RAY_SLURM_IP="127.0.0.1", RAY_SLURM_TMP=temp_dir,
-        RAY_SLURM_EXTRA=f"--object-store-memory {256 * 2**20}", RAY_PORT=str(free_port()),
-        RAY_AUTH_TOKEN=secrets.token_hex(32), RAY_USAGE_STATS_ENABLED="0", SRUN_LOG=str(tmp_path / "srun.log"),
+        SLURM_JOB_NODELIST="node-[a-b]",
+        SLURM_CPUS_PER_TASK="1",
+        SLURM_SUBMIT_DIR=str(tmp_path),
+        SCHEDLAB_SLURM_LIB=str(LIB),
+        RAY_SLURM_IP="127.0.0.1",
+        RAY_SLURM_TMP=temp_dir,
+        RAY_SLURM_EXTRA=f"--object-store-memory {256 * 2**20}",
+        RAY_PORT=str(free_port()),
+        RAY_AUTH_TOKEN=secrets.token_hex(32),
+        RAY_USAGE_STATS_ENABLED="0",
+        SRUN_LOG=str(tmp_path / "srun.log"),
         PYTHONPATH=os.pathsep.join([str(Path(schedlab.__file__).parents[1]), env.get("PYTHONPATH", "")]),
     )
     log = open(tmp_path / "job.out", "w")
-    proc = subprocess.Popen(["bash", str(SBATCH), "sweep.toml", "--no-tracking", "--no-progress"], cwd=tmp_path,
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", str(SBATCH), "sweep.toml", "--no-tracking", "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         rc = proc.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:

@@ -44,17 +44,27 @@ def spec_with(**changes):
         ({"replications": {"n": 2, "metric": "mst"}}, "either n, or metric"),
         ({"replications": {"metric": "mst"}}, "need both metric and rel_halfwidth"),
         ({"workload": {"kind": "synthetic", "shape": []}}, "t.toml: workload.shape: empty grid axis"),
-        ({"workload": {"kind": "synthetic", "shape": [0.5, -1]}}, "t.toml: workload.shape: must be a number > 0; got -1"),
+        (
+            {"workload": {"kind": "synthetic", "shape": [0.5, -1]}},
+            "t.toml: workload.shape: must be a number > 0; got -1",
+        ),
         ({"workload": {"kind": "synthetic", "njobs": 2.5}}, "t.toml: workload.njobs:"),
         ({"workload": {"kind": "synthetic", "shpe": 1}}, "t.toml: workload.shpe: unknown parameter"),
         ({"workload": {"kind": "nope"}}, "t.toml: workload.kind:"),
         ({"workload": {"kind": "file"}}, "t.toml: workload.path: required"),
-        ({"workload": {"kind": "synthetic", "shape": [1, 2], "load": [0.5], "zip": [["shape", "load"]]}},
-         "t.toml: workload.zip[0]: zipped lists differ in length"),
-        ({"workload": {"kind": "synthetic", "shape": [1, 2], "zip": [["shape", "nope"]]}},
-         "t.toml: workload.zip[0]: 'nope' is not a workload parameter"),
+        (
+            {"workload": {"kind": "synthetic", "shape": [1, 2], "load": [0.5], "zip": [["shape", "load"]]}},
+            "t.toml: workload.zip[0]: zipped lists differ in length",
+        ),
+        (
+            {"workload": {"kind": "synthetic", "shape": [1, 2], "zip": [["shape", "nope"]]}},
+            "t.toml: workload.zip[0]: 'nope' is not a workload parameter",
+        ),
         ({"workload": {"kind": "synthetic", "shape": [1, 1.0]}}, "repeats a point"),
-        ({"policies": [{"name": "PS", "params": {"x": 1}}]}, "t.toml: policies[0].params.x: policy 'PS' takes no parameters"),
+        (
+            {"policies": [{"name": "PS", "params": {"x": 1}}]},
+            "t.toml: policies[0].params.x: policy 'PS' takes no parameters",
+        ),
         ({"tracking": {"enabled": "maybe"}}, "t.toml: tracking.enabled:"),
         ({"execution": {"retries": -2}}, "t.toml: execution.retries:"),
     ],
@@ -66,23 +76,42 @@ def test_bad_specs_name_the_field(changes, expected):
 
 
 _ENGINE_SPECS = {
-    "packing": {"engine": "packing", "policies": ["FIFO-FF"],
-                "workload": {"kind": "packing", "slots": 50, "rate": 0.1, "sizes": [[0.5]]}},
+    "packing": {
+        "engine": "packing",
+        "policies": ["FIFO-FF"],
+        "workload": {"kind": "packing", "slots": 50, "rate": 0.1, "sizes": [[0.5]]},
+    },
     "batch": {"engine": "batch", "policies": ["FCFS"], "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}},
-    "dfrs": {"engine": "dfrs", "policies": ["Greedy*/OPT=MIN"], "workload": {"kind": "lublin", "njobs": 20, "nodes": 16}},
+    "dfrs": {
+        "engine": "dfrs",
+        "policies": ["Greedy*/OPT=MIN"],
+        "workload": {"kind": "lublin", "njobs": 20, "nodes": 16},
+    },
 }
 
 
-@pytest.mark.parametrize("engine, system, expected", [
-    # the malformed [system] values of issue 13 that used to pass validate (tests/test_system_params.py generates more)
-    ("packing", {"servers": -5}, "t.toml: system.servers: must be an integer >= 1; got -5"),
-    ("packing", {"servers": 0}, "t.toml: system.servers: must be an integer >= 1; got 0"),
-    ("packing", {"capacity": float("nan")}, "t.toml: system.capacity: must be a number > 0 or a list of numbers > 0"),
-    ("packing", {"epoch": -1.0}, "t.toml: system.epoch: must be a number >= 0 (0: a decision at every event); got -1.0"),
-    ("dfrs", {"nodes": -3}, "t.toml: system.nodes: must be an integer >= 1; got -3"),
-    ("batch", {"model": "cores", "procs": 8}, "t.toml: system.model: must be one of 'procs', 'nodes'; got 'cores'"),
-    ("batch", {"procs": [8, -1]}, "t.toml: system.procs[1]: must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "engine, system, expected",
+    [
+        # the malformed [system] values of issue 13 that used to pass validate
+        # (tests/test_system_params.py generates more)
+        ("packing", {"servers": -5}, "t.toml: system.servers: must be an integer >= 1; got -5"),
+        ("packing", {"servers": 0}, "t.toml: system.servers: must be an integer >= 1; got 0"),
+        (
+            "packing",
+            {"capacity": float("nan")},
+            "t.toml: system.capacity: must be a number > 0 or a list of numbers > 0",
+        ),
+        (
+            "packing",
+            {"epoch": -1.0},
+            "t.toml: system.epoch: must be a number >= 0 (0: a decision at every event); got -1.0",
+        ),
+        ("dfrs", {"nodes": -3}, "t.toml: system.nodes: must be an integer >= 1; got -3"),
+        ("batch", {"model": "cores", "procs": 8}, "t.toml: system.model: must be one of 'procs', 'nodes'; got 'cores'"),
+        ("batch", {"procs": [8, -1]}, "t.toml: system.procs[1]: must be an integer >= 0"),
+    ],
+)
 def test_bad_system_values_name_the_field(engine, system, expected):
     with pytest.raises(UserError) as info:
         parse_spec({**BASE, **_ENGINE_SPECS[engine], "system": system}, "t.toml")
@@ -92,8 +121,11 @@ def test_bad_system_values_name_the_field(engine, system, expected):
 def test_grid_cross_and_zip():
     plan = build_plan(spec_with())
     assert len(plan.points) == 4 and len(plan.configs) == 8
-    zipped = build_plan(spec_with(workload={"kind": "synthetic", "shape": [0.25, 1.0], "sigma": [0.5, 1.0],
-                                            "zip": [["shape", "sigma"]]}))
+    zipped = build_plan(
+        spec_with(
+            workload={"kind": "synthetic", "shape": [0.25, 1.0], "sigma": [0.5, 1.0], "zip": [["shape", "sigma"]]}
+        )
+    )
     assert [(p.params["shape"], p.params["sigma"]) for p in zipped.points] == [(0.25, 0.5), (1.0, 1.0)]
 
 
@@ -125,7 +157,8 @@ def test_tasks_pack_small_instances():
 
 def test_cli_validate_exit_codes(tmp_path):
     good = tmp_path / "good.toml"
-    good.write_text(textwrap.dedent("""
+    good.write_text(
+        textwrap.dedent("""
         name = "g"
         engine = "queue"
         policies = ["PS"]
@@ -133,7 +166,8 @@ def test_cli_validate_exit_codes(tmp_path):
         njobs = 10
         [replications]
         n = 1
-    """))
+    """)
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text(good.read_text().replace('["PS"]', '["PS", "XYZ"]'))
     ok = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(good)], capture_output=True, text=True)
@@ -144,7 +178,9 @@ def test_cli_validate_exit_codes(tmp_path):
     assert not (tmp_path / "results").exists()
     broken = tmp_path / "broken.toml"
     broken.write_text("name = [")
-    res = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(broken)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "validate", str(broken)], capture_output=True, text=True
+    )
     assert res.returncode == 2 and "broken.toml: not valid TOML" in res.stderr
 
 

@@ -301,10 +301,12 @@ def test_exact_method_on_hand_cases(args, kwargs, optimum):
 
 
 def test_exact_method_hand_feasibility_matches_lp():
-    for args, S, expect in ((([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.5, True),
-                            (([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.49, False),
-                            (([0], [100], [1], [0.5], 10), 1.0, True),
-                            (([0], [100], [1], [0.5], 10), 0.999, False)):
+    for args, S, expect in (
+        (([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.5, True),
+        (([0, 0], [100, 200], [1, 1], [1, 1], 1), 1.49, False),
+        (([0], [100], [1], [0.5], 10), 1.0, True),
+        (([0], [100], [1], [0.5], 10), 0.999, False),
+    ):
         assert stretch_flow_feasible(*args, S) is expect
         assert stretch_lp_feasible(*args, S) is expect
 
@@ -371,4 +373,5 @@ def test_flow_feasibility_matches_lp_at_any_stretch(inst, S):
     if abs(S / exact - 1) < 1e-6:
         return
     assert stretch_flow_feasible(r, p, k, c, nodes, S, threshold=tau) == stretch_lp_feasible(
-        r, p, k, c, nodes, S, threshold=tau)
+        r, p, k, c, nodes, S, threshold=tau
+    )

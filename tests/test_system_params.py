@@ -45,24 +45,48 @@ BASE = {
     "batch": {
         "policies": ["EASY"],
         "workload": {"kind": "lublin", "njobs": 25, "nodes": 32},
-        "system": {"model": "procs", "procs": 64, "nodes": 16, "tasks_per_node": 1, "oversize": "drop",
-                   "cpu_need": 1.0, "bound": False, "estimates": "requested"},
+        "system": {
+            "model": "procs",
+            "procs": 64,
+            "nodes": 16,
+            "tasks_per_node": 1,
+            "oversize": "drop",
+            "cpu_need": 1.0,
+            "bound": False,
+            "estimates": "requested",
+        },
     },
     "dfrs": {
         "policies": ["GreedyP*/OPT=MIN"],
         "workload": {"kind": "lublin", "njobs": 20, "nodes": 16},
-        "system": {"nodes": 16, "penalty": 30.0, "cpu_need": 1.0, "memory": 0.2, "bound": False, "oversize": "drop",
-                   "star_pass": "completion"},
+        "system": {
+            "nodes": 16,
+            "penalty": 30.0,
+            "cpu_need": 1.0,
+            "memory": 0.2,
+            "bound": False,
+            "oversize": "drop",
+            "star_pass": "completion",
+        },
     },
 }
 
 
 def spec_dict(engine: str, system: dict) -> dict:
-    return {"name": "t", "engine": engine, "seed": 1, "replications": {"n": 1}, "tracking": {"enabled": False},
-            "policies": BASE[engine]["policies"], "workload": BASE[engine]["workload"], "system": system}
+    return {
+        "name": "t",
+        "engine": engine,
+        "seed": 1,
+        "replications": {"n": 1},
+        "tracking": {"enabled": False},
+        "policies": BASE[engine]["policies"],
+        "workload": BASE[engine]["workload"],
+        "system": system,
+    }
 
 
 # ---- the oracle: each field's valid values, from the engines' docstrings ----------------------------
+
 
 def _int(v) -> bool:
     return type(v) is int
@@ -102,10 +126,56 @@ VALID = {
 }
 
 NAN, INF = float("nan"), float("inf")
-FIXED = [0, 1, 2, 7, -1, -5, 0.0, -0.0, 0.5, 1.0, 2.0, 1.5, -0.25, 1 + 1e-12, 1e-3, 64.0, NAN, INF, -INF,
-         True, False, "1", "", "true", "procs", "nodes", "error", "drop", "Procs", "NODES", " drop", "cores",
-         "completion", "instant-end", "Completion", "requested", "exact",
-         [[]], [[1.0]], [[0.5]], [[0.5, 0.5]], [[1.0, NAN]], [[-1.0]], [[INF]], [["a"]], [[True]], [[0]], [[2, 3]]]
+FIXED = [
+    0,
+    1,
+    2,
+    7,
+    -1,
+    -5,
+    0.0,
+    -0.0,
+    0.5,
+    1.0,
+    2.0,
+    1.5,
+    -0.25,
+    1 + 1e-12,
+    1e-3,
+    64.0,
+    NAN,
+    INF,
+    -INF,
+    True,
+    False,
+    "1",
+    "",
+    "true",
+    "procs",
+    "nodes",
+    "error",
+    "drop",
+    "Procs",
+    "NODES",
+    " drop",
+    "cores",
+    "completion",
+    "instant-end",
+    "Completion",
+    "requested",
+    "exact",
+    [[]],
+    [[1.0]],
+    [[0.5]],
+    [[0.5, 0.5]],
+    [[1.0, NAN]],
+    [[-1.0]],
+    [[INF]],
+    [["a"]],
+    [[True]],
+    [[0]],
+    [[2, 3]],
+]
 
 
 def generated(engine: str, field: str) -> list:
@@ -197,7 +267,9 @@ def test_unknown_names_and_queue_takes_none():
         with pytest.raises(UserError, match=rf"t.toml: system.cores: unknown system parameter for engine '{engine}'"):
             parse_spec(spec_dict(engine, {**BASE[engine]["system"], "cores": 4}), "t.toml")
     queue = {"name": "q", "engine": "queue", "policies": ["PS"], "workload": {"njobs": 10}, "system": {"servers": 2}}
-    with pytest.raises(UserError, match="q.toml: system.servers: unknown system parameter for engine 'queue'; allowed: none"):
+    with pytest.raises(
+        UserError, match="q.toml: system.servers: unknown system parameter for engine 'queue'; allowed: none"
+    ):
         parse_spec(queue, "q.toml")
 
 
@@ -209,21 +281,51 @@ def test_malformed_value_count():
 
 # ---- rules across fields and with the workload -------------------------------------------------------
 
-@pytest.mark.parametrize("engine, system, message", [
-    ("batch", {"model": "nodes"}, "t.toml: system.nodes: must be an integer >= 1 with model 'nodes' (it needs the "
-                                  "number of nodes); got 0 (the default)"),
-    ("batch", {"model": "nodes", "nodes": [8, 0]}, "t.toml: system.nodes[1]: must be an integer >= 1 with model 'nodes'"),
-    ("batch", {"model": ["procs", "nodes"], "procs": 8, "nodes": 0}, "t.toml: system.nodes: must be an integer >= 1"),
-    # a lublin table has no machine size to take procs = 0 from
-    ("batch", {"model": "procs"}, "t.toml: system.procs: must be an integer >= 1 with model 'procs': the job table "
-                                  "has no machine_procs column"),
-    ("batch", {"model": "nodes", "nodes": 32, "tasks_per_node": 2, "bound": True},
-     "t.toml: system.bound: must be false with model 'nodes' and tasks_per_node x cpu_need = 2 x 1 > 1"),
-    ("batch", {"model": "nodes", "nodes": 32, "tasks_per_node": [1, 3], "cpu_need": 0.5, "bound": True},
-     "t.toml: system.bound: must be false with model 'nodes' and tasks_per_node x cpu_need = 3 x 0.5 > 1"),
-    ("packing", {"capacity": [[1.0, 1.0]]}, "t.toml: system.capacity[0]: must be a single number (the job table has "
-                                            "one resource, 'demand'); got [1.0, 1.0]"),
-])
+
+@pytest.mark.parametrize(
+    "engine, system, message",
+    [
+        (
+            "batch",
+            {"model": "nodes"},
+            "t.toml: system.nodes: must be an integer >= 1 with model 'nodes' (it needs the "
+            "number of nodes); got 0 (the default)",
+        ),
+        (
+            "batch",
+            {"model": "nodes", "nodes": [8, 0]},
+            "t.toml: system.nodes[1]: must be an integer >= 1 with model 'nodes'",
+        ),
+        (
+            "batch",
+            {"model": ["procs", "nodes"], "procs": 8, "nodes": 0},
+            "t.toml: system.nodes: must be an integer >= 1",
+        ),
+        # a lublin table has no machine size to take procs = 0 from
+        (
+            "batch",
+            {"model": "procs"},
+            "t.toml: system.procs: must be an integer >= 1 with model 'procs': the job table "
+            "has no machine_procs column",
+        ),
+        (
+            "batch",
+            {"model": "nodes", "nodes": 32, "tasks_per_node": 2, "bound": True},
+            "t.toml: system.bound: must be false with model 'nodes' and tasks_per_node x cpu_need = 2 x 1 > 1",
+        ),
+        (
+            "batch",
+            {"model": "nodes", "nodes": 32, "tasks_per_node": [1, 3], "cpu_need": 0.5, "bound": True},
+            "t.toml: system.bound: must be false with model 'nodes' and tasks_per_node x cpu_need = 3 x 0.5 > 1",
+        ),
+        (
+            "packing",
+            {"capacity": [[1.0, 1.0]]},
+            "t.toml: system.capacity[0]: must be a single number (the job table has "
+            "one resource, 'demand'); got [1.0, 1.0]",
+        ),
+    ],
+)
 def test_rules_across_fields_and_the_workload(engine, system, message):
     with pytest.raises(UserError) as info:
         parse_spec(spec_dict(engine, system), "t.toml")
@@ -264,14 +366,21 @@ def test_run_time_rules_match_plan_time():
     with_machine = lublin.with_columns(machine_procs=np.full(lublin.height, 40))
     assert get_engine("batch").run(with_machine, "FCFS", None, {}).summary["capacity"] == 40.0
     with pytest.raises(UserError, match="^batch engine: bound: must be false with model 'nodes'"):
-        get_engine("batch").run(lublin, "FCFS", None, {"model": "nodes", "nodes": 32, "tasks_per_node": 2, "bound": True})
+        get_engine("batch").run(
+            lublin, "FCFS", None, {"model": "nodes", "nodes": 32, "tasks_per_node": 2, "bound": True}
+        )
 
 
 @pytest.mark.skipif(not (DATA / "pwa-swf").exists(), reason="needs the PWA SWF traces")
 def test_an_swf_trace_gives_the_machine_size():
     spec = spec_dict("batch", {"model": "procs"})  # procs = 0: the header's MaxProcs
-    spec["workload"] = {"kind": "trace", "reader": "swf", "path": str(DATA / "pwa-swf/HPC2N-2002-2.2-cln.swf.gz"),
-                        "window_length": 604800.0, "window": 3}
+    spec["workload"] = {
+        "kind": "trace",
+        "reader": "swf",
+        "path": str(DATA / "pwa-swf/HPC2N-2002-2.2-cln.swf.gz"),
+        "window_length": 604800.0,
+        "window": 3,
+    }
     assert len(build_plan(parse_spec(spec, "t.toml")).configs) == 1
 
 
@@ -288,15 +397,28 @@ def test_a_capacity_list_against_the_trace_resources():
 RULE_COLUMNS = {"demand", "cpu", "mem", "machine_procs", "cpu_need"}  # what the table rules ask about
 
 
-@pytest.mark.parametrize("engine, workload", [
-    ("packing", {"kind": "packing", "slots": 200, "rate": 0.3, "sizes": [[0.2, 0.7]], "mean_service": 4}),
-    ("batch", {"kind": "lublin", "njobs": 40, "nodes": 32}),
-    ("batch", {"kind": "lublin", "njobs": 40, "nodes": 32, "load": 0.7, "cores_per_node": 4, "memory": "uniform"}),
-    ("dfrs", {"kind": "lublin", "njobs": 40, "nodes": 32, "cpu_need": 0.5, "memory": 0.3}),
-    pytest.param("batch", {"kind": "trace", "reader": "swf", "path": str(DATA / "pwa-swf/HPC2N-2002-2.2-cln.swf.gz"),
-                           "window_length": 604800.0, "window": 5, "cores_per_node": 2, "memory": "trace"},
-                 marks=pytest.mark.skipif(not (DATA / "pwa-swf").exists(), reason="needs the PWA SWF traces")),
-])
+@pytest.mark.parametrize(
+    "engine, workload",
+    [
+        ("packing", {"kind": "packing", "slots": 200, "rate": 0.3, "sizes": [[0.2, 0.7]], "mean_service": 4}),
+        ("batch", {"kind": "lublin", "njobs": 40, "nodes": 32}),
+        ("batch", {"kind": "lublin", "njobs": 40, "nodes": 32, "load": 0.7, "cores_per_node": 4, "memory": "uniform"}),
+        ("dfrs", {"kind": "lublin", "njobs": 40, "nodes": 32, "cpu_need": 0.5, "memory": 0.3}),
+        pytest.param(
+            "batch",
+            {
+                "kind": "trace",
+                "reader": "swf",
+                "path": str(DATA / "pwa-swf/HPC2N-2002-2.2-cln.swf.gz"),
+                "window_length": 604800.0,
+                "window": 5,
+                "cores_per_node": 2,
+                "memory": "trace",
+            },
+            marks=pytest.mark.skipif(not (DATA / "pwa-swf").exists(), reason="needs the PWA SWF traces"),
+        ),
+    ],
+)
 def test_plan_time_columns_match_a_drawn_instance(engine, workload):
     """The columns the plan-time rules read are those of the real table: the
     same set for generated kinds, and a superset that agrees on every column
@@ -315,6 +437,7 @@ def test_plan_time_columns_match_a_drawn_instance(engine, workload):
 
 
 # ---- the declaration and the engines' signatures cannot drift ----------------------------------------
+
 
 def test_run_table_arguments_are_the_declared_fields():
     from schedlab.sim import batch, dfrs
@@ -372,10 +495,15 @@ def _assert_system_is_the_spec_grid(plan, table: dict) -> None:
     for config in plan.configs.values():
         assert set(config.system) == set(table)
         for k, v in config.system.items():
-            assert (v in table[k] if k in axes else v == table[k]) and type(v) in {type(x) for x in
-                                                                                   (table[k] if k in axes else [table[k]])}
-        identity = {"engine": config.engine, "policy": config.policy, "policy_params": config.policy_params,
-                    "workload": {"kind": config.workload_kind, "params": config.workload_params}}
+            assert (v in table[k] if k in axes else v == table[k]) and type(v) in {
+                type(x) for x in (table[k] if k in axes else [table[k]])
+            }
+        identity = {
+            "engine": config.engine,
+            "policy": config.policy,
+            "policy_params": config.policy_params,
+            "workload": {"kind": config.workload_kind, "params": config.workload_params},
+        }
         if config.system:
             identity["system"] = config.system
         assert digest(identity) == config.config_id
@@ -397,9 +525,11 @@ def test_every_pipeline_spec_at_every_scale_validates_with_its_system_as_written
 
 # ---- the command line --------------------------------------------------------------------------------
 
+
 def test_cli_validate_names_the_system_field(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text(textwrap.dedent("""
+    bad.write_text(
+        textwrap.dedent("""
         name = "b"
         engine = "packing"
         policies = ["FIFO-FF"]
@@ -412,7 +542,8 @@ def test_cli_validate_names_the_system_field(tmp_path):
         servers = [2, -5]
         [replications]
         n = 1
-    """))
+    """)
+    )
     res = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(bad)], capture_output=True, text=True)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.splitlines() == [f"schedlab: error: {bad}: system.servers[1]: must be an integer >= 1; got -5"]
@@ -420,5 +551,6 @@ def test_cli_validate_names_the_system_field(tmp_path):
     bad.write_text(bad.read_text().replace("servers = [2, -5]", "epoch = nan"))
     res = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(bad)], capture_output=True, text=True)
     assert res.returncode == 2
-    assert res.stderr.splitlines() == [f"schedlab: error: {bad}: system.epoch: must be a number >= 0 "
-                                       f"(0: a decision at every event); got nan"]
+    assert res.stderr.splitlines() == [
+        f"schedlab: error: {bad}: system.epoch: must be a number >= 0 (0: a decision at every event); got nan"
+    ]

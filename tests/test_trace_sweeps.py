@@ -29,17 +29,28 @@ def cache(tmp_path, monkeypatch):
 
 
 def fb_spec(tmp_path, **workload):
-    return parse_spec({
-        "name": "fb",
-        "engine": "queue",
-        "seed": 4,
-        "policies": ["SRPT", "PS", "PSBS"],
-        "workload": {"kind": "trace", "reader": "swim", "path": str(FB2010), "load": 0.9,
-                     "window_length": SIX_HOURS, "window": "all", "sigma": [0.0, 1.0], **workload},
-        "replications": {"n": 1},
-        "outputs": {"dir": str(tmp_path / "out")},
-        "tracking": {"enabled": False},
-    }, "fb.toml")
+    return parse_spec(
+        {
+            "name": "fb",
+            "engine": "queue",
+            "seed": 4,
+            "policies": ["SRPT", "PS", "PSBS"],
+            "workload": {
+                "kind": "trace",
+                "reader": "swim",
+                "path": str(FB2010),
+                "load": 0.9,
+                "window_length": SIX_HOURS,
+                "window": "all",
+                "sigma": [0.0, 1.0],
+                **workload,
+            },
+            "replications": {"n": 1},
+            "outputs": {"dir": str(tmp_path / "out")},
+            "tracking": {"enabled": False},
+        },
+        "fb.toml",
+    )
 
 
 def test_windows_expand_into_points_with_their_identity(tmp_path):
@@ -92,11 +103,23 @@ def test_fb_replay_sweep_matches_direct_replay(tmp_path):
 def test_hpc2n_weekly_windows(tmp_path):
     """HPC2N's 1264.4-day submit span in 604,800 s weeks: 181 windows (the
     DFRS paper speaks of 182 week-long traces; it does not say how it cut)."""
-    spec = parse_spec({
-        "name": "hpc2n", "engine": "queue", "policies": ["FIFO"],
-        "workload": {"kind": "trace", "reader": "swf", "path": str(HPC2N), "window_length": 604800.0,
-                     "window": "all", "load": 0.9},
-        "tracking": {"enabled": False}, "outputs": {"dir": str(tmp_path / "h")},
-    }, "hpc2n.toml")
+    spec = parse_spec(
+        {
+            "name": "hpc2n",
+            "engine": "queue",
+            "policies": ["FIFO"],
+            "workload": {
+                "kind": "trace",
+                "reader": "swf",
+                "path": str(HPC2N),
+                "window_length": 604800.0,
+                "window": "all",
+                "load": 0.9,
+            },
+            "tracking": {"enabled": False},
+            "outputs": {"dir": str(tmp_path / "h")},
+        },
+        "hpc2n.toml",
+    )
     plan = build_plan(spec)
     assert len(plan.points) == 181

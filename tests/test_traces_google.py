@@ -18,8 +18,9 @@ from schedlab.errors import UserError
 from schedlab.workloads.traces import google
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "google-clusterdata-2011"
-needs_data = pytest.mark.skipif(not (DATA / "task_events").is_dir(),
-                                reason=f"Google clusterdata-2011 shards not found in {DATA}")
+needs_data = pytest.mark.skipif(
+    not (DATA / "task_events").is_dir(), reason=f"Google clusterdata-2011 shards not found in {DATA}"
+)
 
 S = 1_000_000  # microseconds per second
 END = (1 << 63) - 1
@@ -45,6 +46,7 @@ def write(path: Path, lines: list[str], gz: bool = True) -> Path:
 
 # ---------------------------------------------------------------- real shards
 
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """The real prefix, parsed once (then read back from the Parquet cache)."""
@@ -69,8 +71,15 @@ def test_real_event_totals_match_provenance(real):
     assert tr.counts["lines"] == tr.counts["events"] == 2_609_335
     assert tr.counts["skipped_bad_lines"] == 0
     assert tr.meta["event_counts"] == {
-        "SUBMIT": 936_182, "SCHEDULE": 890_517, "EVICT": 219_839, "FAIL": 18_604, "FINISH": 330_742,
-        "KILL": 213_308, "LOST": 0, "UPDATE_PENDING": 3, "UPDATE_RUNNING": 140,
+        "SUBMIT": 936_182,
+        "SCHEDULE": 890_517,
+        "EVICT": 219_839,
+        "FAIL": 18_604,
+        "FINISH": 330_742,
+        "KILL": 213_308,
+        "LOST": 0,
+        "UPDATE_PENDING": 3,
+        "UPDATE_RUNNING": 140,
     }
     assert tr.counts["tasks"] == 614_019  # distinct (job, task index), PROVENANCE.md
     assert len(tr.meta["shards"]) == 14
@@ -86,7 +95,11 @@ def test_real_filter_counts(real):
     assert c["jobs"] == 292_358
     assert c["dropped_started_before_trace"] == 144_339  # 614,019 - 469,680 tasks first seen after t=0
     assert (c["dropped_evicted"], c["dropped_failed"], c["dropped_killed"], c["dropped_lost"]) == (
-        28_975, 9_029, 111_230, 0)
+        28_975,
+        9_029,
+        111_230,
+        0,
+    )
     assert c["dropped_unfinished"] == 28_088
     assert c["dropped_finish_without_schedule"] == 0 and c["dropped_missing_request"] == 0
     assert c["reruns_after_finish"] == 2_279
@@ -98,8 +111,7 @@ def test_real_filter_counts(real):
 @needs_data
 def test_real_job_table(real):
     df = real[0].jobs
-    assert df.columns == ["job_id", "submit", "size", "runtime", "cpu", "mem", "demand",
-                          "google_job_id", "task_index"]
+    assert df.columns == ["job_id", "submit", "size", "runtime", "cpu", "mem", "demand", "google_job_id", "task_index"]
     assert all(df.schema[c] == pl.Float64 for c in ("submit", "size", "runtime", "cpu", "mem", "demand"))
     assert all(df.schema[c] == pl.Int64 for c in ("job_id", "google_job_id", "task_index"))
     assert df.height == 292_358
@@ -128,36 +140,72 @@ def test_real_cache_second_read_is_equal_and_from_parquet(real):
 
 # ---------------------------------------------------------------- crafted, hand-worked
 
+
 def crafted_events() -> list[str]:
     """Tasks (job, index) and what the reader must do with them."""
     ev = [
-        (0, 1, 0, SUBMIT), (0, 1, 0, SCHEDULE), (700, 1, 0, FINISH),      # present at t=0: dropped
-        (600, 2, 0, SUBMIT), (610, 2, 0, SCHEDULE), (650, 2, 0, FINISH),  # kept: 600, runtime 40
-        (601, 2, 1, SUBMIT), (611, 2, 1, SCHEDULE), (620, 2, 1, EVICT),   # evicted, then finished:
-        (621, 2, 1, SUBMIT), (630, 2, 1, SCHEDULE), (700, 2, 1, FINISH),  # dropped
-        (602, 3, 0, SUBMIT), (612, 3, 0, SCHEDULE), (613, 3, 0, FAIL),    # failed
-        (603, 3, 1, SUBMIT), (604, 3, 1, KILL),                           # killed while pending
-        (603.5, 3, 2, SUBMIT), (604, 3, 2, SCHEDULE), (606, 3, 2, LOST),  # lost
-        (609, 5, 0, SUBMIT), (610, 5, 0, SCHEDULE),                       # never finishes
-        (609.5, 5, 1, SUBMIT),                                            # still pending
-        (611, 6, 0, SUBMIT), (612, 6, 0, SCHEDULE), (613, 6, 0, FINISH),  # kept (first run):
-        (640, 6, 0, SUBMIT), (641, 6, 0, SCHEDULE), (650, 6, 0, FINISH),  # 611, runtime 1, a rerun
-        (611.5, 6, 1, SUBMIT), (612, 6, 1, SCHEDULE), (615, 6, 1, FINISH),  # finished, resubmitted,
-        (616, 6, 1, SUBMIT), (617, 6, 1, SCHEDULE), (618, 6, 1, KILL),      # killed: dropped
-        (623, 7, 1, SUBMIT), (624, 7, 1, FINISH),                         # finish without schedule
-        (625, 8, 0, SUBMIT), (626, 8, 0, SCHEDULE), (630, 8, 0, SCHEDULE),  # kept: 625, runtime 10
-        (640, 8, 0, FINISH),                                                # (from the last SCHEDULE)
-        (631, 9, 1, SUBMIT), (631, 9, 0, SUBMIT),                         # tie at 631: (9,1) first
-        (632, 9, 0, SCHEDULE), (632, 9, 1, SCHEDULE),
-        (633, 9, 0, FINISH), (634, 9, 1, FINISH),                         # kept both, runtimes 1, 2
+        (0, 1, 0, SUBMIT),
+        (0, 1, 0, SCHEDULE),
+        (700, 1, 0, FINISH),  # present at t=0: dropped
+        (600, 2, 0, SUBMIT),
+        (610, 2, 0, SCHEDULE),
+        (650, 2, 0, FINISH),  # kept: 600, runtime 40
+        (601, 2, 1, SUBMIT),
+        (611, 2, 1, SCHEDULE),
+        (620, 2, 1, EVICT),  # evicted, then finished:
+        (621, 2, 1, SUBMIT),
+        (630, 2, 1, SCHEDULE),
+        (700, 2, 1, FINISH),  # dropped
+        (602, 3, 0, SUBMIT),
+        (612, 3, 0, SCHEDULE),
+        (613, 3, 0, FAIL),  # failed
+        (603, 3, 1, SUBMIT),
+        (604, 3, 1, KILL),  # killed while pending
+        (603.5, 3, 2, SUBMIT),
+        (604, 3, 2, SCHEDULE),
+        (606, 3, 2, LOST),  # lost
+        (609, 5, 0, SUBMIT),
+        (610, 5, 0, SCHEDULE),  # never finishes
+        (609.5, 5, 1, SUBMIT),  # still pending
+        (611, 6, 0, SUBMIT),
+        (612, 6, 0, SCHEDULE),
+        (613, 6, 0, FINISH),  # kept (first run):
+        (640, 6, 0, SUBMIT),
+        (641, 6, 0, SCHEDULE),
+        (650, 6, 0, FINISH),  # 611, runtime 1, a rerun
+        (611.5, 6, 1, SUBMIT),
+        (612, 6, 1, SCHEDULE),
+        (615, 6, 1, FINISH),  # finished, resubmitted,
+        (616, 6, 1, SUBMIT),
+        (617, 6, 1, SCHEDULE),
+        (618, 6, 1, KILL),  # killed: dropped
+        (623, 7, 1, SUBMIT),
+        (624, 7, 1, FINISH),  # finish without schedule
+        (625, 8, 0, SUBMIT),
+        (626, 8, 0, SCHEDULE),
+        (630, 8, 0, SCHEDULE),  # kept: 625, runtime 10
+        (640, 8, 0, FINISH),  # (from the last SCHEDULE)
+        (631, 9, 1, SUBMIT),
+        (631, 9, 0, SUBMIT),  # tie at 631: (9,1) first
+        (632, 9, 0, SCHEDULE),
+        (632, 9, 1, SCHEDULE),
+        (633, 9, 0, FINISH),
+        (634, 9, 1, FINISH),  # kept both, runtimes 1, 2
     ]
     lines = [event(round(t * S), j, i, e) for t, j, i, e in ev]
     # Task (4,0): requests updated while pending, SCHEDULE/FINISH rows without requests.
-    lines += [event(605 * S, 4, 0, SUBMIT, "0.1", "0.1"), event(605_500_000, 4, 0, UPDATE_PENDING, "0.3", "0.05"),
-              event(606 * S, 4, 0, SCHEDULE, "", ""), event(608 * S, 4, 0, FINISH, "", "")]
+    lines += [
+        event(605 * S, 4, 0, SUBMIT, "0.1", "0.1"),
+        event(605_500_000, 4, 0, UPDATE_PENDING, "0.3", "0.05"),
+        event(606 * S, 4, 0, SCHEDULE, "", ""),
+        event(608 * S, 4, 0, FINISH, "", ""),
+    ]
     # Task (7,0): no request ever given.
-    lines += [event(620 * S, 7, 0, SUBMIT, "", ""), event(621 * S, 7, 0, SCHEDULE, "", ""),
-              event(622 * S, 7, 0, FINISH, "", "")]
+    lines += [
+        event(620 * S, 7, 0, SUBMIT, "", ""),
+        event(621 * S, 7, 0, SCHEDULE, "", ""),
+        event(622 * S, 7, 0, FINISH, "", ""),
+    ]
     lines.sort(key=lambda line: int(line.split(",")[0]))  # stable: ties keep the order above
     lines.append(event(END, 5, 0, FINISH))  # after the end of the trace: ignored
     return lines
@@ -186,10 +234,21 @@ def test_crafted_hand_worked(dataset):
     assert df["mem"].to_list() == [0.2, 0.05, 0.2, 0.2, 0.2, 0.2]
     assert df["demand"].to_list() == [0.2, 0.3, 0.2, 0.2, 0.2, 0.2]
     assert tr.counts == {
-        "lines": 55, "events": 55, "skipped_bad_lines": 0, "tasks": 16, "jobs": 6,
-        "dropped_started_before_trace": 1, "dropped_evicted": 1, "dropped_failed": 1, "dropped_killed": 2,
-        "dropped_lost": 1, "dropped_finish_without_schedule": 1, "dropped_missing_request": 1,
-        "dropped_unfinished": 2, "events_after_trace_end": 1, "reruns_after_finish": 1,
+        "lines": 55,
+        "events": 55,
+        "skipped_bad_lines": 0,
+        "tasks": 16,
+        "jobs": 6,
+        "dropped_started_before_trace": 1,
+        "dropped_evicted": 1,
+        "dropped_failed": 1,
+        "dropped_killed": 2,
+        "dropped_lost": 1,
+        "dropped_finish_without_schedule": 1,
+        "dropped_missing_request": 1,
+        "dropped_unfinished": 2,
+        "events_after_trace_end": 1,
+        "reruns_after_finish": 1,
     }
     assert tr.meta["reader"] == "google" and tr.meta["source"] == str(dataset)
     assert tr.meta["shards"] == ["part-00000-of-00002.csv.gz", "part-00001-of-00002.csv.gz"]
@@ -198,13 +257,21 @@ def test_crafted_hand_worked(dataset):
 
 
 def test_crafted_minimal_evicted_vs_normal(tmp_path):
-    p = write(tmp_path / "task_events" / "part-00000-of-00001.csv", [
-        event(600 * S, 1, 0, SUBMIT), event(600 * S, 1, 1, SUBMIT),
-        event(601 * S, 1, 0, SCHEDULE), event(601 * S, 1, 1, SCHEDULE),
-        event(602 * S, 1, 0, EVICT),
-        event(603 * S, 1, 0, SUBMIT), event(604 * S, 1, 0, SCHEDULE),
-        event(625_500_000, 1, 1, FINISH), event(630 * S, 1, 0, FINISH),
-    ], gz=False)
+    p = write(
+        tmp_path / "task_events" / "part-00000-of-00001.csv",
+        [
+            event(600 * S, 1, 0, SUBMIT),
+            event(600 * S, 1, 1, SUBMIT),
+            event(601 * S, 1, 0, SCHEDULE),
+            event(601 * S, 1, 1, SCHEDULE),
+            event(602 * S, 1, 0, EVICT),
+            event(603 * S, 1, 0, SUBMIT),
+            event(604 * S, 1, 0, SCHEDULE),
+            event(625_500_000, 1, 1, FINISH),
+            event(630 * S, 1, 0, FINISH),
+        ],
+        gz=False,
+    )
     tr = google.read(p)  # a single shard file
     assert tr.jobs.rows() == [(0, 600.0, 24.5, 24.5, 0.1, 0.2, 1, 1)]
     assert "demand" not in tr.jobs.columns
@@ -231,25 +298,34 @@ def test_crafted_cache(dataset, monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- bad input
 
-GOOD = [event(600 * S, 1, 0, SUBMIT), event(601 * S, 1, 0, SCHEDULE), event(602 * S, 1, 0, FINISH),
-        event(603 * S, 2, 0, SUBMIT), event(604 * S, 2, 0, SCHEDULE), event(609 * S, 2, 0, FINISH)]
+GOOD = [
+    event(600 * S, 1, 0, SUBMIT),
+    event(601 * S, 1, 0, SCHEDULE),
+    event(602 * S, 1, 0, FINISH),
+    event(603 * S, 2, 0, SUBMIT),
+    event(604 * S, 2, 0, SCHEDULE),
+    event(609 * S, 2, 0, FINISH),
+]
 
 
-@pytest.mark.parametrize("bad_line,message", [
-    ("600500000,,1,1,5,0,u,0,2,0.1,0.2,0", "expected 13 comma-separated fields, got 12"),
-    ("", "expected 13 comma-separated fields, got 1"),
-    (event("soon", 1, 1, SUBMIT), "field 1 (timestamp): not an integer: 'soon'"),
-    (event(-5, 1, 1, SUBMIT), "field 1 (timestamp): out of range: -5"),
-    (event(1 << 63, 1, 1, SUBMIT), f"field 1 (timestamp): out of range: {1 << 63}"),
-    (event(599 * S, 1, 1, SUBMIT), "field 1 (timestamp): 599000000 is before the previous event's 602000000"),
-    (event(602 * S, "j1", 1, SUBMIT), "fields 3-4 (job ID, task index): not integers: 'j1', '1'"),
-    (event(602 * S, 1, 1 << 32, SUBMIT), f"fields 3-4 (job ID, task index): out of range: 1, {1 << 32}"),
-    (event(602 * S, 1, 1, 9), "field 6 (event type): must be an integer 0-8; got '9'"),
-    (event(602 * S, 1, 1, "SUBMIT"), "field 6 (event type): must be an integer 0-8; got 'SUBMIT'"),
-    (event(602 * S, 1, 1, SUBMIT, cpu="lots"), "field 10 (CPU request): must be a number in [0, 1]; got 'lots'"),
-    (event(602 * S, 1, 1, SUBMIT, cpu="nan"), "field 10 (CPU request): must be a number in [0, 1]; got 'nan'"),
-    (event(602 * S, 1, 1, SUBMIT, mem="1.5"), "field 11 (memory request): must be a number in [0, 1]; got '1.5'"),
-])
+@pytest.mark.parametrize(
+    "bad_line,message",
+    [
+        ("600500000,,1,1,5,0,u,0,2,0.1,0.2,0", "expected 13 comma-separated fields, got 12"),
+        ("", "expected 13 comma-separated fields, got 1"),
+        (event("soon", 1, 1, SUBMIT), "field 1 (timestamp): not an integer: 'soon'"),
+        (event(-5, 1, 1, SUBMIT), "field 1 (timestamp): out of range: -5"),
+        (event(1 << 63, 1, 1, SUBMIT), f"field 1 (timestamp): out of range: {1 << 63}"),
+        (event(599 * S, 1, 1, SUBMIT), "field 1 (timestamp): 599000000 is before the previous event's 602000000"),
+        (event(602 * S, "j1", 1, SUBMIT), "fields 3-4 (job ID, task index): not integers: 'j1', '1'"),
+        (event(602 * S, 1, 1 << 32, SUBMIT), f"fields 3-4 (job ID, task index): out of range: 1, {1 << 32}"),
+        (event(602 * S, 1, 1, 9), "field 6 (event type): must be an integer 0-8; got '9'"),
+        (event(602 * S, 1, 1, "SUBMIT"), "field 6 (event type): must be an integer 0-8; got 'SUBMIT'"),
+        (event(602 * S, 1, 1, SUBMIT, cpu="lots"), "field 10 (CPU request): must be a number in [0, 1]; got 'lots'"),
+        (event(602 * S, 1, 1, SUBMIT, cpu="nan"), "field 10 (CPU request): must be a number in [0, 1]; got 'nan'"),
+        (event(602 * S, 1, 1, SUBMIT, mem="1.5"), "field 11 (memory request): must be a number in [0, 1]; got '1.5'"),
+    ],
+)
 def test_bad_line_names_shard_and_line(tmp_path, bad_line, message):
     shard0 = write(tmp_path / "task_events" / "part-00000-of-00002.csv.gz", GOOD[:2])
     shard1 = write(tmp_path / "task_events" / "part-00001-of-00002.csv.gz", GOOD[2:3] + [bad_line] + GOOD[3:])
@@ -293,8 +369,10 @@ def test_missing_and_empty_folders(tmp_path):
 def test_missing_shard_in_sequence(tmp_path):
     write(tmp_path / "task_events" / "part-00000-of-00500.csv.gz", GOOD[:3])
     write(tmp_path / "task_events" / "part-00002-of-00500.csv.gz", GOOD[3:])
-    with pytest.raises(UserError, match=re.escape(
-            "shards between part-00000-of-00500.csv.gz and part-00002-of-00500.csv.gz are missing")):
+    with pytest.raises(
+        UserError,
+        match=re.escape("shards between part-00000-of-00500.csv.gz and part-00002-of-00500.csv.gz are missing"),
+    ):
         google.read(tmp_path)
 
 
@@ -311,16 +389,24 @@ def test_truncated_gzip_shard(tmp_path):
 
 def test_nothing_kept(tmp_path):
     p = write(tmp_path / "t.csv", [event(0, 1, 0, SUBMIT), event(600 * S, 2, 0, SUBMIT)], gz=False)
-    with pytest.raises(UserError, match=re.escape(f"{p}: no task completed without interruption in the window "
-                                                  "(2 tasks: dropped_started_before_trace 1, dropped_unfinished 1")):
+    with pytest.raises(
+        UserError,
+        match=re.escape(
+            f"{p}: no task completed without interruption in the window "
+            "(2 tasks: dropped_started_before_trace 1, dropped_unfinished 1"
+        ),
+    ):
         google.read(p)
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"single_resource": "yes"}, "single_resource: must be true or false"),
-    ({"resource": "max"}, "resource: unknown option of the google reader"),
-    ({"on_bad_line": "warn"}, "on_bad_line: must be one of error, skip"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"single_resource": "yes"}, "single_resource: must be true or false"),
+        ({"resource": "max"}, "resource: unknown option of the google reader"),
+        ({"on_bad_line": "warn"}, "on_bad_line: must be one of error, skip"),
+    ],
+)
 def test_option_validation(dataset, options, message):
     with pytest.raises(UserError, match=re.escape(message)):
         google.read(dataset, **options)
@@ -328,10 +414,30 @@ def test_option_validation(dataset, options, message):
 
 # ---------------------------------------------------------------- garbage (hypothesis)
 
-_TOKENS = st.sampled_from(["0", "1", "4", "9", "-1", "600000000", "9223372036854775807", "1e3", "nan",
-                           "0.5", "2", "", " ", "x", "\u0663", ",", "\t"])
-_FIELDISH = st.lists(_TOKENS | st.text(max_size=5).filter(lambda s: "\n" not in s and "\r" not in s),
-                     min_size=10, max_size=14).map(lambda fs: ",".join(fs).encode("utf-8", "surrogatepass"))
+_TOKENS = st.sampled_from(
+    [
+        "0",
+        "1",
+        "4",
+        "9",
+        "-1",
+        "600000000",
+        "9223372036854775807",
+        "1e3",
+        "nan",
+        "0.5",
+        "2",
+        "",
+        " ",
+        "x",
+        "\u0663",
+        ",",
+        "\t",
+    ]
+)
+_FIELDISH = st.lists(
+    _TOKENS | st.text(max_size=5).filter(lambda s: "\n" not in s and "\r" not in s), min_size=10, max_size=14
+).map(lambda fs: ",".join(fs).encode("utf-8", "surrogatepass"))
 _TEXT = st.text(max_size=40).map(lambda s: s.replace("\n", "").replace("\r", "").encode("utf-8", "surrogatepass"))
 _BYTES = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b""))
 GARBAGE = st.lists(st.tuples(st.integers(0, len(GOOD)), _FIELDISH | _TEXT | _BYTES), min_size=1, max_size=5)

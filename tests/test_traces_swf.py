@@ -32,16 +32,16 @@ DROPS = ("dropped_cancelled", "dropped_runtime_nonpositive", "dropped_no_procs")
 
 def need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"trace data not available: {path} (the shared data folder {DATA} is absent "
-                    "or incomplete)")
+        pytest.skip(f"trace data not available: {path} (the shared data folder {DATA} is absent or incomplete)")
     return path
 
 
 def assert_accounted(trace) -> None:
     """Every physical line is a header, blank, bad, kept or dropped line."""
     c = trace.counts
-    assert c["lines"] == (c["header_lines"] + c["blank_lines"] + c["skipped_bad_lines"]
-                          + c["jobs"] + sum(c[k] for k in DROPS))
+    assert c["lines"] == (
+        c["header_lines"] + c["blank_lines"] + c["skipped_bad_lines"] + c["jobs"] + sum(c[k] for k in DROPS)
+    )
     assert c["jobs"] == trace.jobs.height
 
 
@@ -57,6 +57,7 @@ def assert_canonical(jobs: pl.DataFrame) -> None:
 
 
 # ---------------------------------------------------------------- real files
+
 
 @pytest.fixture(scope="module")
 def hpc2n():
@@ -75,8 +76,8 @@ def test_hpc2n_matches_provenance(hpc2n):
     assert jobs.height == 202_871
     assert counts["skipped_bad_lines"] == 0
     assert all(counts[k] == 0 for k in DROPS)
-    assert counts["procs_from_requested"] == 0            # no job lacks a processor count
-    assert counts["requested_time_from_runtime"] == 0     # every job has a requested time
+    assert counts["procs_from_requested"] == 0  # no job lacks a processor count
+    assert counts["requested_time_from_runtime"] == 0  # every job has a requested time
     h = meta["header"]
     assert h["MaxProcs"] == 240 and h["MaxNodes"] == 240
     assert h["MaxJobs"] == 527_371 and h["MaxRecords"] == 202_871
@@ -88,8 +89,7 @@ def test_hpc2n_matches_provenance(hpc2n):
     assert any("user=2 (305178 jobs removed)" in note for note in h["Note"])
     assert meta["machine_procs"] == 240
     assert meta["reader"] == "swf" and meta["source"] == str(HPC2N)
-    assert meta["options"] == {"on_bad_line": "error", "keep_nonpositive_runtime": False,
-                               "drop_cancelled": False}
+    assert meta["options"] == {"on_bad_line": "error", "keep_nonpositive_runtime": False, "drop_cancelled": False}
     assert jobs["runtime"].mean() == pytest.approx(17_024, abs=0.5)
     assert jobs["runtime"].max() == 508_620
     assert jobs["procs"].mean() == pytest.approx(6.36, abs=0.005)
@@ -126,8 +126,9 @@ def test_ctc_header_keeps_string_and_leading_int():
     assert t.meta["header"]["MaxProcs"] == 338
     assert t.meta["machine_procs"] == 338
     # an indented comment line continues the previous key
-    assert t.meta["header"]["Information"] == ("http://www.tc.cornell.edu/\n"
-                                               "http://www.cs.huji.ac.il/labs/parallel/workload/")
+    assert t.meta["header"]["Information"] == (
+        "http://www.tc.cornell.edu/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/"
+    )
     assert t.counts["lines"] - t.counts["header_lines"] == 77_222
     assert_accounted(t)
     assert_canonical(t.jobs)
@@ -166,9 +167,9 @@ def test_registry_reads_swf():
 
 # ---------------------------------------------------------------- crafted files
 
+
 def job(i, submit, runtime=100, procs=4, req_procs=-1, req_time=-1, status=1, queue=-1):
-    f = [i, submit, 0, runtime, procs, -1, -1, req_procs, req_time, -1, status, 7, 1, -1,
-         queue, -1, -1, -1]
+    f = [i, submit, 0, runtime, procs, -1, -1, req_procs, req_time, -1, status, 7, 1, -1, queue, -1, -1, -1]
     return "  ".join(str(x) for x in f)
 
 
@@ -217,15 +218,15 @@ def test_header_parsing(tmp_path):
 
 def test_cleaning_rules(tmp_path):
     lines = [
-        job(1, 10),                                     # kept
-        job(2, 5, runtime=-1),                          # runtime unknown -> dropped
-        job(3, 5, runtime=0),                           # runtime 0 -> dropped
-        job(4, 7, procs=-1, req_procs=8),               # procs from requested
-        job(5, 7, procs=0, req_procs=-1),               # no procs -> dropped
-        job(6, 3, status=5),                            # cancelled but ran: kept
-        job(7, 3, status=5, runtime=-1),                # cancelled, never ran: runtime rule
-        job(8, 3, req_time=500),                        # has an estimate
-        job(9, 1, runtime=-1, procs=-1),                # runtime rule counts it first
+        job(1, 10),  # kept
+        job(2, 5, runtime=-1),  # runtime unknown -> dropped
+        job(3, 5, runtime=0),  # runtime 0 -> dropped
+        job(4, 7, procs=-1, req_procs=8),  # procs from requested
+        job(5, 7, procs=0, req_procs=-1),  # no procs -> dropped
+        job(6, 3, status=5),  # cancelled but ran: kept
+        job(7, 3, status=5, runtime=-1),  # cancelled, never ran: runtime rule
+        job(8, 3, req_time=500),  # has an estimate
+        job(9, 1, runtime=-1, procs=-1),  # runtime rule counts it first
     ]
     p = write(tmp_path / "c.swf", HEADER + "\n".join(lines) + "\n\n")
     t = swf.read(p, use_cache=False)
@@ -234,7 +235,7 @@ def test_cleaning_rules(tmp_path):
     assert c["dropped_no_procs"] == 1
     assert c["dropped_cancelled"] == 0
     assert c["procs_from_requested"] == 1
-    assert c["requested_time_from_runtime"] == 3   # jobs 1, 4, 6
+    assert c["requested_time_from_runtime"] == 3  # jobs 1, 4, 6
     assert c["runtime_unknown"] == 3 and c["status_cancelled"] == 2 and c["cancelled_kept"] == 1
     assert c["blank_lines"] == 1
     assert_accounted(t)
@@ -248,7 +249,7 @@ def test_cleaning_rules(tmp_path):
 
     keep = swf.read(p, use_cache=False, keep_nonpositive_runtime=True)
     assert keep.counts["dropped_runtime_nonpositive"] == 0
-    assert keep.counts["dropped_no_procs"] == 2     # jobs 5 and 9
+    assert keep.counts["dropped_no_procs"] == 2  # jobs 5 and 9
     assert sorted(keep.jobs["job_id"].to_list()) == [1, 2, 3, 4, 6, 7, 8]
     # no estimate is invented from a non-positive run time
     assert keep.jobs.filter(pl.col("job_id") == 2)["requested_time"].item() == -1
@@ -267,15 +268,21 @@ def test_every_job_dropped_is_a_user_error(tmp_path):
         swf.read(p, use_cache=False)
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    ("1 2 3", "expected 18 numeric fields, got 3"),
-    (job(3, 0) + " 99", "expected 18 numeric fields, got 19"),
-    (job(3, 0).replace("100", "abc", 1), "expected 18 numeric fields, got non-numeric field 4 (runtime): 'abc'"),
-    (job(3, 0).replace("100", "1_000", 1), "expected 18 numeric fields, got non-numeric field 4 (runtime): '1_000'"),
-    (job(3, 0).replace("100", "nan", 1), "expected 18 numeric fields, got non-finite field 4 (runtime): nan"),
-    (job(3, 0, procs="4.5"), "expected an integer in field 5 (procs), got 4.5"),
-    (job(1, 0), "job number 1 repeats the job on line 2"),
-])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ("1 2 3", "expected 18 numeric fields, got 3"),
+        (job(3, 0) + " 99", "expected 18 numeric fields, got 19"),
+        (job(3, 0).replace("100", "abc", 1), "expected 18 numeric fields, got non-numeric field 4 (runtime): 'abc'"),
+        (
+            job(3, 0).replace("100", "1_000", 1),
+            "expected 18 numeric fields, got non-numeric field 4 (runtime): '1_000'",
+        ),
+        (job(3, 0).replace("100", "nan", 1), "expected 18 numeric fields, got non-finite field 4 (runtime): nan"),
+        (job(3, 0, procs="4.5"), "expected an integer in field 5 (procs), got 4.5"),
+        (job(1, 0), "job number 1 repeats the job on line 2"),
+    ],
+)
 def test_bad_line_messages(tmp_path, bad_line, message):
     text = "; Version: 2\n" + job(1, 0) + "\n" + bad_line + "\n" + job(4, 9) + "\n"
     for gz in (False, True):
@@ -343,8 +350,9 @@ BASE_LINES = BASE.splitlines(keepends=True)
 GARBAGE = st.one_of(
     st.text(max_size=120).map(lambda s: s.encode("utf-8")),
     st.binary(max_size=120),
-    st.lists(st.sampled_from(["1", "-1", "2.5", "x", "nan", "1e3", ";", "", "\t"]),
-             min_size=15, max_size=20).map(lambda xs: " ".join(xs).encode()),
+    st.lists(st.sampled_from(["1", "-1", "2.5", "x", "nan", "1e3", ";", "", "\t"]), min_size=15, max_size=20).map(
+        lambda xs: " ".join(xs).encode()
+    ),
 )
 
 
@@ -378,10 +386,14 @@ def test_garbage_lines_never_crash(tmp_path_factory, garbage):
 
 # ---------------------------------------------------------------- cache
 
+
 def test_cache_roundtrip_and_option_keys(tmp_path, monkeypatch):
     monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path / "cache"))
-    p = write(tmp_path / "c.swf.gz", HEADER + "\n".join(
-        [job(1, 0), job(2, 5, status=5), job(3, 9, runtime=-1)]) + "\n", gz=True)
+    p = write(
+        tmp_path / "c.swf.gz",
+        HEADER + "\n".join([job(1, 0), job(2, 5, status=5), job(3, 9, runtime=-1)]) + "\n",
+        gz=True,
+    )
     first = swf.read(p)
     assert len(list((tmp_path / "cache").glob("swf-*.parquet"))) == 1
 
@@ -411,15 +423,25 @@ def test_cache_roundtrip_and_option_keys(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- windows from the header origin
 
+
 def _trace_plan(path: Path, **workload):
     from schedlab.platform.plan import build_plan
     from schedlab.platform.spec import parse_spec
 
-    return build_plan(parse_spec({
-        "name": "w", "engine": "batch", "seed": 1, "policies": ["FCFS"],
-        "system": {"model": "procs", "procs": 240},
-        "workload": {"kind": "trace", "reader": "swf", "path": str(path), **workload},
-        "replications": {"n": 1}}, "w.toml"))
+    return build_plan(
+        parse_spec(
+            {
+                "name": "w",
+                "engine": "batch",
+                "seed": 1,
+                "policies": ["FCFS"],
+                "system": {"model": "procs", "procs": 240},
+                "workload": {"kind": "trace", "reader": "swf", "path": str(path), **workload},
+                "replications": {"n": 1},
+            },
+            "w.toml",
+        )
+    )
 
 
 def test_header_origin_windows_skip_empty_weeks(tmp_path):
@@ -427,8 +449,13 @@ def test_header_origin_windows_skip_empty_weeks(tmp_path):
     header's UnixStartTime (SWF's time 0), and window = "all" lists the non-empty weeks only;
     from the first submission the same jobs fall into other weeks."""
     week = 604_800
-    lines = [job(1, 3 * week + 10), job(2, 3 * week + 500), job(5, 4 * week + 5), job(3, 5 * week - 1),
-             job(4, 6 * week + 7)]
+    lines = [
+        job(1, 3 * week + 10),
+        job(2, 3 * week + 500),
+        job(5, 4 * week + 5),
+        job(3, 5 * week - 1),
+        job(4, 6 * week + 7),
+    ]
     p = write(tmp_path / "w.swf", "; UnixStartTime: 1000000000\n" + "\n".join(lines) + "\n")
     plan = _trace_plan(p, window_length=float(week), window="all", window_origin="header")
     assert sorted(pt.params["window"] for pt in plan.points) == [3, 4, 6]
@@ -438,8 +465,10 @@ def test_header_origin_windows_skip_empty_weeks(tmp_path):
     from schedlab.workloads.registry import workload_kind
 
     kind = workload_kind("trace")
-    params = kind.complete({"reader": "swf", "path": str(p), "window_length": float(week), "window": 4,
-                            "window_origin": "header"}, "workload")
+    params = kind.complete(
+        {"reader": "swf", "path": str(p), "window_length": float(week), "window": 4, "window_origin": "header"},
+        "workload",
+    )
     shared = kind.load_shared(params)
     jobs = kind.build(np.random.default_rng(0), params, shared)
     assert jobs["job_id"].to_list() == [5, 3] and jobs["submit"].to_list() == [5.0, week - 1.0]

@@ -47,6 +47,7 @@ GOOD = [
 
 # ---------------------------------------------------------------- real files
 
+
 @needs_data
 def test_fb2010_matches_psbs_paper():
     tr = swim.read(FB2010)
@@ -68,8 +69,13 @@ def test_fb2010_matches_psbs_paper():
     assert 0 <= df["submit"].min() and df["submit"].max() <= 86_408
     total = df["input_bytes"] + df["shuffle_bytes"] + df["output_bytes"]
     assert (df["size"] == total.cast(pl.Float64)).all()
-    assert tr.counts == {"lines": 24_442, "jobs": 24_442, "skipped_bad_lines": 0,
-                         "zero_size": 127, "dropped_min_size": 0}
+    assert tr.counts == {
+        "lines": 24_442,
+        "jobs": 24_442,
+        "skipped_bad_lines": 0,
+        "zero_size": 127,
+        "dropped_min_size": 0,
+    }
     assert tr.meta["reader"] == "swim" and tr.meta["source"] == str(FB2010)
     assert tr.meta["options"]["size"] == "bytes"
 
@@ -83,10 +89,13 @@ def test_fb2010_min_size_drops_zero_jobs():
 
 
 @needs_data
-@pytest.mark.parametrize("path,jobs,mean,max_", [
-    (FB2009[0], 5894, 9.49e9, 9.80e12),
-    (FB2009[1], 6638, 8.56e9, 1.78e12),
-])
+@pytest.mark.parametrize(
+    "path,jobs,mean,max_",
+    [
+        (FB2009[0], 5894, 9.49e9, 9.80e12),
+        (FB2009[1], 6638, 8.56e9, 1.78e12),
+    ],
+)
 def test_fb2009_parses(path, jobs, mean, max_):
     tr = swim.read(path)
     assert tr.jobs.height == tr.counts["jobs"] == tr.counts["lines"] == jobs
@@ -124,6 +133,7 @@ def test_cache_second_read_is_equal_and_from_parquet(monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- size options
 
+
 def test_weighted_size_formula(tmp_path):
     p = write(tmp_path / "t.tsv", GOOD)
     df = swim.read(p, size="weighted", disk_network_ratio=2.5).jobs
@@ -135,18 +145,21 @@ def test_weighted_size_formula(tmp_path):
     assert swim.read(p).jobs["size"][1] == 970 + 609 + 697
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"size": "weighted", "disk_network_ratio": 0}, "disk_network_ratio: must be > 0"),
-    ({"size": "weighted", "disk_network_ratio": -1}, "disk_network_ratio: must be > 0"),
-    ({"size": "weighted", "disk_network_ratio": "4"}, "disk_network_ratio: must be a finite number"),
-    ({"size": "weighted", "disk_network_ratio": float("nan")}, "disk_network_ratio: must be a finite number"),
-    ({"disk_network_ratio": 4}, 'disk_network_ratio: only used with size="weighted"'),
-    ({"size": "tasks"}, "size: must be one of bytes, weighted"),
-    ({"min_size": -1}, "min_size: must be >= 0"),
-    ({"min_size": True}, "min_size: must be a finite number"),
-    ({"sizes": "bytes"}, "sizes: unknown option of the swim reader"),
-    ({"on_bad_line": "ignore"}, "on_bad_line: must be one of error, skip"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"size": "weighted", "disk_network_ratio": 0}, "disk_network_ratio: must be > 0"),
+        ({"size": "weighted", "disk_network_ratio": -1}, "disk_network_ratio: must be > 0"),
+        ({"size": "weighted", "disk_network_ratio": "4"}, "disk_network_ratio: must be a finite number"),
+        ({"size": "weighted", "disk_network_ratio": float("nan")}, "disk_network_ratio: must be a finite number"),
+        ({"disk_network_ratio": 4}, 'disk_network_ratio: only used with size="weighted"'),
+        ({"size": "tasks"}, "size: must be one of bytes, weighted"),
+        ({"min_size": -1}, "min_size: must be >= 0"),
+        ({"min_size": True}, "min_size: must be a finite number"),
+        ({"sizes": "bytes"}, "sizes: unknown option of the swim reader"),
+        ({"on_bad_line": "ignore"}, "on_bad_line: must be one of error, skip"),
+    ],
+)
 def test_option_validation(tmp_path, options, message):
     p = write(tmp_path / "t.tsv", GOOD)
     with pytest.raises(UserError, match=re.escape(message)):
@@ -160,6 +173,7 @@ def test_min_size_leaving_nothing(tmp_path):
 
 
 # ---------------------------------------------------------------- ids, order
+
 
 def test_non_integer_names_use_file_order(tmp_path):
     p = write(tmp_path / "t.tsv", ["a\t5\t5\t1\t1\t1", "b\t3\t0\t2\t2\t2", "c\t3\t0\t3\t3\t3"])
@@ -187,20 +201,24 @@ def test_plain_text_and_gzip_agree(tmp_path):
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("bad_line,message", [
-    ("job9\t40\t9\t1\t1", "expected 6 tab-separated fields, got 5"),
-    ("job9\t40\t9\t1\t1\t1\tx\t\t", "expected 6 tab-separated fields, got 9"),
-    ("", "expected 6 tab-separated fields, got 1"),
-    ("job9\tsoon\t9\t1\t1\t1", "field 2 (submit time): not a number: 'soon'"),
-    ("job9\t-4\t9\t1\t1\t1", "field 2 (submit time): must be a finite number >= 0; got '-4'"),
-    ("job9\tinf\t9\t1\t1\t1", "field 2 (submit time): must be a finite number >= 0; got 'inf'"),
-    ("job9\t40\tx\t1\t1\t1", "field 3 (inter-submit gap): not a number: 'x'"),
-    ("job9\t40\t9\t1.5\t1\t1", "field 4 (input bytes): must be a non-negative integer; got '1.5'"),
-    ("job9\t40\t9\t1\t-1\t1", "field 5 (shuffle bytes): must be a non-negative integer; got '-1'"),
-    ("job9\t40\t9\t1\t1\tlots", "field 6 (output bytes): must be a non-negative integer; got 'lots'"),
-    ("job9\t40\t9\t1\t1\t99999999999999999999", "field 6 (output bytes): too large"),
-    ("\t40\t9\t1\t1\t1", "field 1 (job name): empty"),
-])
+
+@pytest.mark.parametrize(
+    "bad_line,message",
+    [
+        ("job9\t40\t9\t1\t1", "expected 6 tab-separated fields, got 5"),
+        ("job9\t40\t9\t1\t1\t1\tx\t\t", "expected 6 tab-separated fields, got 9"),
+        ("", "expected 6 tab-separated fields, got 1"),
+        ("job9\tsoon\t9\t1\t1\t1", "field 2 (submit time): not a number: 'soon'"),
+        ("job9\t-4\t9\t1\t1\t1", "field 2 (submit time): must be a finite number >= 0; got '-4'"),
+        ("job9\tinf\t9\t1\t1\t1", "field 2 (submit time): must be a finite number >= 0; got 'inf'"),
+        ("job9\t40\tx\t1\t1\t1", "field 3 (inter-submit gap): not a number: 'x'"),
+        ("job9\t40\t9\t1.5\t1\t1", "field 4 (input bytes): must be a non-negative integer; got '1.5'"),
+        ("job9\t40\t9\t1\t-1\t1", "field 5 (shuffle bytes): must be a non-negative integer; got '-1'"),
+        ("job9\t40\t9\t1\t1\tlots", "field 6 (output bytes): must be a non-negative integer; got 'lots'"),
+        ("job9\t40\t9\t1\t1\t99999999999999999999", "field 6 (output bytes): too large"),
+        ("\t40\t9\t1\t1\t1", "field 1 (job name): empty"),
+    ],
+)
 def test_bad_line_names_file_and_line(tmp_path, bad_line, message):
     lines = GOOD[:3] + [bad_line] + GOOD[3:]
     p = write(tmp_path / "t.tsv", lines)
@@ -270,10 +288,29 @@ def test_invalid_utf8_is_a_bad_line(tmp_path):
 
 # ---------------------------------------------------------------- garbage (hypothesis)
 
-_TOKENS = st.sampled_from(["job1", "7", "-1", "0", "1.5", "1e400", "nan", "inf", "", " ", "x",
-                           "\u0663", "99999999999999999999999", "job", "\t", ","])
-_FIELDISH = st.lists(_TOKENS | st.text(max_size=6).filter(lambda s: "\n" not in s and "\r" not in s),
-                     min_size=4, max_size=10).map(lambda fs: "\t".join(fs).encode("utf-8", "surrogatepass"))
+_TOKENS = st.sampled_from(
+    [
+        "job1",
+        "7",
+        "-1",
+        "0",
+        "1.5",
+        "1e400",
+        "nan",
+        "inf",
+        "",
+        " ",
+        "x",
+        "\u0663",
+        "99999999999999999999999",
+        "job",
+        "\t",
+        ",",
+    ]
+)
+_FIELDISH = st.lists(
+    _TOKENS | st.text(max_size=6).filter(lambda s: "\n" not in s and "\r" not in s), min_size=4, max_size=10
+).map(lambda fs: "\t".join(fs).encode("utf-8", "surrogatepass"))
 _TEXT = st.text(max_size=40).map(lambda s: s.replace("\n", "").replace("\r", "").encode("utf-8", "surrogatepass"))
 _BYTES = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b""))
 GARBAGE = st.lists(st.tuples(st.integers(1, len(GOOD)), _FIELDISH | _TEXT | _BYTES), min_size=1, max_size=5)

@@ -31,8 +31,7 @@ BU98_COLUMNS = ["job_id", "order", "object_id", "size"]
 
 def need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"trace data not available: {path} (the shared data folder {DATA} is absent "
-                    "or incomplete)")
+        pytest.skip(f"trace data not available: {path} (the shared data folder {DATA} is absent or incomplete)")
     return path
 
 
@@ -55,12 +54,14 @@ def squid_canonical(jobs: pl.DataFrame) -> None:
     assert np.all(np.diff(jobs["submit"].to_numpy()) >= 0)
 
 
-def squid_line(t: str, size="1000", elapsed="120", code="TCP_MISS/200", method="GET",
-               url="http://example.com/a") -> str:
+def squid_line(
+    t: str, size="1000", elapsed="120", code="TCP_MISS/200", method="GET", url="http://example.com/a"
+) -> str:
     return f"{t} {elapsed:>6} 10.0.0.1 {code} {size} {method} {url} - DIRECT/1.2.3.4 text/html"
 
 
 # ---------------------------------------------------------------- Squid: real file
+
 
 def test_squid_real_file_matches_provenance():
     all_ = squid.read(need(SQUID_REAL), use_cache=False, min_bytes=0)
@@ -82,14 +83,13 @@ def test_squid_real_file_matches_provenance():
     assert jobs["submit"].min() == pytest.approx(1_583_861_727.504)  # 2020-03-10T17:35:27.504Z
     assert jobs["job_id"].to_list() == list(range(1, 1248))
 
-    default = squid.read(SQUID_REAL, use_cache=False)   # min_bytes=1
+    default = squid.read(SQUID_REAL, use_cache=False)  # min_bytes=1
     accounted(default)
     zero = int((jobs["size"] == 0).sum())
     assert zero >= 1  # the file's minimum size is 0
     assert default.counts["dropped_small"] == zero and default.jobs.height == 1247 - zero
     assert default.jobs["size"].min() >= 1
-    assert default.meta["reader"] == "squid" and default.meta["options"] == {"on_bad_line": "error",
-                                                                             "min_bytes": 1}
+    assert default.meta["reader"] == "squid" and default.meta["options"] == {"on_bad_line": "error", "min_bytes": 1}
     assert read_trace("squid", str(SQUID_REAL), use_cache=False).jobs.height == 1247 - zero
 
 
@@ -105,7 +105,7 @@ def generated(tmp_path_factory):
     """A 300k-line IRCache-style log (plain and gzip) and the table it must give."""
     rng = np.random.default_rng(7)
     t = 1_168_300_800.0 + np.cumsum(rng.exponential(0.3, N_GEN))
-    late = rng.random(N_GEN) < 0.02           # logged late: out of time order in the file
+    late = rng.random(N_GEN) < 0.02  # logged late: out of time order in the file
     t[late] -= rng.uniform(0, 5, late.sum())
     t_str = [f"{x:.3f}" for x in t]
     elapsed = rng.integers(0, 60_000, N_GEN)
@@ -123,15 +123,17 @@ def generated(tmp_path_factory):
     gz_data = gzip.compress(text, compresslevel=1)
     gz = write(base / "access.log.gz", gz_data)
     cut = write(base / "cut.log.gz", gz_data[: len(gz_data) // 2])
-    expected = pl.DataFrame({
-        "job_id": np.arange(1, N_GEN + 1, dtype=np.int64),
-        "submit": np.array(t_str, dtype=np.float64),
-        "size": size.astype(np.float64),
-        "elapsed": elapsed.astype(np.int64),
-        "http_status": np.array([int(c.split("/")[1]) for c in CODES])[code].astype(np.int64),
-        "action": np.array([c.split("/")[0] for c in CODES])[code],
-        "method": np.array(METHODS)[method],
-    })
+    expected = pl.DataFrame(
+        {
+            "job_id": np.arange(1, N_GEN + 1, dtype=np.int64),
+            "submit": np.array(t_str, dtype=np.float64),
+            "size": size.astype(np.float64),
+            "elapsed": elapsed.astype(np.int64),
+            "http_status": np.array([int(c.split("/")[1]) for c in CODES])[code].astype(np.int64),
+            "action": np.array([c.split("/")[0] for c in CODES])[code],
+            "method": np.array(METHODS)[method],
+        }
+    )
     ahead = np.maximum.accumulate(expected["submit"].to_numpy())
     out_of_order = int(np.count_nonzero(expected["submit"].to_numpy()[1:] < ahead[:-1]))
     return plain, gz, cut, expected, out_of_order
@@ -165,37 +167,56 @@ def test_squid_truncated_gzip(generated):
 
 # ---------------------------------------------------------------- Squid: crafted files
 
+
 def test_squid_tolerates_spaces_in_url_and_sorts(tmp_path):
-    text = "\n".join([
-        squid_line("100.5", size="10"),
-        squid_line("99.25", size="20", url="http://x/a b c"),   # 12 fields
-        squid_line("100.5", size="30", method="POST"),          # tie with line 1
-        "",
-        squid_line("50", size="0"),
-    ]) + "\n"
+    text = (
+        "\n".join(
+            [
+                squid_line("100.5", size="10"),
+                squid_line("99.25", size="20", url="http://x/a b c"),  # 12 fields
+                squid_line("100.5", size="30", method="POST"),  # tie with line 1
+                "",
+                squid_line("50", size="0"),
+            ]
+        )
+        + "\n"
+    )
     t = squid.read(write(tmp_path / "a.log", text), use_cache=False)
     assert t.jobs["job_id"].to_list() == [2, 1, 3]
     assert t.jobs["size"].to_list() == [20.0, 10.0, 30.0]
     assert t.jobs["method"].to_list() == ["GET", "GET", "POST"]
-    assert t.counts == {"lines": 5, "blank_lines": 1, "skipped_bad_lines": 0, "dropped_small": 1,
-                        "jobs": 3, "out_of_order": 2}
+    assert t.counts == {
+        "lines": 5,
+        "blank_lines": 1,
+        "skipped_bad_lines": 0,
+        "dropped_small": 1,
+        "jobs": 3,
+        "out_of_order": 2,
+    }
 
 
 LAYOUT = squid.LAYOUT
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    (squid_line("12.0").rsplit(" ", 1)[0], f"expected >= 10 fields ({LAYOUT}), got 9"),
-    (squid_line("abc"), "field 1 (time) must be a finite number, got 'abc'"),
-    (squid_line("nan"), "field 1 (time) must be a finite number, got 'nan'"),
-    (squid_line("12.0", elapsed="12.5"), "field 2 (elapsed) must be an integer (ms), got '12.5'"),
-    (squid_line("12.0", code="TCP_MISS"),
-     "field 4 (action/code) must be an action/status code like TCP_MISS/200, got 'TCP_MISS'"),
-    (squid_line("12.0", code="TCP_MISS/abc"),
-     "field 4 (action/code) must be an action/status code like TCP_MISS/200, got 'TCP_MISS/abc'"),
-    (squid_line("12.0", size="-5"), "field 5 (bytes) must be an integer >= 0, got '-5'"),
-    (squid_line("12.0", size="1e3"), "field 5 (bytes) must be an integer >= 0, got '1e3'"),
-])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        (squid_line("12.0").rsplit(" ", 1)[0], f"expected >= 10 fields ({LAYOUT}), got 9"),
+        (squid_line("abc"), "field 1 (time) must be a finite number, got 'abc'"),
+        (squid_line("nan"), "field 1 (time) must be a finite number, got 'nan'"),
+        (squid_line("12.0", elapsed="12.5"), "field 2 (elapsed) must be an integer (ms), got '12.5'"),
+        (
+            squid_line("12.0", code="TCP_MISS"),
+            "field 4 (action/code) must be an action/status code like TCP_MISS/200, got 'TCP_MISS'",
+        ),
+        (
+            squid_line("12.0", code="TCP_MISS/abc"),
+            "field 4 (action/code) must be an action/status code like TCP_MISS/200, got 'TCP_MISS/abc'",
+        ),
+        (squid_line("12.0", size="-5"), "field 5 (bytes) must be an integer >= 0, got '-5'"),
+        (squid_line("12.0", size="1e3"), "field 5 (bytes) must be an integer >= 0, got '1e3'"),
+    ],
+)
 def test_squid_bad_line_messages(tmp_path, bad_line, message):
     text = squid_line("10.0") + "\n" + squid_line("11.0") + "\n" + bad_line + "\n" + squid_line("13.0") + "\n"
     for gz in (False, True):
@@ -249,6 +270,7 @@ def test_file_level_errors(tmp_path, reader):
 
 # ---------------------------------------------------------------- BU98
 
+
 def test_bu98_real_file_matches_provenance():
     t = bu98.read(need(BU98_REAL), use_cache=False)
     jobs = t.jobs
@@ -275,20 +297,29 @@ def test_bu98_crafted(tmp_path):
     p = write(tmp_path / "t.tr", "3 0 30\n1 1 10\n\n2 0 0\n4   2\t40\n")
     t = bu98.read(p, use_cache=False)
     assert t.jobs.rows() == [(1, 0, 1, 10.0), (3, 1, 0, 30.0), (4, 2, 2, 40.0)]
-    assert t.counts == {"lines": 5, "blank_lines": 1, "skipped_bad_lines": 0, "dropped_small": 1,
-                        "jobs": 3, "out_of_order": 2}
+    assert t.counts == {
+        "lines": 5,
+        "blank_lines": 1,
+        "skipped_bad_lines": 0,
+        "dropped_small": 1,
+        "jobs": 3,
+        "out_of_order": 2,
+    }
     assert bu98.read(p, use_cache=False, min_bytes=0).jobs["job_id"].to_list() == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("bad_line, message", [
-    ("1 2", "expected 3 integer fields (seq object_id size), got 2"),
-    ("3 2 1 0", "expected 3 integer fields (seq object_id size), got 4"),
-    ("3 x 5", "field 2 (object_id) must be an integer, got 'x'"),
-    ("x 2 5", "field 1 (seq) must be an integer, got 'x'"),
-    ("3 2 1.5", "field 3 (size) must be an integer, got '1.5'"),
-    ("3 2 -4", "field 3 (size) must be >= 0, got -4"),
-    ("1 9 9", "seq 1 repeats the request on line 1"),
-])
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ("1 2", "expected 3 integer fields (seq object_id size), got 2"),
+        ("3 2 1 0", "expected 3 integer fields (seq object_id size), got 4"),
+        ("3 x 5", "field 2 (object_id) must be an integer, got 'x'"),
+        ("x 2 5", "field 1 (seq) must be an integer, got 'x'"),
+        ("3 2 1.5", "field 3 (size) must be an integer, got '1.5'"),
+        ("3 2 -4", "field 3 (size) must be >= 0, got -4"),
+        ("1 9 9", "seq 1 repeats the request on line 1"),
+    ],
+)
 def test_bu98_bad_line_messages(tmp_path, bad_line, message):
     text = "1 0 10\n2 1 20\n" + bad_line + "\n4 0 10\n"
     for gz in (False, True):
@@ -315,8 +346,9 @@ def test_bu98_truncated_gzip(tmp_path):
 GARBAGE = st.one_of(
     st.text(max_size=120).map(lambda s: s.encode("utf-8")),
     st.binary(max_size=120),
-    st.lists(st.sampled_from(["1", "-1", "2.5", "x", "nan", "1e3", "TCP_MISS/200", "/", "GET", ""]),
-             min_size=2, max_size=12).map(lambda xs: " ".join(xs).encode()),
+    st.lists(
+        st.sampled_from(["1", "-1", "2.5", "x", "nan", "1e3", "TCP_MISS/200", "/", "GET", ""]), min_size=2, max_size=12
+    ).map(lambda xs: " ".join(xs).encode()),
 )
 BASES = {
     "squid": "".join(squid_line(f"{100 + i}.5", size=str(i * 100)) + "\n" for i in range(10)),
@@ -325,9 +357,11 @@ BASES = {
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(sorted(BASES)),
-       garbage=st.lists(st.tuples(st.integers(0, 10), GARBAGE), min_size=1, max_size=4),
-       gz=st.booleans())
+@given(
+    name=st.sampled_from(sorted(BASES)),
+    garbage=st.lists(st.tuples(st.integers(0, 10), GARBAGE), min_size=1, max_size=4),
+    gz=st.booleans(),
+)
 def test_garbage_lines_never_crash(tmp_path_factory, name, garbage, gz):
     reader = {"squid": squid, "bu98": bu98}[name]
     chunks = [line.encode() for line in BASES[name].splitlines(keepends=True)]
@@ -361,6 +395,7 @@ def test_garbage_lines_never_crash(tmp_path_factory, name, garbage, gz):
 
 
 # ---------------------------------------------------------------- cache
+
 
 @pytest.mark.parametrize("reader", [squid, bu98])
 def test_cache_roundtrip_and_option_keys(tmp_path, monkeypatch, reader):

@@ -7,11 +7,13 @@ import pytest
 from schedlab.errors import UserError
 from schedlab.workloads import transforms as tf
 
-JOBS = pl.DataFrame({
-    "job_id": [1, 2, 3, 4, 5],
-    "submit": [100.0, 110.0, 150.0, 220.0, 300.0],
-    "size": [10.0, 20.0, 30.0, 40.0, 60.0],
-})
+JOBS = pl.DataFrame(
+    {
+        "job_id": [1, 2, 3, 4, 5],
+        "submit": [100.0, 110.0, 150.0, 220.0, 300.0],
+        "size": [10.0, 20.0, 30.0, 40.0, 60.0],
+    }
+)
 
 
 def test_shift_and_offered_load():

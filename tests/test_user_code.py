@@ -50,8 +50,12 @@ def ray_owner():
 def sweep(spec: dict, folder: Path, fresh: bool = False):
     from schedlab.platform.runner import run_sweep
 
-    spec = {"tracking": {"enabled": False}, "outputs": {"dir": str(folder / "results" / spec["name"])},
-            "execution": {"num_cpus": 2}, **spec}
+    spec = {
+        "tracking": {"enabled": False},
+        "outputs": {"dir": str(folder / "results" / spec["name"])},
+        "execution": {"num_cpus": 2},
+        **spec,
+    }
     return run_sweep(parse_spec(spec, "spec.toml", folder), fresh=fresh)
 
 
@@ -69,20 +73,55 @@ def same_rows(df: pl.DataFrame, a: str, b: str) -> None:
 
 
 # ---- verbatim copies of built-ins give identical rows ------------------------------------------------
-@pytest.mark.parametrize("engine,module,cls,builtin,workload,system", [
-    ("queue", "queue/fsp.py", "FSPEPlusPS", "FSPE+PS",
-     {"kind": "synthetic", "njobs": 400, "shape": [0.25, 1.0], "sigma": 1.0}, {}),
-    ("packing", "packing/best_fit.py", "BFJS", "BF-J/S",
-     {"kind": "packing", "slots": 2000, "uniform_lo": 0.01, "uniform_hi": 0.5, "intensity": 0.9,
-      "intensity_servers": 3, "mean_service": 20}, {"servers": 3, "capacity": 1.0, "epoch": 1.0}),
-    ("batch", "batch/easy.py", "EASY", "EASY",
-     {"kind": "lublin", "njobs": 300, "nodes": 64, "load": 0.8}, {"model": "procs", "procs": 64}),
-])
-def test_a_verbatim_copy_of_a_builtin_gives_identical_rows(tmp_path, ray_owner, engine, module, cls, builtin,
-                                                          workload, system):
+@pytest.mark.parametrize(
+    "engine,module,cls,builtin,workload,system",
+    [
+        (
+            "queue",
+            "queue/fsp.py",
+            "FSPEPlusPS",
+            "FSPE+PS",
+            {"kind": "synthetic", "njobs": 400, "shape": [0.25, 1.0], "sigma": 1.0},
+            {},
+        ),
+        (
+            "packing",
+            "packing/best_fit.py",
+            "BFJS",
+            "BF-J/S",
+            {
+                "kind": "packing",
+                "slots": 2000,
+                "uniform_lo": 0.01,
+                "uniform_hi": 0.5,
+                "intensity": 0.9,
+                "intensity_servers": 3,
+                "mean_service": 20,
+            },
+            {"servers": 3, "capacity": 1.0, "epoch": 1.0},
+        ),
+        (
+            "batch",
+            "batch/easy.py",
+            "EASY",
+            "EASY",
+            {"kind": "lublin", "njobs": 300, "nodes": 64, "load": 0.8},
+            {"model": "procs", "procs": 64},
+        ),
+    ],
+)
+def test_a_verbatim_copy_of_a_builtin_gives_identical_rows(
+    tmp_path, ray_owner, engine, module, cls, builtin, workload, system
+):
     shutil.copy(POLICIES / module, tmp_path / "copied.py")
-    spec = {"name": f"copy-{engine}", "engine": engine, "seed": 11, "workload": workload,
-            "policies": [builtin, {"name": "Copy", "use": f"copied.py:{cls}"}], "replications": {"n": 2}}
+    spec = {
+        "name": f"copy-{engine}",
+        "engine": engine,
+        "seed": 11,
+        "workload": workload,
+        "policies": [builtin, {"name": "Copy", "use": f"copied.py:{cls}"}],
+        "replications": {"n": 2},
+    }
     if system:
         spec["system"] = system
     report = sweep(spec, tmp_path)
@@ -110,10 +149,10 @@ def bursty(rng, *, njobs: int = 200, burst: float = 4.0):
     return pl.DataFrame({"job_id": np.arange(njobs), "submit": np.cumsum(gaps), "size": size + 1e-3})
 '''
 
-METRIC = '''
+METRIC = """
 def share_above(jobs, *, column: str = "slowdown", threshold: float = 5.0):
     return float((jobs[column] > threshold).mean())
-'''
+"""
 
 POLICY = '''
 import os
@@ -152,12 +191,18 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     (project / "gen.py").write_text(GENERATOR)
     (project / "metric.py").write_text(METRIC)
     (project / "lifo.py").write_text(POLICY)
-    spec = {"name": "mine", "engine": "queue", "seed": 2,
-            "workload": {"use": "gen.py:bursty", "burst": [2.0, 8.0]},
-            "policies": ["PS", {"name": "LIFO", "use": "lifo.py:LIFO", "params": {"crash_at": [-1, 7]}}],
-            "metrics": [{"name": "share_slow", "use": "metric.py:share_above", "params": {"threshold": 3.0}},
-                        {"name": "sojourn_p90", "use": "quantile", "params": {"column": "sojourn", "q": 0.9}}],
-            "replications": {"n": 2}}
+    spec = {
+        "name": "mine",
+        "engine": "queue",
+        "seed": 2,
+        "workload": {"use": "gen.py:bursty", "burst": [2.0, 8.0]},
+        "policies": ["PS", {"name": "LIFO", "use": "lifo.py:LIFO", "params": {"crash_at": [-1, 7]}}],
+        "metrics": [
+            {"name": "share_slow", "use": "metric.py:share_above", "params": {"threshold": 3.0}},
+            {"name": "sojourn_p90", "use": "quantile", "params": {"column": "sojourn", "q": 0.9}},
+        ],
+        "replications": {"n": 2},
+    }
     report = sweep(spec, project)
     df = rows(report)
     # 2 points x (PS, LIFO ok) x 2 replications land; LIFO with crash_at = 7 fails every time, the sweep goes on.
@@ -174,8 +219,9 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     plan = build_plan(parse_spec({**spec, "name": "mine"}, "spec.toml", project))
     inst = plan.instances([0], [p for p in plan.points if p.params["burst"] == 2.0])[0]
     table = gen.bursty(np.random.default_rng(np.random.SeedSequence(list(inst.seed_words))), burst=2.0)
-    direct = get_engine("queue").run(table.with_columns(pl.col("size").alias("estimate"), pl.lit(1.0).alias("weight")),
-                                     "PS")
+    direct = get_engine("queue").run(
+        table.with_columns(pl.col("size").alias("estimate"), pl.lit(1.0).alias("weight")), "PS"
+    )
     got = df.filter((pl.col("policy") == "PS") & (pl.col("burst") == 2.0) & (pl.col("replication") == 0))
     assert got["mst"][0] == direct.summary["mst"]
     # Failures keep the user's own frames (their file, their line), not schedlab's.
@@ -201,13 +247,18 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     again = sweep(spec, project, fresh=True)
     df2 = rows(again)
     assert df2.height == 8
-    assert set(df2.filter(pl.col("policy") == "LIFO")["code_sha256"]) != set(df.filter(pl.col("policy") == "LIFO")["code_sha256"])
-    assert set(df2.filter(pl.col("policy") == "PS")["config_id"]) == set(df.filter(pl.col("policy") == "PS")["config_id"])
+    assert set(df2.filter(pl.col("policy") == "LIFO")["code_sha256"]) != set(
+        df.filter(pl.col("policy") == "LIFO")["code_sha256"]
+    )
+    assert set(df2.filter(pl.col("policy") == "PS")["config_id"]) == set(
+        df.filter(pl.col("policy") == "PS")["config_id"]
+    )
 
 
 def test_a_user_trace_reader(tmp_path, ray_owner):
     (tmp_path / "log.txt").write_text("".join(f"{t} {s}\n" for t, s in [(0, 2.0), (1, 0.5), (1.5, 3.0), (4, 1.0)]))
-    (tmp_path / "reader.py").write_text(textwrap.dedent('''
+    (tmp_path / "reader.py").write_text(
+        textwrap.dedent("""
         import polars as pl
 
         def read_log(path, *, scale: float = 1.0, on_bad_line: str = "error"):
@@ -216,10 +267,19 @@ def test_a_user_trace_reader(tmp_path, ray_owner):
                 t, s = line.split()
                 rows.append((n, float(t), float(s) * scale))
             return pl.DataFrame(rows, schema=["job_id", "submit", "size"], orient="row")
-    '''))
-    spec = {"name": "reader", "engine": "queue", "workload": {"kind": "trace", "reader": "reader.py:read_log",
-                                                              "path": str(tmp_path / "log.txt"), "reader_scale": 2.0},
-            "policies": ["FIFO"]}
+    """)
+    )
+    spec = {
+        "name": "reader",
+        "engine": "queue",
+        "workload": {
+            "kind": "trace",
+            "reader": "reader.py:read_log",
+            "path": str(tmp_path / "log.txt"),
+            "reader_scale": 2.0,
+        },
+        "policies": ["FIFO"],
+    }
     df = rows(sweep(spec, tmp_path))
     # FIFO by hand on sizes x2: 4, 1, 6, 2 arriving at 0, 1, 1.5, 4 -> completions 4, 5, 11, 13.
     assert df["mst"][0] == pytest.approx(((4 - 0) + (5 - 1) + (11 - 1.5) + (13 - 4)) / 4, rel=1e-12)
@@ -229,7 +289,7 @@ def test_a_user_trace_reader(tmp_path, ray_owner):
 
 
 # ---- errors name the spec field, at validate time --------------------------------------------------------
-GOOD = '''
+GOOD = """
 from schedlab.api import queue
 
 class Mine(queue.Policy):
@@ -245,21 +305,33 @@ class Half(queue.Policy):
         pass
 
 not_a_class = 3
-'''
+"""
 
 
-@pytest.mark.parametrize("entry,message", [
-    ({"name": "X", "use": "nothere.py:Mine"}, r"policies\[1\]\.use: no such file nothere\.py \(resolved against "),
-    ({"name": "X", "use": "mine.py:Missing"}, r"policies\[1\]\.use.*has no attribute 'Missing'"),
-    ({"name": "X", "use": "mine.py:not_a_class"}, r"policies\[1\]\.use: int is not a queue policy"),
-    ({"name": "X", "use": "mine.py:Half"}, r"policies\[1\]\.use: class Half does not implement depart"),
-    ({"name": "X", "use": "mine.py"}, r"policies\[1\]\.use: 'mine\.py' is not a code reference"),
-    ({"name": "X", "use": "no_such_module_xyz:Mine"}, r"policies\[1\]\.use: cannot import 'no_such_module_xyz'"),
-    ({"name": "PS", "use": "mine.py:Mine"}, r"policies\[1\]\.name: 'PS' is a built-in queue policy"),
-    ({"name": "X", "use": "mine.py:Mine", "params": {"beta": 1}}, r"policies\[1\]\.params\.beta: policy 'Mine' takes: alpha, rounds"),
-    ({"name": "X", "use": "mine.py:Mine", "params": {"alpha": "high"}}, r"policies\[1\]\.params\.alpha: input should be a valid number"),
-    ({"name": "X", "use": "mine.py:Mine", "params": {"rounds": [1, 2.5]}}, r"policies\[1\]\.params\.rounds: input should be a valid integer"),
-])
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ({"name": "X", "use": "nothere.py:Mine"}, r"policies\[1\]\.use: no such file nothere\.py \(resolved against "),
+        ({"name": "X", "use": "mine.py:Missing"}, r"policies\[1\]\.use.*has no attribute 'Missing'"),
+        ({"name": "X", "use": "mine.py:not_a_class"}, r"policies\[1\]\.use: int is not a queue policy"),
+        ({"name": "X", "use": "mine.py:Half"}, r"policies\[1\]\.use: class Half does not implement depart"),
+        ({"name": "X", "use": "mine.py"}, r"policies\[1\]\.use: 'mine\.py' is not a code reference"),
+        ({"name": "X", "use": "no_such_module_xyz:Mine"}, r"policies\[1\]\.use: cannot import 'no_such_module_xyz'"),
+        ({"name": "PS", "use": "mine.py:Mine"}, r"policies\[1\]\.name: 'PS' is a built-in queue policy"),
+        (
+            {"name": "X", "use": "mine.py:Mine", "params": {"beta": 1}},
+            r"policies\[1\]\.params\.beta: policy 'Mine' takes: alpha, rounds",
+        ),
+        (
+            {"name": "X", "use": "mine.py:Mine", "params": {"alpha": "high"}},
+            r"policies\[1\]\.params\.alpha: input should be a valid number",
+        ),
+        (
+            {"name": "X", "use": "mine.py:Mine", "params": {"rounds": [1, 2.5]}},
+            r"policies\[1\]\.params\.rounds: input should be a valid integer",
+        ),
+    ],
+)
 def test_bad_policy_references_name_the_field(tmp_path, entry, message):
     (tmp_path / "mine.py").write_text(GOOD)
     spec = {"name": "bad", "engine": "queue", "policies": ["PS", entry]}
@@ -275,8 +347,14 @@ def test_bad_workload_and_metric_references_name_the_field(tmp_path):
         ({"workload": {"use": "mine.py:gen", "m": 1}}, r"workload\.m: unknown parameter"),
         ({"workload": {"use": "mine.py:gen", "kind": "synthetic"}}, r"workload\.kind: 'synthetic' is a built-in"),
         ({"metrics": [{"name": "m", "use": "p999"}]}, r"metrics\[0\]\.use: unknown metric 'p999'"),
-        ({"metrics": [{"name": "m", "use": "quantile", "params": {"colum": "x"}}]}, r"metrics\[0\]\.params\.colum: metric"),
-        ({"metrics": [{"name": "m", "use": "mine.py:not_a_class"}]}, r"metrics\[0\]\.use: mine\.py:not_a_class is not a function"),
+        (
+            {"metrics": [{"name": "m", "use": "quantile", "params": {"colum": "x"}}]},
+            r"metrics\[0\]\.params\.colum: metric",
+        ),
+        (
+            {"metrics": [{"name": "m", "use": "mine.py:not_a_class"}]},
+            r"metrics\[0\]\.use: mine\.py:not_a_class is not a function",
+        ),
         ({"metrics": [{"name": "mst x", "use": "mean"}]}, r"metrics\[0\]\.name: must be letters"),
     ]
     for extra, message in cases:
@@ -286,20 +364,40 @@ def test_bad_workload_and_metric_references_name_the_field(tmp_path):
 
 def test_cli_validate_reports_one_line_and_exit_2(tmp_path):
     (tmp_path / "mine.py").write_text(GOOD)
-    (tmp_path / "s.toml").write_text('name = "s"\nengine = "queue"\n'
-                                     'policies = ["PS", {name = "M", use = "mine.py:Mine", params = {alpha = "x"}}]\n')
+    (tmp_path / "s.toml").write_text(
+        'name = "s"\nengine = "queue"\npolicies = ["PS", {name = "M", use = "mine.py:Mine", params = {alpha = "x"}}]\n'
+    )
     other = tmp_path / "elsewhere"
     other.mkdir()
-    res = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s.toml")],
-                         capture_output=True, text=True, cwd=other, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s.toml")],
+        capture_output=True,
+        text=True,
+        cwd=other,
+        timeout=60,
+    )
     assert res.returncode == 2
-    assert res.stderr.strip().count("\n") == 0 and "policies[1].params.alpha" in res.stderr and "Traceback" not in res.stderr
-    ok = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s.toml").replace("s.toml", "s2.toml")],
-                        capture_output=True, text=True, cwd=other, timeout=60)
+    assert (
+        res.stderr.strip().count("\n") == 0
+        and "policies[1].params.alpha" in res.stderr
+        and "Traceback" not in res.stderr
+    )
+    ok = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s.toml").replace("s.toml", "s2.toml")],
+        capture_output=True,
+        text=True,
+        cwd=other,
+        timeout=60,
+    )
     assert ok.returncode == 2  # a missing spec file: one line too
     (tmp_path / "s2.toml").write_text((tmp_path / "s.toml").read_text().replace('alpha = "x"', "alpha = [0.1, 1]"))
-    ok = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s2.toml")],
-                        capture_output=True, text=True, cwd=other, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "validate", str(tmp_path / "s2.toml")],
+        capture_output=True,
+        text=True,
+        cwd=other,
+        timeout=60,
+    )
     assert ok.returncode == 0 and "3 configurations" in ok.stdout
 
 
@@ -322,7 +420,9 @@ def test_a_package_folder_is_hashed_whole(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "helpers.py").write_text("def first(stack):\n    return stack[-1]\n")
-    (pkg / "policies.py").write_text(GOOD.replace("from schedlab.api import queue", "from schedlab.api import queue\nfrom lab.helpers import first"))
+    (pkg / "policies.py").write_text(
+        GOOD.replace("from schedlab.api import queue", "from schedlab.api import queue\nfrom lab.helpers import first")
+    )
     spec = {"name": "s", "engine": "queue", "policies": [{"name": "M", "use": "lab/policies.py:Mine"}]}
     plan = build_plan(parse_spec(spec, "s", tmp_path))
     code = plan.code["policies[0].use"]
@@ -345,8 +445,9 @@ def test_invalid_actions_name_policy_time_and_job():
         def depart(self, job):
             pass
 
-    jobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 0.5], "size": [1.0, 1.0], "estimate": [1.0, 1.0],
-                         "weight": [1.0, 1.0]})
+    jobs = pl.DataFrame(
+        {"job_id": [0, 1], "submit": [0.0, 0.5], "size": [1.0, 1.0], "estimate": [1.0, 1.0], "weight": [1.0, 1.0]}
+    )
     with pytest.raises(PolicyError, match=r"^policy 'Idle': t=0\.5: job 0: the server is idle with 2 jobs unserved"):
         get_engine("queue").run(jobs, Idle)
 
@@ -368,7 +469,9 @@ def test_invalid_actions_name_policy_time_and_job():
             return out
 
     pjobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 0.0], "duration": [5.0, 5.0], "demand": [0.6, 0.6]})
-    with pytest.raises(PolicyError, match=r"^policy 'Server0': t=0\.0: job 1 \(demand \[0\.6\]\) does not fit on server 0"):
+    with pytest.raises(
+        PolicyError, match=r"^policy 'Server0': t=0\.0: job 1 \(demand \[0\.6\]\) does not fit on server 0"
+    ):
         get_engine("packing").run(pjobs, Server0, None, {"servers": 2, "capacity": 1.0, "epoch": 0.0})
 
     from tests.test_batch import _Greedy as StartAll  # starts every queued job
@@ -386,8 +489,9 @@ def test_invalid_actions_name_policy_time_and_job():
         def on_completion(self, state):
             pass
 
-    djobs = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "runtime": [10.0, 10.0], "procs": [1, 1],
-                          "memory": [0.7, 0.7]})
+    djobs = pl.DataFrame(
+        {"job_id": [0, 1], "submit": [0.0, 1.0], "runtime": [10.0, 10.0], "procs": [1, 1], "memory": [0.7, 0.7]}
+    )
     with pytest.raises(PolicyError, match=r"^policy 'Node0': t=1\.0: placing job 1 overfills the memory of node 0"):
         get_engine("dfrs").run(djobs, Node0, None, {"nodes": 2})
 
@@ -398,8 +502,9 @@ def test_results_warns_when_engine_digests_are_mixed(tmp_path):
     a = pl.DataFrame({"engine": ["queue", "queue"], "schedlab_digest": ["aaaa", "aaaa"]}).lazy()
     assert mixed_digests(a) is None
     b = pl.DataFrame({"engine": ["queue", "queue", "batch"], "schedlab_digest": ["aaaa", "bbbb", "cccc"]}).lazy()
-    assert mixed_digests(b).startswith("rows come from more than one version of schedlab's engine code "
-                                       "(schedlab_digest queue engine: aaaa, bbbb)")
+    assert mixed_digests(b).startswith(
+        "rows come from more than one version of schedlab's engine code (schedlab_digest queue engine: aaaa, bbbb)"
+    )
     assert mixed_digests(pl.DataFrame({"engine": ["queue"]}).lazy()) is None
 
 
@@ -413,7 +518,9 @@ def test_api_modules_expose_the_seams_the_builtins_use():
         for cls in engine.policies.values():  # a built-in is a user policy that ships with schedlab
             assert issubclass(cls, seams[name]), cls
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = ("import sys, schedlab.api.queue, schedlab.api.packing, schedlab.api.batch, schedlab.api.dfrs, "
-             "schedlab.api.workloads, schedlab.api.metrics; print(sorted({'ray', 'mlflow'} & set(sys.modules)))")
+    probe = (
+        "import sys, schedlab.api.queue, schedlab.api.packing, schedlab.api.batch, schedlab.api.dfrs, "
+        "schedlab.api.workloads, schedlab.api.metrics; print(sorted({'ray', 'mlflow'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

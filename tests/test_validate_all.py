@@ -21,8 +21,13 @@ HPC2N = ROOT.parent / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz
 
 def lublin_batch(procs=16, nodes=64, **extra):
     system = {"model": "procs", "procs": procs, **extra.pop("system", {})}
-    return {"name": "w", "engine": "batch", "policies": ["FCFS"], "system": system,
-            "workload": {"kind": "lublin", "njobs": 200, "nodes": nodes, **extra}}
+    return {
+        "name": "w",
+        "engine": "batch",
+        "policies": ["FCFS"],
+        "system": system,
+        "workload": {"kind": "lublin", "njobs": 200, "nodes": nodes, **extra},
+    }
 
 
 def run_one(kind, params, engine, system, policy):
@@ -34,8 +39,11 @@ def run_one(kind, params, engine, system, policy):
 
 
 def test_lublin_wider_than_the_machine_is_rejected_and_run_rejects_it_too():
-    with pytest.raises(UserError, match=r"^w.toml: system.procs: the machine has 16 processors but Lublin jobs drawn "
-                                        r"for workload.nodes = 64 can be 64 processors wide.*oversize = \"drop\""):
+    with pytest.raises(
+        UserError,
+        match=r"^w.toml: system.procs: the machine has 16 processors but Lublin jobs drawn "
+        r"for workload.nodes = 64 can be 64 processors wide.*oversize = \"drop\"",
+    ):
         parse_spec(lublin_batch(), "w.toml")
     with pytest.raises(UserError, match="needs .* processors but the machine has 16"):
         run_one("lublin", {"njobs": 200, "nodes": 64}, "batch", {"procs": 16}, "FCFS")
@@ -52,8 +60,13 @@ def test_lublin_that_fits_or_drops_is_accepted():
 
 
 def test_dfrs_memory_bound():
-    spec = {"name": "d", "engine": "dfrs", "policies": ["Greedy*/OPT=MIN"], "system": {"nodes": 16},
-            "workload": {"kind": "lublin", "njobs": 50, "nodes": 64, "memory": "uniform", "memory_hi": 0.5}}
+    spec = {
+        "name": "d",
+        "engine": "dfrs",
+        "policies": ["Greedy*/OPT=MIN"],
+        "system": {"nodes": 16},
+        "workload": {"kind": "lublin", "njobs": 50, "nodes": 64, "memory": "uniform", "memory_hi": 0.5},
+    }
     with pytest.raises(UserError, match=r"system.nodes: 16 nodes hold at most 32 tasks of memory 0.5 but Lublin"):
         parse_spec(spec, "d.toml")
     parse_spec({**spec, "workload": {**spec["workload"], "memory_hi": 0.25}}, "d.toml")  # 64 tasks fit
@@ -62,18 +75,30 @@ def test_dfrs_memory_bound():
 def test_overload_is_accepted_because_run_accepts_it():
     """load > 1 is an overloaded system on a finite job list: every engine
     runs it (queues grow, every job ends), so validate accepts it."""
-    parse_spec({"name": "q", "engine": "queue", "policies": ["PS"],
-                "workload": {"kind": "synthetic", "njobs": 100, "load": 1.2}}, "q.toml")
+    parse_spec(
+        {
+            "name": "q",
+            "engine": "queue",
+            "policies": ["PS"],
+            "workload": {"kind": "synthetic", "njobs": 100, "load": 1.2},
+        },
+        "q.toml",
+    )
     assert run_one("synthetic", {"njobs": 100, "load": 1.2}, "queue", {}, "PS").summary["n_jobs"] == 100
     parse_spec(lublin_batch(procs=64, load=1.2), "w.toml")
-    assert run_one("lublin", {"njobs": 100, "nodes": 64, "load": 1.2}, "batch", {"procs": 64},
-                   "FCFS").summary["n_jobs"] == 100
+    assert (
+        run_one("lublin", {"njobs": 100, "nodes": 64, "load": 1.2}, "batch", {"procs": 64}, "FCFS").summary["n_jobs"]
+        == 100
+    )
 
 
-@pytest.mark.parametrize("params, expected", [
-    ({"load": float("inf")}, "workload.load: must be a finite number >= 0"),
-    ({"njobs": 1, "load": 0.5}, "workload.load: scaling to load 0.5 needs at least 2 jobs"),
-])
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"load": float("inf")}, "workload.load: must be a finite number >= 0"),
+        ({"njobs": 1, "load": 0.5}, "workload.load: scaling to load 0.5 needs at least 2 jobs"),
+    ],
+)
 def test_lublin_loads_run_would_reject(params, expected):
     with pytest.raises(UserError, match=expected):
         parse_spec(lublin_batch(procs=64, **params), "w.toml")
@@ -85,37 +110,61 @@ def test_missing_trace_says_what_it_was_resolved_against(tmp_path, monkeypatch):
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "t.swf").write_text("")
     monkeypatch.chdir(tmp_path)
-    spec = {"name": "t", "engine": "batch", "policies": ["FCFS"],
-            "workload": {"kind": "trace", "reader": "swf", "path": "t.swf"}}
+    spec = {
+        "name": "t",
+        "engine": "batch",
+        "policies": ["FCFS"],
+        "workload": {"kind": "trace", "reader": "swf", "path": "t.swf"},
+    }
     with pytest.raises(UserError) as err:
         parse_spec(spec, "specs/t.toml", tmp_path / "specs")
     msg = str(err.value)
-    assert msg.startswith("specs/t.toml: workload.path: no such file or folder: 't.swf' resolved against the "
-                          f"current directory {tmp_path} is {tmp_path / 't.swf'}")
+    assert msg.startswith(
+        "specs/t.toml: workload.path: no such file or folder: 't.swf' resolved against the "
+        f"current directory {tmp_path} is {tmp_path / 't.swf'}"
+    )
     assert f"relative to the spec's folder it would be {tmp_path / 'specs' / 't.swf'}, which exists" in msg
     with pytest.raises(UserError, match=r"^f.toml: workload.path: no such file or folder: /nonexistent/x.csv$"):
-        parse_spec({"name": "f", "engine": "queue", "policies": ["PS"],
-                    "workload": {"kind": "file", "path": "/nonexistent/x.csv"}}, "f.toml")
+        parse_spec(
+            {
+                "name": "f",
+                "engine": "queue",
+                "policies": ["PS"],
+                "workload": {"kind": "file", "path": "/nonexistent/x.csv"},
+            },
+            "f.toml",
+        )
 
 
 @pytest.mark.skipif(not HPC2N.exists(), reason="HPC2N trace not present")
 def test_trace_widths_are_exact():
-    spec = {"name": "h", "engine": "batch", "policies": ["FCFS"], "system": {"model": "procs", "procs": 32},
-            "workload": {"kind": "trace", "reader": "swf", "path": str(HPC2N), "window_length": 604800.0,
-                         "window": [0, 1]}}
-    with pytest.raises(UserError, match=r"^h.toml: system.procs: the machine has 32 processors but job \d+ of window "
-                                        r"0 of .*HPC2N.* \(and 1 more workload points\) needs \d+ processors; with "
-                                        r"oversize = \"error\" \(the default\) every run of it fails"):
+    spec = {
+        "name": "h",
+        "engine": "batch",
+        "policies": ["FCFS"],
+        "system": {"model": "procs", "procs": 32},
+        "workload": {"kind": "trace", "reader": "swf", "path": str(HPC2N), "window_length": 604800.0, "window": [0, 1]},
+    }
+    with pytest.raises(
+        UserError,
+        match=r"^h.toml: system.procs: the machine has 32 processors but job \d+ of window "
+        r"0 of .*HPC2N.* \(and 1 more workload points\) needs \d+ processors; with "
+        r"oversize = \"error\" \(the default\) every run of it fails",
+    ):
         parse_spec(spec, "h.toml")
     parse_spec({**spec, "system": {"model": "procs", "procs": 240}}, "h.toml")  # the machine's own size
     parse_spec({**spec, "workload": {**spec["workload"], "max_procs": 32}}, "h.toml")  # narrow jobs only
 
 
 def test_every_independent_mistake_is_reported():
-    data = {"name": "bad name", "engine": "queue", "seed": -1,
-            "policies": ["PS", "NOPE", {"name": "SRPT", "bogus": 1}],
-            "workload": {"kind": "synthetic", "njobs": 0, "load": [0.5, -1.0], "sigma": -1},
-            "replications": {"n": 0}}
+    data = {
+        "name": "bad name",
+        "engine": "queue",
+        "seed": -1,
+        "policies": ["PS", "NOPE", {"name": "SRPT", "bogus": 1}],
+        "workload": {"kind": "synthetic", "njobs": 0, "load": [0.5, -1.0], "sigma": -1},
+        "replications": {"n": 0},
+    }
     with pytest.raises(UserErrors) as err:
         parse_spec(data, "m.toml")
     assert err.value.errors == [
@@ -128,28 +177,35 @@ def test_every_independent_mistake_is_reported():
     with pytest.raises(UserErrors) as err:
         parse_spec(data, "m.toml")
     lines = err.value.errors
-    assert lines[:2] == ["m.toml: name: must be letters, digits, '.', '_' or '-' (it names a directory)",
-                         "m.toml: seed: Input should be greater than or equal to 0"]
+    assert lines[:2] == [
+        "m.toml: name: must be letters, digits, '.', '_' or '-' (it names a directory)",
+        "m.toml: seed: Input should be greater than or equal to 0",
+    ]
     assert "m.toml: replications.n: Input should be greater than or equal to 1" in lines
     assert any(line.startswith("m.toml: policies[1]: unknown policy 'NOPE'") for line in lines)
-    for expected in ("m.toml: workload.njobs: must be an integer >= 1; got 0",
-                     "m.toml: workload.sigma: must be a number >= 0; got -1",
-                     "m.toml: workload.load: must be a number > 0; got -1.0"):
+    for expected in (
+        "m.toml: workload.njobs: must be an integer >= 1; got 0",
+        "m.toml: workload.sigma: must be a number >= 0; got -1",
+        "m.toml: workload.load: must be a number > 0; got -1.0",
+    ):
         assert expected in lines
     assert len(lines) == len(set(lines)) == 7  # njobs and sigma once, not once per load grid point
 
 
 def test_one_mistake_keeps_the_one_line_format():
     with pytest.raises(UserError) as err:
-        parse_spec({"name": "o", "engine": "queue", "policies": ["PS"],
-                    "workload": {"kind": "synthetic", "njobs": 0}}, "o.toml")
+        parse_spec(
+            {"name": "o", "engine": "queue", "policies": ["PS"], "workload": {"kind": "synthetic", "njobs": 0}},
+            "o.toml",
+        )
     assert type(err.value) is UserError
     assert str(err.value) == "o.toml: workload.njobs: must be an integer >= 1; got 0"
 
 
 def test_cli_prints_each_error_on_its_own_line(tmp_path):
     spec = tmp_path / "bad.toml"
-    spec.write_text(textwrap.dedent("""
+    spec.write_text(
+        textwrap.dedent("""
         name = "bad"
         engine = "batch"
         policies = ["FCFS", "NOPE"]
@@ -161,13 +217,18 @@ def test_cli_prints_each_error_on_its_own_line(tmp_path):
         njobs = 100
         nodes = 64
         load = 1e400
-    """))
+    """)
+    )
     for command in ("validate", "plan"):
-        out = subprocess.run([sys.executable, "-m", "schedlab.cli", command, str(spec)], capture_output=True,
-                             text=True, cwd=tmp_path)
+        out = subprocess.run(
+            [sys.executable, "-m", "schedlab.cli", command, str(spec)], capture_output=True, text=True, cwd=tmp_path
+        )
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 2, out.stderr
         assert lines[0].startswith(f"schedlab: error: {spec}: policies[1]: unknown policy 'NOPE'")
-        assert lines[1] == f"schedlab: error: {spec}: workload.load: must be a finite number >= 0 (0: the model's own arrivals); got inf"
+        assert (
+            lines[1] == f"schedlab: error: {spec}: workload.load: must be a finite number >= 0 "
+            "(0: the model's own arrivals); got inf"
+        )
         assert "Traceback" not in out.stderr

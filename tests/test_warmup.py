@@ -66,7 +66,7 @@ def test_obm_formula_and_iid_coverage():
     x = rng.normal(size=40)
     b = obm(x, batches=4)
     n, bs = 40, 10
-    means = np.array([x[j:j + bs].mean() for j in range(n - bs + 1)])
+    means = np.array([x[j : j + bs].mean() for j in range(n - bs + 1)])
     v = n * bs / ((n - bs + 1) * (n - bs)) * ((means - x.mean()) ** 2).sum()
     dof = 1.5 * (n / bs - 1)
     assert b.batch == bs and b.dof == dof
@@ -91,8 +91,9 @@ def _mm1(rng, n):
     gaps = rng.exponential(1.0 / BIAS_LOAD, n)
     submit = np.cumsum(gaps) - gaps[0]
     size = rng.exponential(1.0, n)
-    return pl.DataFrame({"job_id": np.arange(n), "submit": submit, "size": size, "estimate": size,
-                         "weight": np.ones(n)})
+    return pl.DataFrame(
+        {"job_id": np.arange(n), "submit": submit, "size": size, "estimate": size, "weight": np.ones(n)}
+    )
 
 
 @pytest.mark.slow
@@ -116,8 +117,10 @@ def test_mser5_reduces_the_bias_of_mm1_started_empty():
         trunc.append(apply(result, d)["mst"])
     bias_raw = float(np.mean(raw)) - expected
     bias_trunc = float(np.mean(trunc)) - expected
-    print(f"M/M/1 load {BIAS_LOAD}, {BIAS_RUNS} runs x {BIAS_JOBS} jobs: bias untruncated {bias_raw:+.3f}, "
-          f"MSER-5 truncated (cut {d} jobs, from {PILOTS} pilots) {bias_trunc:+.3f}")
+    print(
+        f"M/M/1 load {BIAS_LOAD}, {BIAS_RUNS} runs x {BIAS_JOBS} jobs: bias untruncated {bias_raw:+.3f}, "
+        f"MSER-5 truncated (cut {d} jobs, from {PILOTS} pilots) {bias_trunc:+.3f}"
+    )
     assert 0 < d <= BIAS_JOBS // 2
     assert abs(bias_trunc) < abs(bias_raw)
 
@@ -126,13 +129,20 @@ def test_mser5_reduces_the_bias_of_mm1_started_empty():
 
 
 def _sweep(tmp_path, warmup="mser5", metrics=(), per_job=True):
-    spec = parse_spec({
-        "name": "wu", "engine": "queue", "seed": 9, "policies": ["FIFO", "PS", "PSBS"],
-        "workload": {"kind": "synthetic", "njobs": 2000, "shape": 1.0, "beta": 1.0},
-        "metrics": list(metrics),
-        "replications": {"n": 2}, "outputs": {"dir": str(tmp_path / "wu"), "per_job": per_job, "warmup": warmup},
-        "tracking": {"enabled": False},
-    }, "wu.toml")
+    spec = parse_spec(
+        {
+            "name": "wu",
+            "engine": "queue",
+            "seed": 9,
+            "policies": ["FIFO", "PS", "PSBS"],
+            "workload": {"kind": "synthetic", "njobs": 2000, "shape": 1.0, "beta": 1.0},
+            "metrics": list(metrics),
+            "replications": {"n": 2},
+            "outputs": {"dir": str(tmp_path / "wu"), "per_job": per_job, "warmup": warmup},
+            "tracking": {"enabled": False},
+        },
+        "wu.toml",
+    )
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
     store.prepare(manifest_for(spec, plan), True)
@@ -144,15 +154,16 @@ def _sweep(tmp_path, warmup="mser5", metrics=(), per_job=True):
 
 
 def test_warmup_same_cut_for_every_policy_and_metrics_on_kept_jobs(tmp_path):
-    spec, plan, _ = _sweep(tmp_path, metrics=[{"name": "sojourn_p90", "use": "quantile",
-                                               "params": {"column": "sojourn", "q": 0.9}}])
+    spec, plan, _ = _sweep(
+        tmp_path, metrics=[{"name": "sojourn_p90", "use": "quantile", "params": {"column": "sojourn", "q": 0.9}}]
+    )
     rows = schedlab.load(spec.results_dir()).collect()
     jobs = schedlab.load(spec.results_dir(), "jobs").collect()
     assert rows["warmup_jobs"].max() > 0  # this point is cut (a cut of 0 would be legitimate)
     assert rows["warmup_jobs"].n_unique() == 1  # one cut per point: every policy, every replication
     for rec in rows.iter_rows(named=True):
         mine = jobs.filter((pl.col("config_id") == rec["config_id"]) & (pl.col("replication") == rec["replication"]))
-        kept = mine.sort("submit", maintain_order=True)[int(rec["warmup_jobs"]):]
+        kept = mine.sort("submit", maintain_order=True)[int(rec["warmup_jobs"]) :]
         assert rec["n_jobs"] == 2000  # the run's size, not the jobs kept
         assert rec["mst"] == pytest.approx(kept["sojourn"].mean(), rel=1e-12)
         assert rec["slowdown_p99"] == pytest.approx(np.percentile(kept["slowdown"].to_numpy(), 99), rel=1e-12)
@@ -191,8 +202,13 @@ def test_no_warmup_leaves_rows_alone(tmp_path):
 
 
 def test_warmup_spec_validation():
-    base = {"name": "w", "engine": "packing", "policies": ["FIFO-FF"], "workload": {"kind": "packing"},
-            "replications": {"n": 2}}
+    base = {
+        "name": "w",
+        "engine": "packing",
+        "policies": ["FIFO-FF"],
+        "workload": {"kind": "packing"},
+        "replications": {"n": 2},
+    }
     with pytest.raises(UserError, match=r"^w.toml: outputs.warmup: warm-up deletion works on the queue engine"):
         parse_spec({**base, "outputs": {"warmup": "mser5"}}, "w.toml")
     with pytest.raises(UserError, match=r"^w.toml: outputs.warmup: "):

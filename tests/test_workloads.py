@@ -100,8 +100,13 @@ def test_pareto_sizes_are_lomax(alpha):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"load": 0.5, "timeshape": 0.125}, {"load": 0.999, "shape": 4.0},
-     {"size_dist": "pareto", "alpha": 1.0}, {"njobs": 2}],
+    [
+        {},
+        {"load": 0.5, "timeshape": 0.125},
+        {"load": 0.999, "shape": 4.0},
+        {"size_dist": "pareto", "alpha": 1.0},
+        {"njobs": 2},
+    ],
 )
 def test_realized_load_is_exact(kwargs):
     df = workload(6, **kwargs)
@@ -118,8 +123,7 @@ def test_single_job_arrives_at_zero():
 
 @pytest.mark.parametrize(
     ("timeshape", "size_kwargs", "mean_size"),
-    [(1.0, {}, 1.0), (0.5, {}, 1.0), (2.0, {}, 1.0),
-     (1.0, {"size_dist": "pareto", "alpha": 3.0}, 0.5)],
+    [(1.0, {}, 1.0), (0.5, {}, 1.0), (2.0, {}, 1.0), (1.0, {"size_dist": "pareto", "alpha": 3.0}, 0.5)],
 )
 def test_nominal_mean_gap(timeshape, size_kwargs, mean_size):
     load = 0.8
@@ -177,12 +181,21 @@ def test_common_random_numbers_across_load():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"njobs": 0}, "njobs"), ({"njobs": 2.5}, "njobs"), ({"njobs": True}, "njobs"),
-        ({"shape": 0}, "shape"), ({"shape": float("nan")}, "shape"),
-        ({"timeshape": -1}, "timeshape"), ({"load": 0}, "load"), ({"load": float("inf")}, "load"),
-        ({"sigma": -0.1}, "sigma"), ({"alpha": 0}, "alpha"), ({"beta": -1}, "beta"),
-        ({"weight_classes": 0}, "weight_classes"), ({"size_dist": "lognormal"}, "size_dist"),
-        ({"load_mode": "exact"}, "load_mode"), ({"shape": "1"}, "shape"),
+        ({"njobs": 0}, "njobs"),
+        ({"njobs": 2.5}, "njobs"),
+        ({"njobs": True}, "njobs"),
+        ({"shape": 0}, "shape"),
+        ({"shape": float("nan")}, "shape"),
+        ({"timeshape": -1}, "timeshape"),
+        ({"load": 0}, "load"),
+        ({"load": float("inf")}, "load"),
+        ({"sigma": -0.1}, "sigma"),
+        ({"alpha": 0}, "alpha"),
+        ({"beta": -1}, "beta"),
+        ({"weight_classes": 0}, "weight_classes"),
+        ({"size_dist": "lognormal"}, "size_dist"),
+        ({"load_mode": "exact"}, "load_mode"),
+        ({"shape": "1"}, "shape"),
         ({"size_dist": "pareto", "alpha": 1.0, "load_mode": "nominal"}, "alpha"),
     ],
 )

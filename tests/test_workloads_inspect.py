@@ -14,8 +14,12 @@ pytestmark = pytest.mark.skipif(not HPC2N.exists(), reason="shared/data traces n
 
 
 def inspect(*args, cache):
-    return subprocess.run([sys.executable, "-m", "schedlab.cli", "workloads", "inspect", *args],
-                          capture_output=True, text=True, env={**__import__("os").environ, "SCHEDLAB_CACHE_DIR": str(cache)})
+    return subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "workloads", "inspect", *args],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "SCHEDLAB_CACHE_DIR": str(cache)},
+    )
 
 
 def test_fb2010_figures(tmp_path):
