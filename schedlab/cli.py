@@ -46,8 +46,10 @@ class ProgressLine:
         if hasattr(p, "line"):  # tracking catching up at the run's end (tracking.TrackProgress)
             return p.line()
         eta = p.eta
-        return (f"{p.sweep}: round {p.round}, {p.done}/{p.total} simulations, {p.failed} failed, "
-                f"{_seconds(p.elapsed)} elapsed, ETA {_seconds(eta) if eta is not None else '?'}")
+        return (
+            f"{p.sweep}: round {p.round}, {p.done}/{p.total} simulations, {p.failed} failed, "
+            f"{_seconds(p.elapsed)} elapsed, ETA {_seconds(eta) if eta is not None else '?'}"
+        )
 
     def update(self, p) -> None:
         if not self.enabled:
@@ -86,6 +88,7 @@ class ProgressLine:
             self.stream.flush()
             self.open = False
 
+
 SYNTHETIC_OPTIONS = ("shape", "timeshape", "load", "sigma", "njobs", "size_dist", "alpha", "beta", "load_mode")
 
 
@@ -111,7 +114,6 @@ def main() -> None:
 def policies() -> None:
     """List the engines and their policies, one line each."""
     from schedlab.engines import ENGINES
-
     from schedlab.params import describe
 
     for engine in ENGINES.values():
@@ -119,18 +121,27 @@ def policies() -> None:
         for name, cls in engine.policies.items():
             params = describe(cls, engine.handle_args)
             click.echo(f"  {engine.name:6s} {name:10s} {cls.summary}" + (f" [params: {params}]" if params else ""))
-    click.echo("your own: subclass schedlab.api.<engine>.Policy; in a spec, {name = \"Mine\", use = \"file.py:Mine\"} "
-               "(docs/extending.md)")
+    click.echo(
+        'your own: subclass schedlab.api.<engine>.Policy; in a spec, {name = "Mine", use = "file.py:Mine"} '
+        "(docs/extending.md)"
+    )
 
 
 @main.command()
 @click.option("--engine", default="queue", show_default=True, help="Simulator engine.")
 @click.option("--policy", required=True, help="Policy name (see `schedlab policies`), or your own class: file.py:Name.")
-@click.option("--workload-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Job table (.csv or .parquet) with job_id, submit, size[, estimate, weight]; "
-                   "with --engine batch an SWF log (.swf or .swf.gz).")
-@click.option("--procs", type=int, default=None,
-              help="--engine batch: machine size in processors (default: the SWF header's MaxProcs).")
+@click.option(
+    "--workload-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Job table (.csv or .parquet) with job_id, submit, size[, estimate, weight]; "
+    "with --engine batch an SWF log (.swf or .swf.gz).",
+)
+@click.option(
+    "--procs",
+    type=int,
+    default=None,
+    help="--engine batch: machine size in processors (default: the SWF header's MaxProcs).",
+)
 @click.option("--shape", type=float, default=0.25, show_default=True, help="Weibull shape of job sizes (mean 1).")
 @click.option("--timeshape", type=float, default=1.0, show_default=True, help="Weibull shape of inter-arrival times.")
 @click.option("--load", type=float, default=0.9, show_default=True, help="Offered load.")
@@ -138,23 +149,47 @@ def policies() -> None:
 @click.option("--njobs", type=int, default=10_000, show_default=True, help="Number of jobs.")
 @click.option("--size-dist", default="weibull", show_default=True, help="weibull or pareto.")
 @click.option("--alpha", type=float, default=2.0, show_default=True, help="Pareto shape (with --size-dist pareto).")
-@click.option("--beta", type=float, default=0.0, show_default=True, help="Weight classes: w = 1/c^beta, c uniform in 1..5.")
-@click.option("--load-mode", default="realized", show_default=True,
-              help="realized: stretch arrivals so the drawn load is exact (the authors' generator); nominal: by distribution means.")
+@click.option(
+    "--beta", type=float, default=0.0, show_default=True, help="Weight classes: w = 1/c^beta, c uniform in 1..5."
+)
+@click.option(
+    "--load-mode",
+    default="realized",
+    show_default=True,
+    help=(
+        "realized: stretch arrivals so the drawn load is exact (the authors' generator); "
+        "nominal: by distribution means."
+    ),
+)
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the workload draw.")
-@click.option("--jobs-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write per-job rows here (.parquet or .csv).")
+@click.option(
+    "--jobs-out", type=click.Path(dir_okay=False, path_type=Path), help="Write per-job rows here (.parquet or .csv)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--engine-path", type=click.Choice(["fast", "reference"]), default="fast", show_default=True,
-              help="fast: compiled kernels for the built-in queue policies, packing's FIFO-FF, BF-J, BF-S, "
-                   "BF-J/S and batch's FCFS, EASY (the same numbers); "
-                   "reference: the Python engine.")
+@click.option(
+    "--engine-path",
+    type=click.Choice(["fast", "reference"]),
+    default="fast",
+    show_default=True,
+    help="fast: compiled kernels for the built-in queue policies, packing's FIFO-FF, BF-J, BF-S, "
+    "BF-J/S and batch's FCFS, EASY (the same numbers); "
+    "reference: the Python engine.",
+)
 @click.pass_context
-def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path | None, procs: int | None, seed: int,
-             jobs_out: Path | None, as_json: bool, engine_path: str, **synthetic) -> None:
+def simulate(
+    ctx: click.Context,
+    engine: str,
+    policy: str,
+    workload_file: Path | None,
+    procs: int | None,
+    seed: int,
+    jobs_out: Path | None,
+    as_json: bool,
+    engine_path: str,
+    **synthetic,
+) -> None:
     """Run one policy on one workload and print a summary."""
     from schedlab.engines import get_engine
-
     from schedlab.usercode import is_reference, resolve
 
     eng = get_engine(engine)
@@ -170,8 +205,7 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         raise UserError("--procs is only for --engine batch")
     system = None
     if workload_file is not None:
-        clash = [o for o in SYNTHETIC_OPTIONS
-                 if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
+        clash = [o for o in SYNTHETIC_OPTIONS if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
         if clash:
             raise UserError(f"--workload-file cannot be combined with --{clash[0].replace('_', '-')}")
         if engine == "batch":
@@ -181,8 +215,10 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
             jobs = trace.jobs
             machine = procs if procs is not None else trace.meta.get("machine_procs")
             if machine is None:
-                raise UserError(f"--workload-file {workload_file}: the SWF header has no MaxProcs or MaxNodes; "
-                                f"give the machine size with --procs")
+                raise UserError(
+                    f"--workload-file {workload_file}: the SWF header has no MaxProcs or MaxNodes; "
+                    f"give the machine size with --procs"
+                )
             system = {"model": "procs", "procs": int(machine)}
             described = f"SWF {workload_file} on {machine} processors"
         else:
@@ -237,13 +273,14 @@ def simulate(ctx: click.Context, engine: str, policy: str, workload_file: Path |
         ("slowdown p99", f"{s['slowdown_p99']:.6g}"),
         ("slowdown max", f"{s['slowdown_max']:.6g}"),
     ]
-    rows += [(f"MST weight class {k.rsplit('_', 1)[1]}", f"{v:.6g}") for k, v in s.items() if k.startswith("mst_class_")]
+    rows += [
+        (f"MST weight class {k.rsplit('_', 1)[1]}", f"{v:.6g}") for k, v in s.items() if k.startswith("mst_class_")
+    ]
     rows += [("events", f"{int(s['events'])}"), ("wall time", f"{wall:.3f} s")]
     for label, value in rows:
         click.echo(f"  {label:22s} {value}")
     if jobs_out is not None:
         click.echo(f"  per-job rows written to {jobs_out}")
-
 
 
 @main.command()
@@ -276,16 +313,22 @@ def plan(spec_file: Path) -> None:
     click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
     click.echo(f"  configurations    {len(p.configs)}")
     if reps.select_best:
-        click.echo(f"  replications      select-best (KN, Kim & Nelson 2001) on {reps.metric}: delta {reps.delta:g}, "
-                   f"confidence {reps.confidence or 0.95:g}, n0 {reps.min}, then {reps.step} per round per surviving "
-                   f"policy, at most {reps.max}")
+        click.echo(
+            f"  replications      select-best (KN, Kim & Nelson 2001) on {reps.metric}: delta {reps.delta:g}, "
+            f"confidence {reps.confidence or 0.95:g}, n0 {reps.min}, then {reps.step} per round per surviving "
+            f"policy, at most {reps.max}"
+        )
     elif reps.adaptive and reps.target == "paired":
         what = "ratio" if reps.ratio else "difference"
-        click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until every policy's "
-                   f"paired 95% CI of the {what} of {reps.metric} to {reps.baseline} is within {reps.rel_halfwidth:.0%}")
+        click.echo(
+            f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until every policy's "
+            f"paired 95% CI of the {what} of {reps.metric} to {reps.baseline} is within {reps.rel_halfwidth:.0%}"
+        )
     elif reps.adaptive:
-        click.echo(f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
-                   f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean")
+        click.echo(
+            f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
+            f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean"
+        )
     else:
         click.echo(f"  replications      {reps.n}")
     click.echo(f"  simulations       {len(p.configs) * first}" + (" (first round)" if reps.adaptive else ""))
@@ -296,8 +339,10 @@ def plan(spec_file: Path) -> None:
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
     if spec.outputs.warmup:
-        click.echo(f"  warm-up deletion  {spec.outputs.warmup}: one cut per workload point (from pilot instances), "
-                   f"the same for every policy and replication")
+        click.echo(
+            f"  warm-up deletion  {spec.outputs.warmup}: one cut per workload point (from pilot instances), "
+            f"the same for every policy and replication"
+        )
 
 
 @main.command()
@@ -306,9 +351,12 @@ def plan(spec_file: Path) -> None:
 @click.option("--fresh", is_flag=True, help="Discard existing results of this sweep first.")
 @click.option("--tracking-uri", help="MLflow tracking URI (overrides the spec).")
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet only).")
-@click.option("--no-progress", is_flag=True, help="No progress line (round, simulations done/total, failed, elapsed, ETA).")
-def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool,
-        no_progress: bool) -> None:
+@click.option(
+    "--no-progress", is_flag=True, help="No progress line (round, simulations done/total, failed, elapsed, ETA)."
+)
+def run(
+    spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool, no_progress: bool
+) -> None:
     """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
     from schedlab.platform.runner import run_sweep
     from schedlab.platform.spec import load_spec
@@ -317,42 +365,58 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
     if tracking_uri:
         spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
     report = ProgressLine(enabled=not no_progress).run(
-        lambda progress: run_sweep(spec, address=address, fresh=fresh, tracking=False if no_tracking else None,
-                                   progress=progress))
+        lambda progress: run_sweep(
+            spec, address=address, fresh=fresh, tracking=False if no_tracking else None, progress=progress
+        )
+    )
     if report.grew:
         click.echo(report.grew)
-    click.echo(f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
-               f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
-               f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}")
+    click.echo(
+        f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
+        f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
+        f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}"
+    )
     if report.compaction is not None and report.compaction.groups:
         click.echo(report.compaction.line())
     if report.compaction_error:
-        click.echo(f"schedlab: warning: compaction of {report.results_dir} stopped ({report.compaction_error}); "
-                   f"every row is in place: `schedlab compact {report.results_dir}` finishes it", err=True)
+        click.echo(
+            f"schedlab: warning: compaction of {report.results_dir} stopped ({report.compaction_error}); "
+            f"every row is in place: `schedlab compact {report.results_dir}` finishes it",
+            err=True,
+        )
     tr = report.tracking
     if tr is not None and not tr.failed:
         from schedlab.platform.tracking_store import resolve_uri
 
-        click.echo(f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
-                   f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})")
+        click.echo(
+            f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
+            f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})"
+        )
     if tr is not None and tr.failed:
-        click.echo(f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
-                   f"`schedlab track {report.results_dir}` finishes it", err=True)
+        click.echo(
+            f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
+            f"`schedlab track {report.results_dir}` finishes it",
+            err=True,
+        )
     if report.at_max:
         reps = spec.replications
-        click.echo(f"{len(report.at_max)} workload point(s) stopped at max = {reps.max} replications with an "
-                   f"interval of {reps.metric} still wider than the target:", err=True)
+        click.echo(
+            f"{len(report.at_max)} workload point(s) stopped at max = {reps.max} replications with an "
+            f"interval of {reps.metric} still wider than the target:",
+            err=True,
+        )
         for where in report.at_max[:10]:
-            click.echo("  " + (" ".join(f"{k}={v}" for k, v in where.items()) or "(the one workload point)"),
-                       err=True)
+            click.echo("  " + (" ".join(f"{k}={v}" for k, v in where.items()) or "(the one workload point)"), err=True)
         if len(report.at_max) > 10:
             click.echo(f"  ... and {len(report.at_max) - 10} more", err=True)
     if report.failures:
-        click.echo(f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:",
-                   err=True)
+        click.echo(
+            f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:", err=True
+        )
         for f in report.failures[:5]:
-            click.echo(f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}",
-                       err=True)
+            click.echo(
+                f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}", err=True
+            )
         trace = report.failures[0].get("traceback")
         if trace:
             click.echo("first failure's traceback (your code's frames):\n  " + trace.replace("\n", "\n  "), err=True)
@@ -364,8 +428,9 @@ def run(spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | N
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
-@click.option("--metric", "metrics", multiple=True, default=["mst"], show_default=True,
-              help="Metric column (repeatable).")
+@click.option(
+    "--metric", "metrics", multiple=True, default=["mst"], show_default=True, help="Metric column (repeatable)."
+)
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
     """Mean, 95% CI half-width and n of metrics over replications."""
@@ -421,15 +486,20 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--baseline", required=True, help="The policy every other policy is compared with.")
 @click.option("--metric", default="mst", show_default=True, help="Metric column.")
-@click.option("--by", default=None,
-              help="Comma-separated workload-point columns (default: every varying parameter but the policies').")
+@click.option(
+    "--by",
+    default=None,
+    help="Comma-separated workload-point columns (default: every varying parameter but the policies').",
+)
 @click.option("--ratio", is_flag=True, help="Geometric mean ratio policy / baseline (interval on the log scale).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (method and rows).")
-def compare(results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool,
-            as_json: bool) -> None:
+def compare(
+    results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
+) -> None:
     """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p."""
-    from schedlab.platform.compare import compare as paired_compare, method_text
+    from schedlab.platform.compare import compare as paired_compare
+    from schedlab.platform.compare import method_text
 
     if as_csv and as_json:
         raise UserError("--csv and --json: choose one")
@@ -437,29 +507,77 @@ def compare(results_dir: Path, baseline: str, metric: str, by: str | None, ratio
     k = table["policy"].n_unique()
     method = method_text(baseline, k, ratio)
     if as_json:
-        click.echo(json.dumps({"metric": metric, "baseline": baseline, "estimate": "ratio" if ratio else "diff",
-                               "confidence": 0.95, "correction": "holm", "method": method,
-                               "rows": [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-                                        for r in table.to_dicts()]}, default=str, allow_nan=False))
+        click.echo(
+            json.dumps(
+                {
+                    "metric": metric,
+                    "baseline": baseline,
+                    "estimate": "ratio" if ratio else "diff",
+                    "confidence": 0.95,
+                    "correction": "holm",
+                    "method": method,
+                    "rows": [
+                        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                        for r in table.to_dicts()
+                    ],
+                },
+                default=str,
+                allow_nan=False,
+            )
+        )
         return
     if as_csv:
         click.echo(table.write_csv(), nl=False)
         return
     est = "ratio" if ratio else "diff"
-    keys = [c for c in table.columns if c not in ("policy", "baseline", "n", f"{metric}_mean", "baseline_mean", est,
-                                                   "ci_low", "ci_high", "halfwidth", "p_value", "p_holm",
-                                                   "significant")]
-    header = keys + ["policy", f"{metric} mean", f"{baseline} mean",
-                     f"{'ratio' if ratio else 'difference'} [95% CI]", "n", "p (Holm)", ""]
+    keys = [
+        c
+        for c in table.columns
+        if c
+        not in (
+            "policy",
+            "baseline",
+            "n",
+            f"{metric}_mean",
+            "baseline_mean",
+            est,
+            "ci_low",
+            "ci_high",
+            "halfwidth",
+            "p_value",
+            "p_holm",
+            "significant",
+        )
+    ]
+    header = keys + [
+        "policy",
+        f"{metric} mean",
+        f"{baseline} mean",
+        f"{'ratio' if ratio else 'difference'} [95% CI]",
+        "n",
+        "p (Holm)",
+        "",
+    ]
     rows = []
     for rec in table.iter_rows(named=True):
-        interval = (f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]" if rec["ci_low"] == rec["ci_low"]
-                    and rec["ci_low"] is not None else f"{rec[est]:.4g}")
+        interval = (
+            f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]"
+            if rec["ci_low"] == rec["ci_low"] and rec["ci_low"] is not None
+            else f"{rec[est]:.4g}"
+        )
         p = rec["p_holm"]
-        rows.append([str(rec[c]) for c in keys] + [rec["policy"], f"{rec[f'{metric}_mean']:.6g}",
-                                                   f"{rec['baseline_mean']:.6g}", interval, str(rec["n"]),
-                                                   "–" if p is None or p != p else f"{p:.3g}",
-                                                   "*" if rec["significant"] else ""])
+        rows.append(
+            [str(rec[c]) for c in keys]
+            + [
+                rec["policy"],
+                f"{rec[f'{metric}_mean']:.6g}",
+                f"{rec['baseline_mean']:.6g}",
+                interval,
+                str(rec["n"]),
+                "–" if p is None or p != p else f"{p:.3g}",
+                "*" if rec["significant"] else "",
+            ]
+        )
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     click.echo(f"{metric}: {method}")
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
@@ -474,17 +592,45 @@ def compare(results_dir: Path, baseline: str, metric: str, by: str | None, ratio
 @click.option("--by", default="policy", show_default=True, help="One line per value of this column.")
 @click.option("--ratio-to", help="Plot the paired geometric-mean ratio to this policy (interval on the log ratios).")
 @click.option("--facet", help="One panel per value of this column.")
-@click.option("--where", "where_items", multiple=True, metavar="COL=VALUE",
-              help="Hold a parameter that varies in the sweep at one value (repeatable).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Figure file, .pdf or .svg (default: DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG and a CSV of "
-                   "the drawn points go beside it.")
-@click.option("--logx", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
-              help="Log x axis; auto: when the values are positive and span 2 decades or more.")
-@click.option("--logy", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
-              help="Log y axis (intervals then computed on the log scale); auto as for --logx.")
-def plot_cmd(results_dir: Path, x: str, y: str, by: str, ratio_to: str | None, facet: str | None,
-             where_items: tuple[str, ...], out: Path | None, logx: str, logy: str) -> None:
+@click.option(
+    "--where",
+    "where_items",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Hold a parameter that varies in the sweep at one value (repeatable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Figure file, .pdf or .svg (default: DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG and a CSV of "
+    "the drawn points go beside it.",
+)
+@click.option(
+    "--logx",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Log x axis; auto: when the values are positive and span 2 decades or more.",
+)
+@click.option(
+    "--logy",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Log y axis (intervals then computed on the log scale); auto as for --logx.",
+)
+def plot_cmd(
+    results_dir: Path,
+    x: str,
+    y: str,
+    by: str,
+    ratio_to: str | None,
+    facet: str | None,
+    where_items: tuple[str, ...],
+    out: Path | None,
+    logx: str,
+    logy: str,
+) -> None:
     """A figure of a sweep: means (or paired ratios) with 95% CIs, PDF + 300-dpi PNG.
 
     Every parameter other than --x, --by and --facet must be fixed within a
@@ -499,8 +645,9 @@ def plot_cmd(results_dir: Path, x: str, y: str, by: str, ratio_to: str | None, f
         if not sep or not key.strip():
             raise UserError(f"--where {item!r}: expected COL=VALUE (e.g. --where sigma=0.5)")
         where[key.strip()] = value.strip()
-    result = draw(results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy,
-                  where=where)
+    result = draw(
+        results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy, where=where
+    )
     scales = f"log x: {'yes' if result.logx else 'no'}, log y: {'yes' if result.logy else 'no'}"
     click.echo(f"{result.vector} ({scales})")
     click.echo(f"{result.png} ({result.png.stat().st_size} bytes, 300 dpi)")
@@ -556,18 +703,29 @@ def pipelines_list() -> None:
 
 @pipelines.command("run")
 @click.argument("name")
-@click.option("--scale", default="quick", show_default=True, metavar="quick|paper",
-              help="quick: minutes on a laptop; paper: the paper's settings.")
+@click.option(
+    "--scale",
+    default="quick",
+    show_default=True,
+    metavar="quick|paper",
+    help="quick: minutes on a laptop; paper: the paper's settings.",
+)
 @click.option("--address", help="Ray cluster address (default: local Ray started in-process).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Output dir (default: results/pipelines/NAME).")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), help="Output dir (default: results/pipelines/NAME)."
+)
 @click.option("--fresh", is_flag=True, help="Discard existing results of the pipeline's sweeps first.")
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet, figures and report.md only).")
-@click.option("--subset", type=float, metavar="FRACTION",
-              help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
-                   "says so and gives 95 % intervals).")
-def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, fresh: bool,
-                  no_tracking: bool, subset: float | None) -> None:
+@click.option(
+    "--subset",
+    type=float,
+    metavar="FRACTION",
+    help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
+    "says so and gives 95 % intervals).",
+)
+def pipelines_run(
+    name: str, scale: str, address: str | None, out: Path | None, fresh: bool, no_tracking: bool, subset: float | None
+) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale
     from schedlab.pipelines.registry import get_pipeline
@@ -584,14 +742,26 @@ def pipelines_run(name: str, scale: str, address: str | None, out: Path | None, 
         dfrs_common.split_subset({dfrs_common.SUBSET_KEY: subset})  # a bad fraction: one line, before Ray starts
         overrides = {dfrs_common.SUBSET_KEY: subset}
     result = ProgressLine().run(
-        lambda progress: run_pipeline(name, scale, address=address, out=out, fresh=fresh, tracking=not no_tracking,
-                                      progress=progress, overrides=overrides))
+        lambda progress: run_pipeline(
+            name,
+            scale,
+            address=address,
+            out=out,
+            fresh=fresh,
+            tracking=not no_tracking,
+            progress=progress,
+            overrides=overrides,
+        )
+    )
     for f in result.figures:
         held = sum(c.holds for c in f.checks)
         click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
         for c in f.checks:
-            caveat = f"; n = {c.n if c.n is not None else f.replications}: too few replications" if c.too_few(
-                f.replications) else ""
+            caveat = (
+                f"; n = {c.n if c.n is not None else f.replications}: too few replications"
+                if c.too_few(f.replications)
+                else ""
+            )
             click.echo(f"  [{'holds' if c.holds else 'does not hold'}{caveat}] {c.claim}")
     click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
     if result.failures:
@@ -633,11 +803,17 @@ def inspect_cmd(path: Path, reader: str | None, on_bad_line: str, options: tuple
     else:
         click.echo(render(info, str(path), reader))
 
+
 @main.command("check-policy")
 @click.argument("ref")
 @click.option("--engine", help="queue, packing, batch or dfrs (required).")
-@click.option("--param", "param_items", multiple=True, metavar="KEY=VALUE",
-              help="A policy parameter as a TOML value (repeatable): --param alpha=0.5 --param mode='\"fast\"'.")
+@click.option(
+    "--param",
+    "param_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A policy parameter as a TOML value (repeatable): --param alpha=0.5 --param mode='\"fast\"'.",
+)
 @click.option("--examples", type=int, default=200, show_default=True, help="Random workloads to try.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the workload search.")
 def check_policy_cmd(ref: str, engine: str | None, param_items: tuple[str, ...], examples: int, seed: int) -> None:
@@ -673,11 +849,15 @@ def _toml_params(items: tuple[str, ...]) -> dict[str, object]:
         try:
             parsed = tomllib.loads(f"x = {value}")["x"]
         except tomllib.TOMLDecodeError:
-            raise UserError(f"--param {item!r}: {value!r} is not a TOML value (numbers as 0.5, booleans as true, "
-                            f"strings in quotes: {key}='\"{value}\"')") from None
+            raise UserError(
+                f"--param {item!r}: {value!r} is not a TOML value (numbers as 0.5, booleans as true, "
+                f"strings in quotes: {key}='\"{value}\"')"
+            ) from None
         if isinstance(parsed, (dict, list)):
-            raise UserError(f"--param {item!r}: give one value (a TOML number, boolean or string), not "
-                            f"{'an array' if isinstance(parsed, list) else 'a table'}")
+            raise UserError(
+                f"--param {item!r}: give one value (a TOML number, boolean or string), not "
+                f"{'an array' if isinstance(parsed, list) else 'a table'}"
+            )
         out[key] = parsed
     return out
 

@@ -119,13 +119,13 @@ import numpy as np
 from scipy.optimize import linprog
 
 from schedlab.errors import PolicyError, UserError
-from schedlab.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.sim.stretch_bound import (
     UsageProfile,
     bounded_stretch,
     max_stretch_lower_bound,
     normalized_underutilization,
 )
+from schedlab.sim.system import DFRS as DFRS_SYSTEM
 
 DEFAULT_PENALTY = 300.0
 MEM_EPS = 1e-9  # memory tolerance (node-memory units)
@@ -210,12 +210,19 @@ class DfrsState:
     def by_priority(self, jobs) -> list[int]:
         return sorted(jobs, key=self.priority_key)
 
+    def nodes_of(self, j: int) -> np.ndarray:
+        """The node of each task of job ``j``, which must be placed (running)."""
+        nodes = self.where[j]
+        if nodes is None:
+            raise ValueError(f"job {j} is not placed")
+        return nodes
+
     # -- mapping changes -----------------------------------------------------
     # _release / _acquire: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
     def _release(self, j: int) -> None:
         from schedlab.sim.dfrs_fast import release_kernel
 
-        release_kernel(self.free_mem, self.load, self.where[j], self.mem[j], self.cpu[j])
+        release_kernel(self.free_mem, self.load, self.nodes_of(j), self.mem[j], self.cpu[j])
         self.where[j] = None
 
     def _acquire(self, j: int, nodes: np.ndarray) -> None:
@@ -227,8 +234,9 @@ class DfrsState:
         if k == -2:
             raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
         if k >= 0:
-            raise DfrsCapacityError(f"t={self.now}: placing job {j} overfills the memory of node {k} "
-                                    f"({1.0 - self.free_mem[k]:.6g} > 1)")
+            raise DfrsCapacityError(
+                f"t={self.now}: placing job {j} overfills the memory of node {k} ({1.0 - self.free_mem[k]:.6g} > 1)"
+            )
         self.where[j] = nodes
 
     def apply(self, *, pauses=(), moves=None, places=None) -> None:
@@ -292,6 +300,7 @@ class DfrsState:
 
 # -- resource allocation (§4.6) ------------------------------------------------
 
+
 def max_min_yields(A: np.ndarray) -> np.ndarray:
     """Progressive filling: the max-min fair y in [0, 1] with A y <= 1.
     Compiled (``schedlab.sim.dfrs_fast.max_min_kernel``, bit-identical to
@@ -336,12 +345,13 @@ def running_incidence(state: DfrsState, jobs: list[int], over: np.ndarray) -> tu
 
     row_of = np.full(state.nodes, -1, dtype=np.int64)
     row_of[over] = np.arange(len(over))
-    wh = [state.where[j] for j in jobs]
+    wh = [state.nodes_of(j) for j in jobs]
     ptr = np.zeros(len(jobs) + 1, dtype=np.int64)
     np.cumsum([len(w) for w in wh], out=ptr[1:])
     jarr = np.asarray(jobs, dtype=np.int64)
-    idx, A = hit_incidence_kernel(row_of, len(over), np.concatenate(wh).astype(np.int64, copy=False), ptr,
-                                  state.cpu_arr[jarr])
+    idx, A = hit_incidence_kernel(
+        row_of, len(over), np.concatenate(wh).astype(np.int64, copy=False), ptr, state.cpu_arr[jarr]
+    )
     return jarr[idx], A
 
 
@@ -391,7 +401,10 @@ def check_state(state: DfrsState) -> None:
             raise DfrsCheckError(f"t={state.now}: job {j} is not placed but has yield {state.y[j]}")
     if mem.max(initial=0.0) > 1.0 + MEM_EPS * 10:
         raise DfrsCheckError(f"t={state.now}: node {int(mem.argmax())} memory {mem.max()} > 1")
-    if np.abs(mem - (1.0 - state.free_mem)).max(initial=0.0) > 1e-7 or np.abs(load - state.load).max(initial=0.0) > 1e-7:
+    if (
+        np.abs(mem - (1.0 - state.free_mem)).max(initial=0.0) > 1e-7
+        or np.abs(load - state.load).max(initial=0.0) > 1e-7
+    ):
         raise DfrsCheckError(f"t={state.now}: node bookkeeping drifted")
     if state.y.min() < -CPU_CHECK_TOL or state.y.max() > 1.0 + CPU_CHECK_TOL:
         raise DfrsCheckError(f"t={state.now}: yield outside [0, 1]")
@@ -400,6 +413,7 @@ def check_state(state: DfrsState) -> None:
 
 
 # -- the event loop ------------------------------------------------------------
+
 
 @dataclass
 class DfrsResult:
@@ -410,9 +424,21 @@ class DfrsResult:
     snapshots: list = field(default_factory=list)
 
 
-def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, penalty: float = DEFAULT_PENALTY,
-                  check: bool = False, snapshots: bool = False, hidden=None,
-                  star_pass: str = "completion") -> DfrsResult:
+def simulate_dfrs(
+    release,
+    processing,
+    tasks,
+    cpu,
+    mem,
+    nodes: int,
+    policy,
+    *,
+    penalty: float = DEFAULT_PENALTY,
+    check: bool = False,
+    snapshots: bool = False,
+    hidden=None,
+    star_pass: str = "completion",
+) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
     must fit on the empty cluster (checked by :func:`run_table`).
@@ -466,10 +492,14 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
             t_next = min(t_next, t_per)
         if t_next == inf:
             if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
-                raise PolicyError(f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
-                                  "and nothing arrives (every running job has yield 0)")
-            raise PolicyError(f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
-                               "(the policy left an idle cluster with jobs it never places)")
+                raise PolicyError(
+                    f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
+                    "and nothing arrives (every running job has yield 0)"
+                )
+            raise PolicyError(
+                f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
+                "(the policy left an idle cluster with jobs it never places)"
+            )
         dt = t_next - t
         if dt > 0:
             times.append(t)
@@ -500,6 +530,7 @@ def simulate_dfrs(release, processing, tasks, cpu, mem, nodes: int, policy, *, p
             demand += demand_j[j]
             policy.on_arrival(st, j)
         if t_per <= t:
+            assert period  # t_per is finite only with a period
             while t_per < t:  # instants passed while idle are skipped
                 k_per += 1
                 t_per = t0 + k_per * period
@@ -540,11 +571,12 @@ def _greedy_family(policy) -> bool:
     return isinstance(policy, GreedyStar)
 
 
-def _num_column(jobs, name: str, default: float | None) -> np.ndarray | None:
+def _num_column(jobs, name: str, default: float | None) -> np.ndarray:
     if name in jobs.columns:
-        return jobs[name].to_numpy().astype(float)
-    if default is None:
-        return None
+        column: np.ndarray = jobs[name].to_numpy().astype(float)
+        return column
+    if default is None:  # the [system] declaration's rule requires one of the two; a direct call may omit both
+        raise UserError(f"dfrs engine: the job table has no {name!r} column and no {name} value was given")
     return np.full(jobs.height, float(default))
 
 
@@ -555,9 +587,20 @@ def tasks_per_node(memory: np.ndarray) -> np.ndarray:
     return np.floor((1.0 + MEM_EPS) / np.asarray(memory, dtype=float)).astype(np.int64)
 
 
-def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY, cpu_need: float = 1.0,
-              memory: float = 0.1, bound: bool = False, check: bool = False, oversize: str = "error",
-              star_pass: str = "completion", **params: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def run_table(
+    jobs,
+    policy_cls,
+    *,
+    nodes: int,
+    penalty: float = DEFAULT_PENALTY,
+    cpu_need: float = 1.0,
+    memory: float = 0.1,
+    bound: bool = False,
+    check: bool = False,
+    oversize: str = "error",
+    star_pass: str = "completion",
+    **params: Any,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
     optional per-job ``cpu_need`` / ``memory`` columns (the annotation; when
     absent every task gets ``cpu_need`` / ``memory``). ``nodes``: cluster
@@ -568,9 +611,19 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     ``star_pass``: when the Greedy '*' pass runs (module docstring). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
-    DFRS_SYSTEM.check_call({"nodes": nodes, "penalty": penalty, "cpu_need": cpu_need, "memory": memory,
-                            "bound": bound, "oversize": oversize, "star_pass": star_pass}, "dfrs engine",
-                           jobs.columns)
+    DFRS_SYSTEM.check_call(
+        {
+            "nodes": nodes,
+            "penalty": penalty,
+            "cpu_need": cpu_need,
+            "memory": memory,
+            "bound": bound,
+            "oversize": oversize,
+            "star_pass": star_pass,
+        },
+        "dfrs engine",
+        jobs.columns,
+    )
     for col in ("job_id", "submit", "runtime", "procs"):
         if col not in jobs.columns:
             raise UserError(f"dfrs engine: the job table needs a {col!r} column")
@@ -580,9 +633,13 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     procs = jobs["procs"].to_numpy().astype(np.int64)
     cpu = _num_column(jobs, "cpu_need", cpu_need)
     mem = _num_column(jobs, "memory", memory)
-    checks = (("submit", ~np.isfinite(submit), "is not finite"), ("runtime", ~(runtime >= 0) | ~np.isfinite(runtime), "must be finite and >= 0"),
-              ("procs", procs < 1, "must be >= 1"), ("cpu_need", ~((cpu > 0) & (cpu <= 1)), "must be in (0, 1]"),
-              ("memory", ~((mem > 0) & (mem <= 1)), "must be in (0, 1]"))
+    checks = (
+        ("submit", ~np.isfinite(submit), "is not finite"),
+        ("runtime", ~(runtime >= 0) | ~np.isfinite(runtime), "must be finite and >= 0"),
+        ("procs", procs < 1, "must be >= 1"),
+        ("cpu_need", ~((cpu > 0) & (cpu <= 1)), "must be in (0, 1]"),
+        ("memory", ~((mem > 0) & (mem <= 1)), "must be in (0, 1]"),
+    )
     for name, mask, what in checks:
         bad = np.flatnonzero(mask)
         if bad.size:
@@ -593,8 +650,10 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     if dropped:
         if oversize == "error":
             k = int(np.flatnonzero(big)[0])
-            raise UserError(f"dfrs engine: job {job_id[k]} has {procs[k]} tasks of memory {mem[k]} but the cluster "
-                            f"holds at most {int(nodes) * per_node[k]} (use oversize='drop' to drop and count such jobs)")
+            raise UserError(
+                f"dfrs engine: job {job_id[k]} has {procs[k]} tasks of memory {mem[k]} but the cluster "
+                f"holds at most {int(nodes) * per_node[k]} (use oversize='drop' to drop and count such jobs)"
+            )
         keep = ~big
         job_id, submit, runtime, procs, cpu, mem = (a[keep] for a in (job_id, submit, runtime, procs, cpu, mem))
     try:
@@ -602,34 +661,62 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     except TypeError as exc:
         raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
     started = time.perf_counter()
-    res = simulate_dfrs(submit, runtime, procs, cpu, mem, int(nodes), policy, penalty=float(penalty), check=check,
-                        star_pass=star_pass)
+    res = simulate_dfrs(
+        submit, runtime, procs, cpu, mem, int(nodes), policy, penalty=float(penalty), check=check, star_pass=star_pass
+    )
     st = res.state
     n = len(submit)
     stretch = bounded_stretch(submit, runtime, st.end)
     summary: dict[str, Any] = {"n_jobs": float(n)}
     if n:
         total_work = float(np.sum(cpu * procs * runtime))
-        underutil = (normalized_underutilization(float(nodes), profile=res.profile, total_work=total_work)
-                     if total_work > 0 else math.nan)
-        summary.update(stretch_mean=float(stretch.mean()), stretch_max=float(stretch.max()),
-                       makespan=float(st.end.max() - submit.min()), underutilization=underutil)
+        underutil = (
+            normalized_underutilization(float(nodes), profile=res.profile, total_work=total_work)
+            if total_work > 0
+            else math.nan
+        )
+        summary.update(
+            stretch_mean=float(stretch.mean()),
+            stretch_max=float(stretch.max()),
+            makespan=float(st.end.max() - submit.min()),
+            underutilization=underutil,
+        )
     else:
         summary.update(stretch_mean=math.nan, stretch_max=math.nan, makespan=math.nan, underutilization=math.nan)
-    summary.update(pauses=float(st.pauses.sum()), migrations=float(st.migrations.sum()),
-                   migrated_tasks=float(st.migrated_tasks.sum()), mem_moved=float(st.mem_moved.sum()))
+    summary.update(
+        pauses=float(st.pauses.sum()),
+        migrations=float(st.migrations.sum()),
+        migrated_tasks=float(st.migrated_tasks.sum()),
+        mem_moved=float(st.mem_moved.sum()),
+    )
     wall = time.perf_counter() - started
     if bound and n:
         b0 = time.perf_counter()
         lb = max_stretch_lower_bound(submit, runtime, procs, cpu, float(nodes))
-        summary.update(stretch_lower_bound=lb, degradation=summary["stretch_max"] / lb,
-                       bound_seconds=time.perf_counter() - b0)
-    summary.update(events=float(res.events), lp_failures=float(res.lp_failures), sim_seconds=wall,
-                   nodes=float(nodes), penalty=float(penalty), dropped_oversize=float(dropped))
+        summary.update(
+            stretch_lower_bound=lb, degradation=summary["stretch_max"] / lb, bound_seconds=time.perf_counter() - b0
+        )
+    summary.update(
+        events=float(res.events),
+        lp_failures=float(res.lp_failures),
+        sim_seconds=wall,
+        nodes=float(nodes),
+        penalty=float(penalty),
+        dropped_oversize=float(dropped),
+    )
     per_job = {
-        "job_id": job_id, "submit": submit, "start": st.start, "end": st.end, "procs": procs,
-        "runtime": runtime, "cpu_need": cpu, "memory": mem, "stretch": stretch,
-        "pauses": st.pauses, "migrations": st.migrations, "migrated_tasks": st.migrated_tasks,
+        "job_id": job_id,
+        "submit": submit,
+        "start": st.start,
+        "end": st.end,
+        "procs": procs,
+        "runtime": runtime,
+        "cpu_need": cpu,
+        "memory": mem,
+        "stretch": stretch,
+        "pauses": st.pauses,
+        "migrations": st.migrations,
+        "migrated_tasks": st.migrated_tasks,
         "mem_moved": st.mem_moved,
     }
     return per_job, summary

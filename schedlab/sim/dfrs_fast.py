@@ -173,13 +173,13 @@ def greedy_place_kernel(free_mem, load, tasks, mem, cpu, mem_eps):
         if slots[k] > 0:
             hs = hpush(hk, hi, hs, load[k], np.int64(k))
     for t in range(tasks):
-        l = hk[0]
+        least = hk[0]
         k = hi[0]
         hs = hpop(hk, hi, hs)
         out[t] = k
         slots[k] -= 1
         if slots[k] > 0:
-            hs = hpush(hk, hi, hs, l + cpu, k)
+            hs = hpush(hk, hi, hs, least + cpu, k)
     return True, out
 
 
@@ -187,10 +187,12 @@ def greedy_place_kernel(free_mem, load, tasks, mem, cpu, mem_eps):
 
 #: (symbol of cblas_dgemv, symbol of cblas_ddot, 64-bit BLAS integers): the builds numpy ships
 #: (scipy-openblas64 in the PyPI wheels, with its prefix and suffix) and a plain CBLAS.
-_BLAS_SYMBOLS = (("scipy_cblas_dgemv64_", "scipy_cblas_ddot64_", True),
-                 ("cblas_dgemv64_", "cblas_ddot64_", True),
-                 ("scipy_cblas_dgemv", "scipy_cblas_ddot", False),
-                 ("cblas_dgemv", "cblas_ddot", False))
+_BLAS_SYMBOLS = (
+    ("scipy_cblas_dgemv64_", "scipy_cblas_ddot64_", True),
+    ("cblas_dgemv64_", "cblas_ddot64_", True),
+    ("scipy_cblas_dgemv", "scipy_cblas_ddot", False),
+    ("cblas_dgemv", "cblas_ddot", False),
+)
 _ROW_MAJOR, _TRANS = 101, 112  # CBLAS enum values (cblas.h)
 
 
@@ -207,12 +209,28 @@ def _call_dgemv(typingctx, addr, ilp64, m, n, lda, a, x, y):
         i32, dbl = ir.IntType(32), ir.DoubleType()
         ptr = dbl.as_pointer()
         data = [context.make_array(t)(context, builder, v).data for t, v in zip(signature.args[5:], (a_v, x_v, y_v))]
+
         def call(it, mm, nn, ll):
             fnty = ir.FunctionType(ir.VoidType(), [i32, i32, it, it, dbl, ptr, it, ptr, it, dbl, ptr, it])
             fn = builder.inttoptr(addr_v, fnty.as_pointer())
             one = ir.Constant(it, 1)
-            builder.call(fn, [ir.Constant(i32, _ROW_MAJOR), ir.Constant(i32, _TRANS), mm, nn, ir.Constant(dbl, 1.0),
-                              data[0], ll, data[1], one, ir.Constant(dbl, 0.0), data[2], one])
+            builder.call(
+                fn,
+                [
+                    ir.Constant(i32, _ROW_MAJOR),
+                    ir.Constant(i32, _TRANS),
+                    mm,
+                    nn,
+                    ir.Constant(dbl, 1.0),
+                    data[0],
+                    ll,
+                    data[1],
+                    one,
+                    ir.Constant(dbl, 0.0),
+                    data[2],
+                    one,
+                ],
+            )
 
         with builder.if_else(builder.icmp_unsigned("!=", ilp_v, ir.Constant(ilp_v.type, 0))) as (wide, narrow):
             with wide:
@@ -275,7 +293,7 @@ def _masked_matvec(A, take, y, out, buf, xs, gemv, dot, ilp64):
         for k in range(K):
             out[k] = 0.0 + buf[k] * xs[0]
     else:
-        _call_dgemv(gemv, ilp64, m, K, K, buf[:m * K], xs[:m], out)
+        _call_dgemv(gemv, ilp64, m, K, K, buf[: m * K], xs[:m], out)
 
 
 @njit(**HOT)
@@ -459,8 +477,26 @@ def blas_functions():
 
 def _bridge_agrees(gemv: int, dot: int, ilp64: bool) -> bool:
     rng = np.random.default_rng(20261125)
-    for K, m in ((0, 3), (3, 0), (1, 1), (1, 2), (1, 9), (1, 70), (2, 1), (5, 1), (2, 2), (3, 5), (4, 4),
-                 (7, 9), (16, 16), (33, 17), (128, 46), (130, 130), (64, 300), (300, 7)):
+    for K, m in (
+        (0, 3),
+        (3, 0),
+        (1, 1),
+        (1, 2),
+        (1, 9),
+        (1, 70),
+        (2, 1),
+        (5, 1),
+        (2, 2),
+        (3, 5),
+        (4, 4),
+        (7, 9),
+        (16, 16),
+        (33, 17),
+        (128, 46),
+        (130, 130),
+        (64, 300),
+        (300, 7),
+    ):
         for _ in range(3):
             A = rng.uniform(0.0, 1.0, (K, m)) * rng.integers(0, 3, (K, m))
             x = rng.uniform(0.0, 1.0, m)

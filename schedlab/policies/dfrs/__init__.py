@@ -40,7 +40,13 @@ from schedlab.policies.dfrs.greedy import (
 )
 from schedlab.policies.dfrs.stretch import STRETCH_PER_POLICIES
 
-DFRS_POLICIES: dict[str, type] = {**GREEDY_POLICIES, **GREEDY_PER_POLICIES, **GREEDY_PER_LIMIT_POLICIES, **MCB8_POLICIES,
-                                 **NO_STAR_PER_POLICIES, **STRETCH_PER_POLICIES}
+DFRS_POLICIES: dict[str, type] = {
+    **GREEDY_POLICIES,
+    **GREEDY_PER_POLICIES,
+    **GREEDY_PER_LIMIT_POLICIES,
+    **MCB8_POLICIES,
+    **NO_STAR_PER_POLICIES,
+    **STRETCH_PER_POLICIES,
+}
 
 __all__ = ["DFRS_POLICIES", "STRETCH_PER_POLICIES", "GreedyPMStar", "GreedyPStar", "GreedyStar"]

@@ -49,5 +49,5 @@ class DfrsPolicy(ABC):
     def on_completion(self, state) -> None:
         """Jobs completed at ``state.now`` (called once per such instant)."""
 
-    def on_period(self, state) -> None:
+    def on_period(self, state) -> None:  # noqa: B027  (optional hook: by default a period does nothing)
         """A periodic instant (only when ``period`` is set)."""

@@ -64,12 +64,13 @@ goes on). A resumed job pays the penalty; a first start does not.
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
 import numpy as np
 
-from schedlab.sim.dfrs import MEM_EPS, RUNNING, DfrsState, task_slots
 from schedlab.policies.dfrs.base import DfrsPolicy
+from schedlab.sim.dfrs import MEM_EPS, RUNNING, DfrsState, task_slots
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
@@ -81,8 +82,14 @@ def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float,
     ``schedlab.sim.dfrs_fast.greedy_place_kernel``."""
     from schedlab.sim.dfrs_fast import greedy_place_kernel
 
-    ok, out = greedy_place_kernel(np.ascontiguousarray(free_mem, dtype=float), np.ascontiguousarray(load, dtype=float),
-                                  int(tasks), float(mem), float(cpu), MEM_EPS)
+    ok, out = greedy_place_kernel(
+        np.ascontiguousarray(free_mem, dtype=float),
+        np.ascontiguousarray(load, dtype=float),
+        int(tasks),
+        float(mem),
+        float(cpu),
+        MEM_EPS,
+    )
     return out.tolist() if ok else None
 
 
@@ -212,8 +219,7 @@ class PeriodicMCB8:
     minvt: float | None = None  # class defaults, set by the registered .../MINVT=b and .../MINFT=b names
     minft: float | None = None
 
-    def __init__(self, period: float = DEFAULT_PERIOD, minvt: float | None = None,
-                 minft: float | None = None) -> None:
+    def __init__(self, period: float = DEFAULT_PERIOD, minvt: float | None = None, minft: float | None = None) -> None:
         if isinstance(period, bool) or not isinstance(period, (int, float)) or not (0 < period < math.inf):
             raise TypeError(f"period must be a number > 0 (got {period!r})")
         self.period = float(period)
@@ -242,7 +248,7 @@ def _pinned(st: DfrsState, minvt: float | None, minft: float | None) -> dict[int
         young = [j for j in st.running if st.now - st.release[j] < minft]
     else:
         return {}
-    return {j: st.where[j].tolist() for j in sorted(young)}
+    return {j: st.nodes_of(j).tolist() for j in sorted(young)}
 
 
 def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = None) -> None:
@@ -287,7 +293,7 @@ class MCB8Star(DfrsPolicy):
         mcb8_remap(st, self.minvt, self.minft)
 
 
-def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: set[int] = frozenset()) -> np.ndarray:
+def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: AbstractSet[int] = frozenset()) -> np.ndarray:
     """Nodes are identical, so any permutation of MCB8's bins is an equally
     valid mapping: bin b goes to node relabel[b], the permutation maximising
     the memory that stays in place, sum over running jobs of
@@ -318,67 +324,104 @@ def _relabel(st: DfrsState, mapping: dict[int, list[int]], fixed: set[int] = fro
     for r, j in enumerate(run):
         new_bins.extend(mapping[j])
         new_ptr[r + 1] = len(new_bins)
-        old_nodes.append(st.where[j])
-        old_ptr[r + 1] = old_ptr[r] + len(st.where[j])
-    W = relabel_weights(pos, len(free), np.asarray([st.mem[j] for j in run], dtype=float), new_ptr,
-                        np.asarray(new_bins, dtype=np.int64), old_ptr,
-                        np.concatenate(old_nodes).astype(np.int64) if old_nodes else np.zeros(0, dtype=np.int64))
+        old_nodes.append(st.nodes_of(j))
+        old_ptr[r + 1] = old_ptr[r] + len(old_nodes[-1])
+    W = relabel_weights(
+        pos,
+        len(free),
+        np.asarray([st.mem[j] for j in run], dtype=float),
+        new_ptr,
+        np.asarray(new_bins, dtype=np.int64),
+        old_ptr,
+        np.concatenate(old_nodes).astype(np.int64) if old_nodes else np.zeros(0, dtype=np.int64),
+    )
     rows, cols = linear_sum_assignment(W, maximize=True)
     relabel[free[rows]] = free[cols]
     return relabel
 
 
-def _with_per(base: type[GreedyStar]) -> type[GreedyStar]:
+def _with_per(base: type[DfrsPolicy]) -> type[DfrsPolicy]:
     name = f"{base.name}/per"
-    return type(name, (PeriodicMCB8, base), {
-        "name": name, "summary": f"{base.summary}; MCB8 remapping every period (default 600 s)",
-        "__doc__": f"{base.__doc__} Periodic MCB8 remapping (/per).", "__module__": __name__})
+    return type(
+        name,
+        (PeriodicMCB8, base),
+        {
+            "name": name,
+            "summary": f"{base.summary}; MCB8 remapping every period (default 600 s)",
+            "__doc__": f"{base.__doc__} Periodic MCB8 remapping (/per).",
+            "__module__": __name__,
+        },
+    )
 
 
-def _with_opt(base: type[GreedyStar], opt: str) -> type[GreedyStar]:
+def _with_opt(base: type[DfrsPolicy], opt: str) -> type[DfrsPolicy]:
     name = f"{base.name}/OPT={opt}"
     what = "max-min yields (iterative)" if opt == "MIN" else "max average yield (LP) above the max-min floor"
-    cls = type(name, (base,), {"name": name, "opt": opt, "summary": f"{base.summary}; {what}",
-                               "__doc__": f"{base.__doc__} Resource allocation OPT={opt}.",
-                               "__module__": __name__})
+    cls = type(
+        name,
+        (base,),
+        {
+            "name": name,
+            "opt": opt,
+            "summary": f"{base.summary}; {what}",
+            "__doc__": f"{base.__doc__} Resource allocation OPT={opt}.",
+            "__module__": __name__,
+        },
+    )
     return cls
 
 
 _BASES = (GreedyStar, GreedyPStar, GreedyPMStar)
-GREEDY_POLICIES: dict[str, type[GreedyStar]] = {
+GREEDY_POLICIES: dict[str, type[DfrsPolicy]] = {
     c.name: c for base in _BASES for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))
 }
-GREEDY_PER_POLICIES: dict[str, type[GreedyStar]] = {
+GREEDY_PER_POLICIES: dict[str, type[DfrsPolicy]] = {
     c.name: c for base in _BASES for c in (_with_opt(_with_per(base), "MIN"), _with_opt(_with_per(base), "AVG"))
 }
 MIN_BOUNDS = (300.0, 600.0)  # the bounds of the paper's experiments (§5.1)
 
 
-def _with_limit(base: type[GreedyStar], kind: str, bound: float) -> type[GreedyStar]:
+def _with_limit(base: type[DfrsPolicy], kind: str, bound: float) -> type[DfrsPolicy]:
     name = f"{base.name}/{kind}={bound:g}"
     what = "virtual" if kind == "MINVT" else "flow"
-    return type(name, (base,), {
-        "name": name, kind.lower(): float(bound), "__module__": __name__,
-        "summary": f"{base.summary}; the periodic remap keeps running jobs with {what} time < {bound:g} s in place",
-        "__doc__": f"{base.__doc__} {kind}={bound:g}: running jobs with {what} time < {bound:g} s may be "
-                   "paused by the periodic MCB8 but not migrated."})
+    return type(
+        name,
+        (base,),
+        {
+            "name": name,
+            kind.lower(): float(bound),
+            "__module__": __name__,
+            "summary": f"{base.summary}; the periodic remap keeps running jobs with {what} time < {bound:g} s in place",
+            "__doc__": f"{base.__doc__} {kind}={bound:g}: running jobs with {what} time < {bound:g} s may be "
+            "paused by the periodic MCB8 but not migrated.",
+        },
+    )
 
 
 # GreedyPM*/per/OPT=MIN/MINVT=600 etc.: /per families x OPT=MIN/AVG x MINVT/MINFT x 300/600
-GREEDY_PER_LIMIT_POLICIES: dict[str, type[GreedyStar]] = {
-    c.name: c for per in GREEDY_PER_POLICIES.values() for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
+GREEDY_PER_LIMIT_POLICIES: dict[str, type[DfrsPolicy]] = {
+    c.name: c
+    for per in GREEDY_PER_POLICIES.values()
+    for kind in ("MINVT", "MINFT")
+    for b in MIN_BOUNDS
     for c in (_with_limit(per, kind, b),)
 }
 
-def _without_star(base: type, name: str, on_arrival: bool = True) -> type:
+
+def _without_star(base: type[DfrsPolicy], name: str, on_arrival: bool = True) -> type[DfrsPolicy]:
     """The form without the opportunistic '*' (§4.5): nothing is done on a
     completion (and, for the bare /per algorithm, nothing on a submission
     either); waiting and paused jobs are placed by the next periodic MCB8
     remap, which is why these forms exist only with /per."""
-    attrs = {"name": name, "on_completion": lambda self, st: None, "__module__": __name__,
-             "summary": base.summary.replace(" and opportunistically on completion", "")
-                                    .replace(" and on completion", "").replace(", Greedy on completion", ""),
-             "__doc__": f"{base.__doc__} Without '*': nothing happens on a completion."}
+    attrs = {
+        "name": name,
+        "on_completion": lambda self, st: None,
+        "__module__": __name__,
+        "summary": base.summary.replace(" and opportunistically on completion", "")
+        .replace(" and on completion", "")
+        .replace(", Greedy on completion", ""),
+        "__doc__": f"{base.__doc__} Without '*': nothing happens on a completion.",
+    }
     if not on_arrival:
         attrs["on_arrival"] = lambda self, st, j: None
         attrs["summary"] = "DFRS: nothing on submission or completion, jobs placed only by the periodic remap"
@@ -388,19 +431,51 @@ def _without_star(base: type, name: str, on_arrival: bool = True) -> type:
 
 # The 13 basic algorithms of §4.5 include the /per forms without '*':
 # Greedy/per, GreedyP/per, GreedyPM/per, MCB8/per and /per alone; each OPT=MIN/AVG, with MINVT / MINFT limits.
-_NO_STAR_PER = [_with_per(_without_star(b, b.name.rstrip("*"))) for b in (GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)]
+_NO_STAR_PER = [
+    _with_per(_without_star(b, b.name.rstrip("*"))) for b in (GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)
+]
 #: The base of the algorithms that act only periodically (name ""): /per here, /stretch-per in ``stretch``.
 PER_ONLY = _without_star(GreedyStar, "", on_arrival=False)
 _NO_STAR_PER.append(_with_per(PER_ONLY))
 _NO_STAR_BASES = [c for base in _NO_STAR_PER for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
 NO_STAR_PER_POLICIES: dict[str, type] = {c.name: c for c in _NO_STAR_BASES}
-NO_STAR_PER_POLICIES.update({c.name: c for base in _NO_STAR_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
-                             for c in (_with_limit(base, kind, b),)})
+NO_STAR_PER_POLICIES.update(
+    {
+        c.name: c
+        for base in _NO_STAR_BASES
+        for kind in ("MINVT", "MINFT")
+        for b in MIN_BOUNDS
+        for c in (_with_limit(base, kind, b),)
+    }
+)
 
 # MCB8 on submission (§4.4, §4.5): MCB8*, MCB8*/per, each OPT=MIN/AVG, and with MINVT / MINFT = 300 / 600
 _MCB8_BASES = [c for base in (MCB8Star, _with_per(MCB8Star)) for c in (_with_opt(base, "MIN"), _with_opt(base, "AVG"))]
 MCB8_POLICIES: dict[str, type] = {c.name: c for c in _MCB8_BASES}
-MCB8_POLICIES.update({c.name: c for base in _MCB8_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
-                      for c in (_with_limit(base, kind, b),)})
+MCB8_POLICIES.update(
+    {
+        c.name: c
+        for base in _MCB8_BASES
+        for kind in ("MINVT", "MINFT")
+        for b in MIN_BOUNDS
+        for c in (_with_limit(base, kind, b),)
+    }
+)
 
-__all__ = ["DEFAULT_PERIOD", "MCB8_POLICIES", "NO_STAR_PER_POLICIES", "PER_ONLY", "MCB8Star", "mcb8_remap", "GREEDY_PER_LIMIT_POLICIES", "GREEDY_PER_POLICIES", "MIN_BOUNDS", "GREEDY_POLICIES", "PeriodicMCB8", "GreedyPMStar", "GreedyPStar", "GreedyStar", "greedy_place"]
+__all__ = [
+    "DEFAULT_PERIOD",
+    "MCB8_POLICIES",
+    "NO_STAR_PER_POLICIES",
+    "PER_ONLY",
+    "MCB8Star",
+    "mcb8_remap",
+    "GREEDY_PER_LIMIT_POLICIES",
+    "GREEDY_PER_POLICIES",
+    "MIN_BOUNDS",
+    "GREEDY_POLICIES",
+    "PeriodicMCB8",
+    "GreedyPMStar",
+    "GreedyPStar",
+    "GreedyStar",
+    "greedy_place",
+]

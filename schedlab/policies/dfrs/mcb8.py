@@ -67,18 +67,31 @@ mapping.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+#: A job id: hashable and ordered (ties in priority break on it).
+K = TypeVar("K", bound="SupportsRichComparison")
 
 FIT_TOL = 1e-9  # same tolerance as the packing engine's capacity test
 
 __all__ = ["FIT_TOL", "MCB8Result", "mcb8", "pack"]
 
 
-def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
-         init_cpu: Sequence[float] | None = None, init_mem: Sequence[float] | None = None) -> list[int] | None:
+def pack(
+    cpu: ArrayLike,
+    mem: ArrayLike,
+    nodes: int,
+    init_cpu: Sequence[float] | None = None,
+    init_mem: Sequence[float] | None = None,
+) -> list[int] | None:
     """MCB8 fill of tasks with requirements ``(cpu[i], mem[i])`` on ``nodes``
     unit nodes (rules in the module docstring). Returns the node of each task
     (``result[i]`` for task ``i``), or ``None`` if not all tasks fit.
@@ -89,43 +102,43 @@ def pack(cpu: Sequence[float], mem: Sequence[float], nodes: int,
     unchanged. The early failure on a node closed empty applies only to nodes
     opened with zero load (a pre-loaded node closed without a placement says
     nothing about the later nodes)."""
-    cpu = np.asarray(cpu, dtype=float).reshape(-1)
-    mem = np.asarray(mem, dtype=float).reshape(-1)
-    if len(cpu) != len(mem):
-        raise ValueError(f"cpu and mem differ in length ({len(cpu)} != {len(mem)})")
+    c = np.asarray(cpu, dtype=float).reshape(-1)
+    m = np.asarray(mem, dtype=float).reshape(-1)
+    if len(c) != len(m):
+        raise ValueError(f"cpu and mem differ in length ({len(c)} != {len(m)})")
     if nodes < 0:
         raise ValueError(f"nodes must be >= 0, got {nodes}")
-    if not (np.all(cpu >= 0) and np.all(mem >= 0)):  # NaN fails ">= 0" too
+    if not (np.all(c >= 0) and np.all(m >= 0)):  # NaN fails ">= 0" too
         raise ValueError("requirements must be non-negative numbers")
     if (init_cpu is None) != (init_mem is None):
         raise ValueError("init_cpu and init_mem go together")
-    if init_cpu is not None and (len(init_cpu) != nodes or len(init_mem) != nodes):
+    has_init = init_cpu is not None and init_mem is not None
+    if init_cpu is not None and init_mem is not None and (len(init_cpu) != nodes or len(init_mem) != nodes):
         raise ValueError("init_cpu / init_mem need one value per node")
     from schedlab.policies.dfrs.mcb8_fast import pack_kernel  # numba, loaded only when packing
 
-    has_init = init_cpu is not None
-    ic = np.asarray([float(x) for x in init_cpu], dtype=float) if has_init else np.zeros(0)
-    im = np.asarray([float(x) for x in init_mem], dtype=float) if has_init else np.zeros(0)
-    ok, where = pack_kernel(np.ascontiguousarray(cpu), np.ascontiguousarray(mem), int(nodes), ic, im, has_init)
+    ic = np.asarray([float(x) for x in init_cpu], dtype=float) if init_cpu is not None else np.zeros(0)
+    im = np.asarray([float(x) for x in init_mem], dtype=float) if init_mem is not None else np.zeros(0)
+    ok, where = pack_kernel(np.ascontiguousarray(c), np.ascontiguousarray(m), int(nodes), ic, im, has_init)
     return where.tolist() if ok else None
 
 
 @dataclass(frozen=True)
-class MCB8Result:
+class MCB8Result(Generic[K]):
     """``yield_``: the yield achieved by every mapped job; ``mapping``: job id
     -> node of each of its tasks; ``dropped``: job ids removed, in drop order."""
 
     yield_: float
-    mapping: dict[Hashable, list[int]] = field(default_factory=dict)
-    dropped: list[Hashable] = field(default_factory=list)
+    mapping: dict[K, list[int]] = field(default_factory=dict)
+    dropped: list[K] = field(default_factory=list)
 
 
 def mcb8(
-    jobs: Iterable[tuple[Hashable, int, float, float, float]],
+    jobs: Iterable[tuple[K, int, float, float, float]],
     nodes: int,
     precision: float = 0.01,
-    pinned: dict[Hashable, Sequence[int]] | None = None,
-) -> MCB8Result:
+    pinned: Mapping[K, Sequence[int]] | None = None,
+) -> MCB8Result[K]:
     """MCB8 on ``jobs`` = ``(job_id, tasks, need, mem, priority)`` tuples in any
     order (higher priority = more important; job ids unique and mutually
     comparable). See the module docstring for the search and dropping rules.
@@ -185,16 +198,22 @@ def mcb8(
             pin_nodes.extend(int(k) for k in pinned[row[0]])
         pin_ptr[r + 1] = len(pin_nodes)
     kept, lo, best, status = mcb8_kernel(
-        np.asarray([row[1] for row in table], dtype=np.int64), np.asarray([row[2] for row in table], dtype=float),
-        np.asarray([row[3] for row in table], dtype=float), is_pin, pin_ptr,
-        np.asarray(pin_nodes, dtype=np.int64), int(nodes), int(steps))
+        np.asarray([row[1] for row in table], dtype=np.int64),
+        np.asarray([row[2] for row in table], dtype=float),
+        np.asarray([row[3] for row in table], dtype=float),
+        is_pin,
+        pin_ptr,
+        np.asarray(pin_nodes, dtype=np.int64),
+        int(nodes),
+        int(steps),
+    )
     if status == 1:
         raise ValueError("pinned tasks overfill a node's memory")
-    dropped: list[Hashable] = [table[r][0] for r in range(nrows - 1, kept - 1, -1)]
+    dropped: list[K] = [table[r][0] for r in range(nrows - 1, kept - 1, -1)]
     if kept == 0:
         return MCB8Result(1.0, {}, dropped)
     del table[kept:]
-    mapping: dict[Hashable, list[int]] = {row[0]: [] for row in table}
+    mapping: dict[K, list[int]] = {row[0]: [] for row in table}
     for r, row in enumerate(table):
         if is_pin[r]:
             mapping[row[0]] = [int(k) for k in pinned[row[0]]]
@@ -202,6 +221,6 @@ def mcb8(
     t = 0
     for r, row in enumerate(table):
         if not is_pin[r]:
-            mapping[row[0]].extend(best[t:t + row[1]])
+            mapping[row[0]].extend(best[t : t + row[1]])
             t += row[1]
     return MCB8Result(lo / steps, mapping, dropped)

@@ -72,18 +72,18 @@ def _tree_first(tree, size, lo, hi, add, limit, right):
     if lo >= hi:
         return -1
     nr = 0
-    l = lo + size
+    node = lo + size
     r = hi + size
-    while l < r:
-        if l & 1:
-            if add + tree[l] <= limit:
-                return _tree_descend(tree, size, l, add, limit)
-            l += 1
+    while node < r:
+        if node & 1:
+            if add + tree[node] <= limit:
+                return _tree_descend(tree, size, node, add, limit)
+            node += 1
         if r & 1:
             r -= 1
             right[nr] = r
             nr += 1
-        l >>= 1
+        node >>= 1
         r >>= 1
     for x in range(nr - 1, -1, -1):
         node = right[x]

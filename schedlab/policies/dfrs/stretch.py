@@ -117,6 +117,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from schedlab.policies.dfrs.base import DfrsPolicy
 from schedlab.policies.dfrs.greedy import (
     MIN_BOUNDS,
     PER_ONLY,
@@ -138,11 +139,21 @@ _SAT_TOL = 1e-12
 _AVG_FEAS_TOL = 1e-6  # OPT=AVG: SLSQP node CPU excess beyond which its result is rejected (else repaired)
 _AVG_MARGIN = 1e-9  # OPT=AVG: interior-start margin (see min_avg_stretch_yields)
 
-__all__ = ["STRETCH_PER_POLICIES", "STRETCH_PRECISION", "StretchPer", "expected_stretch", "mcb8_stretch",
-           "min_max_stretch_yields", "min_avg_stretch_yields", "stretch_allocate", "stretch_remap"]
+__all__ = [
+    "STRETCH_PER_POLICIES",
+    "STRETCH_PRECISION",
+    "StretchPer",
+    "expected_stretch",
+    "mcb8_stretch",
+    "min_max_stretch_yields",
+    "min_avg_stretch_yields",
+    "stretch_allocate",
+    "stretch_remap",
+]
 
 
 # -- expected stretch ------------------------------------------------------------
+
 
 def _flow(st: DfrsState, jobs, horizon: float) -> np.ndarray:
     rel = np.asarray([st.release[j] for j in jobs], dtype=float)
@@ -163,8 +174,10 @@ def _need(F: np.ndarray, v: np.ndarray, T: float, u: float) -> np.ndarray:
 
 # -- MCB8-stretch ------------------------------------------------------------------
 
-def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PRECISION,
-                 pinned: dict | None = None) -> tuple[dict, list, float]:
+
+def mcb8_stretch(
+    jobs, nodes: int, horizon: float, precision: float = STRETCH_PRECISION, pinned: dict | None = None
+) -> tuple[dict, list, float]:
     """MCB8-stretch on ``jobs`` = (job id, tasks, need, mem, priority, F, v)
     tuples (F = flow time at the next event, v = virtual time now;
     ``horizon`` = T). Returns (mapping job id -> nodes, dropped ids in drop
@@ -198,15 +211,17 @@ def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PR
             for k in where:
                 pin_mem[k] += table[i][3]
 
-        def attempt(u: float) -> list[int] | None:
+        def attempt(
+            u: float, need=need, F=F, v=v, owner=owner, mems=mems, pin_rows=pin_rows, pin_mem=pin_mem
+        ) -> list[int] | None:  # this iteration's values, bound
             cpu_job = need * (1.0 if u == math.inf else _need(F, v, T, u))
             cpu = cpu_job[owner]
             if not pin_rows:
                 return pack(cpu, mems, nodes)
             init_cpu = [0.0] * nodes
-            for i, where in pin_rows:
+            for i, pinned_nodes in pin_rows:
                 c = float(cpu_job[i])
-                for k in where:
+                for k in pinned_nodes:
                     init_cpu[k] += c
             if any(x > 1.0 + FIT_TOL for x in init_cpu):
                 return None
@@ -219,20 +234,20 @@ def mcb8_stretch(jobs, nodes: int, horizon: float, precision: float = STRETCH_PR
         s_lo = float(np.max(F / (v + T)))
         s_hi = float(np.max(F / np.maximum(v, STRETCH_FLOOR)))
         S = math.inf
-        where = attempt(math.inf)  # every job at full yield (MCB8's Y = 1 packing)
-        if where is None:
-            where = attempt(1.0 / s_lo)
-        if where is not None:
-            best, S = where, s_lo
-        elif s_hi > s_lo and (where := attempt(1.0 / s_hi)) is not None:
-            best, S = where, s_hi
+        found = attempt(math.inf)  # every job at full yield (MCB8's Y = 1 packing)
+        if found is None:
+            found = attempt(1.0 / s_lo)
+        if found is not None:
+            best, S = found, s_lo
+        elif s_hi > s_lo and (found := attempt(1.0 / s_hi)) is not None:
+            best, S = found, s_hi
             while s_hi / s_lo > 1.0 + precision:
                 mid = math.sqrt(s_lo * s_hi)
-                where = attempt(1.0 / mid)
-                if where is None:
+                found = attempt(1.0 / mid)
+                if found is None:
                     s_lo = mid
                 else:
-                    s_hi, best, S = mid, where, mid
+                    s_hi, best, S = mid, found, mid
         mapping: dict = {table[i][0]: list(w) for i, w in pin_rows}
         for r in table:
             mapping.setdefault(r[0], [])
@@ -250,8 +265,9 @@ def stretch_remap(st: DfrsState, horizon: float, minvt: float | None = None, min
         return
     pinned = _pinned(st, minvt, minft)
     F = _flow(st, jobs, horizon)
-    rows = [(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j), float(F[i]), float(st.vt[j]))
-            for i, j in enumerate(jobs)]
+    rows = [
+        (j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j), float(F[i]), float(st.vt[j])) for i, j in enumerate(jobs)
+    ]
     mapping, dropped, _S = mcb8_stretch(rows, st.nodes, horizon, pinned=pinned)
     fixed = {k for j in pinned if j in mapping for k in mapping[j]}
     relabel = _relabel(st, mapping, fixed).tolist()
@@ -263,6 +279,7 @@ def stretch_remap(st: DfrsState, horizon: float, minvt: float | None = None, min
 
 
 # -- resource allocation -----------------------------------------------------------
+
 
 def _node_levels(A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float, cap: np.ndarray) -> np.ndarray:
     """For each row k of A (columns: the active jobs), the largest u with
@@ -336,8 +353,9 @@ def _repair(A: np.ndarray, x: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return lo + (x - lo) * job_alpha
 
 
-def min_avg_stretch_yields(A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float,
-                           y_max: np.ndarray) -> tuple[np.ndarray, int]:
+def min_avg_stretch_yields(
+    A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float, y_max: np.ndarray
+) -> tuple[np.ndarray, int]:
     """OPT=AVG: minimise sum_j F_j / (v_j + y_j T) s.t. A y <= 1,
     y_j(1/S_max) <= y_j <= 1 with S_max the max expected stretch of the
     OPT=MAX yields ``y_max`` (SLSQP per connected component; see the module
@@ -376,14 +394,19 @@ def min_avg_stretch_yields(A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float
         rhs = 1.0 - 0.5 * d * Ac.sum(axis=1)
         x0 = y0 - d
 
-        def fun(x, Fc=Fc, vc=vc, lo=lo):  # evaluated on the clipped point (SLSQP may probe outside)
+        def fun(x, Fc=Fc, vc=vc, lo=lo, scale=scale):  # evaluated on the clipped point (SLSQP may probe outside)
             den = np.maximum(vc + np.clip(x, lo, 1.0) * T, 1e-12)
             return float(np.sum(Fc / den)) * scale, -Fc * T / den**2 * scale
 
-        res = minimize(fun, x0, jac=True, method="SLSQP", bounds=list(zip(lo_r, hi_r)),
-                       constraints=[{"type": "ineq", "fun": lambda x, Ac=Ac, rhs=rhs: rhs - Ac @ x,
-                                     "jac": lambda x, Ac=Ac: -Ac}],
-                       options={"ftol": 1e-12, "maxiter": 200})
+        res = minimize(
+            fun,
+            x0,
+            jac=True,
+            method="SLSQP",
+            bounds=list(zip(lo_r, hi_r)),
+            constraints=[{"type": "ineq", "fun": lambda x, Ac=Ac, rhs=rhs: rhs - Ac @ x, "jac": lambda x, Ac=Ac: -Ac}],
+            options={"ftol": 1e-12, "maxiter": 200},
+        )
         x = np.clip(np.asarray(res.x, dtype=float), lo, 1.0)
         # status 8 ("positive directional derivative in linesearch") is SLSQP stalling on a flat
         # objective next to the optimum: its point is used if it passes the checks
@@ -423,6 +446,7 @@ def stretch_allocate(st: DfrsState, opt: str, horizon: float) -> int:
 
 # -- policies ---------------------------------------------------------------------
 
+
 class StretchPer(PeriodicMCB8):
     """Mixin for the /stretch-per variants: /per's parameters (period,
     MINVT/MINFT), but MCB8-stretch every ``period`` seconds and the OPT=MAX /
@@ -441,19 +465,37 @@ class StretchPer(PeriodicMCB8):
         return stretch_allocate(st, self.opt, T)
 
 
-def _stretch_per(base: type, opt: str) -> type:
+def _stretch_per(base: type[DfrsPolicy], opt: str) -> type[DfrsPolicy]:
     name = f"{base.name}/stretch-per/OPT={opt}"
-    what = ("iterative min-max expected stretch" if opt == "MAX"
-            else "min average expected stretch under the OPT=MAX ceiling")
-    return type(name, (StretchPer, base), {
-        "name": name, "opt": opt, "__module__": __name__,
-        "summary": f"{base.summary}; MCB8-stretch remapping every period (default 600 s); {what}",
-        "__doc__": f"{base.__doc__} Periodic MCB8-stretch remapping (/stretch-per), resource allocation "
-                   f"OPT={opt} on expected stretch."})
+    what = (
+        "iterative min-max expected stretch"
+        if opt == "MAX"
+        else "min average expected stretch under the OPT=MAX ceiling"
+    )
+    return type(
+        name,
+        (StretchPer, base),
+        {
+            "name": name,
+            "opt": opt,
+            "__module__": __name__,
+            "summary": f"{base.summary}; MCB8-stretch remapping every period (default 600 s); {what}",
+            "__doc__": f"{base.__doc__} Periodic MCB8-stretch remapping (/stretch-per), resource allocation "
+            f"OPT={opt} on expected stretch.",
+        },
+    )
 
 
-_STRETCH_BASES = [_stretch_per(b, o) for b in (PER_ONLY, GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star)
-                  for o in ("MAX", "AVG")]
+_STRETCH_BASES = [
+    _stretch_per(b, o) for b in (PER_ONLY, GreedyStar, GreedyPStar, GreedyPMStar, MCB8Star) for o in ("MAX", "AVG")
+]
 STRETCH_PER_POLICIES: dict[str, type] = {c.name: c for c in _STRETCH_BASES}
-STRETCH_PER_POLICIES.update({c.name: c for base in _STRETCH_BASES for kind in ("MINVT", "MINFT") for b in MIN_BOUNDS
-                             for c in (_with_limit(base, kind, b),)})
+STRETCH_PER_POLICIES.update(
+    {
+        c.name: c
+        for base in _STRETCH_BASES
+        for kind in ("MINVT", "MINFT")
+        for b in MIN_BOUNDS
+        for c in (_with_limit(base, kind, b),)
+    }
+)
