@@ -84,6 +84,25 @@ def test_measured_sizes_follow_the_cost_and_spread_the_tail(tmp_path):
     assert all(len(t) == 1 for t, _, _ in tasks[1:])
 
 
+def test_summary_only_parts_are_merged_per_policy_and_hold_the_rows_commit_writes(tmp_path):
+    plan = build_plan(spec_of(tmp_path))
+    work = work_of(plan, 2)
+    rows = run_instances(plan.engine, work, None, False)
+    first = run_instances(plan.engine, work[:5], None, False, encode=True)
+    rest = run_instances(plan.engine, work[5:], None, False, encode=True)
+    assert all(p.table is not None and not p.files for p in first.parts + rest.parts)
+    by_commit, by_parts = ResultStore(tmp_path / "commit"), ResultStore(tmp_path / "parts")
+    by_commit.commit(rows.summary, [], [])
+    by_parts.commit([], [], [], parts=first.parts + rest.parts)
+    assert len(by_parts.files("summary")) == 3  # one file per policy, not one per task and policy
+    a = by_commit.scan().collect().drop(TIMING).sort("config_id", "replication")
+    b = by_parts.scan().collect().drop(TIMING).sort("config_id", "replication")
+    assert a.equals(b.select(a.columns))
+    part = first.parts[0]
+    kept = parts.keep_only(part, set(part.keys[1:]))
+    assert kept.keys == part.keys[1:] and kept.table.num_rows == len(part.keys) - 1
+
+
 def test_parts_hold_the_rows_commit_writes_and_keep_only_filters_by_key(tmp_path):
     spec = spec_of(tmp_path)
     plan = build_plan(spec)
