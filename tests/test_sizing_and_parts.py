@@ -62,7 +62,7 @@ def test_measured_sizes_follow_the_cost_and_spread_the_tail(tmp_path):
     per_instance = 300 * 3
     total = per_instance * len(work)
     cpus = 2
-    seconds_per_unit = 1e-4  # target task 10,000 job-runs, floor 2,000: the tail rule decides at this size
+    seconds_per_unit = 1e-4  # target task 10,000 job-runs (floor MIN_SECONDS): the tail rule decides at this size
 
     sizer = TaskSizer(work)
     tasks = drain(sizer, cpus, observe=lambda s, t, u: s.observe(u, u * seconds_per_unit))
