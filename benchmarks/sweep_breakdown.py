@@ -31,7 +31,9 @@ cheap timers the platform keeps anyway (`SweepReport.stages`,
 
 ``platform`` = everything but the engine = (wall x CPUs - engine) / simulations.
 ``--rev REV`` runs the same sweeps on another commit too (a temporary git
-worktree; an older commit has no stage timers, so only its totals show).
+worktree; an older commit has no stage timers, so only its totals show). Its
+*cold* column may include compiling the kernels (numba's cache is per source
+location): compare the *warm* columns.
 
     python benchmarks/sweep_breakdown.py [--rev main] [--cpus 2] [--only default-fast,small]
 """

@@ -62,7 +62,7 @@ def test_measured_sizes_follow_the_cost_and_spread_the_tail(tmp_path):
     per_instance = 300 * 3
     total = per_instance * len(work)
     cpus = 2
-    seconds_per_unit = 1e-4  # target task 10,000 job-runs, floor 2,000: the tail rule decides at this size
+    seconds_per_unit = 1e-4  # target task 10,000 job-runs (floor MIN_SECONDS): the tail rule decides at this size
 
     sizer = TaskSizer(work)
     tasks = drain(sizer, cpus, observe=lambda s, t, u: s.observe(u, u * seconds_per_unit))
@@ -82,6 +82,25 @@ def test_measured_sizes_follow_the_cost_and_spread_the_tail(tmp_path):
     # a cost so high that one instance is a whole target task: one instance per task once measured
     tasks = drain(TaskSizer(work), cpus, observe=lambda s, t, u: s.observe(u, u * 1.0))
     assert all(len(t) == 1 for t, _, _ in tasks[1:])
+
+
+def test_summary_only_parts_are_merged_per_policy_and_hold_the_rows_commit_writes(tmp_path):
+    plan = build_plan(spec_of(tmp_path))
+    work = work_of(plan, 2)
+    rows = run_instances(plan.engine, work, None, False)
+    first = run_instances(plan.engine, work[:5], None, False, encode=True)
+    rest = run_instances(plan.engine, work[5:], None, False, encode=True)
+    assert all(p.table is not None and not p.files for p in first.parts + rest.parts)
+    by_commit, by_parts = ResultStore(tmp_path / "commit"), ResultStore(tmp_path / "parts")
+    by_commit.commit(rows.summary, [], [])
+    by_parts.commit([], [], [], parts=first.parts + rest.parts)
+    assert len(by_parts.files("summary")) == 3  # one file per policy, not one per task and policy
+    a = by_commit.scan().collect().drop(TIMING).sort("config_id", "replication")
+    b = by_parts.scan().collect().drop(TIMING).sort("config_id", "replication")
+    assert a.equals(b.select(a.columns))
+    part = first.parts[0]
+    kept = parts.keep_only(part, set(part.keys[1:]))
+    assert kept.keys == part.keys[1:] and kept.table.num_rows == len(part.keys) - 1
 
 
 def test_parts_hold_the_rows_commit_writes_and_keep_only_filters_by_key(tmp_path):

@@ -40,15 +40,21 @@ FSYNC_THREADS = 8
 
 @dataclass
 class Part:
-    """One policy's rows of one task, Parquet-encoded (``files``: table name
-    -> bytes; always a summary, per-job and series only when present)."""
+    """One policy's rows of one task: with per-job or series rows, all of
+    them Parquet-encoded (``files``: table name -> bytes, a batch of its
+    own); summary rows alone stay a small Arrow ``table``, which the driver
+    merges with the other tasks' of the same policy into one file per commit
+    (fewer, bigger files: no twin to pair it with)."""
 
     policy: str
     keys: list[tuple[str, int]]  # (config id, replication) of the summary rows, in order
     files: dict[str, Any]
     job_rows: int = 0
+    table: pa.Table | None = None
 
     def nbytes(self) -> int:
+        if self.table is not None:
+            return self.table.nbytes
         return sum(b.size if isinstance(b, pa.Buffer) else len(b) for b in self.files.values())
 
 
@@ -77,7 +83,12 @@ def encode_result(result) -> None:
         for policy, table in pairs:
             extra.setdefault((name, policy), []).append(table)
     for policy, rows in by_policy.items():
-        files = {SUMMARY: encode(_rows_table(rows))}
+        keys = [(r["config_id"], r["replication"]) for r in rows]
+        summary = _rows_table(rows)
+        if not any(extra.get((name, policy)) for name in (JOBS, SERIES)):
+            result.parts.append(Part(policy, keys, {}, 0, summary))
+            continue
+        files = {SUMMARY: encode(summary)}
         job_rows = 0
         for name in (JOBS, SERIES):
             tables = extra.get((name, policy))
@@ -85,7 +96,7 @@ def encode_result(result) -> None:
                 table = pa.concat_tables(tables)
                 job_rows += table.num_rows
                 files[name] = encode(table)
-        result.parts.append(Part(policy, [(r["config_id"], r["replication"]) for r in rows], files, job_rows))
+        result.parts.append(Part(policy, keys, files, job_rows))
     result.summary, result.jobs, result.series = [], [], []
 
 
@@ -101,11 +112,16 @@ def keep_only(part: Part, accepted: set[tuple[str, int]]) -> Part | None:
     import pyarrow.compute as pc
 
     wanted = pa.array([f"{c}\0{r}" for c, r in keep], pa.string())
+
+    def only(table: pa.Table) -> pa.Table:
+        label = pc.binary_join_element_wise(table["config_id"], pc.cast(table["replication"], pa.string()), "\0")
+        return table.filter(pc.is_in(label, value_set=wanted))
+
+    if part.table is not None:
+        return Part(part.policy, keep, {}, 0, only(part.table))
     files, job_rows = {}, 0
     for name, data in part.files.items():
-        table = decode(data)
-        label = pc.binary_join_element_wise(table["config_id"], pc.cast(table["replication"], pa.string()), "\0")
-        table = table.filter(pc.is_in(label, value_set=wanted))
+        table = only(decode(data))
         files[name] = encode(table)
         if name != SUMMARY:
             job_rows += table.num_rows
@@ -115,12 +131,20 @@ def keep_only(part: Part, accepted: set[tuple[str, int]]) -> Part | None:
 def publish(store: ResultStore, parts: list[Part]) -> None:
     """Write each part as its own batch: per-job and series files first, the
     summary file (the commit record) last; the files of a part whose summary
-    did not land are removed again. Every file's bytes are written to
+    did not land are removed again; summary-only parts of one policy are
+    merged into one file. Every file's bytes are written to
     ``.tmp/`` and fsynced (concurrently: `FSYNC_THREADS`) before the first
     rename, as `ResultStore.commit` fsyncs before renaming; a write error is
     a `StoreWriteError` naming the results dir (parts already renamed into
     place stay: each is whole)."""
     rows = sum(len(p.keys) for p in parts)
+    merged: dict[str, list[pa.Table]] = {}  # summary-only parts: one file per policy
+    for p in parts:
+        if p.table is not None:
+            merged.setdefault(p.policy, []).append(p.table)
+    parts = [p for p in parts if p.table is None] + [
+        Part(policy, [], {SUMMARY: encode(pa.concat_tables(tables, promote_options="permissive"))})
+        for policy, tables in merged.items()]
     staged: list[tuple[str, list[tuple[Path, Path]]]] = []  # per part: [(tmp, final)], summary last
     published: list[Path] = []
     try:

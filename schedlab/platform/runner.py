@@ -430,8 +430,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         try:
             while pending or inflight:
                 limit = max_in_flight()
-                with timed("submit"):
-                    while pending and len(inflight) < limit:
+                while pending and len(inflight) < limit:
+                    # the sweep's first submission also registers the task function with Ray: start-up
+                    with timed("submit" if report.tasks else "ray_start"):
                         task, units = pending.next(slots())
                         payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
                         ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job,

@@ -26,9 +26,9 @@ from schedlab.platform.plan import Instance, shared_input_key
 #: Seconds of work a task aims at once its cost is known.
 TARGET_SECONDS = 1.0
 #: A task is not made smaller than this (per-task overhead stays small) ...
-MIN_SECONDS = 0.2
+MIN_SECONDS = 0.1
 #: ... except that the last tasks of a round are made small enough that each CPU gets this many.
-TAIL_TASKS_PER_CPU = 2
+TAIL_TASKS_PER_CPU = 4
 #: Job-runs of a task before any task has been measured.
 FIRST_TASK_WORK = 20_000
 
