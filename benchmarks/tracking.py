@@ -101,10 +101,16 @@ class Server:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                      start_new_session=True)
         got: list[str] = []
-        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline().decode().strip()),
-                                  daemon=True)
-        reader.start()
-        reader.join(SERVER_BOOT)
+        first = threading.Event()
+
+        def read() -> None:  # the URI, then drain: a full pipe would block the server's own prints
+            got.append(self.proc.stdout.readline().decode().strip())
+            first.set()
+            for _ in self.proc.stdout:
+                pass
+
+        threading.Thread(target=read, daemon=True).start()
+        first.wait(SERVER_BOOT)
         if not got or not got[0]:
             self.stop()
             raise SystemExit(f"{argv[1]} gave no URI in {SERVER_BOOT:g} s")
