@@ -40,13 +40,16 @@ DEFAULT_URI = "sqlite:///mlflow.db"
 
 HEALTH_TIMEOUT = 3.0
 # Applied with os.environ.setdefault for http(s) URIs: an explicit user setting wins.
-# Connection refused then fails in ~3 s instead of ~4 min; a hung server in ~30 s.
+# Connection refused then fails in ~3 s instead of ~4 min; a hung server in ~1.5 min
+# (30 s per try: with several clients logging at once, a busy server's queue can
+# hold a request for seconds, and a timed-out create is retried -- a duplicate
+# that the final reconcile has to delete).
 # MLflow also prints two "View run" lines per terminated run to stdout over HTTP:
 # one per configuration would flood the sweep's output.
 HTTP_ENV_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 #: Seconds SQLite waits for another process's write lock while we inspect a store.
