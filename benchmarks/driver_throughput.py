@@ -63,8 +63,9 @@ def free_ports(n: int) -> list[int]:
 
 def _start(args: list[str], env: dict[str, str], log: Path, started: list) -> None:
     with open(log, "w") as fh:
-        proc = subprocess.Popen([RAY, "start", *args, "--block"], env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [RAY, "start", *args, "--block"], env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
     started.append(proc)
     deadline = time.monotonic() + START_TIMEOUT
     while "Ray runtime started" not in log.read_text():
@@ -81,17 +82,48 @@ def cluster(work: Path):
 
     temp_dir = tempfile.mkdtemp(prefix="sldrv-", dir="/tmp")  # short: Unix socket paths < 108 bytes
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_"))}
-    env.update(RAY_TMPDIR=temp_dir, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-               RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(REPO))
+    env.update(
+        RAY_TMPDIR=temp_dir,
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(32),
+        RAY_USAGE_STATS_ENABLED="0",
+        PYTHONPATH=str(REPO),
+    )
     gcs, client = free_ports(2)
-    common = ["--num-cpus", "1", "--temp-dir", temp_dir, "--object-store-memory", str(512 * 2**20),
-              "--disable-usage-stats"]
+    common = [
+        "--num-cpus",
+        "1",
+        "--temp-dir",
+        temp_dir,
+        "--object-store-memory",
+        str(512 * 2**20),
+        "--disable-usage-stats",
+    ]
     started: list[subprocess.Popen] = []
     try:
-        _start(["--head", "--port", str(gcs), "--include-dashboard", "false", "--ray-client-server-port",
-                str(client), "--node-ip-address", "127.0.0.1", *common], env, work / "ray-head.log", started)
-        _start(["--address", f"127.0.0.1:{gcs}", "--node-ip-address", "127.0.0.1", *common], env,
-               work / "ray-worker2.log", started)
+        _start(
+            [
+                "--head",
+                "--port",
+                str(gcs),
+                "--include-dashboard",
+                "false",
+                "--ray-client-server-port",
+                str(client),
+                "--node-ip-address",
+                "127.0.0.1",
+                *common,
+            ],
+            env,
+            work / "ray-head.log",
+            started,
+        )
+        _start(
+            ["--address", f"127.0.0.1:{gcs}", "--node-ip-address", "127.0.0.1", *common],
+            env,
+            work / "ray-worker2.log",
+            started,
+        )
         yield f"127.0.0.1:{gcs}", env
     finally:
         for proc in reversed(started):
@@ -103,12 +135,18 @@ def cluster(work: Path):
 def spec_for(kind: str, sims: int, out: Path) -> dict:
     """FIFO over a load x sigma grid of about ``sims`` points, 1 replication."""
     njobs, per_job = (200, False) if kind == "summary" else (5000, True)
-    side = max(1, int(round(sims ** 0.5)))
+    side = max(1, int(round(sims**0.5)))
     return {
-        "name": f"driver-{kind}", "engine": "queue", "seed": 1, "policies": ["FIFO"],
-        "workload": {"kind": "synthetic", "njobs": njobs,
-                     "load": [round(0.3 + 0.6 * i / side, 6) for i in range(side)],
-                     "sigma": [round(0.1 + 2.0 * i / side, 6) for i in range(-(-sims // side))]},
+        "name": f"driver-{kind}",
+        "engine": "queue",
+        "seed": 1,
+        "policies": ["FIFO"],
+        "workload": {
+            "kind": "synthetic",
+            "njobs": njobs,
+            "load": [round(0.3 + 0.6 * i / side, 6) for i in range(side)],
+            "sigma": [round(0.1 + 2.0 * i / side, 6) for i in range(-(-sims // side))],
+        },
         "replications": {"n": 1},
         "outputs": {"dir": str(out), "per_job": per_job},
         "tracking": {"enabled": False},
@@ -117,8 +155,6 @@ def spec_for(kind: str, sims: int, out: Path) -> dict:
 
 def child(config: dict) -> None:
     import resource
-
-    import polars as pl
 
     import schedlab
     from schedlab.platform.runner import run_sweep
@@ -132,12 +168,24 @@ def child(config: dict) -> None:
     if spec.outputs.per_job:
         jobs = schedlab.load(report.results_dir, "jobs").select("config_id", "replication", "job_id").collect()
         job_rows, dup_jobs = jobs.height, int(jobs.is_duplicated().sum())
-    print(json.dumps({
-        "wall": report.wall_seconds, "rows": report.rows_written, "tasks": report.tasks,
-        "failures": len(report.failures), "stages": report.stages, "cpu": usage.ru_utime + usage.ru_stime,
-        "maxrss_mib": usage.ru_maxrss / 1024, "on_disk": keys.height, "dup_keys": int(keys.is_duplicated().sum()),
-        "job_rows": job_rows, "dup_jobs": dup_jobs, "configs": report.configs,
-    }))
+    print(
+        json.dumps(
+            {
+                "wall": report.wall_seconds,
+                "rows": report.rows_written,
+                "tasks": report.tasks,
+                "failures": len(report.failures),
+                "stages": report.stages,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "maxrss_mib": usage.ru_maxrss / 1024,
+                "on_disk": keys.height,
+                "dup_keys": int(keys.is_duplicated().sum()),
+                "job_rows": job_rows,
+                "dup_jobs": dup_jobs,
+                "configs": report.configs,
+            }
+        )
+    )
 
 
 def plan_child(config: dict) -> None:
@@ -155,14 +203,28 @@ def plan_child(config: dict) -> None:
     work = [(i, list(i.point.configs)) for i in instances]
     sizer = TaskSizer(work)
     keys = {(c.config_id, 0) for c in plan.configs.values()}
-    print(json.dumps({"configs": len(plan.configs), "keys": len(keys), "queued": len(sizer.queue),
-                      "seconds": time.perf_counter() - started,
-                      "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(
+        json.dumps(
+            {
+                "configs": len(plan.configs),
+                "keys": len(keys),
+                "queued": len(sizer.queue),
+                "seconds": time.perf_counter() - started,
+                "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 def run_child(mode: str, config: dict, env: dict[str, str], timeout: float = 3600) -> dict:
-    proc = subprocess.run([sys.executable, __file__, f"--{mode}", json.dumps(config)], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, __file__, f"--{mode}", json.dumps(config)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"driver child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -192,31 +254,53 @@ def main() -> None:
                 st = r["stages"]
                 busy = sum(st.get(k, 0.0) for k in ("submit", "get", "sink", "commit"))
                 rows, job_rows = r["rows"], r["job_rows"]
-                ok = (r["on_disk"] == r["configs"] and not r["dup_keys"] and not r["dup_jobs"] and not r["failures"]
-                      and (kind == "summary" or job_rows == 5000 * r["configs"]))
+                ok = (
+                    r["on_disk"] == r["configs"]
+                    and not r["dup_keys"]
+                    and not r["dup_jobs"]
+                    and not r["failures"]
+                    and (kind == "summary" or job_rows == 5000 * r["configs"])
+                )
                 count, what = (rows, "summary rows") if kind == "summary" else (job_rows, "per-job rows")
-                print(f"\n{kind}: {rows:,} summary rows, {job_rows:,} per-job rows in {r['tasks']} tasks, "
-                      f"sweep wall {r['wall']:.1f} s; exactly once: {'yes' if ok else 'NO'} "
-                      f"({r['on_disk']:,} keys on disk, {r['dup_keys']} duplicated)")
+                print(
+                    f"\n{kind}: {rows:,} summary rows, {job_rows:,} per-job rows in {r['tasks']} tasks, "
+                    f"sweep wall {r['wall']:.1f} s; exactly once: {'yes' if ok else 'NO'} "
+                    f"({r['on_disk']:,} keys on disk, {r['dup_keys']} duplicated)"
+                )
                 print(f"  observed (bounded by the 2 cores' simulations): {count / r['wall']:>12,.0f} {what}/s")
-                print(f"  driver busy {busy:.2f} s (submit {st['submit']:.2f}, fetch {st['get']:.2f}, sink "
-                      f"{st['sink']:.2f}, commit {st['commit']:.2f}); not counted: joining Ray and the first submission "
-                      f"{st['ray_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
-                      f"driver process CPU {r['cpu']:.1f} s")
-                print(f"  capacity of one driver: {count / max(busy, 1e-9):>12,.0f} {what}/s of busy time; "
-                      f"{r['tasks'] / max(busy, 1e-9):,.0f} tasks/s")
+                print(
+                    f"  driver busy {busy:.2f} s (submit {st['submit']:.2f}, fetch {st['get']:.2f}, sink "
+                    f"{st['sink']:.2f}, commit {st['commit']:.2f}); not counted: joining Ray and the first submission "
+                    f"{st['ray_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
+                    f"driver process CPU {r['cpu']:.1f} s"
+                )
+                print(
+                    f"  capacity of one driver: {count / max(busy, 1e-9):>12,.0f} {what}/s of busy time; "
+                    f"{r['tasks'] / max(busy, 1e-9):,.0f} tasks/s"
+                )
                 print(f"  driver peak RSS {r['maxrss_mib']:.0f} MiB")
         if args.plan_configs:
             side = int(round((args.plan_configs / 2) ** 0.5))
-            spec = {"name": "plan-rss", "engine": "queue", "seed": 1, "policies": ["FIFO", "PS"],
-                    "workload": {"kind": "synthetic", "njobs": 100,
-                                 "load": [round(0.1 + 0.8 * i / side, 6) for i in range(side)],
-                                 "sigma": [round(0.1 + 3.0 * i / side, 6) for i in range(side)]},
-                    "outputs": {"dir": str(work / "plan")}, "tracking": {"enabled": False}}
+            spec = {
+                "name": "plan-rss",
+                "engine": "queue",
+                "seed": 1,
+                "policies": ["FIFO", "PS"],
+                "workload": {
+                    "kind": "synthetic",
+                    "njobs": 100,
+                    "load": [round(0.1 + 0.8 * i / side, 6) for i in range(side)],
+                    "sigma": [round(0.1 + 3.0 * i / side, 6) for i in range(side)],
+                },
+                "outputs": {"dir": str(work / "plan")},
+                "tracking": {"enabled": False},
+            }
             env = {**os.environ, "PYTHONPATH": str(REPO)}
             r = run_child("plan-child", {"spec": spec}, env)
-            print(f"\nplan of {r['configs']:,} configurations (+ its keys set and task queue): driver peak RSS "
-                  f"{r['maxrss_mib']:.0f} MiB, built in {r['seconds']:.1f} s")
+            print(
+                f"\nplan of {r['configs']:,} configurations (+ its keys set and task queue): driver peak RSS "
+                f"{r['maxrss_mib']:.0f} MiB, built in {r['seconds']:.1f} s"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

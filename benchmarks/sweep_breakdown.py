@@ -53,18 +53,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 SMALL = {
-    "name": "small-600", "engine": "queue", "seed": 1, "policies": ["FIFO", "PS"],
-    "workload": {"kind": "synthetic", "njobs": 200, "load": [0.5, 0.6, 0.7, 0.8, 0.9],
-                 "shape": [0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
-                 "sigma": [0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0]},  # 5 x 6 x 10 = 300 points
+    "name": "small-600",
+    "engine": "queue",
+    "seed": 1,
+    "policies": ["FIFO", "PS"],
+    "workload": {
+        "kind": "synthetic",
+        "njobs": 200,
+        "load": [0.5, 0.6, 0.7, 0.8, 0.9],
+        "shape": [0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+        "sigma": [0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0],
+    },  # 5 x 6 x 10 = 300 points
     "replications": {"n": 1},
 }
-SWEEPS = {"default-fast": ("default", "fast"), "default-reference": ("default", "reference"),
-          "small": ("small", "fast")}
-ROWS = [("plan", ("plan", "prepare")), ("workload build", ("task_build",)), ("worker warm-up", ("task_warmup",)),
-        ("engine", ("task_engine",)), ("metrics", ("task_engine_other",)),
-        ("rows + encoding", ("task_rows", "task_encode")), ("Parquet commit", ("commit", "compact")),
-        ("driver other", ("submit", "get", "sink")), ("tracking", ("tracking",))]
+SWEEPS = {
+    "default-fast": ("default", "fast"),
+    "default-reference": ("default", "reference"),
+    "small": ("small", "fast"),
+}
+ROWS = [
+    ("plan", ("plan", "prepare")),
+    ("workload build", ("task_build",)),
+    ("worker warm-up", ("task_warmup",)),
+    ("engine", ("task_engine",)),
+    ("metrics", ("task_engine_other",)),
+    ("rows + encoding", ("task_rows", "task_encode")),
+    ("Parquet commit", ("commit", "compact")),
+    ("driver other", ("submit", "get", "sink")),
+    ("tracking", ("tracking",)),
+]
 
 
 # ---- child: one sweep, cold then warm, in this process -------------------------------
@@ -81,21 +98,29 @@ def child(config: dict) -> None:
         spec = parse_spec({**SMALL, "outputs": {"dir": str(out / "cold")}, "tracking": {"enabled": False}}, "bench")
     else:
         spec = load_spec(REPO / "sweeps" / "psbs-shape.toml")
-    spec = spec.model_copy(update={
-        "execution": spec.execution.model_copy(update={"engine_path": config["path"]}),
-        "tracking": spec.tracking.model_copy(update={"enabled": False}),
-    })
-    ray.init(num_cpus=config["cpus"], include_dashboard=False, log_to_driver=False, address="local",
-             logging_level="ERROR")
+    spec = spec.model_copy(
+        update={
+            "execution": spec.execution.model_copy(update={"engine_path": config["path"]}),
+            "tracking": spec.tracking.model_copy(update={"enabled": False}),
+        }
+    )
+    ray.init(
+        num_cpus=config["cpus"], include_dashboard=False, log_to_driver=False, address="local", logging_level="ERROR"
+    )
     runs = {}
     for label in ("cold", "warm"):
         run_spec = spec.model_copy(update={"outputs": spec.outputs.model_copy(update={"dir": str(out / label)})})
         started = time.perf_counter()
         report = run_sweep(run_spec, tracking=False)
         wall = time.perf_counter() - started
-        runs[label] = {"wall": wall, "sims": report.rows_written, "engine": report.sim_seconds,
-                       "tasks": report.tasks, "failures": len(report.failures),
-                       "stages": dict(getattr(report, "stages", {}) or {})}
+        runs[label] = {
+            "wall": wall,
+            "sims": report.rows_written,
+            "engine": report.sim_seconds,
+            "tasks": report.tasks,
+            "failures": len(report.failures),
+            "stages": dict(getattr(report, "stages", {}) or {}),
+        }
     runs["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(runs))
 
@@ -105,13 +130,21 @@ def run_child(root: Path, sweep: str, path: str, cpus: int, timeout: float = 180
     checkout or the --rev worktree), private RAY_TMPDIR, own session."""
     sys.path.append(str(REPO))  # tests.processes (parent only: a child must import schedlab from ``root``)
     from tests.processes import kill_session
+
     ray_tmp = tempfile.mkdtemp(prefix="slbreak-", dir="/tmp")
     out = tempfile.mkdtemp(prefix="slbreak-out-")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
     env.update(RAY_TMPDIR=ray_tmp, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(root))
     config = {"sweep": sweep, "path": path, "cpus": cpus, "out": out}
-    proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(config)], env=env, cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", json.dumps(config)],
+        env=env,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     finally:
@@ -128,9 +161,12 @@ def breakdown(run: dict, cpus: int) -> dict[str, float]:
     sims = max(run["sims"], 1)
     core = run["wall"] * cpus
     st = run["stages"]
-    out = {"wall (s)": run["wall"], "tasks": run["tasks"],
-           "engine share": run["engine"] / core,
-           "platform (ms/sim)": (core - run["engine"]) * 1000 / sims}
+    out = {
+        "wall (s)": run["wall"],
+        "tasks": run["tasks"],
+        "engine share": run["engine"] / core,
+        "platform (ms/sim)": (core - run["engine"]) * 1000 / sims,
+    }
     if st:
         timed = 0.0
         for name, keys in ROWS:
@@ -177,11 +213,16 @@ def main() -> None:
     scratch = None
     if args.rev:
         scratch = Path(tempfile.mkdtemp(prefix="slbreak-rev-")) / "tree"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(scratch), args.rev], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(scratch), args.rev],
+            check=True,
+            capture_output=True,
+        )
         roots = {f"before ({args.rev})": scratch, "after": REPO}
-    print(f"machine: {os.cpu_count()} CPUs (sweeps use {args.cpus}), load average "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; cache {os.environ.get('SCHEDLAB_CACHE_DIR', '(default)')}")
+    print(
+        f"machine: {os.cpu_count()} CPUs (sweeps use {args.cpus}), load average "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; cache {os.environ.get('SCHEDLAB_CACHE_DIR', '(default)')}"
+    )
     try:
         for name in args.only.split(","):
             sweep, path = SWEEPS[name]
@@ -197,8 +238,7 @@ def main() -> None:
             print("  driver peak RSS: " + ", ".join(f"{k} {v:.0f} MiB" for k, v in rss.items()))
     finally:
         if scratch is not None:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(scratch)],
-                           capture_output=True)
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(scratch)], capture_output=True)
             shutil.rmtree(scratch.parent, ignore_errors=True)
 
 

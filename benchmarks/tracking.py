@@ -72,8 +72,11 @@ def free_port() -> int:
 
 
 def env_for(pythonpath: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(pythonpath),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(pythonpath),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     env.pop("MLFLOW_TRACKING_URI", None)
     return env
 
@@ -83,8 +86,12 @@ def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, 
     shared machine the CPU seconds are the steadier figure: wall time includes waiting for a core."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "track", str(results), "--uri", uri,
-                          "--experiment", experiment], env=env_for(code), capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "track", str(results), "--uri", uri, "--experiment", experiment],
+        env=env_for(code),
+        capture_output=True,
+        text=True,
+    )
     took = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -98,8 +105,9 @@ class Server:
     """A recipe from infra/ in its own session; its URI is its first stdout line."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+        )
         got: list[str] = []
         first = threading.Event()
 
@@ -165,25 +173,33 @@ def main() -> None:
         if args.before:
             before = work / "before"
             before.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "schedlab"],
-                                     check=True, capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.before, "schedlab"], check=True, capture_output=True
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
             codes = {"before": before, "after": ROOT}
         spec = work / "track600.toml"
         results = work / "results"
         spec.write_text(SPEC.format(out=results))
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],
-                       env=env_for(ROOT), check=True, capture_output=True)
-        print(f"sweep of {N_CONFIGS} configurations, --no-tracking: {time.perf_counter() - t0:.1f} s "
-              f"(load average {os.getloadavg()[0]:.1f})")
+        subprocess.run(
+            [sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],
+            env=env_for(ROOT),
+            check=True,
+            capture_output=True,
+        )
+        print(
+            f"sweep of {N_CONFIGS} configurations, --no-tracking: {time.perf_counter() - t0:.1f} s "
+            f"(load average {os.getloadavg()[0]:.1f})"
+        )
         targets: dict[str, str] = {}
         wanted = args.targets.split(",")
         if "sqlite" in wanted:
             targets["sqlite"] = ""
         if "server" in wanted:
-            srv = Server(["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv")],
-                         env_for(ROOT))
+            srv = Server(
+                ["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv")], env_for(ROOT)
+            )
             servers.append(srv)
             srv.wait_healthy()
             targets["server"] = srv.uri
@@ -192,13 +208,24 @@ def main() -> None:
             if why:
                 print(f"(c) mlflow server on PostgreSQL: skipped ({why})")
             else:
-                srv = Server(["bash", str(ROOT / "infra" / "mlflow-postgres.sh"), str(work / "pg"),
-                              str(free_port()), str(free_port())], env_for(ROOT))
+                srv = Server(
+                    [
+                        "bash",
+                        str(ROOT / "infra" / "mlflow-postgres.sh"),
+                        str(work / "pg"),
+                        str(free_port()),
+                        str(free_port()),
+                    ],
+                    env_for(ROOT),
+                )
                 servers.append(srv)
                 srv.wait_healthy()
                 targets["postgres"] = srv.uri
-        label = {"sqlite": "(a) fresh SQLite store", "server": "(b) mlflow server on SQLite",
-                 "postgres": "(c) mlflow server on PostgreSQL"}
+        label = {
+            "sqlite": "(a) fresh SQLite store",
+            "server": "(b) mlflow server on SQLite",
+            "postgres": "(c) mlflow server on PostgreSQL",
+        }
         for name, uri in targets.items():
             times: dict[str, list[float]] = {k: [] for k in codes}
             cpus: dict[str, list[float]] = {k: [] for k in codes}
@@ -211,9 +238,12 @@ def main() -> None:
             rates = {k: N_CONFIGS / min(v) for k, v in times.items()}  # 0.0: it failed
             line = f"{label[name]}: " + ", ".join(
                 f"{k} {rates[k]:.1f} runs/s ({min(times[k]):.1f} s wall, {min(cpus[k]):.1f} s CPU in schedlab track)"
-                for k in codes)
+                for k in codes
+            )
             if "before" in rates:
-                line += (f", after/before {rates['after'] / rates['before']:.2f}x" if rates['before'] else ", before failed")
+                line += (
+                    f", after/before {rates['after'] / rates['before']:.2f}x" if rates["before"] else ", before failed"
+                )
             elif name in ISSUE_BEFORE:
                 line += f" (the issue's figure before: {ISSUE_BEFORE[name]:g} runs/s)"
             print(line + f" [load average {os.getloadavg()[0]:.1f}]", flush=True)

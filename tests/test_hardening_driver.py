@@ -79,10 +79,16 @@ def ray_env():
 
     def make() -> dict[str, str]:
         temp_dirs.append(tempfile.mkdtemp(prefix="slray-", dir="/tmp"))
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_", "MLFLOW_TRACKING_URI"))}
-        env.update(RAY_TMPDIR=temp_dirs[-1], RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-                   RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_", "MLFLOW_TRACKING_URI"))
+        }
+        env.update(
+            RAY_TMPDIR=temp_dirs[-1],
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN=secrets.token_hex(32),
+            RAY_USAGE_STATS_ENABLED="0",
+            PYTHONUNBUFFERED="1",
+        )
         return env
 
     yield make
@@ -94,8 +100,9 @@ def ray_env():
 def driver(name: str, args: list[str], env: dict[str, str], cwd: Path):
     """`schedlab ARGS` in its own session; the whole session is killed on the way out."""
     out = open(cwd / f"{name}.log", "w+")
-    proc = subprocess.Popen([*SCHEDLAB, *args], env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*SCHEDLAB, *args], env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     proc.log = cwd / f"{name}.log"
     try:
         yield proc
@@ -173,8 +180,11 @@ def listening(pids: list[int]) -> list[tuple[int, str, str, int]]:
 
 def expected(d: Path) -> dict[str, dict]:
     rows = schedlab.load(d).collect()
-    metrics = [c for c, t in rows.schema.items()
-               if t.is_numeric() and c not in ("replication", "shape", "njobs") and c in ("mst", "slowdown_p99")]
+    metrics = [
+        c
+        for c, t in rows.schema.items()
+        if t.is_numeric() and c not in ("replication", "shape", "njobs") and c in ("mst", "slowdown_p99")
+    ]
     out = {}
     for cid in sorted(set(rows["config_id"])):
         sub = rows.filter(pl.col("config_id") == cid)
@@ -195,9 +205,12 @@ def test_a_sweep_through_kills_a_second_driver_disk_full_and_tracking_down(tmp_p
     rng = random.Random(SEED)
     out_dir, db = tmp_path / "out", tmp_path / "mlflow.db"
     spec = tmp_path / "sweep.toml"
-    spec.write_text('name = "hardening-driver"\nengine = "queue"\n' + textwrap.dedent(SWEEP)
-                    + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n'
-                    f'[tracking]\nuri = "sqlite:///{db}"\n')
+    spec.write_text(
+        'name = "hardening-driver"\nengine = "queue"\n'
+        + textwrap.dedent(SWEEP)
+        + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n'
+        f'[tracking]\nuri = "sqlite:///{db}"\n'
+    )
     run = ["run", str(spec), "--no-progress"]
     landed: list[str] = []
 
@@ -207,8 +220,10 @@ def test_a_sweep_through_kills_a_second_driver_disk_full_and_tracking_down(tmp_p
         time.sleep(t1)  # the kill moment itself (not a synchronisation)
         if proc.poll() is None:
             sigkill_group(proc)
-    landed.append(f"kill 1 at {t1:.2f} s: rc {proc.returncode}, {rows_on_disk(out_dir)} rows on disk, "
-                  f"mlflow.db {'present' if db.exists() else 'absent'}")
+    landed.append(
+        f"kill 1 at {t1:.2f} s: rc {proc.returncode}, {rows_on_disk(out_dir)} rows on disk, "
+        f"mlflow.db {'present' if db.exists() else 'absent'}"
+    )
     assert proc.returncode == -signal.SIGKILL, landed[-1]
 
     # 2. A driver that is killed mid-sweep; meanwhile a second driver and the sockets are checked.
@@ -218,17 +233,22 @@ def test_a_sweep_through_kills_a_second_driver_disk_full_and_tracking_down(tmp_p
         with driver("second", run, ray_env(), tmp_path) as second:
             rc2, text2 = wait_exit(second, 60)
         poll(lambda: summary_files(out_dir) > before, proc, RUN_TIMEOUT, "run 2's first commit")
-        socks = [(pid, cmdline(pid), proto, addr, port) for pid, proto, addr, port in listening(session_members(proc.pid))]
+        socks = [
+            (pid, cmdline(pid), proto, addr, port) for pid, proto, addr, port in listening(session_members(proc.pid))
+        ]
         t2 = rng.uniform(0.0, 1.0)
         time.sleep(t2)  # the kill moment
         mid = proc.poll() is None
         if mid:
             sigkill_group(proc)
-    landed.append(f"kill 2 at {t2:.2f} s after run 2's first commit: "
-                  f"{'mid-sweep' if mid else 'after it ended'}, {rows_on_disk(out_dir)} rows on disk")
+    landed.append(
+        f"kill 2 at {t2:.2f} s after run 2's first commit: "
+        f"{'mid-sweep' if mid else 'after it ended'}, {rows_on_disk(out_dir)} rows on disk"
+    )
     # Local means local: GCS, raylet, agents and workers listen on loopback only.
-    exposed = [(pid, cmd[:60], proto, addr, port) for pid, cmd, proto, addr, port in socks
-               if addr not in LOOPBACK[proto]]
+    exposed = [
+        (pid, cmd[:60], proto, addr, port) for pid, cmd, proto, addr, port in socks if addr not in LOOPBACK[proto]
+    ]
     assert not exposed, f"listening beyond loopback: {exposed}"
     names = {cmd.split()[0].rsplit("/", 1)[-1] for _, cmd, *_ in socks if cmd}
     assert {"gcs_server", "raylet"} <= names, (names, socks)
@@ -318,9 +338,12 @@ def test_kill_campaign(tmp_path, ray_env):
     rng = random.Random(SEED)
     out_dir, db = tmp_path / "out", tmp_path / "mlflow.db"
     spec = tmp_path / "sweep.toml"
-    spec.write_text('name = "hardening-driver"\nengine = "queue"\n' + textwrap.dedent(SWEEP)
-                    + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n'
-                    f'[tracking]\nuri = "sqlite:///{db}"\n')
+    spec.write_text(
+        'name = "hardening-driver"\nengine = "queue"\n'
+        + textwrap.dedent(SWEEP)
+        + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n'
+        f'[tracking]\nuri = "sqlite:///{db}"\n'
+    )
     log, kills, fresh = [], 0, []
     while kills < CAMPAIGN:
         moment = rng.uniform(0.5, 25.0)

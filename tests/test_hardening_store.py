@@ -30,28 +30,55 @@ BIG_JOB_ROWS = 200_000
 
 
 def make_spec(out: Path):
-    return parse_spec({
-        "name": "hardening-store", "engine": "queue", "seed": 3, "policies": ["FIFO", "PS"],
-        "workload": {"kind": "synthetic", "njobs": 100, "shape": [0.5, 1.0]},
-        "replications": {"n": 2}, "outputs": {"dir": str(out), "per_job": True},
-        "tracking": {"enabled": False},
-    }, "hardening-store.toml")
+    return parse_spec(
+        {
+            "name": "hardening-store",
+            "engine": "queue",
+            "seed": 3,
+            "policies": ["FIFO", "PS"],
+            "workload": {"kind": "synthetic", "njobs": 100, "shape": [0.5, 1.0]},
+            "replications": {"n": 2},
+            "outputs": {"dir": str(out), "per_job": True},
+            "tracking": {"enabled": False},
+        },
+        "hardening-store.toml",
+    )
 
 
 def summary_rows(plan, replications) -> list[dict]:
     rows = []
     for cid, c in plan.configs.items():
         for r in replications:
-            rows.append({"config_id": cid, "replication": r, "policy": c.policy, "engine": "queue",
-                         "workload_kind": "synthetic", "seed": f"3/{r}", "mst": float(r + 1)})
+            rows.append(
+                {
+                    "config_id": cid,
+                    "replication": r,
+                    "policy": c.policy,
+                    "engine": "queue",
+                    "workload_kind": "synthetic",
+                    "seed": f"3/{r}",
+                    "mst": float(r + 1),
+                }
+            )
     return rows
 
 
 def job_tables(rows: list[dict], n: int = 10) -> list[tuple[str, pa.Table]]:
     rng = np.random.default_rng(0)
-    return [(row["policy"], pa.table({"config_id": [row["config_id"]] * n, "replication": [row["replication"]] * n,
-                                      "job_id": np.arange(n), "sojourn": rng.uniform(size=n)}))
-            for row in rows]
+    return [
+        (
+            row["policy"],
+            pa.table(
+                {
+                    "config_id": [row["config_id"]] * n,
+                    "replication": [row["replication"]] * n,
+                    "job_id": np.arange(n),
+                    "sojourn": rng.uniform(size=n),
+                }
+            ),
+        )
+        for row in rows
+    ]
 
 
 @pytest.fixture
@@ -145,12 +172,15 @@ def test_file_too_large_rolls_back_the_batch_then_a_later_commit_works(committed
     assert {t: after[t] - before[t] for t in after} in (
         {"summary": set(), "jobs": set()},
         # a partition written before the failing one is a committed batch of its own
-        {"summary": {(r["config_id"], 1) for r in rows if r["policy"] == "PS"},
-         "jobs": {(r["config_id"], 1) for r in rows if r["policy"] == "PS"}},
+        {
+            "summary": {(r["config_id"], 1) for r in rows if r["policy"] == "PS"},
+            "jobs": {(r["config_id"], 1) for r in rows if r["policy"] == "PS"},
+        },
     )
     assert not list((store.root / ".tmp").glob("*"))
-    assert all((store.root / "summary" / f.parent.name / f.name).exists()
-               for f in (store.root / "jobs").glob("*/*.parquet")), "a per-job file without its summary twin"
+    assert all(
+        (store.root / "summary" / f.parent.name / f.name).exists() for f in (store.root / "jobs").glob("*/*.parquet")
+    ), "a per-job file without its summary twin"
 
     # Space freed: the same batch commits, nothing lost, no key twice.
     done = store.done_keys()
@@ -175,7 +205,9 @@ def test_not_a_directory_is_one_line_error(committed):
 def test_lock_is_exclusive_and_released(tmp_path):
     a, b = ResultStore(tmp_path / "r"), ResultStore(tmp_path / "r")
     a.lock()
-    with pytest.raises(LockedError, match=rf"{tmp_path / 'r'}: in use by another process \(schedlab run pid {os.getpid()}\)"):
+    with pytest.raises(
+        LockedError, match=rf"{tmp_path / 'r'}: in use by another process \(schedlab run pid {os.getpid()}\)"
+    ):
         b.lock()
     a.unlock()
     b.lock()  # released by unlock (a process's death releases it too: test_hardening_driver)

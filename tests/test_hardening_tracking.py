@@ -49,11 +49,30 @@ def _restore_mlflow_http_env():
 
 def write_manifest(d: Path, extra: dict[str, dict] | None = None) -> None:
     d.mkdir(parents=True, exist_ok=True)
-    configs = {cid: {"engine": "queue", "policy": POLICY[cid], "workload_kind": "synthetic", "params": PARAMS[cid],
-                     **(extra or {}).get(cid, {})} for cid in POLICY}
-    (d / "manifest.json").write_text(json.dumps({
-        "name": SWEEP, "engine": "queue", "spec_hash": "h1", "schedlab_version": "0.1.0", "created": "",
-        "spec": {}, "param_columns": ["load"], "configs": configs}))
+    configs = {
+        cid: {
+            "engine": "queue",
+            "policy": POLICY[cid],
+            "workload_kind": "synthetic",
+            "params": PARAMS[cid],
+            **(extra or {}).get(cid, {}),
+        }
+        for cid in POLICY
+    }
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": SWEEP,
+                "engine": "queue",
+                "spec_hash": "h1",
+                "schedlab_version": "0.1.0",
+                "created": "",
+                "spec": {},
+                "param_columns": ["load"],
+                "configs": configs,
+            }
+        )
+    )
 
 
 def write_part(d: Path, reps: dict[str, range], part: str, seed: int, digest: str | None = None) -> None:
@@ -61,9 +80,16 @@ def write_part(d: Path, reps: dict[str, range], part: str, seed: int, digest: st
     by_policy: dict[str, list[dict]] = {}
     for cid, rr in reps.items():
         for r in rr:
-            row = {"config_id": cid, "replication": r, "engine": "queue", "workload_kind": "synthetic",
-                   "seed": f"s{r}", **PARAMS[cid], "mst": float(rng.gamma(2.0, 3.0)),
-                   "makespan": float(rng.uniform(900, 1100))}
+            row = {
+                "config_id": cid,
+                "replication": r,
+                "engine": "queue",
+                "workload_kind": "synthetic",
+                "seed": f"s{r}",
+                **PARAMS[cid],
+                "mst": float(rng.gamma(2.0, 3.0)),
+                "makespan": float(rng.uniform(900, 1100)),
+            }
             if digest is not None:
                 row.update(schedlab_version="0.1.0", schedlab_digest=digest)
             by_policy.setdefault(POLICY[cid], []).append(row)
@@ -218,9 +244,12 @@ def test_code_provenance_tags_and_artifacts_logged_once(tmp_path, monkeypatch):
     assert tags["c1"]["schedlab_digest"] == "d0,d1" and tags["c3"]["schedlab_digest"] == "d1"
     client = MlflowClient(tracking_uri=uri)
     parent_id = parents[0].info.run_id
-    logged = sorted(f"{a.path}" for top in client.list_artifacts(parent_id, "code")
-                    for mid in client.list_artifacts(parent_id, top.path)
-                    for a in client.list_artifacts(parent_id, mid.path))
+    logged = sorted(
+        f"{a.path}"
+        for top in client.list_artifacts(parent_id, "code")
+        for mid in client.list_artifacts(parent_id, top.path)
+        for a in client.list_artifacts(parent_id, mid.path)
+    )
     assert logged == [f"code/{sha_a}/mypolicies/fast.py", f"code/{sha_b}/mypolicies/slow.py"]
     local = Path(parents[0].info.artifact_uri.removeprefix("file://")) / "code" / sha_a / "mypolicies" / "fast.py"
     assert local.read_text() == "# policy source aaaa\n"
@@ -299,8 +328,10 @@ def test_store_creation_killed_at_any_moment_is_usable_without_manual_steps(tmp_
             ensure_sqlite_store(db)
         assert inspect_sqlite_store(db)[0] is None
         assert not list(db.parent.glob(".mlflow.db.creating-*"))
-    print(f"\nstore creation kills at {[round(u, 2) for u in fractions]} of {took:.1f} s: landed {landed}, "
-          f"{half_created} in-place kills left a half-created store, all usable afterwards")
+    print(
+        f"\nstore creation kills at {[round(u, 2) for u in fractions]} of {took:.1f} s: landed {landed}, "
+        f"{half_created} in-place kills left a half-created store, all usable afterwards"
+    )
     assert landed["atomic"] >= 1 and landed["in place"] >= 1, landed  # load varies: not every moment lands
     assert half_created >= 1, "no kill reproduced the half-created store"
     # A repaired store works for tracking.
@@ -339,16 +370,35 @@ class Server:
         env.pop("MLFLOW_TRACKING_URI", None)
         self.log = open(self.root / "server.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "1", "--backend-store-uri", f"sqlite:///{self.root}/server.db",
-             "--artifacts-destination", str(self.root / "artifacts")],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{self.root}/server.db",
+                "--artifacts-destination",
+                str(self.root / "artifacts"),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
     def wait_healthy(self) -> None:
         deadline = time.monotonic() + SERVER_BOOT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"mlflow server exited {self.proc.returncode}: {(self.root / 'server.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"mlflow server exited {self.proc.returncode}: {(self.root / 'server.log').read_text()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as resp:
                     if resp.status == 200:

@@ -39,9 +39,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from tests.processes import kill_session
-from polars.testing import assert_frame_equal
 
 RAY = shutil.which("ray")
 pytestmark = pytest.mark.skipif(RAY is None, reason="the `ray` CLI is not installed")
@@ -68,22 +68,27 @@ def session(cmd: list[str], env: dict[str, str], log_dir: Path, name: str):
         err.close()
 
 
-def wait_output(proc: subprocess.Popen, log_dir: Path, name: str,
-                timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+def wait_output(
+    proc: subprocess.Popen, log_dir: Path, name: str, timeout: float = RUN_TIMEOUT
+) -> subprocess.CompletedProcess:
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         rc = None
-    res = subprocess.CompletedProcess(proc.args, rc, (log_dir / f"{name}.out").read_text(),
-                                      (log_dir / f"{name}.err").read_text())
+    res = subprocess.CompletedProcess(
+        proc.args, rc, (log_dir / f"{name}.out").read_text(), (log_dir / f"{name}.err").read_text()
+    )
     if rc is None:
-        pytest.fail(f"timed out after {timeout:.0f} s: {' '.join(proc.args)}\n--- stdout\n{res.stdout[-4000:]}"
-                    f"\n--- stderr\n{res.stderr[-4000:]}")
+        pytest.fail(
+            f"timed out after {timeout:.0f} s: {' '.join(proc.args)}\n--- stdout\n{res.stdout[-4000:]}"
+            f"\n--- stderr\n{res.stderr[-4000:]}"
+        )
     return res
 
 
-def run_session(cmd: list[str], env: dict[str, str], log_dir: Path, name: str,
-                timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+def run_session(
+    cmd: list[str], env: dict[str, str], log_dir: Path, name: str, timeout: float = RUN_TIMEOUT
+) -> subprocess.CompletedProcess:
     with session(cmd, env, log_dir, name) as proc:
         return wait_output(proc, log_dir, name, timeout)
 
@@ -105,9 +110,14 @@ def ray_env(tmpdir: str | Path) -> dict[str, str]:
     """Environment for every Ray process of a test: private temp dir, no
     inherited cluster address, token auth with a fresh token."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_"))}
-    env.update(RAY_TMPDIR=str(tmpdir), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-               RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1",
-               SCHEDLAB_TEST_IMPORT_LOG=str(Path(tmpdir) / "user-imports.log"))
+    env.update(
+        RAY_TMPDIR=str(tmpdir),
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(32),
+        RAY_USAGE_STATS_ENABLED="0",
+        PYTHONUNBUFFERED="1",
+        SCHEDLAB_TEST_IMPORT_LOG=str(Path(tmpdir) / "user-imports.log"),
+    )
     return env
 
 
@@ -124,8 +134,9 @@ class Cluster:
 def _start_raylet(args: list[str], env: dict[str, str], log: Path, started: list) -> subprocess.Popen:
     fh = open(log, "w")
     try:
-        proc = subprocess.Popen([RAY, "start", *args, "--block"], env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [RAY, "start", *args, "--block"], env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
     finally:
         fh.close()
     started.append(proc)
@@ -143,16 +154,44 @@ def ray_cluster(log_dir: Path):
     temp_dir = tempfile.mkdtemp(prefix="slray-", dir="/tmp")
     env = ray_env(temp_dir)
     gcs, dashboard, client = free_ports(3)
-    common = ["--num-cpus", "1", "--temp-dir", temp_dir, "--object-store-memory", str(256 * 2**20),
-              "--disable-usage-stats"]
+    common = [
+        "--num-cpus",
+        "1",
+        "--temp-dir",
+        temp_dir,
+        "--object-store-memory",
+        str(256 * 2**20),
+        "--disable-usage-stats",
+    ]
     started: list[subprocess.Popen] = []
     try:
-        _start_raylet(["--head", "--port", str(gcs), "--resources", '{"head": 1}', *common,
-                       "--include-dashboard", "true", "--dashboard-host", "127.0.0.1",
-                       "--dashboard-port", str(dashboard), "--ray-client-server-port", str(client)],
-                      env, log_dir / "ray-head.log", started)
-        _start_raylet(["--address", f"127.0.0.1:{gcs}", "--resources", '{"worker2": 1}', *common],
-                      env, log_dir / "ray-worker2.log", started)
+        _start_raylet(
+            [
+                "--head",
+                "--port",
+                str(gcs),
+                "--resources",
+                '{"head": 1}',
+                *common,
+                "--include-dashboard",
+                "true",
+                "--dashboard-host",
+                "127.0.0.1",
+                "--dashboard-port",
+                str(dashboard),
+                "--ray-client-server-port",
+                str(client),
+            ],
+            env,
+            log_dir / "ray-head.log",
+            started,
+        )
+        _start_raylet(
+            ["--address", f"127.0.0.1:{gcs}", "--resources", '{"worker2": 1}', *common],
+            env,
+            log_dir / "ray-worker2.log",
+            started,
+        )
         yield Cluster(f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dashboard}", env, temp_dir, log_dir)
     finally:
         for proc in reversed(started):
@@ -161,8 +200,13 @@ def ray_cluster(log_dir: Path):
 
 
 def ray_list(cluster: Cluster, what: str, *extra: str) -> list[dict]:
-    res = run_session([RAY, "list", what, "--address", cluster.dashboard, "--format", "json", "--limit", "10000",
-                       *extra], cluster.env, cluster.log_dir, f"ray-list-{what}", timeout=60)
+    res = run_session(
+        [RAY, "list", what, "--address", cluster.dashboard, "--format", "json", "--limit", "10000", *extra],
+        cluster.env,
+        cluster.log_dir,
+        f"ray-list-{what}",
+        timeout=60,
+    )
     assert res.returncode == 0, f"ray list {what} failed:\n{res.stderr[-3000:]}"
     return json.loads(res.stdout)
 
@@ -202,9 +246,11 @@ def write_user_policy(spec_dir: Path) -> None:
     source = (Path(schedlab.__file__).parent / "policies" / "queue" / "fsp.py").read_text()
     target = spec_dir / USER_POLICY
     target.parent.mkdir(parents=True, exist_ok=True)
-    log = ('import os\nif "SCHEDLAB_TEST_IMPORT_LOG" in os.environ:\n'
-           '    with open(os.environ["SCHEDLAB_TEST_IMPORT_LOG"], "a") as _log:\n'
-           '        _log.write(f"{os.getpid()} {__file__}\\n")\n')
+    log = (
+        'import os\nif "SCHEDLAB_TEST_IMPORT_LOG" in os.environ:\n'
+        '    with open(os.environ["SCHEDLAB_TEST_IMPORT_LOG"], "a") as _log:\n'
+        '        _log.write(f"{os.getpid()} {__file__}\\n")\n'
+    )
     future = "from __future__ import annotations\n"
     target.write_text(source.replace(future, future + log, 1))
 
@@ -214,7 +260,8 @@ def write_spec(path: Path, out_dir: Path) -> Path:
     # Ray packs leases onto the driver's node while it can, so tasks must outlast
     # the second node's worker start-up for the test to see both nodes used.
     write_user_policy(path.parent)
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name = "cluster-e2e"
         engine = "queue"
         seed = 11
@@ -238,7 +285,8 @@ def write_spec(path: Path, out_dir: Path) -> Path:
         [execution]
         task_jobs = 1
         retries = 2
-        """))
+        """)
+    )
     return path
 
 
@@ -263,8 +311,9 @@ def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
     # dir, runs meanwhile: it shares nothing with the cluster.
     local_env = ray_env(tempfile.mkdtemp(prefix="slray-", dir="/tmp"))
     try:
-        with session([*SCHEDLAB, "run", str(local_spec), "--no-tracking", "--no-progress"], local_env, tmp_path,
-                     "local-run") as local_run:
+        with session(
+            [*SCHEDLAB, "run", str(local_spec), "--no-tracking", "--no-progress"], local_env, tmp_path, "local-run"
+        ) as local_run:
             with ray_cluster(tmp_path) as cluster:
                 nodes = alive_nodes(cluster, 2)
                 assert len(nodes) == 2, nodes
@@ -274,16 +323,30 @@ def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
                     node_of[n["node_id"]] = "head" if "head" in res else "worker2" if "worker2" in res else None
                 assert sorted(node_of.values()) == ["head", "worker2"], nodes
 
-                res = run_session([*SCHEDLAB, "run", str(cluster_spec), "--address", cluster.address,
-                                   "--no-tracking", "--no-progress"], cluster.env, tmp_path, "cluster-run")
+                res = run_session(
+                    [
+                        *SCHEDLAB,
+                        "run",
+                        str(cluster_spec),
+                        "--address",
+                        cluster.address,
+                        "--no-tracking",
+                        "--no-progress",
+                    ],
+                    cluster.env,
+                    tmp_path,
+                    "cluster-run",
+                )
                 assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
                 assert f"{expected_rows} rows written" in res.stdout
 
                 tasks = finished_tasks(cluster, "run_instances", expected_tasks)
                 assert len(tasks) >= expected_tasks, tasks
                 used = {node_of.get(t["node_id"], t["node_id"]) for t in tasks}
-                print("run_instances attempts per node:",
-                      {role: sum(node_of.get(t["node_id"]) == role for t in tasks) for role in ("head", "worker2")})
+                print(
+                    "run_instances attempts per node:",
+                    {role: sum(node_of.get(t["node_id"]) == role for t in tasks) for role in ("head", "worker2")},
+                )
                 assert used == {"head", "worker2"}, f"run_instances ran on {used} only"
                 # The user's file reached the workers as Ray's shipped copy (py_modules), on both nodes.
                 imports = Path(cluster.env["SCHEDLAB_TEST_IMPORT_LOG"]).read_text().split("\n")
@@ -307,6 +370,8 @@ def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
     metrics = ["mst", "slowdown_mean", "slowdown_p99", "events", "shape", "replication"]
     mine = on_cluster.filter(pl.col("policy") == "MyPSBS")
     assert mine.height == expected_rows // 4 and mine["code_sha256"].n_unique() == 1
-    assert_frame_equal(mine.select(metrics).sort("shape", "replication"),
-                       on_cluster.filter(pl.col("policy") == "PSBS").select(metrics).sort("shape", "replication"),
-                       check_exact=True)
+    assert_frame_equal(
+        mine.select(metrics).sort("shape", "replication"),
+        on_cluster.filter(pl.col("policy") == "PSBS").select(metrics).sort("shape", "replication"),
+        check_exact=True,
+    )

@@ -48,8 +48,13 @@ def ray_env():
     def make() -> dict[str, str]:
         temp_dirs.append(tempfile.mkdtemp(prefix="slray-", dir="/tmp"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_"))}
-        env.update(RAY_TMPDIR=temp_dirs[-1], RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-                   RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+        env.update(
+            RAY_TMPDIR=temp_dirs[-1],
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN=secrets.token_hex(32),
+            RAY_USAGE_STATS_ENABLED="0",
+            PYTHONUNBUFFERED="1",
+        )
         return env
 
     yield make
@@ -62,8 +67,15 @@ def sweep_process(spec: Path, env: dict[str, str], cwd: Path, *extra: str):
     """`schedlab run SPEC --no-tracking --no-progress` in its own session;
     its whole session is killed on the way out, whatever happened."""
     out, err = open(cwd / f"{spec.stem}.out", "w+"), open(cwd / f"{spec.stem}.err", "w+")
-    proc = subprocess.Popen([*SCHEDLAB, "run", str(spec), "--no-tracking", "--no-progress", *extra], env=env,
-                            cwd=cwd, stdout=out, stderr=err, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*SCHEDLAB, "run", str(spec), "--no-tracking", "--no-progress", *extra],
+        env=env,
+        cwd=cwd,
+        stdout=out,
+        stderr=err,
+        text=True,
+        start_new_session=True,
+    )
     try:
         yield proc
     finally:
@@ -88,8 +100,11 @@ def finish(proc: subprocess.Popen, spec: Path, cwd: Path) -> str:
 
 
 def write_spec(path: Path, name: str, out_dir: Path, body: str) -> Path:
-    path.write_text(f'name = "{name}"\nengine = "queue"\n' + textwrap.dedent(body)
-                    + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n[tracking]\nenabled = false\n')
+    path.write_text(
+        f'name = "{name}"\nengine = "queue"\n'
+        + textwrap.dedent(body)
+        + f'\n[outputs]\ndir = "{out_dir}"\nper_job = true\n\n[tracking]\nenabled = false\n'
+    )
     return path
 
 
@@ -243,8 +258,9 @@ def test_ctrl_c_commits_what_arrived_and_resumes(tmp_path, ray_env):
     total = 2 * 4 * 10
 
     with sweep_process(spec, ray_env(), tmp_path) as proc:
-        wait_for(lambda: any((out_dir / "summary").glob("*/part-*.parquet")), proc, RUN_TIMEOUT,
-                 "the first summary commit")
+        wait_for(
+            lambda: any((out_dir / "summary").glob("*/part-*.parquet")), proc, RUN_TIMEOUT, "the first summary commit"
+        )
         os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the driver
         rc = proc.wait(timeout=60)
     text = output_of(spec, tmp_path)
@@ -266,12 +282,22 @@ def test_ctrl_c_stops_a_pipeline_with_one_line_and_exit_130(tmp_path, ray_env):
     committed, one line says so, exit 130, no traceback."""
     out_dir = tmp_path / "pipe"
     out, err = open(tmp_path / "pipe.out", "w+"), open(tmp_path / "pipe.err", "w+")
-    proc = subprocess.Popen([*SCHEDLAB, "pipelines", "run", "dfrs-fig1", "--scale", "quick", "--out", str(out_dir),
-                             "--no-tracking"], env=ray_env(), cwd=tmp_path, stdout=out, stderr=err, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*SCHEDLAB, "pipelines", "run", "dfrs-fig1", "--scale", "quick", "--out", str(out_dir), "--no-tracking"],
+        env=ray_env(),
+        cwd=tmp_path,
+        stdout=out,
+        stderr=err,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        wait_for(lambda: any(out_dir.glob("*/summary/*/part-*.parquet")), proc, RUN_TIMEOUT,
-                 "the pipeline's first summary commit")
+        wait_for(
+            lambda: any(out_dir.glob("*/summary/*/part-*.parquet")),
+            proc,
+            RUN_TIMEOUT,
+            "the pipeline's first summary commit",
+        )
         os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the driver
         rc = proc.wait(timeout=60)
     finally:

@@ -57,8 +57,19 @@ def test_rows_equal_direct_simulation(tmp_path):
     rows = sorted_summary(spec.results_dir())
     assert rows.height == 18
     assert rows.select("config_id", "replication").is_duplicated().sum() == 0
-    for column in ("config_id", "replication", "policy", "engine", "seed", "shape", "sigma", "njobs", "mst",
-                   "slowdown_p99", "makespan"):
+    for column in (
+        "config_id",
+        "replication",
+        "policy",
+        "engine",
+        "seed",
+        "shape",
+        "sigma",
+        "njobs",
+        "mst",
+        "slowdown_p99",
+        "makespan",
+    ):
         assert column in rows.columns
     jobs = schedlab.load(spec.results_dir(), "jobs").collect()
     assert jobs.height == 18 * 400
@@ -84,8 +95,11 @@ def test_resume_skips_rows_on_disk_and_packing_does_not_change_results(tmp_path)
     first = run_sweep(spec)
     again = run_sweep(spec)
     assert (first.rows_written, again.rows_written, again.rows_skipped) == (18, 0, 18)
-    other = make_spec(tmp_path, outputs={"dir": str(tmp_path / "other"), "per_job": True},
-                      execution={"task_jobs": 1, "max_in_flight": 1})
+    other = make_spec(
+        tmp_path,
+        outputs={"dir": str(tmp_path / "other"), "per_job": True},
+        execution={"task_jobs": 1, "max_in_flight": 1},
+    )
     run_sweep(other)
     a, b = sorted_summary(spec.results_dir()), sorted_summary(other.results_dir())
     cols = [c for c in a.columns if c not in TIMING]
@@ -106,8 +120,9 @@ def test_changed_spec_needs_fresh(tmp_path):
 
 def test_refusals_name_every_changed_field(tmp_path):
     run_sweep(make_spec(tmp_path))
-    changed = make_spec(tmp_path, seed=9, outputs={"dir": str(tmp_path / "out"), "per_job": False},
-                        policies=["FIFO", "PS"])
+    changed = make_spec(
+        tmp_path, seed=9, outputs={"dir": str(tmp_path / "out"), "per_job": False}, policies=["FIFO", "PS"]
+    )
     with pytest.raises(UserError) as err:
         run_sweep(changed)
     text = str(err.value)
@@ -128,17 +143,25 @@ def test_a_sweep_grows_by_replications_policies_and_grid_values(tmp_path):
     assert (report.rows_written, report.rows_skipped) == (6, 18)
     assert report.grew and "replications" in report.grew
 
-    grown = make_spec(tmp_path, replications={"n": 4}, policies=["FIFO", "PS", "PSBS", "LAS"],
-                      workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0})
+    grown = make_spec(
+        tmp_path,
+        replications={"n": 4},
+        policies=["FIFO", "PS", "PSBS", "LAS"],
+        workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0},
+    )
     report = run_sweep(grown)
     assert (report.rows_written, report.rows_skipped) == (3 * 4 * 4 - 24, 24)
     assert "policies" in report.grew and "workload" in report.grew
     again = run_sweep(grown)  # the grown spec is now the dir's own: a plain resume
     assert (again.rows_written, again.rows_skipped, again.grew) == (0, 48, None)
 
-    scratch = make_spec(tmp_path, replications={"n": 4}, policies=["FIFO", "PS", "PSBS", "LAS"],
-                        workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0},
-                        outputs={"dir": str(tmp_path / "scratch"), "per_job": True})
+    scratch = make_spec(
+        tmp_path,
+        replications={"n": 4},
+        policies=["FIFO", "PS", "PSBS", "LAS"],
+        workload={"kind": "synthetic", "njobs": 400, "shape": [0.5, 1.0, 2.0], "sigma": 1.0},
+        outputs={"dir": str(tmp_path / "scratch"), "per_job": True},
+    )
     run_sweep(scratch)
     assert nonclock(sorted_summary(grown.results_dir())).equals(nonclock(sorted_summary(scratch.results_dir())))
     jobs = schedlab.load(grown.results_dir(), "jobs").select("config_id", "replication", "job_id").collect()
@@ -177,8 +200,7 @@ def test_a_grown_sweep_is_tracked_whole(tmp_path):
     tracking = {"enabled": True, "uri": uri}
     first = run_sweep(make_spec(tmp_path, tracking=tracking))
     assert not first.tracking.failed and first.tracking.logged == 6
-    grown = run_sweep(make_spec(tmp_path, tracking=tracking, policies=["FIFO", "PS", "LAS"],
-                                replications={"n": 4}))
+    grown = run_sweep(make_spec(tmp_path, tracking=tracking, policies=["FIFO", "PS", "LAS"], replications={"n": 4}))
     assert not grown.tracking.failed and grown.tracking.logged == 8
     assert grown.rows_written == 3 * 4 * 2 - 2 * 3 * 2
     client = MlflowClient(tracking_uri=uri)
@@ -194,8 +216,11 @@ def test_a_grown_sweep_is_tracked_whole(tmp_path):
 
 
 def test_a_failing_simulation_is_recorded_and_the_sweep_goes_on(tmp_path):
-    spec = make_spec(tmp_path, workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 0.001]},
-                     outputs={"dir": str(tmp_path / "out"), "per_job": False})
+    spec = make_spec(
+        tmp_path,
+        workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 0.001]},
+        outputs={"dir": str(tmp_path / "out"), "per_job": False},
+    )
     report = run_sweep(spec)
     assert report.rows_written == 9  # the shape=1 point: 3 policies x 3 replications
     assert len(report.failures) == 9 and all("too extreme" in f["error"] for f in report.failures)
@@ -204,13 +229,17 @@ def test_a_failing_simulation_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_adaptive_replications_reach_the_target(tmp_path):
-    spec = make_spec(tmp_path, replications={"metric": "mst", "rel_halfwidth": 0.08, "min": 3, "max": 12, "batch": 3},
-                     outputs={"dir": str(tmp_path / "out"), "per_job": False},
-                     workload={"kind": "synthetic", "njobs": 300, "shape": [1.0, 2.0], "load": 0.7})
+    spec = make_spec(
+        tmp_path,
+        replications={"metric": "mst", "rel_halfwidth": 0.08, "min": 3, "max": 12, "batch": 3},
+        outputs={"dir": str(tmp_path / "out"), "per_job": False},
+        workload={"kind": "synthetic", "njobs": 300, "shape": [1.0, 2.0], "load": 0.7},
+    )
     report = run_sweep(spec)
     rows = sorted_summary(spec.results_dir())
     stats = rows.group_by("config_id").agg(
-        pl.len().alias("n"), pl.col("mst").mean().alias("mean"), pl.col("mst").std().alias("sd"))
+        pl.len().alias("n"), pl.col("mst").mean().alias("mean"), pl.col("mst").std().alias("sd")
+    )
     from scipy import stats as st
 
     for rec in stats.iter_rows(named=True):
@@ -227,8 +256,22 @@ def test_adaptive_replications_reach_the_target(tmp_path):
 def test_results_command(tmp_path):
     spec = make_spec(tmp_path)
     run_sweep(spec)
-    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "results", str(spec.results_dir()),
-                          "--by", "policy,shape", "--metric", "mst", "--csv"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "schedlab.cli",
+            "results",
+            str(spec.results_dir()),
+            "--by",
+            "policy,shape",
+            "--metric",
+            "mst",
+            "--csv",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     table = pl.read_csv(out.stdout.encode())
     assert table.height == 6 and set(table.columns) == {"policy", "shape", "n", "mst_mean", "mst_ci95"}
@@ -236,8 +279,11 @@ def test_results_command(tmp_path):
     ps = rows.filter((pl.col("policy") == "PS") & (pl.col("shape") == 0.5))["mst"]
     got = table.filter((pl.col("policy") == "PS") & (pl.col("shape") == 0.5))
     assert got["mst_mean"][0] == pytest.approx(ps.mean(), rel=1e-12)
-    bad = subprocess.run([sys.executable, "-m", "schedlab.cli", "results", str(spec.results_dir()), "--by", "nope"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "results", str(spec.results_dir()), "--by", "nope"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "'nope' is not a column" in bad.stderr
 
 
@@ -246,8 +292,11 @@ def test_progress_counts_simulations_failures_and_rounds(tmp_path):
     not Ray tasks; failures are counted; each adaptive round says its number
     and the total grows by the round's simulations."""
     seen = []
-    spec = make_spec(tmp_path, workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 0.001]},
-                     outputs={"dir": str(tmp_path / "out"), "per_job": False})
+    spec = make_spec(
+        tmp_path,
+        workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 0.001]},
+        outputs={"dir": str(tmp_path / "out"), "per_job": False},
+    )
     run_sweep(spec, progress=seen.append)
     assert seen[0].done == 0 and seen[0].total == 18 and seen[0].round == 1 and seen[0].eta is None
     last = seen[-1]
@@ -255,10 +304,12 @@ def test_progress_counts_simulations_failures_and_rounds(tmp_path):
     assert [p.done for p in seen] == sorted(p.done for p in seen) and last.eta == 0.0
 
     seen.clear()
-    adaptive = make_spec(tmp_path, replications={"metric": "mst", "rel_halfwidth": 0.001, "min": 2, "max": 4,
-                                                 "batch": 1},
-                         outputs={"dir": str(tmp_path / "adaptive"), "per_job": False},
-                         workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 2.0], "load": 0.7})
+    adaptive = make_spec(
+        tmp_path,
+        replications={"metric": "mst", "rel_halfwidth": 0.001, "min": 2, "max": 4, "batch": 1},
+        outputs={"dir": str(tmp_path / "adaptive"), "per_job": False},
+        workload={"kind": "synthetic", "njobs": 200, "shape": [1.0, 2.0], "load": 0.7},
+    )
     report = run_sweep(adaptive, progress=seen.append)
     rounds = sorted({p.round for p in seen})
     assert rounds == [1, 2, 3] and report.rounds == 3
@@ -285,7 +336,8 @@ def test_run_prints_progress_lines_and_the_points_at_max(tmp_path):
     (simulations, failed, elapsed, ETA, round) and, at the end of an adaptive
     sweep, the points that stopped at max above their target."""
     spec = tmp_path / "a.toml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         name = "cli-progress"
         engine = "queue"
         seed = 3
@@ -301,12 +353,18 @@ def test_run_prints_progress_lines_and_the_points_at_max(tmp_path):
         max = 3
         batch = 1
         [outputs]
-        dir = "{tmp_path / 'out'}"
+        dir = "{tmp_path / "out"}"
         [tracking]
         enabled = false
-        """))
-    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "run", str(spec)], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=300)
+        """)
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "run", str(spec)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line for line in out.stderr.splitlines() if line.startswith("cli-progress: round")]
     assert any(line.startswith("cli-progress: round 1, 8/8 simulations, 0 failed") for line in lines), out.stderr
@@ -326,7 +384,8 @@ def test_mlflow_at_a_glance(tmp_path):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     path = tmp_path / "glance.toml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
 
         # Two policies as the job-size skew varies:
         # a small check of what MLflow shows.
@@ -342,10 +401,11 @@ def test_mlflow_at_a_glance(tmp_path):
         [replications]
         n = 3
         [outputs]
-        dir = "{tmp_path / 'out'}"
+        dir = "{tmp_path / "out"}"
         [tracking]
         uri = "{uri}"
-        """))
+        """)
+    )
     spec = load_spec(path)
     assert spec.description == "Two policies as the job-size skew varies: a small check of what MLflow shows."
     report = run_sweep(spec)
@@ -356,8 +416,12 @@ def test_mlflow_at_a_glance(tmp_path):
     runs = client.search_runs([exp.experiment_id], max_results=100)
     [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert sorted(r.info.run_name for r in children) == ["FIFO shape=0.5", "FIFO shape=2.0", "PS shape=0.5",
-                                                          "PS shape=2.0"]
+    assert sorted(r.info.run_name for r in children) == [
+        "FIFO shape=0.5",
+        "FIFO shape=2.0",
+        "PS shape=0.5",
+        "PS shape=2.0",
+    ]
     rows = sorted_summary(spec.results_dir())
     for run in children:
         cid = run.data.tags["schedlab.config_id"]
@@ -382,8 +446,9 @@ def test_a_changed_input_file_is_refused_naming_it(tmp_path):
 
     table = tmp_path / "jobs.csv"
     table.write_text("job_id,submit,size\n0,0.0,1.0\n1,0.5,2.0\n2,1.0,0.5\n")
-    spec = make_spec(tmp_path, workload={"kind": "file", "path": str(table)}, policies=["FIFO", "PS"],
-                     replications={"n": 1})
+    spec = make_spec(
+        tmp_path, workload={"kind": "file", "path": str(table)}, policies=["FIFO", "PS"], replications={"n": 1}
+    )
     assert run_sweep(spec).rows_written == 2
     os.utime(table, ns=(1, 1))  # touched, same bytes: the fingerprint is recomputed and equal
     assert run_sweep(spec).rows_skipped == 2

@@ -22,7 +22,10 @@ TIMING = ["sim_seconds"]
 
 def spec_of(tmp_path, name="sizing", **changes):
     data = {
-        "name": name, "engine": "queue", "seed": 3, "policies": ["FIFO", "PS", "SRPT"],
+        "name": name,
+        "engine": "queue",
+        "seed": 3,
+        "policies": ["FIFO", "PS", "SRPT"],
         "workload": {"kind": "synthetic", "njobs": 300, "shape": [0.5, 1.0, 2.0], "sigma": [0.5, 1.0]},
         "replications": {"n": 4},
         "outputs": {"dir": str(tmp_path / name), "per_job": True},
@@ -166,8 +169,9 @@ def test_a_part_too_large_to_write_is_not_published_and_leaves_no_temp_file(tmp_
 
     from schedlab.platform.store import StoreWriteError
 
-    spec = spec_of(tmp_path, workload={"kind": "synthetic", "njobs": 20_000, "shape": [0.5, 1.0]},
-                   policies=["FIFO", "PS"])
+    spec = spec_of(
+        tmp_path, workload={"kind": "synthetic", "njobs": 20_000, "shape": [0.5, 1.0]}, policies=["FIFO", "PS"]
+    )
     plan = build_plan(spec)
     result = run_instances(plan.engine, work_of(plan, 1), None, True, encode=True)
     big = [p for p in result.parts if p.nbytes() > FSIZE_LIMIT]

@@ -32,12 +32,24 @@ from schedlab.platform.tracking import (
 SWEEP = "demo-sweep"
 PARAM_COLUMNS = ["load", "sigma", "njobs"]
 CONFIGS = {
-    "c1": {"engine": "queue", "policy": "FIFO", "workload_kind": "synthetic",
-           "params": {"load": 0.5, "sigma": 0.5, "njobs": 1000}},
-    "c2": {"engine": "queue", "policy": "SRPTE+PS", "workload_kind": "synthetic",
-           "params": {"load": 0.5, "sigma": 0.5, "njobs": 1000}},
-    "c3": {"engine": "queue", "policy": "SRPTE+PS", "workload_kind": "synthetic",
-           "params": {"load": 0.9, "sigma": 1.0, "njobs": 1000}},
+    "c1": {
+        "engine": "queue",
+        "policy": "FIFO",
+        "workload_kind": "synthetic",
+        "params": {"load": 0.5, "sigma": 0.5, "njobs": 1000},
+    },
+    "c2": {
+        "engine": "queue",
+        "policy": "SRPTE+PS",
+        "workload_kind": "synthetic",
+        "params": {"load": 0.5, "sigma": 0.5, "njobs": 1000},
+    },
+    "c3": {
+        "engine": "queue",
+        "policy": "SRPTE+PS",
+        "workload_kind": "synthetic",
+        "params": {"load": 0.9, "sigma": 1.0, "njobs": 1000},
+    },
 }
 METRICS = ["mst", "slowdown_p99", "makespan", "events", "mst_class_1"]
 
@@ -47,11 +59,20 @@ METRICS = ["mst", "slowdown_p99", "makespan", "events", "mst_class_1"]
 
 def write_manifest(d: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
-    (d / "manifest.json").write_text(json.dumps({
-        "name": SWEEP, "engine": "queue", "spec_hash": "abc123", "schedlab_version": "0.1.0",
-        "created": "2026-01-01T00:00:00", "spec": {"name": SWEEP}, "param_columns": PARAM_COLUMNS,
-        "configs": CONFIGS,
-    }))
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": SWEEP,
+                "engine": "queue",
+                "spec_hash": "abc123",
+                "schedlab_version": "0.1.0",
+                "created": "2026-01-01T00:00:00",
+                "spec": {"name": SWEEP},
+                "param_columns": PARAM_COLUMNS,
+                "configs": CONFIGS,
+            }
+        )
+    )
 
 
 def write_summary(d: Path, reps: dict[str, range], part: int, seed: int) -> None:
@@ -61,20 +82,28 @@ def write_summary(d: Path, reps: dict[str, range], part: int, seed: int) -> None
     for cid, replications in reps.items():
         cfg = CONFIGS[cid]
         for r in replications:
-            by_policy.setdefault(cfg["policy"], []).append({
-                "config_id": cid, "replication": r, "engine": cfg["engine"],
-                "workload_kind": cfg["workload_kind"], "seed": f"{seed}-{cid}-{r}",
-                **cfg["params"],
-                "mst": float(rng.gamma(2.0, 3.0)), "slowdown_p99": float(rng.uniform(5, 50)),
-                "makespan": float(rng.uniform(900, 1100)), "events": int(rng.integers(1000, 3000)),
-                # a metric with no value for one policy: must be skipped, not logged as NaN
-                "mst_class_1": None if cfg["policy"] == "FIFO" else float(rng.uniform(1, 2)),
-            })
+            by_policy.setdefault(cfg["policy"], []).append(
+                {
+                    "config_id": cid,
+                    "replication": r,
+                    "engine": cfg["engine"],
+                    "workload_kind": cfg["workload_kind"],
+                    "seed": f"{seed}-{cid}-{r}",
+                    **cfg["params"],
+                    "mst": float(rng.gamma(2.0, 3.0)),
+                    "slowdown_p99": float(rng.uniform(5, 50)),
+                    "makespan": float(rng.uniform(900, 1100)),
+                    "events": int(rng.integers(1000, 3000)),
+                    # a metric with no value for one policy: must be skipped, not logged as NaN
+                    "mst_class_1": None if cfg["policy"] == "FIFO" else float(rng.uniform(1, 2)),
+                }
+            )
     for policy, rows in by_policy.items():
         part_dir = d / "summary" / f"policy={urllib.parse.quote(policy, safe='')}"
         part_dir.mkdir(parents=True, exist_ok=True)
-        frame = pl.DataFrame(rows, schema_overrides={"replication": pl.Int64, "events": pl.Int64,
-                                                     "mst_class_1": pl.Float64})
+        frame = pl.DataFrame(
+            rows, schema_overrides={"replication": pl.Int64, "events": pl.Int64, "mst_class_1": pl.Float64}
+        )
         frame.write_parquet(part_dir / f"part-{part}.parquet")
 
 
@@ -131,9 +160,13 @@ def check_runs(children: dict[str, dict], want: dict[str, dict[str, float]]) -> 
     for cid, run in children.items():
         cfg = CONFIGS[cid]
         assert run["params"] == {
-            "load": str(cfg["params"]["load"]), "sigma": str(cfg["params"]["sigma"]),
-            "njobs": str(cfg["params"]["njobs"]), "engine": "queue", "policy": cfg["policy"],
-            "workload_kind": "synthetic", "config_id": cid,
+            "load": str(cfg["params"]["load"]),
+            "sigma": str(cfg["params"]["sigma"]),
+            "njobs": str(cfg["params"]["njobs"]),
+            "engine": "queue",
+            "policy": cfg["policy"],
+            "workload_kind": "synthetic",
+            "config_id": cid,
         }
         tags = run["tags"]
         assert tags["schedlab.config_id"] == cid
@@ -225,8 +258,14 @@ def test_part_files_with_different_schemas(tmp_path):
     d = tmp_path / "results"
     for policy, frame in {
         "FIFO": pl.DataFrame({"config_id": ["a", "a"], "replication": [0, 1], "mst": [1, 3]}),
-        "SRPTE+PS": pl.DataFrame({"config_id": ["b", "b", "b"], "replication": [0, 1, 2],
-                                  "mst": [1.5, 2.5, 3.5], "mst_class_1": [1.0, 2.0, 4.0]}),
+        "SRPTE+PS": pl.DataFrame(
+            {
+                "config_id": ["b", "b", "b"],
+                "replication": [0, 1, 2],
+                "mst": [1.5, 2.5, 3.5],
+                "mst_class_1": [1.0, 2.0, 4.0],
+            }
+        ),
     }.items():
         part = d / "summary" / f"policy={urllib.parse.quote(policy, safe='')}"
         part.mkdir(parents=True)
@@ -258,16 +297,32 @@ def test_wide_configuration_is_chunked(tmp_path):
     d.mkdir()
     pcols = [f"p{i}" for i in range(160)]
     params = {p: i for i, p in enumerate(pcols)}
-    (d / "manifest.json").write_text(json.dumps({
-        "name": "wide", "engine": "queue", "spec_hash": "h", "schedlab_version": "0.1.0", "created": "",
-        "spec": {}, "param_columns": pcols,
-        "configs": {"w": {"engine": "queue", "policy": "PS", "workload_kind": "synthetic", "params": params}},
-    }))
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "wide",
+                "engine": "queue",
+                "spec_hash": "h",
+                "schedlab_version": "0.1.0",
+                "created": "",
+                "spec": {},
+                "param_columns": pcols,
+                "configs": {"w": {"engine": "queue", "policy": "PS", "workload_kind": "synthetic", "params": params}},
+            }
+        )
+    )
     rng = np.random.default_rng(3)
-    frame = pl.DataFrame({"config_id": ["w"] * 3, "replication": [0, 1, 2], "engine": ["queue"] * 3,
-                          "workload_kind": ["synthetic"] * 3, "seed": ["s0", "s1", "s2"],
-                          **{p: [v] * 3 for p, v in params.items()},
-                          **{f"m{i}": rng.uniform(size=3) for i in range(600)}})
+    frame = pl.DataFrame(
+        {
+            "config_id": ["w"] * 3,
+            "replication": [0, 1, 2],
+            "engine": ["queue"] * 3,
+            "workload_kind": ["synthetic"] * 3,
+            "seed": ["s0", "s1", "s2"],
+            **{p: [v] * 3 for p, v in params.items()},
+            **{f"m{i}": rng.uniform(size=3) for i in range(600)},
+        }
+    )
     (d / "summary" / "policy=PS").mkdir(parents=True)
     frame.write_parquet(d / "summary" / "policy=PS" / "part-0.parquet")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -295,10 +350,26 @@ def _server_process(tmp_path_factory):
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1", "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
-         "--artifacts-destination", str(root / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{root}/mlflow.db",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
     )
     yield proc, f"http://127.0.0.1:{port}", root / "server.log"
     try:
@@ -333,8 +404,12 @@ def rest(uri: str, endpoint: str, body: dict | None = None) -> dict:
     if body is None:
         req = urllib.request.Request(f"{uri}/api/2.0/mlflow/{endpoint}")
     else:
-        req = urllib.request.Request(f"{uri}/api/2.0/mlflow/{endpoint}", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+        req = urllib.request.Request(
+            f"{uri}/api/2.0/mlflow/{endpoint}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
@@ -358,8 +433,12 @@ def rest_children(uri: str, experiment: str) -> dict[str, dict]:
         assert tags["mlflow.parentRunId"] == parents[0]["info"]["run_id"]
         cid = tags["schedlab.config_id"]
         assert cid not in children, "duplicated child run"
-        children[cid] = {"params": kv(r["data"].get("params")), "tags": tags,
-                         "metrics": kv(r["data"].get("metrics")), "run_id": r["info"]["run_id"]}
+        children[cid] = {
+            "params": kv(r["data"].get("params")),
+            "tags": tags,
+            "metrics": kv(r["data"].get("metrics")),
+            "run_id": r["info"]["run_id"],
+        }
     return children
 
 

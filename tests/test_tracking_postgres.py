@@ -37,8 +37,9 @@ def postgres_bin() -> str | None:
     if shutil.which("pg_config"):
         out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
         candidates.append(out.stdout.strip())
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"),
-                         key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")])[::-1]
+    candidates += sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")]
+    )[::-1]
     if shutil.which("initdb"):
         candidates.append(str(Path(shutil.which("initdb")).parent))
     for c in candidates:
@@ -89,21 +90,29 @@ class Recipe:
         self.root = root
         self.data = root / "data"
         self.pg_port, self.port = free_port(), free_port()
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-               "PG_BIN": postgres_bin(), "MLFLOW_WORKERS": "2"}
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+            "PG_BIN": postgres_bin(),
+            "MLFLOW_WORKERS": "2",
+        }
         env.pop("MLFLOW_TRACKING_URI", None)
         if os.geteuid() == 0:  # the recipe hands DATA_DIR/pg to the unprivileged user; it must reach it
             os.chmod(root, 0o755)
         self.log = open(root / "recipe.err", "wb")
-        self.proc = subprocess.Popen(["bash", str(RECIPE), str(self.data), str(self.pg_port), str(self.port)],
-                                     stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["bash", str(RECIPE), str(self.data), str(self.pg_port), str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+            start_new_session=True,
+        )
         self.uri: str | None = None
 
     def wait_uri(self) -> str:
         """The recipe prints the URI on stdout once the server answers."""
         got: list[str] = []
-        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline().decode().strip()),
-                                  daemon=True)
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline().decode().strip()), daemon=True)
         reader.start()
         reader.join(SERVER_BOOT)
         if not got or not got[0]:
@@ -192,14 +201,42 @@ def test_many_configurations_through_the_pool(tmp_path, recipe):
     d = tmp_path / "wide"
     d.mkdir()
     n = 40
-    configs = {f"k{i:02d}": {"engine": "queue", "policy": "PS", "workload_kind": "synthetic",
-                             "params": {"load": round(0.5 + i / 100, 2)}} for i in range(n)}
-    (d / "manifest.json").write_text(json.dumps({
-        "name": "pool-sweep", "engine": "queue", "spec_hash": "h", "schedlab_version": "0.1.0", "created": "",
-        "spec": {}, "param_columns": ["load"], "configs": configs}))
-    rows = [{"config_id": cid, "replication": r, "engine": "queue", "workload_kind": "synthetic", "seed": f"s{r}",
-             "load": c["params"]["load"], "mst": float(i + r)} for i, (cid, c) in enumerate(configs.items())
-            for r in range(2)]
+    configs = {
+        f"k{i:02d}": {
+            "engine": "queue",
+            "policy": "PS",
+            "workload_kind": "synthetic",
+            "params": {"load": round(0.5 + i / 100, 2)},
+        }
+        for i in range(n)
+    }
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "pool-sweep",
+                "engine": "queue",
+                "spec_hash": "h",
+                "schedlab_version": "0.1.0",
+                "created": "",
+                "spec": {},
+                "param_columns": ["load"],
+                "configs": configs,
+            }
+        )
+    )
+    rows = [
+        {
+            "config_id": cid,
+            "replication": r,
+            "engine": "queue",
+            "workload_kind": "synthetic",
+            "seed": f"s{r}",
+            "load": c["params"]["load"],
+            "mst": float(i + r),
+        }
+        for i, (cid, c) in enumerate(configs.items())
+        for r in range(2)
+    ]
     (d / "summary" / "policy=PS").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(d / "summary" / "policy=PS" / "part-0.parquet")
     t0 = time.monotonic()

@@ -46,7 +46,9 @@ def each_satisfied(plan: Plan, rows: pl.DataFrame, reps) -> set[str]:
 
     m = reps.metric
     stats = summarize(rows.select("config_id", m), ["config_id"], [m])
-    ok = stats.filter(pl.col(f"{m}_ci95").is_not_null() & (pl.col(f"{m}_ci95") <= reps.rel_halfwidth * pl.col(f"{m}_mean").abs()))
+    ok = stats.filter(
+        pl.col(f"{m}_ci95").is_not_null() & (pl.col(f"{m}_ci95") <= reps.rel_halfwidth * pl.col(f"{m}_mean").abs())
+    )
     satisfied = set(ok["config_id"].to_list())
     return {p.point_id for p in plan.points if all(c.config_id in satisfied for c in p.configs)}
 
@@ -62,7 +64,9 @@ def paired_table(plan: Plan, rows: pl.DataFrame, metric: str, baseline: str, rat
     frame = known.select(
         pl.Series("_cell", [_cell(configs[c]) for c in cids], dtype=pl.String),
         pl.Series("_arm", [_arm(configs[c]) for c in cids], dtype=pl.String),
-        pl.col("replication"), pl.col(metric).cast(pl.Float64))
+        pl.col("replication"),
+        pl.col(metric).cast(pl.Float64),
+    )
     base_arms = {_arm(c) for c in configs.values() if c.policy == baseline}
     if len(base_arms) != 1:  # spec validation rules this out; a clear error all the same
         raise ValueError(f"baseline {baseline!r} is {len(base_arms)} configurations per point, not one")
@@ -149,18 +153,31 @@ def select_best(spec, plan: Plan, store, run_round, report) -> dict[str, Any]:
                 ran[cid] = max(ran[cid], need[cid])
             run_round(instances)
             report.rounds += 1
-        rows = (store.scan().select("config_id", "replication", reps.metric).collect()
-                if store.has("summary") else pl.DataFrame({"config_id": [], "replication": [], reps.metric: []}))
+        rows = (
+            store.scan().select("config_id", "replication", reps.metric).collect()
+            if store.has("summary")
+            else pl.DataFrame({"config_id": [], "replication": [], reps.metric: []})
+        )
         points = []
         for cell, configs in cells.items():
             names = {c.config_id: _arm(c) for c in configs}
             outs = _outputs(rows, list(names), reps.metric)
-            sel = kn({names[cid]: outs[cid] for cid in names}, reps.delta, confidence, reps.min, minimize,
-                     reps.step, reps.max)
+            sel = kn(
+                {names[cid]: outs[cid] for cid in names},
+                reps.delta,
+                confidence,
+                reps.min,
+                minimize,
+                reps.step,
+                reps.max,
+            )
             entry = {"where": where[cell], "point_id": configs[0].point_id, **sel.to_dict()}
             if not sel.done:
-                short = [names[cid] for cid in names if names[cid] in sel.survivors and ran[cid] >= sel.need
-                         and len(outs[cid]) < sel.need]
+                short = [
+                    names[cid]
+                    for cid in names
+                    if names[cid] in sel.survivors and ran[cid] >= sel.need and len(outs[cid]) < sel.need
+                ]
                 if short or cell in failed:
                     failed.add(cell)
                     entry["stopped"] = "failed simulations"
@@ -172,9 +189,18 @@ def select_best(spec, plan: Plan, store, run_round, report) -> dict[str, Any]:
             for pol, c in zip(entry["policies"], configs):
                 pol["config_id"] = c.config_id
             points.append(entry)
-        doc = {"procedure": "KN (Kim & Nelson 2001)", "source": SOURCE, "metric": reps.metric, "minimize": minimize,
-               "delta": reps.delta, "confidence": confidence, "n0": reps.min, "step": reps.step, "max": reps.max,
-               "points": points}
+        doc = {
+            "procedure": "KN (Kim & Nelson 2001)",
+            "source": SOURCE,
+            "metric": reps.metric,
+            "minimize": minimize,
+            "delta": reps.delta,
+            "confidence": confidence,
+            "n0": reps.min,
+            "step": reps.step,
+            "max": reps.max,
+            "points": points,
+        }
         write(store.root, doc)
         if not any(need[cid] > ran[cid] for cid in need):
             return doc

@@ -47,9 +47,9 @@ import json
 import os
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -100,8 +100,11 @@ class CompactReport:
         return sum(self.after.values())
 
     def line(self) -> str:
-        tables = ", ".join(f"{t} {self.before.get(t, 0)} -> {self.after.get(t, 0)}" for t in (SUMMARY, JOBS, SERIES, FAILURES)
-                           if self.before.get(t) or self.after.get(t))
+        tables = ", ".join(
+            f"{t} {self.before.get(t, 0)} -> {self.after.get(t, 0)}"
+            for t in (SUMMARY, JOBS, SERIES, FAILURES)
+            if self.before.get(t) or self.after.get(t)
+        )
         what = f" ({tables})" if self.groups else " (nothing to merge)"
         return f"compacted {self.root}: {self.files_before} -> {self.files_after} part files{what}"
 
@@ -146,13 +149,16 @@ def compact_locked(store: ResultStore, max_bytes: int = MAX_FILE_BYTES) -> Compa
             if s.parent.parent == store.root / SUMMARY:  # summary/policy=<p>/part-*.parquet
                 partitions[s.parent.name].append(s)
         for part, summaries in sorted(partitions.items()):
-            batches = [_batch(store, s.name, {t: store.root / t / part / s.name for t in (JOBS, SERIES, SUMMARY)})
-                       for s in summaries]
+            batches = [
+                _batch(store, s.name, {t: store.root / t / part / s.name for t in (JOBS, SERIES, SUMMARY)})
+                for s in summaries
+            ]
             for group in plan_groups(batches, max_bytes):
                 _merge_group(store, group, part, SUMMARY)
                 report.groups += 1
-        failures = [_batch(store, f.name, {FAILURES: f}) for f in store.files(FAILURES)
-                    if f.parent == store.root / FAILURES]
+        failures = [
+            _batch(store, f.name, {FAILURES: f}) for f in store.files(FAILURES) if f.parent == store.root / FAILURES
+        ]
         for group in plan_groups(failures, max_bytes):
             _merge_group(store, group, None, FAILURES)
             report.groups += 1
@@ -308,9 +314,12 @@ def _merge_group(store: ResultStore, group: list[_Batch], part: str | None, comm
             # 2. the journal: the merged commit file is the commit record
             old = [b.files[t] for t in tables if t != commit_table for b in group if t in b.files]
             old += [b.files[commit_table] for b in group]
-            entry = {"commit": _rel(store, final[commit_table]),
-                     "new": [_rel(store, final[t]) for t in tables if t != commit_table] + [_rel(store, final[commit_table])],
-                     "old": [_rel(store, p) for p in old]}
+            entry = {
+                "commit": _rel(store, final[commit_table]),
+                "new": [_rel(store, final[t]) for t in tables if t != commit_table]
+                + [_rel(store, final[commit_table])],
+                "old": [_rel(store, p) for p in old],
+            }
             store._atomic_bytes(store.root / COMPACTING, json.dumps(entry, indent=1).encode())
             journal = True
             fsync_dir(store.root)

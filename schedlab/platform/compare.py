@@ -34,17 +34,29 @@ from schedlab.platform.stats import CONFIDENCE, holm, paired
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
 #: Said with every table and JSON document: what the numbers are.
-METHOD_DIFF = ("paired by (workload point, replication): mean of policy - {baseline} over the n pairs, "
-               "95 % Student-t interval; p: paired t test, Holm-adjusted over the {k} policies compared with "
-               "{baseline} at each point (significant: p_holm < 0.05)")
-METHOD_RATIO = ("paired by (workload point, replication): geometric mean of policy / {baseline} over the n pairs, "
-                "95 % Student-t interval of the mean log ratio, transformed back with exp; p: paired t test on "
-                "the log ratios, Holm-adjusted over the {k} policies compared with {baseline} at each point "
-                "(significant: p_holm < 0.05)")
+METHOD_DIFF = (
+    "paired by (workload point, replication): mean of policy - {baseline} over the n pairs, "
+    "95 % Student-t interval; p: paired t test, Holm-adjusted over the {k} policies compared with "
+    "{baseline} at each point (significant: p_holm < 0.05)"
+)
+METHOD_RATIO = (
+    "paired by (workload point, replication): geometric mean of policy / {baseline} over the n pairs, "
+    "95 % Student-t interval of the mean log ratio, transformed back with exp; p: paired t test on "
+    "the log ratios, Holm-adjusted over the {k} policies compared with {baseline} at each point "
+    "(significant: p_holm < 0.05)"
+)
 
 
-def paired_stats(frame: pl.DataFrame, cells: list[str], pair: list[str], arm: str, value: str, baseline: str,
-                 ratio: bool = False, confidence: float = CONFIDENCE) -> pl.DataFrame:
+def paired_stats(
+    frame: pl.DataFrame,
+    cells: list[str],
+    pair: list[str],
+    arm: str,
+    value: str,
+    baseline: str,
+    ratio: bool = False,
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
     """Paired intervals of every arm against ``baseline``.
 
     ``frame`` has one row per (cell, pair key, arm): ``cells`` name the
@@ -62,22 +74,27 @@ def paired_stats(frame: pl.DataFrame, cells: list[str], pair: list[str], arm: st
     dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1)
     if dup.height:
         row = dup.row(0, named=True)
-        raise UserError(f"{row['len']} rows share one pair key ({', '.join(f'{k}={row[k]}' for k in keys + [arm])}); "
-                        f"a comparison needs one row per policy, workload point and replication")
+        raise UserError(
+            f"{row['len']} rows share one pair key ({', '.join(f'{k}={row[k]}' for k in keys + [arm])}); "
+            f"a comparison needs one row per policy, workload point and replication"
+        )
     base = clean.filter(pl.col(arm) == baseline).select(keys + [pl.col(value).alias("_base")])
     others = clean.filter(pl.col(arm) != baseline)
     joined = others.join(base, on=keys, how="inner", nulls_equal=True)
     if ratio:
         bad = joined.filter((pl.col(value) <= 0) | (pl.col("_base") <= 0))
         if bad.height:
-            raise UserError(f"--ratio needs positive values; {value} is {bad[value][0] if bad[value][0] <= 0 else bad['_base'][0]} "
-                            f"in a row of {bad[arm][0] if bad[value][0] <= 0 else baseline}")
+            raise UserError(
+                f"--ratio needs positive values; {value} is {bad[value][0] if bad[value][0] <= 0 else bad['_base'][0]} "
+                f"in a row of {bad[arm][0] if bad[value][0] <= 0 else baseline}"
+            )
         joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
     order = {a: i for i, a in enumerate(dict.fromkeys(frame[arm].to_list()))}
     groups = joined.group_by(cells + [arm], maintain_order=True).agg(
-        pl.col("_d"), pl.col(value).mean().alias("mean"), pl.col("_base").mean().alias("baseline_mean"))
+        pl.col("_d"), pl.col(value).mean().alias("mean"), pl.col("_base").mean().alias("baseline_mean")
+    )
     records: list[dict[str, Any]] = []
     for rec in groups.iter_rows(named=True):
         p = paired(np.asarray(rec.pop("_d"), dtype=float), confidence)
@@ -85,12 +102,30 @@ def paired_stats(frame: pl.DataFrame, cells: list[str], pair: list[str], arm: st
             est, lo, hi = math.exp(p.mean), math.exp(p.low), math.exp(p.high)
         else:
             est, lo, hi = p.mean, p.low, p.high
-        records.append({**rec, "n": p.n, "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": p.halfwidth,
-                        "p_value": p.p_value})
+        records.append(
+            {
+                **rec,
+                "n": p.n,
+                "estimate": est,
+                "ci_low": lo,
+                "ci_high": hi,
+                "halfwidth": p.halfwidth,
+                "p_value": p.p_value,
+            }
+        )
     schema_cells = {c: frame.schema[c] for c in cells}
-    out_schema = {**schema_cells, arm: frame.schema[arm], "mean": pl.Float64, "baseline_mean": pl.Float64,
-                  "n": pl.Int64, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-                  "halfwidth": pl.Float64, "p_value": pl.Float64}
+    out_schema = {
+        **schema_cells,
+        arm: frame.schema[arm],
+        "mean": pl.Float64,
+        "baseline_mean": pl.Float64,
+        "n": pl.Int64,
+        "estimate": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "halfwidth": pl.Float64,
+        "p_value": pl.Float64,
+    }
     out = pl.DataFrame(records, schema=out_schema)
     out = out.with_columns(pl.col(arm).replace_strict(order, return_dtype=pl.Int64).alias("_order"))
     out = out.sort(cells + ["_order"], nulls_last=True).drop("_order")
@@ -105,10 +140,25 @@ def paired_stats(frame: pl.DataFrame, cells: list[str], pair: list[str], arm: st
         for i, a in zip(rows, holm([pv[i] for i in rows])):
             adj[i] = a
     out = out.with_columns(pl.Series("p_holm", adj, dtype=pl.Float64))
-    out = out.with_columns(pl.when(pl.col("p_holm").is_nan()).then(None)
-                           .otherwise(pl.col("p_holm") < ALPHA).alias("significant"))
-    return out.select(cells + [arm, "n", "mean", "baseline_mean", "estimate", "ci_low", "ci_high", "halfwidth",
-                               "p_value", "p_holm", "significant"])
+    out = out.with_columns(
+        pl.when(pl.col("p_holm").is_nan()).then(None).otherwise(pl.col("p_holm") < ALPHA).alias("significant")
+    )
+    return out.select(
+        cells
+        + [
+            arm,
+            "n",
+            "mean",
+            "baseline_mean",
+            "estimate",
+            "ci_low",
+            "ci_high",
+            "halfwidth",
+            "p_value",
+            "p_holm",
+            "significant",
+        ]
+    )
 
 
 def _arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
@@ -118,14 +168,25 @@ def _arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
         return frame["policy"]
     labels = []
     for rec in frame.select(["policy"] + policy_params).iter_rows(named=True):
-        parts = [f"{c.removeprefix('policy_')}={rec[c]:g}" if isinstance(rec[c], float) else
-                 f"{c.removeprefix('policy_')}={rec[c]}" for c in policy_params if rec[c] is not None]
+        parts = [
+            f"{c.removeprefix('policy_')}={rec[c]:g}"
+            if isinstance(rec[c], float)
+            else f"{c.removeprefix('policy_')}={rec[c]}"
+            for c in policy_params
+            if rec[c] is not None
+        ]
         labels.append(f"{rec['policy']}[{','.join(parts)}]" if parts else rec["policy"])
     return pl.Series("policy", labels, dtype=pl.String)
 
 
-def compare(results_dir: str | Path, baseline: str, metric: str = "mst", by: list[str] | str | None = None,
-            ratio: bool = False, confidence: float = CONFIDENCE) -> pl.DataFrame:
+def compare(
+    results_dir: str | Path,
+    baseline: str,
+    metric: str = "mst",
+    by: list[str] | str | None = None,
+    ratio: bool = False,
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
     """Paired comparison of every policy of a results dir with ``baseline``
     (see the module docstring). ``by``: the workload-point columns to report
     per (default: every parameter column that varies in the sweep, other
@@ -172,13 +233,16 @@ def compare(results_dir: str | Path, baseline: str, metric: str = "mst", by: lis
     frame = frame.with_columns(_arm_labels(frame, pparams).alias("_arm"))
     base_arms = frame.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
     if len(base_arms) > 1:
-        raise UserError(f"--baseline: {baseline!r} has {len(base_arms)} parameter settings "
-                        f"({', '.join(sorted(base_arms))}); name one of them")
+        raise UserError(
+            f"--baseline: {baseline!r} has {len(base_arms)} parameter settings "
+            f"({', '.join(sorted(base_arms))}); name one of them"
+        )
     base_arm = base_arms[0]
     pair = [c for c in instance_cols if c not in by_cols] + ["replication"]
     data = frame.select(by_cols + [c for c in pair if c not in by_cols] + ["_arm", pl.col(metric).cast(pl.Float64)])
-    out = paired_stats(data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio,
-                       confidence)
+    out = paired_stats(
+        data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio, confidence
+    )
     est = "ratio" if ratio else "diff"
     out = out.rename({"_arm": "policy", "mean": f"{metric}_mean", "estimate": est})
     out = out.with_columns(pl.lit(base_arm).alias("baseline"))

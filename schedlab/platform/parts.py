@@ -33,7 +33,6 @@ import pyarrow.parquet as pq
 
 from schedlab.platform.store import JOBS, SERIES, SUMMARY, ResultStore, _partition, _unlink_quietly
 
-
 #: Files fsynced at once when a flush publishes its parts (the disk merges them).
 FSYNC_THREADS = 8
 
@@ -144,7 +143,8 @@ def publish(store: ResultStore, parts: list[Part]) -> None:
             merged.setdefault(p.policy, []).append(p.table)
     parts = [p for p in parts if p.table is None] + [
         Part(policy, [], {SUMMARY: encode(pa.concat_tables(tables, promote_options="permissive"))})
-        for policy, tables in merged.items()]
+        for policy, tables in merged.items()
+    ]
     staged: list[tuple[str, list[tuple[Path, Path]]]] = []  # per part: [(tmp, final)], summary last
     published: list[Path] = []
     try:

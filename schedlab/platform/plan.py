@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.usercode import CodeRef
@@ -66,8 +67,11 @@ class Config:
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
-        return {**self.workload_params, **{f"system_{k}": v for k, v in self.system.items()},
-                **{f"policy_{k}": v for k, v in self.policy_params.items()}}
+        return {
+            **self.workload_params,
+            **{f"system_{k}": v for k, v in self.system.items()},
+            **{f"policy_{k}": v for k, v in self.policy_params.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -182,8 +186,13 @@ def shared_input_key(point: WorkloadPoint) -> str | None:
         kind = _BUILTIN_KINDS[point.kind] = workload_kind(point.kind)
     if kind.load_shared is None:
         return None
-    return canonical({k: v for k, v in point.params.items()
-                      if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))})
+    return canonical(
+        {
+            k: v
+            for k, v in point.params.items()
+            if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))
+        }
+    )
 
 
 def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:
@@ -201,7 +210,10 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
             zipped.add(name)
         lengths = {len(params[n]) for n in group}
         if len(lengths) > 1:
-            raise UserError(f"{where}.zip[{g}]: zipped lists differ in length ({', '.join(f'{n}: {len(params[n])}' for n in group)})")
+            raise UserError(
+                f"{where}.zip[{g}]: zipped lists differ in length "
+                f"({', '.join(f'{n}: {len(params[n])}' for n in group)})"
+            )
         axes.append([dict(zip(group, values)) for values in zip(*(params[n] for n in group))])
     for name, value in params.items():
         if name in zipped:
@@ -234,16 +246,16 @@ def _check_params(kind, full: dict[str, Any], where: str, errors) -> None:
             params[name] = default
 
 
-def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
-            base_dir: Any = ".") -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
+def _points(
+    kind, params: dict[str, Any], zips: list[list[str]], where: str, base_dir: Any = "."
+) -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
     """Grid points with defaults filled in, checked, and expanded by the kind
     (e.g. a trace's window = "all" becomes one point per window), each as
     (params, identity params, user code). A trace point whose ``reader`` is a
     code reference gets it made absolute (the driver loads the trace from
     anywhere) and identified by the reader's name and digest, not its path."""
-    from schedlab.usercode import absolute, is_reference, resolve
-
     from schedlab.errors import Collector
+    from schedlab.usercode import absolute, is_reference, resolve
     from schedlab.workloads.files import check_path
 
     out = []
@@ -273,8 +285,9 @@ def _points(kind, params: dict[str, Any], zips: list[list[str]], where: str,
     return out
 
 
-def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]],
-                                                  dict[str, CodeRef], dict[str, frozenset[str]]]:
+def _policies(
+    spec, engine, source: str
+) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef], dict[str, frozenset[str]]]:
     """(name, params of one grid point, user code) per policy configuration;
     built-ins by name, user classes by ``use`` (checked against the engine's
     seam), params checked against the class's declaration."""
@@ -292,8 +305,10 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
         with errors.check():
             if entry.use is not None:
                 if entry.name in engine.policies:
-                    raise UserError(f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
-                                    f"give your policy another name")
+                    raise UserError(
+                        f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
+                        f"give your policy another name"
+                    )
                 code = resolve(entry.use, spec.base_dir, f"{where}.use")
                 cls = engine.check_policy_class(code.load(), f"{where}.use")
                 codes[f"policies[{i}].use"] = code
@@ -304,8 +319,9 @@ def _policies(spec, engine, source: str) -> tuple[list[tuple[str, dict[str, Any]
                     raise UserError(f"{where}: {err}") from None
             from schedlab.params import declared
 
-            integers[entry.name] = frozenset(f"policy_{n}" for n, p in declared(cls, engine.handle_args).items()
-                                             if p.annotation in (int, "int"))
+            integers[entry.name] = frozenset(
+                f"policy_{n}" for n, p in declared(cls, engine.handle_args).items() if p.annotation in (int, "int")
+            )
             for point in _grid(entry.params, [], f"{where}.params"):
                 with errors.check():
                     engine.check_policy_params(cls, point, f"{where}.params")
@@ -350,8 +366,10 @@ def _metric(spec, m, i: int, source: str, out: list[MetricSpec], codes: dict[str
     elif m.use in BUILTIN_METRICS:
         fn = BUILTIN_METRICS[m.use]
     else:
-        raise UserError(f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
-                        f"(or your own function with use = \"file.py:fn\")")
+        raise UserError(
+            f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
+            f'(or your own function with use = "file.py:fn")'
+        )
     check_params(fn, dict(m.params), f"{where}.params", skip=1, what="metric")
     if any(x.name == m.name for x in out):
         raise UserError(f"{where}.name: {m.name!r} is listed twice")
@@ -383,8 +401,10 @@ def build_plan(spec, source: str = "spec") -> Plan:
             wl_code = resolve(spec.workload.use, spec.base_dir, f"{source}: workload.use")
             kind_name = spec.workload.kind if "kind" in spec.workload.model_fields_set else wl_code.attr
             if kind_name in workload_kinds():
-                raise UserError(f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, "
-                                f"leave kind out or name your generator differently")
+                raise UserError(
+                    f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, "
+                    f"leave kind out or name your generator differently"
+                )
             try:
                 kind = user_kind(wl_code, kind_name)
             except UserError as err:
@@ -394,7 +414,7 @@ def build_plan(spec, source: str = "spec") -> Plan:
             if kind_name not in engine.workload_kinds:
                 raise UserError(
                     f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
-                    f"choose from: {', '.join(engine.workload_kinds)} (or your own generator with use = \"gen.py:fn\")"
+                    f'choose from: {", ".join(engine.workload_kinds)} (or your own generator with use = "gen.py:fn")'
                 )
             kind = workload_kind(kind_name, f"{source}: workload.kind")
 
@@ -417,7 +437,8 @@ def build_plan(spec, source: str = "spec") -> Plan:
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
     integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
-        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer)
+        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer
+    )
     expanded = []
     if kind is not None:
         with errors.check():
@@ -433,34 +454,58 @@ def build_plan(spec, source: str = "spec") -> Plan:
         excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
         draw_id = None
         if excluded:
-            draw_id = digest({**workload_identity, "params": {k: v for k, v in ident.items() if k not in excluded},
-                              "draw_excludes": sorted(excluded)})
+            draw_id = digest(
+                {
+                    **workload_identity,
+                    "params": {k: v for k, v in ident.items() if k not in excluded},
+                    "draw_excludes": sorted(excluded),
+                }
+            )
         point_configs = []
         for system in systems or ():
             for name, pparams, code in policies:
-                identity: dict[str, Any] = {"engine": engine.name, "policy": name, "policy_params": pparams,
-                                            "workload": workload_identity}
+                identity: dict[str, Any] = {
+                    "engine": engine.name,
+                    "policy": name,
+                    "policy_params": pparams,
+                    "workload": workload_identity,
+                }
                 if system:  # only engines with system params carry the key (queue ids unchanged)
                     identity["system"] = system
                 if code is not None:  # only user code carries a digest (built-in ids unchanged)
                     identity["code"] = code.identity
                 cid = digest(identity)
-                config = Config(cid, engine.name, name, pparams, kind_name, params, point_id, system, code,
-                                integers | policy_integers.get(name, frozenset()))
+                config = Config(
+                    cid,
+                    engine.name,
+                    name,
+                    pparams,
+                    kind_name,
+                    params,
+                    point_id,
+                    system,
+                    code,
+                    integers | policy_integers.get(name, frozenset()),
+                )
                 configs[cid] = config
                 point_configs.append(config)
-        points.append(WorkloadPoint(point_id, kind_name, params, tuple(point_configs), pcode,
-                                    getattr(spec.outputs, "warmup", None), draw_id))
+        points.append(
+            WorkloadPoint(
+                point_id, kind_name, params, tuple(point_configs), pcode, getattr(spec.outputs, "warmup", None), draw_id
+            )
+        )
     if points and systems is not None:
         from schedlab.sim.system import check_jobs_fit
 
         # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
         with errors.check():
-            engine.check_system_workload(spec.system, kind, [p.params for p in points], f"{source}: system",
-                                         f"{source}: workload")
+            engine.check_system_workload(
+                spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+            )
             # what run would reject in every instance, known now: jobs wider than the machine, a build that fails
-            check_jobs_fit(engine.system, spec.system, kind, [p.params for p in points], f"{source}: system",
-                           f"{source}: workload")
+            check_jobs_fit(
+                engine.system, spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+            )
     if len({p.point_id for p in points}) != len(points):
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
@@ -469,8 +514,18 @@ def build_plan(spec, source: str = "spec") -> Plan:
     with errors.check():
         check_distinct(codes, source)
     columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
-    reserved = {"config_id", "replication", "engine", "policy", "workload_kind", "seed", "schedlab_version",
-                "schedlab_digest", "code_sha256", "workload_code_sha256"}
+    reserved = {
+        "config_id",
+        "replication",
+        "engine",
+        "policy",
+        "workload_kind",
+        "seed",
+        "schedlab_version",
+        "schedlab_digest",
+        "code_sha256",
+        "workload_code_sha256",
+    }
     clash = set(columns) & reserved
     if clash:
         errors.add(f"{source}: workload.{sorted(clash)[0]}: reserved column name")

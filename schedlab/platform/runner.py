@@ -22,9 +22,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from schedlab import __version__
 from schedlab.errors import UserError
@@ -123,17 +124,35 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
         "spec": defining,
         "spec_hash": digest(defining),
         "schedlab_version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "param_columns": plan.param_columns,
         **({"inputs": inputs} if inputs else {}),
         "configs": {
-            cid: {"engine": c.engine, "policy": c.policy, "workload_kind": c.workload_kind, "params": c.flat_params(),
-                  **({"code_sha256": c.code.sha256} if c.code is not None else {})}
+            cid: {
+                "engine": c.engine,
+                "policy": c.policy,
+                "workload_kind": c.workload_kind,
+                "params": c.flat_params(),
+                **({"code_sha256": c.code.sha256} if c.code is not None else {}),
+            }
             for cid, c in plan.configs.items()
         },
-        **({"user_code": {field_: {"use": code.ref, "module": code.module, "attr": code.attr, "sha256": code.sha256,
-                                   "files": sorted(code.sources())}
-                          for field_, code in sorted(plan.code.items())}} if plan.code else {}),
+        **(
+            {
+                "user_code": {
+                    field_: {
+                        "use": code.ref,
+                        "module": code.module,
+                        "attr": code.attr,
+                        "sha256": code.sha256,
+                        "files": sorted(code.sources()),
+                    }
+                    for field_, code in sorted(plan.code.items())
+                }
+            }
+            if plan.code
+            else {}
+        ),
     }
 
 
@@ -200,8 +219,11 @@ class _Sink:
         self._reset()
         with _sigint_deferred():
             self.store.commit(summary, jobs, failures, series, parts=parts)
-        touched = ({r["config_id"] for r in summary} | {f["config_id"] for f in failures}
-                   | {k[0] for p in parts for k in p.keys})
+        touched = (
+            {r["config_id"] for r in summary}
+            | {f["config_id"] for f in failures}
+            | {k[0] for p in parts for k in p.keys}
+        )
         if touched:
             self.on_commit(touched)
         return len(summary) + sum(len(p.keys) for p in parts)
@@ -272,8 +294,12 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
     if address:
         kwargs["address"] = address
     else:  # never join a `ray start` cluster; listen on loopback only
-        kwargs.update(address="local", num_cpus=spec.execution.num_cpus, _node_ip_address=LOCAL_RAY_HOST,
-                      logging_level=logging.WARNING)  # not "Started a local Ray instance"
+        kwargs.update(
+            address="local",
+            num_cpus=spec.execution.num_cpus,
+            _node_ip_address=LOCAL_RAY_HOST,
+            logging_level=logging.WARNING,
+        )  # not "Started a local Ray instance"
         local = _loopback_node()
         # Token auth on a loopback-only Ray is schedlab's choice, not the user's: no warning about it.
         logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
@@ -309,8 +335,9 @@ def run_sweep(
     store = ResultStore(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
-        report = _run_locked(spec, plan, store, started, address=address, fresh=fresh, tracking=tracking,
-                             progress=progress)
+        report = _run_locked(
+            spec, plan, store, started, address=address, fresh=fresh, tracking=tracking, progress=progress
+        )
         report.stages["plan"] = planned
         return report
     finally:
@@ -318,8 +345,9 @@ def run_sweep(
         store.unlock()
 
 
-def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking,
-                progress) -> SweepReport:
+def _run_locked(
+    spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking, progress
+) -> SweepReport:
     t0 = time.monotonic()
     try:
         previous = store.read_manifest()
@@ -330,8 +358,10 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
     report = SweepReport(str(store.root), configs=len(plan.configs), grew=grew)
     done = store.done_keys()  # a damaged part file stops here, before any work
     stages = report.stages
-    stages.update(dict.fromkeys(("prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking",
-                                 "compact"), 0.0), **{f"task_{k}": 0.0 for k in STAGES})
+    stages.update(
+        dict.fromkeys(("prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking", "compact"), 0.0),
+        **{f"task_{k}": 0.0 for k in STAGES},
+    )
     stages["prepare"] = time.monotonic() - t0
 
     @contextlib.contextmanager
@@ -347,7 +377,8 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
         from schedlab.platform.tracking import Tracker
 
         tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
-        tracker.start()  # returns at once: its thread creates store, experiment and parent run, re-logs runs behind Parquet
+        # returns at once: its thread creates store, experiment and parent run, re-logs runs behind Parquet
+        tracker.start()
     #: config id -> replications of the current round not yet received (row or failure): a
     #: configuration goes to tracking once settled, so its run is logged once per round, not per commit.
     unsettled: dict[str, set[int]] = {}
@@ -423,8 +454,16 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
 
         def tell() -> None:
             if progress:
-                progress(Progress(spec.name, counts["round"], counts["done"], counts["total"], counts["failed"],
-                                  time.monotonic() - started))
+                progress(
+                    Progress(
+                        spec.name,
+                        counts["round"],
+                        counts["done"],
+                        counts["total"],
+                        counts["failed"],
+                        time.monotonic() - started,
+                    )
+                )
 
         tell()
         try:
@@ -435,8 +474,15 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                     with timed("submit" if report.tasks else "ray_start"):
                         task, units = pending.next(slots())
                         payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
-                        ref = remote.remote(plan.engine, payload, shared_for(task[0]), spec.outputs.per_job,
-                                            plan.metrics, engine_path=spec.execution.engine_path, encode=True)
+                        ref = remote.remote(
+                            plan.engine,
+                            payload,
+                            shared_for(task[0]),
+                            spec.outputs.per_job,
+                            plan.metrics,
+                            engine_path=spec.execution.engine_path,
+                            encode=True,
+                        )
                         inflight[ref] = (task, units)
                         report.tasks += 1
                 with timed("wait"):
@@ -451,10 +497,21 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
                             result: TaskResult = ray.get(ref)
                     except ray.exceptions.RayError as err:  # retries exhausted: a system failure
                         text = f"task failed after {spec.execution.retries} retries: {type(err).__name__}: {err}"
-                        result = TaskResult([], [], [
-                            {"config_id": c.config_id, "replication": i.replication, "policy": c.policy, "error": text}
-                            for i in task for c in todo_of[(i.point.point_id, i.replication)]
-                        ], 0.0)
+                        result = TaskResult(
+                            [],
+                            [],
+                            [
+                                {
+                                    "config_id": c.config_id,
+                                    "replication": i.replication,
+                                    "policy": c.policy,
+                                    "error": text,
+                                }
+                                for i in task
+                                for c in todo_of[(i.point.point_id, i.replication)]
+                            ],
+                            0.0,
+                        )
                     report.sim_seconds += result.sim_seconds
                     report.failures += result.failures
                     for k, v in result.stages.items():
@@ -480,7 +537,9 @@ def _run_locked(spec: SweepSpec, plan: Plan, store: ResultStore, started: float,
             for ref in inflight:
                 ray.cancel(ref, force=True)
             report.rows_written += sink.flush()
-            raise Interrupted(f"interrupted: {report.rows_written} rows committed to {store.root}; run again to resume") from None
+            raise Interrupted(
+                f"interrupted: {report.rows_written} rows committed to {store.root}; run again to resume"
+            ) from None
 
     try:
         if not spec.replications.adaptive:
@@ -505,9 +564,11 @@ def _wait_for_tracking(tracker, store: ResultStore, progress):
     try:
         return tracker.close(progress=progress)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted while MLflow caught up: rows are committed to {store.root}; "
-                          f"`schedlab track {store.root}` finishes MLflow (a run that was cut short resumes "
-                          f"with `schedlab run`)") from None
+        raise Interrupted(
+            f"interrupted while MLflow caught up: rows are committed to {store.root}; "
+            f"`schedlab track {store.root}` finishes MLflow (a run that was cut short resumes "
+            f"with `schedlab run`)"
+        ) from None
 
 
 def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
@@ -546,9 +607,7 @@ def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report
     short: set[str] = set()  # points whose target was not met at the last check
     while True:
         instances = [
-            inst
-            for p in plan.points
-            for inst in plan.instances(range(next_r[p.point_id], want[p.point_id]), [p])
+            inst for p in plan.points for inst in plan.instances(range(next_r[p.point_id], want[p.point_id]), [p])
         ]
         if not instances:
             where = adaptive.point_where(plan)

@@ -44,10 +44,12 @@ from typing import Any
 
 import numpy as np
 
-SOURCE = ("Kim & Nelson (2001), A fully sequential procedure for indifference-zone selection in simulation, "
-          "ACM TOMACS 11(3):251-273, procedure KN: eta = ((2 alpha/(k-1))^(-2/(n0-1)) - 1)/2, "
-          "h^2 = 2 eta (n0-1), W_il(r) = max(0, delta/(2r) (h^2 S_il^2/delta^2 - r)), S_il^2 from the first n0 "
-          "paired differences")
+SOURCE = (
+    "Kim & Nelson (2001), A fully sequential procedure for indifference-zone selection in simulation, "
+    "ACM TOMACS 11(3):251-273, procedure KN: eta = ((2 alpha/(k-1))^(-2/(n0-1)) - 1)/2, "
+    "h^2 = 2 eta (n0-1), W_il(r) = max(0, delta/(2r) (h^2 S_il^2/delta^2 - r)), S_il^2 from the first n0 "
+    "paired differences"
+)
 FILE = "selection.json"
 
 
@@ -89,23 +91,48 @@ class Selection:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "k": self.k, "n0": self.n0, "delta": self.delta, "confidence": self.confidence,
-            "alpha": 1.0 - self.confidence, "minimize": self.minimize, "eta": self.eta, "h2": self.h2,
-            "winner": self.winner, "stopped": self.stopped, "replications": self.r,
-            "guarantee": ("P(correct selection) >= confidence when the best is at least delta better than the rest"
-                          if self.stopped == "one left" else
-                          "none: truncated at max; the winner is the best sample mean among the survivors"
-                          if self.stopped == "max reached" else "not finished"),
+            "k": self.k,
+            "n0": self.n0,
+            "delta": self.delta,
+            "confidence": self.confidence,
+            "alpha": 1.0 - self.confidence,
+            "minimize": self.minimize,
+            "eta": self.eta,
+            "h2": self.h2,
+            "winner": self.winner,
+            "stopped": self.stopped,
+            "replications": self.r,
+            "guarantee": (
+                "P(correct selection) >= confidence when the best is at least delta better than the rest"
+                if self.stopped == "one left"
+                else "none: truncated at max; the winner is the best sample mean among the survivors"
+                if self.stopped == "max reached"
+                else "not finished"
+            ),
             "survivors": list(self.survivors),
             "elimination_order": list(self.order),
-            "policies": [{"policy": nm, "eliminated_at": self.eliminated_at.get(nm),
-                          "eliminated_by": self.eliminated_by.get(nm), "n": self.n.get(nm),
-                          "mean": self.means.get(nm)} for nm in self.names],
+            "policies": [
+                {
+                    "policy": nm,
+                    "eliminated_at": self.eliminated_at.get(nm),
+                    "eliminated_by": self.eliminated_by.get(nm),
+                    "n": self.n.get(nm),
+                    "mean": self.means.get(nm),
+                }
+                for nm in self.names
+            ],
         }
 
 
-def kn(outputs: dict[str, np.ndarray], delta: float, confidence: float = 0.95, n0: int = 10,
-       minimize: bool = True, step: int = 1, max_n: int | None = None) -> Selection:
+def kn(
+    outputs: dict[str, np.ndarray],
+    delta: float,
+    confidence: float = 0.95,
+    n0: int = 10,
+    minimize: bool = True,
+    step: int = 1,
+    max_n: int | None = None,
+) -> Selection:
     """Replay procedure KN on ``outputs`` (system name -> its outputs in
     replication order; systems are compared replication by replication, so
     output j of every system must come from the same instance j). Returns
@@ -150,7 +177,7 @@ def kn(outputs: dict[str, np.ndarray], delta: float, confidence: float = 0.95, n
         for a_pos, a in enumerate(alive):
             if a in dropped:
                 continue
-            for b in alive[a_pos + 1:]:
+            for b in alive[a_pos + 1 :]:
                 if b not in dropped and np.array_equal(x[a][:r], x[b][:r]):
                     dropped[b] = f"{a} (identical outputs)"
         survivors = [nm for nm in alive if nm not in dropped]
@@ -181,8 +208,14 @@ def write(results_dir: str | Path, document: dict[str, Any]) -> Path:
     path = root / FILE
     fd, tmp = tempfile.mkstemp(dir=root, prefix=".selection-", suffix=".json")
     with os.fdopen(fd, "w") as fh:
-        json.dump(document, fh, indent=2, sort_keys=False, allow_nan=False,
-                  default=lambda v: None if isinstance(v, float) and math.isnan(v) else str(v))
+        json.dump(
+            document,
+            fh,
+            indent=2,
+            sort_keys=False,
+            allow_nan=False,
+            default=lambda v: None if isinstance(v, float) and math.isnan(v) else str(v),
+        )
     os.replace(tmp, path)
     return path
 
@@ -208,20 +241,31 @@ def describe(document: dict[str, Any]) -> list[str]:
     """Lines for `schedlab results`: the procedure, its constants, and per
     workload point the winner and the elimination order."""
     c = document
-    lines = [f"selection ({c['procedure']}; {c['metric']}, {'smaller' if c['minimize'] else 'larger'} is better): "
-             f"delta = {c['delta']:g}, 1-alpha = {c['confidence']:g}, n0 = {c['n0']}, step = {c['step']}, "
-             f"max = {c['max']}"]
+    lines = [
+        f"selection ({c['procedure']}; {c['metric']}, {'smaller' if c['minimize'] else 'larger'} is better): "
+        f"delta = {c['delta']:g}, 1-alpha = {c['confidence']:g}, n0 = {c['n0']}, step = {c['step']}, "
+        f"max = {c['max']}"
+    ]
     for pt in c["points"]:
         label = ", ".join(f"{k}={v}" for k, v in pt["where"].items()) or "(one workload point)"
         pol = {p["policy"]: p for p in pt["policies"]}
-        order = ", ".join(f"{nm} (r={pol[nm]['eliminated_at']}"
-                          + (f", identical to {pol[nm]['eliminated_by'].split(' ')[0]}"
-                             if "identical" in str(pol[nm].get("eliminated_by")) else "") + ")"
-                          for nm in pt["elimination_order"])
+        order = ", ".join(
+            f"{nm} (r={pol[nm]['eliminated_at']}"
+            + (
+                f", identical to {pol[nm]['eliminated_by'].split(' ')[0]}"
+                if "identical" in str(pol[nm].get("eliminated_by"))
+                else ""
+            )
+            + ")"
+            for nm in pt["elimination_order"]
+        )
         state = {"one left": "selected", "max reached": "best sample mean at max (no PCS guarantee)"}.get(
-            pt["stopped"], pt["stopped"] or "not finished")
-        lines.append(f"  {label}: {pt['winner'] or '–'} {state} after {pt['replications']} replications "
-                     f"(k = {pt['k']}, eta = {pt['eta']:.4g}, h^2 = {pt['h2']:.4g})")
+            pt["stopped"], pt["stopped"] or "not finished"
+        )
+        lines.append(
+            f"  {label}: {pt['winner'] or '–'} {state} after {pt['replications']} replications "
+            f"(k = {pt['k']}, eta = {pt['eta']:.4g}, h^2 = {pt['h2']:.4g})"
+        )
         if order:
             lines.append(f"    eliminated: {order}")
     return lines
@@ -237,8 +281,12 @@ def log_to_mlflow(client, run_id: str, results_dir: str | Path) -> None:
     from mlflow.entities import RunTag
 
     client.log_artifact(run_id, str(Path(results_dir) / FILE))
-    tags = {"schedlab.selection": doc["procedure"], "schedlab.selection.delta": f"{doc['delta']:g}",
-            "schedlab.selection.confidence": f"{doc['confidence']:g}", "schedlab.selection.n0": str(doc["n0"])}
+    tags = {
+        "schedlab.selection": doc["procedure"],
+        "schedlab.selection.delta": f"{doc['delta']:g}",
+        "schedlab.selection.confidence": f"{doc['confidence']:g}",
+        "schedlab.selection.n0": str(doc["n0"]),
+    }
     winners = []
     for pt in doc["points"]:
         label = ",".join(f"{k}={v}" for k, v in pt["where"].items())

@@ -72,15 +72,15 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from schedlab.errors import UserError
 
-Scalar = Union[bool, int, float, str]
+Scalar = bool | int | float | str
 #: A list is a grid axis; a list inside it is one list-valued point ([[0.4, 0.6]]).
-ParamValue = Union[Scalar, list[Union[Scalar, list[Scalar]]]]
+ParamValue = Scalar | list[Scalar | list[Scalar]]
 
 
 class _Model(BaseModel):
@@ -151,8 +151,10 @@ class ReplicationsSpec(_Model):
                 raise ValueError("n: select-best decides the replications itself; leave n out")
             for name in ("rel_halfwidth", "target", "baseline", "ratio"):
                 if getattr(self, name) is not None:
-                    raise ValueError(f"{name}: not used with mode = \"select-best\" (it takes metric, delta, "
-                                     f"confidence, minimize, min, max, batch)")
+                    raise ValueError(
+                        f'{name}: not used with mode = "select-best" (it takes metric, delta, '
+                        f"confidence, minimize, min, max, batch)"
+                    )
             if self.metric is None:
                 raise ValueError("metric: select-best needs the metric to select on")
             if self.delta is None:
@@ -160,7 +162,7 @@ class ReplicationsSpec(_Model):
         else:
             for name in ("delta", "confidence", "minimize"):
                 if getattr(self, name) is not None:
-                    raise ValueError(f"{name}: only with mode = \"select-best\"")
+                    raise ValueError(f'{name}: only with mode = "select-best"')
             adaptive = self.metric is not None or self.rel_halfwidth is not None
             if self.n is not None and adaptive:
                 raise ValueError("give either n, or metric + rel_halfwidth (adaptive), not both")
@@ -169,11 +171,11 @@ class ReplicationsSpec(_Model):
             if adaptive and (self.metric is None or self.rel_halfwidth is None):
                 raise ValueError("adaptive replications need both metric and rel_halfwidth")
             if self.target == "paired" and self.baseline is None:
-                raise ValueError("baseline: target = \"paired\" needs the baseline policy")
+                raise ValueError('baseline: target = "paired" needs the baseline policy')
             if self.target != "paired":
                 for name in ("baseline", "ratio"):
                     if getattr(self, name) is not None:
-                        raise ValueError(f"{name}: only with target = \"paired\"")
+                        raise ValueError(f'{name}: only with target = "paired"')
             if self.n is not None and self.target is not None:
                 raise ValueError("target: only with adaptive replications (metric + rel_halfwidth), not n")
         if self.min > self.max:
@@ -237,7 +239,7 @@ class SweepSpec(_Model):
     description: str | None = None
     seed: int = Field(default=0, ge=0)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
-    policies: list[Union[str, PolicyEntry]] = Field(min_length=1)
+    policies: list[str | PolicyEntry] = Field(min_length=1)
     metrics: list[MetricEntry] = Field(default_factory=list)
     system: dict[str, ParamValue] = Field(default_factory=dict)  # engine's system params (e.g. servers)
     replications: ReplicationsSpec = Field(default_factory=lambda: ReplicationsSpec(n=1))
@@ -259,18 +261,23 @@ class SweepSpec(_Model):
             entries = self.policy_entries()
             names = [e.name for e in entries]
             if reps.baseline not in names:
-                raise ValueError(f"replications.baseline: {reps.baseline!r} is not one of the spec's policies "
-                                 f"({', '.join(names)})")
+                raise ValueError(
+                    f"replications.baseline: {reps.baseline!r} is not one of the spec's policies ({', '.join(names)})"
+                )
             entry = entries[names.index(reps.baseline)]
             grid = [k for k, v in entry.params.items() if isinstance(v, list) and len(v) > 1]
             if grid:
-                raise ValueError(f"replications.baseline: {reps.baseline!r} has a grid of params ({', '.join(grid)}); "
-                                 f"the baseline must be one configuration")
+                raise ValueError(
+                    f"replications.baseline: {reps.baseline!r} has a grid of params ({', '.join(grid)}); "
+                    f"the baseline must be one configuration"
+                )
         if reps.select_best and len(self.policies) < 2:
             raise ValueError("replications.mode: select-best needs at least 2 policies")
         if self.outputs.warmup is not None and self.engine != "queue":
-            raise ValueError(f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
-                             f"engine {self.engine!r} has none")
+            raise ValueError(
+                f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
+                f"engine {self.engine!r} has none"
+            )
         return self
 
     #: The folder `use = "file.py:..."` paths are relative to (the spec file's; else the cwd).
@@ -363,8 +370,11 @@ def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
         at, label = _branch(e["loc"])
         if label is None or at in chosen:
             continue
-        if label in _SCALAR_BRANCHES and isinstance(e.get("input"), dict) and any(
-                _branch(o["loc"])[0] == at and _branch(o["loc"])[1] not in _SCALAR_BRANCHES for o in errors):
+        if (
+            label in _SCALAR_BRANCHES
+            and isinstance(e.get("input"), dict)
+            and any(_branch(o["loc"])[0] == at and _branch(o["loc"])[1] not in _SCALAR_BRANCHES for o in errors)
+        ):
             continue  # a table: its table branch speaks for it
         chosen[at] = label
     out = []

@@ -84,8 +84,10 @@ def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     for field_, info in after.items():
         was = before.get(field_)
         if was is not None and was.get("use") == info["use"] and was.get("sha256") != info["sha256"]:
-            return (f"the code of {field_} ({info['use']}) changed since these results were written "
-                    f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})")
+            return (
+                f"the code of {field_} ({info['use']}) changed since these results were written "
+                f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})"
+            )
     return None
 
 
@@ -130,8 +132,11 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "created": old.get("created", new["created"]),
         "configs": {**old.get("configs", {}), **new["configs"]},
         "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
-        **({"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}} if old.get("inputs") or new.get("inputs")
-           else {}),
+        **(
+            {"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}}
+            if old.get("inputs") or new.get("inputs")
+            else {}
+        ),
         "history": history,
     }
 
@@ -142,8 +147,9 @@ def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str,
     path's fingerprint from the manifest) is reused when size and time are
     unchanged, so a multi-gigabyte trace is hashed once, not every run."""
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    stat = [(f.relative_to(path).as_posix() if path.is_dir() else "", f.stat().st_size, f.stat().st_mtime_ns)
-            for f in files]
+    stat = [
+        (f.relative_to(path).as_posix() if path.is_dir() else "", f.stat().st_size, f.stat().st_mtime_ns) for f in files
+    ]
     size, mtime = sum(s for _, s, _ in stat), max((m for _, _, m in stat), default=0)
     if previous and previous.get("size") == size and previous.get("mtime_ns") == mtime and previous.get("sha256"):
         return previous
@@ -162,9 +168,11 @@ def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     for path, info in (new.get("inputs") or {}).items():
         was = (old.get("inputs") or {}).get(path)
         if was is not None and was.get("sha256") != info.get("sha256"):
-            return (f"workload.path: {path} changed since these rows were written (sha256 "
-                    f"{str(was.get('sha256'))[:12]} -> {str(info.get('sha256'))[:12]}): rows of the old and the new "
-                    f"file would mix")
+            return (
+                f"workload.path: {path} changed since these rows were written (sha256 "
+                f"{str(was.get('sha256'))[:12]} -> {str(info.get('sha256'))[:12]}): rows of the old and the new "
+                f"file would mix"
+            )
     return None
 
 
@@ -175,8 +183,10 @@ COMPACTING = "compacting.json"
 #: vanished meanwhile (a compaction deleted it while this process was reading).
 VANISHED_RETRIES = 5
 #: What to do about a damaged part file (the end of its error message).
-DAMAGED_ADVICE = ("move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
-                  "or restore it from a backup")
+DAMAGED_ADVICE = (
+    "move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
+    "or restore it from a backup"
+)
 
 
 class StoreWriteError(UserError):
@@ -204,8 +214,10 @@ class ResultStore:
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError) as err:
-            raise UserError(f"{path}: cannot read the manifest ({_reason(err)}); restore it from a backup, "
-                            f"or run with --fresh to discard the results dir") from None
+            raise UserError(
+                f"{path}: cannot read the manifest ({_reason(err)}); restore it from a backup, "
+                f"or run with --fresh to discard the results dir"
+            ) from None
 
     # ---- one writer -----------------------------------------------------------------
     def lock(self, what: str = "schedlab run", required: bool = True) -> None:
@@ -284,8 +296,10 @@ class ResultStore:
         if rows:
             changed_input = _changed_inputs(existing, manifest)
             if changed_input:
-                raise UserError(f"{self.root}: {changed_input}; run with --fresh to discard the old results, or set "
-                                f"outputs.dir to keep both")
+                raise UserError(
+                    f"{self.root}: {changed_input}; run with --fresh to discard the old results, or set "
+                    f"outputs.dir to keep both"
+                )
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
             changed = _changed_code(existing, manifest)
             changes = spec_changes(existing, manifest)
@@ -293,8 +307,10 @@ class ResultStore:
             if not rows:
                 existing = None  # nothing computed under the old spec: the corrected spec takes its place
             elif changed:
-                raise UserError(f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
-                                f"outputs.dir to keep both")
+                raise UserError(
+                    f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
+                    f"outputs.dir to keep both"
+                )
             elif fixed:
                 raise UserError(
                     f"{self.root}: holds results of a different spec: {'; '.join(fixed)} -- this changes what "
@@ -302,8 +318,10 @@ class ResultStore:
                 )
             else:
                 manifest = grown_manifest(existing, manifest)
-                grew = f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): " \
-                       f"rows on disk are kept, new configurations and replications are added"
+                grew = (
+                    f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): "
+                    f"rows on disk are kept, new configurations and replications are added"
+                )
         if fresh:
             for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", COMPACTING, MANIFEST):
                 target = self.root / name
@@ -349,16 +367,22 @@ class ResultStore:
         path = self.root / COMPACTING
         try:
             journal = json.loads(path.read_text())
-            if not (isinstance(journal, dict) and isinstance(journal.get("commit"), str)
-                    and isinstance(journal.get("new"), list) and isinstance(journal.get("old"), list)):
+            if not (
+                isinstance(journal, dict)
+                and isinstance(journal.get("commit"), str)
+                and isinstance(journal.get("new"), list)
+                and isinstance(journal.get("old"), list)
+            ):
                 raise ValueError("not a compaction journal")
             return journal
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as err:
-            raise UserError(f"{path}: cannot read the compaction journal ({_reason(err)}); it is written "
-                            f"atomically, so something else changed it: restore the results dir from a "
-                            f"backup") from None
+            raise UserError(
+                f"{path}: cannot read the compaction journal ({_reason(err)}); it is written "
+                f"atomically, so something else changed it: restore the results dir from a "
+                f"backup"
+            ) from None
 
     def _hidden(self) -> set[Path]:
         """The part files a compaction step under way hides from readers: its
@@ -443,13 +467,20 @@ class ResultStore:
     def done_keys(self) -> set[tuple[str, int]]:
         if not self.has(SUMMARY):
             return set()
-        keys = collect_checked(self.scan().select("config_id", "replication"), self.files(SUMMARY),
-                               ["config_id", "replication"])
+        keys = collect_checked(
+            self.scan().select("config_id", "replication"), self.files(SUMMARY), ["config_id", "replication"]
+        )
         return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
 
     # ---- writing --------------------------------------------------------------------
-    def commit(self, summary: list[dict[str, Any]], jobs: list[tuple[str, pa.Table]], failures: list[dict[str, Any]],
-               series: list[tuple[str, pa.Table]] = (), parts: list = ()) -> None:
+    def commit(
+        self,
+        summary: list[dict[str, Any]],
+        jobs: list[tuple[str, pa.Table]],
+        failures: list[dict[str, Any]],
+        series: list[tuple[str, pa.Table]] = (),
+        parts: list = (),
+    ) -> None:
         """Write one batch atomically per partition (see the module docstring).
 
         ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` and
@@ -541,13 +572,18 @@ def mixed_digests(lf: pl.LazyFrame) -> str | None:
         return None
     cols = ["engine", "schedlab_digest"]
     seen = lf.select(cols).unique().drop_nulls().collect()
-    mixed = seen.group_by("engine").agg(pl.col("schedlab_digest").sort()).filter(pl.col("schedlab_digest").list.len() > 1)
+    mixed = (
+        seen.group_by("engine").agg(pl.col("schedlab_digest").sort()).filter(pl.col("schedlab_digest").list.len() > 1)
+    )
     if mixed.is_empty():
         return None
     parts = [f"{r['engine']} engine: {', '.join(r['schedlab_digest'])}" for r in mixed.iter_rows(named=True)]
-    return ("rows come from more than one version of schedlab's engine code (schedlab_digest "
-            + "; ".join(parts) + "): results before and after an engine change are mixed; "
-            "compare them per digest or rerun with --fresh")
+    return (
+        "rows come from more than one version of schedlab's engine code (schedlab_digest "
+        + "; ".join(parts)
+        + "): results before and after an engine change are mixed; "
+        "compare them per digest or rerun with --fresh"
+    )
 
 
 def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
@@ -624,7 +660,6 @@ def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     only later rows have would be dropped); a row without a key gets null."""
     keys = dict.fromkeys(k for row in rows for k in row)
     return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
-
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -71,16 +71,23 @@ def _column_value(v: Any, integer: bool = False) -> Any:
 
 def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
     n = len(next(iter(columns.values())))
-    return pa.table({
-        "config_id": pa.repeat(pa.scalar(config.config_id, pa.string()), n),
-        "replication": pa.array(np.full(n, replication, dtype=np.int64)),
-        **{k: pa.array(v) for k, v in columns.items()},
-    })
+    return pa.table(
+        {
+            "config_id": pa.repeat(pa.scalar(config.config_id, pa.string()), n),
+            "replication": pa.array(np.full(n, replication, dtype=np.int64)),
+            **{k: pa.array(v) for k, v in columns.items()},
+        }
+    )
 
 
 def _failure(config: Config, replication: int, error: str, trace: str = "") -> dict[str, Any]:
-    return {"config_id": config.config_id, "replication": replication, "policy": config.policy, "error": error,
-            "traceback": trace}
+    return {
+        "config_id": config.config_id,
+        "replication": replication,
+        "policy": config.policy,
+        "error": error,
+        "traceback": trace,
+    }
 
 
 def _describe(err: BaseException) -> tuple[str, str]:
@@ -117,8 +124,9 @@ def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
     out = {}
     for m, fn in metric_fns:
         if m.name in result.summary:
-            raise ValueError(f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; "
-                             f"rename yours")
+            raise ValueError(
+                f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; rename yours"
+            )
         out[m.name] = float(fn(table, **m.params))
     return out
 
@@ -133,15 +141,22 @@ def _warmup_hook(engine_name: str, instance: Instance, jobs, shared):
         return None
     from schedlab.platform import warmup
 
-    d = warmup.point_cut(method, instance.seed_words[0], point.point_id,
-                         lambda rng: _build(engine_name, point, rng, shared))
+    d = warmup.point_cut(
+        method, instance.seed_words[0], point.point_id, lambda rng: _build(engine_name, point, rng, shared)
+    )
     classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
     return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
 
 
-def run_instances(engine_name: str, work: list[tuple[Instance, list[Config]]], shared: Any, per_job: bool,
-                  metrics: tuple[MetricSpec, ...] = (), engine_path: str = "fast",
-                  encode: bool = False) -> TaskResult:
+def run_instances(
+    engine_name: str,
+    work: list[tuple[Instance, list[Config]]],
+    shared: Any,
+    per_job: bool,
+    metrics: tuple[MetricSpec, ...] = (),
+    engine_path: str = "fast",
+    encode: bool = False,
+) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
     (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
     ``encode``: return the rows as Parquet parts (`parts.encode_result`), so

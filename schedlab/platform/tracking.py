@@ -60,9 +60,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from schedlab.platform.tracking_data import (  # noqa: F401 - re-exported
     CODE_TAG,
@@ -132,8 +132,10 @@ class TrackProgress:
     def line(self) -> str:
         """The progress line (`cli.ProgressLine` shows it as it is)."""
         idle = f", no progress for {self.idle:.0f} s" if self.idle >= 5 else ""
-        return (f"MLflow {self.uri}: {self.stage}, {self.done}/{self.total} configuration runs logged, "
-                f"waited {self.elapsed:.0f} s{idle} (Ctrl-C: stop waiting, `schedlab track` finishes)")
+        return (
+            f"MLflow {self.uri}: {self.stage}, {self.done}/{self.total} configuration runs logged, "
+            f"waited {self.elapsed:.0f} s{idle} (Ctrl-C: stop waiting, `schedlab track` finishes)"
+        )
 
 
 def track_results(results_dir: str | Path, uri: str | None = None, experiment: str | None = None) -> TrackReport:
@@ -225,8 +227,9 @@ class Tracker:
             queued = len(self._pending)
         return TrackProgress(sync.uri, sync.stage, sync.logged_total, sync.queued_total + queued, waited, idle)
 
-    def close(self, stall: float = STALL_SECONDS,
-              progress: Callable[[TrackProgress], None] | None = None) -> TrackReport:
+    def close(
+        self, stall: float = STALL_SECONDS, progress: Callable[[TrackProgress], None] | None = None
+    ) -> TrackReport:
         """Wait for tracking to finish (drain, final reconcile, verify) as
         long as it makes progress; give up after ``stall`` seconds without
         any (the report then says so). ``progress`` gets a `TrackProgress`
@@ -258,8 +261,11 @@ class Tracker:
                     with self._cond:
                         self._stop = True
                         left = len(self._pending)
-                    self._sync.record(f"tracking made no progress for {stall:g} s ({self._sync.stage}; "
-                                      f"{left} configuration(s) still queued)", fatal=True)
+                    self._sync.record(
+                        f"tracking made no progress for {stall:g} s ({self._sync.stage}; "
+                        f"{left} configuration(s) still queued)",
+                        fatal=True,
+                    )
                     return self._sync.report()
         except KeyboardInterrupt:
             with self._cond:

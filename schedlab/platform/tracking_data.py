@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
 
@@ -33,8 +34,16 @@ if TYPE_CHECKING:
 
 # Columns of a summary row that are neither params nor metrics (`policy` comes
 # from the hive path).
-ID_COLUMNS = ("config_id", "replication", "engine", "workload_kind", "seed", "policy",
-              "schedlab_version", "schedlab_digest")
+ID_COLUMNS = (
+    "config_id",
+    "replication",
+    "engine",
+    "workload_kind",
+    "seed",
+    "policy",
+    "schedlab_version",
+    "schedlab_digest",
+)
 
 CONFIG_TAG = "schedlab.config_id"
 ROWS_TAG = "schedlab.rows"
@@ -51,8 +60,12 @@ _REPS, _DIGESTS = "__replications", "__schedlab_digests"
 MAX_NOTE = 8000
 #: Metrics the parent's table shows per engine, the first ones the rows have
 #: (an adaptive sweep's own metric comes first).
-HEADLINE = {"queue": ("mst", "slowdown_mean"), "packing": ("queue_jobs_mean", "wait_mean"),
-            "batch": ("stretch_max", "wait_mean"), "dfrs": ("stretch_max", "degradation")}
+HEADLINE = {
+    "queue": ("mst", "slowdown_mean"),
+    "packing": ("queue_jobs_mean", "wait_mean"),
+    "batch": ("stretch_max", "wait_mean"),
+    "dfrs": ("stretch_max", "degradation"),
+}
 
 
 @dataclass
@@ -80,8 +93,7 @@ def varying_params(manifest: dict[str, Any]) -> list[str]:
         return list(_VARYING[1])
     configs = list((manifest.get("configs") or {}).values())
     keys = list(dict.fromkeys(k for c in configs for k in (c.get("params") or {})))
-    axes = [k for k in keys
-            if len({json.dumps((c.get("params") or {}).get(k), sort_keys=True) for c in configs}) > 1]
+    axes = [k for k in keys if len({json.dumps((c.get("params") or {}).get(k), sort_keys=True) for c in configs}) > 1]
     _VARYING[:] = [manifest, axes]
     return list(axes)
 
@@ -138,7 +150,12 @@ def _aggregate(lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Itera
     # The values must be a function of the rows alone, not of how they lie in part files: floating-point
     # sums depend on order and chunking, so aggregate one contiguous frame in key order (a compaction, a
     # resume that batched rows differently or polars' thread count then give the same bits).
-    needed = ["config_id", "replication", *metrics, *(["schedlab_digest"] if "schedlab_digest" in schema.names() else [])]
+    needed = [
+        "config_id",
+        "replication",
+        *metrics,
+        *(["schedlab_digest"] if "schedlab_digest" in schema.names() else []),
+    ]
     lf = lf.select(list(dict.fromkeys(needed))).collect().sort("config_id", "replication").rechunk().lazy()
     frame = summarize(lf, by=["config_id"], metrics=metrics)
     keys = [pl.col("replication").cast(pl.Int64).sort().alias(_REPS)]
@@ -189,8 +206,13 @@ def _param_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], metrics: list[str],
-                 varying: Iterable[str] | None = None) -> Expected:
+def run_contents(
+    manifest: dict[str, Any],
+    config_id: str,
+    row: dict[str, Any],
+    metrics: list[str],
+    varying: Iterable[str] | None = None,
+) -> Expected:
     """The child run of one configuration, from its manifest entry and its
     aggregated row (see `aggregate_summary`); ``varying``: the sweep's grid
     axes (`varying_params`; callers in a loop pass it)."""
@@ -228,15 +250,16 @@ def run_contents(manifest: dict[str, Any], config_id: str, row: dict[str, Any], 
     return Expected(config_id, params, tags, values, n, name)
 
 
-def expected_runs(results_dir: Path, manifest: dict[str, Any], config_ids: Iterable[str] | None = None
-                  ) -> tuple[dict[str, Expected], list[str]]:
+def expected_runs(
+    results_dir: Path, manifest: dict[str, Any], config_ids: Iterable[str] | None = None
+) -> tuple[dict[str, Expected], list[str]]:
     """config_id -> `Expected` for every configuration with rows (or those of
     ``config_ids``), and the ids found in the rows but not in the manifest."""
     frame, metrics = aggregate_summary(results_dir, manifest.get("param_columns") or [], config_ids)
     out: dict[str, Expected] = {}
     unknown: list[str] = []
     varying = varying_params(manifest)
-    for row in ([] if frame is None else frame.to_dicts()):
+    for row in [] if frame is None else frame.to_dicts():
         cid = row["config_id"]
         if cid not in manifest["configs"]:
             unknown.append(cid)
@@ -266,8 +289,10 @@ def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
     spec = manifest.get("spec") or {}
     axes = varying_params(manifest)
     lines = [str(manifest.get("description") or f"Sweep {manifest.get('name', '')}."), ""]
-    lines.append(f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
-                 f"**configurations with rows:** {len(expected)}.")
+    lines.append(
+        f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
+        f"**configurations with rows:** {len(expected)}."
+    )
     reps = spec.get("replications") or {}
     wanted = [reps["metric"]] if reps.get("metric") else []
     wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
@@ -290,8 +315,10 @@ def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
     while table and len(body) + sum(len(r) + 1 for r in table) + sum(len(t) + 1 for t in tail) + 120 > MAX_NOTE:
         table = table[:-1]
     if rows and len(table) < len(rows):
-        table = [*table, "", f"(first {max(len(table) - 2, 0)} of {len(rows) - 2} configurations; "
-                            f"all of them: `schedlab results`)"]
+        table = [
+            *table,
+            "",
+            f"(first {max(len(table) - 2, 0)} of {len(rows) - 2} configurations; all of them: `schedlab results`)",
+        ]
     text = "\n".join([body, "", *table, *tail])
-    return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 4] + "\n..."
-
+    return text if len(text) <= MAX_NOTE else text[: MAX_NOTE - 4] + "\n..."

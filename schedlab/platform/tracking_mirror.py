@@ -18,9 +18,10 @@ several threads at once for *different* configurations (the pool in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from schedlab.platform.tracking_data import (
     CONFIG_TAG,
@@ -166,8 +167,11 @@ class Mirror:
         runs, token = [], None
         while True:
             page = self.client.search_runs(
-                [self.experiment_id], flt, max_results=SEARCH_PAGE, order_by=["attributes.start_time ASC"],
-                page_token=token
+                [self.experiment_id],
+                flt,
+                max_results=SEARCH_PAGE,
+                order_by=["attributes.start_time ASC"],
+                page_token=token,
             )
             runs += list(page)
             self.tick()
@@ -179,7 +183,9 @@ class Mirror:
         """Active parent runs of this sweep, oldest first."""
         flt = _filter_eq(SWEEP_TAG, self.sweep) or f"tags.`{SWEEP_TAG}` LIKE '%'"
         runs = self._search(flt)
-        return [RunState.of(r) for r in runs if r.data.tags.get(SWEEP_TAG) == self.sweep and PARENT_TAG not in r.data.tags]
+        return [
+            RunState.of(r) for r in runs if r.data.tags.get(SWEEP_TAG) == self.sweep and PARENT_TAG not in r.data.tags
+        ]
 
     def _parent(self, manifest: dict[str, Any]) -> RunState:
         tags = {
@@ -252,8 +258,10 @@ class Mirror:
         if state is None:
             run = self.client.create_run(
                 self.experiment_id,
-                tags={**{k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS},
-                      PARENT_TAG: self.parent.run_id},
+                tags={
+                    **{k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS},
+                    PARENT_TAG: self.parent.run_id,
+                },
                 run_name=exp.run_name or cid,
             )
             state = children[cid] = RunState.of(run)
@@ -325,4 +333,3 @@ class Mirror:
         if not self.parent.finished:
             self.client.set_terminated(self.parent.run_id, "FINISHED")
             self.parent.finished = True
-

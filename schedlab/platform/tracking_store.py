@@ -89,7 +89,7 @@ def sqlite_path(uri: str) -> Path | None:
     absolute), or None for other URIs and in-memory databases."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = uri[len("sqlite:///") :].split("?", 1)[0]
     if not path or path == ":memory:":
         return None
     return Path(path)
@@ -281,7 +281,7 @@ def _remove_dead_temporaries(path: Path) -> None:
     """Temporary stores of creators that died (killed mid-creation)."""
     for f in path.parent.glob(f".{path.name}{CREATING}*"):
         try:
-            pid = int(f.name[len(f".{path.name}{CREATING}"):].split("-", 1)[0])
+            pid = int(f.name[len(f".{path.name}{CREATING}") :].split("-", 1)[0])
         except ValueError:
             continue
         if pid != os.getpid() and not _alive(pid):
@@ -299,4 +299,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.platform.tracking_data import CONFIG_TAG, Expected, code_digest, expected_runs, read_manifest
@@ -200,8 +201,9 @@ class Sync:
         try:
             self.mirror.tidy(set(expected))
             children = self.mirror.children()
-            self._log_all(exp for cid, exp in expected.items()
-                          if cid not in children or not up_to_date(children[cid], exp))
+            self._log_all(
+                exp for cid, exp in expected.items() if cid not in children or not up_to_date(children[cid], exp)
+            )
             if not self.dead:
                 self.mirror.sync_code(self.results_dir)
         except Exception as err:
@@ -245,8 +247,10 @@ class Sync:
             problems.append(f"{len(extra)} run(s) of configurations without rows, e.g. {extra[0]}")
         self.logged = good
         if problems:
-            self.record(f"MLflow at {self.uri} does not match {self.results_dir} "
-                        f"({len(problems)} problem(s); first: {problems[0]})")
+            self.record(
+                f"MLflow at {self.uri} does not match {self.results_dir} "
+                f"({len(problems)} problem(s); first: {problems[0]})"
+            )
 
     def finalize(self) -> TrackReport:
         """Reconcile everything once more (reconnecting if the store failed
@@ -271,4 +275,3 @@ class Sync:
             except Exception as err:
                 self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
         return self.report()
-
