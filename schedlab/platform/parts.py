@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +131,7 @@ def keep_only(part: Part, accepted: set[tuple[str, int]]) -> Part | None:
     return Part(part.policy, keep, files, job_rows)
 
 
-def publish(store: ResultStore, parts: list[Part]) -> None:
+def publish(store: ResultStore, parts: Sequence[Part]) -> None:
     """Write each part as its own batch: per-job and series files first, the
     summary file (the commit record) last; the files of a part whose summary
     did not land are removed again; summary-only parts of one policy are
