@@ -22,6 +22,7 @@ function is written exactly like them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -65,6 +66,11 @@ def jain(jobs: pl.DataFrame, *, column: str) -> float:
 
 
 #: Metrics a spec can name without code (``use = "quantile"``).
-BUILTIN_METRICS = {"mean": mean, "quantile": quantile, "fraction_above": fraction_above, "jain": jain}
+BUILTIN_METRICS: dict[str, Callable[..., float]] = {
+    "mean": mean,
+    "quantile": quantile,
+    "fraction_above": fraction_above,
+    "jain": jain,
+}
 
 __all__ = ["BUILTIN_METRICS", "fraction_above", "jain", "mean", "quantile"]

@@ -23,11 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from schedlab.platform.plan import Config, Plan, canonical
+from schedlab.platform.plan import Config, Instance, Plan, canonical
+
+if TYPE_CHECKING:
+    from schedlab.platform.runner import SweepReport
+    from schedlab.platform.spec import ReplicationsSpec, SweepSpec
+    from schedlab.platform.store import ResultStore
 
 
 def _cell(config: Config) -> str:
@@ -40,10 +46,12 @@ def _arm(config: Config) -> str:
     return f"{config.policy}[{','.join(f'{k}={v}' for k, v in sorted(config.policy_params.items()))}]"
 
 
-def each_satisfied(plan: Plan, rows: pl.DataFrame, reps) -> set[str]:
+def each_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> set[str]:
     """Points whose every configuration's CI half-width is within target."""
     from schedlab.platform.stats import summarize
 
+    if reps.metric is None or reps.rel_halfwidth is None:  # ReplicationsSpec._one_mode: adaptive has both
+        raise ValueError("adaptive replications need both metric and rel_halfwidth")
     m = reps.metric
     stats = summarize(rows.select("config_id", m), ["config_id"], [m])
     ok = stats.filter(
@@ -73,9 +81,13 @@ def paired_table(plan: Plan, rows: pl.DataFrame, metric: str, baseline: str, rat
     return paired_stats(frame, ["_cell"], ["replication"], "_arm", metric, base_arms.pop(), ratio)
 
 
-def paired_satisfied(plan: Plan, rows: pl.DataFrame, reps) -> set[str]:
+def paired_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> set[str]:
     """Points where every policy's paired interval to the baseline is within
     the target (see the module docstring)."""
+    if reps.metric is None or reps.rel_halfwidth is None:  # ReplicationsSpec._one_mode: adaptive has both
+        raise ValueError("adaptive replications need both metric and rel_halfwidth")
+    if reps.baseline is None:  # ReplicationsSpec._one_mode: target = "paired" needs the baseline
+        raise ValueError('target = "paired" needs the baseline policy')
     table = paired_table(plan, rows, reps.metric, reps.baseline, bool(reps.ratio))
     if reps.ratio:
         ok_expr = pl.col("halfwidth") <= math.log1p(reps.rel_halfwidth)
@@ -122,13 +134,21 @@ def _outputs(rows: pl.DataFrame, config_ids: list[str], metric: str) -> dict[str
     return out
 
 
-def select_best(spec, plan: Plan, store, run_round, report) -> dict[str, Any]:
+def select_best(
+    spec: SweepSpec,
+    plan: Plan,
+    store: ResultStore,
+    run_round: Callable[[list[Instance]], None],
+    report: SweepReport,
+) -> dict[str, Any]:
     """Kim & Nelson's KN per comparison cell, one round of Ray tasks per
     stage (every survivor's next ``step`` replications); returns (and
     writes) the ``selection.json`` document."""
     from schedlab.platform.selection import SOURCE, kn, write
 
     reps = spec.replications
+    if reps.metric is None or reps.delta is None:  # ReplicationsSpec._one_mode: select-best has both
+        raise ValueError("select-best needs both metric and delta")
     confidence = reps.confidence if reps.confidence is not None else 0.95
     minimize = True if reps.minimize is None else bool(reps.minimize)
     cells: dict[str, list[Config]] = {}

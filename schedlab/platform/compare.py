@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
 from schedlab.platform.stats import CONFIDENCE, holm, paired
@@ -114,7 +117,7 @@ def paired_stats(
             }
         )
     schema_cells = {c: frame.schema[c] for c in cells}
-    out_schema = {
+    out_schema: dict[str, PolarsDataType] = {
         **schema_cells,
         arm: frame.schema[arm],
         "mean": pl.Float64,
@@ -132,7 +135,7 @@ def paired_stats(
     # Holm within each cell
     adj: list[float] = [math.nan] * out.height
     cell_keys = [tuple(r) for r in out.select(cells).iter_rows()] if cells else [()] * out.height
-    by_cell: dict[tuple, list[int]] = {}
+    by_cell: dict[tuple[Any, ...], list[int]] = {}
     for i, k in enumerate(cell_keys):
         by_cell.setdefault(k, []).append(i)
     pv = out["p_value"].to_list()

@@ -23,15 +23,19 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schedlab.platform.store import JOBS, SERIES, SUMMARY, ResultStore, _partition, _unlink_quietly
+
+if TYPE_CHECKING:
+    from schedlab.platform.tasks import TaskResult
 
 #: Files fsynced at once when a flush publishes its parts (the disk merges them).
 FSYNC_THREADS = 8
@@ -53,7 +57,7 @@ class Part:
 
     def nbytes(self) -> int:
         if self.table is not None:
-            return self.table.nbytes
+            return int(self.table.nbytes)
         return sum(b.size if isinstance(b, pa.Buffer) else len(b) for b in self.files.values())
 
 
@@ -64,11 +68,11 @@ def encode(table: pa.Table) -> pa.Buffer:
     return sink.getvalue()
 
 
-def decode(data) -> pa.Table:
+def decode(data: pa.Buffer | bytes) -> pa.Table:
     return pq.read_table(pa.BufferReader(data))
 
 
-def encode_result(result) -> None:
+def encode_result(result: TaskResult) -> None:
     """Turn a `tasks.TaskResult`'s rows into one `Part` per policy (in place:
     its summary, jobs and series lists are emptied)."""
     from schedlab.platform.store import _rows_table
@@ -127,7 +131,7 @@ def keep_only(part: Part, accepted: set[tuple[str, int]]) -> Part | None:
     return Part(part.policy, keep, files, job_rows)
 
 
-def publish(store: ResultStore, parts: list[Part]) -> None:
+def publish(store: ResultStore, parts: Sequence[Part]) -> None:
     """Write each part as its own batch: per-job and series files first, the
     summary file (the commit record) last; the files of a part whose summary
     did not land are removed again; summary-only parts of one policy are

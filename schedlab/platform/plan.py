@@ -20,19 +20,25 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
 from schedlab.usercode import CodeRef
+
+if TYPE_CHECKING:
+    from schedlab.engines.base import Engine
+    from schedlab.errors import Collector
+    from schedlab.platform.spec import MetricEntry, SweepSpec
+    from schedlab.workloads.registry import WorkloadKind
 
 
 def canonical(obj: Any) -> str:
     """JSON with sorted keys and every (non-bool) number as a float, so 1 and
     1.0 name the same configuration."""
 
-    def norm(v):
+    def norm(v: Any) -> Any:
         if isinstance(v, bool) or v is None or isinstance(v, str):
             return v
         if isinstance(v, (int, float)):
@@ -117,7 +123,7 @@ class MetricSpec:
     params: dict[str, Any]
     code: CodeRef | None = None
 
-    def function(self):
+    def function(self) -> Callable[..., Any]:
         from schedlab.api.metrics import BUILTIN_METRICS
         from schedlab.usercode import worker_load
 
@@ -228,7 +234,7 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
     return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
 
 
-def _check_params(kind, full: dict[str, Any], where: str, errors) -> None:
+def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: Collector) -> None:
     """``kind.check`` reports one parameter (``njobs: ...``); to report every
     bad parameter of a grid point, the one named is put back to its default
     and the check runs again (at most once per parameter)."""
@@ -247,7 +253,7 @@ def _check_params(kind, full: dict[str, Any], where: str, errors) -> None:
 
 
 def _points(
-    kind, params: dict[str, Any], zips: list[list[str]], where: str, base_dir: Any = "."
+    kind: WorkloadKind, params: dict[str, Any], zips: list[list[str]], where: str, base_dir: Any = "."
 ) -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
     """Grid points with defaults filled in, checked, and expanded by the kind
     (e.g. a trace's window = "all" becomes one point per window), each as
@@ -286,7 +292,7 @@ def _points(
 
 
 def _policies(
-    spec, engine, source: str
+    spec: SweepSpec, engine: Engine, source: str
 ) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef], dict[str, frozenset[str]]]:
     """(name, params of one grid point, user code) per policy configuration;
     built-ins by name, user classes by ``use`` (checked against the engine's
@@ -336,7 +342,7 @@ def _policies(
     return policies, codes, integers
 
 
-def _metrics(spec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
+def _metrics(spec: SweepSpec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
     """The spec's extra metrics, each checked on its own (every mistake reported)."""
     from schedlab.errors import Collector
 
@@ -350,7 +356,9 @@ def _metrics(spec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeR
     return tuple(out), codes
 
 
-def _metric(spec, m, i: int, source: str, out: list[MetricSpec], codes: dict[str, CodeRef]) -> None:
+def _metric(
+    spec: SweepSpec, m: MetricEntry, i: int, source: str, out: list[MetricSpec], codes: dict[str, CodeRef]
+) -> None:
     from schedlab.api.metrics import BUILTIN_METRICS
     from schedlab.params import check_params
     from schedlab.usercode import is_reference, resolve
@@ -376,7 +384,7 @@ def _metric(spec, m, i: int, source: str, out: list[MetricSpec], codes: dict[str
     out.append(MetricSpec(m.name, m.use, dict(m.params), code))
 
 
-def build_plan(spec, source: str = "spec") -> Plan:
+def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field.
 
     Every independent mistake is reported (a `UserErrors` when there are

@@ -22,10 +22,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from schedlab import __version__
 from schedlab.errors import UserError
@@ -35,6 +36,13 @@ from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
 from schedlab.platform.store import ResultStore
 from schedlab.platform.tasks import STAGES, TaskResult, run_instances
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from schedlab.platform.parts import Part
+    from schedlab.platform.tracking import Tracker, TrackProgress
+    from schedlab.platform.tracking_sync import TrackReport
 
 #: Commit when this many per-job rows are buffered (bounds driver memory).
 FLUSH_JOB_ROWS = 200_000
@@ -167,10 +175,10 @@ class _Sink:
 
     def _reset(self) -> None:
         self.summary: list[dict[str, Any]] = []
-        self.jobs: list = []
-        self.series: list = []
+        self.jobs: list[tuple[str, pa.Table]] = []
+        self.series: list[tuple[str, pa.Table]] = []
         self.failures: list[dict[str, Any]] = []
-        self.parts: list = []
+        self.parts: list[Part] = []
         self.job_rows = 0
         self.rows = 0  # summary rows in parts
         self.bytes = 0  # encoded bytes in parts
@@ -230,7 +238,7 @@ class _Sink:
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
+def _sigint_deferred() -> Iterator[None]:
     """Block SIGINT in this thread while the body runs (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -247,7 +255,7 @@ LOCAL_RAY_HOST = "127.0.0.1"
 
 
 @contextlib.contextmanager
-def _loopback_node():
+def _loopback_node() -> Iterator[None]:
     """Make a new local Ray node take ``LOCAL_RAY_HOST`` as its IP, so that its
     GCS, raylet, agents and workers listen on loopback only. ``ray.init``
     otherwise turns ``_node_ip_address="127.0.0.1"`` into the host's routable
@@ -275,7 +283,7 @@ def _loopback_node():
 _OWNED: dict[str, Any] = {}
 
 
-def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, str], ...] = ()):
+def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, str], ...] = ()) -> ModuleType:
     """Start (or join) Ray. User code (``shipped``: (path, sha256) pairs)
     goes to every worker through the job's ``runtime_env`` ``py_modules``:
     Ray uploads local files only at the job level, so a Ray that schedlab
@@ -290,7 +298,7 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
         ray.shutdown()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
-    local = contextlib.nullcontext()
+    local: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if address:
         kwargs["address"] = address
     else:  # never join a `ray start` cluster; listen on loopback only
@@ -324,7 +332,7 @@ def run_sweep(
     address: str | None = None,
     fresh: bool = False,
     tracking: bool | None = None,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Callable[[Progress | TrackProgress], None] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; returns what happened. Failures do not raise.
     ``progress`` is called with a `Progress` at each round's start and after
@@ -346,7 +354,15 @@ def run_sweep(
 
 
 def _run_locked(
-    spec: SweepSpec, plan: Plan, store: ResultStore, started: float, *, address, fresh, tracking, progress
+    spec: SweepSpec,
+    plan: Plan,
+    store: ResultStore,
+    started: float,
+    *,
+    address: str | None,
+    fresh: bool,
+    tracking: bool | None,
+    progress: Callable[[Progress | TrackProgress], None] | None,
 ) -> SweepReport:
     t0 = time.monotonic()
     try:
@@ -365,7 +381,7 @@ def _run_locked(
     stages["prepare"] = time.monotonic() - t0
 
     @contextlib.contextmanager
-    def timed(stage: str):
+    def timed(stage: str) -> Iterator[None]:
         t = time.perf_counter()
         try:
             yield
@@ -392,7 +408,9 @@ def _run_locked(
     sink = _Sink(store, settled)
     sink.written |= done
 
-    ray = remote = None  # started by the first round that has work: a finished sweep resumes without Ray
+    ray: ModuleType | None = None
+    remote: Any = None  # ray's options() wrapper of run_instances (Ray leaves it unannotated)
+    # both started by the first round that has work: a finished sweep resumes without Ray
 
     def start_ray() -> None:
         nonlocal ray, remote
@@ -411,6 +429,8 @@ def _run_locked(
         """Tasks that run at once (the cluster's CPUs / cpus_per_task); re-read
         every 10 s as an autoscaling cluster grows."""
         if time.monotonic() - limit_cache[0] > 10.0:
+            if ray is None:  # invariant: only called from run_round's loop, after start_ray()
+                raise RuntimeError("slots() before start_ray()")
             cpus = ray.cluster_resources().get("CPU", 1.0)
             limit_cache[:] = [time.monotonic(), max(1.0, cpus / spec.execution.cpus_per_task)]
         return limit_cache[1]
@@ -423,14 +443,19 @@ def _run_locked(
 
     shared_refs: dict[str, Any] = {}
 
-    def shared_for(instance: Instance):
+    def shared_for(instance: Instance) -> Any:
         from schedlab.workloads.registry import workload_kind
 
         key = shared_input_key(instance.point)
         if key is None:
             return None
         if key not in shared_refs:  # parsed once, shared through the object store
-            shared_refs[key] = ray.put(workload_kind(instance.point.kind).load_shared(instance.point.params))
+            if ray is None:  # invariant: only called from run_round's loop, after start_ray()
+                raise RuntimeError("shared_for() before start_ray()")
+            kind = workload_kind(instance.point.kind)
+            if kind.load_shared is None:  # invariant: shared_input_key gives a key only to kinds with load_shared
+                raise RuntimeError(f"workload kind {kind.name!r} has no shared input")
+            shared_refs[key] = ray.put(kind.load_shared(instance.point.params))
         return shared_refs[key]
 
     def run_round(instances: list[Instance]) -> None:
@@ -468,6 +493,8 @@ def _run_locked(
         tell()
         try:
             while pending or inflight:
+                if ray is None:  # invariant: there is work (pending or in flight), so start_ray() ran above
+                    raise RuntimeError("tasks to run but Ray was not started")
                 limit = max_in_flight()
                 while pending and len(inflight) < limit:
                     # the sweep's first submission also registers the task function with Ray: start-up
@@ -535,6 +562,7 @@ def _run_locked(
                 report.rows_written += sink.flush()
         except KeyboardInterrupt:
             for ref in inflight:
+                assert ray is not None  # a task in flight means start_ray() ran
                 ray.cancel(ref, force=True)
             report.rows_written += sink.flush()
             raise Interrupted(
@@ -557,7 +585,9 @@ def _run_locked(
     return report
 
 
-def _wait_for_tracking(tracker, store: ResultStore, progress):
+def _wait_for_tracking(
+    tracker: Tracker, store: ResultStore, progress: Callable[[Progress | TrackProgress], None] | None
+) -> TrackReport:
     """The sweep's one wait on MLflow, at its end: as long as tracking makes
     progress (shown through ``progress``). Ctrl-C stops waiting: every row is
     in Parquet, and ``schedlab track DIR`` brings MLflow up to date."""
@@ -589,7 +619,9 @@ def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
         report.compaction_error = "interrupted"
 
 
-def _adaptive(spec: SweepSpec, plan: Plan, store: ResultStore, run_round, report: SweepReport) -> None:
+def _adaptive(
+    spec: SweepSpec, plan: Plan, store: ResultStore, run_round: Callable[[list[Instance]], None], report: SweepReport
+) -> None:
     """Rounds of replications until every configuration's 95 % CI half-width of
     the metric is within rel_halfwidth of its mean (``target`` unset or
     "each"), or every policy's paired interval to the baseline is

@@ -38,11 +38,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 SOURCE = (
     "Kim & Nelson (2001), A fully sequential procedure for indifference-zone selection in simulation, "
@@ -125,7 +130,7 @@ class Selection:
 
 
 def kn(
-    outputs: dict[str, np.ndarray],
+    outputs: Mapping[str, npt.ArrayLike],
     delta: float,
     confidence: float = 0.95,
     n0: int = 10,
@@ -234,7 +239,8 @@ def read(results_dir: str | Path) -> dict[str, Any] | None:
         return None
     if (manifest.get("spec") or {}).get("replications", {}).get("mode") != "select-best":
         return None
-    return json.loads(path.read_text())
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
 
 
 def describe(document: dict[str, Any]) -> list[str]:
@@ -271,7 +277,7 @@ def describe(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-def log_to_mlflow(client, run_id: str, results_dir: str | Path) -> None:
+def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) -> None:
     """Hook for the tracker: put ``selection.json`` (if the sweep has one) on
     the sweep's MLflow parent run as an artifact, with the winners and KN's
     constants as tags (tags, unlike params, may change as a sweep resumes)."""

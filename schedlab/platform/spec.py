@@ -72,11 +72,17 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from schedlab.errors import UserError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+#: A pydantic error location (field names and list indices).
+_Loc = tuple[int | str, ...]
 
 Scalar = bool | int | float | str
 #: A list is a grid axis; a list inside it is one list-valued point ([[0.4, 0.6]]).
@@ -145,7 +151,7 @@ class ReplicationsSpec(_Model):
     LATE: ClassVar[tuple[str, ...]] = ("target", "baseline", "ratio", "mode", "delta", "confidence", "minimize")
 
     @model_validator(mode="after")
-    def _one_mode(self):
+    def _one_mode(self) -> ReplicationsSpec:
         if self.mode == "select-best":
             if self.n is not None:
                 raise ValueError("n: select-best decides the replications itself; leave n out")
@@ -255,7 +261,7 @@ class SweepSpec(_Model):
         return v
 
     @model_validator(mode="after")
-    def _cross_fields(self):
+    def _cross_fields(self) -> SweepSpec:
         reps = self.replications
         if reps.baseline is not None:
             entries = self.policy_entries()
@@ -316,7 +322,7 @@ class SweepSpec(_Model):
         return out
 
 
-def _path(loc: tuple) -> str:
+def _path(loc: _Loc) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -335,7 +341,7 @@ _SCALAR_BRANCHES = ("str", "int", "float", "bool")
 _PLAN_FIELDS = ("engine", "workload", "policies", "metrics", "system")
 
 
-def _branch(loc: tuple) -> tuple[tuple, str | None]:
+def _branch(loc: _Loc) -> tuple[_Loc, str | None]:
     """(location up to a union branch label, the label) or (loc, None)."""
     for i, part in enumerate(loc):
         if isinstance(part, str) and (part in _SCALAR_BRANCHES or part == "PolicyEntry" or "[" in part):
@@ -343,7 +349,7 @@ def _branch(loc: tuple) -> tuple[tuple, str | None]:
     return tuple(loc), None
 
 
-def _message(e: dict, source: str) -> str:
+def _message(e: ErrorDetails, source: str) -> str:
     """One pydantic error as ``source: field.path: message``."""
     msg = e["msg"].removeprefix("Value error, ")
     named = re.match(r"^([a-z_]+(?:\.[a-z_]+)?): (.*)$", msg, re.S)
@@ -365,7 +371,7 @@ def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
     table) is reported by one branch: the one for its type (a table's own
     field errors, not "should be a string"), else the first."""
     errors = err.errors()
-    chosen: dict[tuple, str] = {}
+    chosen: dict[_Loc, str] = {}
     for e in errors:
         at, label = _branch(e["loc"])
         if label is None or at in chosen:
@@ -414,6 +420,8 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
                 with errors.check():
                     build_plan(checked, source)
         errors.raise_any()
+    if spec is None:  # invariant: a failed validation added its messages above, so raise_any() raised
+        raise AssertionError("spec validation failed without reporting an error")
     if base_dir is not None:
         spec._base_dir = Path(base_dir).resolve()
     # Engine, policies and every workload grid point: checked by plan expansion.

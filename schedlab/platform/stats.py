@@ -16,9 +16,12 @@ Every quantile and tail probability comes from ``scipy.stats``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
@@ -69,7 +72,7 @@ class Paired:
         return self.mean + self.halfwidth
 
 
-def paired(d, confidence: float = CONFIDENCE) -> Paired:
+def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     """Mean of the differences ``d`` (one per pair: same workload instance),
     the half-width of its ``confidence`` t interval and the paired t test's
     p value (scipy.stats.t). With zero spread (two policies that made the
@@ -92,7 +95,7 @@ def paired(d, confidence: float = CONFIDENCE) -> Paired:
     return Paired(n, mean, sd, half, p)
 
 
-def holm(p_values) -> list[float]:
+def holm(p_values: Iterable[float | None]) -> list[float]:
     """Holm's (1979) step-down adjusted p values: sort ascending, multiply the
     i-th smallest (0-based) by m - i, take the running maximum, cap at 1.
     Rejecting where the adjusted p < alpha controls the family-wise error
@@ -119,7 +122,7 @@ MSER_BATCH = 5
 MSER_MAX_FRACTION = 0.5
 
 
-def mser5(x) -> int:
+def mser5(x: npt.NDArray[Any]) -> int:
     """MSER-5 (White 1997; batch size 5 as in White, Cobb & Spratt 2000):
     how many leading observations of ``x`` to delete.
 
@@ -162,7 +165,7 @@ class BatchMeans:
     halfwidth: float
 
 
-def obm(x, batches: int = OBM_BATCHES, confidence: float = CONFIDENCE) -> BatchMeans:
+def obm(x: npt.ArrayLike, batches: int = OBM_BATCHES, confidence: float = CONFIDENCE) -> BatchMeans:
     """Overlapping batch-means confidence interval for the mean of one
     stationary (warm-up deleted) series ``x`` (Meketon & Schmeiser 1984).
 

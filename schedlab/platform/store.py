@@ -59,8 +59,9 @@ import shutil
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import polars as pl
@@ -69,6 +70,10 @@ import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
 from schedlab.platform.durable import fsync_dir as _fsync_dir
+
+if TYPE_CHECKING:
+    from schedlab.platform.parts import Part
+    from schedlab.usercode import CodeRef
 
 SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
 MANIFEST = "manifest.json"
@@ -203,6 +208,9 @@ def _partition(policy: str) -> str:
 
 
 class ResultStore:
+    #: The lock file's descriptor while `lock` holds it (set by `lock`, cleared by `unlock`).
+    _lock_fd: int | None
+
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
@@ -212,7 +220,8 @@ class ResultStore:
         if not path.exists():
             return None
         try:
-            return json.loads(path.read_text())
+            manifest: dict[str, Any] = json.loads(path.read_text())
+            return manifest
         except (OSError, ValueError) as err:
             raise UserError(
                 f"{path}: cannot read the manifest ({_reason(err)}); restore it from a backup, "
@@ -294,6 +303,7 @@ class ResultStore:
         grew = None
         rows = existing is not None and not fresh and self.has(SUMMARY)  # what an old spec already computed
         if rows:
+            assert existing is not None  # rows is only true when existing is not None
             changed_input = _changed_inputs(existing, manifest)
             if changed_input:
                 raise UserError(
@@ -415,7 +425,7 @@ class ResultStore:
         _fsync_dir(self.root)
         return removed
 
-    def save_code(self, codes) -> None:
+    def save_code(self, codes: Iterable[CodeRef]) -> None:
         """Keep the source of every piece of user code under
         ``code/<sha256>/``, once (content-addressed), so the results dir holds
         the exact code its rows came from (MLflow attaches it too)."""
@@ -478,8 +488,8 @@ class ResultStore:
         summary: list[dict[str, Any]],
         jobs: list[tuple[str, pa.Table]],
         failures: list[dict[str, Any]],
-        series: list[tuple[str, pa.Table]] = (),
-        parts: list = (),
+        series: Sequence[tuple[str, pa.Table]] = (),
+        parts: Sequence[Part] = (),
     ) -> None:
         """Write one batch atomically per partition (see the module docstring).
 
@@ -522,7 +532,7 @@ class ResultStore:
             raise
 
     @contextlib.contextmanager
-    def _writing(self, where: Path, rows: int | None = None):
+    def _writing(self, where: Path, rows: int | None = None) -> Iterator[None]:
         """Turn an OS error while writing into one `StoreWriteError` line."""
         try:
             yield

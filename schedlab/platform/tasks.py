@@ -12,13 +12,20 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from schedlab.platform.plan import Config, Instance, MetricSpec
+from schedlab.platform.plan import Config, Instance, MetricSpec, WorkloadPoint
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schedlab.engines.base import RunResult
+    from schedlab.platform.parts import Part
 
 
 @dataclass
@@ -30,7 +37,7 @@ class TaskResult:
     series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
     #: With ``encode=True``: the rows above as Parquet parts, one per policy
     #: (`parts.Part`), and ``summary``/``jobs``/``series`` left empty.
-    parts: list = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
     #: Seconds per stage inside the task (`STAGES`), from cheap timers: what
     #: the sweep's breakdown (benchmarks/sweep_breakdown.py) and the task
     #: sizing (`sizing.TaskSizer`) read.
@@ -69,7 +76,7 @@ def _column_value(v: Any, integer: bool = False) -> Any:
     return float(v)
 
 
-def _keyed_table(config: Config, replication: int, columns: dict) -> pa.Table:
+def _keyed_table(config: Config, replication: int, columns: dict[str, Any]) -> pa.Table:
     n = len(next(iter(columns.values())))
     return pa.table(
         {
@@ -98,7 +105,7 @@ def _describe(err: BaseException) -> tuple[str, str]:
     return line, user_frames_traceback(err)
 
 
-def _build(engine_name: str, point, rng, shared):
+def _build(engine_name: str, point: WorkloadPoint, rng: np.random.Generator, shared: Any) -> pl.DataFrame:
     """One workload instance: a built-in kind, or a user's generator (whose
     table is checked against the engine's schema)."""
     from schedlab.api.workloads import check_job_table
@@ -111,10 +118,13 @@ def _build(engine_name: str, point, rng, shared):
     kind = _KINDS.get(point.kind)
     if kind is None:
         kind = _KINDS[point.kind] = workload_kind(point.kind)
-    return kind.instance(rng, point.params, shared)
+    table: pl.DataFrame = kind.instance(rng, point.params, shared)
+    return table
 
 
-def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
+def _extra_metrics(
+    result: RunResult, metric_fns: list[tuple[MetricSpec, Callable[..., Any]]], engine_name: str
+) -> dict[str, float]:
     """The spec's extra metrics of one run (``schedlab.api.metrics``)."""
     if not metric_fns:
         return {}
@@ -131,7 +141,9 @@ def _extra_metrics(result, metric_fns, engine_name: str) -> dict[str, float]:
     return out
 
 
-def _warmup_hook(engine_name: str, instance: Instance, jobs, shared):
+def _warmup_hook(
+    engine_name: str, instance: Instance, jobs: pl.DataFrame, shared: Any
+) -> Callable[[RunResult, list[tuple[MetricSpec, Callable[..., Any]]]], dict[str, Any]] | None:
     """With ``[outputs] warmup``: a function (run result, extra metrics) ->
     the columns the cut changes (``schedlab.platform.warmup``: one cut per
     workload point, from pilot instances); None without warm-up deletion."""

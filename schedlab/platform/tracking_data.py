@@ -137,7 +137,9 @@ def rows_digest(replications: Iterable[int]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _aggregate(lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Iterable[str] | None):
+def _aggregate(
+    lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Iterable[str] | None
+) -> tuple[pl.DataFrame, list[str]]:
     import polars as pl
 
     from schedlab.platform.stats import summarize

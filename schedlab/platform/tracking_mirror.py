@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlab.platform.tracking_data import (
     CONFIG_TAG,
@@ -32,6 +32,9 @@ from schedlab.platform.tracking_data import (
     sweep_note,
 )
 from schedlab.platform.tracking_store import TrackingError
+
+if TYPE_CHECKING:
+    from mlflow.entities import Metric, Param, Run, RunTag
 
 # MLflow's log_batch limits (mlflow.utils.validation).
 MAX_METRICS_PER_BATCH = 1000
@@ -49,7 +52,9 @@ CODE_DIR = "code"
 SEARCH_PAGE = 1000
 
 
-def batches(metrics: list, params: list, tags: list) -> Iterator[tuple[list, list, list]]:
+def batches(
+    metrics: list[Metric], params: list[Param], tags: list[RunTag]
+) -> Iterator[tuple[list[Metric], list[Param], list[RunTag]]]:
     """Split one run's entities into log_batch calls within MLflow's limits."""
     while metrics or params or tags:
         p, params = params[:MAX_PARAMS_PER_BATCH], params[MAX_PARAMS_PER_BATCH:]
@@ -72,7 +77,7 @@ def is_data_error(err: Exception) -> bool:
     return getattr(err, "error_code", None) == "INVALID_PARAMETER_VALUE"
 
 
-def _tag(key: str, value: str):
+def _tag(key: str, value: str) -> RunTag:
     from mlflow.entities import RunTag
 
     return RunTag(key, value)
@@ -88,7 +93,7 @@ class RunState:
     run_name: str = ""
 
     @classmethod
-    def of(cls, run) -> RunState:
+    def of(cls, run: Run) -> RunState:
         return cls(
             run.info.run_id,
             dict(run.data.params),
@@ -125,9 +130,9 @@ def behind(state: RunState, exp: Expected) -> str:
     for k, v in exp.tags.items():
         if state.tags.get(k) != v:
             return f"tag {k} is {state.tags.get(k)!r}, disk says {v!r}"
-    for k, v in exp.values.items():
-        if state.metrics.get(k) != v:
-            return f"metric {k} is {state.metrics.get(k)!r}, disk says {v!r}"
+    for k, value in exp.values.items():
+        if state.metrics.get(k) != value:
+            return f"metric {k} is {state.metrics.get(k)!r}, disk says {value!r}"
     extra = sorted(set(state.metrics) - set(exp.values))
     if extra:
         return f"metric {extra[0]} is not in the rows"
@@ -163,7 +168,7 @@ class Mirror:
             raise TrackingError(f"MLflow experiment {name!r} is deleted: restore it or choose another name")
         return exp.experiment_id
 
-    def _search(self, flt: str) -> list:
+    def _search(self, flt: str) -> list[Run]:
         runs, token = [], None
         while True:
             page = self.client.search_runs(

@@ -32,9 +32,14 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schedlab.platform.durable import fsync_dir as _fsync_dir
+
+if TYPE_CHECKING:
+    import logging
 
 DEFAULT_URI = "sqlite:///mlflow.db"
 
@@ -114,7 +119,7 @@ class _DropCaughtDbErrors:
     (``mlflow.store.db.utils``); the tracker reports the failure itself, in one line."""
 
     @staticmethod
-    def filter(record) -> bool:
+    def filter(record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("SQLAlchemy database error")
 
 
@@ -156,7 +161,7 @@ def use_wal(path: Path) -> None:
     _FAST_COMMITS.add(key)
 
 
-def _on_connect(dbapi_connection, _record) -> None:
+def _on_connect(dbapi_connection: object, _record: object) -> None:
     """SQLAlchemy's connect event, for every engine of this process: only
     SQLite connections to a store `use_wal` was asked for are changed."""
     if not isinstance(dbapi_connection, sqlite3.Connection):
@@ -225,7 +230,9 @@ def _head_revision() -> str | None:
     try:
         from mlflow.store.db.utils import _get_latest_schema_revision
 
-        return _get_latest_schema_revision()
+        # MLflow leaves it unannotated; it returns the head Alembic revision id.
+        head: Callable[[], str] = _get_latest_schema_revision
+        return head()
     except Exception:  # noqa: BLE001 - an MLflow without it: MLflow's own check still applies
         return None
 

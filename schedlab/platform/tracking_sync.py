@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,8 @@ class Sync:
     def _expected(self, config_ids: list[str] | None) -> dict[str, Expected] | None:
         """What the runs must hold (None after recording a failure). A damaged
         part file is raised (`UserError`): it is the user's to fix."""
+        if self.manifest is None:  # invariant: only called once connected, and connect() read the manifest
+            raise RuntimeError("Sync._expected called before connect()")
         delay = 0.2
         for attempt in range(READ_ATTEMPTS):
             try:
@@ -142,6 +144,8 @@ class Sync:
 
     def _log_one(self, exp: Expected) -> bool:
         """Log one configuration; False when the store failed (recorded)."""
+        if self.mirror is None:  # invariant: only reached through track/reconcile, which need the mirror
+            raise RuntimeError("Sync._log_one called before connect()")
         try:
             self.mirror.log(exp)
         except Exception as err:
@@ -160,6 +164,8 @@ class Sync:
     def _log_all(self, expected: Iterable[Expected]) -> None:
         """Log each configuration, `threads` at a time; stop at the first
         failure of the store (the calls in flight finish)."""
+        if self.mirror is None:  # invariant: only reached through track/reconcile, which need the mirror
+            raise RuntimeError("Sync._log_all called before connect()")
         todo = list(expected)
         with self._lock:
             self.queued_total += len(todo)
@@ -170,7 +176,7 @@ class Sync:
                     return
             return
         with ThreadPoolExecutor(self.threads, thread_name_prefix="schedlab-mlflow") as pool:
-            running: set = set()
+            running: set[Future[bool]] = set()
             for exp in todo:
                 if self.dead:
                     break
@@ -265,6 +271,8 @@ class Sync:
         if expected is not None:
             self.verify(expected)
         if not self.dead:
+            if self.mirror is None or self.manifest is None:  # invariant: connect() set both or we returned
+                raise RuntimeError("Sync.finalize without a connected mirror")
             try:
                 from schedlab.platform.selection import log_to_mlflow
 

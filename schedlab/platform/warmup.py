@@ -41,11 +41,19 @@ ran.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from schedlab.platform.stats import mser5, obm
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schedlab.engines.base import RunResult
+    from schedlab.platform.plan import MetricSpec
 
 METHODS = ("mser5",)
 
@@ -74,7 +82,7 @@ PILOTS = 5
 PILOT_TAG = 0x57524D55
 
 
-def table_cut(method: str, jobs) -> int:
+def table_cut(method: str, jobs: pl.DataFrame) -> int:
     """The MSER-5 cut of one job table (polars, ``submit`` and ``size``) on
     the unfinished work its arriving jobs find."""
     if method not in METHODS:
@@ -85,7 +93,7 @@ def table_cut(method: str, jobs) -> int:
     return mser5(work_found(submit[order], size[order]))
 
 
-def cut(method: str, pilots) -> int:
+def cut(method: str, pilots: Iterable[pl.DataFrame]) -> int:
     """How many leading jobs (arrival order) to delete from every run of a
     workload point: the largest cut over its pilot job tables."""
     return max(table_cut(method, jobs) for jobs in pilots)
@@ -98,7 +106,7 @@ def pilot_seeds(seed: int, point_id: str) -> list[np.random.SeedSequence]:
 _CUTS: dict[tuple[int, str, str], int] = {}
 
 
-def point_cut(method: str, seed: int, point_id: str, build) -> int:
+def point_cut(method: str, seed: int, point_id: str, build: Callable[[np.random.Generator], pl.DataFrame]) -> int:
     """`cut` over the point's pilots, ``build(rng)`` drawing one instance;
     memoised per (seed, point, method) in this process."""
     key = (seed, point_id, method)
@@ -109,7 +117,12 @@ def point_cut(method: str, seed: int, point_id: str, build) -> int:
     return _CUTS[key]
 
 
-def apply(result, d: int, weight_class=None, metric_fns=()) -> dict[str, Any]:
+def apply(
+    result: RunResult,
+    d: int,
+    weight_class: npt.ArrayLike | None = None,
+    metric_fns: Sequence[tuple[MetricSpec, Callable[..., Any]]] = (),
+) -> dict[str, Any]:
     """The columns of one queue-engine run that change with the cut: steady-
     state metrics of the jobs after the first ``d`` (arrival order),
     ``warmup_jobs`` and ``mst_obm_ci95``. ``weight_class``: the job table's
