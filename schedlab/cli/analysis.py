@@ -1,0 +1,242 @@
+"""Reading a results dir: `results` (means and CIs), `compare` (paired
+intervals to a baseline) and `plot` (figures); polars, the statistics and
+matplotlib are imported inside the commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from schedlab.cli.group import main
+from schedlab.errors import UserError
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
+@click.option(
+    "--metric", "metrics", multiple=True, default=["mst"], show_default=True, help="Metric column (repeatable)."
+)
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
+    """Mean, 95% CI half-width and n of metrics over replications."""
+    import polars as pl
+
+    from schedlab.platform.stats import summarize
+    from schedlab.platform.store import ResultStore, explain_read_error
+
+    if not results_dir.exists():
+        raise UserError(f"{results_dir}: no such directory")
+    store = ResultStore(results_dir)
+    lf = store.scan()  # a damaged part file: UserError naming it
+    from schedlab.platform.store import mixed_digests
+
+    warning = mixed_digests(lf)
+    if warning:
+        click.echo(f"schedlab: warning: {warning}", err=True)
+    columns = lf.collect_schema().names()
+    keys = [k.strip() for k in by.split(",") if k.strip()]
+    for name in keys + list(metrics):
+        if name not in columns:
+            raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
+    try:
+        table = summarize(lf, keys, list(metrics))
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise explain_read_error(store.files(), err) from None
+    if as_csv:
+        click.echo(table.write_csv(), nl=False)
+        return
+    header = keys + [f"{m} (mean ± 95% CI)" for m in metrics] + ["n"]
+    rows = []
+    for rec in table.iter_rows(named=True):
+        cells = [str(rec[k]) for k in keys]
+        for m in metrics:
+            ci = rec[f"{m}_ci95"]
+            cells.append(f"{rec[f'{m}_mean']:.6g} ± {ci:.3g}" if ci is not None else f"{rec[f'{m}_mean']:.6g}")
+        cells.append(str(rec["n"]))
+        rows.append(cells)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    from schedlab.platform.selection import describe, read
+
+    selection = read(results_dir)
+    if selection is not None:  # a select-best sweep: what KN selected, and when each policy left
+        click.echo("")
+        for line in describe(selection):
+            click.echo(line)
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--baseline", required=True, help="The policy every other policy is compared with.")
+@click.option("--metric", default="mst", show_default=True, help="Metric column.")
+@click.option(
+    "--by",
+    default=None,
+    help="Comma-separated workload-point columns (default: every varying parameter but the policies').",
+)
+@click.option("--ratio", is_flag=True, help="Geometric mean ratio policy / baseline (interval on the log scale).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (method and rows).")
+def compare(
+    results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
+) -> None:
+    """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p."""
+    from schedlab.platform.compare import compare as paired_compare
+    from schedlab.platform.compare import method_text
+
+    if as_csv and as_json:
+        raise UserError("--csv and --json: choose one")
+    table = paired_compare(results_dir, baseline, metric, by, ratio)
+    k = table["policy"].n_unique()
+    method = method_text(baseline, k, ratio)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "metric": metric,
+                    "baseline": baseline,
+                    "estimate": "ratio" if ratio else "diff",
+                    "confidence": 0.95,
+                    "correction": "holm",
+                    "method": method,
+                    "rows": [
+                        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                        for r in table.to_dicts()
+                    ],
+                },
+                default=str,
+                allow_nan=False,
+            )
+        )
+        return
+    if as_csv:
+        click.echo(table.write_csv(), nl=False)
+        return
+    est = "ratio" if ratio else "diff"
+    keys = [
+        c
+        for c in table.columns
+        if c
+        not in (
+            "policy",
+            "baseline",
+            "n",
+            f"{metric}_mean",
+            "baseline_mean",
+            est,
+            "ci_low",
+            "ci_high",
+            "halfwidth",
+            "p_value",
+            "p_holm",
+            "significant",
+        )
+    ]
+    header = keys + [
+        "policy",
+        f"{metric} mean",
+        f"{baseline} mean",
+        f"{'ratio' if ratio else 'difference'} [95% CI]",
+        "n",
+        "p (Holm)",
+        "",
+    ]
+    rows = []
+    for rec in table.iter_rows(named=True):
+        interval = (
+            f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]"
+            if rec["ci_low"] == rec["ci_low"] and rec["ci_low"] is not None
+            else f"{rec[est]:.4g}"
+        )
+        p = rec["p_holm"]
+        rows.append(
+            [str(rec[c]) for c in keys]
+            + [
+                rec["policy"],
+                f"{rec[f'{metric}_mean']:.6g}",
+                f"{rec['baseline_mean']:.6g}",
+                interval,
+                str(rec["n"]),
+                "–" if p is None or p != p else f"{p:.3g}",
+                "*" if rec["significant"] else "",
+            ]
+        )
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    click.echo(f"{metric}: {method}")
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+@main.command("plot")
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--x", "x", required=True, help="Column on the x axis (a swept parameter).")
+@click.option("--y", "y", required=True, help="Metric on the y axis (e.g. mst).")
+@click.option("--by", default="policy", show_default=True, help="One line per value of this column.")
+@click.option("--ratio-to", help="Plot the paired geometric-mean ratio to this policy (interval on the log ratios).")
+@click.option("--facet", help="One panel per value of this column.")
+@click.option(
+    "--where",
+    "where_items",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Hold a parameter that varies in the sweep at one value (repeatable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Figure file, .pdf or .svg (default: DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG and a CSV of "
+    "the drawn points go beside it.",
+)
+@click.option(
+    "--logx",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Log x axis; auto: when the values are positive and span 2 decades or more.",
+)
+@click.option(
+    "--logy",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Log y axis (intervals then computed on the log scale); auto as for --logx.",
+)
+def plot_cmd(
+    results_dir: Path,
+    x: str,
+    y: str,
+    by: str,
+    ratio_to: str | None,
+    facet: str | None,
+    where_items: tuple[str, ...],
+    out: Path | None,
+    logx: str,
+    logy: str,
+) -> None:
+    """A figure of a sweep: means (or paired ratios) with 95% CIs, PDF + 300-dpi PNG.
+
+    Every parameter other than --x, --by and --facet must be fixed within a
+    plotted point: one that varies is an error (hold it with --where, or make
+    it --facet or --by), never silently averaged over.
+    """
+    from schedlab.plotting import plot as draw
+
+    where: dict[str, str] = {}
+    for item in where_items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--where {item!r}: expected COL=VALUE (e.g. --where sigma=0.5)")
+        where[key.strip()] = value.strip()
+    result = draw(
+        results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy, where=where
+    )
+    scales = f"log x: {'yes' if result.logx else 'no'}, log y: {'yes' if result.logy else 'no'}"
+    click.echo(f"{result.vector} ({scales})")
+    click.echo(f"{result.png} ({result.png.stat().st_size} bytes, 300 dpi)")
+    click.echo(f"{result.csv} (the {result.table.height} points drawn)")

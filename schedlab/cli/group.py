@@ -1,0 +1,33 @@
+"""The `schedlab` group (`main`, the console script) and the exit codes: its
+own module so that the command modules can register on `main` without importing
+the package that imports them."""
+
+from __future__ import annotations
+
+import click
+
+from schedlab import __version__
+from schedlab.errors import UserError, messages
+
+#: Exit codes of `run` and `track` (README, "Exit codes").
+EXIT_FAILURES = 1  # some simulations raised (recorded in failures/)
+EXIT_TRACKING = 3  # results are complete in Parquet but MLflow does not match them
+EXIT_INTERRUPTED = 130  # Ctrl-C: what arrived is committed; run again to resume
+
+
+class _Group(click.Group):
+    """Turns a UserError anywhere below into one clean line and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UserError as err:  # several independent mistakes (UserErrors): one line each
+            for line in messages(err):
+                click.echo(f"schedlab: error: {line}", err=True)
+            ctx.exit(UserError.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="schedlab")
+def main() -> None:
+    """Scheduling-policy simulations and sweeps (queue engine: the PSBS paper)."""

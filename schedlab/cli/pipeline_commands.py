@@ -1,0 +1,95 @@
+"""`schedlab pipelines list` and `schedlab pipelines run`: the paper-reproduction
+pipelines (sweeps -> figures -> report.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from schedlab.cli.group import main
+from schedlab.cli.progress import ProgressLine
+from schedlab.errors import UserError
+
+
+@main.group()
+def pipelines() -> None:
+    """Paper-reproduction pipelines: sweeps -> figures -> report.md (with the paper's claims checked)."""
+
+
+@pipelines.command("list")
+def pipelines_list() -> None:
+    """List the pipelines: name, paper, figure, one line each."""
+    from schedlab.pipelines.registry import PIPELINES
+
+    for p in PIPELINES.values():
+        click.echo(f"{p.name:12s} {p.figure:8s} {p.paper}")
+
+
+@pipelines.command("run")
+@click.argument("name")
+@click.option(
+    "--scale",
+    default="quick",
+    show_default=True,
+    metavar="quick|paper",
+    help="quick: minutes on a laptop; paper: the paper's settings.",
+)
+@click.option("--address", help="Ray cluster address (default: local Ray started in-process).")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), help="Output dir (default: results/pipelines/NAME)."
+)
+@click.option("--fresh", is_flag=True, help="Discard existing results of the pipeline's sweeps first.")
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet, figures and report.md only).")
+@click.option(
+    "--subset",
+    type=float,
+    metavar="FRACTION",
+    help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
+    "says so and gives 95 % intervals).",
+)
+def pipelines_run(
+    name: str, scale: str, address: str | None, out: Path | None, fresh: bool, no_tracking: bool, subset: float | None
+) -> None:
+    """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
+    from schedlab.pipelines.base import check_scale
+    from schedlab.pipelines.registry import get_pipeline
+    from schedlab.pipelines.run import run_pipeline
+
+    check_scale(scale)
+    get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
+    overrides = None
+    if subset is not None:
+        from schedlab.pipelines import dfrs_common
+
+        if name not in dfrs_common.SUBSET_PIPELINES:
+            raise UserError(f"--subset: only for {', '.join(dfrs_common.SUBSET_PIPELINES)}; not {name!r}")
+        dfrs_common.split_subset({dfrs_common.SUBSET_KEY: subset})  # a bad fraction: one line, before Ray starts
+        overrides = {dfrs_common.SUBSET_KEY: subset}
+    result = ProgressLine().run(
+        lambda progress: run_pipeline(
+            name,
+            scale,
+            address=address,
+            out=out,
+            fresh=fresh,
+            tracking=not no_tracking,
+            progress=progress,
+            overrides=overrides,
+        )
+    )
+    for f in result.figures:
+        held = sum(c.holds for c in f.checks)
+        click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
+        for c in f.checks:
+            caveat = (
+                f"; n = {c.n if c.n is not None else f.replications}: too few replications"
+                if c.too_few(f.replications)
+                else ""
+            )
+            click.echo(f"  [{'holds' if c.holds else 'does not hold'}{caveat}] {c.claim}")
+    click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
+    if result.failures:
+        click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)
+        sys.exit(1)

@@ -1,0 +1,188 @@
+"""A sweep's life: `validate` and `plan` a spec, `run` it (Ray -> Parquet ->
+MLflow), then `track` (re-log into MLflow) and `compact` its results dir."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from schedlab.cli.group import EXIT_FAILURES, EXIT_TRACKING, main
+from schedlab.cli.progress import ProgressLine
+from schedlab.errors import UserError
+
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+def validate(spec_file: Path) -> None:
+    """Check a sweep spec completely; errors name the field (exit 2)."""
+    from schedlab.platform.plan import build_plan
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    plan = build_plan(spec, str(spec_file))
+    click.echo(f"{spec_file}: ok ({len(plan.configs)} configurations, {len(plan.points)} workload points)")
+
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+def plan(spec_file: Path) -> None:
+    """Show what a sweep will run: configurations, replications, tasks."""
+    from schedlab.platform.plan import Plan, build_plan
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    p = build_plan(spec, str(spec_file))
+    reps = spec.replications
+    first = reps.first_round
+    task_jobs = spec.execution.task_jobs
+    tasks = Plan.tasks(p.instances(range(first)), task_jobs) if task_jobs is not None else None
+    click.echo(f"sweep {spec.name}: engine {spec.engine}, seed {spec.seed}, results in {spec.results_dir()}")
+    click.echo(f"  workload points   {len(p.points)} ({spec.workload.kind})")
+    click.echo(f"  policies          {', '.join(e.name for e in spec.policy_entries())}")
+    click.echo(f"  configurations    {len(p.configs)}")
+    if reps.select_best:
+        click.echo(
+            f"  replications      select-best (KN, Kim & Nelson 2001) on {reps.metric}: delta {reps.delta:g}, "
+            f"confidence {reps.confidence or 0.95:g}, n0 {reps.min}, then {reps.step} per round per surviving "
+            f"policy, at most {reps.max}"
+        )
+    elif reps.adaptive and reps.target == "paired":
+        what = "ratio" if reps.ratio else "difference"
+        click.echo(
+            f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until every policy's "
+            f"paired 95% CI of the {what} of {reps.metric} to {reps.baseline} is within {reps.rel_halfwidth:.0%}"
+        )
+    elif reps.adaptive:
+        click.echo(
+            f"  replications      adaptive: {reps.min}..{reps.max} in steps of {reps.batch}, until the 95% CI of "
+            f"{reps.metric} is within {reps.rel_halfwidth:.0%} of its mean"
+        )
+    else:
+        click.echo(f"  replications      {reps.n}")
+    click.echo(f"  simulations       {len(p.configs) * first}" + (" (first round)" if reps.adaptive else ""))
+    if tasks is None:
+        click.echo("  Ray tasks         sized by measurement, ~1 s of work each (set execution.task_jobs to fix them)")
+    else:
+        click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
+    varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
+    click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
+    if spec.outputs.warmup:
+        click.echo(
+            f"  warm-up deletion  {spec.outputs.warmup}: one cut per workload point (from pilot instances), "
+            f"the same for every policy and replication"
+        )
+
+
+@main.command()
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--address", help="Ray cluster address (default: local Ray started in-process; RAY_ADDRESS is honoured).")
+@click.option("--fresh", is_flag=True, help="Discard existing results of this sweep first.")
+@click.option("--tracking-uri", help="MLflow tracking URI (overrides the spec).")
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet only).")
+@click.option(
+    "--no-progress", is_flag=True, help="No progress line (round, simulations done/total, failed, elapsed, ETA)."
+)
+def run(
+    spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool, no_progress: bool
+) -> None:
+    """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
+    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.spec import load_spec
+
+    spec = load_spec(spec_file)
+    if tracking_uri:
+        spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
+    report = ProgressLine(enabled=not no_progress).run(
+        lambda progress: run_sweep(
+            spec, address=address, fresh=fresh, tracking=False if no_tracking else None, progress=progress
+        )
+    )
+    if report.grew:
+        click.echo(report.grew)
+    click.echo(
+        f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
+        f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
+        f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}"
+    )
+    if report.compaction is not None and report.compaction.groups:
+        click.echo(report.compaction.line())
+    if report.compaction_error:
+        click.echo(
+            f"schedlab: warning: compaction of {report.results_dir} stopped ({report.compaction_error}); "
+            f"every row is in place: `schedlab compact {report.results_dir}` finishes it",
+            err=True,
+        )
+    tr = report.tracking
+    if tr is not None and not tr.failed:
+        from schedlab.platform.tracking_store import resolve_uri
+
+        click.echo(
+            f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
+            f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})"
+        )
+    if tr is not None and tr.failed:
+        click.echo(
+            f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
+            f"`schedlab track {report.results_dir}` finishes it",
+            err=True,
+        )
+    if report.at_max:
+        reps = spec.replications
+        click.echo(
+            f"{len(report.at_max)} workload point(s) stopped at max = {reps.max} replications with an "
+            f"interval of {reps.metric} still wider than the target:",
+            err=True,
+        )
+        for where in report.at_max[:10]:
+            click.echo("  " + (" ".join(f"{k}={v}" for k, v in where.items()) or "(the one workload point)"), err=True)
+        if len(report.at_max) > 10:
+            click.echo(f"  ... and {len(report.at_max) - 10} more", err=True)
+    if report.failures:
+        click.echo(
+            f"{len(report.failures)} simulations failed (recorded in {report.results_dir}/failures); first:", err=True
+        )
+        for f in report.failures[:5]:
+            click.echo(
+                f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}", err=True
+            )
+        trace = report.failures[0].get("traceback")
+        if trace:
+            click.echo("first failure's traceback (your code's frames):\n  " + trace.replace("\n", "\n  "), err=True)
+        sys.exit(EXIT_FAILURES)
+    if tr is not None and tr.failed:
+        sys.exit(EXIT_TRACKING)
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db).")
+@click.option("--experiment", help="MLflow experiment (default: the sweep's).")
+def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
+    """(Re)log a results dir into MLflow and check it matches (exit 3 if not)."""
+    from schedlab.platform.store import ResultStore
+    from schedlab.platform.tracking import track_results
+
+    store = ResultStore(results_dir)
+    if not results_dir.is_dir() or store.read_manifest() is None:
+        raise UserError(f"{results_dir}: not a schedlab results dir (no manifest.json)")
+    store.lock("schedlab track", required=False)  # not while a run writes it (its tracker finishes the job)
+    try:
+        report = track_results(results_dir, uri=uri, experiment=experiment)
+    finally:
+        store.unlock()
+    if report.failed:
+        click.echo(f"schedlab: MLflow is not up to date: {report.error}", err=True)
+        sys.exit(EXIT_TRACKING)
+    click.echo(f"{report.logged} configuration runs match {results_dir}")
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+def compact(results_dir: Path) -> None:
+    """Merge a results dir's small part files (a run does it at its end); prints files before -> after."""
+    from schedlab.platform.compact import compact as compact_dir
+
+    report = compact_dir(results_dir)  # not while a run writes it: the lock's one-line error, exit 2
+    click.echo(report.line())
