@@ -30,7 +30,9 @@ Damage from outside (a truncated or garbage part file, a disk that filled up
 while writing) is a `UserError` naming the file or the directory and what to
 do -- never a polars traceback, and never rows dropped or recomputed silently.
 A failed write rolls back what its batch had already published, so a batch is
-all there or not there.
+all there or not there. The checks of part files are in `schedlab.platform.damage`;
+the comparison of an old manifest with a new one in `schedlab.platform.manifest`
+(both re-exported here).
 
 Compaction (`schedlab.platform.compact`) merges runs of consecutive batches of
 a partition into one bigger batch with the same structure (a merged summary
@@ -51,10 +53,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -69,7 +69,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
+from schedlab.platform.damage import _CHECKED as _CHECKED
+from schedlab.platform.damage import DAMAGED_ADVICE as DAMAGED_ADVICE
+from schedlab.platform.damage import _reason as _reason
+from schedlab.platform.damage import check_part_file as check_part_file
+from schedlab.platform.damage import collect_checked as collect_checked
+from schedlab.platform.damage import explain_read_error as explain_read_error
+from schedlab.platform.damage import part_schema as part_schema
 from schedlab.platform.durable import fsync_dir as _fsync_dir
+from schedlab.platform.manifest import GROWABLE as GROWABLE
+from schedlab.platform.manifest import _changed_code as _changed_code
+from schedlab.platform.manifest import _changed_inputs as _changed_inputs
+from schedlab.platform.manifest import _short as _short
+from schedlab.platform.manifest import fingerprint as fingerprint
+from schedlab.platform.manifest import grown_manifest as grown_manifest
+from schedlab.platform.manifest import spec_changes as spec_changes
 
 if TYPE_CHECKING:
     from schedlab.platform.parts import Part
@@ -81,117 +95,12 @@ MANIFEST = "manifest.json"
 CODE = "code"
 
 
-def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """Which user code changed between two manifests, said plainly (None if
-    the difference is elsewhere in the spec)."""
-    before = old.get("user_code") or {}
-    after = new.get("user_code") or {}
-    for field_, info in after.items():
-        was = before.get(field_)
-        if was is not None and was.get("use") == info["use"] and was.get("sha256") != info["sha256"]:
-            return (
-                f"the code of {field_} ({info['use']}) changed since these results were written "
-                f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})"
-            )
-    return None
-
-
-#: Result-defining spec fields that only add (or drop) configurations or
-#: replications. A configuration id hashes everything that defines its
-#: results (engine, policy and params, workload point, system, user code), so
-#: rows of configurations that stay in a spec changed only here keep their
-#: meaning: the results dir *grows* (resume) instead of needing --fresh.
-GROWABLE = frozenset({"policies", "workload", "system", "replications", "user_code"})
-
-
-def _short(value: Any, width: int = 60) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def spec_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The result-defining fields that differ between two manifests' specs,
-    each as ``field: old -> new`` (a key absent on one side shows as
-    ``(unset)``)."""
-    before, after = old.get("spec") or {}, new.get("spec") or {}
-    out = []
-    for key in sorted(set(before) | set(after)):
-        if before.get(key) != after.get(key):
-            was = _short(before[key]) if key in before else "(unset)"
-            now = _short(after[key]) if key in after else "(unset)"
-            out.append(f"{key}: {was} -> {now}")
-    return out
-
-
-def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` extended by what ``old`` describes of the rows already on disk:
-    every configuration either spec named (rows of configurations the new
-    spec dropped stay readable and tracked), the union of the parameter
-    columns, the creation time, and the earlier specs in ``history`` (``old``
-    itself joins it when its spec differs from ``new``'s)."""
-    history = list(old.get("history", []))
-    if old.get("spec_hash") != new.get("spec_hash"):
-        history.append({k: old[k] for k in ("spec", "spec_hash", "created", "user_code") if k in old})
-    return {
-        **new,
-        "created": old.get("created", new["created"]),
-        "configs": {**old.get("configs", {}), **new["configs"]},
-        "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
-        **(
-            {"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}}
-            if old.get("inputs") or new.get("inputs")
-            else {}
-        ),
-        "history": history,
-    }
-
-
-def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """SHA-256 of an input file (or of a folder's files: relative paths and
-    contents), with its size and modification time; ``previous`` (the same
-    path's fingerprint from the manifest) is reused when size and time are
-    unchanged, so a multi-gigabyte trace is hashed once, not every run."""
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    stat = [
-        (f.relative_to(path).as_posix() if path.is_dir() else "", f.stat().st_size, f.stat().st_mtime_ns) for f in files
-    ]
-    size, mtime = sum(s for _, s, _ in stat), max((m for _, _, m in stat), default=0)
-    if previous and previous.get("size") == size and previous.get("mtime_ns") == mtime and previous.get("sha256"):
-        return previous
-    h = hashlib.sha256()
-    for f, (rel, _, _) in zip(files, stat):
-        h.update(rel.encode() + b"\0")
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return {"sha256": h.hexdigest(), "size": size, "mtime_ns": mtime}
-
-
-def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """An input file (a trace) that the rows on disk were computed from and
-    that has changed since, said plainly (None if none)."""
-    for path, info in (new.get("inputs") or {}).items():
-        was = (old.get("inputs") or {}).get(path)
-        if was is not None and was.get("sha256") != info.get("sha256"):
-            return (
-                f"workload.path: {path} changed since these rows were written (sha256 "
-                f"{str(was.get('sha256'))[:12]} -> {str(info.get('sha256'))[:12]}): rows of the old and the new "
-                f"file would mix"
-            )
-    return None
-
-
 LOCK = ".lock"
 #: The journal of the compaction step under way (see the module docstring).
 COMPACTING = "compacting.json"
 #: How many times `ResultStore.files` lists a table again when a file it listed
 #: vanished meanwhile (a compaction deleted it while this process was reading).
 VANISHED_RETRIES = 5
-#: What to do about a damaged part file (the end of its error message).
-DAMAGED_ADVICE = (
-    "move it out of the results dir (the next `schedlab run` then recomputes the rows it held) "
-    "or restore it from a backup"
-)
 
 
 class StoreWriteError(UserError):
@@ -600,68 +509,6 @@ def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
     """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
     ``series`` or ``failures``). A damaged part file is a `UserError` naming it."""
     return ResultStore(results_dir).scan(table)
-
-
-# ---- damaged files ------------------------------------------------------------------
-_CHECKED: dict[tuple[str, int, int], pa.Schema] = {}  # (path, size, mtime_ns) of files whose footer was read
-
-
-def check_part_file(path: Path) -> None:
-    """Raise a `UserError` naming ``path`` unless its Parquet footer reads."""
-    part_schema(path)
-
-
-def part_schema(path: Path) -> pa.Schema:
-    """The Arrow schema in ``path``'s footer (read once per file version); a
-    `UserError` naming ``path`` if the footer does not read."""
-    try:
-        st = path.stat()
-    except OSError as err:
-        raise UserError(f"{path}: cannot read ({_reason(err)})") from None
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    schema = _CHECKED.get(key)
-    if schema is not None:
-        return schema
-    try:
-        schema = pq.read_metadata(path).schema.to_arrow_schema()
-    except Exception as err:  # ArrowInvalid (truncated, garbage), OSError
-        raise UserError(f"{path}: damaged Parquet part file ({_reason(err)}); {DAMAGED_ADVICE}") from None
-    if len(_CHECKED) > 100_000:
-        _CHECKED.clear()
-    _CHECKED[key] = schema
-    return schema
-
-
-def collect_checked(lf: pl.LazyFrame, files: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
-    """``lf.collect()``; if polars cannot decode a file whose footer was fine
-    (damaged data pages), a `UserError` naming that file."""
-    try:
-        return lf.collect()
-    except (pl.exceptions.PolarsError, OSError) as err:
-        raise explain_read_error(files, err, columns) from None
-
-
-def explain_read_error(files: list[Path], err: BaseException, columns: list[str] | None = None) -> UserError:
-    """The `UserError` for a failed read of ``files``: names the first file
-    that does not decode (reading each in full), else the error itself."""
-    for f in files:
-        try:
-            names = pq.read_schema(f).names
-            pq.read_table(f, columns=None if columns is None else [c for c in columns if c in names])
-        except Exception as bad:  # noqa: BLE001
-            return UserError(f"{f}: damaged Parquet part file ({_reason(bad)}); {DAMAGED_ADVICE}")
-    where = files[0].parent.parent if files else "the results dir"
-    return UserError(f"cannot read the rows of {where}: {_reason(err)}")
-
-
-def _reason(err: BaseException) -> str:
-    code = re.search(r"\[errno (\d+)\]", str(err))  # pyarrow's OSError: "... Detail: [errno 27] File too large"
-    if code:
-        return os.strerror(int(code.group(1)))
-    if isinstance(err, OSError) and err.strerror:
-        return f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
 
 
 def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
