@@ -27,7 +27,7 @@ Why each holds for every correct DFRS policy:
   bit-identical start and end times, pauses and migrations.
 * ``no-processing-access`` -- a scheduler does not know processing times:
   in check mode ``state.processing`` is a guard (``schedlab.checks.guard``)
-  refusing reads from outside ``schedlab.sim.dfrs`` (a finished job's
+  refusing reads from outside ``schedlab.sim.dfrs.events`` (a finished job's
   processing time is its virtual time, ``state.vt``, known by then).
 * ``runs`` -- the policy raises nothing.
 
@@ -186,7 +186,7 @@ class Check(EngineCheck):
         from schedlab.sim.dfrs import DfrsCapacityError, DfrsCheckError, simulate_dfrs
 
         cols, system = w.columns, w.system
-        guard = hider("schedlab.sim.dfrs", "the true processing times (state.processing)")
+        guard = hider("schedlab.sim.dfrs.events", "the true processing times (state.processing)")
         try:
             policy = self.cls(**self.params)
             serial = (

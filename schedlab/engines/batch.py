@@ -52,7 +52,7 @@ ENGINE = Engine(
         "engines/batch.py",
         "params.py",
         "errors.py",
-        "sim/system.py",
+        "sim/system",
         "sim/batch.py",
         "sim/batch_fast.py",
         "sim/jit.py",

@@ -62,7 +62,7 @@ ENGINE = Engine(
         "engines/packing.py",
         "params.py",
         "errors.py",
-        "sim/system.py",
+        "sim/system",
         "sim/packing.py",
         "sim/packing_fast.py",
         "sim/packing_fast_io.py",

@@ -1,0 +1,214 @@
+"""The DFRS engine's state: the mapping of tasks to nodes and its
+bookkeeping (free memory and CPU load per node, virtual times, penalties,
+pause and migration counts), the job statuses, the engine's errors and the
+``check=True`` invariants. Split from the event loop because it is the
+handle a mapping policy acts on (``schedlab.policies.dfrs``): policies import
+it, the loop only drives it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from schedlab.errors import PolicyError
+
+DEFAULT_PENALTY = 300.0
+MEM_EPS = 1e-9  # memory tolerance (node-memory units)
+CPU_CHECK_TOL = 1e-6  # tolerance of the check flag on node CPU and yields
+
+# job status
+FUTURE, WAITING, RUNNING, PAUSED, DONE = 0, 1, 2, 3, 4
+
+
+class DfrsCapacityError(PolicyError):
+    """A placement would exceed a node's memory (a policy bug)."""
+
+
+class DfrsCheckError(RuntimeError):
+    """An invariant checked with ``check=True`` failed."""
+
+
+def task_slots(free_mem: np.ndarray, m: float) -> np.ndarray:
+    """How many more tasks of memory ``m`` each node can hold."""
+    return np.floor((free_mem + MEM_EPS) / m).astype(np.int64)
+
+
+class DfrsState:
+    """The handle a mapping policy acts on. Read: ``free_mem``, ``load``
+    (numpy, per node; do not modify), ``where[j]`` (node array of a placed
+    job, else None), ``status``, ``tasks``, ``cpu``, ``mem`` (lists),
+    ``running`` / ``pending`` (sets: placed jobs / waiting-or-paused jobs),
+    ``now``. Act: :meth:`apply` (the only way to change the mapping)."""
+
+    def __init__(self, nodes: int, release, processing, tasks, cpu, mem, penalty: float) -> None:
+        self.nodes = int(nodes)
+        self.release = [float(x) for x in release]
+        self.processing = np.asarray(processing, dtype=float)
+        self.tasks = [int(x) for x in tasks]
+        self.cpu = [float(x) for x in cpu]
+        self.cpu_arr = np.asarray(self.cpu, dtype=float)  # the same needs as an array (compiled helpers)
+        self.mem = [float(x) for x in mem]
+        self.penalty = float(penalty)
+        n = len(self.tasks)
+        self.n = n
+        self.free_mem = np.ones(self.nodes)
+        self.load = np.zeros(self.nodes)
+        self.where: list[np.ndarray | None] = [None] * n
+        self.status = [FUTURE] * n
+        self.vt = np.zeros(n)
+        self.pen_until = np.full(n, -math.inf)
+        self.y = np.zeros(n)
+        self.now = 0.0
+        self.running: set[int] = set()
+        self.pending: set[int] = set()
+        self.start = np.full(n, math.nan)
+        self.end = np.full(n, math.nan)
+        self.pauses = np.zeros(n, dtype=np.int64)
+        self.migrations = np.zeros(n, dtype=np.int64)
+        self.migrated_tasks = np.zeros(n, dtype=np.int64)
+        self.mem_moved = np.zeros(n)
+        self.dirty = False
+
+    # -- priority ------------------------------------------------------------
+    def priority(self, j: int) -> float:
+        """Flow time / virtual time^2; infinite for a job with zero virtual
+        time or one so small that its square underflows (the limit as the
+        virtual time goes to 0+)."""
+        v = float(self.vt[j])
+        v2 = v * v
+        if v2 <= 0.0:
+            return math.inf
+        return (self.now - self.release[j]) / v2
+
+    def priority_key(self, j: int) -> tuple:
+        """Sort key, highest priority first; ties by submission (release, job).
+        Every infinite priority (see :meth:`priority`) ranks first."""
+        v = float(self.vt[j])
+        v2 = v * v
+        if v2 > 0.0:
+            p = (self.now - self.release[j]) / v2
+            if p < math.inf:
+                return (1, -p, self.release[j], j)
+        return (0, 0.0, self.release[j], j)
+
+    def by_priority(self, jobs) -> list[int]:
+        return sorted(jobs, key=self.priority_key)
+
+    def nodes_of(self, j: int) -> np.ndarray:
+        """The node of each task of job ``j``, which must be placed (running)."""
+        nodes = self.where[j]
+        if nodes is None:
+            raise ValueError(f"job {j} is not placed")
+        return nodes
+
+    # -- mapping changes -----------------------------------------------------
+    # _release / _acquire: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
+    def _release(self, j: int) -> None:
+        from schedlab.sim.dfrs_fast import release_kernel
+
+        release_kernel(self.free_mem, self.load, self.nodes_of(j), self.mem[j], self.cpu[j])
+        self.where[j] = None
+
+    def _acquire(self, j: int, nodes: np.ndarray) -> None:
+        from schedlab.sim.dfrs_fast import acquire_kernel
+
+        if len(nodes) != self.tasks[j]:
+            raise DfrsCapacityError(f"t={self.now}: job {j} has {self.tasks[j]} tasks, placement has {len(nodes)}")
+        k = acquire_kernel(self.free_mem, self.load, nodes, self.mem[j], self.cpu[j], self.nodes, MEM_EPS)
+        if k == -2:
+            raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
+        if k >= 0:
+            raise DfrsCapacityError(
+                f"t={self.now}: placing job {j} overfills the memory of node {k} ({1.0 - self.free_mem[k]:.6g} > 1)"
+            )
+        self.where[j] = nodes
+
+    def apply(self, *, pauses=(), moves=None, places=None) -> None:
+        """Change the mapping atomically: first pause ``pauses`` (running jobs)
+        and take the running jobs of ``moves`` ({job: nodes}) off their nodes,
+        then place ``places`` ({job: nodes}; waiting or paused jobs) and put
+        the moved jobs on their new nodes, in dict order. A move to the same
+        multiset of nodes is no migration (no penalty, nothing counted)."""
+        from schedlab.sim.dfrs_fast import moved_tasks_kernel
+
+        moves = moves or {}
+        places = places or {}
+        for j in pauses:
+            if self.status[j] != RUNNING:
+                raise DfrsCapacityError(f"t={self.now}: pause of job {j}, which is not running")
+            self._release(j)
+            self.status[j] = PAUSED
+            self.running.discard(j)
+            self.pending.add(j)
+            self.pauses[j] += 1
+            self.mem_moved[j] += self.mem[j] * self.tasks[j]
+            self.y[j] = 0.0
+        old = {}
+        for j in moves:
+            if self.status[j] != RUNNING:
+                raise DfrsCapacityError(f"t={self.now}: move of job {j}, which is not running")
+            old[j] = self.where[j]
+            self._release(j)
+        for j, nodes in places.items():
+            if self.status[j] not in (WAITING, PAUSED):
+                raise DfrsCapacityError(f"t={self.now}: placement of job {j}, which is neither waiting nor paused")
+            self._acquire(j, np.asarray(nodes, dtype=np.int64))
+            if self.status[j] == PAUSED:
+                self.pen_until[j] = self.now + self.penalty
+            else:
+                self.start[j] = self.now
+            self.status[j] = RUNNING
+            self.pending.discard(j)
+            self.running.add(j)
+        for j, nodes in moves.items():
+            nodes = np.asarray(nodes, dtype=np.int64)
+            self._acquire(j, nodes)
+            # 0 if the node arrays are equal, else tasks minus the multiset intersection of old and new nodes
+            moved = moved_tasks_kernel(old[j], nodes, self.nodes)
+            if moved:
+                self.migrations[j] += 1
+                self.migrated_tasks[j] += moved
+                self.mem_moved[j] += self.mem[j] * moved
+                self.pen_until[j] = self.now + self.penalty
+        if pauses or moves or places:
+            self.dirty = True
+
+    def _finish(self, j: int) -> None:
+        self._release(j)
+        self.status[j] = DONE
+        self.running.discard(j)
+        self.y[j] = 0.0
+        self.end[j] = self.now
+        self.dirty = True
+
+
+def check_state(state: DfrsState) -> None:
+    """Invariants (``check=True``): memory <= 1 per node, yields in [0, 1],
+    CPU allocated per node <= 1, only running jobs are placed."""
+    mem = np.zeros(state.nodes)
+    cpu = np.zeros(state.nodes)
+    load = np.zeros(state.nodes)
+    for j in range(state.n):
+        w = state.where[j]
+        if state.status[j] == RUNNING:
+            if w is None:
+                raise DfrsCheckError(f"t={state.now}: running job {j} has no placement")
+            np.add.at(mem, w, state.mem[j])
+            np.add.at(load, w, state.cpu[j])
+            np.add.at(cpu, w, state.cpu[j] * state.y[j])
+        elif w is not None:
+            raise DfrsCheckError(f"t={state.now}: job {j} (status {state.status[j]}) holds nodes")
+        elif state.y[j] != 0.0:
+            raise DfrsCheckError(f"t={state.now}: job {j} is not placed but has yield {state.y[j]}")
+    if mem.max(initial=0.0) > 1.0 + MEM_EPS * 10:
+        raise DfrsCheckError(f"t={state.now}: node {int(mem.argmax())} memory {mem.max()} > 1")
+    if (
+        np.abs(mem - (1.0 - state.free_mem)).max(initial=0.0) > 1e-7
+        or np.abs(load - state.load).max(initial=0.0) > 1e-7
+    ):
+        raise DfrsCheckError(f"t={state.now}: node bookkeeping drifted")
+    if state.y.min() < -CPU_CHECK_TOL or state.y.max() > 1.0 + CPU_CHECK_TOL:
+        raise DfrsCheckError(f"t={state.now}: yield outside [0, 1]")
+    if cpu.max(initial=0.0) > 1.0 + CPU_CHECK_TOL:
+        raise DfrsCheckError(f"t={state.now}: node {int(cpu.argmax())} CPU allocated {cpu.max()} > 1")

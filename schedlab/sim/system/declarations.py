@@ -1,0 +1,250 @@
+"""The four engines' ``[system]`` declarations (QUEUE, PACKING, BATCH,
+DFRS; ``SYSTEMS`` by engine name): their parameters, the rules that tie
+fields to each other or to the job table, and each engine's oversize rule
+(``SystemSchema.fits``). Split from the machinery (``schema``) because this
+is what an engine's author edits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedlab.sim.system.schema import (
+    Columns,
+    Rule,
+    SystemSchema,
+    _is_number,
+    choice,
+    flag,
+    integer,
+    number,
+    numbers_per_resource,
+)
+
+#: Columns a packing job table may give its resources in (see ``resources``).
+RESOURCE_COLUMNS = ("cpu", "mem")
+
+
+def resources(columns) -> list[str]:
+    """The resources of a packing job table, in order: ``demand`` (one,
+    unnamed: [""]) or whichever of cpu, mem it has ([] if none)."""
+    if "demand" in columns:
+        return [""]
+    return [c for c in RESOURCE_COLUMNS if c in columns]
+
+
+def _capacity_length(point, columns: Columns) -> str | None:
+    cap = point["capacity"]
+    if _is_number(cap) or len(cap) == 1:
+        return None
+    cols = columns()
+    names = resources(cols) if cols is not None else []
+    if not names or len(cap) == len(names):  # unknown, or no resources at all (the engine says so)
+        return None
+    if names == [""]:
+        return "a single number (the job table has one resource, 'demand')"
+    return f"one number or a list of {len(names)} (the job table has {len(names)} resources: {', '.join(names)})"
+
+
+QUEUE = SystemSchema("queue")
+
+PACKING = SystemSchema(
+    "packing",
+    params=(
+        integer("servers", 1, ge=1, doc="L identical servers"),
+        numbers_per_resource(
+            "capacity", 1.0, gt=0, doc="each server's capacity: one number (every resource) or one per resource"
+        ),
+        number("epoch", 1.0, ge=0, zero="a decision at every event", doc="decision epoch length (slotted model: 1)"),
+        number("sample_every", 0.0, ge=0, zero="no time series", doc="sampling interval of the queue time series"),
+    ),
+    rules=(
+        Rule(
+            "capacity",
+            "a capacity list has one entry per resource of the job table (or one for all)",
+            _capacity_length,
+            reads_table=True,
+        ),
+    ),
+)
+
+#: The batch engine's machine models (``schedlab.sim.batch``).
+BATCH_MODELS = ("procs", "nodes")
+#: The job-table column a trace gives its machine size in (SWF MaxProcs).
+MACHINE_PROCS = "machine_procs"
+#: Slack of the batch bound rule's tasks_per_node x cpu_need <= 1.
+BOUND_TOL = 1e-9
+
+
+def _nodes_for_model(point, columns) -> str | None:
+    if point["model"] == "nodes" and not point["nodes"]:
+        return "an integer >= 1 with model 'nodes' (it needs the number of nodes)"
+    return None
+
+
+def _procs_from_table(point, columns: Columns) -> str | None:
+    if point["model"] != "procs" or point["procs"]:
+        return None
+    cols = columns()
+    if cols is None or MACHINE_PROCS in cols:
+        return None
+    return (
+        "an integer >= 1 with model 'procs': the job table has no machine_procs column "
+        "(an SWF header's MaxProcs) to take the machine size from"
+    )
+
+
+def _bound_fits(point, columns: Columns) -> str | None:
+    tpn, cpu = point["tasks_per_node"], point["cpu_need"]
+    if not (point["bound"] and point["model"] == "nodes" and tpn * cpu > 1.0 + BOUND_TOL):
+        return None
+    cols = columns()
+    if cols is None or "cpu_need" in cols:  # per-job needs: the engine checks the drawn rows
+        return None
+    return (
+        f"false with model 'nodes' and tasks_per_node x cpu_need = {tpn} x {cpu:g} > 1 "
+        f"(the bound needs the tasks of a node to fit its CPU)"
+    )
+
+
+#: What ``SystemSchema.fits`` returns for a job that does not fit: (the
+#: field holding the machine size, the machine in words, the job's id, what
+#: it needs in words); field "" for a job table the engine cannot read.
+Misfit = tuple[str, str, "int | None", str]
+
+
+def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
+    gone = [c for c in columns if c not in jobs.columns]
+    if gone:
+        return (
+            "",
+            (
+                f"the {engine} engine needs a {gone[0]!r} column; this workload's job table has "
+                f"{', '.join(jobs.columns)}"
+            ),
+            None,
+            "",
+        )
+    return None
+
+
+def _batch_fits(jobs, point) -> Misfit | None:
+    """The batch engine's oversize rule (``schedlab.sim.batch.run_table``)."""
+    from schedlab.sim.batch import units_needed
+
+    missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
+    if missing or not jobs.height:
+        return missing
+    model, tpn = point["model"], int(point["tasks_per_node"])
+    capacity = int(point["procs"] if model == "procs" else point["nodes"])
+    field_, unit = ("procs", "processors") if model == "procs" else ("nodes", "nodes")
+    size = f"{capacity} {unit}"
+    if model == "procs" and not capacity:
+        if MACHINE_PROCS not in jobs.columns:
+            return None  # the rule of procs = 0 says so
+        capacity = int(jobs[MACHINE_PROCS][0])
+        size = f"{capacity} processors (procs = 0: the trace's machine size)"
+    need = units_needed(jobs["procs"].to_numpy(), model, tpn)
+    k = int(np.argmax(need))
+    if need[k] <= capacity:
+        return None
+    return field_, f"the machine has {size}", int(jobs["job_id"][k]), f"{int(need[k])} {unit}"
+
+
+def _dfrs_fits(jobs, point) -> Misfit | None:
+    """The DFRS engine's oversize rule (``schedlab.sim.dfrs.run_table``)."""
+    import polars as pl
+
+    from schedlab.sim.dfrs import tasks_per_node
+
+    missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
+    if missing or not jobs.height:
+        return missing
+    mem = (
+        jobs["memory"].cast(pl.Float64).to_numpy()
+        if "memory" in jobs.columns
+        else np.full(jobs.height, float(point["memory"]))
+    )
+    if not np.all((mem > 0) & (mem <= 1)):
+        return None  # the engine names the bad row itself
+    holds = int(point["nodes"]) * tasks_per_node(mem)
+    procs = jobs["procs"].to_numpy()
+    k = int(np.argmax(procs - holds))
+    if procs[k] <= holds[k]:
+        return None
+    return (
+        "nodes",
+        f"{point['nodes']} nodes hold at most {holds[k]} tasks of memory {mem[k]:g}",
+        int(jobs["job_id"][k]),
+        f"{procs[k]} such tasks",
+    )
+
+
+BATCH = SystemSchema(
+    "batch",
+    params=(
+        choice("model", "procs", BATCH_MODELS, doc="machine in processors or in whole nodes held per task"),
+        integer(
+            "procs",
+            0,
+            ge=0,
+            zero="the trace's machine size, its machine_procs column",
+            doc="machine size in processors (model procs)",
+        ),
+        integer("nodes", 0, ge=0, zero="not set; model 'nodes' needs it", doc="machine size in nodes (model nodes)"),
+        integer("tasks_per_node", 1, ge=1, doc="tasks sharing one node (model nodes)"),
+        choice(
+            "oversize",
+            "error",
+            ("error", "drop"),
+            doc="a job larger than the machine: an error, or dropped and counted",
+        ),
+        number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
+        flag("bound", False, doc="also compute the LP max-stretch lower bound"),
+        choice(
+            "estimates",
+            "requested",
+            ("requested", "exact"),
+            doc="the runtime the scheduler sees: the table's requested_time, or the actual runtime (exact)",
+        ),
+    ),
+    rules=(
+        Rule("nodes", "model 'nodes' needs nodes >= 1", _nodes_for_model),
+        Rule(
+            "procs",
+            "model 'procs' with procs = 0 needs a machine_procs column in the job table",
+            _procs_from_table,
+            reads_table=True,
+        ),
+        Rule(
+            "bound",
+            "bound in model 'nodes' needs tasks_per_node x cpu_need <= 1 (the system cpu_need "
+            "when the table has no cpu_need column)",
+            _bound_fits,
+            reads_table=True,
+        ),
+    ),
+    fits=_batch_fits,
+)
+
+DFRS = SystemSchema(
+    "dfrs",
+    params=(
+        integer("nodes", 128, ge=1, doc="cluster size"),
+        number("penalty", 300.0, ge=0, doc="seconds without progress after a pause or migration"),
+        number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
+        number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
+        flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),
+        choice("oversize", "error", ("error", "drop"), doc="a job that cannot fit the empty cluster"),
+        choice(
+            "star_pass",
+            "completion",
+            ("completion", "instant-end"),
+            doc="when the Greedy '*' pass runs: right after completions (default) or, as the authors' "
+            "simulator does, at the end of every instant, after arrivals and the periodic remap "
+            "(docs/dfrs.md)",
+        ),
+    ),
+    fits=_dfrs_fits,
+)
+
+SYSTEMS: dict[str, SystemSchema] = {s.engine: s for s in (QUEUE, PACKING, BATCH, DFRS)}
