@@ -152,6 +152,21 @@ def test_bit_identical_on_ties(w):
         both(cls, submit, duration, demand, capacity, **kw)
 
 
+@pytest.mark.parametrize("n", [63, 64, 65, 4096])
+def test_a_server_with_room_for_the_largest_job_sees_the_whole_queue(n):
+    """Best-Fit's "largest queued job that fits" when the server has room for
+    every queued size: the bitset tree is asked for its greatest member below
+    the number of ranks, a word boundary of its top level when that is 64 or
+    4096. The kernel once answered "none" there (every start NaN)."""
+    submit = [0.0] * n
+    duration = [1.0 + (k % 7) for k in range(n)]
+    demand = [[(1 + k % 13) / 64.0] for k in range(n)]
+    capacity = [[1.0], [1.0]]
+    for cls in CLASSES + VQS_CLASSES:
+        ref = both(cls, submit, duration, demand, capacity)
+        assert ref is not None and np.all(np.isfinite(ref.start))
+
+
 @settings(max_examples=15, deadline=None)
 @given(workloads(max_jobs=400, max_servers=80))
 def test_bit_identical_many_jobs_and_servers(w):

@@ -239,12 +239,22 @@ def _bs_below(bits, off, b):
         r = x & 63
         if r:
             v = bits[off[lv] + w] & ((U1 << np.uint64(r)) - U1)
-            if v != U0:
-                x = w * 64 + 63 - np.int64(leading_zeros(v))
-                while lv > 0:
-                    lv -= 1
-                    x = x * 64 + 63 - np.int64(leading_zeros(bits[off[lv] + x]))
-                return x
+        elif w > 0 and lv == nlev - 1:
+            # b at a word boundary of the top level, which has a single word
+            # and no level above to climb to: members < b are the whole of
+            # word w - 1 (= 0). (Climbing instead returned -1 whenever b was
+            # the number of ranks and that was 64 or 4096: a queue of 64
+            # jobs looked empty to a server with room for the largest.)
+            w -= 1
+            v = bits[off[lv] + w]
+        else:
+            v = U0
+        if v != U0:
+            x = w * 64 + 63 - np.int64(leading_zeros(v))
+            while lv > 0:
+                lv -= 1
+                x = x * 64 + 63 - np.int64(leading_zeros(bits[off[lv] + x]))
+            return x
         x = w
         lv += 1
     return NONE
