@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
-from schedlab.sim.packing import FIT_TOL, CapacityExceeded, PlacementError, run_table, simulate_packing
+from schedlab.sim.packing import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
+from schedlab.sim.packing_table import run_table
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FIFOFF = PACKING_POLICIES["FIFO-FF"]

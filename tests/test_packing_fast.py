@@ -23,7 +23,8 @@ from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.vqs import universal_partition
 from schedlab.sim import packing_fast
-from schedlab.sim.packing import CapacityExceeded, run_table, simulate_packing
+from schedlab.sim.packing import CapacityExceeded, simulate_packing
+from schedlab.sim.packing_table import run_table
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FAST = ("FIFO-FF", "BF-J", "BF-S", "BF-J/S")

@@ -350,7 +350,7 @@ def test_rules_that_hold():
 def test_run_time_rules_match_plan_time():
     """The engines check the same rules on the real table (direct calls, `simulate`)."""
     from schedlab.policies.packing import PACKING_POLICIES
-    from schedlab.sim.packing import run_table as packing_run
+    from schedlab.sim.packing_table import run_table as packing_run
 
     plan = build_plan(parse_spec(spec_dict("packing", BASE["packing"]["system"]), "t.toml"))
     jobs = _instance(plan)

@@ -34,7 +34,7 @@ def run(
     (``schedlab.sim.packing_fast``, the same numbers to the bit), and so do the
     multi-resource Tetris and Slots-Fair (``schedlab.sim.packing_multi_fast``);
     everything else, and whatever a kernel declines, runs on the reference engine."""
-    from schedlab.sim.packing import run_table
+    from schedlab.sim.packing_table import run_table
 
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary, samples = run_table(jobs, cls, path=path, **sys_params, **(params or {}))

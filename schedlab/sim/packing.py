@@ -585,7 +585,3 @@ def _check_cluster(cluster: Cluster, demand: np.ndarray, now: float) -> None:
             raise AssertionError(
                 f"t={now}: server {s} free {cluster._free[s].tolist()} != capacity - load {(cap - load).tolist()}"
             )
-
-
-# The engine-registry adapter (run_table), re-exported: schedlab.sim.packing_table.
-from schedlab.sim.packing_table import FAST_VQS_MAX_J, _fast_path, fast_vqs_J, run_table  # noqa: E402, F401

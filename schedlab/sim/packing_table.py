@@ -17,6 +17,7 @@ import numpy as np
 
 from schedlab.errors import UserError
 from schedlab.sim import system as system_params
+from schedlab.sim.packing import simulate_packing
 
 
 def run_table(
@@ -166,8 +167,3 @@ def _fast_path(policy_cls, params=None):
     from schedlab.sim import packing_fast
 
     return packing_fast
-
-
-# Last, as the engine imports this module last: whichever of the two is imported first, the
-# names the other needs are defined by then.
-from schedlab.sim.packing import simulate_packing  # noqa: E402

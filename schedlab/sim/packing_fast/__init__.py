@@ -291,7 +291,7 @@ def simulate(
     """``simulate_packing(...)`` of built-in policy ``cls``: the same
     :class:`~schedlab.sim.packing.PackingResult`, bit for bit; or None when
     the fast path declines (module docstring): then run the reference."""
-    from schedlab.sim.packing import fast_vqs_J
+    from schedlab.sim.packing_table import fast_vqs_J
 
     mode = kernel_for(cls)
     if mode is None:
