@@ -490,7 +490,9 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
 
     from schedlab.platform import runner
     from schedlab.platform.runner import run_sweep
-    from schedlab.platform.tracking import _RunState, track_results, up_to_date
+    from schedlab.platform.tracking import track_results
+    from schedlab.platform.tracking_mirror import RunState as _RunState
+    from schedlab.platform.tracking_mirror import up_to_date
 
     db = tmp_path / "mlflow.db"
     spec = parse_spec(

@@ -20,14 +20,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from schedlab.platform.tracking import (
-    HTTP_ENV_DEFAULTS,
-    Tracker,
-    TrackReport,
-    _batches,
-    aggregate_summary,
-    track_results,
-)
+from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
+from schedlab.platform.tracking_data import aggregate_summary
+from schedlab.platform.tracking_mirror import batches as _batches
 
 SWEEP = "demo-sweep"
 PARAM_COLUMNS = ["load", "sigma", "njobs"]

@@ -64,48 +64,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from schedlab.platform.tracking_data import (  # noqa: F401 - re-exported
-    CODE_TAG,
-    CONFIG_TAG,
-    HEADLINE,
-    ID_COLUMNS,
-    MAX_NOTE,
-    PROVENANCE_TAGS,
-    ROWS_DIGEST_TAG,
-    ROWS_TAG,
-    SCHEDLAB_DIGEST_TAG,
-    Expected,
-    aggregate_summary,
-    code_digest,
-    expected_runs,
-    metric_columns,
-    read_manifest,
-    run_contents,
-    sweep_note,
-)
-from schedlab.platform.tracking_mirror import (  # noqa: F401 - re-exported
-    CODE_ARTIFACTS_TAG,
-    CODE_DIR,
-    NOTE_TAG,
-    PARENT_TAG,
-    SWEEP_TAG,
-    Mirror,
-    RunState,
-    batches,
-    up_to_date,
-)
-from schedlab.platform.tracking_store import (  # noqa: F401 - re-exported
-    DEFAULT_URI,
-    HEALTH_TIMEOUT,
-    HTTP_ENV_DEFAULTS,
-    TrackingError,
-    prepare_store,
-    resolve_uri,
-)
-from schedlab.platform.tracking_sync import LOG_THREADS, Sync, TrackReport, describe_error  # noqa: F401
-
-# Former private names, kept for callers of this module.
-_RunState, _Mirror, _Sync, _batches = RunState, Mirror, Sync, batches
+from schedlab.platform.tracking_data import read_manifest
+from schedlab.platform.tracking_store import HTTP_ENV_DEFAULTS as HTTP_ENV_DEFAULTS  # the client settings, public
+from schedlab.platform.tracking_store import resolve_uri
+from schedlab.platform.tracking_sync import Sync, TrackReport, describe_error
 
 #: `Tracker.close` gives up after this many seconds in which tracking made no
 #: progress at all (no store call answered, no configuration logged): a hung
