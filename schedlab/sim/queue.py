@@ -165,6 +165,15 @@ class Server:
     def served(self) -> Pool | None:
         return self._served
 
+    @property
+    def served_weight(self) -> float:
+        """Total weight W of the pool holding the server (asked only while a
+        completion is predicted, which is a member of that pool)."""
+        pool = self._served
+        if pool is None:
+            raise RuntimeError("no pool holds the server")
+        return pool.weight
+
     # ---- what a policy may do --------------------------------------------------
     def place(self, job: int, pool: Pool, weight: float = 1.0) -> None:
         """Move ``job`` into ``pool`` with GPS weight ``weight``, keeping the
@@ -323,12 +332,10 @@ def simulate(
         t_policy = next_event_time()
         events += 1
         if job >= 0:
-            served = server.served
-            assert served is not None  # a predicted completion is a member of the served pool
             t_other = t_policy if t_policy < t_arrival else t_arrival
             # Completion first if the job's residual work at the other event is
             # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
-            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * served.weight:
+            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served_weight:
                 t_done = t_other if t_other > server.now else server.now
         if t_done <= t_policy and t_done <= t_arrival and job >= 0:
             server.now = t_done
