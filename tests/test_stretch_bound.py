@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 from schedlab.sim.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     STRETCH_BOUND_REL_PRECISION,
-    UsageProfile,
-    batch_usage_profile,
     bounded_stretch,
     max_stretch_lower_bound,
-    normalized_underutilization,
     stretch_lp_feasible,
+)
+from schedlab.sim.underutilization import (
+    UsageProfile,
+    batch_usage_profile,
+    normalized_underutilization,
     underutilization,
 )
 

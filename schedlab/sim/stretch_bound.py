@@ -125,8 +125,9 @@ Lublin trace: 0.13 s (~19 max flows and the processor-sharing start), vs
 also loads numba and the cached kernels (~0.5 s; the first call of a machine
 compiles them, ~1.5 s, cached on disk: ``schedlab.sim.jit``).
 
-Underutilization (§5.3.1) is in ``schedlab.sim.underutilization`` (re-exported
-here for the modules and the frozen DFRS reference that import it from this one).
+Underutilization (§5.3.1) is in ``schedlab.sim.underutilization``; it is
+re-exported here only for the frozen DFRS reference (``tests/dfrs_reference``,
+which must not be edited), which imports it from this module.
 """
 
 from __future__ import annotations

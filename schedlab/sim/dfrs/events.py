@@ -16,7 +16,7 @@ import numpy as np
 from schedlab.errors import PolicyError
 from schedlab.sim.dfrs.allocation import allocate
 from schedlab.sim.dfrs.state import DEFAULT_PENALTY, WAITING, DfrsState, check_state
-from schedlab.sim.stretch_bound import UsageProfile
+from schedlab.sim.underutilization import UsageProfile
 
 
 @dataclass
