@@ -48,6 +48,21 @@ from schedlab.sim.packing_fast.vqs import (
 # Departures: a binary heap of (epoch, job), schedlab.sim.jit's hpush/hpop.
 
 
+@njit(**_JIT)
+def _record(ns, s_t, s_q, s_r, s_run, at, queued, qres, running):
+    """Append one sample (the state in force at ``at``), doubling the buffers when full."""
+    if ns == s_t.shape[0]:
+        s_t = _grow_f(s_t, 2 * ns)
+        s_q = _grow_i(s_q, 2 * ns)
+        s_r = _grow_f(s_r, 2 * ns)
+        s_run = _grow_i(s_run, 2 * ns)
+    s_t[ns] = at
+    s_q[ns] = queued
+    s_r[ns] = qres
+    s_run[ns] = running
+    return ns + 1, s_t, s_q, s_r, s_run
+
+
 # ---- the kernel -----------------------------------------------------------------------------
 
 
@@ -183,16 +198,7 @@ def _run(
             area_used += used * dt
             if sampling:
                 while next_sample < now:
-                    if ns == s_t.shape[0]:
-                        s_t = _grow_f(s_t, 2 * ns)
-                        s_q = _grow_i(s_q, 2 * ns)
-                        s_r = _grow_f(s_r, 2 * ns)
-                        s_run = _grow_i(s_run, 2 * ns)
-                    s_t[ns] = next_sample
-                    s_q[ns] = queued
-                    s_r[ns] = qres
-                    s_run[ns] = running
-                    ns += 1
+                    ns, s_t, s_q, s_r, s_run = _record(ns, s_t, s_q, s_r, s_run, next_sample, queued, qres, running)
                     k_sample += 1
                     next_sample = t0 + k_sample * sample_every
 
@@ -406,16 +412,7 @@ def _run(
         t1 = until
     if sampling and status == OK:
         while next_sample < t1 or next_sample == t1:
-            if ns == s_t.shape[0]:
-                s_t = _grow_f(s_t, 2 * ns)
-                s_q = _grow_i(s_q, 2 * ns)
-                s_r = _grow_f(s_r, 2 * ns)
-                s_run = _grow_i(s_run, 2 * ns)
-            s_t[ns] = next_sample
-            s_q[ns] = queued
-            s_r[ns] = qres
-            s_run[ns] = running
-            ns += 1
+            ns, s_t, s_q, s_r, s_run = _record(ns, s_t, s_q, s_r, s_run, next_sample, queued, qres, running)
             k_sample += 1
             next_sample = t0 + k_sample * sample_every
 
