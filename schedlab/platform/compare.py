@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
-from schedlab.platform.stats import CONFIDENCE, holm, paired
+from schedlab.platform.stats import CONFIDENCE, group_moments, holm, paired
 
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
@@ -95,8 +95,13 @@ def paired_stats(
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
     order = {a: i for i, a in enumerate(dict.fromkeys(frame[arm].to_list()))}
-    groups = joined.group_by(cells + [arm], maintain_order=True).agg(
-        pl.col("_d"), pl.col(value).mean().alias("mean"), pl.col("_base").mean().alias("baseline_mean")
+    means = group_moments(joined, cells + [arm], [value, "_base"]).select(
+        cells + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
+    )
+    groups = (
+        joined.group_by(cells + [arm], maintain_order=True)
+        .agg(pl.col("_d"))
+        .join(means, on=cells + [arm], how="left", nulls_equal=True, maintain_order="left")
     )
     records: list[dict[str, Any]] = []
     for rec in groups.iter_rows(named=True):

@@ -33,15 +33,54 @@ def t_quantile(n: int, confidence: float = CONFIDENCE) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, n - 1)) if n >= 2 else float("nan")
 
 
+def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+    """One row per group of ``by``, sorted by ``by``: ``n`` (rows) and, per
+    metric m, ``m_mean`` and ``m_std`` (ddof = 1) over its non-null values
+    (null without a value, resp. with fewer than two), NaN propagating --
+    polars' semantics.
+
+    Why not polars' ``group_by().agg(mean(), std())``: its float sums depend
+    on how its threads split the rows, so the same frame gives means that
+    differ in the last bits from one call to the next (20 distinct results in
+    20 calls on 2 M rows in 20k groups), and a published number must not.
+    Here each group's values are sorted and numpy sums them in that order,
+    in two passes (the mean, then the squared deviations), so the result is
+    a function of the values alone."""
+    df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+    out = df.group_by(by).agg(pl.len().alias("n")).sort(by)
+    for m in dict.fromkeys(metrics):
+        vals = df.select(by + [pl.col(m).cast(pl.Float64)]).drop_nulls(m).sort(by + [m])
+        if vals.height == 0:
+            out = out.with_columns(
+                pl.lit(None, pl.Float64).alias(f"{m}_mean"), pl.lit(None, pl.Float64).alias(f"{m}_std")
+            )
+            continue
+        keys = vals.select(by)
+        same = np.ones(vals.height - 1, dtype=bool)
+        for c in by:
+            col = keys[c]
+            same &= (col[1:] == col[:-1]).fill_null(col[1:].is_null() & col[:-1].is_null()).to_numpy()
+        starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        count = np.diff(np.append(starts, vals.height))
+        x = vals[m].to_numpy()
+        mean = np.add.reduceat(x, starts) / count
+        dev = x - np.repeat(mean, count)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            std = np.sqrt(np.add.reduceat(dev * dev, starts) / (count - 1))
+        moments = keys[starts].with_columns(
+            pl.Series(f"{m}_mean", mean, dtype=pl.Float64),
+            pl.when(pl.Series(count) > 1).then(pl.Series(std, dtype=pl.Float64)).alias(f"{m}_std"),
+        )
+        out = out.join(moments, on=by, how="left", nulls_equal=True)
+    return out
+
+
 def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
     """One row per group of ``by``: ``n`` and, for each metric m, ``m_mean`` and
     ``m_ci95`` (half-width of the 95 % CI of the mean; null when n < 2).
-    Sorted by ``by`` so the output is deterministic."""
-    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
-    aggs = [pl.len().alias("n")]
-    for m in metrics:
-        aggs += [pl.col(m).mean().alias(f"{m}_mean"), pl.col(m).std(ddof=1).alias(f"{m}_std")]
-    out = lf.group_by(by).agg(aggs).sort(by).collect()
+    Sorted by ``by``; its numbers depend on the rows' values alone, not on
+    their order or on polars' threads (`group_moments`)."""
+    out = group_moments(frame, by, metrics)
     tq = pl.Series("tq", [t_quantile(n) for n in out["n"].to_list()], dtype=pl.Float64)
     out = out.with_columns(tq)
     out = out.with_columns(
@@ -77,8 +116,9 @@ def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     the half-width of its ``confidence`` t interval and the paired t test's
     p value (scipy.stats.t). With zero spread (two policies that made the
     same schedule on every instance) the half-width is 0 and p is 1 if the
-    mean is 0, else 0."""
-    d = np.asarray(d, dtype=float)
+    mean is 0, else 0. The differences are summed in sorted order, so the
+    figures do not depend on the order the pairs come in."""
+    d = np.sort(np.asarray(d, dtype=float))
     n = int(d.size)
     if n == 0:
         return Paired(0, math.nan, math.nan, math.nan, math.nan)
