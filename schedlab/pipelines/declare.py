@@ -33,7 +33,23 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import OPS, absolute, line_figure, md_table, relative_to, row_at, where
+from schedlab.pipelines.common import OPS, absolute, line_figure, md_table, relative_to, row_at, values, where, xs
+
+
+@dataclass
+class FigureData:
+    """What a figure's checks and functions see: the figure's table (None when
+    each panel has its own), the panels' tables by name, the results dirs."""
+
+    table: Any
+    tables: dict[str, Any]
+    dirs: dict[str, Path]
+    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
+
+    @property
+    def results_dir(self) -> Path:
+        (d,) = self.dirs.values()
+        return d
 
 
 @dataclass(frozen=True)
@@ -48,9 +64,21 @@ class Claim:
     panel ``panel`` whose columns satisfy ``where`` ({column: {op: value}}).
     The detail lists ``shown`` (default: the quantity) per point, as
     ``label: point, point`` with ``point`` a format of ``x`` and ``value``.
-    ``check``: instead of the comparison, a function of the pipeline's module,
-    ``(data, claim) -> Check | None`` (None: the claim does not apply to
-    this grid), for a claim the comparison cannot state."""
+    ``quantity`` may list several ``"A / B"``, all compared; the detail then
+    has no label (``label = ""``), its points joined by ``sep`` (``empty``
+    when the grid has none), and ``point`` may name a policy's value
+    (``"{PSBS:.2f}"``).
+    ``check``: instead of the comparison, a claim kind of `KINDS` or a
+    function of the pipeline's module, ``(data, claim) -> Check | None``
+    (None: the claim does not apply to this grid), for a claim the
+    comparison cannot state. The kinds:
+
+    * ``spread``: the policies of ``quantity`` (``"A, B, C"``) at the point
+      ``at`` ({column: value}) are within ``tolerance`` of each other
+      (max / min - 1); a value missing from the grid: the claim does not
+      apply, or with ``at_else = "middle"`` the grid's middle value.
+    * ``gap_grows``: the largest ``"A / B"`` over x is larger in the last
+      panel (each a ``where`` facet, in order of growing skew) than in the first."""
 
     says: str
     quantity: str = ""
@@ -63,6 +91,10 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
+    sep: str = ", "
+    empty: str = ""
+    at: dict[str, float] = field(default_factory=dict)
+    at_else: str = ""
     note: str = ""  # appended to a check function's detail (a remark of the paper's)
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
@@ -95,28 +127,49 @@ class Claim:
             num = row_at(table, a, **{x: xv})[f"{y}_mean"]
             return num / row_at(table, b, **{x: xv})[f"{y}_mean"] if b else num
 
-        lhs, _, rhs = self.quantity.partition(" / ")
+        class Fields(dict):  # the point's format fields: x, value, and any policy's value by name
+            def __missing__(self, key: str) -> float:
+                return value(shown if key == "value" else key, self["x"])
+
         bound = self.than * (1 + self.tolerance)
-        holds = all(OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound) for v in points)
+        holds = all(
+            OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound)
+            for lhs, _, rhs in (q.partition(" / ") for q in self.quantity.split(", "))
+            for v in points
+        )
         shown = self.shown or self.quantity
-        detail = f"{self.label or shown}: " + ", ".join(self.point.format(x=v, value=value(shown, v)) for v in points)
-        return self.verdict(holds, detail)
+        head = "" if self.label == "" else f"{self.label or shown}: "
+        points_text = self.sep.join(self.point.format_map(Fields(x=v)) for v in points)
+        return self.verdict(holds, head + points_text or self.empty)
 
 
-@dataclass
-class FigureData:
-    """What a figure's checks and functions see: the figure's table (None when
-    each panel has its own), the panels' tables by name, the results dirs."""
+def spread(data: FigureData, claim: Claim) -> Check | None:
+    """The ``spread`` claim kind (`Claim`)."""
+    point = {}
+    for col, v in claim.at.items():
+        grid = xs(data.table, col)
+        if v not in grid and claim.at_else != "middle":
+            return None
+        point[col] = v if v in grid else grid[len(grid) // 2]
+    r = values(data.table, data.fig["plot"]["y"])
+    vals = {p: r(p, **point) for p in claim.quantity.split(", ")}
+    gap = max(vals.values()) / min(vals.values()) - 1
+    detail = ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {gap:.1%})"
+    return claim.verdict(gap <= claim.tolerance, detail, **point)
 
-    table: Any
-    tables: dict[str, Any]
-    dirs: dict[str, Path]
-    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
 
-    @property
-    def results_dir(self) -> Path:
-        (d,) = self.dirs.values()
-        return d
+def gap_grows(data: FigureData, claim: Claim) -> Check:
+    """The ``gap_grows`` claim kind (`Claim`)."""
+    a, b = claim.quantity.split(" / ")
+    r, x = values(data.table, data.fig["plot"]["y"]), data.fig["plot"]["x"]
+    facets = [next(iter(p["where"].items())) for p in data.fig["panels"]]
+    gap = {f: max(r(a, **{f[0]: f[1], x: s}) / r(b, **{f[0]: f[1], x: s}) for s in xs(data.table, x)) for f in facets}
+    detail = ", ".join(f"{col} {v:g}: max {a}/{b} {g:.2f}" for (col, v), g in gap.items())
+    return claim.verdict(gap[facets[-1]] > gap[facets[0]], detail)
+
+
+#: the claim kinds a claim row's ``check`` may name besides its module's functions
+KINDS: dict[str, Callable[[FigureData, Claim], Check | None]] = {"spread": spread, "gap_grows": gap_grows}
 
 
 def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
@@ -178,6 +231,8 @@ class Declared:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
 
     def fn(self, name: str) -> Callable:
+        if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
+            return KINDS[name]
         if self.module is None or not hasattr(self.module, name):
             raise UserError(f"{self.path}: no function {name!r} in the pipeline's module")
         return getattr(self.module, name)

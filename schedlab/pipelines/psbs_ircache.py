@@ -16,7 +16,6 @@ import copy
 import tomllib
 from pathlib import Path
 
-from schedlab.pipelines import psbs_fb2010
 from schedlab.pipelines.common import md_table, ratio_panels
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
@@ -39,10 +38,6 @@ def specs(doc, scale, overrides):
 
 def panel_title(spec_name: str) -> str:
     return next((p["title"] for p in FIGURE["panels"] if spec_name.startswith(p["sweep"])), OWN_TITLE)
-
-
-def both_beat_ps(data, claim):
-    return psbs_fb2010.both_beat_ps(data, claim, empty="no sigma ≤ 1 in the grid")
 
 
 def report(declared, dirs, out_dir):

@@ -44,13 +44,3 @@ def beats_ps(data, claim):
         all(r(a, shape=s) < r(b, shape=s) for s in shapes),
         "; ".join(f"shape {s:g}: {a} {r(a, shape=s):.3f} vs {b} {r(b, shape=s):.3f}{note(s)}" for s in shapes),
     )
-
-
-def analogous(data, claim):
-    if 1.0 not in xs(data.table, "shape"):
-        return None
-    vals = {p: values(data.table)(p, shape=1.0) for p in ("FIFO", "PS", "LAS")}
-    spread = max(vals.values()) / min(vals.values()) - 1
-    return claim.verdict(
-        spread <= claim.tolerance, ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})"
-    )
