@@ -298,7 +298,15 @@ class Declared:
         )
 
     def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
-        """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
+        """The figure's claims table checked on its data (``fields``: more format fields of the claims);
+        with ``claims_per_panel``, on each panel's own table in turn (``{panel}`` in ``says``: its name)."""
+        if fig.get("claims_per_panel"):
+            one = {**fig, "claims_per_panel": False}
+            return [
+                c
+                for p in fig["panels"]
+                for c in self.checks(one, FigureData(data.tables[p["name"]], {}, data.dirs, fig), panel=p["name"])
+            ]
         out: list[Check] = []
         for row in fig.get("claims", []):
             claim = Claim(**row, fields=fields)
