@@ -8,7 +8,8 @@ in the module of the same name, referred to by function name.
 
 Sweeps (``[[sweeps]]``): plain sweep specs, with ``{scale}`` in the name and
 ``"$var"`` wherever a value depends on the scale; ``[scales.<scale>]`` gives
-the vars (and may ``merge`` a table into every sweep). Figures
+the vars (and may ``merge`` a table into every sweep); ``[every_sweep]``:
+what the sweeps share, each sweep merged over it. Figures
 (``[[figures]]``): key, title, png, paper_says; ``table`` (an aggregation:
 ``metric``, ``keys``, ``ratio_to`` for per-replication ratios to a policy,
 ``columns`` for derived columns in SQL), ``plot`` (the vocabulary of
@@ -191,7 +192,7 @@ def sweep_specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> l
     merge = env.pop("merge", {})
     out = []
     for i, sweep in enumerate(doc["sweeps"]):
-        spec = _substitute(sweep, scale, env, f"{doc['name']}.sweeps[{i}]")
+        spec = _substitute(deep_merge(doc.get("every_sweep", {}), sweep), scale, env, f"{doc['name']}.sweeps[{i}]")
         spec["name"] = spec["name"].format(scale=scale)
         out.append(deep_merge(deep_merge(spec, merge), overrides))
     return out
