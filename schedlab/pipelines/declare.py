@@ -65,6 +65,8 @@ class Claim:
     panel ``panel`` whose columns satisfy ``where`` ({column: {op: value}}).
     The detail lists ``shown`` (default: the quantity) per point, as
     ``label: point, point`` with ``point`` a format of ``x`` and ``value``.
+    ``points``: ``"first"`` or ``"last"`` compares at that point of the grid only
+    (``{lo}`` in ``says``: the first point compared).
     ``quantity`` may list several ``"A / B"``, all compared; the detail then
     has no label (``label = ""``), its points joined by ``sep`` (``empty``
     when the grid has none), and ``point`` may name a policy's value
@@ -92,6 +94,7 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
+    points: str = "all"
     sep: str = ", "
     empty: str = ""
     at: dict[str, float] = field(default_factory=dict)
@@ -122,6 +125,7 @@ class Claim:
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
         )
+        points = {"all": points, "first": points[:1], "last": points[-1:]}[self.points]
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
@@ -141,7 +145,7 @@ class Claim:
         shown = self.shown or self.quantity
         head = "" if self.label == "" else f"{self.label or shown}: "
         points_text = self.sep.join(self.point.format_map(Fields(x=v)) for v in points)
-        return self.verdict(holds, head + points_text or self.empty)
+        return self.verdict(holds, head + points_text or self.empty, lo=points[0] if points else None)
 
 
 def spread(data: FigureData, claim: Claim) -> Check | None:

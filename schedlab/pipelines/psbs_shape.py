@@ -17,16 +17,6 @@ def near_optimal(data, claim):
     )
 
 
-def poor_when_skewed(data, claim):
-    r, s0 = values(data.table), xs(data.table, "shape")[0]
-    return claim.verdict(
-        r("SRPTE", shape=s0) > r("PSBS", shape=s0) and r("FSPE", shape=s0) > r("PSBS", shape=s0),
-        f"at shape {s0:g}: SRPTE {r('SRPTE', shape=s0):.3f}, FSPE {r('FSPE', shape=s0):.3f}, "
-        f"PSBS {r('PSBS', shape=s0):.3f}",
-        s0=s0,
-    )
-
-
 def beats_ps(data, claim):
     """``quantity`` "A / PS" < 1 at every shape of ``where``, with the paired 95 % CI of A / PS."""
     r = values(data.table)
