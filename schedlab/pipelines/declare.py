@@ -16,10 +16,12 @@ what the sweeps share, each sweep merged over it. Figures
 `schedlab plot`: x, y, the ``series`` drawn by policy, ``logx``, ``yscale``,
 a ``reference`` line, the ``floor`` of the quantity, plus layout) and
 ``panels`` (one per ``where`` facet or per ``sweep``, with a ``title`` and
-the ``caption`` of its table in the report); or a function name of the
-module for any of table, plot and measured. Claims (``[[figures.claims]]``):
-rows of `Claim`, checked by `Claim.compare` or by the module function they
-name. docs/architecture.md ("Pipelines") has a whole example.
+the ``caption`` of its table in the report); ``measured`` (else a table per
+panel): ``{keys, columns, labels}``, a row per row of the table (`md_sorted`);
+or a function name of the module for any of table, plot and measured.
+Claims (a figure's ``claims``): rows of `Claim`, checked by `Claim.compare`,
+by a claim kind of `KINDS` or by the module function they name.
+docs/architecture.md ("Pipelines") has a whole example.
 """
 
 from __future__ import annotations
@@ -34,7 +36,18 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import OPS, absolute, line_figure, md_table, relative_to, row_at, values, where, xs
+from schedlab.pipelines.common import (
+    OPS,
+    absolute,
+    line_figure,
+    md_sorted,
+    md_table,
+    relative_to,
+    row_at,
+    values,
+    where,
+    xs,
+)
 
 
 @dataclass
@@ -279,6 +292,8 @@ class Declared:
         series = self.draw(fig, data, png)
         if isinstance(fig.get("measured"), str):
             body = self.fn(fig["measured"])(data)
+        elif "measured" in fig:
+            body = md_sorted(data.table, **fig["measured"])
         else:
             body = "\n\n".join(
                 f"{p['caption']}:\n\n"
