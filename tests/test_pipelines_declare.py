@@ -131,6 +131,9 @@ def test_bad_claim_row_names_the_place(tmp_path):
     path.write_text(doc_example().replace('comparison = "<"', 'comparison = "<<"'))
     with pytest.raises(UserError, match=r"figures\[0\]\.claims\[0\]: comparison must be one of <, <=, >, >="):
         Declared(path)
+    path.write_text(doc_example().replace('comparison = "<"', 'comparison = "<", only = "middle"'))
+    with pytest.raises(UserError, match=r"figures\[0\]\.claims\[0\]: only must be \"first\" or \"last\""):
+        Declared(path)
 
 
 def _imports(path: Path) -> set[str]:
@@ -220,7 +223,7 @@ def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
     found = both.compare(data, "load", "ratio")
     assert found.holds and found.detail == "0.5: A 1.0, C 4.0; 0.9: A 3.0, C 5.0"
     assert not dataclasses.replace(both, quantity="A / B, B / C").compare(data, "load", "ratio").holds  # 3.0 > 2.5
-    first = dataclasses.replace(both, says="at {lo:g}", quantity="A / B", points="first")
+    first = dataclasses.replace(both, says="at {lo:g}", quantity="A / B", only="first")
     assert first.compare(data, "load", "ratio").holds and first.compare(data, "load", "ratio").claim == "at 0.5"
     none = dataclasses.replace(both, where={"load": {">": 1}}, empty="no load above 1")
     assert none.compare(data, "load", "ratio").detail == "no load above 1"

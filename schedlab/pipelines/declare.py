@@ -78,7 +78,7 @@ class Claim:
     panel ``panel`` whose columns satisfy ``where`` ({column: {op: value}}).
     The detail lists ``shown`` (default: the quantity) per point, as
     ``label: point, point`` with ``point`` a format of ``x`` and ``value``.
-    ``points``: ``"first"`` or ``"last"`` compares at that point of the grid only
+    ``only``: ``"first"`` or ``"last"`` compares at that point of the grid only
     (``{lo}`` in ``says``: the first point compared).
     ``quantity`` may list several ``"A / B"``, all compared; the detail then
     has no label (``label = ""``), its points joined by ``sep`` (``empty``
@@ -107,7 +107,7 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
-    points: str = "all"
+    only: str = ""
     sep: str = ", "
     empty: str = ""
     at: dict[str, float] = field(default_factory=dict)
@@ -138,7 +138,7 @@ class Claim:
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
         )
-        points = {"all": points, "first": points[:1], "last": points[-1:]}[self.points]
+        points = {"": points, "first": points[:1], "last": points[-1:]}[self.only]
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
@@ -247,6 +247,8 @@ class Declared:
                     )
                 if "check" not in row and row.get("comparison") not in OPS:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
+                if row.get("only", "") not in ("", "first", "last"):
+                    raise UserError(f'{place}: only must be "first" or "last"')
 
     def fn(self, name: str) -> Callable:
         if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
