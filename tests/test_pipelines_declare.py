@@ -225,6 +225,7 @@ def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
     assert not dataclasses.replace(both, quantity="A / B, B / C").compare(data, "load", "ratio").holds  # 3.0 > 2.5
     first = dataclasses.replace(both, says="at {lo:g}", quantity="A / B", only="first")
     assert first.compare(data, "load", "ratio").holds and first.compare(data, "load", "ratio").claim == "at 0.5"
+    assert dataclasses.replace(first, where={"load": {">": 1}}).compare(data, "load", "ratio") is None
     none = dataclasses.replace(both, where={"load": {">": 1}}, empty="no load above 1")
     assert none.compare(data, "load", "ratio").detail == "no load above 1"
     path = tmp_path / "example.toml"

@@ -132,13 +132,15 @@ class Claim:
             detail,
         )
 
-    def compare(self, data: FigureData, x: str, y: str) -> Check:
+    def compare(self, data: FigureData, x: str, y: str) -> Check | None:
         """The generic check: the comparison at every point (class docstring)."""
         table = data.tables[self.panel] if self.panel else data.table
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
         )
         points = {"": points, "first": points[:1], "last": points[-1:]}[self.only]
+        if self.only and not points:
+            return None  # no point of the grid to compare at: the claim does not apply
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
@@ -158,7 +160,7 @@ class Claim:
         shown = self.shown or self.quantity
         head = "" if self.label == "" else f"{self.label or shown}: "
         points_text = self.sep.join(self.point.format_map(Fields(x=v)) for v in points)
-        return self.verdict(holds, head + points_text or self.empty, lo=points[0] if points else None)
+        return self.verdict(holds, head + points_text or self.empty, **({"lo": points[0]} if points else {}))
 
 
 def spread(data: FigureData, claim: Claim) -> Check | None:
