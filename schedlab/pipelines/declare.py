@@ -270,7 +270,7 @@ class Declared:
         if isinstance(how, str):
             return FigureData(self.fn(how)(dirs), {}, dirs, fig)
         if not isinstance(how, dict):
-            raise UserError(f"{self.path}: figure {fig.get('name', '')!r}: `table` must be a table or a function name")
+            raise UserError(f"{self.path}: figure {fig.get('key', '')!r}: `table` must be a table or a function name")
         tables = {}
         for p in fig.get("panels", []):
             if "sweep" in p:
