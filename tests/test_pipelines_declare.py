@@ -6,6 +6,7 @@ the pipelines' imports running one way (no cycle; base without the registry)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import subprocess
 import sys
@@ -115,7 +116,7 @@ def test_registry_declares_every_toml():
 
 def test_missing_scale_value_names_the_place(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text(doc_example().replace("njobs = 300\n", ""))
+    path.write_text(doc_example().replace("njobs = 300, ", ""))
     with pytest.raises(
         UserError, match=r"example-load\.sweeps\[0\]\.workload\.njobs: \$njobs has no value at scale 'smoke'"
     ):
@@ -129,6 +130,9 @@ def test_bad_claim_row_names_the_place(tmp_path):
         Declared(path)
     path.write_text(doc_example().replace('comparison = "<"', 'comparison = "<<"'))
     with pytest.raises(UserError, match=r"figures\[0\]\.claims\[0\]: comparison must be one of <, <=, >, >="):
+        Declared(path)
+    path.write_text(doc_example().replace('comparison = "<"', 'comparison = "<", only = "middle"'))
+    with pytest.raises(UserError, match=r"figures\[0\]\.claims\[0\]: only must be \"first\" or \"last\""):
         Declared(path)
 
 
@@ -172,3 +176,87 @@ def test_base_imports_without_the_registry():
         "not in ('base', 'common', 'declare')], sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def _means(x: str, values: dict[tuple, float], facet: str | None = None) -> pl.DataFrame:
+    """A summarized table by hand: ``values`` {(policy, x value[, facet value]): ratio_mean}."""
+    rows = [{"policy": k[0], x: k[1], **({facet: k[2]} if facet else {}), "ratio_mean": v} for k, v in values.items()]
+    return pl.DataFrame(rows)
+
+
+def test_claim_kinds_spread_and_gap_grows():
+    """The claim kinds of declare's vocabulary, against values worked by hand."""
+    from schedlab.pipelines.declare import KINDS, Claim, FigureData
+
+    t = _means(
+        "sigma",
+        {
+            ("A", 0.5, 0.25): 1.2, ("B", 0.5, 0.25): 1.0, ("A", 1.0, 0.25): 1.5, ("B", 1.0, 0.25): 1.0,
+            ("A", 0.5, 0.125): 3.0, ("B", 0.5, 0.125): 1.0, ("A", 1.0, 0.125): 2.0, ("B", 1.0, 0.125): 1.0,
+        },
+        "shape",
+    )  # fmt: skip
+    fig = {"plot": {"x": "sigma", "y": "ratio"}, "panels": [{"where": {"shape": 0.25}}, {"where": {"shape": 0.125}}]}
+    data = FigureData(t, {}, {}, fig)
+    gap = KINDS["gap_grows"](data, Claim(says="gap", quantity="A / B"))
+    assert gap.holds and gap.detail == "shape 0.25: max A/B 1.50, shape 0.125: max A/B 3.00"
+    spread = Claim(says="within {tolerance:.0%} at sigma {sigma:g}", quantity="B, A", at={"shape": 0.25, "sigma": 0.5})
+    found = KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.25))
+    assert found.holds and found.claim == "within 25% at sigma 0.5"
+    assert found.detail == "B 1.000, A 1.200 (spread 20.0%)"
+    assert not KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.1)).holds
+    assert KINDS["spread"](data, dataclasses.replace(spread, at={"shape": 0.25, "sigma": 2.0})) is None
+    middle = KINDS["spread"](data, dataclasses.replace(spread, at={"shape": 0.125, "sigma": 2.0}, at_else="middle"))
+    assert middle.claim == "within 0% at sigma 1" and middle.detail == "B 1.000, A 2.000 (spread 100.0%)"
+
+
+def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
+    from schedlab.pipelines.declare import Claim, FigureData
+
+    t = _means(
+        "load", {("A", 0.5): 1.0, ("B", 0.5): 2.0, ("C", 0.5): 4.0, ("A", 0.9): 3.0, ("B", 0.9): 2.5, ("C", 0.9): 5.0}
+    )
+    data = FigureData(t, {}, {}, {})
+    both = Claim(
+        says="s", quantity="A / C, B / C", comparison="<", label="", sep="; ", point="{x:g}: A {A:.1f}, C {C:.1f}"
+    )
+    found = both.compare(data, "load", "ratio")
+    assert found.holds and found.detail == "0.5: A 1.0, C 4.0; 0.9: A 3.0, C 5.0"
+    assert not dataclasses.replace(both, quantity="A / B, B / C").compare(data, "load", "ratio").holds  # 3.0 > 2.5
+    first = dataclasses.replace(both, says="at {lo:g}", quantity="A / B", only="first")
+    assert first.compare(data, "load", "ratio").holds and first.compare(data, "load", "ratio").claim == "at 0.5"
+    assert dataclasses.replace(first, where={"load": {">": 1}}).compare(data, "load", "ratio") is None
+    none = dataclasses.replace(both, where={"load": {">": 1}}, empty="no load above 1")
+    assert none.compare(data, "load", "ratio").detail == "no load above 1"
+    path = tmp_path / "example.toml"
+    path.write_text(doc_example())
+    fig = {
+        "claims_per_panel": True,
+        "plot": {"x": "load", "y": "ratio"},
+        "panels": [{"name": "one"}, {"name": "two"}],
+        "claims": [{"says": "{panel}: B below C", "quantity": "B / C", "comparison": "<"}],
+    }
+    slower = t.with_columns(
+        pl.when(pl.col("policy") == "B").then(9.0).otherwise(pl.col("ratio_mean")).alias("ratio_mean")
+    )
+    checks = Declared(path).checks(fig, FigureData(None, {"one": t, "two": slower}, {}, fig))
+    assert [(c.claim, c.holds) for c in checks] == [("one: B below C", True), ("two: B below C", False)]
+
+
+def test_every_sweep_holds_what_the_sweeps_share():
+    from schedlab.pipelines.declare import sweep_specs
+
+    doc = {
+        "name": "x",
+        "every_sweep": {"engine": "queue", "workload": {"kind": "synthetic", "load": 0.9, "sigma": 0.5}},
+        "sweeps": [{"name": "a-{scale}", "workload": {"load": "$load"}}, {"name": "b-{scale}", "seed": 2}],
+        "scales": {"smoke": {"load": [0.5]}},
+    }
+    a, b = sweep_specs(doc, "smoke", {"workload": {"sigma": 1.0}})
+    assert a == {"engine": "queue", "workload": {"kind": "synthetic", "load": [0.5], "sigma": 1.0}, "name": "a-smoke"}
+    assert b == {
+        "engine": "queue",
+        "workload": {"kind": "synthetic", "load": 0.9, "sigma": 1.0},
+        "name": "b-smoke",
+        "seed": 2,
+    }

@@ -150,6 +150,20 @@ def md_grid(table, keys: list[str], policies: list[str], col: str, labels: list[
     )
 
 
+def md_sorted(table, keys: list[str], columns: list[str], labels: list[str]) -> str:
+    """Markdown: a row per row of a summarized table, sorted by ``keys`` (numbers as ``:g``),
+    then 'mean ± 95 % CI' of each of ``columns``; ``labels``: the header (a declared ``measured`` table)."""
+    return md_rows(
+        labels,
+        [
+            [r[k] if isinstance(r[k], str) else f"{r[k]:g}" for k in keys]
+            + [fmt_ci(r[f"{c}_mean"], r[f"{c}_ci95"]) for c in columns]
+            for r in table.sort(keys).iter_rows(named=True)
+        ],
+        table,
+    )
+
+
 def md_rows(head: list[str], rows: list[list[str]], table) -> str:
     """A markdown table, then the replications per point of ``table`` (its ``n``)."""
     n = sorted(set(table["n"].to_list()))

@@ -8,17 +8,20 @@ in the module of the same name, referred to by function name.
 
 Sweeps (``[[sweeps]]``): plain sweep specs, with ``{scale}`` in the name and
 ``"$var"`` wherever a value depends on the scale; ``[scales.<scale>]`` gives
-the vars (and may ``merge`` a table into every sweep). Figures
+the vars (and may ``merge`` a table into every sweep); ``[every_sweep]``:
+what the sweeps share, each sweep merged over it. Figures
 (``[[figures]]``): key, title, png, paper_says; ``table`` (an aggregation:
 ``metric``, ``keys``, ``ratio_to`` for per-replication ratios to a policy,
 ``columns`` for derived columns in SQL), ``plot`` (the vocabulary of
 `schedlab plot`: x, y, the ``series`` drawn by policy, ``logx``, ``yscale``,
 a ``reference`` line, the ``floor`` of the quantity, plus layout) and
 ``panels`` (one per ``where`` facet or per ``sweep``, with a ``title`` and
-the ``caption`` of its table in the report); or a function name of the
-module for any of table, plot and measured. Claims (``[[figures.claims]]``):
-rows of `Claim`, checked by `Claim.compare` or by the module function they
-name. docs/architecture.md ("Pipelines") has a whole example.
+the ``caption`` of its table in the report); ``measured`` (else a table per
+panel): ``{keys, columns, labels}``, a row per row of the table (`md_sorted`);
+or a function name of the module for any of table, plot and measured.
+Claims (a figure's ``claims``): rows of `Claim`, checked by `Claim.compare`,
+by a claim kind of `KINDS` or by the module function they name.
+docs/architecture.md ("Pipelines") has a whole example.
 """
 
 from __future__ import annotations
@@ -33,7 +36,34 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
-from schedlab.pipelines.common import OPS, absolute, line_figure, md_table, relative_to, row_at, where
+from schedlab.pipelines.common import (
+    OPS,
+    absolute,
+    line_figure,
+    md_sorted,
+    md_table,
+    relative_to,
+    row_at,
+    values,
+    where,
+    xs,
+)
+
+
+@dataclass
+class FigureData:
+    """What a figure's checks and functions see: the figure's table (None when
+    each panel has its own), the panels' tables by name, the results dirs."""
+
+    table: Any
+    tables: dict[str, Any]
+    dirs: dict[str, Path]
+    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
+
+    @property
+    def results_dir(self) -> Path:
+        (d,) = self.dirs.values()
+        return d
 
 
 @dataclass(frozen=True)
@@ -48,9 +78,23 @@ class Claim:
     panel ``panel`` whose columns satisfy ``where`` ({column: {op: value}}).
     The detail lists ``shown`` (default: the quantity) per point, as
     ``label: point, point`` with ``point`` a format of ``x`` and ``value``.
-    ``check``: instead of the comparison, a function of the pipeline's module,
-    ``(data, claim) -> Check | None`` (None: the claim does not apply to
-    this grid), for a claim the comparison cannot state."""
+    ``only``: ``"first"`` or ``"last"`` compares at that point of the grid only
+    (``{lo}`` in ``says``: the first point compared).
+    ``quantity`` may list several ``"A / B"``, all compared; the detail then
+    has no label (``label = ""``), its points joined by ``sep`` (``empty``
+    when the grid has none), and ``point`` may name a policy's value
+    (``"{PSBS:.2f}"``).
+    ``check``: instead of the comparison, a claim kind of `KINDS` or a
+    function of the pipeline's module, ``(data, claim) -> Check | None``
+    (None: the claim does not apply to this grid), for a claim the
+    comparison cannot state. The kinds:
+
+    * ``spread``: the policies of ``quantity`` (``"A, B, C"``) at the point
+      ``at`` ({column: value}) are within ``tolerance`` of each other
+      (max / min - 1); a value missing from the grid: the claim does not
+      apply, or with ``at_else = "middle"`` the grid's middle value.
+    * ``gap_grows``: the largest ``"A / B"`` over x is larger in the last
+      panel (each a ``where`` facet, in order of growing skew) than in the first."""
 
     says: str
     quantity: str = ""
@@ -63,6 +107,11 @@ class Claim:
     label: str | None = None
     point: str = "{x:g}: {value:.3f}"
     check: str | None = None
+    only: str = ""
+    sep: str = ", "
+    empty: str = ""
+    at: dict[str, float] = field(default_factory=dict)
+    at_else: str = ""
     note: str = ""  # appended to a check function's detail (a remark of the paper's)
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
@@ -83,40 +132,64 @@ class Claim:
             detail,
         )
 
-    def compare(self, data: FigureData, x: str, y: str) -> Check:
+    def compare(self, data: FigureData, x: str, y: str) -> Check | None:
         """The generic check: the comparison at every point (class docstring)."""
         table = data.tables[self.panel] if self.panel else data.table
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
         )
+        points = {"": points, "first": points[:1], "last": points[-1:]}[self.only]
+        if self.only and not points:
+            return None  # no point of the grid to compare at: the claim does not apply
 
         def value(expr: str, xv: float) -> float:
             a, _, b = expr.partition(" / ")
             num = row_at(table, a, **{x: xv})[f"{y}_mean"]
             return num / row_at(table, b, **{x: xv})[f"{y}_mean"] if b else num
 
-        lhs, _, rhs = self.quantity.partition(" / ")
+        class Fields(dict):  # the point's format fields: x, value, and any policy's value by name
+            def __missing__(self, key: str) -> float:
+                return value(shown if key == "value" else key, self["x"])
+
         bound = self.than * (1 + self.tolerance)
-        holds = all(OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound) for v in points)
+        holds = all(
+            OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound)
+            for lhs, _, rhs in (q.partition(" / ") for q in self.quantity.split(", "))
+            for v in points
+        )
         shown = self.shown or self.quantity
-        detail = f"{self.label or shown}: " + ", ".join(self.point.format(x=v, value=value(shown, v)) for v in points)
-        return self.verdict(holds, detail)
+        head = "" if self.label == "" else f"{self.label or shown}: "
+        points_text = self.sep.join(self.point.format_map(Fields(x=v)) for v in points)
+        return self.verdict(holds, head + points_text or self.empty, **({"lo": points[0]} if points else {}))
 
 
-@dataclass
-class FigureData:
-    """What a figure's checks and functions see: the figure's table (None when
-    each panel has its own), the panels' tables by name, the results dirs."""
+def spread(data: FigureData, claim: Claim) -> Check | None:
+    """The ``spread`` claim kind (`Claim`)."""
+    point = {}
+    for col, v in claim.at.items():
+        grid = xs(data.table, col)
+        if v not in grid and claim.at_else != "middle":
+            return None
+        point[col] = v if v in grid else grid[len(grid) // 2]
+    r = values(data.table, data.fig["plot"]["y"])
+    vals = {p: r(p, **point) for p in claim.quantity.split(", ")}
+    gap = max(vals.values()) / min(vals.values()) - 1
+    detail = ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {gap:.1%})"
+    return claim.verdict(gap <= claim.tolerance, detail, **point)
 
-    table: Any
-    tables: dict[str, Any]
-    dirs: dict[str, Path]
-    fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
 
-    @property
-    def results_dir(self) -> Path:
-        (d,) = self.dirs.values()
-        return d
+def gap_grows(data: FigureData, claim: Claim) -> Check:
+    """The ``gap_grows`` claim kind (`Claim`)."""
+    a, b = claim.quantity.split(" / ")
+    r, x = values(data.table, data.fig["plot"]["y"]), data.fig["plot"]["x"]
+    facets = [next(iter(p["where"].items())) for p in data.fig["panels"]]
+    gap = {f: max(r(a, **{f[0]: f[1], x: s}) / r(b, **{f[0]: f[1], x: s}) for s in xs(data.table, x)) for f in facets}
+    detail = ", ".join(f"{col} {v:g}: max {a}/{b} {g:.2f}" for (col, v), g in gap.items())
+    return claim.verdict(gap[facets[-1]] > gap[facets[0]], detail)
+
+
+#: the claim kinds a claim row's ``check`` may name besides its module's functions
+KINDS: dict[str, Callable[[FigureData, Claim], Check | None]] = {"spread": spread, "gap_grows": gap_grows}
 
 
 def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
@@ -138,7 +211,7 @@ def sweep_specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> l
     merge = env.pop("merge", {})
     out = []
     for i, sweep in enumerate(doc["sweeps"]):
-        spec = _substitute(sweep, scale, env, f"{doc['name']}.sweeps[{i}]")
+        spec = _substitute(deep_merge(doc.get("every_sweep", {}), sweep), scale, env, f"{doc['name']}.sweeps[{i}]")
         spec["name"] = spec["name"].format(scale=scale)
         out.append(deep_merge(deep_merge(spec, merge), overrides))
     return out
@@ -176,8 +249,12 @@ class Declared:
                     )
                 if "check" not in row and row.get("comparison") not in OPS:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
+                if row.get("only", "") not in ("", "first", "last"):
+                    raise UserError(f'{place}: only must be "first" or "last"')
 
     def fn(self, name: str) -> Callable:
+        if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
+            return KINDS[name]
         if self.module is None or not hasattr(self.module, name):
             raise UserError(f"{self.path}: no function {name!r} in the pipeline's module")
         return getattr(self.module, name)
@@ -193,7 +270,7 @@ class Declared:
         if isinstance(how, str):
             return FigureData(self.fn(how)(dirs), {}, dirs, fig)
         if not isinstance(how, dict):
-            raise UserError(f"{self.path}: figure {fig.get('name', '')!r}: `table` must be a table or a function name")
+            raise UserError(f"{self.path}: figure {fig.get('key', '')!r}: `table` must be a table or a function name")
         tables = {}
         for p in fig.get("panels", []):
             if "sweep" in p:
@@ -219,6 +296,8 @@ class Declared:
         series = self.draw(fig, data, png)
         if isinstance(fig.get("measured"), str):
             body = self.fn(fig["measured"])(data)
+        elif "measured" in fig:
+            body = md_sorted(data.table, **fig["measured"])
         else:
             body = "\n\n".join(
                 f"{p['caption']}:\n\n"
@@ -243,7 +322,15 @@ class Declared:
         )
 
     def checks(self, fig: dict[str, Any], data: FigureData, **fields: Any) -> list[Check]:
-        """The figure's claims table checked on its data (``fields``: more format fields of the claims)."""
+        """The figure's claims table checked on its data (``fields``: more format fields of the claims);
+        with ``claims_per_panel``, on each panel's own table in turn (``{panel}`` in ``says``: its name)."""
+        if fig.get("claims_per_panel"):
+            one = {**fig, "claims_per_panel": False}
+            return [
+                c
+                for p in fig["panels"]
+                for c in self.checks(one, FigureData(data.tables[p["name"]], {}, data.dirs, fig), panel=p["name"])
+            ]
         out: list[Check] = []
         for row in fig.get("claims", []):
             claim = Claim(**row, fields=fields)

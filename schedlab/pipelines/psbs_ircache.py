@@ -16,9 +16,6 @@ import copy
 import tomllib
 from pathlib import Path
 
-from schedlab.pipelines import psbs_fb2010
-from schedlab.pipelines.common import md_table, ratio_panels
-
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 FIGURE = DOC["figures"][0]
 SQUID, BU98 = (s["workload"]["path"] for s in DOC["sweeps"])
@@ -38,41 +35,12 @@ def specs(doc, scale, overrides):
 
 
 def panel_title(spec_name: str) -> str:
-    return next((p["title"] for p in FIGURE["panels"] if spec_name.startswith(p["sweep"])), OWN_TITLE)
-
-
-def both_beat_ps(data, claim):
-    return psbs_fb2010.both_beat_ps(data, claim, empty="no sigma ≤ 1 in the grid")
+    return next((p["name"] for p in FIGURE["panels"] if spec_name.startswith(p["sweep"])), OWN_TITLE)
 
 
 def report(declared, dirs, out_dir):
-    import polars as pl
-
-    from schedlab.pipelines.base import FigureReport
-    from schedlab.pipelines.declare import FigureData, aggregate
-
-    plot = FIGURE["plot"]
-    tables, panels, measured, found = [], [], [], []
-    for i, (name, results_dir) in enumerate(dirs.items()):
-        t = aggregate(FIGURE["table"], results_dir)
-        title = panel_title(name)
-        tables.append(t.with_columns(pl.lit(i).alias("panel")))
-        panels.append(("panel", i, f"{title} (load 0.9)"))
-        measured.append(
-            f"**{title}** — MST / optimal (SRPT), per replication then averaged:\n\n"
-            + md_table(t, plot["x"], plot["series"], plot["y"])
-        )
-        found += declared.checks(FIGURE, FigureData(t, {}, {name: results_dir}, FIGURE), title=title)
-    png = out_dir / FIGURE["png"]
-    series = ratio_panels(pl.concat(tables, how="diagonal_relaxed"), png, plot["x"], plot["series"], panels)
-    return [
-        FigureReport(
-            key=FIGURE["key"],
-            title=FIGURE["title"],
-            png=png,
-            series=series,
-            paper_says=FIGURE["paper_says"],
-            measured="\n\n".join(measured),
-            checks=found,
-        )
-    ]
+    """The declared figure, its panels (one per log, or the user's own log) titled by name and load."""
+    panels = FIGURE["panels"] if len(dirs) > 1 else [{"sweep": "psbs-ircache-", "name": OWN_TITLE}]
+    what = "MST / optimal (SRPT), per replication then averaged"
+    panels = [{**p, "title": f"{p['name']} (load 0.9)", "caption": f"**{p['name']}** — {what}"} for p in panels]
+    return [declared.figure({**FIGURE, "panels": panels}, dirs, out_dir)]

@@ -40,21 +40,3 @@ def beats_ps(data, claim):
         + ", ".join(f"alpha {a:g}: {min(q(a, sg) for sg in low):.2f}–{max(q(a, sg) for sg in low):.2f}" for a in ALPHAS)
         + (f"; fails at (alpha, sigma) {bad}" if bad else ""),
     )
-
-
-def similar(data, claim):
-    sigmas = xs(data.table, "sigma")
-    sg = 0.5 if 0.5 in sigmas else sigmas[len(sigmas) // 2]
-    vals = {p: values(data.table)(p, alpha=2.0, sigma=sg) for p in ("SRPTE", "FSPE", "PSBS")}
-    spread = max(vals.values()) / min(vals.values()) - 1
-    return claim.verdict(
-        spread <= claim.tolerance,
-        ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})",
-        sigma=sg,
-    )
-
-
-def skew_hurts_srpte(data, claim):
-    r, sigmas = values(data.table), xs(data.table, "sigma")
-    gap = {a: max(r("SRPTE", alpha=a, sigma=s) / r("PSBS", alpha=a, sigma=s) for s in sigmas) for a in ALPHAS}
-    return claim.verdict(gap[1.0] > gap[2.0], ", ".join(f"alpha {a:g}: max SRPTE/PSBS {g:.2f}" for a, g in gap.items()))

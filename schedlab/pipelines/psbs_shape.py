@@ -17,16 +17,6 @@ def near_optimal(data, claim):
     )
 
 
-def poor_when_skewed(data, claim):
-    r, s0 = values(data.table), xs(data.table, "shape")[0]
-    return claim.verdict(
-        r("SRPTE", shape=s0) > r("PSBS", shape=s0) and r("FSPE", shape=s0) > r("PSBS", shape=s0),
-        f"at shape {s0:g}: SRPTE {r('SRPTE', shape=s0):.3f}, FSPE {r('FSPE', shape=s0):.3f}, "
-        f"PSBS {r('PSBS', shape=s0):.3f}",
-        s0=s0,
-    )
-
-
 def beats_ps(data, claim):
     """``quantity`` "A / PS" < 1 at every shape of ``where``, with the paired 95 % CI of A / PS."""
     r = values(data.table)
@@ -43,14 +33,4 @@ def beats_ps(data, claim):
     return claim.verdict(
         all(r(a, shape=s) < r(b, shape=s) for s in shapes),
         "; ".join(f"shape {s:g}: {a} {r(a, shape=s):.3f} vs {b} {r(b, shape=s):.3f}{note(s)}" for s in shapes),
-    )
-
-
-def analogous(data, claim):
-    if 1.0 not in xs(data.table, "shape"):
-        return None
-    vals = {p: values(data.table)(p, shape=1.0) for p in ("FIFO", "PS", "LAS")}
-    spread = max(vals.values()) / min(vals.values()) - 1
-    return claim.verdict(
-        spread <= claim.tolerance, ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {spread:.1%})"
     )

@@ -50,13 +50,3 @@ def beats_in_every_panel(data, claim):
         + (f"; fails at (shape, sigma) {bad}" if bad else "")
         + note,
     )
-
-
-def gap_grows(data, claim):
-    r, sigmas = values(data.table), xs(data.table, "sigma")
-    gap = {
-        sh: max(r("FSPE", shape=sh, sigma=sg) / r("PSBS", shape=sh, sigma=sg) for sg in sigmas) for sh in shapes(data)
-    }
-    return claim.verdict(
-        gap[0.125] > gap[0.25], ", ".join(f"shape {sh:g}: max FSPE/PSBS {g:.2f}" for sh, g in gap.items())
-    )

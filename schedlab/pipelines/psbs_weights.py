@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, md_rows, row_at, save, xs
+from schedlab.pipelines.common import POSITIVE_FLOOR, lookup, row_at, save, xs
 
 POLICIES = ["PSBS", "GPS"]
 CLASSES = [1, 2, 3, 4, 5]
@@ -50,19 +50,6 @@ def plot(data, path) -> list[str]:
     axes[0][0].legend(fontsize=7, ncol=2)
     save(fig, path)
     return series
-
-
-def measured(data) -> str:
-    rows = data.table.sort(["shape", "beta", "policy"]).iter_rows(named=True)
-    return md_rows(
-        ["shape", "β", "policy", "MST"] + [f"class {c}" for c in CLASSES],
-        [
-            [f"{r['shape']:g}", f"{r['beta']:g}", r["policy"]]
-            + [fmt_ci(r[f"{m}_mean"], r[f"{m}_ci95"]) for m in ["mst"] + METRICS]
-            for r in rows
-        ],
-        data.table,
-    )
 
 
 def _v(data):

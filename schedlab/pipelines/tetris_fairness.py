@@ -146,31 +146,26 @@ def plot(data, path: Path) -> list[str]:
     fs = [f for f in a["fs"] if f != a["f0"]]
     series = []
     rows = [_at(pw, f) for f in fs]
-    axes[0].errorbar(
-        fs,
-        [100 * r["frac_slowed_mean"] for r in rows],
-        yerr=[100 * _ci(r, "frac_slowed") for r in rows],
-        marker="o",
-        capsize=2,
-        label="fraction slowed",
+    ab = (  # column, marker, label, the talk's bound and its label
+        ("frac_slowed", "o", "fraction slowed", SLOWED_MAX, "talk: < 6 %"),
+        ("slowdown_mean", "s", "mean slowdown of slowed", SLOWDOWN_MAX, "talk: ≤ 8 %"),
     )
-    axes[0].axhline(100 * SLOWED_MAX, color="red", linestyle=":", linewidth=0.8, label="talk: < 6 %")
-    axes[0].set_ylabel(f"jobs slowed vs f = {a['f0']:g} (%)")
-    axes[0].set_title("(a) fraction of jobs slowed")
-    series.append("fraction slowed")
-    sd = [(f, r) for f, r in zip(fs, rows) if r["slowdown_mean_mean"] is not None]
-    axes[1].errorbar(
-        [f for f, _ in sd],
-        [100 * r["slowdown_mean_mean"] for _, r in sd],
-        yerr=[100 * _ci(r, "slowdown_mean") for _, r in sd],
-        marker="s",
-        capsize=2,
-        label="mean slowdown of slowed",
-    )
-    axes[1].axhline(100 * SLOWDOWN_MAX, color="red", linestyle=":", linewidth=0.8, label="talk: ≤ 8 %")
-    axes[1].set_ylabel("JCT increase of slowed jobs (%)")
-    axes[1].set_title("(b) mean slowdown of slowed jobs")
-    series.append("mean slowdown of slowed")
+    ylabels = (f"jobs slowed vs f = {a['f0']:g} (%)", "JCT increase of slowed jobs (%)")
+    titles = ("(a) fraction of jobs slowed", "(b) mean slowdown of slowed jobs")
+    for ax, (m, marker, label, bound, bound_label), ylabel, title in zip(axes, ab, ylabels, titles):
+        pts = [(f, r) for f, r in zip(fs, rows) if r[f"{m}_mean"] is not None]
+        ax.errorbar(
+            [f for f, _ in pts],
+            [100 * r[f"{m}_mean"] for _, r in pts],
+            yerr=[100 * _ci(r, m) for _, r in pts],
+            marker=marker,
+            capsize=2,
+            label=label,
+        )
+        ax.axhline(100 * bound, color="red", linestyle=":", linewidth=0.8, label=bound_label)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        series.append(label)
     for m, label, marker in (("jct_ratio", "mean JCT", "^"), ("makespan_ratio", "makespan", "D")):
         rs = [_at(eff, f) for f in a["fs"]]
         errorbar(

@@ -11,7 +11,7 @@ from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, paired_rat
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
 SCALES: dict[str, dict[str, Any]] = DOC["scales"]
-EPOCH = DOC["sweeps"][0]["system"]["epoch"]
+EPOCH = DOC["every_sweep"]["system"]["epoch"]
 BASELINE = "Slots-Fair"
 TETRIS = "Tetris"
 POLICIES = [TETRIS, "FIFO-FF", "BF-J/S", BASELINE]  # plotting / table order
