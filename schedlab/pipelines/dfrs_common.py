@@ -48,6 +48,13 @@ the W HPC2N windows (``SUBSET_SEED``; a smaller F's sample is contained in a
 larger one's). A subset runs under its own sweep names (suffix
 ``-subF``), so its results never mix with the full run's; the reports say
 which they show (``coverage``).
+
+Each pipeline is its TOML file (``dfrs_fig1.toml``, ``dfrs_table.toml``,
+``dfrs_period.toml``): its trace ``sets``, their ``seeds``, its
+``policies`` (default: the first figure's plotted series; the batch ones run
+on engine ``batch``), the remapping ``periods`` per scale where it sweeps
+them, its figures and its claims, and the paper's published numbers it
+reports against; `specs` turns the first three into sweep specs.
 """
 
 from __future__ import annotations
@@ -222,6 +229,27 @@ def set_specs(
     return [deep_merge(spec, overrides) for spec in out]
 
 
+def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweeps of a DFRS pipeline's TOML ``doc`` (module docstring): per
+    trace set, its DFRS and batch sweeps (`set_specs`); a DFRS policy takes
+    the scale's ``periods`` as its ``period`` parameter when the doc has them."""
+    policies = doc.get("policies") or doc["figures"][0]["plot"]["series"]
+    params = {"period": list(doc["periods"][scale])} if "periods" in doc else None
+    dfrs = [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH]
+    batch = [p for p in policies if p in BATCH]
+    out = []
+    for trace_set in doc["sets"]:
+        out += set_specs(doc["name"], trace_set, scale, dfrs, batch, doc["seeds"][trace_set], overrides)
+    return out
+
+
+def read(module: str) -> dict[str, Any]:
+    """The TOML doc of a DFRS pipeline (``module``: its module's ``__name__``), for the module's own use."""
+    import tomllib
+
+    return tomllib.loads((Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").read_text())
+
+
 def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     """Summary rows of a set's DFRS and batch sweeps in one polars frame
     (columns: policy, replication, load or window, degradation,
@@ -264,31 +292,3 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
 def instance_key(trace_set: str) -> list[str]:
     """The columns naming one instance within a set (with ``replication``)."""
     return ["window"] if trace_set == "hpc2n" else ["load"]
-
-
-__all__ = [
-    "BATCH",
-    "BEST",
-    "HPC2N",
-    "LOADS",
-    "NODES",
-    "PAPER_INSTANCES",
-    "PENALTY",
-    "SCALES",
-    "SUBSET_KEY",
-    "SUBSET_PIPELINES",
-    "SUBSET_SEED",
-    "TITLES",
-    "coverage",
-    "hpc2n_windows",
-    "instance_key",
-    "nodes",
-    "rows",
-    "set_specs",
-    "split_subset",
-    "subset_count",
-    "subset_of",
-    "subset_windows",
-    "sweep_name",
-    "workload",
-]
