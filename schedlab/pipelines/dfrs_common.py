@@ -61,11 +61,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.base import deep_merge
+from schedlab.pipelines.base import Check, deep_merge
+from schedlab.pipelines.common import OPS
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
@@ -248,6 +250,19 @@ def read(module: str) -> dict[str, Any]:
     import tomllib
 
     return tomllib.loads((Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").read_text())
+
+
+def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:
+    """A claim's comparison at every point (trace set or load): ``quantity``
+    "A / B" (or "A": B = 1), A ``comparison`` ``than`` x B, a term's value
+    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b."""
+    a_term, _, b_term = claim.quantity.partition(" / ")
+    ab = {x: (term(a_term, x), term(b_term, x) if b_term else 1.0) for x in points}
+    return claim.verdict(
+        all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
+        ", ".join(claim.point.format(x=x, a=a, b=b, r=a / b if b else float("nan")) for x, (a, b) in ab.items()),
+        **fields,
+    )
 
 
 def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):

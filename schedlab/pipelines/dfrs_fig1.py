@@ -13,10 +13,7 @@ DOC = dc.read(__name__)
 POLICIES: list[str] = DOC["figures"][0]["plot"]["series"]
 DFRS = [p for p in POLICIES if p not in dc.BATCH]
 METRIC = "degradation"
-
-
-def specs(doc, scale, overrides):
-    return dc.specs(doc, scale, overrides)
+specs = dc.specs
 
 
 def table_of(results_dirs: dict[str, Path]):
@@ -75,11 +72,7 @@ def good_low_poor_high(data, claim):
 
 def best_everywhere(data, claim):
     loads, deg, best = _loads_and_deg(data.table)
-    p = claim.quantity.split(" / ")[0]
-    return claim.verdict(
-        all(deg(p, x) <= claim.than * best[x] for x in loads),
-        ", ".join(claim.point.format(x=x, a=deg(p, x), b=best[x]) for x in loads),
-    )
+    return dc.compare(claim, loads, lambda term, x: best[x] if term == "min DFRS" else deg(term, x))
 
 
 def measured(data) -> str:

@@ -11,10 +11,7 @@ from schedlab.pipelines.common import RATIO_FLOOR, ci_or_zero, fmt_ci, save
 
 DOC = dc.read(__name__)
 SETS: list[str] = DOC["sets"]
-
-
-def specs(doc, scale, overrides):
-    return dc.specs(doc, scale, overrides)
+specs = dc.specs
 
 
 def tables(results_dirs: dict[str, Path]):

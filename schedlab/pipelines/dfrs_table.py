@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import OPS, save
+from schedlab.pipelines.common import save
 
 
 class Stat(NamedTuple):
@@ -160,21 +160,13 @@ def _term(table, trace_set: str, term: str) -> float:
 
 
 def per_set(data, claim):
-    """``quantity`` "A / B" (or "A": B = 1): A ``comparison`` ``than`` x B on
-    every set; the detail formats ``point`` with s, a, b and r = a / b per
-    set, and ``published`` is the ratio on Table 2 when both are its rows."""
-    a_term, _, b_term = claim.quantity.partition(" / ")
-    ab = {s: (_term(data.table, s, a_term), _term(data.table, s, b_term) if b_term else 1.0) for s in SETS}
+    """`dfrs_common.compare` on every set; ``published`` (a format field of
+    ``says``): the same ratio on Table 2 when both terms are its rows."""
+    a, _, b = claim.quantity.partition(" / ")
     published = (
-        ", ".join(f"{s} x{TABLE2[a_term][s].avg / TABLE2[b_term][s].avg:.0f}" for s in SETS)
-        if a_term in TABLE2 and b_term in TABLE2
-        else ""
+        ", ".join(f"{s} x{TABLE2[a][s].avg / TABLE2[b][s].avg:.0f}" for s in SETS) if {a, b} <= set(TABLE2) else ""
     )
-    return claim.verdict(
-        all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
-        ", ".join(claim.point.format(s=s, a=a, b=b, r=a / b if b else float("nan")) for s, (a, b) in ab.items()),
-        published=published,
-    )
+    return dc.compare(claim, SETS, lambda term, s: _term(data.table, s, term), published=published)
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
