@@ -316,7 +316,7 @@ def test_table_smoke_subset_report(tmp_path):
     holds one comparison row per Table 2 row and set, and one verdict line per check."""
     import ray
 
-    from schedlab.pipelines.base import run_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     if ray.is_initialized():
         ray.shutdown()
