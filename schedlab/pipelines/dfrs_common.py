@@ -33,8 +33,8 @@ The two sweeps share seed and workload, hence identical instances.
 
 The unscaled and scaled sets share their traces, as in the paper ("we
 multiplied the job inter-arrival times in each generated trace by 9 computed
-constants"): both are drawn with ``same_trace`` and one seed (``SYNTHETIC_SEED``
-offset of each pipeline), so replication r of the unscaled set is the trace
+constants"): both are drawn with ``same_trace`` and one seed (the pipeline's
+``seeds`` give both the same), so replication r of the unscaled set is the trace
 that replication r of the scaled set rescales to every load.
 
 Differences from the paper: ``quick`` and ``smoke`` use fewer and shorter
@@ -249,7 +249,11 @@ def read(module: str) -> dict[str, Any]:
     """The TOML doc of a DFRS pipeline (``module``: its module's ``__name__``), for the module's own use."""
     import tomllib
 
-    return tomllib.loads((Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").read_text())
+    path = Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml"
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: {err}") from None
 
 
 def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:

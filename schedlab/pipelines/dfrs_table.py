@@ -80,7 +80,6 @@ def plot(data, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     table = data.table
-
     fig, axes = plt.subplots(1, len(SETS), figsize=(15, 4.6), sharey=True)
     xs = list(range(len(POLICIES)))
     for ax, trace_set in zip(axes, SETS):
