@@ -84,8 +84,7 @@ def measured(data) -> str:
     (panel,) = data.fig["panels"]
     return (
         dc.coverage(data.dirs, "dfrs-fig1", ["scaled"])
-        + f'\n\n{dc.BEST} (§6.1: "about a factor 3 away from the bound at low loads, and a factor 7.5 away from '
-        'it at high loads"): '
+        + f"\n\n{dc.BEST} ({DOC['published_best_says']}): "
         + "; ".join(parts)
         + f".\n\n{panel['caption']}:\n\n"
         + md_table(data.table, "load", POLICIES, METRIC, panel["x_label"])
