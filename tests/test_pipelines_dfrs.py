@@ -11,7 +11,8 @@ import pytest
 from schedlab.errors import UserError
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines import dfrs_fig1, dfrs_period, dfrs_table
-from schedlab.pipelines import dfrs_published as pub
+from schedlab.pipelines import dfrs_table as pub
+from schedlab.pipelines.registry import get_pipeline
 from tests.pipeline_outputs import check_outputs, run_smoke
 
 
@@ -69,6 +70,16 @@ def test_other_dfrs_pipelines_outputs(tmp_path_factory, name, series):
 # ---- claim checks on hand-made tables ----------------------------------------------------------
 
 
+def claims(name: str, key: str, table):
+    """The claims table of figure ``key`` of pipeline ``name`` (its TOML) checked on ``table``."""
+    from schedlab.pipelines.declare import FigureData
+    from schedlab.pipelines.registry import DECLARED
+
+    d = DECLARED[name]
+    fig = next(f for f in d.doc["figures"] if f["key"] == key)
+    return d.checks(fig, FigureData(table, {}, {}, fig))
+
+
 def fig1_table(deg: dict[str, list[float]], loads=(0.1, 0.3, 0.5, 0.9)):
     rows = [
         {"load": x, "policy": p, "n": 3, "degradation_mean": v[i], "degradation_ci95": 0.0}
@@ -90,7 +101,7 @@ def paper_like_fig1() -> dict[str, list[float]]:
 
 
 def test_fig1_checks_hold_on_the_papers_shape():
-    checks = dfrs_fig1.checks(fig1_table(paper_like_fig1()))
+    checks = claims("dfrs-fig1", "fig1", fig1_table(paper_like_fig1()))
     assert len(checks) == 4 and all(c.holds for c in checks), [c.detail for c in checks if not c.holds]
 
 
@@ -100,7 +111,7 @@ def test_fig1_checks_fail_when_the_claims_fail():
     deg["MCB8*/per/OPT=MIN/MINVT=600"] = [500.0] * 4  # a worse DFRS algorithm than Greedy*
     deg[dc.BEST] = [20.0, 30.0, 50.0, 80.0]  # no longer the best
     deg["GreedyPM*/OPT=MIN"] = [2.0, 3.0, 4.0, 5.0]  # good at every load
-    assert [c.holds for c in dfrs_fig1.checks(fig1_table(deg))] == [False, False, False, False]
+    assert [c.holds for c in claims("dfrs-fig1", "fig1", fig1_table(deg))] == [False, False, False, False]
 
 
 def table_stats(mean: dict[str, float]):
@@ -115,9 +126,9 @@ def table_stats(mean: dict[str, float]):
 def test_table_checks():
     mean = {p: 3.0 + i for i, p in enumerate(dfrs_table.DFRS)}
     mean |= {"FCFS": 1e4, "EASY": 5e3, dc.BEST: 2.0, dfrs_table.AVG_VARIANT: 2.5, dfrs_table.MINFT_VARIANT: 2.2}
-    assert all(c.holds for c in dfrs_table.checks(table_stats(mean)))
+    assert all(c.holds for c in claims("dfrs-table", "table", table_stats(mean))[:5])
     mean |= {"EASY": 20.0, dc.BEST: 9.0, dfrs_table.AVG_VARIANT: 8.0, dfrs_table.MINFT_VARIANT: 8.5}
-    holds = [c.holds for c in dfrs_table.checks(table_stats(mean))]
+    holds = [c.holds for c in claims("dfrs-table", "table", table_stats(mean))[:5]]
     # batch no longer 100x worse; best DFRS still 2.2..3 (other algorithms) <= 7; OPT=AVG and
     # MINFT now beat the named algorithm; the per-set scaling keeps the ranks identical
     assert holds == [False, True, False, False, True]
@@ -156,15 +167,15 @@ def test_period_checks():
     easy_u = {"hpc2n": 0.064, "unscaled": 0.349, "scaled": 0.384}
     easy_d = {"hpc2n": 1e3, "unscaled": 1e3, "scaled": 1e3}
     tabs = period_tabs(u, d, easy_u, easy_d)
-    assert all(c.holds for c in dfrs_period.checks_fig2(tabs) + dfrs_period.checks_fig3(tabs))
+    assert all(c.holds for c in claims("dfrs-period", "fig2", tabs) + claims("dfrs-period", "fig3", tabs))
     u["scaled"] = [0.6, 0.65, 0.7]  # underutilization grows with the period, above EASY
     d["unscaled"] = [2.0, 3.0, 4.0]  # degradation doubles (> 1.5x)
     tabs = period_tabs(u, d, easy_u, {**easy_d, "hpc2n": 100.0})
-    assert [c.holds for c in dfrs_period.checks_fig2(tabs)] == [False, False, True]
-    assert [c.holds for c in dfrs_period.checks_fig3(tabs)] == [False, False]
+    assert [c.holds for c in claims("dfrs-period", "fig2", tabs)] == [False, False, True]
+    assert [c.holds for c in claims("dfrs-period", "fig3", tabs)] == [False, False]
 
 
-# ---- the paper's published numbers side by side (dfrs_published) ------------------------------
+# ---- the paper's published numbers side by side (dfrs_table.toml's [published]) ---------------
 
 
 def test_published_table2_transcription():
@@ -175,8 +186,8 @@ def test_published_table2_transcription():
 
     t = pub.TABLE2
     assert len(t) == 20 and list(t)[:2] == ["FCFS", "EASY"] and all(set(v) == set(pub.SETS) for v in t.values())
-    assert set(pub.DFRS) <= set(get_engine("dfrs").policies)
-    assert list(dfrs_table.DFRS[:18]) == list(pub.DFRS) and dfrs_table.TABLE2_ROWS == list(t)
+    assert set(dfrs_table.DFRS) <= set(get_engine("dfrs").policies)
+    assert dfrs_table.DFRS[:18] == dfrs_table.TABLE2_ROWS[2:] and dfrs_table.TABLE2_ROWS == list(t)
     best = dc.BEST
     for s in pub.SETS:
         assert t["EASY"][s].avg < t["FCFS"][s].avg  # "Expectedly, EASY outperforms FCFS"
@@ -188,7 +199,20 @@ def test_published_table2_transcription():
 
 
 def test_fig1_algorithms_are_the_papers_legend():
-    assert dfrs_fig1.POLICIES == list(pub.FIG1_LEGEND)
+    """Fig. 1's legend (RR-7659: FCFS, EASY, Greedy*, GreedyPM*, Greedy*/per, GreedyPM*/per,
+    GreedyPM*/per/minvt, MCB8*/per/minvt, /per/minvt, /stretch-per/minvt): the plotted series are
+    the sweeps' policies, every one registered with its engine."""
+    from schedlab.engines import get_engine
+
+    legend = ["FCFS", "EASY", "Greedy*", "GreedyPM*", "Greedy*/per", "GreedyPM*/per", "GreedyPM*/per/MINVT=600"]
+    legend += ["MCB8*/per/MINVT=600", "/per/MINVT=600", "/stretch-per/MINVT=600"]
+    assert [p.replace("/OPT=MIN", "").replace("/OPT=MAX", "") for p in dfrs_fig1.POLICIES] == legend
+    assert [p for p in dfrs_fig1.POLICIES if "OPT=MAX" in p] == ["/stretch-per/OPT=MAX/MINVT=600"]  # the caption
+    by_engine = {d["engine"]: d["policies"] for d in get_pipeline("dfrs-fig1").specs("smoke", {})}
+    assert by_engine == {"dfrs": dfrs_fig1.DFRS, "batch": dc.BATCH}
+    assert set(dfrs_fig1.DFRS) <= set(get_engine("dfrs").policies) and set(dc.BATCH) <= set(
+        get_engine("batch").policies
+    )
 
 
 def published_stats(mean=lambda p, avg: avg, easy_underutil: float | None = None):
@@ -219,7 +243,7 @@ def published_stats(mean=lambda p, avg: avg, easy_underutil: float | None = None
 def test_table_report_puts_every_table2_row_next_to_ours():
     md = dfrs_table.markdown(published_stats(lambda p, avg: avg * (0.5 if p == "EASY" else 1.0)))
     for s in dfrs_table.SETS:
-        assert f"**{dc.TITLES[s]}** (Table 2: {pub.INSTANCES[s]} instances)" in md
+        assert f"**{dc.TITLES[s]}** (Table 2: {dc.PAPER_INSTANCES[s]} instances)" in md
     body = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| algorithm")]
     assert len(body) == 3 * len(dfrs_table.POLICIES)
     for p in pub.TABLE2:  # every Table 2 row, once per set, with its ratio to the published average
@@ -231,20 +255,21 @@ def test_table_report_puts_every_table2_row_next_to_ours():
 
 
 def test_table_paper_checks_are_computed_from_the_numbers():
-    checks = dfrs_table.paper_checks(published_stats())
+    checks = claims("dfrs-table", "table", published_stats())[5:]
     assert len(checks) == 4 and all(c.holds for c in checks), [c.detail for c in checks if not c.holds]
     # the ranking reversed (so the best algorithm is the worst and EASY only a few times above it) and
     # EASY's underutilization above the DFRS algorithms': every verdict flips
     bad = published_stats(lambda p, avg: 1e4 / avg, easy_underutil=0.9)
-    assert [c.holds for c in dfrs_table.paper_checks(bad)] == [False, False, False, False]
+    assert [c.holds for c in claims("dfrs-table", "table", bad)[5:]] == [False, False, False, False]
     # only EASY moved to 50x the best algorithm: just the 100x claim fails
     near = published_stats(lambda p, avg: avg if p != "EASY" else 50 * pub.TABLE2[dc.BEST]["hpc2n"].avg)
-    assert [c.holds for c in dfrs_table.paper_checks(near)] == [True, True, False, True]
+    assert [c.holds for c in claims("dfrs-table", "table", near)[5:]] == [True, True, False, True]
 
 
 def test_subset_option():
-    full = dfrs_table.specs("paper", {})
-    sub = dfrs_table.specs("paper", {dc.SUBSET_KEY: 0.1})
+    specs = get_pipeline("dfrs-table").specs
+    full = specs("paper", {})
+    sub = specs("paper", {dc.SUBSET_KEY: 0.1})
     assert [d["name"] + "-sub0.1" for d in full] == [d["name"] for d in sub]
     by = {d["name"].split("-")[2] + d["engine"]: d for d in sub}
     weeks = by["hpc2ndfrs"]["workload"]["window"]
@@ -253,10 +278,10 @@ def test_subset_option():
     assert by["unscaleddfrs"]["replications"] == {"n": 10} and by["scaleddfrs"]["replications"] == {"n": 10}
     assert by["scaleddfrs"]["workload"]["load"] == dc.LOADS
     assert dc.subset_of({d["name"]: None for d in sub}) == 0.1 and dc.subset_of({d["name"]: None for d in full}) is None
-    assert dfrs_table.specs("paper", {dc.SUBSET_KEY: 1}) == full
+    assert specs("paper", {dc.SUBSET_KEY: 1}) == full
     for bad in (0, 1.5, True, "0.1"):
         with pytest.raises(UserError, match="subset"):
-            dfrs_table.specs("smoke", {dc.SUBSET_KEY: bad})
+            specs("smoke", {dc.SUBSET_KEY: bad})
 
 
 def test_synthetic_sets_share_their_traces():
@@ -265,7 +290,7 @@ def test_synthetic_sets_share_their_traces():
     from schedlab.platform.plan import build_plan
     from schedlab.platform.spec import parse_spec
 
-    specs = {d["name"].split("-")[2]: d for d in dfrs_table.specs("smoke", {}) if d["engine"] == "dfrs"}
+    specs = {d["name"].split("-")[2]: d for d in get_pipeline("dfrs-table").specs("smoke", {}) if d["engine"] == "dfrs"}
     plans = {s: build_plan(parse_spec(specs[s], s)) for s in ("unscaled", "scaled")}
     seeds = {s: {i.seed_words for i in p.instances(range(2))} for s, p in plans.items()}
     assert len(plans["scaled"].points) == 2 and seeds["scaled"] == seeds["unscaled"]
@@ -291,7 +316,7 @@ def test_table_smoke_subset_report(tmp_path):
     holds one comparison row per Table 2 row and set, and one verdict line per check."""
     import ray
 
-    from schedlab.pipelines.base import run_pipeline
+    from schedlab.pipelines.run import run_pipeline
 
     if ray.is_initialized():
         ray.shutdown()

@@ -33,8 +33,8 @@ The two sweeps share seed and workload, hence identical instances.
 
 The unscaled and scaled sets share their traces, as in the paper ("we
 multiplied the job inter-arrival times in each generated trace by 9 computed
-constants"): both are drawn with ``same_trace`` and one seed (``SYNTHETIC_SEED``
-offset of each pipeline), so replication r of the unscaled set is the trace
+constants"): both are drawn with ``same_trace`` and one seed (the pipeline's
+``seeds`` give both the same), so replication r of the unscaled set is the trace
 that replication r of the scaled set rescales to every load.
 
 Differences from the paper: ``quick`` and ``smoke`` use fewer and shorter
@@ -48,17 +48,26 @@ the W HPC2N windows (``SUBSET_SEED``; a smaller F's sample is contained in a
 larger one's). A subset runs under its own sweep names (suffix
 ``-subF``), so its results never mix with the full run's; the reports say
 which they show (``coverage``).
+
+Each pipeline is its TOML file (``dfrs_fig1.toml``, ``dfrs_table.toml``,
+``dfrs_period.toml``): its trace ``sets``, their ``seeds``, its
+``policies`` (default: the first figure's plotted series; the batch ones run
+on engine ``batch``), the remapping ``periods`` per scale where it sweeps
+them, its figures and its claims, and the paper's published numbers it
+reports against; `specs` turns the first three into sweep specs.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.base import deep_merge
+from schedlab.pipelines.base import Check, deep_merge
+from schedlab.pipelines.common import OPS
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
@@ -222,6 +231,44 @@ def set_specs(
     return [deep_merge(spec, overrides) for spec in out]
 
 
+def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweeps of a DFRS pipeline's TOML ``doc`` (module docstring): per
+    trace set, its DFRS and batch sweeps (`set_specs`); a DFRS policy takes
+    the scale's ``periods`` as its ``period`` parameter when the doc has them."""
+    policies = doc.get("policies") or doc["figures"][0]["plot"]["series"]
+    params = {"period": list(doc["periods"][scale])} if "periods" in doc else None
+    dfrs = [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH]
+    batch = [p for p in policies if p in BATCH]
+    out = []
+    for trace_set in doc["sets"]:
+        out += set_specs(doc["name"], trace_set, scale, dfrs, batch, doc["seeds"][trace_set], overrides)
+    return out
+
+
+def read(module: str) -> dict[str, Any]:
+    """The TOML doc of a DFRS pipeline (``module``: its module's ``__name__``), for the module's own use."""
+    import tomllib
+
+    path = Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml"
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: {err}") from None
+
+
+def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:
+    """A claim's comparison at every point (trace set or load): ``quantity``
+    "A / B" (or "A": B = 1), A ``comparison`` ``than`` x B, a term's value
+    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b."""
+    a_term, _, b_term = claim.quantity.partition(" / ")
+    ab = {x: (term(a_term, x), term(b_term, x) if b_term else 1.0) for x in points}
+    return claim.verdict(
+        all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
+        ", ".join(claim.point.format(x=x, a=a, b=b, r=a / b if b else float("nan")) for x, (a, b) in ab.items()),
+        **fields,
+    )
+
+
 def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     """Summary rows of a set's DFRS and batch sweeps in one polars frame
     (columns: policy, replication, load or window, degradation,
@@ -264,31 +311,3 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
 def instance_key(trace_set: str) -> list[str]:
     """The columns naming one instance within a set (with ``replication``)."""
     return ["window"] if trace_set == "hpc2n" else ["load"]
-
-
-__all__ = [
-    "BATCH",
-    "BEST",
-    "HPC2N",
-    "LOADS",
-    "NODES",
-    "PAPER_INSTANCES",
-    "PENALTY",
-    "SCALES",
-    "SUBSET_KEY",
-    "SUBSET_PIPELINES",
-    "SUBSET_SEED",
-    "TITLES",
-    "coverage",
-    "hpc2n_windows",
-    "instance_key",
-    "nodes",
-    "rows",
-    "set_specs",
-    "split_subset",
-    "subset_count",
-    "subset_of",
-    "subset_windows",
-    "sweep_name",
-    "workload",
-]

@@ -13,7 +13,7 @@ from schedlab.pipelines.base import Pipeline
 from schedlab.pipelines.declare import Declared
 
 #: modules whose pipeline is written in code, without a TOML file
-CODE_ONLY = ("dfrs_fig1", "dfrs_table", "dfrs_period")
+CODE_ONLY: tuple[str, ...] = ()
 HERE = Path(__file__).parent
 
 
