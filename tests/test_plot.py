@@ -199,7 +199,7 @@ def _bar_bottoms(ax) -> list[float]:
 
 def test_pipeline_ratio_bars_stay_above_one(tmp_path, monkeypatch):
     """MST / optimal with 2 replications: mean 1.02 +- 0.4 would draw a bar to
-    0.62; the pipelines' bars (plot_lines, ratio_panels) stay above 1."""
+    0.62; the pipelines' bars (plot_lines, line_figure) stay above 1."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,7 +217,10 @@ def test_pipeline_ratio_bars_stay_above_one(tmp_path, monkeypatch):
 
     seen = []
     monkeypatch.setattr(common, "save", lambda f, p: seen.append(_bar_bottoms(f.axes[0])) or plt.close(f))
-    common.ratio_panels(table, tmp_path / "r.png", "shape", ["PSBS"], [("", None, "all")])
+    layout = {"x": "shape", "y": "ratio", "series": ["PSBS"], "floor": common.RATIO_FLOOR, "ylabel": "MST / optimal"}
+    common.line_figure(
+        [(table, table, {"title": "all"})], {**layout, "logx": True, "yscale": "log"}, tmp_path / "r.png"
+    )
     assert len(seen[0]) == 3 and min(seen[0]) > 1.0
 
 

@@ -275,41 +275,6 @@ def where(table, conditions: dict[str, float]):
     return table
 
 
-#: the layout of the PSBS paper's MST / optimal figures (`ratio_panels`)
-RATIO_PLOT = {
-    "y": "ratio",
-    "floor": RATIO_FLOOR,
-    "reference": 1.0,
-    "logx": True,
-    "yscale": "log",
-    "ylabel": "MST / optimal",
-}
-
-
-def ratio_panels(
-    table,
-    path: Path,
-    x: str,
-    policies: list[str],
-    panels: list[tuple[str, Any, str]],
-    *,
-    ylabel: str = "MST / optimal",
-    col: str = "ratio",
-    width: float = 4.0,
-) -> list[str]:
-    """One log-log panel per (column, value, title) in ``panels`` (an empty
-    column name means the whole table), ``col`` against ``x`` for each policy,
-    with the y = 1 reference line -- the layout of the PSBS paper's MST/optimal
-    figures (`line_figure` with `RATIO_PLOT`). The bars respect `RATIO_FLOOR`
-    (MST / optimal >= 1). Returns the series plotted (policy names, in order)."""
-    plot = {**RATIO_PLOT, "x": x, "y": col, "series": policies, "ylabel": ylabel, "panel_width": width}
-    return line_figure(
-        [(table, where(table, {key: value} if key else {}), {"title": title}) for key, value, title in panels],
-        plot,
-        path,
-    )
-
-
 #: the comparisons a claim may state (`schedlab.pipelines.declare.Claim`)
 OPS: dict[str, Any] = {
     "<": lambda a, b: a < b,

@@ -42,20 +42,22 @@ def stats(results_dirs: dict[str, Path]):
     set's instances."""
     import polars as pl
 
-    from schedlab.platform.stats import t_quantile
+    from schedlab.platform.stats import group_moments, t_quantile
 
     frames = []
     for trace_set in SETS:
         rows = dc.rows(results_dirs, "dfrs-table", trace_set)
+        moments = group_moments(rows, ["policy"], [METRIC, "underutilization"])
         frames.append(
-            rows.group_by("policy")
-            .agg(
-                pl.len().alias("n"),
-                pl.col(METRIC).mean().alias("mean"),
-                pl.col(METRIC).std(ddof=1).alias("std"),
-                pl.col(METRIC).max().alias("max"),
-                pl.col("underutilization").mean().alias("underutilization"),
+            moments.select(
+                "policy",
+                "n",
+                pl.col(f"{METRIC}_mean").alias("mean"),
+                pl.col(f"{METRIC}_std").alias("std"),
+                pl.col("underutilization_mean").alias("underutilization"),
             )
+            .join(rows.group_by("policy").agg(pl.col(METRIC).max().alias("max")), on="policy")
+            .select("policy", "n", "mean", "std", "max", "underutilization")
             .with_columns(pl.lit(trace_set).alias("set"))
         )
     out = pl.concat(frames).sort("set", "policy")

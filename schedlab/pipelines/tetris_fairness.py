@@ -39,6 +39,8 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
     reference - 1 over the slowed jobs; null when none is slowed)."""
     import polars as pl
 
+    from schedlab.platform.stats import group_moments
+
     ok = lambda c: pl.col(c).is_not_null() & pl.col(c).is_not_nan()  # noqa: E731
     ref = base.select(keys + [pl.col("jct").alias("_ref")]).filter(ok("_ref"))
     cols = list(dict.fromkeys(keys + by))
@@ -49,14 +51,17 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
         )
     )
     j = j.with_columns((pl.col("_ratio") > 1.0 + tol).alias("_slowed"))
+    j = j.with_columns(pl.when(pl.col("_slowed")).then(pl.col("_ratio") - 1.0).alias("_excess"))
+    mean = group_moments(j, by, ["_excess"]).select(by + [pl.col("_excess_mean").alias("slowdown_mean")])
     return (
         j.group_by(by)
         .agg(
             pl.len().alias("jobs"),
             pl.col("_slowed").sum().cast(pl.Int64).alias("slowed"),
-            (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).mean().alias("slowdown_mean"),
-            (pl.col("_ratio") - 1.0).filter(pl.col("_slowed")).median().alias("slowdown_median"),
+            pl.col("_excess").median().alias("slowdown_median"),
         )
+        .join(mean, on=by, nulls_equal=True)
+        .select(by + ["jobs", "slowed", "slowdown_mean", "slowdown_median"])
         .with_columns((pl.col("slowed") / pl.col("jobs")).alias("frac_slowed"))
         .sort(by)
     )
