@@ -5,6 +5,7 @@ following the results-dir contract (manifest.json + hive-partitioned summary).""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -120,8 +121,11 @@ def expected(d: Path) -> dict[str, dict[str, float]]:
             x = sub[m].drop_nulls().to_numpy().astype(float)
             if len(x) == 0:
                 continue
-            values[m] = float(np.mean(x))
-            ci = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / np.sqrt(n))
+            # correctly rounded sums (math.fsum): the definition schedlab's statistics use, for any row order
+            mean = math.fsum(x) / len(x)
+            sd = math.sqrt(math.fsum((x - mean) ** 2) / (len(x) - 1)) if len(x) > 1 else math.nan
+            values[m] = mean
+            ci = float(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n))
             if ci > 0:  # logged only when positive
                 values[f"{m}_ci95"] = ci
         out[cid] = values

@@ -33,23 +33,47 @@ def t_quantile(n: int, confidence: float = CONFIDENCE) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, n - 1)) if n >= 2 else float("nan")
 
 
+def exact_sum(x: Iterable[float]) -> float:
+    """The correctly rounded sum (``math.fsum``): the same bits for any order
+    of the values. NaN propagates; infinities give what numpy's sum gives."""
+    values = list(x)
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):  # inf - inf, or an intermediate overflow: no finite sum to round
+        return float(np.sum(values))
+
+
+def mean_sd(x: npt.ArrayLike) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; NaN below two values)
+    from correctly rounded sums: ``fsum(x) / n`` and ``sqrt(fsum((x -
+    mean)^2) / (n - 1))``, so the result depends on the values alone, never
+    on their order."""
+    a = np.asarray(x, dtype=float)
+    n = a.size
+    if n == 0:
+        return math.nan, math.nan
+    mean = exact_sum(a.tolist()) / n
+    if n < 2:
+        return mean, math.nan
+    dev = a - mean
+    return mean, math.sqrt(exact_sum((dev * dev).tolist()) / (n - 1))
+
+
 def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
     """One row per group of ``by``, sorted by ``by``: ``n`` (rows) and, per
     metric m, ``m_mean`` and ``m_std`` (ddof = 1) over its non-null values
     (null without a value, resp. with fewer than two), NaN propagating --
-    polars' semantics.
+    polars' semantics -- computed by `mean_sd`.
 
     Why not polars' ``group_by().agg(mean(), std())``: its float sums depend
     on how its threads split the rows, so the same frame gives means that
-    differ in the last bits from one call to the next (20 distinct results in
-    20 calls on 2 M rows in 20k groups), and a published number must not.
-    Here each group's values are sorted and numpy sums them in that order,
-    in two passes (the mean, then the squared deviations), so the result is
-    a function of the values alone."""
+    differ in the last bits from one call to the next (8 different results
+    in 8 calls on 20k rows in 1,500 groups), and a published number must not.
+    Correctly rounded sums make the result a function of the values alone."""
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
     out = df.group_by(by).agg(pl.len().alias("n")).sort(by)
     for m in dict.fromkeys(metrics):
-        vals = df.select(by + [pl.col(m).cast(pl.Float64)]).drop_nulls(m).sort(by + [m])
+        vals = df.select(by + [pl.col(m).cast(pl.Float64)]).drop_nulls(m).sort(by)
         if vals.height == 0:
             out = out.with_columns(
                 pl.lit(None, pl.Float64).alias(f"{m}_mean"), pl.lit(None, pl.Float64).alias(f"{m}_std")
@@ -61,17 +85,15 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
             col = keys[c]
             same &= (col[1:] == col[:-1]).fill_null(col[1:].is_null() & col[:-1].is_null()).to_numpy()
         starts = np.flatnonzero(np.concatenate(([True], ~same)))
-        count = np.diff(np.append(starts, vals.height))
         x = vals[m].to_numpy()
-        mean = np.add.reduceat(x, starts) / count
-        dev = x - np.repeat(mean, count)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            std = np.sqrt(np.add.reduceat(dev * dev, starts) / (count - 1))
-        moments = keys[starts].with_columns(
-            pl.Series(f"{m}_mean", mean, dtype=pl.Float64),
-            pl.when(pl.Series(count) > 1).then(pl.Series(std, dtype=pl.Float64)).alias(f"{m}_std"),
+        moments = [mean_sd(seg) for seg in np.split(x, starts[1:])]
+        moments_frame = keys[starts].with_columns(
+            pl.Series(f"{m}_mean", [a for a, _ in moments], dtype=pl.Float64),
+            pl.Series(f"{m}_std", [b for _, b in moments], dtype=pl.Float64),
         )
-        out = out.join(moments, on=by, how="left", nulls_equal=True)
+        count = pl.Series(np.diff(np.append(starts, vals.height)))
+        moments_frame = moments_frame.with_columns(pl.when(count > 1).then(pl.col(f"{m}_std")).alias(f"{m}_std"))
+        out = out.join(moments_frame, on=by, how="left", nulls_equal=True)
     return out
 
 
@@ -116,16 +138,15 @@ def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     the half-width of its ``confidence`` t interval and the paired t test's
     p value (scipy.stats.t). With zero spread (two policies that made the
     same schedule on every instance) the half-width is 0 and p is 1 if the
-    mean is 0, else 0. The differences are summed in sorted order, so the
-    figures do not depend on the order the pairs come in."""
-    d = np.sort(np.asarray(d, dtype=float))
+    mean is 0, else 0. Mean and sd come from `mean_sd`, so the figures do not
+    depend on the order the pairs come in."""
+    d = np.asarray(d, dtype=float)
     n = int(d.size)
     if n == 0:
         return Paired(0, math.nan, math.nan, math.nan, math.nan)
-    mean = float(d.mean())
+    mean, sd = mean_sd(d)
     if n < 2:
         return Paired(1, mean, math.nan, math.nan, math.nan)
-    sd = float(d.std(ddof=1))
     se = sd / math.sqrt(n)
     if se == 0.0 or not math.isfinite(se):
         p = 1.0 if mean == 0.0 else 0.0
