@@ -5,7 +5,9 @@ store (`Mirror`), and how a run compares with what the disk says it must hold
 A new child run costs three store calls: ``create_run`` with every tag but
 the provenance ones, one ``log_batch`` with params, metrics and the
 provenance tags (``schedlab.rows``, ``schedlab.rows_digest``), and
-``set_terminated``. MLflow writes a ``log_batch``'s params, then its
+``set_terminated`` -- except into a SQLite store of a known schema, where the
+runs of configurations that have none yet are written many to a transaction
+(`Mirror.log_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
 metrics, then its tags, so the provenance tags still land last: a run has
 them only once its values are in (a run wider than one batch gets them in a
 batch of their own, after the others). `Mirror.log` is safe to call from
@@ -31,6 +33,7 @@ from schedlab.platform.tracking_data import (
     code_digest,
     sweep_note,
 )
+from schedlab.platform.tracking_bulk import RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
 from schedlab.platform.tracking_store import TrackingError
 
 if TYPE_CHECKING:
@@ -152,6 +155,8 @@ class Mirror:
         self.experiment_id = self._experiment(experiment or self.sweep)
         self.parent = self._parent(manifest)
         self._children: dict[str, RunState] | None = None
+        #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`).
+        self.bulk = bulk_store(self.client)
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
@@ -298,6 +303,23 @@ class Mirror:
         if not state.finished:
             self.client.set_terminated(state.run_id, "FINISHED")
             state.finished = True
+
+    def log_new(self, exps: list[Expected]) -> list[NewRun]:
+        """Create the runs of configurations that have none, in bulk
+        (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
+        what was written and which configurations MLflow rejected."""
+        if self.bulk is None:  # invariant: callers check
+            raise RuntimeError("Mirror.log_new without a bulk store")
+        children = self.children()
+        written = write_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
+        for new in written:
+            if new.error is None and new.tags is not None:
+                exp = new.exp
+                name = new.tags[RUN_NAME_TAG]
+                children[exp.config_id] = RunState(
+                    new.run_id, dict(exp.params), dict(new.tags), dict(exp.values), True, name
+                )
+        return written
 
     @staticmethod
     def _must_replace(state: RunState, exp: Expected) -> bool:
