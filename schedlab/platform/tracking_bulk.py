@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schedlab.platform.tracking_data import Expected
@@ -83,12 +83,14 @@ PARENT_TAG = "mlflow.parentRunId"
 @dataclass
 class NewRun:
     """What `write_new_runs` wrote for one configuration (its run id, its tags
-    as MLflow holds them) or why not (``error``: a data problem of this
-    configuration, MLflow's own validation message)."""
+    and params as MLflow holds them: its validators may cut long values) or
+    why not (``error``: a data problem of this configuration, MLflow's own
+    validation error)."""
 
     exp: Expected
     run_id: str = ""
-    tags: dict[str, str] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
     error: Exception | None = None
 
 
@@ -197,7 +199,7 @@ def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exp
                         "run_uuid": run_id,
                     }
                 )
-            out.append(NewRun(exp, run_id, tags))
+            out.append(NewRun(exp, run_id, {t.key: t.value for t in tag_list}, {p.key: p.value for p in params}))
         tables = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric}
         for table, model in tables.items():  # runs first: the others refer to them
             if rows[table]:

@@ -145,7 +145,7 @@ def behind(state: RunState, exp: Expected) -> str:
 class Mirror:
     """The sweep's experiment, parent run and child runs in one tracking store."""
 
-    def __init__(self, uri: str, experiment: str | None, manifest: dict[str, Any]):
+    def __init__(self, uri: str, experiment: str | None, manifest: dict[str, Any], bulk: bool = True):
         from mlflow.tracking import MlflowClient
 
         #: Called after every page of a search: progress for a caller that watches for stalls.
@@ -155,8 +155,9 @@ class Mirror:
         self.experiment_id = self._experiment(experiment or self.sweep)
         self.parent = self._parent(manifest)
         self._children: dict[str, RunState] | None = None
-        #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`).
-        self.bulk = bulk_store(self.client)
+        #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`;
+        #: ``bulk=False``: always the client, the path the bulk one is compared with).
+        self.bulk = bulk_store(self.client) if bulk else None
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
@@ -313,12 +314,9 @@ class Mirror:
         children = self.children()
         written = write_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
         for new in written:
-            if new.error is None and new.tags is not None:
-                exp = new.exp
-                name = new.tags[RUN_NAME_TAG]
-                children[exp.config_id] = RunState(
-                    new.run_id, dict(exp.params), dict(new.tags), dict(exp.values), True, name
-                )
+            if new.error is None:
+                cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]
+                children[cid] = RunState(new.run_id, new.params, new.tags, values, True, name)
         return written
 
     @staticmethod

@@ -69,8 +69,16 @@ class Sync:
     ``logged_total`` / ``queued_total`` / ``ticks`` tell a watcher how far it
     got and whether it still moves."""
 
-    def __init__(self, uri: str, experiment: str | None, results_dir: Path, manifest: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        uri: str,
+        experiment: str | None,
+        results_dir: Path,
+        manifest: dict[str, Any] | None = None,
+        bulk: bool = True,
+    ):
         self.uri = uri
+        self.bulk = bulk  # False: new runs through MLflow's client even into SQLite (`tracking_bulk`)
         self.experiment = experiment
         self.results_dir = results_dir
         self.manifest = manifest
@@ -102,7 +110,7 @@ class Sync:
             if self.manifest is None:
                 self.manifest = read_manifest(self.results_dir)
             prepare_store(self.uri)
-            self.mirror = Mirror(self.uri, self.experiment, self.manifest)
+            self.mirror = Mirror(self.uri, self.experiment, self.manifest, self.bulk)
             self.mirror.tick = self.tick
         except Exception as err:
             self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
