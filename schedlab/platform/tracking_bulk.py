@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,8 +127,11 @@ def _validated(exp: Expected, tags: dict[str, str]) -> tuple[list[Any], list[Any
     metrics = [Metric(k, v, now, 0) for k, v in exp.values.items()]
     params = [Param(k, v) for k, v in exp.params.items()]
     tag_list = [RunTag(k, v) for k, v in tags.items()]
-    metrics, params, tag_list = _validate_batch_log_data(metrics, params, tag_list)
-    _validate_param_keys_unique(params)
+    # MLflow leaves these unannotated: they return the entities, long values cut, or raise.
+    validate: Callable[..., tuple[list[Any], list[Any], list[Any]]] = _validate_batch_log_data
+    unique: Callable[[list[Any]], None] = _validate_param_keys_unique
+    metrics, params, tag_list = validate(metrics, params, tag_list)
+    unique(params)
     return metrics, params, tag_list
 
 
@@ -151,9 +155,13 @@ def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exp
 
     out: list[NewRun] = []
     rows: dict[str, list[dict[str, Any]]] = {"runs": [], "tags": [], "params": [], "metrics": []}
+    # MLflow leaves these unannotated.
+    get_experiment: Callable[[str], Any] = store.get_experiment
+    check_active: Callable[[Any], None] = store._check_experiment_is_active
+    artifact_uri: Callable[..., str] = append_to_uri_path
     with store.ManagedSessionMaker(read_only=False) as session:
-        experiment = store.get_experiment(experiment_id)
-        store._check_experiment_is_active(experiment)
+        experiment = get_experiment(experiment_id)
+        check_active(experiment)
         for exp in exps:
             name = exp.run_name or exp.config_id
             tags = dict(exp.tags)
@@ -179,9 +187,7 @@ def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exp
                     "deleted_time": None,
                     "source_version": "",
                     "lifecycle_stage": LifecycleStage.ACTIVE,
-                    "artifact_uri": append_to_uri_path(
-                        experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME
-                    ),
+                    "artifact_uri": artifact_uri(experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME),
                     "experiment_id": int(experiment_id),
                 }
             )
@@ -200,7 +206,7 @@ def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exp
                     }
                 )
             out.append(NewRun(exp, run_id, {t.key: t.value for t in tag_list}, {p.key: p.value for p in params}))
-        tables = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric}
+        tables: dict[str, Any] = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric}
         for table, model in tables.items():  # runs first: the others refer to them
             if rows[table]:
                 session.execute(insert(model.__table__), rows[table])

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schedlab.platform.tracking_bulk import RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
 from schedlab.platform.tracking_data import (
     CONFIG_TAG,
     PROVENANCE_TAGS,
@@ -33,7 +34,6 @@ from schedlab.platform.tracking_data import (
     code_digest,
     sweep_note,
 )
-from schedlab.platform.tracking_bulk import RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
 from schedlab.platform.tracking_store import TrackingError
 
 if TYPE_CHECKING:
