@@ -33,8 +33,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -95,6 +95,7 @@ def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, 
     out = subprocess.run(
         [sys.executable, "-m", "schedlab.cli", "track", str(results), "--uri", uri, "--experiment", experiment],
         env=env_for(code),
+        cwd=results.parent,  # `python -m` puts the working dir first on sys.path: in the checkout, it beat PYTHONPATH
         capture_output=True,
         text=True,
     )
