@@ -11,7 +11,12 @@ timed into
   (c) an ``mlflow server`` on PostgreSQL (``infra/mlflow-postgres.sh``), when
       PostgreSQL's binaries and psycopg2 are there,
 
-and configuration runs/s are printed. ``--before REV`` also times the
+and configuration runs/s are printed. For a server, the CPU its processes
+(the recipe's session: mlflow's workers; and PostgreSQL's, found from its
+``postmaster.pid``) spent per configuration run is read from /proc before and
+after each timed ``schedlab track``, next to the client's, and the ceiling
+they set on this machine is printed as arithmetic: cores x 1000 / (server +
+client CPU-ms per run) runs/s, what no concurrency setting can pass. ``--before REV`` also times the
 schedlab of git revision REV (extracted to a temporary folder and put first
 on PYTHONPATH) into the same targets, interleaved with the current code
 (before, after, before, after, ... with ``--repeat``), each into a fresh
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shlex
 import shutil
 import signal
 import socket
@@ -89,6 +95,7 @@ def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, 
     out = subprocess.run(
         [sys.executable, "-m", "schedlab.cli", "track", str(results), "--uri", uri, "--experiment", experiment],
         env=env_for(code),
+        cwd=results.parent,  # `python -m` puts the working dir first on sys.path: in the checkout, it beat PYTHONPATH
         capture_output=True,
         text=True,
     )
@@ -101,10 +108,31 @@ def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, 
     return took, cpu
 
 
-class Server:
-    """A recipe from infra/ in its own session; its URI is its first stdout line."""
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, argv: list[str], env: dict[str, str]):
+
+def processes() -> dict[int, tuple[int, int, float]]:
+    """pid -> (parent pid, session id, CPU seconds) of every process, from /proc."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        out[int(entry)] = (int(fields[1]), int(fields[3]), (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return out
+
+
+class Server:
+    """A recipe from infra/ in its own session; its URI is its first stdout line.
+    ``pg_dir``: the PostgreSQL cluster it runs (pg_ctl detaches PostgreSQL from
+    the session: its processes are found from the postmaster's pid)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], pg_dir: Path | None = None):
+        self.pg_dir = pg_dir
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True
         )
@@ -142,6 +170,22 @@ class Server:
             with urllib.request.urlopen(self.uri + "/api/2.0/mlflow/experiments/search?max_results=1", timeout=60):
                 pass
 
+    def cpu(self) -> float:
+        """CPU seconds used so far by the server's live processes (and their descendants)."""
+        procs = processes()
+        roots = {pid for pid, (_, sid, _) in procs.items() if sid == self.proc.pid}
+        pidfile = self.pg_dir / "postmaster.pid" if self.pg_dir is not None else None
+        if pidfile is not None and pidfile.exists():
+            roots.add(int(pidfile.read_text().split()[0]))
+        total = 0.0
+        for pid, (ppid, _, cpu) in procs.items():
+            seen = 0
+            while pid not in roots and ppid in procs and seen < 64:  # walk up to a root, if any
+                pid, ppid, seen = ppid, procs[ppid][0], seen + 1
+            if pid in roots:
+                total += cpu
+        return total
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)  # the recipes stop their server (and PostgreSQL) on TERM
@@ -164,6 +208,7 @@ def main() -> None:
     ap.add_argument("--before", help="git revision whose schedlab is timed too (interleaved)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--targets", default="sqlite,server,postgres")
+    ap.add_argument("--server-args", default="", help="extra `mlflow server` arguments for both recipes (shell words)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="schedlab-bench-tracking-"))
     os.chmod(work, 0o755)  # the PostgreSQL recipe runs postgres as an unprivileged user under it
@@ -192,17 +237,19 @@ def main() -> None:
             f"sweep of {N_CONFIGS} configurations, --no-tracking: {time.perf_counter() - t0:.1f} s "
             f"(load average {os.getloadavg()[0]:.1f})"
         )
-        targets: dict[str, str] = {}
+        targets: dict[str, tuple[str, Server | None]] = {}
         wanted = args.targets.split(",")
+        extra = shlex.split(args.server_args)
         if "sqlite" in wanted:
-            targets["sqlite"] = ""
+            targets["sqlite"] = ("", None)
         if "server" in wanted:
             srv = Server(
-                ["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv")], env_for(ROOT)
+                ["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv"), *extra],
+                env_for(ROOT),
             )
             servers.append(srv)
             srv.wait_healthy()
-            targets["server"] = srv.uri
+            targets["server"] = (srv.uri, srv)
         if "postgres" in wanted:
             why = postgres_missing()
             if why:
@@ -215,26 +262,32 @@ def main() -> None:
                         str(work / "pg"),
                         str(free_port()),
                         str(free_port()),
+                        *extra,
                     ],
                     env_for(ROOT),
+                    pg_dir=work / "pg" / "pg",
                 )
                 servers.append(srv)
                 srv.wait_healthy()
-                targets["postgres"] = srv.uri
+                targets["postgres"] = (srv.uri, srv)
         label = {
             "sqlite": "(a) fresh SQLite store",
             "server": "(b) mlflow server on SQLite",
             "postgres": "(c) mlflow server on PostgreSQL",
         }
-        for name, uri in targets.items():
+        cores = os.cpu_count() or 1
+        for name, (uri, server) in targets.items():
             times: dict[str, list[float]] = {k: [] for k in codes}
             cpus: dict[str, list[float]] = {k: [] for k in codes}
+            server_cpus: dict[str, list[float]] = {k: [] for k in codes}
             for i in range(args.repeat):
                 for which, code in codes.items():
                     target = uri or f"sqlite:///{work}/{which}-{i}.db"
+                    busy = server.cpu() if server else 0.0
                     wall, cpu = track(code, results, target, f"track600-{which}-{i}")
                     times[which].append(wall)
                     cpus[which].append(cpu)
+                    server_cpus[which].append(server.cpu() - busy if server else 0.0)
             rates = {k: N_CONFIGS / min(v) for k, v in times.items()}  # 0.0: it failed
             line = f"{label[name]}: " + ", ".join(
                 f"{k} {rates[k]:.1f} runs/s ({min(times[k]):.1f} s wall, {min(cpus[k]):.1f} s CPU in schedlab track)"
@@ -247,6 +300,17 @@ def main() -> None:
             elif name in ISSUE_BEFORE:
                 line += f" (the issue's figure before: {ISSUE_BEFORE[name]:g} runs/s)"
             print(line + f" [load average {os.getloadavg()[0]:.1f}]", flush=True)
+            if server is not None:
+                for k in codes:
+                    best = times[k].index(min(times[k]))
+                    srv_ms = 1000 * server_cpus[k][best] / N_CONFIGS
+                    cli_ms = 1000 * cpus[k][best] / N_CONFIGS
+                    print(
+                        f"    {k}: server {srv_ms:.1f} + client {cli_ms:.1f} CPU-ms per run "
+                        f"-> ceiling on {cores} cores: {cores} x 1000 / {srv_ms + cli_ms:.1f} = "
+                        f"{cores * 1000 / (srv_ms + cli_ms):.0f} runs/s",
+                        flush=True,
+                    )
     finally:
         for srv in servers:
             srv.stop()

@@ -2,7 +2,7 @@
 # A team's MLflow tracking server for schedlab sweeps: `mlflow server` backed by
 # PostgreSQL (the backend MLflow documents for shared use), on this machine.
 #
-#   infra/mlflow-postgres.sh DATA_DIR [PG_PORT] [MLFLOW_PORT]
+#   infra/mlflow-postgres.sh DATA_DIR [PG_PORT] [MLFLOW_PORT] [MLFLOW SERVER ARGS...]
 #
 # DATA_DIR (created if needed) holds the PostgreSQL cluster (DATA_DIR/pg, made
 # with initdb on first use), its log (DATA_DIR/postgres.log), its socket dir and
@@ -36,11 +36,12 @@
 # (pip install 'schedlab[postgres]').
 set -euo pipefail
 
-usage() { echo "usage: infra/mlflow-postgres.sh DATA_DIR [PG_PORT] [MLFLOW_PORT]" >&2; exit 2; }
+usage() { echo "usage: infra/mlflow-postgres.sh DATA_DIR [PG_PORT] [MLFLOW_PORT] [MLFLOW SERVER ARGS...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 data_dir="$1"
 pg_port="${2:-${PG_PORT:-5432}}"
 mlflow_port="${3:-${MLFLOW_PORT:-5000}}"
+shift $(( $# > 3 ? 3 : $# ))  # the rest: extra `mlflow server` arguments
 for p in "$pg_port" "$mlflow_port"; do
   case "$p" in ''|*[!0-9]*) echo "mlflow-postgres.sh: ports must be numbers, got '$p'" >&2; exit 2 ;; esac
 done
@@ -120,7 +121,8 @@ uri="http://127.0.0.1:$mlflow_port"
   --workers "$workers" \
   --backend-store-uri "postgresql+psycopg2://mlflow@127.0.0.1:$pg_port/mlflow" \
   --artifacts-destination "$data_dir/artifacts" \
-  --serve-artifacts >&2 &
+  --serve-artifacts \
+  "$@" >&2 &
 mlflow_pid=$!
 
 # The URI on stdout once the server answers (scripts and tests read it).

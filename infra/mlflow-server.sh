@@ -13,8 +13,10 @@
 # then syncs one log file instead of journal and database: MLflow writes a run in
 # several transactions, and fsyncs were most of each request's ~50 ms), and
 # uvicorn runs MLFLOW_WORKERS worker processes (default: one per CPU, at least
-# 2). SQLite still has one writer at a time: for a team, or for more than ~100
-# runs/s, use the PostgreSQL recipe, infra/mlflow-postgres.sh.
+# 2). SQLite still has one writer at a time: for a team, use the PostgreSQL
+# recipe, infra/mlflow-postgres.sh. Either server spends ~35-45 ms of CPU per
+# new run (three requests; benchmarks/tracking.py measures it), the client
+# ~16 ms (all of `schedlab track`): runs/s <= free cores x 1000 / their sum.
 set -euo pipefail
 
 port="${1:-${MLFLOW_PORT:-5000}}"

@@ -5,7 +5,9 @@ store (`Mirror`), and how a run compares with what the disk says it must hold
 A new child run costs three store calls: ``create_run`` with every tag but
 the provenance ones, one ``log_batch`` with params, metrics and the
 provenance tags (``schedlab.rows``, ``schedlab.rows_digest``), and
-``set_terminated``. MLflow writes a ``log_batch``'s params, then its
+``set_terminated`` -- except into a SQLite store of a known schema, where the
+runs of configurations that have none yet are written many to a transaction
+(`Mirror.log_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
 metrics, then its tags, so the provenance tags still land last: a run has
 them only once its values are in (a run wider than one batch gets them in a
 batch of their own, after the others). `Mirror.log` is safe to call from
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schedlab.platform.tracking_bulk import RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
 from schedlab.platform.tracking_data import (
     CONFIG_TAG,
     PROVENANCE_TAGS,
@@ -142,7 +145,7 @@ def behind(state: RunState, exp: Expected) -> str:
 class Mirror:
     """The sweep's experiment, parent run and child runs in one tracking store."""
 
-    def __init__(self, uri: str, experiment: str | None, manifest: dict[str, Any]):
+    def __init__(self, uri: str, experiment: str | None, manifest: dict[str, Any], bulk: bool = True):
         from mlflow.tracking import MlflowClient
 
         #: Called after every page of a search: progress for a caller that watches for stalls.
@@ -152,6 +155,9 @@ class Mirror:
         self.experiment_id = self._experiment(experiment or self.sweep)
         self.parent = self._parent(manifest)
         self._children: dict[str, RunState] | None = None
+        #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`;
+        #: ``bulk=False``: always the client, the path the bulk one is compared with).
+        self.bulk = bulk_store(self.client) if bulk else None
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
@@ -298,6 +304,20 @@ class Mirror:
         if not state.finished:
             self.client.set_terminated(state.run_id, "FINISHED")
             state.finished = True
+
+    def log_new(self, exps: list[Expected]) -> list[NewRun]:
+        """Create the runs of configurations that have none, in bulk
+        (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
+        what was written and which configurations MLflow rejected."""
+        if self.bulk is None:  # invariant: callers check
+            raise RuntimeError("Mirror.log_new without a bulk store")
+        children = self.children()
+        written = write_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
+        for new in written:
+            if new.error is None:
+                cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]
+                children[cid] = RunState(new.run_id, new.params, new.tags, values, True, name)
+        return written
 
     @staticmethod
     def _must_replace(state: RunState, exp: Expected) -> bool:

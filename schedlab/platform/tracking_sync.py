@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
+from schedlab.platform.tracking_bulk import BULK_RUNS
 from schedlab.platform.tracking_data import CONFIG_TAG, Expected, code_digest, expected_runs, read_manifest
 from schedlab.platform.tracking_mirror import (
     CODE_ARTIFACTS_TAG,
@@ -68,8 +69,16 @@ class Sync:
     ``logged_total`` / ``queued_total`` / ``ticks`` tell a watcher how far it
     got and whether it still moves."""
 
-    def __init__(self, uri: str, experiment: str | None, results_dir: Path, manifest: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        uri: str,
+        experiment: str | None,
+        results_dir: Path,
+        manifest: dict[str, Any] | None = None,
+        bulk: bool = True,
+    ):
         self.uri = uri
+        self.bulk = bulk  # False: new runs through MLflow's client even into SQLite (`tracking_bulk`)
         self.experiment = experiment
         self.results_dir = results_dir
         self.manifest = manifest
@@ -101,7 +110,7 @@ class Sync:
             if self.manifest is None:
                 self.manifest = read_manifest(self.results_dir)
             prepare_store(self.uri)
-            self.mirror = Mirror(self.uri, self.experiment, self.manifest)
+            self.mirror = Mirror(self.uri, self.experiment, self.manifest, self.bulk)
             self.mirror.tick = self.tick
         except Exception as err:
             self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
@@ -161,6 +170,28 @@ class Sync:
             self.ticks += 1
         return True
 
+    def _log_new(self, exps: list[Expected]) -> None:
+        """Create the runs of configurations that have none, `BULK_RUNS` to a
+        transaction (a SQLite store: `Mirror.log_new`)."""
+        if self.mirror is None:  # invariant: only reached through _log_all
+            raise RuntimeError("Sync._log_new called before connect()")
+        for start in range(0, len(exps), BULK_RUNS):
+            if self.dead:
+                return
+            chunk = exps[start : start + BULK_RUNS]
+            try:
+                written = self.mirror.log_new(chunk)
+            except Exception as err:
+                self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+                return
+            for new in written:
+                if new.error is not None:
+                    self.record(f"config {new.exp.config_id}: {describe_error(new.error)}")
+            with self._lock:
+                self.logged.update(new.exp.config_id for new in written if new.error is None)
+                self.logged_total += len(written)
+                self.ticks += 1
+
     def _log_all(self, expected: Iterable[Expected]) -> None:
         """Log each configuration, `threads` at a time; stop at the first
         failure of the store (the calls in flight finish)."""
@@ -169,7 +200,11 @@ class Sync:
         todo = list(expected)
         with self._lock:
             self.queued_total += len(todo)
-        self.mirror.children()  # the one search, before any thread reads it
+        children = self.mirror.children()  # the one search, before any thread reads it
+        if self.mirror.bulk is not None:
+            new = [exp for exp in todo if exp.config_id not in children]
+            todo = [exp for exp in todo if exp.config_id in children]
+            self._log_new(new)
         if self.threads == 1:
             for exp in todo:
                 if self.dead or not self._log_one(exp):

@@ -1,0 +1,131 @@
+"""New runs written in bulk into a SQLite store (`tracking_bulk`) must be the
+runs MLflow's own client path writes: both paths track the same results dir
+into two real SQLite stores, and everything MLflow reads back -- runs, their
+params, tags and latest metrics, metric histories, search filters and
+ordering -- and every row of the five tables (ids and times aside) is compared."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from schedlab.platform import tracking_bulk, tracking_sync
+from schedlab.platform.tracking_bulk import bulk_store
+from schedlab.platform.tracking_sync import Sync, TrackReport
+from tests.test_tracking import CONFIGS, METRICS, SWEEP, check_runs, expected, make_results, sqlite_children
+
+#: Columns that differ between any two trackings (ids, clocks) and are compared separately.
+VOLATILE = {"run_uuid", "start_time", "end_time", "timestamp", "artifact_uri"}
+SEARCHES = [
+    "metrics.n = 4",
+    "metrics.mst > 0",
+    "params.policy = 'FIFO'",
+    "params.load = '0.9'",
+    "tags.`schedlab.policy` = 'SRPTE+PS'",
+    "attributes.status = 'FINISHED'",
+    "attributes.run_name LIKE 'SRPTE%'",
+]
+
+
+def track(d: Path, uri: str, bulk: bool) -> TrackReport:
+    sync = Sync(uri, None, d, bulk=bulk)
+    report = sync.finalize()
+    assert sync.mirror is not None and (sync.mirror.bulk is not None) == bulk  # the path under test was taken
+    return report
+
+
+def table_rows(db: Path, run_config: dict[str, str]) -> dict[str, list[tuple]]:
+    """Every row of the tables a run is written to, its run id replaced by its
+    configuration (the parent: 'parent'), volatile columns dropped, sorted."""
+    con = sqlite3.connect(db)
+    try:
+        out = {}
+        for table in tracking_bulk.COLUMNS:
+            cur = con.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
+            names = [c[0] for c in cur.description]
+            rows = []
+            for row in cur:
+                rec = dict(zip(names, row))
+                rec["run"] = run_config.get(rec["run_uuid"], "parent")
+                if rec.get("key") == "mlflow.parentRunId":
+                    rec["value"] = "parent"
+                rows.append(tuple(sorted((k, v) for k, v in rec.items() if k not in VOLATILE)))
+            out[table] = sorted(rows, key=repr)
+        return out
+    finally:
+        con.close()
+
+
+def test_bulk_runs_equal_client_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(tracking_bulk, "BULK_RUNS", 2)  # 3 configurations: two transactions
+    monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)
+    d = make_results(tmp_path / "results")
+    stores = {bulk: tmp_path / f"{'bulk' if bulk else 'client'}.db" for bulk in (True, False)}
+    for bulk, db in stores.items():
+        assert track(d, f"sqlite:///{db}", bulk) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+    seen = {}
+    for bulk, db in stores.items():
+        client, runs, view = sqlite_children(f"sqlite:///{db}")
+        check_runs(view, expected(d))  # against numpy/scipy, as for the client path
+        exp = client.get_experiment_by_name(SWEEP)
+        parent_id = next(iter(runs.values())).data.tags["mlflow.parentRunId"]
+        info, history, fresh = {}, {}, {}
+        for cid, run in runs.items():
+            i = run.info
+            assert i.artifact_uri == f"{exp.artifact_location}/{i.run_id}/artifacts"
+            assert i.start_time <= i.end_time
+            info[cid] = (i.status, i.lifecycle_stage, i.user_id, i.run_name, i.experiment_id == exp.experiment_id)
+            history[cid] = {k: [(m.step, m.value) for m in client.get_metric_history(i.run_id, k)] for k in METRICS}
+            got = client.get_run(i.run_id).data
+            tags = {**got.tags, "mlflow.parentRunId": got.tags["mlflow.parentRunId"] == parent_id}
+            fresh[cid] = (got.params, tags, got.metrics)
+        found = {
+            flt: [r.data.tags.get("schedlab.config_id") for r in client.search_runs([exp.experiment_id], flt)]
+            for flt in SEARCHES
+        }
+        ordered = client.search_runs([exp.experiment_id], "metrics.n > 0", order_by=["metrics.mst DESC"])
+        run_config = {r.info.run_id: cid for cid, r in runs.items()}
+        seen[bulk] = (info, history, fresh, found, [r.info.run_name for r in ordered], table_rows(db, run_config))
+    assert all(flt for flt in seen[True][3].values())  # every search finds something
+    for part, (a, b) in enumerate(zip(seen[True], seen[False])):
+        assert a == b, f"part {part} differs between the bulk and the client path"
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_rejected_configuration_is_reported_others_logged(tmp_path, bulk):
+    """MLflow's own validation rejects one configuration (a param name it does
+    not allow): both paths record it by its id and log the others."""
+    d = make_results(tmp_path / "results")
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["configs"]["c2"]["params"]["x*y"] = 1
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    report = track(d, f"sqlite:///{tmp_path}/m.db", bulk)
+    assert report.failed and report.logged == len(CONFIGS) - 1
+    assert report.error is not None and report.error.startswith("config c2: MlflowException: Invalid value")
+
+
+def test_bulk_only_for_a_known_schema(tmp_path):
+    d = make_results(tmp_path / "results")
+    db = tmp_path / "s.db"
+    assert track(d, f"sqlite:///{db}", True).failed is False
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    assert bulk_store(client) is not None
+    con = sqlite3.connect(db)
+    try:
+        [(revision,)] = con.execute("SELECT version_num FROM alembic_version").fetchall()
+        with con:
+            con.execute("UPDATE alembic_version SET version_num = 'fffffffffff0'")
+        assert bulk_store(client) is None  # a schema revision this code was not checked against
+        with con:
+            con.execute("UPDATE alembic_version SET version_num = ?", (revision,))
+        assert bulk_store(client) is not None
+        with con:
+            con.execute("ALTER TABLE params ADD COLUMN origin VARCHAR(20)")
+        assert bulk_store(client) is None  # a column the bulk path would not fill
+    finally:
+        con.close()
