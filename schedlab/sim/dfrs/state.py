@@ -78,6 +78,8 @@ class DfrsState:
         self.migrated_tasks = np.zeros(n, dtype=np.int64)
         self.mem_moved = np.zeros(n)
         self.dirty = False
+        # GreedyP / GreedyPM's victim rule, an engine option ("prefix" or "put-back"; schedlab.policies.dfrs.greedy)
+        self.victims = "prefix"
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
