@@ -1,14 +1,16 @@
 """Compiled batch form of ``DfrsState.apply``'s arithmetic (numba, imported
 lazily by ``state``): one call releases every paused and moved job, one
 acquires every placed and moved job, one counts the moved tasks -- instead of
-one compiled call per job, whose dispatch cost dominated an MCB8 remap (it
-moves every running job).
+three compiled calls per job, whose dispatch cost was a large share of an
+MCB8 remap (it moves every running job).
 
-Why the bits are those of the per-job kernels (``schedlab.sim.dfrs_fast``'s
-``release_kernel`` / ``acquire_kernel`` / ``moved_tasks_kernel``): each row
-(job) runs the same statements in the same order, rows in the order the
-per-job calls ran, so every node's free memory and load receive the same
-sequence of IEEE additions.
+Why the bits are those of the per-job code it replaced (one
+``release_kernel`` / acquire / moved-count call per job, each the
+sequential ``np.add.at`` sums of the job's tasks): each row (job) runs the
+same statements in the same order, rows in the order the per-job calls ran,
+so every node's free memory and load receive the same sequence of IEEE
+additions. The overfill test and the moved-task count are integer or
+comparison results of the same values.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ def release_rows(free_mem, load, nodes, ptr, mem, cpu):
 
 @njit(**JIT)
 def acquire_rows(free_mem, load, nodes, ptr, mem, cpu, nnodes, mem_eps):
-    """For each row r in order: ``acquire_kernel`` on its nodes; stops at the
-    first row whose result is not -1 and returns (that row, the result: -2 a
-    node out of range -- the row changed nothing --, else the overfilled
-    node), or (-1, -1) when every row was acquired."""
+    """For each row r in order: -2 (the row changes nothing) if one of its
+    nodes is outside 0..nnodes-1; else subtract mem[r] from its nodes' free
+    memory and add cpu[r] to their load, task by task, then its node of the
+    first task whose node's free memory is the smallest, if that is below
+    -mem_eps (overfilled). Stops at the first row with such a result and
+    returns (that row, the result), or (-1, -1) when every row was acquired."""
     for r in range(ptr.shape[0] - 1):
         a = ptr[r]
         b = ptr[r + 1]
@@ -61,8 +65,9 @@ def acquire_rows(free_mem, load, nodes, ptr, mem, cpu, nnodes, mem_eps):
 
 @njit(**JIT)
 def moved_rows(old, old_ptr, new, new_ptr, nnodes):
-    """``moved_tasks_kernel`` per row: 0 if the row's old and new node arrays
-    are equal, else its tasks minus the multiset intersection's size."""
+    """Per row, the tasks of a moved job whose node changed: 0 if its old and
+    new node arrays are equal, else its tasks minus the size of the multiset
+    intersection of the old and new nodes (integers: exact)."""
     rows = old_ptr.shape[0] - 1
     out = np.zeros(rows, dtype=np.int64)
     cnt = np.zeros(nnodes, dtype=np.int64)
