@@ -74,56 +74,6 @@ def release_kernel(free_mem, load, nodes, mem, cpu):
 
 
 @njit(**JIT)
-def acquire_kernel(free_mem, load, nodes, mem, cpu, nnodes, mem_eps):
-    """``DfrsState._acquire``'s arithmetic: -2 (nothing changed) if a node is
-    outside 0..nnodes-1; else ``np.add.at(free_mem, nodes, -mem)`` and
-    ``np.add.at(load, nodes, cpu)`` task by task, then the node of the first
-    task whose node's free memory is the smallest, if that is below
-    -mem_eps (overfilled), else -1."""
-    n = nodes.shape[0]
-    for q in range(n):
-        if nodes[q] < 0 or nodes[q] >= nnodes:
-            return -2
-    for q in range(n):
-        free_mem[nodes[q]] += -mem
-    for q in range(n):
-        load[nodes[q]] += cpu
-    if n == 0:
-        return -1
-    kq = 0
-    for q in range(1, n):
-        if free_mem[nodes[q]] < free_mem[nodes[kq]]:
-            kq = q
-    if free_mem[nodes[kq]] < -mem_eps:
-        return nodes[kq]
-    return -1
-
-
-@njit(**JIT)
-def moved_tasks_kernel(old, new, nnodes):
-    """Tasks of a moved job whose node changed: 0 if the node arrays are
-    equal, else the tasks minus the size of the multiset intersection of the
-    old and new nodes (integers: exact)."""
-    if old.shape[0] == new.shape[0]:
-        same = True
-        for q in range(old.shape[0]):
-            if old[q] != new[q]:
-                same = False
-                break
-        if same:
-            return 0
-    cnt = np.zeros(nnodes, dtype=np.int64)
-    for q in range(old.shape[0]):
-        cnt[old[q]] += 1
-    common = 0
-    for q in range(new.shape[0]):
-        if cnt[new[q]] > 0:
-            cnt[new[q]] -= 1
-            common += 1
-    return new.shape[0] - common
-
-
-@njit(**JIT)
 def hit_incidence_kernel(row_of, nrows, nodes, ptr, cpu):
     """The allocation's input in one pass over the running jobs (in the order
     given): the indices of the jobs with a task on a row (``row_of[k] >= 0``:

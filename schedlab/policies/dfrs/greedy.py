@@ -44,7 +44,12 @@ lower priority than j (§4.1; j itself has zero virtual time, so these are
 the running jobs with positive virtual time) are candidates. If even pausing
 all of them would not let j fit, nothing is paused and j waits. Otherwise
 they are paused lowest priority first, until j fits (a prefix of that
-order), and j is placed with Greedy.
+order), and j is placed with Greedy. Option ``[system] victims = "put-back"``
+(engine ``dfrs``; the authors' simulator's rule, docs/dfrs.md row 7;
+``put_back_victims``): every running job is a candidate (zero virtual time
+last), taken off lowest priority first until Greedy places j, then each
+victim whose own nodes still have the memory is put back, highest priority
+first; j is always placed. GreedyPM re-places the remaining victims as below.
 
 GreedyPM (§4.2, "moving rather than pausing ... by trying to reschedule jobs
 selected for pausing in order of their priority using Greedy"): the victims
@@ -130,32 +135,14 @@ class GreedyStar(DfrsPolicy):
                 st.apply(places={j: nodes})
 
     def _preempt(self, st: DfrsState, j: int) -> None:
-        key_j = st.priority_key(j)
-        lower = [v for v in st.by_priority(st.running) if st.priority_key(v) > key_j]
-        lower.reverse()  # lowest priority first
-        if not lower:
+        choose = put_back_victims if st.victims == "put-back" else prefix_victims
+        chosen = choose(st, j)
+        if chosen is None:
             return
-        free = st.free_mem.copy()
-        load = st.load.copy()
-        T, m, c = st.tasks[j], st.mem[j], st.cpu[j]
-        for v in lower:
-            _take(free, load, st.where[v], st.mem[v], st.cpu[v], -1.0)
-        if int(task_slots(free, m).sum()) < T:
-            return  # pausing every lower-priority job would not be enough
-        free = st.free_mem.copy()
-        load = st.load.copy()
-        victims: list[int] = []
-        for v in lower:
-            _take(free, load, st.where[v], st.mem[v], st.cpu[v], -1.0)
-            victims.append(v)
-            if int(task_slots(free, m).sum()) >= T:
-                break
-        nodes = greedy_place(free, load, T, m, c)
-        assert nodes is not None
+        victims, nodes, free, load = chosen
         if not self.migrate:
             st.apply(pauses=victims, places={j: nodes})
             return
-        _take(free, load, nodes, m, c, 1.0)
         moves: dict[int, list[int]] = {}
         pauses: list[int] = []
         for v in st.by_priority(victims):  # highest priority first
@@ -166,6 +153,76 @@ class GreedyStar(DfrsPolicy):
                 moves[v] = nv
                 _take(free, load, nv, st.mem[v], st.cpu[v], 1.0)
         st.apply(pauses=pauses, moves=moves, places={j: nodes})
+
+
+Victims = tuple[list[int], list[int], np.ndarray, np.ndarray]
+
+
+def prefix_victims(st: DfrsState, j: int) -> Victims | None:
+    """GreedyP's victims (module docstring; the default rule): the lowest-priority
+    prefix of the running jobs of lower priority than ``j`` that makes room
+    for it, or None when pausing them all would not. Returns (victims,
+    j's nodes, free memory and CPU load per node with the victims off and
+    j on)."""
+    key_j = st.priority_key(j)
+    lower = [v for v in st.by_priority(st.running) if st.priority_key(v) > key_j]
+    lower.reverse()  # lowest priority first
+    if not lower:
+        return None
+    free = st.free_mem.copy()
+    load = st.load.copy()
+    T, m, c = st.tasks[j], st.mem[j], st.cpu[j]
+    for v in lower:
+        _take(free, load, st.where[v], st.mem[v], st.cpu[v], -1.0)
+    if int(task_slots(free, m).sum()) < T:
+        return None  # pausing every lower-priority job would not be enough
+    free = st.free_mem.copy()
+    load = st.load.copy()
+    victims: list[int] = []
+    for v in lower:
+        _take(free, load, st.where[v], st.mem[v], st.cpu[v], -1.0)
+        victims.append(v)
+        if int(task_slots(free, m).sum()) >= T:
+            break
+    nodes = greedy_place(free, load, T, m, c)
+    assert nodes is not None
+    _take(free, load, nodes, m, c, 1.0)
+    return victims, nodes, free, load
+
+
+def put_back_victims(st: DfrsState, j: int) -> Victims:
+    """The authors' simulator's victims (``[system] victims = "put-back"``,
+    docs/dfrs.md row 7): take the lowest-priority running job off, one at a
+    time, until Greedy places ``j`` -- every running job is a candidate,
+    those with zero virtual time (priority +inf, as j's) last; then, highest
+    priority first, put back every victim whose own nodes still have the
+    memory for its tasks (with j placed and the earlier victims put back).
+    ``j`` always gets placed: every job fits the empty cluster (checked by
+    ``run_table``). Returns what ``prefix_victims`` returns."""
+    free = st.free_mem.copy()
+    load = st.load.copy()
+    T, m, c = st.tasks[j], st.mem[j], st.cpu[j]
+    order = st.by_priority(st.running)  # highest priority first: the next candidate is the last
+    taken: list[int] = []  # lowest priority first
+    nodes = greedy_place(free, load, T, m, c)
+    while nodes is None:
+        v = order.pop()
+        _take(free, load, st.nodes_of(v), st.mem[v], st.cpu[v], -1.0)
+        taken.append(v)
+        nodes = greedy_place(free, load, T, m, c)
+    _take(free, load, nodes, m, c, 1.0)
+    victims: list[int] = []
+    for v in reversed(taken):  # highest priority first
+        where = st.nodes_of(v)
+        trial = free.copy()
+        np.add.at(trial, where, -st.mem[v])  # the placement's own arithmetic and memory test (DfrsState.apply)
+        if float(trial[where].min()) >= -MEM_EPS:
+            free = trial
+            np.add.at(load, where, st.cpu[v])
+        else:
+            victims.append(v)
+    victims.reverse()  # lowest priority first, as prefix_victims
+    return victims, nodes, free, load
 
 
 class GreedyPStar(GreedyStar):

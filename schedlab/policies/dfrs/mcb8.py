@@ -176,10 +176,11 @@ def mcb8(
     table.sort(key=lambda j: -j[4])
 
     pinned = dict(pinned or {})
+    row_of = {row[0]: r for r, row in enumerate(table)} if pinned else {}
     for job_id, where in pinned.items():
-        row = next((r for r in table if r[0] == job_id), None)
-        if row is None:
+        if job_id not in row_of:
             raise ValueError(f"pinned job {job_id!r} is not among the jobs")
+        row = table[row_of[job_id]]
         if len(where) != row[1] or any(not (0 <= int(k) < nodes) for k in where):
             raise ValueError(f"pinned job {job_id!r}: needs {row[1]} nodes in 0..{nodes - 1}, got {list(where)}")
 
@@ -189,18 +190,21 @@ def mcb8(
     from schedlab.policies.dfrs.mcb8_fast import mcb8_kernel  # numba, loaded only when packing
 
     nrows = len(table)
+    pin_rows = sorted(row_of[job_id] for job_id in pinned)  # table order
     is_pin = np.zeros(nrows, dtype=np.bool_)
+    is_pin[pin_rows] = True
     pin_ptr = np.zeros(nrows + 1, dtype=np.int64)
     pin_nodes: list[int] = []
-    for r, row in enumerate(table):
-        if row[0] in pinned:
-            is_pin[r] = True
-            pin_nodes.extend(int(k) for k in pinned[row[0]])
-        pin_ptr[r + 1] = len(pin_nodes)
+    for r in pin_rows:
+        where = pinned[table[r][0]]
+        pin_nodes.extend(int(k) for k in where)
+        pin_ptr[r + 1] = len(where)
+    np.cumsum(pin_ptr, out=pin_ptr)
+    cols = list(zip(*table)) if table else [(), (), (), ()]
     kept, lo, best, status = mcb8_kernel(
-        np.asarray([row[1] for row in table], dtype=np.int64),
-        np.asarray([row[2] for row in table], dtype=float),
-        np.asarray([row[3] for row in table], dtype=float),
+        np.asarray(cols[1], dtype=np.int64),
+        np.asarray(cols[2], dtype=float),
+        np.asarray(cols[3], dtype=float),
         is_pin,
         pin_ptr,
         np.asarray(pin_nodes, dtype=np.int64),
@@ -213,14 +217,14 @@ def mcb8(
     if kept == 0:
         return MCB8Result(1.0, {}, dropped)
     del table[kept:]
-    mapping: dict[K, list[int]] = {row[0]: [] for row in table}
-    for r, row in enumerate(table):
-        if is_pin[r]:
-            mapping[row[0]] = [int(k) for k in pinned[row[0]]]
+    # job id -> nodes, in table order: a kept pinned job's pinned nodes, the others' packing (task order)
+    mapping: dict[K, list[int]] = {}
     best = best.tolist()
     t = 0
-    for r, row in enumerate(table):
-        if not is_pin[r]:
-            mapping[row[0]].extend(best[t : t + row[1]])
+    for row in table:
+        if row[0] in pinned:
+            mapping[row[0]] = [int(k) for k in pinned[row[0]]]
+        else:
+            mapping[row[0]] = best[t : t + row[1]]
             t += row[1]
     return MCB8Result(lo / steps, mapping, dropped)

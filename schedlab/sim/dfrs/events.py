@@ -42,6 +42,7 @@ def simulate_dfrs(
     snapshots: bool = False,
     hidden=None,
     star_pass: str = "completion",
+    victims: str = "prefix",
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
@@ -52,8 +53,11 @@ def simulate_dfrs(
     ``schedlab.checks``): a function applied once to the processing-time
     array, returning what ``state.processing`` then holds and the engine
     reads -- a guard that refuses reads from outside this module (None, the
-    normal path, adds nothing per event)."""
+    normal path, adds nothing per event). ``victims``: GreedyP / GreedyPM's
+    victim rule, "prefix" or "put-back" (``schedlab.policies.dfrs.greedy``),
+    read by the policy from ``state.victims``."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
+    st.victims = victims
     late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
         st.processing = hidden(st.processing)

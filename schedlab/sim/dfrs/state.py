@@ -34,6 +34,15 @@ def task_slots(free_mem: np.ndarray, m: float) -> np.ndarray:
     return np.floor((free_mem + MEM_EPS) / m).astype(np.int64)
 
 
+def _concat(arrays: list) -> tuple[np.ndarray, np.ndarray]:
+    """The int64 node arrays end to end, and row r's bounds ``ptr[r]:ptr[r + 1]``."""
+    ptr = np.zeros(len(arrays) + 1, dtype=np.int64)
+    if not arrays:
+        return np.zeros(0, dtype=np.int64), ptr
+    np.cumsum([len(a) for a in arrays], out=ptr[1:])
+    return np.concatenate(arrays).astype(np.int64, copy=False), ptr
+
+
 class DfrsState:
     """The handle a mapping policy acts on. Read: ``free_mem``, ``load``
     (numpy, per node; do not modify), ``where[j]`` (node array of a placed
@@ -69,6 +78,8 @@ class DfrsState:
         self.migrated_tasks = np.zeros(n, dtype=np.int64)
         self.mem_moved = np.zeros(n)
         self.dirty = False
+        # GreedyP / GreedyPM's victim rule, an engine option ("prefix" or "put-back"; schedlab.policies.dfrs.greedy)
+        self.victims = "prefix"
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
@@ -103,57 +114,55 @@ class DfrsState:
         return nodes
 
     # -- mapping changes -----------------------------------------------------
-    # _release / _acquire: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
+    # _release: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
     def _release(self, j: int) -> None:
         from schedlab.sim.dfrs_fast import release_kernel
 
         release_kernel(self.free_mem, self.load, self.nodes_of(j), self.mem[j], self.cpu[j])
         self.where[j] = None
 
-    def _acquire(self, j: int, nodes: np.ndarray) -> None:
-        from schedlab.sim.dfrs_fast import acquire_kernel
-
-        if len(nodes) != self.tasks[j]:
-            raise DfrsCapacityError(f"t={self.now}: job {j} has {self.tasks[j]} tasks, placement has {len(nodes)}")
-        k = acquire_kernel(self.free_mem, self.load, nodes, self.mem[j], self.cpu[j], self.nodes, MEM_EPS)
-        if k == -2:
-            raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
-        if k >= 0:
-            raise DfrsCapacityError(
-                f"t={self.now}: placing job {j} overfills the memory of node {k} ({1.0 - self.free_mem[k]:.6g} > 1)"
-            )
-        self.where[j] = nodes
-
     def apply(self, *, pauses=(), moves=None, places=None) -> None:
         """Change the mapping atomically: first pause ``pauses`` (running jobs)
         and take the running jobs of ``moves`` ({job: nodes}) off their nodes,
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
         the moved jobs on their new nodes, in dict order. A move to the same
-        multiset of nodes is no migration (no penalty, nothing counted)."""
-        from schedlab.sim.dfrs_fast import moved_tasks_kernel
+        multiset of nodes is no migration (no penalty, nothing counted).
+
+        The node arithmetic runs in three compiled calls for the whole change
+        (``schedlab.sim.dfrs.state_fast``: the per-job kernels' additions in
+        the same order, so the same bits); the bookkeeping stays here. A
+        policy error raises before the arithmetic it concerns (the state is
+        then unusable either way)."""
+        from schedlab.sim.dfrs.state_fast import acquire_rows, moved_rows, release_rows
 
         moves = moves or {}
         places = places or {}
+        pauses = list(pauses)
+        off: set[int] = set()  # jobs taken off so far (a second pause or move of one is a policy error)
+        for kind, jobs in (("pause", pauses), ("move", moves)):
+            for j in jobs:
+                if self.status[j] != RUNNING or j in off:
+                    raise DfrsCapacityError(f"t={self.now}: {kind} of job {j}, which is not running")
+                off.add(j)
+        old = [self.nodes_of(j) for j in moves]
+        if off:
+            gone = pauses + list(moves)
+            self._rows(release_rows, gone, [self.nodes_of(j) for j in gone])
         for j in pauses:
-            if self.status[j] != RUNNING:
-                raise DfrsCapacityError(f"t={self.now}: pause of job {j}, which is not running")
-            self._release(j)
+            self.where[j] = None
             self.status[j] = PAUSED
             self.running.discard(j)
             self.pending.add(j)
             self.pauses[j] += 1
             self.mem_moved[j] += self.mem[j] * self.tasks[j]
             self.y[j] = 0.0
-        old = {}
         for j in moves:
-            if self.status[j] != RUNNING:
-                raise DfrsCapacityError(f"t={self.now}: move of job {j}, which is not running")
-            old[j] = self.where[j]
-            self._release(j)
-        for j, nodes in places.items():
+            self.where[j] = None
+        for j in places:
             if self.status[j] not in (WAITING, PAUSED):
                 raise DfrsCapacityError(f"t={self.now}: placement of job {j}, which is neither waiting nor paused")
-            self._acquire(j, np.asarray(nodes, dtype=np.int64))
+        new = self._acquire_all(acquire_rows, [*places.items(), *moves.items()])
+        for j in places:
             if self.status[j] == PAUSED:
                 self.pen_until[j] = self.now + self.penalty
             else:
@@ -161,18 +170,52 @@ class DfrsState:
             self.status[j] = RUNNING
             self.pending.discard(j)
             self.running.add(j)
-        for j, nodes in moves.items():
-            nodes = np.asarray(nodes, dtype=np.int64)
-            self._acquire(j, nodes)
-            # 0 if the node arrays are equal, else tasks minus the multiset intersection of old and new nodes
-            moved = moved_tasks_kernel(old[j], nodes, self.nodes)
-            if moved:
-                self.migrations[j] += 1
-                self.migrated_tasks[j] += moved
-                self.mem_moved[j] += self.mem[j] * moved
-                self.pen_until[j] = self.now + self.penalty
+        if moves:
+            flat_old, old_ptr = _concat(old)
+            flat_new, new_ptr = new
+            moved = moved_rows(flat_old, old_ptr, flat_new, new_ptr[len(places) :], self.nodes).tolist()
+            for j, k in zip(moves, moved):
+                if k:
+                    self.migrations[j] += 1
+                    self.migrated_tasks[j] += k
+                    self.mem_moved[j] += self.mem[j] * k
+                    self.pen_until[j] = self.now + self.penalty
         if pauses or moves or places:
             self.dirty = True
+
+    def _rows(self, kernel, jobs: list[int], nodes: list[np.ndarray]) -> None:
+        flat, ptr = _concat(nodes)
+        kernel(self.free_mem, self.load, flat, ptr, *self._mem_cpu(jobs))
+
+    def _mem_cpu(self, jobs: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            np.asarray([self.mem[j] for j in jobs], dtype=float),
+            np.asarray([self.cpu[j] for j in jobs], dtype=float),
+        )
+
+    def _acquire_all(self, kernel, items: list) -> tuple[np.ndarray, np.ndarray]:
+        """``_acquire`` for each (job, nodes) in order, in one compiled call;
+        the errors of ``_acquire`` for the first offending job. Returns the
+        new nodes, concatenated, and their row pointers."""
+        flat, ptr = _concat([np.asarray(nodes, dtype=np.int64) for _, nodes in items])
+        jobs = [j for j, _ in items]
+        bad = next((r for r, j in enumerate(jobs) if ptr[r + 1] - ptr[r] != self.tasks[j]), len(jobs))
+        r, k = kernel(self.free_mem, self.load, flat, ptr[: bad + 1], *self._mem_cpu(jobs[:bad]), self.nodes, MEM_EPS)
+        if r == -1 and bad < len(jobs):
+            j = jobs[bad]
+            raise DfrsCapacityError(
+                f"t={self.now}: job {j} has {self.tasks[j]} tasks, placement has {ptr[bad + 1] - ptr[bad]}"
+            )
+        if r >= 0:
+            j = jobs[r]
+            if k == -2:
+                raise DfrsCapacityError(f"t={self.now}: job {j} placed on a node outside 0..{self.nodes - 1}")
+            raise DfrsCapacityError(
+                f"t={self.now}: placing job {j} overfills the memory of node {k} ({1.0 - self.free_mem[k]:.6g} > 1)"
+            )
+        for r, j in enumerate(jobs):
+            self.where[j] = flat[ptr[r] : ptr[r + 1]]
+        return flat, ptr
 
     def _finish(self, j: int) -> None:
         self._release(j)

@@ -243,6 +243,14 @@ DFRS = SystemSchema(
             "simulator does, at the end of every instant, after arrivals and the periodic remap "
             "(docs/dfrs.md)",
         ),
+        choice(
+            "victims",
+            "prefix",
+            ("prefix", "put-back"),
+            doc="GreedyP / GreedyPM's victims: the lowest-priority prefix of the lower-priority running jobs "
+            "that makes room (default) or, as the authors' simulator does, any mapped job one at a time until "
+            "the new job fits, then put back every victim whose nodes still have the memory (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
