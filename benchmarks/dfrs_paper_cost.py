@@ -26,7 +26,11 @@ instance's first jobs (``warm_up``), so that numba's one-off kernel load or
 compile is not charged to the first algorithm timed.
 
 The measurement is one run per (instance, algorithm), on a shared machine:
-read the figures as an estimate (the load average is printed with them).
+the table counts this process's CPU seconds (``time.process_time``), which
+other work on the machine does not inflate as it does wall time (printed
+beside it per run); read the figures as an estimate (the load average is
+printed with them). Set ``OMP_NUM_THREADS=1`` / ``OPENBLAS_NUM_THREADS=1``
+so that the allocation's BLAS calls run on this one thread, as on a Ray worker.
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ def main() -> None:
         for label, jobs in instances:
             print(f"{dc.TITLES[trace_set]}, {label}: {jobs.height} jobs", flush=True)
             _BOUND_MEMO.clear()
-            t = time.perf_counter()
+            t = time.process_time()
             max_stretch_lower_bound(
                 jobs["submit"].to_numpy(),
                 jobs["runtime"].to_numpy(),
@@ -128,16 +132,16 @@ def main() -> None:
                 jobs["cpu_need"].to_numpy(),
                 float(n),
             )
-            cost.setdefault((trace_set, BOUND), []).append(time.perf_counter() - t)
+            cost.setdefault((trace_set, BOUND), []).append(time.process_time() - t)
             for policy in policies:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 if policy in dc.BATCH:
                     batch.run(jobs, policy, None, {"model": "nodes", "nodes": n, "tasks_per_node": 1})
                 else:
                     dfrs.run(jobs, policy, None, {"nodes": n, "penalty": dc.PENALTY})
-                wall = time.perf_counter() - t
-                cost.setdefault((trace_set, policy), []).append(wall)
-                print(f"  {policy:40s} {wall:8.2f} s", flush=True)
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                cost.setdefault((trace_set, policy), []).append(cpu)
+                print(f"  {policy:40s} {cpu:8.2f} s CPU {wall:8.2f} s wall", flush=True)
 
     rows = [BOUND] + policies
     counts = ", ".join(f"{dc.TITLES[s]} {len(cost[(s, BOUND)])}" for s in sets)
