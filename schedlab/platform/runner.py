@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from schedlab import __version__
 from schedlab.errors import UserError
 from schedlab.platform.parts import keep_only
+from schedlab.platform.payload import Packer
 from schedlab.platform.plan import Config, Instance, Plan, build_plan, digest, shared_input_key
 from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
@@ -410,13 +411,15 @@ def _run_locked(
 
     ray: ModuleType | None = None
     remote: Any = None  # ray's options() wrapper of run_instances (Ray leaves it unannotated)
+    packer: Packer | None = None  # the plan's points in Ray's object store, once (`payload`)
     # both started by the first round that has work: a finished sweep resumes without Ray
 
     def start_ray() -> None:
-        nonlocal ray, remote
+        nonlocal ray, remote, packer
         if remote is None:
             t = time.perf_counter()
             ray = _init_ray(spec, address, plan.shipped())
+            packer = Packer(plan.points, ray.put(tuple(plan.points)))
             stages["ray_start"] += time.perf_counter() - t
             remote = ray.remote(run_instances).options(
                 num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
@@ -493,14 +496,14 @@ def _run_locked(
         tell()
         try:
             while pending or inflight:
-                if ray is None:  # invariant: there is work (pending or in flight), so start_ray() ran above
+                if ray is None or packer is None:  # invariant: there is work, so start_ray() ran above
                     raise RuntimeError("tasks to run but Ray was not started")
                 limit = max_in_flight()
                 while pending and len(inflight) < limit:
                     # the sweep's first submission also registers the task function with Ray: start-up
                     with timed("submit" if report.tasks else "ray_start"):
                         task, units = pending.next(slots())
-                        payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
+                        payload = packer.pack([(i, todo_of[(i.point.point_id, i.replication)]) for i in task])
                         ref = remote.remote(
                             plan.engine,
                             payload,
