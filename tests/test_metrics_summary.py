@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from schedlab.sim.metrics import queue_summary, slowdown
+from schedlab.sim.metrics import linear_percentiles, queue_summary, slowdown
 
 
 def plain_slowdown(sojourn: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -94,3 +94,26 @@ def test_summary_at_the_scale_of_a_sweep():
         sojourn = size * rng.uniform(1.0, 50.0, size.size) + rng.exponential(1.0, size.size)
         classes = rng.integers(1, 6, size.size)
         assert bits(queue_summary(size, sojourn, classes)) == bits(plain_summary(size, sojourn, classes))
+
+
+any_floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+QS = st.lists(st.sampled_from([0, 1, 25, 50, 75, 90, 99, 99.9, 100]), min_size=1, max_size=4)
+
+
+@settings(max_examples=500, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 300), elements=any_floats), QS)
+def test_linear_percentiles_are_numpys_to_the_bit(values, qs):
+    """Any values (ties, signed zeros, infinities, NaNs anywhere), any percentiles."""
+    got = linear_percentiles(values, tuple(qs))
+    want = [float(x) for x in np.percentile(values, qs)]
+    assert [np.float64(x).tobytes() for x in got] == [np.float64(x).tobytes() for x in want]
+
+
+def test_linear_percentiles_for_every_length_up_to_2000():
+    """Every rank arithmetic numpy does for n = 1..2000 (ties included)."""
+    rng = np.random.default_rng(7)
+    for n in range(1, 2001):
+        values = np.maximum(rng.lognormal(0.0, 3.0, n), 1.0)  # slowdowns: many exactly 1
+        got = linear_percentiles(values, (50, 99))
+        want = [float(np.percentile(values, 50)), float(np.percentile(values, 99))]
+        assert [np.float64(x).tobytes() for x in got] == [np.float64(x).tobytes() for x in want], n
