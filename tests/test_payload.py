@@ -45,7 +45,7 @@ def same(a, b) -> bool:
 
 def test_packed_work_unpacks_to_the_work_it_was_made_from(tmp_path):
     plan = plan_of(tmp_path)
-    packer = Packer(plan.points, plan.points)  # outside Ray: the points themselves
+    packer = Packer(plan.points)  # outside Ray: blocks of the points themselves
     instances = plan.instances(range(3))
     whole = [(i, list(i.point.configs)) for i in instances]
     partly = [(i, [c for j, c in enumerate(i.point.configs) if (j + i.replication) % 2]) for i in instances]
@@ -73,7 +73,7 @@ def test_a_task_from_packed_work_gives_the_same_rows(tmp_path):
     instances = plan.instances(range(2))
     work = [(i, [c for c in i.point.configs if c.policy != "PS" or i.replication]) for i in instances]
     plain = run_instances(plan.engine, work, None, True, plan.metrics)
-    packed = run_instances(plan.engine, Packer(plan.points, plan.points).pack(work), None, True, plan.metrics)
+    packed = run_instances(plan.engine, Packer(plan.points).pack(work), None, True, plan.metrics)
 
     def rows(result):
         return [{k: v for k, v in r.items() if k != "sim_seconds"} for r in result.summary]
@@ -82,3 +82,30 @@ def test_a_task_from_packed_work_gives_the_same_rows(tmp_path):
     assert packed.jobs and all(
         pa == pb and ta.equals(tb) for (pa, ta), (pb, tb) in zip(packed.jobs, plain.jobs, strict=True)
     )
+
+
+def test_blocks_are_put_once_while_kept_and_again_after(tmp_path, monkeypatch):
+    """Points travel in blocks: a block is put when a task first needs it,
+    reused while the driver keeps it, put again once dropped; every task's
+    work unpacks exactly whatever the blocks it spans."""
+    from schedlab.platform import payload
+
+    monkeypatch.setattr(payload, "BLOCK_POINTS", 2)
+    monkeypatch.setattr(payload, "KEPT_BLOCKS", 1)
+    plan = plan_of(tmp_path)  # 6 points: blocks 0, 1, 2
+    puts = []
+
+    def put(block):
+        puts.append(tuple(p.point_id for p in block))
+        return block
+
+    packer = Packer(plan.points, put)
+    instances = plan.instances(range(3))  # point-major: 3 replications of each point in turn
+    tasks = [instances[i : i + 4] for i in range(0, len(instances), 4)]
+    for task in tasks + tasks[:2]:  # the first two tasks again: block 0 was dropped meanwhile
+        work = [(i, list(i.point.configs)) for i in task]
+        assert same(unpack(packer.pack(work)), work)
+    ids = [p.point_id for p in plan.points]
+    blocks = [tuple(ids[0:2]), tuple(ids[2:4]), tuple(ids[4:6])]
+    # task 1 spans blocks 0 and 1; the repeated tasks 0 and 1 need blocks 0 and 1 again
+    assert puts == [blocks[0], blocks[1], blocks[2], blocks[0], blocks[1]]

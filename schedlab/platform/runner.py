@@ -358,7 +358,7 @@ def _run_locked(
 
     ray: ModuleType | None = None
     remote: Any = None  # ray's options() wrapper of run_instances (Ray leaves it unannotated)
-    packer: Packer | None = None  # the plan's points in Ray's object store, once (`payload`)
+    packer: Packer | None = None  # the plan's points to Ray's object store, a block at a time (`payload`)
     # both started by the first round that has work: a finished sweep resumes without Ray
 
     def start_ray() -> None:
@@ -366,7 +366,7 @@ def _run_locked(
         if remote is None:
             t = time.perf_counter()
             ray = _init_ray(spec, address, plan.shipped())
-            packer = Packer(plan.points, ray.put(tuple(plan.points)))
+            packer = Packer(plan.points, ray.put)
             stages["ray_start"] += time.perf_counter() - t
             remote = ray.remote(run_instances).options(
                 num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
