@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from schedlab.errors import UserError
 from schedlab.platform.manifest import manifest_for
 from schedlab.platform.parts import keep_only
-from schedlab.platform.payload import Packer
+from schedlab.platform.payload import Packer, ray_put
 from schedlab.platform.plan import Config, Instance, Plan, build_plan, shared_input_key
 from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
@@ -366,7 +366,7 @@ def _run_locked(
         if remote is None:
             t = time.perf_counter()
             ray = _init_ray(spec, address, plan.shipped())
-            packer = Packer(plan.points, ray.put)
+            packer = Packer(plan.points, ray_put(ray))
             stages["ray_start"] += time.perf_counter() - t
             remote = ray.remote(run_instances).options(
                 num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
