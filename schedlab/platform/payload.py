@@ -33,12 +33,13 @@ from typing import Any
 
 from schedlab.platform.plan import Config, Instance, WorkloadPoint
 
-#: Workload points per object put in Ray's object store.
-BLOCK_POINTS = 256
+#: Workload points per object put in Ray's object store: a put is a round trip to
+#: the raylet (milliseconds on a loaded machine), so few and large (~1 KB a point).
+BLOCK_POINTS = 4096
 #: Blocks whose refs the driver keeps for tasks still to come.
-KEPT_BLOCKS = 8
-#: Blocks a worker process keeps loaded (its tasks take consecutive points, a few sweeps in turn).
-CACHED_BLOCKS = 64
+KEPT_BLOCKS = 4
+#: Blocks a worker process keeps loaded (its tasks take consecutive points).
+CACHED_BLOCKS = 4
 #: Object id -> a block of points, in this worker process (least recently used first).
 _LOADED: OrderedDict[str, tuple[WorkloadPoint, ...]] = OrderedDict()
 
