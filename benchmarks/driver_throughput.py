@@ -17,16 +17,24 @@ driver. What one driver can absorb is therefore given from the driver's own
 cost: its busy time (``SweepReport.stages``: submit, fetch, sink, Parquet
 commit -- everything but waiting for results; joining Ray with the first
 submission and the end-of-run compaction are one-off costs, shown apart) and
-its process CPU time (Ray's threads in the driver and those one-off costs
-included). ``capacity = rows / busy seconds``
-is the rate the driver would sustain if the cluster delivered rows faster
-than that; it must be >= 20,000 summary rows/s and >= 2 M per-job rows/s.
+its process CPU time while the rounds ran (``driver_cpu``: its own work and
+Ray's threads in it). ``capacity = rows / busy seconds`` is the rate the
+driver would sustain if the cluster delivered rows faster than that; it must
+be >= 20,000 summary rows/s and >= 2 M per-job rows/s. On a machine that
+other work loads, busy *wall* seconds include waiting for a core;
+``rows / driver CPU seconds`` is the same capacity for a driver with a core of
+its own (a commit without the ``driver_cpu`` timer shows "-").
+
+``--rev REV`` runs the same two sweeps on another commit too (a temporary git
+worktree), each right before this checkout's, on the same cluster: read the
+ratios, not the absolute figures of a loaded machine. Only the driver's
+code differs: the raylets (so the workers) import this checkout.
 
 Driver memory: the peak RSS of the driver process, and (``--plan-configs``)
 the RSS of a driver that only builds a plan of that many configurations and
 the structures the sweep keeps for it (the keys set, the task sizer).
 
-    python benchmarks/driver_throughput.py [--sims 20000] [--job-sims 600] [--plan-configs 260000]
+    python benchmarks/driver_throughput.py [--sims 20000] [--job-sims 600] [--plan-configs 260000] [--rev main]
 """
 
 from __future__ import annotations
@@ -216,11 +224,12 @@ def plan_child(config: dict) -> None:
     )
 
 
-def run_child(mode: str, config: dict, env: dict[str, str], timeout: float = 3600) -> dict:
+def run_child(mode: str, config: dict, env: dict[str, str], root: Path = REPO, timeout: float = 3600) -> dict:
+    """The driver in a fresh process importing schedlab from ``root``."""
     proc = subprocess.run(
-        [sys.executable, __file__, f"--{mode}", json.dumps(config)],
-        env=env,
-        cwd=REPO,
+        [sys.executable, str(root / "benchmarks" / "driver_throughput.py"), f"--{mode}", json.dumps(config)],
+        env={**env, "PYTHONPATH": str(root)},
+        cwd=root,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -230,11 +239,49 @@ def run_child(mode: str, config: dict, env: dict[str, str], timeout: float = 360
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def show(kind: str, label: str, r: dict) -> dict[str, float]:
+    """Print one sweep's figures; returns its capacities (rows/s of busy wall, of driver CPU)."""
+    st = r["stages"]
+    busy = sum(st.get(k, 0.0) for k in ("submit", "get", "sink", "commit"))
+    rows, job_rows = r["rows"], r["job_rows"]
+    ok = (
+        r["on_disk"] == r["configs"]
+        and not r["dup_keys"]
+        and not r["dup_jobs"]
+        and not r["failures"]
+        and (kind == "summary" or job_rows == 5000 * r["configs"])
+    )
+    count, what = (rows, "summary rows") if kind == "summary" else (job_rows, "per-job rows")
+    cpu = st.get("driver_cpu")
+    print(
+        f"\n{kind} [{label}]: {rows:,} summary rows, {job_rows:,} per-job rows in {r['tasks']} tasks, "
+        f"sweep wall {r['wall']:.1f} s; exactly once: {'yes' if ok else 'NO'} "
+        f"({r['on_disk']:,} keys on disk, {r['dup_keys']} duplicated)"
+    )
+    print(f"  observed (bounded by the 2 cores' simulations): {count / r['wall']:>12,.0f} {what}/s")
+    print(
+        f"  driver busy {busy:.2f} s (submit {st['submit']:.2f}, fetch {st['get']:.2f}, sink "
+        f"{st['sink']:.2f}, commit {st['commit']:.2f}); driver CPU while rounds ran "
+        f"{'-' if cpu is None else f'{cpu:.2f} s'}; not counted: joining Ray and the first submission "
+        f"{st['ray_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
+        f"driver process CPU {r['cpu']:.1f} s"
+    )
+    by_cpu = count / max(cpu, 1e-9) if cpu is not None else None
+    print(
+        f"  capacity of one driver: {count / max(busy, 1e-9):>12,.0f} {what}/s of busy time; "
+        f"{'-' if by_cpu is None else f'{by_cpu:,.0f}'} {what}/s of driver CPU; "
+        f"{r['tasks'] / max(busy, 1e-9):,.0f} tasks/s"
+    )
+    print(f"  driver peak RSS {r['maxrss_mib']:.0f} MiB")
+    return {"busy": count / max(busy, 1e-9), "cpu": by_cpu or float("nan"), "compact": st["compact"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sims", type=int, default=20_000, help="simulations of the summary sweep")
     parser.add_argument("--job-sims", type=int, default=600, help="simulations of the per-job sweep (x 5,000 rows)")
     parser.add_argument("--plan-configs", type=int, default=0, help="also: RSS of a plan of this many configs")
+    parser.add_argument("--rev", help="also run on this commit (before), e.g. main")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--plan-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -246,39 +293,30 @@ def main() -> None:
         return
     print(f"machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     work = Path(tempfile.mkdtemp(prefix="sldrv-work-"))
+    roots = {"after": REPO}
+    if args.rev:
+        scratch = work / "rev"
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(scratch), args.rev],
+            check=True,
+            capture_output=True,
+        )
+        roots = {f"before ({args.rev})": scratch, "after": REPO}
     try:
         with cluster(work) as (address, env):
             print(f"cluster: 2 raylets (1 CPU each) at {address}")
             for kind, sims in (("summary", args.sims), ("per-job", args.job_sims)):
-                r = run_child("child", {"spec": spec_for(kind, sims, work / kind), "address": address}, env)
-                st = r["stages"]
-                busy = sum(st.get(k, 0.0) for k in ("submit", "get", "sink", "commit"))
-                rows, job_rows = r["rows"], r["job_rows"]
-                ok = (
-                    r["on_disk"] == r["configs"]
-                    and not r["dup_keys"]
-                    and not r["dup_jobs"]
-                    and not r["failures"]
-                    and (kind == "summary" or job_rows == 5000 * r["configs"])
-                )
-                count, what = (rows, "summary rows") if kind == "summary" else (job_rows, "per-job rows")
-                print(
-                    f"\n{kind}: {rows:,} summary rows, {job_rows:,} per-job rows in {r['tasks']} tasks, "
-                    f"sweep wall {r['wall']:.1f} s; exactly once: {'yes' if ok else 'NO'} "
-                    f"({r['on_disk']:,} keys on disk, {r['dup_keys']} duplicated)"
-                )
-                print(f"  observed (bounded by the 2 cores' simulations): {count / r['wall']:>12,.0f} {what}/s")
-                print(
-                    f"  driver busy {busy:.2f} s (submit {st['submit']:.2f}, fetch {st['get']:.2f}, sink "
-                    f"{st['sink']:.2f}, commit {st['commit']:.2f}); not counted: joining Ray and the first submission "
-                    f"{st['ray_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
-                    f"driver process CPU {r['cpu']:.1f} s"
-                )
-                print(
-                    f"  capacity of one driver: {count / max(busy, 1e-9):>12,.0f} {what}/s of busy time; "
-                    f"{r['tasks'] / max(busy, 1e-9):,.0f} tasks/s"
-                )
-                print(f"  driver peak RSS {r['maxrss_mib']:.0f} MiB")
+                got = {}
+                for label, root in roots.items():  # before and after, one right after the other
+                    out = work / f"{kind}-{len(got)}"
+                    r = run_child("child", {"spec": spec_for(kind, sims, out), "address": address}, env, root)
+                    got[label] = show(kind, label, r)
+                if len(got) == 2:
+                    (b, a) = got.values()
+                    print(
+                        f"  after / before: capacity x{a['busy'] / b['busy']:.2f} (busy wall), "
+                        f"end-of-run compaction {a['compact']:.2f} s vs {b['compact']:.2f} s"
+                    )
         if args.plan_configs:
             side = int(round((args.plan_configs / 2) ** 0.5))
             spec = {
@@ -295,13 +333,16 @@ def main() -> None:
                 "outputs": {"dir": str(work / "plan")},
                 "tracking": {"enabled": False},
             }
-            env = {**os.environ, "PYTHONPATH": str(REPO)}
-            r = run_child("plan-child", {"spec": spec}, env)
+            r = run_child("plan-child", {"spec": spec}, dict(os.environ))
             print(
                 f"\nplan of {r['configs']:,} configurations (+ its keys set and task queue): driver peak RSS "
                 f"{r['maxrss_mib']:.0f} MiB, built in {r['seconds']:.1f} s"
             )
     finally:
+        if args.rev:
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(work / "rev")], capture_output=True
+            )
         shutil.rmtree(work, ignore_errors=True)
 
 

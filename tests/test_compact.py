@@ -246,6 +246,34 @@ def test_a_size_cap_splits_a_partition_into_bounded_files(tmp_path):
     assert_tidy(root)
 
 
+def test_batches_with_a_large_file_are_left_alone(tmp_path):
+    """A batch with a file of ``large_bytes`` or more (a task's many per-job
+    rows) is not re-encoded: its files keep their names and bytes, and only
+    the runs of small batches between such batches are merged, each where it
+    was, so the rows keep their order."""
+    root = tmp_path / "out"
+    big = {3, 4, 8}
+    for r in range(10):  # one commit each, so batch r holds replication r
+        write_batches(root, 1, job_rows=2000 if r in big else 8, seed=r, first=r)
+    before = tables(root)
+    part = root / "jobs" / "policy=PS"
+    names = sorted(f.name for f in part.glob("*.parquet"))
+    sizes = [(part / n).stat().st_size for n in names]
+    large_bytes = min(sizes[r] for r in big)
+    assert large_bytes > 4 * max(sizes[r] for r in range(10) if r not in big)
+    kept = {n: (part / n).read_bytes() for r, n in enumerate(names) if r in big}
+    compact(root, large_bytes=large_bytes)
+    assert_same_rows(root, before)
+    after = sorted(f.name for f in part.glob("*.parquet"))
+    assert {n: (part / n).read_bytes() for n in after if n in kept} == kept  # untouched
+    # [0, 1, 2] merged, 3, 4, [5, 6, 7] merged, 8, 9 alone (a run of one is not merged)
+    merged = [n for n in after if MERGED in n]
+    assert len(after) == 6 and len(merged) == 2, after
+    assert after == sorted([*merged, *kept, names[9]])
+    assert part_files(root)["jobs"] == part_files(root)["summary"]
+    assert_tidy(root)
+
+
 def test_row_groups_stream_in_bounded_chunks(tmp_path, monkeypatch):
     """A partition bigger than a row group is written in several row groups
     (never one table of the whole partition), rows unchanged."""

@@ -54,7 +54,8 @@ def run(
     wall = time.perf_counter() - started
     sojourn = completion - submit
     classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
-    summary = queue_summary(size, sojourn, classes)
+    slowdowns = slowdown(sojourn, size)
+    summary = queue_summary(size, sojourn, classes, slowdowns)
     summary.update(makespan=float(completion.max()), events=float(events), sim_seconds=wall)
     per_job = {
         "job_id": jobs["job_id"].to_numpy(),
@@ -64,7 +65,7 @@ def run(
         "weight": weight,
         "completion": completion,
         "sojourn": sojourn,
-        "slowdown": slowdown(sojourn, size),
+        "slowdown": slowdowns,
     }
     return RunResult(per_job, summary)
 

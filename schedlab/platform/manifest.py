@@ -2,14 +2,23 @@
 new run's: which user code, input file (trace) or spec field changed, which
 changes only grow the dir (`GROWABLE`), the grown manifest, and the SHA-256
 fingerprint of an input file. Pure functions of two manifests (dicts); the
-store (`ResultStore.prepare`) decides what to do with their answers."""
+store (`ResultStore.prepare`) decides what to do with their answers. And a
+new run's manifest (`manifest_for`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from schedlab import __version__
+from schedlab.platform.plan import digest
+
+if TYPE_CHECKING:
+    from schedlab.platform.plan import Plan
+    from schedlab.platform.spec import SweepSpec
 
 
 def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
@@ -110,3 +119,57 @@ def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
                 f"file would mix"
             )
     return None
+
+
+def input_files(plan: Plan) -> list[str]:
+    """The files (or folders) the plan's workload points read: the ``path``
+    of trace and file workloads, as the readers open them."""
+    paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
+    return sorted(x for x in paths if Path(x).exists())
+
+
+def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results dir's manifest for ``spec``; ``previous`` (the manifest on
+    disk, if any) lets unchanged input files keep their fingerprint unhashed."""
+    old_inputs = (previous or {}).get("inputs") or {}
+    inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
+    defining = spec.result_defining()
+    if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
+        defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
+    return {
+        "name": spec.name,
+        "engine": spec.engine,
+        "description": spec.description or "",
+        "spec": defining,
+        "spec_hash": digest(defining),
+        "schedlab_version": __version__,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "param_columns": plan.param_columns,
+        **({"inputs": inputs} if inputs else {}),
+        "configs": {
+            cid: {
+                "engine": c.engine,
+                "policy": c.policy,
+                "workload_kind": c.workload_kind,
+                "params": c.flat_params(),
+                **({"code_sha256": c.code.sha256} if c.code is not None else {}),
+            }
+            for cid, c in plan.configs.items()
+        },
+        **(
+            {
+                "user_code": {
+                    field_: {
+                        "use": code.ref,
+                        "module": code.module,
+                        "attr": code.attr,
+                        "sha256": code.sha256,
+                        "files": sorted(code.sources()),
+                    }
+                    for field_, code in sorted(plan.code.items())
+                }
+            }
+            if plan.code
+            else {}
+        ),
+    }

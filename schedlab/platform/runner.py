@@ -16,7 +16,6 @@ on, and the report says so (the CLI then exits non-zero).
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 import signal
@@ -24,14 +23,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from schedlab import __version__
 from schedlab.errors import UserError
+from schedlab.platform.manifest import manifest_for
 from schedlab.platform.parts import keep_only
-from schedlab.platform.plan import Config, Instance, Plan, build_plan, digest, shared_input_key
+from schedlab.platform.payload import Packer, ray_put
+from schedlab.platform.plan import Config, Instance, Plan, build_plan, shared_input_key
 from schedlab.platform.sizing import TaskSizer
 from schedlab.platform.spec import SweepSpec
 from schedlab.platform.store import ResultStore
@@ -81,7 +80,9 @@ class SweepReport:
     compaction_error: str | None = None
     #: Seconds per stage (cheap timers, for benchmarks/sweep_breakdown.py): the driver's
     #: ("plan", "prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking",
-    #: "compact") and, summed over tasks, the workers' ("task_" + `tasks.STAGES`).
+    #: "compact"), the driver process's CPU seconds while rounds ran ("driver_cpu": its own
+    #: work and Ray's threads in it, whatever else the machine runs) and, summed over tasks,
+    #: the workers' ("task_" + `tasks.STAGES`).
     stages: dict[str, float] = field(default_factory=dict)
 
 
@@ -106,62 +107,6 @@ class Progress:
         if self.done <= 0 or self.elapsed <= 0:
             return None
         return max(self.total - self.done, 0) * self.elapsed / self.done
-
-
-def input_files(plan: Plan) -> list[str]:
-    """The files (or folders) the plan's workload points read: the ``path``
-    of trace and file workloads, as the readers open them."""
-    paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
-    return sorted(x for x in paths if Path(x).exists())
-
-
-def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The results dir's manifest for ``spec``; ``previous`` (the manifest on
-    disk, if any) lets unchanged input files keep their fingerprint unhashed."""
-    from schedlab.platform.store import fingerprint
-
-    old_inputs = (previous or {}).get("inputs") or {}
-    inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
-    defining = spec.result_defining()
-    if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
-        defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
-    return {
-        "name": spec.name,
-        "engine": spec.engine,
-        "description": spec.description or "",
-        "spec": defining,
-        "spec_hash": digest(defining),
-        "schedlab_version": __version__,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "param_columns": plan.param_columns,
-        **({"inputs": inputs} if inputs else {}),
-        "configs": {
-            cid: {
-                "engine": c.engine,
-                "policy": c.policy,
-                "workload_kind": c.workload_kind,
-                "params": c.flat_params(),
-                **({"code_sha256": c.code.sha256} if c.code is not None else {}),
-            }
-            for cid, c in plan.configs.items()
-        },
-        **(
-            {
-                "user_code": {
-                    field_: {
-                        "use": code.ref,
-                        "module": code.module,
-                        "attr": code.attr,
-                        "sha256": code.sha256,
-                        "files": sorted(code.sources()),
-                    }
-                    for field_, code in sorted(plan.code.items())
-                }
-            }
-            if plan.code
-            else {}
-        ),
-    }
 
 
 class _Sink:
@@ -375,7 +320,10 @@ def _run_locked(
     done = store.done_keys()  # a damaged part file stops here, before any work
     stages = report.stages
     stages.update(
-        dict.fromkeys(("prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking", "compact"), 0.0),
+        dict.fromkeys(
+            ("prepare", "ray_start", "submit", "wait", "get", "sink", "commit", "tracking", "compact", "driver_cpu"),
+            0.0,
+        ),
         **{f"task_{k}": 0.0 for k in STAGES},
     )
     stages["prepare"] = time.monotonic() - t0
@@ -410,13 +358,15 @@ def _run_locked(
 
     ray: ModuleType | None = None
     remote: Any = None  # ray's options() wrapper of run_instances (Ray leaves it unannotated)
+    packer: Packer | None = None  # the plan's points to Ray's object store, a block at a time (`payload`)
     # both started by the first round that has work: a finished sweep resumes without Ray
 
     def start_ray() -> None:
-        nonlocal ray, remote
+        nonlocal ray, remote, packer
         if remote is None:
             t = time.perf_counter()
             ray = _init_ray(spec, address, plan.shipped())
+            packer = Packer(plan.points, ray_put(ray))
             stages["ray_start"] += time.perf_counter() - t
             remote = ray.remote(run_instances).options(
                 num_cpus=spec.execution.cpus_per_task, max_retries=spec.execution.retries, retry_exceptions=False
@@ -491,16 +441,17 @@ def _run_locked(
                 )
 
         tell()
+        cpu = time.process_time()
         try:
             while pending or inflight:
-                if ray is None:  # invariant: there is work (pending or in flight), so start_ray() ran above
+                if ray is None or packer is None:  # invariant: there is work, so start_ray() ran above
                     raise RuntimeError("tasks to run but Ray was not started")
                 limit = max_in_flight()
                 while pending and len(inflight) < limit:
                     # the sweep's first submission also registers the task function with Ray: start-up
                     with timed("submit" if report.tasks else "ray_start"):
                         task, units = pending.next(slots())
-                        payload = [(i, todo_of[(i.point.point_id, i.replication)]) for i in task]
+                        payload = packer.pack([(i, todo_of[(i.point.point_id, i.replication)]) for i in task])
                         ref = remote.remote(
                             plan.engine,
                             payload,
@@ -560,6 +511,7 @@ def _run_locked(
                         report.rows_written += sink.flush()
             with timed("commit"):
                 report.rows_written += sink.flush()
+            stages["driver_cpu"] += time.process_time() - cpu
         except KeyboardInterrupt:
             for ref in inflight:
                 assert ray is not None  # a task in flight means start_ray() ran

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from schedlab.engines.base import RunResult
     from schedlab.platform.parts import Part
+    from schedlab.platform.payload import PackedWork
 
 
 @dataclass
@@ -162,7 +163,7 @@ def _warmup_hook(
 
 def run_instances(
     engine_name: str,
-    work: list[tuple[Instance, list[Config]]],
+    work: list[tuple[Instance, list[Config]]] | PackedWork,
     shared: Any,
     per_job: bool,
     metrics: tuple[MetricSpec, ...] = (),
@@ -173,8 +174,14 @@ def run_instances(
     (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
     ``encode``: return the rows as Parquet parts (`parts.encode_result`), so
     the Parquet encoding runs here, on the worker, and the driver only writes
-    bytes (what a sweep does; direct callers get rows)."""
+    bytes (what a sweep does; direct callers get rows). A sweep sends
+    ``work`` packed (`payload`: indices into the plan's points, which the
+    worker loads once)."""
     started = time.perf_counter()
+    if not isinstance(work, list):
+        from schedlab.platform.payload import unpack
+
+        work = unpack(work)
     clock = dict.fromkeys(STAGES, 0.0)
     from schedlab import __version__
     from schedlab.engines import get_engine
