@@ -67,6 +67,7 @@ BASE = {
             "bound": False,
             "oversize": "drop",
             "star_pass": "completion",
+            "stretch_realloc": "mapping-change",
         },
     },
 }
@@ -122,6 +123,7 @@ VALID = {
         "bound": lambda v: type(v) is bool,
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
         "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
+        "stretch_realloc": lambda v: v in ("mapping-change", "every-instant") and type(v) is str,
     },
 }
 
@@ -276,7 +278,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 19 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 20 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -42,6 +42,7 @@ def simulate_dfrs(
     snapshots: bool = False,
     hidden=None,
     star_pass: str = "completion",
+    stretch_realloc: str = "mapping-change",
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
@@ -52,7 +53,12 @@ def simulate_dfrs(
     ``schedlab.checks``): a function applied once to the processing-time
     array, returning what ``state.processing`` then holds and the engine
     reads -- a guard that refuses reads from outside this module (None, the
-    normal path, adds nothing per event)."""
+    normal path, adds nothing per event).
+
+    ``stretch_realloc = "every-instant"``: a policy with its own
+    ``allocate`` hook (the /stretch-per family) re-allocates at every
+    instant that has running jobs, not only when the mapping changed (the
+    authors' simulator; docs/dfrs.md row 18)."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
     late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
@@ -77,6 +83,7 @@ def simulate_dfrs(
     st.now = t
     period = getattr(policy, "period", None)
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
+    realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
     t0 = t
     k_per = 1
     t_per = t0 + period if period else math.inf
@@ -148,7 +155,7 @@ def simulate_dfrs(
             policy.on_completion(st)
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
-        if st.dirty:
+        if st.dirty or (realloc_each and st.running):
             if own_allocate is not None:
                 lp_failures += int(own_allocate(st, t_per))
             else:

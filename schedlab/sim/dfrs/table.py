@@ -49,6 +49,7 @@ def run_table(
     check: bool = False,
     oversize: str = "error",
     star_pass: str = "completion",
+    stretch_realloc: str = "mapping-change",
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
@@ -58,7 +59,8 @@ def run_table(
     the LP max-stretch lower bound and the degradation; ``check``: verify the
     invariants at every event; ``oversize``: "error" or "drop" for jobs that
     do not fit on the empty cluster (procs > nodes x floor(1/memory));
-    ``star_pass``: when the Greedy '*' pass runs (module docstring). The
+    ``star_pass``: when the Greedy '*' pass runs (module docstring);
+    ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -70,6 +72,7 @@ def run_table(
             "bound": bound,
             "oversize": oversize,
             "star_pass": star_pass,
+            "stretch_realloc": stretch_realloc,
         },
         "dfrs engine",
         jobs.columns,
@@ -112,7 +115,17 @@ def run_table(
         raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
     started = time.perf_counter()
     res = simulate_dfrs(
-        submit, runtime, procs, cpu, mem, int(nodes), policy, penalty=float(penalty), check=check, star_pass=star_pass
+        submit,
+        runtime,
+        procs,
+        cpu,
+        mem,
+        int(nodes),
+        policy,
+        penalty=float(penalty),
+        check=check,
+        star_pass=star_pass,
+        stretch_realloc=stretch_realloc,
     )
     st = res.state
     n = len(submit)

@@ -243,6 +243,14 @@ DFRS = SystemSchema(
             "simulator does, at the end of every instant, after arrivals and the periodic remap "
             "(docs/dfrs.md)",
         ),
+        choice(
+            "stretch_realloc",
+            "mapping-change",
+            ("mapping-change", "every-instant"),
+            doc="when a policy with its own allocation (/stretch-per) re-allocates: when the mapping "
+            "changes (default) or, as the authors' simulator does, at every instant, the horizon "
+            "shrinking to the next period (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
