@@ -15,6 +15,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.policies.dfrs import DFRS_POLICIES, STRETCH_PER_POLICIES
 from schedlab.sim.dfrs import simulate_dfrs
+from tests.test_dfrs_stretch import _job  # the /stretch-per invariants' job strategy
 
 TOL = 1e-12  # relative: the hand-worked values are a few float operations away
 WORK_TOL = 1e-9  # relative: the integral of the allocated CPU vs the total work (sums over events)
@@ -68,29 +69,6 @@ def test_hand_example_penalty_end():
     np.testing.assert_allclose(each[3][4][:2], [16255 / 34200, 17945 / 34200], rtol=TOL)
     np.testing.assert_allclose(held[4][1][:2], [490.0, 8825 / 19], rtol=TOL)
     np.testing.assert_allclose(each[4][1][:2], [18135 / 38, 18135 / 38], rtol=TOL)
-
-
-def _table(jobs) -> pl.DataFrame:
-    rel, proc, tasks, cpu, mem = (list(x) for x in zip(*jobs))
-    return pl.DataFrame(
-        {
-            "job_id": list(range(len(jobs))),
-            "submit": [float(x) for x in rel],
-            "runtime": [float(x) for x in proc],
-            "procs": tasks,
-            "cpu_need": cpu,
-            "memory": mem,
-        }
-    )
-
-
-_job = st.tuples(
-    st.integers(0, 400),
-    st.integers(1, 600),
-    st.integers(1, 3),
-    st.sampled_from([0.25, 0.5, 1.0]),
-    st.sampled_from([0.2, 0.3, 0.5, 0.6]),
-)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -150,5 +128,10 @@ def test_default_unchanged_and_other_policies_unaffected():
 
 def test_bad_value_is_one_line():
     with pytest.raises(UserError, match="stretch_realloc") as e:
-        get_engine("dfrs").run(_table([(0, 10, 1, 1.0, 0.3)]), "/stretch-per/OPT=MAX", None, {"stretch_realloc": "x"})
+        get_engine("dfrs").run(
+            pl.DataFrame({"job_id": [0], "submit": [0.0], "runtime": [10.0], "procs": [1]}),
+            "/stretch-per/OPT=MAX",
+            None,
+            {"stretch_realloc": "x"},
+        )
     assert "\n" not in str(e.value)

@@ -366,10 +366,11 @@ def min_max_stretch_yields(A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float
         u = min(float(level.min()) if K else math.inf, float(u_job[active].min()))
         y[active] = _need(F[active], v[active], T, u)
         sat = level <= u * (1.0 + _SAT_TOL)
-        freeze = active & ((u_job <= u * (1.0 + _SAT_TOL)) | (A[sat].sum(axis=0) > 0))
+        # A >= 0, so "a positive entry in a saturated row" is "the column sum over them > 0"
+        freeze = active & ((u_job <= u * (1.0 + _SAT_TOL)) | A[sat].any(axis=0))
         if not freeze.any():  # u is attained by a job (u_job) or by a row holding active jobs
             raise RuntimeError("min_max_stretch_yields: no job frozen (bug)")
-        y[freeze] = _need(F[freeze], v[freeze], T, u)
+        # y[freeze] already holds y_j(u) (set for every active job just above, elementwise)
         used += A[:, freeze] @ y[freeze]
         stale |= (A[:, freeze] > 0).any(axis=1)
         active &= ~freeze
