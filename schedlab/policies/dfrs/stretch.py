@@ -36,7 +36,9 @@ MCB8's vector packing, ``mcb8.pack`` (reused, not copied):
 
 1. memory alone (every CPU requirement 0, MCB8's Y = 0 test); if it fails the
    lowest-priority job (largest index among ties) is dropped and the search
-   restarts, as in MCB8;
+   restarts, as in MCB8 (a table whose total memory provably exceeds what
+   any packing can hold is dropped from without packing it,
+   ``_memory_overflow``: same result, far fewer packs);
 2. S_lo = max_j s_j(1) (every job at full yield: no smaller max expected
    stretch exists). If every job fits at full yield (the MCB8 Y = 1 packing;
    every job then gets its own minimal expected stretch) that packing is
