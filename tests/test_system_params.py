@@ -68,6 +68,7 @@ BASE = {
             "oversize": "drop",
             "star_pass": "completion",
             "victims": "prefix",
+            "stretch_realloc": "mapping-change",
         },
     },
 }
@@ -124,6 +125,7 @@ VALID = {
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
         "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
         "victims": lambda v: v in ("prefix", "put-back") and type(v) is str,
+        "stretch_realloc": lambda v: v in ("mapping-change", "every-instant") and type(v) is str,
     },
 }
 
@@ -281,7 +283,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 20 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 21 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

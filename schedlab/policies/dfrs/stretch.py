@@ -36,7 +36,9 @@ MCB8's vector packing, ``mcb8.pack`` (reused, not copied):
 
 1. memory alone (every CPU requirement 0, MCB8's Y = 0 test); if it fails the
    lowest-priority job (largest index among ties) is dropped and the search
-   restarts, as in MCB8;
+   restarts, as in MCB8 (a table whose total memory provably exceeds what
+   any packing can hold is dropped from without packing it,
+   ``_memory_overflow``: same result, far fewer packs);
 2. S_lo = max_j s_j(1) (every job at full yield: no smaller max expected
    stretch exists). If every job fits at full yield (the MCB8 Y = 1 packing;
    every job then gets its own minimal expected stretch) that packing is
@@ -138,6 +140,8 @@ STRETCH_FLOOR = 10.0  # s: bounded-stretch threshold (flow-time floor; virtual-t
 _SAT_TOL = 1e-12
 _AVG_FEAS_TOL = 1e-6  # OPT=AVG: SLSQP node CPU excess beyond which its result is rejected (else repaired)
 _AVG_MARGIN = 1e-9  # OPT=AVG: interior-start margin (see min_avg_stretch_yields)
+_MEM_SAFE = 1e-8  # relative margin of the memory-overflow shortcut over every rounding (see _memory_overflow)
+_MEM_TERMS = 10**6  # most memory terms the shortcut's rounding bound covers (n u <= 1.2e-10)
 
 __all__ = [
     "STRETCH_PER_POLICIES",
@@ -175,6 +179,37 @@ def _need(F: np.ndarray, v: np.ndarray, T: float, u: float) -> np.ndarray:
 # -- MCB8-stretch ------------------------------------------------------------------
 
 
+def _memory_overflow(table: list, pinned: dict, nodes: int) -> np.ndarray:
+    """out[n]: True when the first n rows of ``table`` certainly fail MCB8-stretch's
+    memory-only packing (``attempt(0.0)``) -- a necessary condition, so
+    skipping those packs leaves the result unchanged (only the cost changes).
+
+    Why it is sound: ``pack`` places a task on a node only if the node's
+    (rounded) memory plus the task's is <= 1 + FIT_TOL, so a node ends with at
+    most max(its pinned memory, 1 + FIT_TOL) <= 1 + FIT_TOL + its excess
+    (pinned memory beyond 1 + FIT_TOL, at most that of all pinned rows). A
+    successful packing therefore has total memory (pinned tasks included, as
+    ``pin_mem``) <= cap = nodes (1 + FIT_TOL) + the excess, exactly up to the
+    rounding of the node sums. The totals here are rounded too; with at most
+    ``_MEM_TERMS`` terms each rounding is below 1e-9 relatively (n u << 1e-9),
+    so a computed total above cap (1 + ``_MEM_SAFE``) is above every total a
+    packing can reach. Beyond ``_MEM_TERMS`` terms nothing is skipped."""
+    out = np.zeros(len(table) + 1, dtype=bool)
+    counts = [len(pinned[r[0]]) if r[0] in pinned else r[1] for r in table]
+    if sum(counts) + nodes > _MEM_TERMS:
+        return out
+    pin_mem = np.zeros(nodes)
+    for r in table:
+        if r[0] in pinned:
+            for k in pinned[r[0]]:
+                pin_mem[int(k)] += r[3]
+    limit = 1.0 + FIT_TOL
+    cap = nodes * limit + float(np.sum(np.maximum(pin_mem - limit, 0.0)))
+    total = np.cumsum([r[3] * c for r, c in zip(table, counts)])
+    out[1:] = total > cap * (1.0 + _MEM_SAFE)
+    return out
+
+
 def mcb8_stretch(
     jobs, nodes: int, horizon: float, precision: float = STRETCH_PRECISION, pinned: dict | None = None
 ) -> tuple[dict, list, float]:
@@ -198,8 +233,12 @@ def mcb8_stretch(
     mem_all = np.asarray([r[3] for r in table], dtype=float)
     pin_all = np.asarray([r[0] in pinned for r in table], dtype=bool)
     tasks_all = np.asarray([r[1] for r in table], dtype=np.int64)
+    mem_over = _memory_overflow(table, pinned, nodes)
     while table:
         nt = len(table)
+        if mem_over[nt]:  # memory alone cannot fit: attempt(0.0) would fail (see _memory_overflow)
+            dropped.append(table.pop()[0])
+            continue
         owner = np.repeat(np.flatnonzero(~pin_all[:nt]), tasks_all[:nt][~pin_all[:nt]])
         mems = mem_all[owner]
         F = F_all[:nt]
@@ -329,10 +368,11 @@ def min_max_stretch_yields(A: np.ndarray, F: np.ndarray, v: np.ndarray, T: float
         u = min(float(level.min()) if K else math.inf, float(u_job[active].min()))
         y[active] = _need(F[active], v[active], T, u)
         sat = level <= u * (1.0 + _SAT_TOL)
-        freeze = active & ((u_job <= u * (1.0 + _SAT_TOL)) | (A[sat].sum(axis=0) > 0))
+        # A >= 0, so "a positive entry in a saturated row" is "the column sum over them > 0"
+        freeze = active & ((u_job <= u * (1.0 + _SAT_TOL)) | A[sat].any(axis=0))
         if not freeze.any():  # u is attained by a job (u_job) or by a row holding active jobs
             raise RuntimeError("min_max_stretch_yields: no job frozen (bug)")
-        y[freeze] = _need(F[freeze], v[freeze], T, u)
+        # y[freeze] already holds y_j(u) (set for every active job just above, elementwise)
         used += A[:, freeze] @ y[freeze]
         stale |= (A[:, freeze] > 0).any(axis=1)
         active &= ~freeze

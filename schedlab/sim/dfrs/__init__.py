@@ -46,8 +46,12 @@ running jobs and returns the number of solver failures to add to
 ``lp_failures``; ``next_period`` is the next periodic instant, > now, or inf
 without a period). The /stretch-per policies use this hook
 (``schedlab.policies.dfrs.stretch``).
-A penalty expiry changes no mapping and no yield. (While nothing is running
-or pending, periodic instants are skipped.)
+A penalty expiry changes no mapping and no yield -- except under
+``stretch_realloc = "every-instant"`` (a [system] option; default
+``"mapping-change"``): a policy with its own ``allocate`` hook (/stretch-per)
+then re-allocates at every instant with running jobs, as the authors'
+simulator does (docs/dfrs.md row 18). (While nothing is running or pending,
+periodic instants are skipped.)
 
 ``star_pass = "instant-end"`` (a [system] option; default ``"completion"``,
 the order above) moves the opportunistic '*' pass of the Greedy-family

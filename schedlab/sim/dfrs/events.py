@@ -43,6 +43,7 @@ def simulate_dfrs(
     hidden=None,
     star_pass: str = "completion",
     victims: str = "prefix",
+    stretch_realloc: str = "mapping-change",
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
@@ -55,7 +56,12 @@ def simulate_dfrs(
     reads -- a guard that refuses reads from outside this module (None, the
     normal path, adds nothing per event). ``victims``: GreedyP / GreedyPM's
     victim rule, "prefix" or "put-back" (``schedlab.policies.dfrs.greedy``),
-    read by the policy from ``state.victims``."""
+    read by the policy from ``state.victims``.
+
+    ``stretch_realloc = "every-instant"``: a policy with its own
+    ``allocate`` hook (the /stretch-per family) re-allocates at every
+    instant that has running jobs, not only when the mapping changed (the
+    authors' simulator; docs/dfrs.md row 18)."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
     st.victims = victims
     late_star = star_pass == "instant-end" and _greedy_family(policy)
@@ -81,6 +87,7 @@ def simulate_dfrs(
     st.now = t
     period = getattr(policy, "period", None)
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
+    realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
     t0 = t
     k_per = 1
     t_per = t0 + period if period else math.inf
@@ -152,7 +159,7 @@ def simulate_dfrs(
             policy.on_completion(st)
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
-        if st.dirty:
+        if st.dirty or (realloc_each and st.running):
             if own_allocate is not None:
                 lp_failures += int(own_allocate(st, t_per))
             else:

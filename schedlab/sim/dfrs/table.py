@@ -50,6 +50,7 @@ def run_table(
     oversize: str = "error",
     star_pass: str = "completion",
     victims: str = "prefix",
+    stretch_realloc: str = "mapping-change",
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
@@ -61,6 +62,7 @@ def run_table(
     do not fit on the empty cluster (procs > nodes x floor(1/memory));
     ``star_pass``: when the Greedy '*' pass runs (module docstring);
     ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.policies.dfrs.greedy``). The
+    ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -73,6 +75,7 @@ def run_table(
             "oversize": oversize,
             "star_pass": star_pass,
             "victims": victims,
+            "stretch_realloc": stretch_realloc,
         },
         "dfrs engine",
         jobs.columns,
@@ -126,6 +129,7 @@ def run_table(
         check=check,
         star_pass=star_pass,
         victims=victims,
+        stretch_realloc=stretch_realloc,
     )
     st = res.state
     n = len(submit)

@@ -251,6 +251,14 @@ DFRS = SystemSchema(
             "that makes room (default) or, as the authors' simulator does, any mapped job one at a time until "
             "the new job fits, then put back every victim whose nodes still have the memory (docs/dfrs.md)",
         ),
+        choice(
+            "stretch_realloc",
+            "mapping-change",
+            ("mapping-change", "every-instant"),
+            doc="when a policy with its own allocation (/stretch-per) re-allocates: when the mapping "
+            "changes (default) or, as the authors' simulator does, at every instant, the horizon "
+            "shrinking to the next period (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
