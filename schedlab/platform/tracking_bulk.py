@@ -30,6 +30,7 @@ PostgreSQL -- goes through the client, as before.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -147,6 +148,22 @@ def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, e
     return done
 
 
+_clock = threading.Lock()
+_last_start_ms = 0
+
+
+def _start_time_ms() -> int:
+    """A run's start (and end) time in ms: the clock, but strictly after the
+    previous run's. MLflow lists runs newest first by start time, ties by
+    run id (random): runs written in one transaction within the same
+    millisecond would come out in random order, where the client path,
+    creating them one at a time, lists them in the order they were logged."""
+    global _last_start_ms
+    with _clock:
+        _last_start_ms = max(int(time.time() * 1000), _last_start_ms + 1)
+        return _last_start_ms
+
+
 def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
     from mlflow.entities import LifecycleStage, RunStatus, SourceType
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
@@ -172,7 +189,7 @@ def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exp
                 out.append(NewRun(exp, error=err))
                 continue
             run_id = uuid.uuid4().hex
-            now = int(time.time() * 1000)
+            now = _start_time_ms()
             rows["runs"].append(
                 {
                     "run_uuid": run_id,
