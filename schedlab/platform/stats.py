@@ -80,11 +80,8 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
             )
             continue
         keys = vals.select(by)
-        same = np.ones(vals.height - 1, dtype=bool)
-        for c in by:
-            col = keys[c]
-            same &= (col[1:] == col[:-1]).fill_null(col[1:].is_null() & col[:-1].is_null()).to_numpy()
-        starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        run = keys.select(pl.struct(by).rle_id()).to_series().to_numpy()  # one id per group (nulls equal)
+        starts = np.flatnonzero(np.diff(run, prepend=-1))
         x = vals[m].to_numpy()
         moments = [mean_sd(seg) for seg in np.split(x, starts[1:])]
         moments_frame = keys[starts].with_columns(
