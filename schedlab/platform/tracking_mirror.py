@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab.platform.tracking_bulk import RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
+from schedlab.platform.tracking_bulk import PARENT_TAG, RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
 from schedlab.platform.tracking_data import (
     CONFIG_TAG,
     PROVENANCE_TAGS,
@@ -46,7 +46,6 @@ MAX_TAGS_PER_BATCH = 100
 MAX_ENTITIES_PER_BATCH = 1000
 
 SWEEP_TAG = "schedlab.sweep"
-PARENT_TAG = "mlflow.parentRunId"
 #: MLflow's description of a run or an experiment (shown above its details).
 NOTE_TAG = "mlflow.note.content"
 CODE_ARTIFACTS_TAG = "schedlab.code_artifacts"

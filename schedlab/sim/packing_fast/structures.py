@@ -18,7 +18,7 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
-from schedlab.sim.jit import NONE, ZERO, njit
+from schedlab.sim.jit import NONE, ZERO, njit, st_first_at_least
 from schedlab.sim.packing import FIT_TOL
 
 INF = math.inf
@@ -58,21 +58,9 @@ def _gt_update(g, base, size, i, value):
 
 @njit(**_HOT)
 def _gt_first_at_least(g, base, size, n, r, lo):
-    """Lowest index i >= lo with value[i] >= r in the tree at ``base``, or -1."""
-    if lo >= n or g[base + 1] < r:
-        return NONE
-    i = lo + size
-    while g[base + i] < r:
-        while i & 1:
-            i >>= 1
-        if i == 0:
-            return NONE
-        i += 1
-    while i < size:
-        i <<= 1
-        if g[base + i] < r:
-            i += 1
-    return i - size
+    """Lowest index i >= lo with value[i] >= r in the tree stored at ``base``
+    of ``g`` (a view of it: ``jit.st_first_at_least``), or -1."""
+    return st_first_at_least(g[base : base + 2 * size], size, n, r, lo)
 
 
 # ---- ServersByFree: a skip list of servers ordered by (free, server) ------------------
