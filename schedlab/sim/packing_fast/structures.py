@@ -18,7 +18,7 @@ from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from schedlab.sim.jit import ALLOC as _ALLOC
 from schedlab.sim.jit import HOT as _HOT
-from schedlab.sim.jit import NONE, ZERO, njit, st_first_at_least
+from schedlab.sim.jit import NONE, ZERO, njit, st_first_at_least, st_update
 from schedlab.sim.packing import FIT_TOL
 
 INF = math.inf
@@ -38,22 +38,13 @@ U63 = np.uint64(63)
 
 
 # Several max segment trees in one array (VQS's groups): tree g's node k is
-# g[base + k], base = g * 2 * size; the same code as _st_update / _st_first_at_least.
+# g[base + k], base = g * 2 * size; each is jit.st_update / st_first_at_least on a view.
 
 
 @njit(**_HOT)
 def _gt_update(g, base, size, i, value):
-    i += size
-    g[base + i] = value
-    i >>= 1
-    while i:
-        a = g[base + 2 * i]
-        b = g[base + 2 * i + 1]
-        m = a if a >= b else b
-        if g[base + i] == m:
-            break
-        g[base + i] = m
-        i >>= 1
+    """Set value[i] in the tree stored at ``base`` of ``g`` (a view of it: ``jit.st_update``)."""
+    st_update(g[base : base + 2 * size], size, i, value)
 
 
 @njit(**_HOT)
