@@ -55,7 +55,7 @@ def with_path(spec, engine_path: str, out: Path):
 def specs_of(name: str) -> list[tuple[str, object]]:
     """(label, spec) of a spec file, or of every sweep of ``pipeline:NAME[:SCALE]``."""
     if name.startswith("pipeline:"):
-        from schedlab.pipelines.base import get_pipeline
+        from schedlab.pipelines.registry import get_pipeline
         from schedlab.platform.spec import parse_spec
 
         _, pipe, *scale = name.split(":")

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from schedlab.cli import main
-from schedlab.pipelines.registry import DECLARED, PIPELINES
+from schedlab.pipelines.registry import PIPELINES
 from tests.pipeline_outputs import check_outputs, run_smoke
 
 EXPECTED_SERIES = {
@@ -169,7 +169,7 @@ def test_pg_fig5_specs_every_scale():
 
     from schedlab.platform.spec import parse_spec
 
-    fig5 = DECLARED["pg-fig5"].doc  # the pipeline's data (pg_fig5.toml)
+    fig5 = PIPELINES["pg-fig5"].doc  # the pipeline's data (pg_fig5.toml)
     trace, traffic = fig5["sweeps"][0]["workload"]["path"], fig5["scales"]["paper"]["traffic"]
     root = Path(__file__).resolve().parents[1]
     if not (root / trace).exists():

@@ -57,7 +57,7 @@ def example(tmp_path_factory):
     root = tmp_path_factory.mktemp("declare")
     path = root / "example_load.toml"
     path.write_text(doc_example())
-    pipe = Declared(path).pipeline()
+    pipe = Declared(path)
     dirs = {s["name"]: make_rows(s, root) for s in pipe.specs("smoke", {})}
     from schedlab.plotting import style
 
@@ -99,14 +99,12 @@ def test_doc_example_figure_and_claim_match_the_rows(example):
 
 
 def test_registry_declares_every_toml():
-    from schedlab.pipelines.registry import CODE_ONLY, DECLARED, PIPELINES
+    from schedlab.pipelines.registry import PIPELINES
 
     tomls = sorted(PIPELINES_DIR.glob("*.toml"))
-    assert len(DECLARED) == len(tomls) and set(PIPELINES) == set(DECLARED) | {
-        __import__(f"schedlab.pipelines.{m}", fromlist=["PIPELINE"]).PIPELINE.name for m in CODE_ONLY
-    }
+    assert len(PIPELINES) == len(tomls)
     for path in tomls:  # every claim a check function states exists in the module beside the TOML
-        d = DECLARED[Declared(path).doc["name"]]
+        d = PIPELINES[Declared(path).name]
         for fig in d.doc.get("figures", []):
             for name in [c["check"] for c in fig.get("claims", []) if "check" in c] + [
                 fig[k] for k in ("table", "plot", "measured", "paper_says_fields") if isinstance(fig.get(k), str)
@@ -120,7 +118,7 @@ def test_missing_scale_value_names_the_place(tmp_path):
     with pytest.raises(
         UserError, match=r"example-load\.sweeps\[0\]\.workload\.njobs: \$njobs has no value at scale 'smoke'"
     ):
-        Declared(path).pipeline().specs("smoke", {})
+        Declared(path).specs("smoke", {})
 
 
 def test_bad_claim_row_names_the_place(tmp_path):

@@ -73,9 +73,9 @@ def test_other_dfrs_pipelines_outputs(tmp_path_factory, name, series):
 def claims(name: str, key: str, table):
     """The claims table of figure ``key`` of pipeline ``name`` (its TOML) checked on ``table``."""
     from schedlab.pipelines.declare import FigureData
-    from schedlab.pipelines.registry import DECLARED
+    from schedlab.pipelines.registry import PIPELINES
 
-    d = DECLARED[name]
+    d = PIPELINES[name]
     fig = next(f for f in d.doc["figures"] if f["key"] == key)
     return d.checks(fig, FigureData(table, {}, {}, fig))
 

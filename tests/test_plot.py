@@ -226,7 +226,7 @@ def test_pipeline_ratio_bars_stay_above_one(tmp_path, monkeypatch):
 
 def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
     from schedlab.pipelines.declare import FigureData
-    from schedlab.pipelines.registry import DECLARED
+    from schedlab.pipelines.registry import PIPELINES
     from schedlab.plotting import style
 
     table = pl.DataFrame(
@@ -240,7 +240,7 @@ def test_pipeline_figure_written_as_pdf_and_300_dpi_png(tmp_path):
     )
     png = tmp_path / "psbs-shape-fig5.png"
     with style():
-        shape = DECLARED["psbs-shape"]
+        shape = PIPELINES["psbs-shape"]
         assert shape.draw(shape.doc["figures"][0], FigureData(table, {}, {}), png) == ["PS", "PSBS"]
     assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     with Image.open(png) as im:

@@ -1,9 +1,9 @@
 """Paper-reproduction pipelines: sweep specs in, figures and a report out.
 
-A `Pipeline` knows nothing about Ray, Parquet or MLflow. It builds plain sweep
-spec dicts (`specs(scale, overrides)`) and turns finished results dirs into
-figures and report sections (`report(results_dirs, out_dir)`); most are
-declared in TOML (`declare`). `run.run_pipeline` does the rest with the
+A pipeline (`declare.Declared`, read from its TOML file) knows nothing about
+Ray, Parquet or MLflow. It builds plain sweep spec dicts
+(`specs(scale, overrides)`) and turns finished results dirs into figures and
+report sections (`report(results_dirs, out_dir)`). `run.run_pipeline` does the rest with the
 platform: every spec goes through
 `schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for free),
 then the figures and ``report.md`` are written to the pipeline's output dir
@@ -18,14 +18,13 @@ point instead of stating it flatly.
 Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
 as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
 
-This module holds only the types: it imports nothing of the pipelines, so the
+This module holds only the report types: it imports nothing of the pipelines, so the
 registry and the runner can import it without a cycle.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,18 +123,6 @@ class FigureReport:
             ]
         lines.append("")
         return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    name: str
-    paper: str
-    figure: str
-    description: str
-    #: (scale, overrides) -> list of sweep spec dicts (names unique per scale)
-    specs: Callable[[str, dict[str, Any]], list[dict[str, Any]]]
-    #: ({spec name: results dir}, out_dir) -> figure reports (PNGs written)
-    report: Callable[[dict[str, Path], Path], list[FigureReport]]
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Most of a paper figure is data: its sweeps, the series it plots and the
 claims the paper makes. A pipeline's TOML file states all three, and
-`declare` turns it into a `base.Pipeline`; code is left only for what one
+`Declared` is the pipeline it declares; code is left only for what one
 figure alone needs (a heat map, an ECDF, a claim no comparison below states),
 in the module of the same name, referred to by function name.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.base import Check, FigureReport, Pipeline, deep_merge
+from schedlab.pipelines.base import Check, FigureReport, deep_merge
 from schedlab.pipelines.common import (
     OPS,
     absolute,
@@ -230,7 +230,9 @@ def aggregate(how: dict[str, Any], results_dir: Path):
 
 
 class Declared:
-    """A pipeline read from its TOML file (and module, if any)."""
+    """A pipeline, read from its TOML file (and module, if any): its name, the
+    paper and figure it reproduces, its sweep `specs` at a scale and its
+    `report` (figures and report sections from the finished results dirs)."""
 
     def __init__(self, path: Path, module: Any = None):
         self.path = path
@@ -252,6 +254,23 @@ class Declared:
                 if row.get("only", "") not in ("", "first", "last"):
                     raise UserError(f'{place}: only must be "first" or "last"')
 
+    @property
+    def name(self) -> str:
+        return str(self.doc["name"])
+
+    @property
+    def paper(self) -> str:
+        return str(self.doc["paper"])
+
+    @property
+    def description(self) -> str:
+        return str(self.doc["description"])
+
+    @property
+    def figure(self) -> str:
+        """The paper's figures or tables it reproduces ("Figs. 7–8")."""
+        return str(self.doc["figure"])
+
     def fn(self, name: str) -> Callable:
         if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
             return KINDS[name]
@@ -260,6 +279,7 @@ class Declared:
         return getattr(self.module, name)
 
     def specs(self, scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+        """The sweep spec dicts at ``scale`` (names unique per scale), ``overrides`` merged in."""
         if self.module is not None and hasattr(self.module, "specs"):
             return self.module.specs(self.doc, scale, overrides)
         return sweep_specs(self.doc, scale, overrides)
@@ -289,7 +309,7 @@ class Declared:
             png,
         )
 
-    def figure(self, fig: dict[str, Any], dirs: dict[str, Path], out_dir: Path) -> FigureReport:
+    def figure_report(self, fig: dict[str, Any], dirs: dict[str, Path], out_dir: Path) -> FigureReport:
         data = self.data(fig, dirs)
         png = out_dir / fig["png"]
         plot = fig["plot"]
@@ -345,20 +365,10 @@ class Declared:
         return out
 
     def report(self, dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
+        """The figure reports ({spec name: results dir} in; PNG and PDF written to ``out_dir``)."""
         if self.module is not None and hasattr(self.module, "report"):
             return self.module.report(self, dirs, out_dir)
-        return [self.figure(fig, dirs, out_dir) for fig in self.doc["figures"]]
-
-    def pipeline(self) -> Pipeline:
-        d = self.doc
-        return Pipeline(
-            name=d["name"],
-            paper=d["paper"],
-            figure=d["figure"],
-            description=d["description"],
-            specs=self.specs,
-            report=self.report,
-        )
+        return [self.figure_report(fig, dirs, out_dir) for fig in self.doc["figures"]]
 
 
 def panel_table(data: FigureData, panel: dict[str, Any]):

@@ -43,4 +43,4 @@ def report(declared, dirs, out_dir):
     panels = FIGURE["panels"] if len(dirs) > 1 else [{"sweep": "psbs-ircache-", "name": OWN_TITLE}]
     what = "MST / optimal (SRPT), per replication then averaged"
     panels = [{**p, "title": f"{p['name']} (load 0.9)", "caption": f"**{p['name']}** — {what}"} for p in panels]
-    return [declared.figure({**FIGURE, "panels": panels}, dirs, out_dir)]
+    return [declared.figure_report({**FIGURE, "panels": panels}, dirs, out_dir)]
