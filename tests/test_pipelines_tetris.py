@@ -100,6 +100,9 @@ def test_job_slowdowns_hand_made():
 
 
 def test_window_ratios_hand_made():
+    """The per-window ratios tetris-packing's table is built from (`common.ratios_to` on the window)."""
+    from schedlab.pipelines.common import ratios_to
+
     frame = pl.DataFrame(
         {
             "policy": ["Slots-Fair", "Tetris", "Slots-Fair", "Tetris"],
@@ -108,7 +111,8 @@ def test_window_ratios_hand_made():
             "jct_mean": [10.0, 6.0, 4.0, 2.0],
         }
     )
-    r = tp_pipe.window_ratios(frame, ["makespan", "jct_mean"]).filter(pl.col("policy") == "Tetris").sort("window")
+    r = ratios_to(frame, ["makespan", "jct_mean"], tp_pipe.BASELINE, ["window"])
+    r = r.filter(pl.col("policy") == "Tetris").sort("window")
     assert r["makespan_ratio"].to_list() == [0.6, 1.0] and r["jct_mean_ratio"].to_list() == [0.6, 0.5]
 
 
