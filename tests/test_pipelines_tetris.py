@@ -49,7 +49,7 @@ def test_packing_ratios_match_summary_rows(runs):
     frame, table = tp_pipe.load_table(result.results_dirs)
     assert set(frame["policy"].to_list()) == set(tp_pipe.POLICIES)
     windows = sorted(set(frame["window"].to_list()))
-    assert windows == tp_pipe.SCALES["smoke"]["windows"]
+    assert windows == tp_pipe.DOC["scales"]["smoke"]["windows"]
     by = {(r["policy"], r["window"]): r for r in frame.iter_rows(named=True)}
     expect = np.mean([by[("Tetris", w)]["jct_mean"] / by[("Slots-Fair", w)]["jct_mean"] for w in windows])
     row = table.filter(pl.col("policy") == "Tetris").row(0, named=True)

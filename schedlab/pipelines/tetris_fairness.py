@@ -43,9 +43,9 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
 
     from schedlab.platform.stats import group_moments
 
-    ok = lambda c: pl.col(c).is_not_null() & pl.col(c).is_not_nan()  # noqa: E731
-    ref = base.select(keys + [pl.col("jct").alias("_ref")]).filter(ok("_ref"))
-    j = runs.select(list(dict.fromkeys(keys + by)) + ["jct"]).filter(ok("jct")).join(ref, on=keys, how="inner")
+    ref = base.select(keys + [pl.col("jct").alias("_ref")])
+    j = runs.select(list(dict.fromkeys(keys + by)) + ["jct"]).join(ref, on=keys, how="inner")
+    j = j.filter(pl.col("jct").is_not_nan() & pl.col("_ref").is_not_nan())  # a null predicate drops the row too
     ratio = pl.max_horizontal("jct", pl.lit(floor)) / pl.max_horizontal("_ref", pl.lit(floor))
     j = j.with_columns(_excess=pl.when(ratio > 1.0 + tol).then(ratio - 1.0))  # null: not slowed
     slowed = j.group_by(by).agg(
@@ -61,24 +61,21 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
 
 
 def load_jct(results_dir: Path):
-    """Per job: window, group, policy, f (NaN for Slots-Fair), jct; and the summary rows."""
+    """Per job: window, group, policy, f (NaN for Slots-Fair), jct; and the summary
+    rows, with f (policy_fairness as a float) and window (an integer)."""
     import polars as pl
 
     from schedlab import load
 
     summ = load(results_dir).collect()
-    cfg = summ.select(
-        "config_id",
-        "policy",
-        pl.col("policy_fairness").cast(pl.Float64).alias("f"),
-        pl.col("window").cast(pl.Float64).cast(pl.Int64),
-    ).unique()
+    summ = summ.with_columns(pl.col("policy_fairness").cast(pl.Float64).alias("f"), pl.col("window").cast(pl.Int64))
     jobs = (
         load(results_dir, "jobs")
         .group_by(["config_id", "group"])
         .agg((pl.col("end").max() - pl.col("submit").min()).alias("jct"))
         .collect()
     )
+    cfg = summ.select("config_id", "policy", "f", "window").unique()
     return jobs.join(cfg, on="config_id", how="inner").drop("config_id"), summ
 
 
@@ -88,7 +85,7 @@ def analysis(dirs):
     slowdown_mean, slowdown_median); against Slots-Fair (frac_slowed_slots,
     slowdown_mean_slots); and mean, 95 % CI and n over windows of the per-window
     frac_slowed and slowdown_mean and of mean JCT and makespan / f0's (jct_mean_ratio,
-    makespan_ratio)."""
+    makespan_ratio): the `SERIES`."""
     import polars as pl
 
     from schedlab.platform.stats import summarize
@@ -97,22 +94,16 @@ def analysis(dirs):
     tet = jct.filter(pl.col("policy") == tp.TETRIS)
     f0 = tet["f"].min()
     base = tet.filter(pl.col("f") == f0)
-    runs = summ.filter(pl.col("policy") == tp.TETRIS).select(  # `policy`: f, the run `ratios_to` divides by
-        pl.col("policy_fairness").cast(pl.Float64).alias("policy"),
-        pl.col("window").cast(pl.Float64).cast(pl.Int64),
-        "jct_mean",
-        "makespan",
-    )
-    per_window = (
-        ratios_to(runs, ["jct_mean", "makespan"], f0, ["window"])
+    runs = summ.filter(pl.col("policy") == tp.TETRIS).select(pl.col("f").alias("policy"), "window", *tp.METRICS)
+    per_window = (  # `ratios_to` divides by the run of the policy named: here the run at f0
+        ratios_to(runs, [*tp.METRICS], f0, ["window"])
         .rename({"policy": "f"})
         .join(job_slowdowns(tet, base, ["window", "f"]), on=["window", "f"], how="left")
     )
-    metrics = ["frac_slowed", "slowdown_mean", "jct_mean_ratio", "makespan_ratio"]
     slots = job_slowdowns(tet, jct.filter(pl.col("policy") == tp.BASELINE), ["f"])
     return (
         job_slowdowns(tet, base, ["f"])
-        .join(summarize(per_window, ["f"], metrics), on="f", how="left")
+        .join(summarize(per_window, ["f"], [*SERIES]), on="f", how="left")
         .join(slots.select("f", "frac_slowed", "slowdown_mean"), on="f", how="left", suffix="_slots")
         .sort("f")
     )

@@ -10,7 +10,6 @@ from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
-SCALES: dict[str, dict[str, Any]] = DOC["scales"]
 EPOCH = DOC["every_sweep"]["system"]["epoch"]
 BASELINE, TETRIS = "Slots-Fair", "Tetris"
 POLICIES = [TETRIS, "FIFO-FF", "BF-J/S", BASELINE]  # plotting / table order
@@ -26,31 +25,27 @@ def load_table(results_dirs: dict[str, Path]):
     from schedlab import load
     from schedlab.platform.stats import summarize
 
-    cols = ["policy", "window", *METRICS]
+    cols = ["policy", "window", "window_length", "system_servers", "system_epoch", *METRICS]
     frame = pl.concat([load(d).select(cols).collect() for d in results_dirs.values()], how="vertical_relaxed")
-    frame = ratios_to(
-        frame.with_columns(pl.col("window").cast(pl.Float64).cast(pl.Int64)), [*METRICS], BASELINE, ["window"]
-    )
+    frame = ratios_to(frame.with_columns(pl.col("window").cast(pl.Int64)), [*METRICS], BASELINE, ["window"])
     return frame, summarize(frame, ["policy"], [f"{m}_ratio" for m in METRICS] + [*METRICS])
 
 
-def offered_loads(scale: str, windows: list[int]) -> dict[int, float] | None:
-    """Per window: max over cpu, mem of Σ demand x runtime / (servers x window length),
+def offered_loads(rows: list[dict[str, Any]]) -> dict[int, float] | None:
+    """Per window of ``rows``: max over cpu, mem of Σ demand x runtime / (servers x window length),
     from the trace (None if it cannot be read here)."""
     try:
         from schedlab.workloads import trace_kind
         from schedlab.workloads import transforms as tf
 
-        s = SCALES[scale]
         jobs = trace_kind.load_shared(
             {"reader": "google", "path": TRACE, "on_bad_line": "error", "arrival_load": 0.0}
         ).sort("submit", maintain_order=True)
         out = {}
-        for k in windows:
-            w = tf.window(jobs, s["window_length"], k)
-            out[k] = max(float((w[r] * w["runtime"]).sum()) for r in ("cpu", "mem")) / (
-                s["servers"] * s["window_length"]
-            )
+        for r in rows:
+            w = tf.window(jobs, r["window_length"], r["window"])
+            work = max(float((w[c] * w["runtime"]).sum()) for c in ("cpu", "mem"))
+            out[r["window"]] = work / (r["system_servers"] * r["window_length"])
         return out
     except Exception:  # noqa: BLE001 - informative only
         return None
@@ -94,7 +89,7 @@ def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
 def measured(data) -> str:
     frame, table = data.table
     tetris = frame.filter(frame["policy"] == TETRIS).sort("window").rows(named=True)
-    loads = offered_loads(next(iter(data.dirs)).rsplit("-", 1)[-1], [r["window"] for r in tetris])
+    loads = offered_loads(tetris)
     cols = ["makespan_ratio", "jct_mean_ratio", "makespan", "jct_mean"]
     head = ["policy", "makespan / Slots-Fair", "mean JCT / Slots-Fair", "makespan (s)", "mean JCT (s)", "windows"]
     rows = [
@@ -155,6 +150,5 @@ def reduces(data, claim):
 
 
 def setting(data) -> dict[str, Any]:
-    """The scale's window length and cluster, for paper_says."""
-    s = SCALES.get(next(iter(data.dirs)).rsplit("-", 1)[-1], SCALES["quick"])
-    return {"window_length": s["window_length"], "servers": s["servers"], "epoch": EPOCH}
+    """The rows' window_length, system_servers and system_epoch, for paper_says."""
+    return data.table[0].row(0, named=True)
