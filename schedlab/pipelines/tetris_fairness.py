@@ -21,12 +21,11 @@ SERIES = {
 
 
 def specs(doc, scale, overrides):
-    """The grid of f on tetris-packing's system and two-resource workload."""
+    """The grid of f on tetris-packing's cluster and two-resource workload (its [every_sweep] and scales)."""
     from schedlab.pipelines.declare import sweep_specs
 
-    two = sweep_specs(tp.DOC, scale, {})[0]
-    env = {**doc["scales"][scale], "system": two["system"], "workload": two["workload"]}
-    return sweep_specs({**doc, "scales": {scale: env}}, scale, overrides)
+    env = {**tp.DOC["scales"][scale], **doc["scales"][scale]}
+    return sweep_specs({**doc, "every_sweep": tp.DOC["every_sweep"], "scales": {scale: env}}, scale, overrides)
 
 
 def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: float = JCT_FLOOR, tol: float = SLOWED_TOL):

@@ -9,7 +9,7 @@ from typing import Any
 from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, paired_ratios, ratios_to, row_at, save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
-TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
+TRACE = DOC["every_sweep"]["workload"]["path"]  # relative to the repository root, as pg-fig5
 EPOCH = DOC["every_sweep"]["system"]["epoch"]
 BASELINE, TETRIS = "Slots-Fair", "Tetris"
 POLICIES = [TETRIS, "FIFO-FF", "BF-J/S", BASELINE]  # plotting / table order
