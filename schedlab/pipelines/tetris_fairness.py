@@ -84,7 +84,7 @@ def analysis(dirs):
     slowdown_mean, slowdown_median); against Slots-Fair (frac_slowed_slots,
     slowdown_mean_slots); and mean, 95 % CI and n over windows of the per-window
     frac_slowed and slowdown_mean and of mean JCT and makespan / f0's (jct_mean_ratio,
-    makespan_ratio): the `SERIES`."""
+    makespan_ratio): the `SERIES`; and f0."""
     import polars as pl
 
     from schedlab.platform.stats import summarize
@@ -104,6 +104,7 @@ def analysis(dirs):
         job_slowdowns(tet, base, ["f"])
         .join(summarize(per_window, ["f"], [*SERIES]), on="f", how="left")
         .join(slots.select("f", "frac_slowed", "slowdown_mean"), on="f", how="left", suffix="_slots")
+        .with_columns(f0=pl.lit(f0))
         .sort("f")
     )
 
@@ -196,7 +197,7 @@ def at_knob(data, claim):
     others = "; ".join(f"f={o['f']:g}: {o['frac_slowed']:.1%}" + by(o["slowdown_mean"]) for o in t.rows(named=True)[1:])
     v = r[claim.quantity]
     detail = claim.empty if v is None else claim.point.format(**r, others=others)
-    return claim.verdict(v is None or OPS[claim.comparison](v, claim.than), detail, f=r["f"], f0=t["f"][0])
+    return claim.verdict(v is None or OPS[claim.comparison](v, claim.than), detail, **r)
 
 
 def near_best(data, claim):
@@ -209,10 +210,10 @@ def near_best(data, claim):
         "; ".join(
             f"{SERIES[m][0]} / ref {v:.3f} vs best {best:.3f} (+{v / best - 1:.1%})" for m, (v, best) in gaps.items()
         ),
-        f=r["f"],
-        f0=t["f"][0],
+        **r,
     )
 
 
-def setting(data) -> dict[str, float]:
-    return {"f0": data.table["f"][0]}
+def setting(data) -> dict[str, Any]:
+    """A row of the analysis (f0, for paper_says)."""
+    return data.table.row(0, named=True)
