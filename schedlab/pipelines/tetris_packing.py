@@ -58,27 +58,23 @@ def plot(data, path: Path) -> list[str]:
 
     from schedlab.plotting import floor_interval
 
-    table = data.table[1]
+    rows = [r for p in POLICIES if (r := lookup(data.table[1], p))]
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    present = [p for p in POLICIES if lookup(table, p) is not None]
-    width = 0.8 / len(METRICS)
-    x = np.arange(len(present))
+    x, width = np.arange(len(rows)), 0.8 / len(METRICS)
     for i, (m, label) in enumerate(METRICS.items()):
-        means = [row_at(table, p)[f"{m}_ratio_mean"] for p in present]
-        cis = [row_at(table, p)[f"{m}_ratio_ci95"] for p in present]
+        means = [r[f"{m}_ratio_mean"] for r in rows]
         # a ratio is > 0: the log-transformed interval (schedlab.plotting.floor_interval), never below 0
-        bounds = [floor_interval(mu, c, POSITIVE_FLOOR) for mu, c in zip(means, cis)]
+        bounds = [floor_interval(r[f"{m}_ratio_mean"], r[f"{m}_ratio_ci95"], POSITIVE_FLOOR) for r in rows]
         yerr = [[mu - lo for mu, (lo, _) in zip(means, bounds)], [hi - mu for mu, (_, hi) in zip(means, bounds)]]
         ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, means, width, yerr=yerr, capsize=3, label=label)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_ylim(bottom=0)
-    ax.set_xticks(x, present)
-    ax.set_ylabel(f"relative to {BASELINE} (same window)")
-    ax.set_title("Google prefix, cpu + mem, tasks grouped into jobs")
+    ax.set_xticks(x, [r["policy"] for r in rows])
+    ax.set(ylabel=f"relative to {BASELINE} (same window)", title="Google prefix, cpu + mem, tasks grouped into jobs")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, path)
-    return present
+    return [r["policy"] for r in rows]
 
 
 def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
