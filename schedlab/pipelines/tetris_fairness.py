@@ -121,7 +121,7 @@ def plot(data, path: Path) -> list[str]:
     t, f0 = data.table, data.table["f"][0]
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     fig.subplots_adjust(wspace=0.3)
-    for m, (label, marker), ax in zip(SERIES, SERIES.values(), [*axes, axes[2]]):
+    for (m, (label, marker)), ax in zip(SERIES.items(), [*axes, axes[2]]):  # (c) holds the last two
         r = t.filter(t[f"{m}_mean"].is_not_null() & ((t["f"] != f0) | (ax is axes[2])))
         k, floor = (1.0, POSITIVE_FLOOR) if ax is axes[2] else (100.0, None)
         mean, ci = [k * v for v in r[f"{m}_mean"]], [k * c for c in ci_or_zero(r[f"{m}_ci95"])]
