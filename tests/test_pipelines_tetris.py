@@ -49,7 +49,7 @@ def test_packing_ratios_match_summary_rows(runs):
     frame, table = tp_pipe.load_table(result.results_dirs)
     assert set(frame["policy"].to_list()) == set(tp_pipe.POLICIES)
     windows = sorted(set(frame["window"].to_list()))
-    assert windows == tp_pipe.SCALES["smoke"]["windows"]
+    assert windows == tp_pipe.DOC["scales"]["smoke"]["windows"]
     by = {(r["policy"], r["window"]): r for r in frame.iter_rows(named=True)}
     expect = np.mean([by[("Tetris", w)]["jct_mean"] / by[("Slots-Fair", w)]["jct_mean"] for w in windows])
     row = table.filter(pl.col("policy") == "Tetris").row(0, named=True)
@@ -100,6 +100,9 @@ def test_job_slowdowns_hand_made():
 
 
 def test_window_ratios_hand_made():
+    """The per-window ratios tetris-packing's table is built from (`common.ratios_to` on the window)."""
+    from schedlab.pipelines.common import ratios_to
+
     frame = pl.DataFrame(
         {
             "policy": ["Slots-Fair", "Tetris", "Slots-Fair", "Tetris"],
@@ -108,7 +111,8 @@ def test_window_ratios_hand_made():
             "jct_mean": [10.0, 6.0, 4.0, 2.0],
         }
     )
-    r = tp_pipe.window_ratios(frame, ["makespan", "jct_mean"]).filter(pl.col("policy") == "Tetris").sort("window")
+    r = ratios_to(frame, ["makespan", "jct_mean"], tp_pipe.BASELINE, ["window"])
+    r = r.filter(pl.col("policy") == "Tetris").sort("window")
     assert r["makespan_ratio"].to_list() == [0.6, 1.0] and r["jct_mean_ratio"].to_list() == [0.6, 0.5]
 
 

@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
-from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, row_at, save
+from schedlab.pipelines.common import OPS, POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, ratios_to, save
 
-DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
-FIGURE = DOC["figures"][0]
-RECOMMENDED = FIGURE["recommended"]
-SLOWED_MAX, SLOWDOWN_MAX = (c["than"] for c in FIGURE["claims"][:2])  # the talk's 6 % and 8 %: claims, and lines
 SLOWED_TOL = 1e-9  # relative: a JCT larger than the reference's by more than this is a slowdown (not rounding)
 JCT_FLOOR = tp.EPOCH  # JCTs below one decision epoch are compared as one epoch
 KEYS = ["window", "group"]
+#: the plotted series: column of `analysis` (its mean over windows): label, marker
+SERIES = {
+    "frac_slowed": ("fraction slowed", "o"),
+    "slowdown_mean": ("mean slowdown of slowed", "s"),
+    "jct_mean_ratio": ("mean JCT", "^"),
+    "makespan_ratio": ("makespan", "D"),
+}
 
 
 def specs(doc, scale, overrides):
-    """The grid of f on tetris-packing's system and two-resource workload."""
+    """The grid of f on tetris-packing's cluster and two-resource workload (its [every_sweep] and scales)."""
     from schedlab.pipelines.declare import sweep_specs
 
-    two = sweep_specs(tp.DOC, scale, {})[0]
-    doc = {**doc, "scales": {scale: {**doc["scales"][scale], "system": two["system"], "workload": two["workload"]}}}
-    return sweep_specs(doc, scale, overrides)
+    env = {**tp.DOC["scales"][scale], **doc["scales"][scale]}
+    return sweep_specs({**doc, "every_sweep": tp.DOC["every_sweep"], "scales": {scale: env}}, scale, overrides)
 
 
 def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: float = JCT_FLOOR, tol: float = SLOWED_TOL):
@@ -41,248 +42,178 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
 
     from schedlab.platform.stats import group_moments
 
-    ok = lambda c: pl.col(c).is_not_null() & pl.col(c).is_not_nan()  # noqa: E731
-    ref = base.select(keys + [pl.col("jct").alias("_ref")]).filter(ok("_ref"))
-    cols = list(dict.fromkeys(keys + by))
-    j = runs.select(cols + ["jct"]).filter(ok("jct")).join(ref, on=keys, how="inner")
-    j = j.with_columns(
-        (pl.max_horizontal(pl.col("jct"), pl.lit(floor)) / pl.max_horizontal(pl.col("_ref"), pl.lit(floor))).alias(
-            "_ratio"
-        )
+    ref = base.select(keys + [pl.col("jct").alias("_ref")])
+    j = runs.select(list(dict.fromkeys(keys + by)) + ["jct"]).join(ref, on=keys, how="inner")
+    j = j.filter(pl.col("jct").is_not_nan() & pl.col("_ref").is_not_nan())  # a null predicate drops the row too
+    ratio = pl.max_horizontal("jct", pl.lit(floor)) / pl.max_horizontal("_ref", pl.lit(floor))
+    j = j.with_columns(_excess=pl.when(ratio > 1.0 + tol).then(ratio - 1.0))  # null: not slowed
+    slowed = j.group_by(by).agg(
+        slowed=pl.col("_excess").count().cast(pl.Int64), slowdown_median=pl.col("_excess").median()
     )
-    j = j.with_columns((pl.col("_ratio") > 1.0 + tol).alias("_slowed"))
-    j = j.with_columns(pl.when(pl.col("_slowed")).then(pl.col("_ratio") - 1.0).alias("_excess"))
-    mean = group_moments(j, by, ["_excess"]).select(by + [pl.col("_excess_mean").alias("slowdown_mean")])
     return (
-        j.group_by(by)
-        .agg(
-            pl.len().alias("jobs"),
-            pl.col("_slowed").sum().cast(pl.Int64).alias("slowed"),
-            pl.col("_excess").median().alias("slowdown_median"),
-        )
-        .join(mean, on=by, nulls_equal=True)
-        .select(by + ["jobs", "slowed", "slowdown_mean", "slowdown_median"])
-        .with_columns((pl.col("slowed") / pl.col("jobs")).alias("frac_slowed"))
+        group_moments(j, by, ["_excess"])  # n: the jobs; _excess_mean: the mean over the slowed ones
+        .select(by + [pl.col("n").alias("jobs"), pl.col("_excess_mean").alias("slowdown_mean")])
+        .join(slowed, on=by, nulls_equal=True)
+        .with_columns(frac_slowed=pl.col("slowed") / pl.col("jobs"))
         .sort(by)
     )
 
 
 def load_jct(results_dir: Path):
-    """Per job: window, group, policy, f (NaN for Slots-Fair), jct."""
+    """Per job: window, group, policy, f (NaN for Slots-Fair), jct; and the summary
+    rows, with f (policy_fairness as a float) and window (an integer)."""
     import polars as pl
 
     from schedlab import load
 
     summ = load(results_dir).collect()
-    fcol = "policy_fairness"
-    cfg = summ.select(
-        [
-            "config_id",
-            "policy",
-            (pl.col(fcol) if fcol in summ.columns else pl.lit(None)).cast(pl.Float64).alias("f"),
-            pl.col("window").cast(pl.Float64).cast(pl.Int64),
-        ]
-    ).unique()
+    summ = summ.with_columns(pl.col("policy_fairness").cast(pl.Float64).alias("f"), pl.col("window").cast(pl.Int64))
     jobs = (
         load(results_dir, "jobs")
-        .select(["config_id", "group", "submit", "end"])
         .group_by(["config_id", "group"])
         .agg((pl.col("end").max() - pl.col("submit").min()).alias("jct"))
         .collect()
     )
+    cfg = summ.select("config_id", "policy", "f", "window").unique()
     return jobs.join(cfg, on="config_id", how="inner").drop("config_id"), summ
 
 
-def analysis(dirs) -> dict[str, Any]:
-    """Pooled and per-window slowdowns vs the smallest f, efficiency vs f."""
+def analysis(dirs):
+    """One row per f (sorted), Tetris against Tetris at the smallest f of the grid (f0)
+    job by job: pooled over all jobs of all windows (jobs, slowed, frac_slowed,
+    slowdown_mean, slowdown_median); against Slots-Fair (frac_slowed_slots,
+    slowdown_mean_slots); and mean, 95 % CI and n over windows of the per-window
+    frac_slowed and slowdown_mean and of mean JCT and makespan / f0's (jct_mean_ratio,
+    makespan_ratio): the `SERIES`; and f0."""
     import polars as pl
 
-    (results_dir,) = dirs.values()
-    jct, summ = load_jct(results_dir)
     from schedlab.platform.stats import summarize
 
+    jct, summ = load_jct(*dirs.values())
     tet = jct.filter(pl.col("policy") == tp.TETRIS)
-    fs = sorted(set(tet["f"].to_list()))
-    f0 = fs[0]
+    f0 = tet["f"].min()
     base = tet.filter(pl.col("f") == f0)
-    pooled = job_slowdowns(tet, base, ["f"])
-    per_window = job_slowdowns(tet, base, ["window", "f"])
-    per_window_s = summarize(per_window, ["f"], ["frac_slowed", "slowdown_mean"])
-    slots = jct.filter(pl.col("policy") == tp.BASELINE)
-    vs_slots = job_slowdowns(tet, slots, ["f"]) if slots.height else None
-
-    s = summ.filter(pl.col("policy") == tp.TETRIS).select(
-        [
-            pl.col("policy_fairness").cast(pl.Float64).alias("f"),
-            pl.col("window").cast(pl.Float64).cast(pl.Int64),
-            "jct_mean",
-            "makespan",
-        ]
+    runs = summ.filter(pl.col("policy") == tp.TETRIS).select(pl.col("f").alias("policy"), "window", *tp.METRICS)
+    per_window = (  # `ratios_to` divides by the run of the policy named: here the run at f0
+        ratios_to(runs, [*tp.METRICS], f0, ["window"])
+        .rename({"policy": "f"})
+        .join(job_slowdowns(tet, base, ["window", "f"]), on=["window", "f"], how="left")
     )
-    b = s.filter(pl.col("f") == f0).select(["window", pl.col("jct_mean").alias("_bj"), pl.col("makespan").alias("_bm")])
-    eff = s.join(b, on="window").with_columns(
-        (pl.col("jct_mean") / pl.col("_bj")).alias("jct_ratio"),
-        (pl.col("makespan") / pl.col("_bm")).alias("makespan_ratio"),
+    slots = job_slowdowns(tet, jct.filter(pl.col("policy") == tp.BASELINE), ["f"])
+    return (
+        job_slowdowns(tet, base, ["f"])
+        .join(summarize(per_window, ["f"], [*SERIES]), on="f", how="left")
+        .join(slots.select("f", "frac_slowed", "slowdown_mean"), on="f", how="left", suffix="_slots")
+        .with_columns(f0=pl.lit(f0))
+        .sort("f")
     )
-    eff_s = summarize(eff, ["f"], ["jct_ratio", "makespan_ratio", "jct_mean", "makespan"])
-    return {"fs": fs, "f0": f0, "pooled": pooled, "per_window": per_window_s, "eff": eff_s, "vs_slots": vs_slots}
-
-
-def _at(table, f: float) -> dict[str, Any]:
-    return row_at(table, f=f)
-
-
-def _ci(r, m) -> float:
-    return ci_or_zero([r[f"{m}_ci95"]])[0]
 
 
 def plot(data, path: Path) -> list[str]:
-    """(a) fraction slowed and (b) slowdown of slowed jobs (linear, symmetric t
-    bars, y from 0); (c) JCT and makespan ratios to f0: a ratio is > 0, so its
-    bars are the log-transformed interval above `POSITIVE_FLOOR`."""
+    """(a) fraction slowed and (b) mean slowdown of the slowed jobs, in per cent
+    (symmetric t bars, y from 0; f0, the reference itself, left out), with the
+    talk's bound (its claim's ``than``) dotted; (c) mean JCT and makespan / f0's:
+    a ratio is > 0, so its bars are the log-transformed interval above `POSITIVE_FLOOR`."""
     import matplotlib.pyplot as plt
 
     from schedlab.plotting import errorbar
 
-    a = data.table
+    t, f0 = data.table, data.table["f"][0]
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     fig.subplots_adjust(wspace=0.3)
-    pw, eff = a["per_window"], a["eff"]
-    fs = [f for f in a["fs"] if f != a["f0"]]
-    series = []
-    rows = [_at(pw, f) for f in fs]
-    ab = (  # column, marker, label, the talk's bound and its label
-        ("frac_slowed", "o", "fraction slowed", SLOWED_MAX, "talk: < 6 %"),
-        ("slowdown_mean", "s", "mean slowdown of slowed", SLOWDOWN_MAX, "talk: ≤ 8 %"),
-    )
-    ylabels = (f"jobs slowed vs f = {a['f0']:g} (%)", "JCT increase of slowed jobs (%)")
-    titles = ("(a) fraction of jobs slowed", "(b) mean slowdown of slowed jobs")
-    for ax, (m, marker, label, bound, bound_label), ylabel, title in zip(axes, ab, ylabels, titles):
-        pts = [(f, r) for f, r in zip(fs, rows) if r[f"{m}_mean"] is not None]
-        ax.errorbar(
-            [f for f, _ in pts],
-            [100 * r[f"{m}_mean"] for _, r in pts],
-            yerr=[100 * _ci(r, m) for _, r in pts],
-            marker=marker,
-            capsize=2,
-            label=label,
-        )
-        ax.axhline(100 * bound, color="red", linestyle=":", linewidth=0.8, label=bound_label)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        series.append(label)
-    for m, label, marker in (("jct_ratio", "mean JCT", "^"), ("makespan_ratio", "makespan", "D")):
-        rs = [_at(eff, f) for f in a["fs"]]
-        errorbar(
-            axes[2],
-            a["fs"],
-            [r[f"{m}_mean"] for r in rs],
-            [r[f"{m}_ci95"] for r in rs],
-            POSITIVE_FLOOR,
-            marker=marker,
-            capsize=2,
-            label=label,
-        )
-        series.append(label)
+    for (m, (label, marker)), ax in zip(SERIES.items(), [*axes, axes[2]]):  # (c) holds the last two
+        r = t.filter(t[f"{m}_mean"].is_not_null() & ((t["f"] != f0) | (ax is axes[2])))
+        k, floor = (1.0, POSITIVE_FLOOR) if ax is axes[2] else (100.0, None)
+        mean, ci = [k * v for v in r[f"{m}_mean"]], [k * c for c in ci_or_zero(r[f"{m}_ci95"])]
+        errorbar(ax, r["f"].to_list(), mean, ci, floor, marker=marker, capsize=2, label=label)
+    for ax, claim, bound in zip(axes, data.fig["claims"], ("talk: < 6 %", "talk: ≤ 8 %")):
+        ax.axhline(100 * claim["than"], color="red", linestyle=":", linewidth=0.8, label=bound)
+        ax.set_ylim(bottom=0)
     axes[2].axhline(1.0, color="grey", linestyle=":", linewidth=0.8)
-    axes[2].axvline(RECOMMENDED, color="grey", linestyle="--", linewidth=0.8)
-    axes[2].set_ylabel(f"relative to f = {a['f0']:g} (same window)")
-    axes[2].set_title("(c) efficiency")
-    axes[0].set_ylim(bottom=0)
-    axes[1].set_ylim(bottom=0)
-    for ax in axes:
-        ax.set_xlabel("fairness knob f")
+    axes[2].axvline(data.fig["recommended"], color="grey", linestyle="--", linewidth=0.8)
+    ylabels = (
+        f"jobs slowed vs f = {f0:g} (%)",
+        "JCT increase of slowed jobs (%)",
+        f"relative to f = {f0:g} (same window)",
+    )
+    titles = ("(a) fraction of jobs slowed", "(b) mean slowdown of slowed jobs", "(c) efficiency")
+    for ax, ylabel, title in zip(axes, ylabels, titles):
+        ax.set(ylabel=ylabel, title=title, xlabel="fairness knob f")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     save(fig, path)
-    return series
+    return [label for label, _ in SERIES.values()]
 
 
 def measured(data) -> str:
-    a = data.table
-    lines = [
-        f"Reference: Tetris at f = {a['f0']:g} (the most-fair run), same window, job by job. Pooled = all "
-        "jobs of all windows; per window = mean ± 95 % CI over windows.",
-        "",
-        "| f | jobs | slowed (pooled) | mean (median) slowdown of slowed (pooled) | slowed (per window) | "
-        "mean JCT / ref | makespan / ref | slowed vs Slots-Fair, by (pooled) |",
-        "|---|---|---|---|---|---|---|---|",
+    t = data.table
+    head = ["f", "jobs", "slowed (pooled)", "mean (median) slowdown of slowed (pooled)", "slowed (per window)"]
+    head += ["mean JCT / ref", "makespan / ref", "slowed vs Slots-Fair, by (pooled)"]
+    rows = [
+        [
+            f"{r['f']:g}",
+            str(r["jobs"]),
+            f"{r['frac_slowed']:.1%} ({r['slowed']})",
+            "–" if r["slowdown_mean"] is None else f"{r['slowdown_mean']:.1%} ({r['slowdown_median']:.1%})",
+            fmt_ci(100 * r["frac_slowed_mean"], 100 * ci_or_zero([r["frac_slowed_ci95"]])[0]) + " %",
+            fmt_ci(r["jct_mean_ratio_mean"], r["jct_mean_ratio_ci95"]),
+            fmt_ci(r["makespan_ratio_mean"], r["makespan_ratio_ci95"]),
+            "–"
+            if r["frac_slowed_slots"] is None
+            else f"{r['frac_slowed_slots']:.1%}" + by(r["slowdown_mean_slots"], ", "),
+        ]
+        for r in t.iter_rows(named=True)
     ]
-    for f in a["fs"]:
-        p, w, e = _at(a["pooled"], f), _at(a["per_window"], f), _at(a["eff"], f)
-        vs = _at(a["vs_slots"], f) if a["vs_slots"] is not None else None
-        sd, med = p["slowdown_mean"], p["slowdown_median"]
-        lines.append(
-            f"| {f:g} | {p['jobs']} | {p['frac_slowed']:.1%} ({p['slowed']}) | "
-            f"{'–' if sd is None else f'{sd:.1%} ({med:.1%})'} | "
-            f"{fmt_ci(100 * w['frac_slowed_mean'], 100 * _ci(w, 'frac_slowed'))} % | "
-            f"{fmt_ci(e['jct_ratio_mean'], e['jct_ratio_ci95'])} | "
-            f"{fmt_ci(e['makespan_ratio_mean'], e['makespan_ratio_ci95'])} | "
-            + (
-                f"{vs['frac_slowed']:.1%}" + (f", {vs['slowdown_mean']:.1%}" if vs["slowdown_mean"] is not None else "")
-                if vs
-                else "–"
-            )
-            + " |"
-        )
-    n = sorted(set(a["eff"]["n"].to_list()))
-    lines += [
-        "",
-        f"Windows: {', '.join(map(str, n))}. Slowed: JCT above the reference's by more than a relative "
-        f"{SLOWED_TOL:g} (JCTs floored at {JCT_FLOOR:g} s). The last column compares each job under Tetris "
-        "with the same job under Slots-Fair (informative, not checked).",
-    ]
-    return "\n".join(lines)
-
-
-def _recommended(a: dict[str, Any]) -> float:
-    return RECOMMENDED if _at(a["pooled"], RECOMMENDED) else a["fs"][-1]
-
-
-def few_slowed(data, claim):
-    a = data.table
-    f = _recommended(a)
-    p = _at(a["pooled"], f)
-    others = "; ".join(
-        f"f={r['f']:g}: {r['frac_slowed']:.1%}"
-        + (f" by {r['slowdown_mean']:.1%}" if r["slowdown_mean"] is not None else "")
-        for r in a["pooled"].iter_rows(named=True)
-        if r["f"] != a["f0"]
-    )
-    return claim.verdict(
-        p["frac_slowed"] < claim.than,
-        f"{p['frac_slowed']:.1%} of {p['jobs']} jobs slowed at f = {f:g}; all f: {others}",
-        f=f,
-        f0=a["f0"],
+    return "\n".join(
+        [
+            f"Reference: Tetris at f = {t['f'][0]:g} (the most-fair run), same window, job by job. Pooled = all "
+            "jobs of all windows; per window = mean ± 95 % CI over windows.",
+            "",
+            *tp.md_lines(head, rows),
+            "",
+            f"Windows: {', '.join(map(str, sorted(set(t['n']))))}. Slowed: JCT above the reference's by more than "
+            f"a relative {SLOWED_TOL:g} (JCTs floored at {JCT_FLOOR:g} s). The last column compares each job "
+            "under Tetris with the same job under Slots-Fair (informative, not checked).",
+        ]
     )
 
 
-def little_slowdown(data, claim):
-    f = _recommended(data.table)
-    p = _at(data.table["pooled"], f)
-    sd = p["slowdown_mean"]
-    return claim.verdict(
-        sd is None or sd <= claim.than,
-        "no job slowed" if sd is None else f"mean JCT increase of the {p['slowed']} slowed jobs: {sd:.1%}",
-        f=f,
-    )
+def knob(data) -> dict[str, Any]:
+    """The row of the talk's recommended f (``recommended``; the largest f of a grid without it)."""
+    return lookup(data.table, f=data.fig["recommended"]) or data.table.row(-1, named=True)
+
+
+def by(slowdown: float | None, sep: str = " by ") -> str:
+    """A mean slowdown after a fraction slowed ('' when no job is slowed)."""
+    return "" if slowdown is None else f"{sep}{slowdown:.1%}"
+
+
+def at_knob(data, claim):
+    """The pooled ``quantity`` at the recommended f ``comparison`` ``than``; the detail:
+    ``point``, formatted with the row and ``others`` (every f but f0, its fraction
+    slowed by its mean slowdown), or ``empty`` when the quantity is null (no job
+    slowed: no slowdown to bound)."""
+    r, t = knob(data), data.table
+    others = "; ".join(f"f={o['f']:g}: {o['frac_slowed']:.1%}" + by(o["slowdown_mean"]) for o in t.rows(named=True)[1:])
+    v = r[claim.quantity]
+    detail = claim.empty if v is None else claim.point.format(**r, others=others)
+    return claim.verdict(v is None or OPS[claim.comparison](v, claim.than), detail, **r)
 
 
 def near_best(data, claim):
-    a = data.table
-    f, eff = _recommended(a), a["eff"]
-    best_j = min(r["jct_ratio_mean"] for r in eff.iter_rows(named=True))
-    best_m = min(r["makespan_ratio_mean"] for r in eff.iter_rows(named=True))
-    e = _at(eff, f)
-    gap_j, gap_m = e["jct_ratio_mean"] / best_j - 1, e["makespan_ratio_mean"] / best_m - 1
+    """Each ratio of ``quantity`` (mean JCT, makespan / f0's) at the recommended f within
+    ``tolerance`` of the best f's."""
+    r, t = knob(data), data.table
+    gaps = {m: (r[f"{m}_mean"], t[f"{m}_mean"].min()) for m in claim.quantity.split(", ")}
     return claim.verdict(
-        gap_j <= claim.tolerance and gap_m <= claim.tolerance,
-        f"mean JCT / ref {e['jct_ratio_mean']:.3f} vs best {best_j:.3f} (+{gap_j:.1%}); makespan / ref "
-        f"{e['makespan_ratio_mean']:.3f} vs best {best_m:.3f} (+{gap_m:.1%})",
-        f=f,
-        f0=a["f0"],
+        all(v / best - 1 <= claim.tolerance for v, best in gaps.values()),
+        "; ".join(
+            f"{SERIES[m][0]} / ref {v:.3f} vs best {best:.3f} (+{v / best - 1:.1%})" for m, (v, best) in gaps.items()
+        ),
+        **r,
     )
 
 
-def setting(data) -> dict[str, float]:
-    return {"f0": data.table["f0"]}
+def setting(data) -> dict[str, Any]:
+    """A row of the analysis (f0, for paper_says)."""
+    return data.table.row(0, named=True)

@@ -6,56 +6,46 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, fmt_ci, lookup, paired_ratios, ratios_to, row_at, save
+from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, paired_ratios, ratios_to, row_at, save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
-TRACE = DOC["sweeps"][0]["workload"]["path"]  # relative to the repository root, as pg-fig5
-SCALES: dict[str, dict[str, Any]] = DOC["scales"]
+TRACE = DOC["every_sweep"]["workload"]["path"]  # relative to the repository root, as pg-fig5
 EPOCH = DOC["every_sweep"]["system"]["epoch"]
-BASELINE = "Slots-Fair"
-TETRIS = "Tetris"
+BASELINE, TETRIS = "Slots-Fair", "Tetris"
 POLICIES = [TETRIS, "FIFO-FF", "BF-J/S", BASELINE]  # plotting / table order
-METRICS = [("jct_mean", "mean JCT"), ("makespan", "makespan")]  # (column, label)
-
-
-def window_ratios(frame, metrics: list[str], baseline: str = BASELINE):
-    """Per window: each policy's metric / the baseline's on the same window
-    (columns window, policy, <m>, <m>_ratio)."""
-    return ratios_to(frame, metrics, baseline, ["window"])
+METRICS = {"jct_mean": "mean JCT", "makespan": "makespan"}  # column: label
 
 
 def load_table(results_dirs: dict[str, Path]):
-    """Summary rows of both sweeps (one per window and policy) and the
-    ratio table (mean, 95 % CI, n over windows per policy)."""
+    """The summary rows of both sweeps (one per window and policy), each metric
+    also / Slots-Fair's on the same window (``<m>_ratio``, `ratios_to`), and
+    per policy the mean, 95 % CI and n over windows of metrics and ratios."""
     import polars as pl
 
     from schedlab import load
     from schedlab.platform.stats import summarize
 
-    cols = ["policy", "window", "makespan", "jct_mean", "jct_p99"]
+    cols = ["policy", "window", "window_length", "system_servers", "system_epoch", *METRICS]
     frame = pl.concat([load(d).select(cols).collect() for d in results_dirs.values()], how="vertical_relaxed")
-    frame = frame.with_columns(pl.col("window").cast(pl.Float64).cast(pl.Int64))
-    ratios = window_ratios(frame, [m for m, _ in METRICS])
-    table = summarize(ratios, ["policy"], [f"{m}_ratio" for m, _ in METRICS] + [m for m, _ in METRICS])
-    return frame, table
+    frame = ratios_to(frame.with_columns(pl.col("window").cast(pl.Int64)), [*METRICS], BASELINE, ["window"])
+    return frame, summarize(frame, ["policy"], [f"{m}_ratio" for m in METRICS] + [*METRICS])
 
 
-def offered_loads(scale: str, windows: list[int]) -> dict[int, float] | None:
-    """Per window: max over cpu, mem of Σ demand x runtime / (servers x window length),
+def offered_loads(rows: list[dict[str, Any]]) -> dict[int, float] | None:
+    """Per window of ``rows``: max over cpu, mem of Σ demand x runtime / (servers x window length),
     from the trace (None if it cannot be read here)."""
     try:
         from schedlab.workloads import trace_kind
         from schedlab.workloads import transforms as tf
 
-        s = SCALES[scale]
         jobs = trace_kind.load_shared(
             {"reader": "google", "path": TRACE, "on_bad_line": "error", "arrival_load": 0.0}
         ).sort("submit", maintain_order=True)
-        cap = s["servers"] * s["window_length"]
         out = {}
-        for k in windows:
-            w = tf.window(jobs, s["window_length"], k)
-            out[k] = max(float((w[r] * w["runtime"]).sum()) for r in ("cpu", "mem")) / cap
+        for r in rows:
+            w = tf.window(jobs, r["window_length"], r["window"])
+            work = max(float((w[c] * w["runtime"]).sum()) for c in ("cpu", "mem"))
+            out[r["window"]] = work / (r["system_servers"] * r["window_length"])
         return out
     except Exception:  # noqa: BLE001 - informative only
         return None
@@ -68,63 +58,55 @@ def plot(data, path: Path) -> list[str]:
 
     from schedlab.plotting import floor_interval
 
-    table = data.table[1]
+    rows = [r for p in POLICIES if (r := lookup(data.table[1], p))]
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    present = [p for p in POLICIES if lookup(table, p) is not None]
-    width = 0.8 / len(METRICS)
-    x = np.arange(len(present))
-    for i, (m, label) in enumerate(METRICS):
-        means = [row_at(table, p)[f"{m}_ratio_mean"] for p in present]
-        cis = [row_at(table, p)[f"{m}_ratio_ci95"] for p in present]
+    x, width = np.arange(len(rows)), 0.8 / len(METRICS)
+    for i, (m, label) in enumerate(METRICS.items()):
+        means = [r[f"{m}_ratio_mean"] for r in rows]
         # a ratio is > 0: the log-transformed interval (schedlab.plotting.floor_interval), never below 0
-        bounds = [floor_interval(mu, c, POSITIVE_FLOOR) for mu, c in zip(means, cis)]
+        bounds = [floor_interval(r[f"{m}_ratio_mean"], r[f"{m}_ratio_ci95"], POSITIVE_FLOOR) for r in rows]
         yerr = [[mu - lo for mu, (lo, _) in zip(means, bounds)], [hi - mu for mu, (_, hi) in zip(means, bounds)]]
         ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, means, width, yerr=yerr, capsize=3, label=label)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_ylim(bottom=0)
-    ax.set_xticks(x, present)
-    ax.set_ylabel(f"relative to {BASELINE} (same window)")
-    ax.set_title("Google prefix, cpu + mem, tasks grouped into jobs")
+    ax.set_xticks(x, [r["policy"] for r in rows])
+    ax.set(ylabel=f"relative to {BASELINE} (same window)", title="Google prefix, cpu + mem, tasks grouped into jobs")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, path)
-    return present
+    return [r["policy"] for r in rows]
+
+
+def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines (`common.md_rows` without its replications line)."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def measured(data) -> str:
     frame, table = data.table
-    scale = next(iter(data.dirs)).rsplit("-", 1)[-1]
-    loads = offered_loads(scale, sorted(set(frame["window"].to_list()))) if scale in SCALES else None
+    tetris = frame.filter(frame["policy"] == TETRIS).sort("window").rows(named=True)
+    loads = offered_loads(tetris)
+    cols = ["makespan_ratio", "jct_mean_ratio", "makespan", "jct_mean"]
+    head = ["policy", "makespan / Slots-Fair", "mean JCT / Slots-Fair", "makespan (s)", "mean JCT (s)", "windows"]
+    rows = [
+        [p, *(fmt_ci(r[f"{c}_mean"], r[f"{c}_ci95"]) for c in cols), str(r["n"])]
+        for p in POLICIES
+        if (r := lookup(table, p))
+    ]
+    per_window = "; ".join(
+        f"w{r['window']}: {r['makespan_ratio']:.2f}, {r['jct_mean_ratio']:.2f}"
+        + (f", load {loads[r['window']]:.2g}" if loads and r["window"] in loads else "")
+        for r in tetris
+    )
     lines = [
         "Per window, metric / Slots-Fair's on the same window; mean ± 95 % CI over windows (reduction = 1 − ratio):",
         "",
-        "| policy | makespan / Slots-Fair | mean JCT / Slots-Fair | makespan (s) | mean JCT (s) | windows |",
-        "|---|---|---|---|---|---|",
-    ]
-    for p in POLICIES:
-        r = lookup(table, p)
-        if r is None:
-            continue
-        lines.append(
-            f"| {p} | {fmt_ci(r['makespan_ratio_mean'], r['makespan_ratio_ci95'])} | "
-            f"{fmt_ci(r['jct_mean_ratio_mean'], r['jct_mean_ratio_ci95'])} | "
-            f"{fmt_ci(r['makespan_mean'], r['makespan_ci95'])} | "
-            f"{fmt_ci(r['jct_mean_mean'], r['jct_mean_ci95'])} | {r['n']} |"
-        )
-    windows = sorted(set(frame["window"].to_list()))
-    lines += [
+        *md_lines(head, rows),
         "",
         "Per window (Tetris / Slots-Fair: makespan, mean JCT" + ("; offered load" if loads else "") + "):",
         "",
+        per_window + ".",
     ]
-    ratios = window_ratios(frame, [m for m, _ in METRICS])
-    cells = []
-    for k in windows:
-        r = ratios.filter((ratios["policy"] == TETRIS) & (ratios["window"] == k))
-        if r.height:
-            extra = f", load {loads[k]:.2g}" if loads and k in loads else ""
-            cells.append(f"w{k}: {r['makespan_ratio'][0]:.2f}, {r['jct_mean_ratio'][0]:.2f}{extra}")
-    lines.append("; ".join(cells) + ".")
     if loads:
         lines += [
             "",
@@ -141,14 +123,11 @@ def reduces(data, claim):
     window is a pair), or the t interval of the mean per-window ratio; ``than``: the talk's
     reduction, matched within a factor 1 + ``tolerance``."""
     frame, table = data.table
-    m, tet = claim.quantity, lookup(table, TETRIS)
+    m, tet = claim.quantity, row_at(table, TETRIS)
     mean, ci, n = tet[f"{m}_ratio_mean"], tet[f"{m}_ratio_ci95"], tet["n"]
-    upper = mean + (ci if ci is not None and ci == ci else 0.0)
-    paired = paired_ratios(frame, m, TETRIS, BASELINE, [], ["window"])
-    pr = paired.row(0, named=True) if paired.height else None
-    has_ci = pr is not None and pr["ci_high"] is not None and pr["ci_high"] == pr["ci_high"]
-    if has_ci:
-        upper = pr["ci_high"]
+    pr = paired_ratios(frame, m, TETRIS, BASELINE, [], ["window"]).row(0, named=True)
+    has_ci = pr["ci_high"] is not None and pr["ci_high"] == pr["ci_high"]
+    upper = pr["ci_high"] if has_ci else mean + ci_or_zero([ci])[0]
     red, factor = 1.0 - mean, 1 + claim.tolerance
     lo, hi = claim.than / factor, min(1.0, claim.than * factor)
     below = upper < 1.0 if n >= 2 else mean < 1.0
@@ -167,6 +146,5 @@ def reduces(data, claim):
 
 
 def setting(data) -> dict[str, Any]:
-    """The scale's window length and cluster, for paper_says."""
-    s = SCALES.get(next(iter(data.dirs)).rsplit("-", 1)[-1], SCALES["quick"])
-    return {"window_length": s["window_length"], "servers": s["servers"], "epoch": EPOCH}
+    """The rows' window_length, system_servers and system_epoch, for paper_says."""
+    return data.table[0].row(0, named=True)
