@@ -164,12 +164,16 @@ def md_sorted(table, keys: list[str], columns: list[str], labels: list[str]) -> 
     )
 
 
+def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines: the header, the rule, a line per row of cells."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def md_rows(head: list[str], rows: list[list[str]], table) -> str:
     """A markdown table, then the replications per point of ``table`` (its ``n``)."""
     n = sorted(set(table["n"].to_list()))
     return "\n".join(
-        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        + ["| " + " | ".join(r) + " |" for r in rows]
+        md_lines(head, rows)
         + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."]
     )
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.pipelines.common import pooled_note, save
+from schedlab.pipelines.common import md_lines, pooled_note, save
+from schedlab.pipelines.psbs_slowdown import OPTIMAL, distribution
 
 POLICIES = ["PS", "SRPTE", "FSPE", "SRPTE+PS", "SRPTE+LAS", "FSPE+PS", "FSPE+LAS"]
 FSPE_BASED = ["FSPE+PS", "FSPE+LAS"]
@@ -51,7 +52,7 @@ def ecdf_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def at_one(sd: np.ndarray) -> float:
-    return float(np.mean(sd <= 1.0 + 1e-9))
+    return float(np.mean(sd <= OPTIMAL))
 
 
 def plot(data, path: Path) -> list[str]:
@@ -85,13 +86,14 @@ def plot(data, path: Path) -> list[str]:
 
 
 def measured(data) -> str:
-    lines = ["| shape | policy | jobs | slowdown = 1 | p50 | p90 | p99 |", "|---|---|---|---|---|---|---|"]
-    for s in sorted(data.table):
-        for p in [p for p in POLICIES if p in data.table[s]]:
-            sd = data.table[s][p]
-            q = np.percentile(sd, [50, 90, 99])
-            lines.append(f"| {s:g} | {p} | {sd.size} | {at_one(sd):.1%} | {q[0]:.3g} | {q[1]:.3g} | {q[2]:.3g} |")
-    return "\n".join(lines) + "\n\n" + pooled_note(data.results_dir, "ECDF")
+    head = ["shape", "policy", "jobs", "slowdown = 1", "p50", "p90", "p99"]
+    rows = [
+        [f"{s:g}", *distribution(p, data.table[s][p])]
+        for s in sorted(data.table)
+        for p in POLICIES
+        if p in data.table[s]
+    ]
+    return "\n".join(md_lines(head, rows)) + "\n\n" + pooled_note(data.results_dir, "ECDF")
 
 
 def analogous(data, claim):

@@ -6,7 +6,17 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, paired_ratios, ratios_to, row_at, save
+from schedlab.pipelines.common import (
+    POSITIVE_FLOOR,
+    ci_or_zero,
+    fmt_ci,
+    lookup,
+    md_lines,
+    paired_ratios,
+    ratios_to,
+    row_at,
+    save,
+)
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["every_sweep"]["workload"]["path"]  # relative to the repository root, as pg-fig5
@@ -75,11 +85,6 @@ def plot(data, path: Path) -> list[str]:
     ax.legend(fontsize=8)
     save(fig, path)
     return [r["policy"] for r in rows]
-
-
-def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table's lines (`common.md_rows` without its replications line)."""
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def measured(data) -> str:
