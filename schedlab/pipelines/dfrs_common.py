@@ -174,10 +174,6 @@ def workload(trace_set: str, scale: str, subset: float | None = None) -> dict[st
     }
 
 
-def sweep_name(prefix: str, trace_set: str, engine: str, scale: str, subset: float | None) -> str:
-    return f"{prefix}-{trace_set}-{engine}-{scale}" + ("" if subset is None else f"-sub{subset:g}")
-
-
 def set_specs(
     prefix: str,
     trace_set: str,
@@ -192,43 +188,34 @@ def set_specs(
     and ``{prefix}-{set}-batch-{scale}`` (+ ``-subF`` for a subset, see the
     module docstring). ``overrides`` may hold ``subset``."""
     subset, overrides = split_subset(overrides)
-    n = 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)
+    n = nodes(trace_set, scale)
+    systems = {
+        "dfrs": {"nodes": n, "penalty": PENALTY, "bound": True},
+        "batch": {"model": "nodes", "nodes": n, "tasks_per_node": 1, "bound": True, "estimates": "exact"},
+    }
     # One instance per Ray task: a DFRS job-run costs far more than the queue
     # engine's the default packing (execution.task_jobs) is sized for.
     common = {
         "seed": seed,
         "workload": workload(trace_set, scale, subset),
-        "replications": {"n": n},
+        "replications": {"n": 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)},
         "execution": {"task_jobs": 1},
     }
-    out = []
-    if dfrs_policies:
-        out.append(
+    suffix = "" if subset is None else f"-sub{subset:g}"
+    return [
+        deep_merge(
             {
-                "name": sweep_name(prefix, trace_set, "dfrs", scale, subset),
-                "engine": "dfrs",
-                "policies": list(dfrs_policies),
-                "system": {"nodes": nodes(trace_set, scale), "penalty": PENALTY, "bound": True},
+                "name": f"{prefix}-{trace_set}-{engine}-{scale}{suffix}",
+                "engine": engine,
+                "policies": list(policies),
+                "system": systems[engine],
                 **common,
-            }
+            },
+            overrides,
         )
-    if batch_policies:
-        out.append(
-            {
-                "name": sweep_name(prefix, trace_set, "batch", scale, subset),
-                "engine": "batch",
-                "policies": list(batch_policies),
-                "system": {
-                    "model": "nodes",
-                    "nodes": nodes(trace_set, scale),
-                    "tasks_per_node": 1,
-                    "bound": True,
-                    "estimates": "exact",
-                },
-                **common,
-            }
-        )
-    return [deep_merge(spec, overrides) for spec in out]
+        for engine, policies in (("dfrs", dfrs_policies), ("batch", batch_policies))
+        if policies
+    ]
 
 
 def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
@@ -247,13 +234,9 @@ def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[di
 
 def read(module: str) -> dict[str, Any]:
     """The TOML doc of a DFRS pipeline (``module``: its module's ``__name__``), for the module's own use."""
-    import tomllib
+    from schedlab.pipelines.declare import Declared
 
-    path = Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml"
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: {err}") from None
+    return Declared(Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").doc
 
 
 def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:
