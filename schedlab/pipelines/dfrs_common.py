@@ -239,15 +239,23 @@ def read(module: str) -> dict[str, Any]:
     return Declared(Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").doc
 
 
-def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:
+def compare(claim: Any, points: list[Any], term: Callable[[str, Any], Any], **fields: Any) -> Check:
     """A claim's comparison at every point (trace set or load): ``quantity``
     "A / B" (or "A": B = 1), A ``comparison`` ``than`` x B, a term's value
-    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b."""
+    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b
+    and any term by name (``{first period}``)."""
     a_term, _, b_term = claim.quantity.partition(" / ")
     ab = {x: (term(a_term, x), term(b_term, x) if b_term else 1.0) for x in points}
+
+    class Terms(dict):  # a point's format fields: x, a, b, r, and any term by name
+        def __missing__(self, key: str) -> Any:
+            return term(key, self["x"])
+
     return claim.verdict(
         all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
-        ", ".join(claim.point.format(x=x, a=a, b=b, r=a / b if b else float("nan")) for x, (a, b) in ab.items()),
+        ", ".join(
+            claim.point.format_map(Terms(x=x, a=a, b=b, r=a / b if b else float("nan"))) for x, (a, b) in ab.items()
+        ),
         **fields,
     )
 
