@@ -299,6 +299,19 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
     return f"{kind}: instances " + ", ".join(counts) + "."
 
 
+def md(head: list[str], rows: list[list[str]]) -> str:
+    """A markdown table (`common.md_rows` without its replications line: a
+    DFRS table counts instances per set, `counts`)."""
+    return "\n".join(
+        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+    )
+
+
+def counts(ns: dict[str, Any]) -> str:
+    """ "HPC2N weeks (real-world) 4, unscaled synthetic 3": the distinct ``n`` of each set's table."""
+    return ", ".join(f"{TITLES[s]} {', '.join(map(str, sorted(set(t['n'].to_list()))))}" for s, t in ns.items())
+
+
 def instance_key(trace_set: str) -> list[str]:
     """The columns naming one instance within a set (with ``replication``)."""
     return ["window"] if trace_set == "hpc2n" else ["load"]

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import RATIO_FLOOR, ci_or_zero, fmt_ci, save
+from schedlab.pipelines.common import RATIO_FLOOR, cell, ci_or_zero, save
 
 DOC = dc.read(__name__)
 SETS: list[str] = DOC["sets"]
@@ -25,7 +25,7 @@ def tables(results_dirs: dict[str, Path]):
     out = {}
     for trace_set in SETS:
         rows = dc.rows(results_dirs, "dfrs-period", trace_set)
-        dfrs = summarize(rows.filter(pl.col("policy") == dc.BEST), ["policy_period"], metrics)
+        dfrs = summarize(rows.filter(pl.col("policy") == dc.BEST), ["policy", "policy_period"], metrics)
         easy = summarize(rows.filter(pl.col("policy") == "EASY"), ["policy"], metrics)
         out[trace_set] = (dfrs, easy)
     return out
@@ -63,26 +63,17 @@ def measured(data) -> str:
     """Coverage, then the figure's column: EASY and every period, one row per set."""
     tabs, col = data.table, data.fig["column"]
     periods = sorted({p for s in SETS for p in tabs[s][0]["policy_period"].to_list()})
-    lines = [
-        "| trace set | EASY | " + " | ".join(f"period {p:g} s" for p in periods) + " |",
-        "|" + "---|" * (len(periods) + 2),
+    rows = [
+        [dc.TITLES[s], cell(tabs[s][1], "EASY", col)]
+        + [cell(tabs[s][0], dc.BEST, col, policy_period=p) for p in periods]
+        for s in SETS
     ]
-    for s in SETS:
-        dfrs, easy = tabs[s]
-        by = {r["policy_period"]: r for r in dfrs.iter_rows(named=True)}
-        cells = [fmt_ci(by[p][f"{col}_mean"], by[p][f"{col}_ci95"]) if p in by else "–" for p in periods]
-        lines.append(
-            f"| {dc.TITLES[s]} | {fmt_ci(easy[f'{col}_mean'][0], easy[f'{col}_ci95'][0])} | " + " | ".join(cells) + " |"
-        )
-    ns = {s: sorted(set(tabs[s][0]["n"].to_list())) for s in SETS}
-    lines += [
-        "",
-        "Instances per point: "
-        + ", ".join(f"{dc.TITLES[s]} {', '.join(map(str, ns[s]))}" for s in SETS)
-        + "; ± is the 95 % CI half-width (Student t).",
-    ]
-    coverage = dc.coverage(data.dirs, "dfrs-period", SETS)
-    return f"{coverage}\n\n{data.fig['caption']}:\n\n" + "\n".join(lines)
+    return (
+        f"{dc.coverage(data.dirs, 'dfrs-period', SETS)}\n\n{data.fig['caption']}:\n\n"
+        + dc.md(["trace set", "EASY"] + [f"period {p:g} s" for p in periods], rows)
+        + f"\n\nInstances per point: {dc.counts({s: tabs[s][0] for s in SETS})}; "
+        + "± is the 95 % CI half-width (Student t)."
+    )
 
 
 def _at(data, col: str) -> tuple[dict[str, dict[float, float]], dict[str, float]]:

@@ -105,49 +105,37 @@ def markdown(table) -> str:
     """Our average (± 95 % t interval) / std / max next to Table 2's, one table
     per trace set, every Table 2 row in the paper's order (then the two
     variants the text compares), with ours / published averages."""
+    head = ["algorithm", "published avg", "published std", "published max", "ours avg (± 95 %)", "ours std"]
     out = []
     for s in SETS:
-        lines = [
-            f"**{dc.TITLES[s]}** (Table 2: {dc.PAPER_INSTANCES[s]} instances)",
-            "",
-            "| algorithm | published avg | published std | published max | ours avg (± 95 %) | ours std "
-            "| ours max | ours / published avg |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
+        rows = []
         for p in POLICIES:
             paper = TABLE2.get(p, {}).get(s)
             m, sd, mx, ci = (value(table, s, p, c) for c in ("mean", "std", "max", "ci95"))
-            ours = f"{_num(m)} ± {_num(ci, 2)}" if ci == ci else _num(m)
-            cells = (
+            published = (
                 [f"{paper.avg:,.1f}", f"{paper.std:,.1f}", f"{paper.max:,.1f}"]
                 if paper
                 else ["(not in Table 2)", "", ""]
             )
-            ratio = _num(m / paper.avg, 2) if paper and m == m else "–"
-            lines.append(f"| {p} | " + " | ".join(cells + [ours, _num(sd), _num(mx), ratio]) + " |")
-        out.append("\n".join(lines))
-    ns = {s: sorted(set(table.filter(table["set"] == s)["n"].to_list())) for s in SETS}
-    out.append(
-        "Our instances per set: "
-        + ", ".join(f"{dc.TITLES[s]} {', '.join(map(str, ns[s]))}" for s in SETS)
-        + "; std is the sample standard deviation over the set's instances."
+            ours = [f"{_num(m)} ± {_num(ci, 2)}" if ci == ci else _num(m), _num(sd), _num(mx)]
+            rows.append([p, *published, *ours, _num(m / paper.avg, 2) if paper and m == m else "–"])
+        title = f"**{dc.TITLES[s]}** (Table 2: {dc.PAPER_INSTANCES[s]} instances)"
+        out.append(f"{title}\n\n" + dc.md(head + ["ours max", "ours / published avg"], rows))
+    ns = dc.counts({s: table.filter(table["set"] == s) for s in SETS})
+    return "\n\n".join(
+        out + [f"Our instances per set: {ns}; std is the sample standard deviation over the set's instances."]
     )
-    return "\n\n".join(out)
 
 
 def underutil_markdown(table) -> str:
     """Table 4 (average normalized underutilization) side by side."""
-    lines = [
-        "| algorithm | " + " | ".join(f"{dc.TITLES[s]}: published / ours" for s in SETS) + " |",
-        "|" + "---|" * (len(SETS) + 1),
-    ]
-    for p, paper in TABLE4.items():
-        lines.append(
-            f"| {p} | "
-            + " | ".join(f"{paper[s]:.3f} / {value(table, s, p, 'underutilization'):.3f}" for s in SETS)
-            + " |"
-        )
-    return "\n".join(lines)
+    return dc.md(
+        ["algorithm"] + [f"{dc.TITLES[s]}: published / ours" for s in SETS],
+        [
+            [p] + [f"{paper[s]:.3f} / {value(table, s, p, 'underutilization'):.3f}" for s in SETS]
+            for p, paper in TABLE4.items()
+        ],
+    )
 
 
 #: the groups a claim's term may take the lowest average of ("min DFRS"; "argmin DFRS": its algorithm)
