@@ -52,16 +52,10 @@ def stats(results_dirs: dict[str, Path]):
             summarize(rows, ["policy"], [METRIC, "underutilization"])
             .join(group_moments(rows, ["policy"], [METRIC]).select("policy", f"{METRIC}_std"), on="policy")
             .join(rows.group_by("policy").agg(pl.col(METRIC).max().alias("max")), on="policy")
-            .select(
-                "policy",
-                "n",
-                pl.col(f"{METRIC}_mean").alias("mean"),
-                pl.col(f"{METRIC}_std").alias("std"),
-                "max",
-                pl.col("underutilization_mean").alias("underutilization"),
-                pl.col(f"{METRIC}_ci95").alias("ci95"),
-                pl.lit(trace_set).alias("set"),
+            .rename(
+                {f"{METRIC}_{k}": k for k in ("mean", "std", "ci95")} | {"underutilization_mean": "underutilization"}
             )
+            .with_columns(pl.lit(trace_set).alias("set"))
         )
     return pl.concat(frames).sort("set", "policy")
 
