@@ -175,6 +175,36 @@ def test_period_checks():
     assert [c.holds for c in claims("dfrs-period", "fig3", tabs)] == [False, False]
 
 
+def test_period_details_are_the_points_terms():
+    """dfrs-period's per-set claims state their TOML ``point`` over
+    dfrs_period.per_set's terms: the first and last period, the growth
+    (last / first), the worst period, each set's growth bound in ``says``."""
+    u = {"hpc2n": [0.34, 0.2, 0.12], "unscaled": [0.5, 0.3, 0.2], "scaled": [0.6, 0.35, 0.25]}
+    d = {"hpc2n": [2.0, 2.5, 3.0], "unscaled": [2.0, 2.2, 2.4], "scaled": [3.0, 5.0, 7.0]}
+    tabs = period_tabs(u, d, {s: 0.5 for s in u}, {s: 1e3 for s in u})
+    decreases = claims("dfrs-period", "fig2", tabs)[0]
+    growth, easy = claims("dfrs-period", "fig3", tabs)
+    assert decreases.detail.startswith("hpc2n: 0.340 at 600 s -> 0.120 at 12000 s, unscaled: 0.500 at 600 s")
+    assert growth.claim.endswith("by less than a factor 2 (hpc2n), 1.5 (unscaled), 3 (scaled)")
+    assert growth.detail == (
+        "hpc2n: x1.50 from 600 s to 12000 s, unscaled: x1.20 from 600 s to 12000 s, scaled: x2.33 from 600 s to 12000 s"
+    )
+    assert easy.detail == (
+        "hpc2n: EASY 1e+03 vs worst period 3, unscaled: EASY 1e+03 vs worst period 2.4, "
+        "scaled: EASY 1e+03 vs worst period 7"
+    )
+
+
+def test_table_best_claim_names_the_lowest_table2_row():
+    """On Table 2's own numbers, GreedyP* and GreedyPM*/per/OPT=MIN/MINVT=600 tie on
+    HPC2N (6.9): the lowest row is the first in the paper's order; unscaled: GreedyPM*."""
+    best = claims("dfrs-table", "table", published_stats())[6]
+    assert best.holds and best.detail.startswith(
+        "hpc2n: 6.9 vs lowest GreedyP*/per/OPT=MIN/MINVT=600 6.9, "
+        "unscaled: 4.8 vs lowest GreedyPM*/per/OPT=MIN/MINVT=600 4.8"
+    )
+
+
 # ---- the paper's published numbers side by side (dfrs_table.toml's [published]) ---------------
 
 

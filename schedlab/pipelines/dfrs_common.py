@@ -21,21 +21,21 @@ INRIA RR-7659 §5.3; ``schedlab/workloads/annotate.py``, workload field
   trace whose inter-arrival times are multiplied by one constant per offered
   load 0.1 .. 0.9 (§5.3.2, "9 new traces with identical job mixes").
 
-Each set is two sweeps on the same instances: DFRS algorithms (engine
-``dfrs``, 5-minute penalty) and batch scheduling (engine ``batch``, a whole
-node per task, the comparison the paper makes; ``estimates = "exact"``:
-RR-7659 §5.2, "we conservatively assume that EASY has perfect knowledge of
-job processing times" -- the HPC2N log's requested times are not used). Both compute Theorem 1's
-lower bound on the optimal max stretch for every instance (memoised per
-instance, so several policies cost one bound), so every row has its
-``degradation`` = max stretch / bound and its normalised ``underutilization``.
-The two sweeps share seed and workload, hence identical instances.
+Each set is two sweeps on the same instances (same seed and workload): DFRS
+algorithms (engine ``dfrs``, 5-minute penalty) and batch scheduling (engine
+``batch``, a whole node per task, the comparison the paper makes;
+``estimates = "exact"``: RR-7659 §5.2, "we conservatively assume that EASY
+has perfect knowledge of job processing times" -- the HPC2N log's requested
+times are not used). Both compute Theorem 1's lower bound on the optimal max
+stretch for every instance (memoised per instance: several policies cost one
+bound), so every row has its ``degradation`` = max stretch / bound and its
+normalised ``underutilization``.
 
 The unscaled and scaled sets share their traces, as in the paper ("we
 multiplied the job inter-arrival times in each generated trace by 9 computed
-constants"): both are drawn with ``same_trace`` and one seed (the pipeline's
-``seeds`` give both the same), so replication r of the unscaled set is the trace
-that replication r of the scaled set rescales to every load.
+constants"): both draw with ``same_trace`` from one seed (the pipeline's
+``seeds``), so replication r of the unscaled set is the trace that
+replication r of the scaled set rescales to every load.
 
 Differences from the paper: ``quick`` and ``smoke`` use fewer and shorter
 traces (``smoke`` also a 16-node synthetic cluster).
@@ -45,16 +45,14 @@ fraction F of each set's traces -- the first ceil(F n) replications of the
 synthetic sets (independent draws, so a prefix is a random sample; the
 scaled set keeps all 9 loads of each) and a seeded sample of ceil(F W) of
 the W HPC2N windows (``SUBSET_SEED``; a smaller F's sample is contained in a
-larger one's). A subset runs under its own sweep names (suffix
-``-subF``), so its results never mix with the full run's; the reports say
-which they show (``coverage``).
+larger one's), under their own sweep names (suffix ``-subF``): a subset's
+results never mix with the full run's; the reports say which they show
+(``coverage``).
 
-Each pipeline is its TOML file (``dfrs_fig1.toml``, ``dfrs_table.toml``,
-``dfrs_period.toml``): its trace ``sets``, their ``seeds``, its
-``policies`` (default: the first figure's plotted series; the batch ones run
-on engine ``batch``), the remapping ``periods`` per scale where it sweeps
-them, its figures and its claims, and the paper's published numbers it
-reports against; `specs` turns the first three into sweep specs.
+A DFRS pipeline's TOML file names its trace ``sets``, their ``seeds``, its
+``policies`` (default: the first figure's series; the batch ones run on
+engine ``batch``) and, where it sweeps them, the remapping ``periods`` per
+scale: `specs` turns these into sweep specs.
 """
 
 from __future__ import annotations
@@ -83,7 +81,7 @@ PAPER_INSTANCES = {"hpc2n": 182, "unscaled": 100, "scaled": 900}
 #: Seed of the HPC2N window sample of a subset run (fixed: the same F always picks the same weeks).
 SUBSET_SEED = 7659
 SUBSET_KEY = "subset"  # the overrides key the CLI's --subset sets (consumed here, never reaches a spec)
-#: The pipelines that take a subset (their specs go through set_specs).
+#: The pipelines that take a subset (their specs are `specs`).
 SUBSET_PIPELINES = ("dfrs-fig1", "dfrs-table", "dfrs-period")
 _SUB_RE = re.compile(r"-sub([0-9.e-]+)$")
 
@@ -174,97 +172,77 @@ def workload(trace_set: str, scale: str, subset: float | None = None) -> dict[st
     }
 
 
-def sweep_name(prefix: str, trace_set: str, engine: str, scale: str, subset: float | None) -> str:
-    return f"{prefix}-{trace_set}-{engine}-{scale}" + ("" if subset is None else f"-sub{subset:g}")
-
-
-def set_specs(
-    prefix: str,
-    trace_set: str,
-    scale: str,
-    dfrs_policies: list[Any],
-    batch_policies: list[str],
-    seed: int,
-    overrides: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """The DFRS sweep and the batch sweep of one trace set (same seed and
-    workload, hence the same instances); names ``{prefix}-{set}-dfrs-{scale}``
-    and ``{prefix}-{set}-batch-{scale}`` (+ ``-subF`` for a subset, see the
-    module docstring). ``overrides`` may hold ``subset``."""
-    subset, overrides = split_subset(overrides)
-    n = 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)
-    # One instance per Ray task: a DFRS job-run costs far more than the queue
-    # engine's the default packing (execution.task_jobs) is sized for.
-    common = {
-        "seed": seed,
-        "workload": workload(trace_set, scale, subset),
-        "replications": {"n": n},
-        "execution": {"task_jobs": 1},
-    }
-    out = []
-    if dfrs_policies:
-        out.append(
-            {
-                "name": sweep_name(prefix, trace_set, "dfrs", scale, subset),
-                "engine": "dfrs",
-                "policies": list(dfrs_policies),
-                "system": {"nodes": nodes(trace_set, scale), "penalty": PENALTY, "bound": True},
-                **common,
-            }
-        )
-    if batch_policies:
-        out.append(
-            {
-                "name": sweep_name(prefix, trace_set, "batch", scale, subset),
-                "engine": "batch",
-                "policies": list(batch_policies),
-                "system": {
-                    "model": "nodes",
-                    "nodes": nodes(trace_set, scale),
-                    "tasks_per_node": 1,
-                    "bound": True,
-                    "estimates": "exact",
-                },
-                **common,
-            }
-        )
-    return [deep_merge(spec, overrides) for spec in out]
-
-
 def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     """The sweeps of a DFRS pipeline's TOML ``doc`` (module docstring): per
-    trace set, its DFRS and batch sweeps (`set_specs`); a DFRS policy takes
-    the scale's ``periods`` as its ``period`` parameter when the doc has them."""
+    trace set, a DFRS sweep and a batch sweep (same seed and workload, hence
+    the same instances), named ``{name}-{set}-dfrs-{scale}`` and
+    ``{name}-{set}-batch-{scale}`` (+ ``-subF`` for a subset, ``subset`` in
+    ``overrides``); a DFRS policy takes the scale's ``periods`` as its
+    ``period`` parameter when the doc has them."""
+    subset, overrides = split_subset(overrides)
     policies = doc.get("policies") or doc["figures"][0]["plot"]["series"]
     params = {"period": list(doc["periods"][scale])} if "periods" in doc else None
-    dfrs = [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH]
-    batch = [p for p in policies if p in BATCH]
+    by_engine = {
+        "dfrs": [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH],
+        "batch": [p for p in policies if p in BATCH],
+    }
+    suffix = "" if subset is None else f"-sub{subset:g}"
     out = []
     for trace_set in doc["sets"]:
-        out += set_specs(doc["name"], trace_set, scale, dfrs, batch, doc["seeds"][trace_set], overrides)
+        n = nodes(trace_set, scale)
+        systems = {
+            "dfrs": {"nodes": n, "penalty": PENALTY, "bound": True},
+            "batch": {"model": "nodes", "nodes": n, "tasks_per_node": 1, "bound": True, "estimates": "exact"},
+        }
+        # One instance per Ray task: a DFRS job-run costs far more than the queue
+        # engine's, which the default packing (execution.task_jobs) is sized for.
+        common = {
+            "seed": doc["seeds"][trace_set],
+            "workload": workload(trace_set, scale, subset),
+            "replications": {"n": 1 if trace_set == "hpc2n" else subset_count(SCALES[scale]["n"], subset)},
+            "execution": {"task_jobs": 1},
+        }
+        out += [
+            deep_merge(
+                {
+                    "name": f"{doc['name']}-{trace_set}-{engine}-{scale}{suffix}",
+                    "engine": engine,
+                    "policies": list(ps),
+                    "system": systems[engine],
+                    **common,
+                },
+                overrides,
+            )
+            for engine, ps in by_engine.items()
+            if ps
+        ]
     return out
 
 
 def read(module: str) -> dict[str, Any]:
     """The TOML doc of a DFRS pipeline (``module``: its module's ``__name__``), for the module's own use."""
-    import tomllib
+    from schedlab.pipelines.declare import Declared
 
-    path = Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml"
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(f"{path}: {err}") from None
+    return Declared(Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").doc
 
 
-def compare(claim: Any, points: list[Any], term: Callable[[str, Any], float], **fields: Any) -> Check:
+def compare(claim: Any, points: list[Any], term: Callable[[str, Any], Any], **fields: Any) -> Check:
     """A claim's comparison at every point (trace set or load): ``quantity``
     "A / B" (or "A": B = 1), A ``comparison`` ``than`` x B, a term's value
-    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b."""
+    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b
+    and any term by name (``{first period}``)."""
     a_term, _, b_term = claim.quantity.partition(" / ")
     ab = {x: (term(a_term, x), term(b_term, x) if b_term else 1.0) for x in points}
+
+    class Terms(dict):  # a point's format fields: x, a, b, r, and any term by name
+        def __missing__(self, key: str) -> Any:
+            return term(key, self["x"])
+
     return claim.verdict(
         all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
-        ", ".join(claim.point.format(x=x, a=a, b=b, r=a / b if b else float("nan")) for x, (a, b) in ab.items()),
+        ", ".join(
+            claim.point.format_map(Terms(x=x, a=a, b=b, r=a / b if b else float("nan"))) for x, (a, b) in ab.items()
+        ),
         **fields,
     )
 
@@ -306,6 +284,19 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
         else "Full trace sets of this scale"
     )
     return f"{kind}: instances " + ", ".join(counts) + "."
+
+
+def md(head: list[str], rows: list[list[str]]) -> str:
+    """A markdown table (`common.md_rows` without its replications line: a
+    DFRS table counts instances per set, `counts`)."""
+    return "\n".join(
+        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+    )
+
+
+def counts(ns: dict[str, Any]) -> str:
+    """ "HPC2N weeks (real-world) 4, unscaled synthetic 3": the distinct ``n`` of each set's table."""
+    return ", ".join(f"{TITLES[s]} {', '.join(map(str, sorted(set(t['n'].to_list()))))}" for s, t in ns.items())
 
 
 def instance_key(trace_set: str) -> list[str]:

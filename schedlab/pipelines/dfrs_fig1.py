@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import lookup, md_table, row_at
+from schedlab.pipelines.common import lookup, md_table, values, xs
 
 DOC = dc.read(__name__)
 POLICIES: list[str] = DOC["figures"][0]["plot"]["series"]
@@ -17,19 +17,17 @@ specs = dc.specs
 
 
 def table_of(results_dirs: dict[str, Path]):
+    """Both sweeps' rows (DFRS and batch), averaged per load."""
     from schedlab.platform.stats import summarize
 
     return summarize(dc.rows(results_dirs, "dfrs-fig1", "scaled"), ["load", "policy"], [METRIC])
 
 
 def _loads_and_deg(table):
-    def deg(p: str, x: float) -> float:
-        """The mean degradation of ``p`` at load ``x`` (every algorithm ran at every load)."""
-        value: float = row_at(table, p, load=x)[f"{METRIC}_mean"]
-        return value
-
-    loads = sorted(set(table["load"].to_list()))
-    return loads, deg, {x: min(deg(p, x) for p in DFRS) for x in loads}
+    """The loads, ``deg(policy, load)``: a mean degradation (every algorithm ran
+    at every load), and the lowest DFRS mean per load."""
+    r, loads = values(table, METRIC), xs(table, "load")
+    return loads, lambda p, x: r(p, load=x), {x: min(r(p, load=x) for p in DFRS) for x in loads}
 
 
 def batch_outperformed(data, claim):

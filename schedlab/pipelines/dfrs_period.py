@@ -4,10 +4,11 @@ over sets and periods."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import RATIO_FLOOR, ci_or_zero, fmt_ci, save
+from schedlab.pipelines.common import RATIO_FLOOR, cell, ci_or_zero, save
 
 DOC = dc.read(__name__)
 SETS: list[str] = DOC["sets"]
@@ -24,7 +25,7 @@ def tables(results_dirs: dict[str, Path]):
     out = {}
     for trace_set in SETS:
         rows = dc.rows(results_dirs, "dfrs-period", trace_set)
-        dfrs = summarize(rows.filter(pl.col("policy") == dc.BEST), ["policy_period"], metrics)
+        dfrs = summarize(rows.filter(pl.col("policy") == dc.BEST), ["policy", "policy_period"], metrics)
         easy = summarize(rows.filter(pl.col("policy") == "EASY"), ["policy"], metrics)
         out[trace_set] = (dfrs, easy)
     return out
@@ -62,26 +63,17 @@ def measured(data) -> str:
     """Coverage, then the figure's column: EASY and every period, one row per set."""
     tabs, col = data.table, data.fig["column"]
     periods = sorted({p for s in SETS for p in tabs[s][0]["policy_period"].to_list()})
-    lines = [
-        "| trace set | EASY | " + " | ".join(f"period {p:g} s" for p in periods) + " |",
-        "|" + "---|" * (len(periods) + 2),
+    rows = [
+        [dc.TITLES[s], cell(tabs[s][1], "EASY", col)]
+        + [cell(tabs[s][0], dc.BEST, col, policy_period=p) for p in periods]
+        for s in SETS
     ]
-    for s in SETS:
-        dfrs, easy = tabs[s]
-        by = {r["policy_period"]: r for r in dfrs.iter_rows(named=True)}
-        cells = [fmt_ci(by[p][f"{col}_mean"], by[p][f"{col}_ci95"]) if p in by else "–" for p in periods]
-        lines.append(
-            f"| {dc.TITLES[s]} | {fmt_ci(easy[f'{col}_mean'][0], easy[f'{col}_ci95'][0])} | " + " | ".join(cells) + " |"
-        )
-    ns = {s: sorted(set(tabs[s][0]["n"].to_list())) for s in SETS}
-    lines += [
-        "",
-        "Instances per point: "
-        + ", ".join(f"{dc.TITLES[s]} {', '.join(map(str, ns[s]))}" for s in SETS)
-        + "; ± is the 95 % CI half-width (Student t).",
-    ]
-    coverage = dc.coverage(data.dirs, "dfrs-period", SETS)
-    return f"{coverage}\n\n{data.fig['caption']}:\n\n" + "\n".join(lines)
+    return (
+        f"{dc.coverage(data.dirs, 'dfrs-period', SETS)}\n\n{data.fig['caption']}:\n\n"
+        + dc.md(["trace set", "EASY"] + [f"period {p:g} s" for p in periods], rows)
+        + f"\n\nInstances per point: {dc.counts({s: tabs[s][0] for s in SETS})}; "
+        + "± is the 95 % CI half-width (Student t)."
+    )
 
 
 def _at(data, col: str) -> tuple[dict[str, dict[float, float]], dict[str, float]]:
@@ -91,14 +83,23 @@ def _at(data, col: str) -> tuple[dict[str, dict[float, float]], dict[str, float]
     return by, {s: float(tabs[s][1][f"{col}_mean"][0]) for s in SETS}
 
 
-def decreases(data, claim):
-    u, _ = _at(data, "underutilization")
-    return claim.verdict(
-        all(u[s][max(u[s])] < u[s][min(u[s])] for s in SETS),
-        ", ".join(
-            f"{s}: {u[s][min(u[s])]:.3f} at {min(u[s]):g} s -> {u[s][max(u[s])]:.3f} at {max(u[s]):g} s" for s in SETS
-        ),
-    )
+def per_set(data, claim):
+    """`dfrs_common.compare` on every set, of the figure's ``column``. Terms:
+    EASY (its mean), first and last (the means at the smallest and the largest
+    period), first period and last period, worst (the largest mean over the
+    periods), growth (last / first) and limit (the set's bound in the figure's
+    ``growth``, listed by ``{factors}`` in ``says``)."""
+    by, easy = _at(data, data.fig["column"])
+    limit = data.fig.get("growth", {})
+
+    def term(name: str, s: str) -> float:
+        lo, hi = min(by[s]), max(by[s])
+        if name == "growth":  # (only asked of a degradation, >= 1: never a division by 0)
+            return by[s][hi] / by[s][lo]
+        named = {"first": by[s][lo], "last": by[s][hi], "first period": lo, "last period": hi}
+        return {**named, "EASY": easy[s], "worst": max(by[s].values()), "limit": limit.get(s, math.nan)}[name]
+
+    return dc.compare(claim, SETS, term, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit))
 
 
 def below_easy_beyond(data, claim):
@@ -117,23 +118,4 @@ def above_easy(data, claim):
     return claim.verdict(
         all(u["hpc2n"][p] > easy["hpc2n"] for p in u["hpc2n"]),
         f"EASY {easy['hpc2n']:.3f}; DFRS " + ", ".join(f"{p:g} s: {v:.3f}" for p, v in sorted(u["hpc2n"].items())),
-    )
-
-
-def grows_slowly(data, claim):
-    d, _ = _at(data, "degradation")
-    limit = data.fig["growth"]
-    growth = {s: d[s][max(d[s])] / d[s][min(d[s])] for s in SETS}
-    return claim.verdict(
-        all(growth[s] < limit[s] for s in SETS),
-        ", ".join(f"{s}: x{growth[s]:.2f} from {min(d[s]):g} s to {max(d[s]):g} s" for s in SETS),
-        factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS),
-    )
-
-
-def outperforms_easy(data, claim):
-    d, easy = _at(data, "degradation")
-    return claim.verdict(
-        all(easy[s] >= claim.than * v for s in SETS for v in d[s].values()),
-        ", ".join(f"{s}: EASY {easy[s]:.3g} vs worst period {max(d[s].values()):.3g}" for s in SETS),
     )
