@@ -164,18 +164,17 @@ def md_sorted(table, keys: list[str], columns: list[str], labels: list[str]) -> 
     )
 
 
-def md_lines(head: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table's lines: the header, the rule, a line per row of cells."""
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+def md(head: list[str], rows: list[list[str]]) -> str:
+    """A markdown table: the header, the rule, a line per row of cells."""
+    return "\n".join(
+        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+    )
 
 
 def md_rows(head: list[str], rows: list[list[str]], table) -> str:
     """A markdown table, then the replications per point of ``table`` (its ``n``)."""
-    n = sorted(set(table["n"].to_list()))
-    return "\n".join(
-        md_lines(head, rows)
-        + ["", f"Replications per point: {', '.join(map(str, n))}; ± is the 95 % CI half-width (Student t)."]
-    )
+    n = ", ".join(map(str, sorted(set(table["n"].to_list()))))
+    return f"{md(head, rows)}\n\nReplications per point: {n}; ± is the 95 % CI half-width (Student t)."
 
 
 def ci_or_zero(values) -> list[float]:
@@ -212,15 +211,6 @@ def plot_lines(ax, table, x: str, col: str, policies: list[str], floor: float | 
     return plotted
 
 
-def save(fig, path: Path) -> Path:
-    """Write ``fig`` as ``path`` (a PNG at `schedlab.plotting.PNG_DPI`) and
-    the vector PDF beside it (same stem); returns the PNG path."""
-    from schedlab.plotting import save as save_figure
-
-    save_figure(fig, path)
-    return path
-
-
 def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, Any], path: Path) -> list[str]:
     """The line figure of a pipeline's ``plot`` table (`schedlab.pipelines.declare`):
     one panel per (source table, rows drawn, panel) in a row, ``plot["y"]``
@@ -233,6 +223,8 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
     every panel with ylabel_every), legend (kwargs, first panel). Returns the
     series plotted (policy names, in order)."""
     import matplotlib.pyplot as plt
+
+    from schedlab.plotting import save
 
     fig, axes = plt.subplots(
         1,

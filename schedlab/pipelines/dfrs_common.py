@@ -286,14 +286,6 @@ def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str
     return f"{kind}: instances " + ", ".join(counts) + "."
 
 
-def md(head: list[str], rows: list[list[str]]) -> str:
-    """A markdown table (`common.md_rows` without its replications line: a
-    DFRS table counts instances per set, `counts`)."""
-    return "\n".join(
-        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
-    )
-
-
 def counts(ns: dict[str, Any]) -> str:
     """ "HPC2N weeks (real-world) 4, unscaled synthetic 3": the distinct ``n`` of each set's table."""
     return ", ".join(f"{TITLES[s]} {', '.join(map(str, sorted(set(t['n'].to_list()))))}" for s, t in ns.items())

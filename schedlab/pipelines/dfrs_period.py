@@ -8,7 +8,8 @@ import math
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import RATIO_FLOOR, cell, ci_or_zero, save
+from schedlab.pipelines.common import RATIO_FLOOR, cell, ci_or_zero, md
+from schedlab.plotting import save
 
 DOC = dc.read(__name__)
 SETS: list[str] = DOC["sets"]
@@ -70,7 +71,7 @@ def measured(data) -> str:
     ]
     return (
         f"{dc.coverage(data.dirs, 'dfrs-period', SETS)}\n\n{data.fig['caption']}:\n\n"
-        + dc.md(["trace set", "EASY"] + [f"period {p:g} s" for p in periods], rows)
+        + md(["trace set", "EASY"] + [f"period {p:g} s" for p in periods], rows)
         + f"\n\nInstances per point: {dc.counts({s: tabs[s][0] for s in SETS})}; "
         + "± is the 95 % CI half-width (Student t)."
     )

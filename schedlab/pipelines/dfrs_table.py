@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import save
+from schedlab.pipelines.common import md
+from schedlab.plotting import save
 
 
 class Stat(NamedTuple):
@@ -115,7 +116,7 @@ def markdown(table) -> str:
             ours = [f"{_num(m)} ± {_num(ci, 2)}" if ci == ci else _num(m), _num(sd), _num(mx)]
             rows.append([p, *published, *ours, _num(m / paper.avg, 2) if paper and m == m else "–"])
         title = f"**{dc.TITLES[s]}** (Table 2: {dc.PAPER_INSTANCES[s]} instances)"
-        out.append(f"{title}\n\n" + dc.md(head, rows))
+        out.append(f"{title}\n\n" + md(head, rows))
     ns = dc.counts({s: table.filter(table["set"] == s) for s in SETS})
     return "\n\n".join(
         out + [f"Our instances per set: {ns}; std is the sample standard deviation over the set's instances."]
@@ -124,7 +125,7 @@ def markdown(table) -> str:
 
 def underutil_markdown(table) -> str:
     """Table 4 (average normalized underutilization) side by side."""
-    return dc.md(
+    return md(
         ["algorithm"] + [f"{dc.TITLES[s]}: published / ours" for s in SETS],
         [
             [p] + [f"{paper[s]:.3f} / {value(table, s, p, 'underutilization'):.3f}" for s in SETS]

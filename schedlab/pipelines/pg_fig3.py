@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.pipelines.common import MARKERS, OPS, save
+from schedlab.pipelines.common import MARKERS, OPS
+from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 POLICIES = DOC["figures"][0]["series"]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.pipelines.common import md_lines, pooled_note, save
+from schedlab.pipelines.common import md, pooled_note
 from schedlab.pipelines.psbs_slowdown import OPTIMAL, distribution
+from schedlab.plotting import save
 
 POLICIES = ["PS", "SRPTE", "FSPE", "SRPTE+PS", "SRPTE+LAS", "FSPE+PS", "FSPE+LAS"]
 FSPE_BASED = ["FSPE+PS", "FSPE+LAS"]
@@ -93,7 +94,7 @@ def measured(data) -> str:
         for p in POLICIES
         if p in data.table[s]
     ]
-    return "\n".join(md_lines(head, rows)) + "\n\n" + pooled_note(data.results_dir, "ECDF")
+    return md(head, rows) + "\n\n" + pooled_note(data.results_dir, "ECDF")
 
 
 def analogous(data, claim):

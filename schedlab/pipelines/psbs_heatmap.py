@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.pipelines.common import lookup, md_grid, save, values, xs
+from schedlab.pipelines.common import lookup, md_grid, values, xs
+from schedlab.plotting import save
 
 PROPOSALS = ["SRPTE+PS", "SRPTE+LAS", "FSPE+PS", "FSPE+LAS"]
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.pipelines.common import MARKERS, md_lines, pooled_note, save
+from schedlab.pipelines.common import MARKERS, md, pooled_note
+from schedlab.plotting import save
 
 POLICIES = ["FIFO", "PS", "LAS", "SRPTE", "FSPE", "PSBS"]
 SMALL_BINS = 10  # "small jobs": the 10 smallest of the 100 size classes
@@ -104,7 +105,7 @@ def table8(data) -> str:
     for p in [p for p in POLICIES if p in data.table]:
         sd = data.table[p][1][~np.isnan(data.table[p][1])]
         rows.append(distribution(p, sd) + [f"{sd.max():.3g}", f"{np.mean(sd > 100.0):.2%}"])
-    return "\n".join(md_lines(head, rows)) + "\n\n" + pooled_note(data.results_dir, "curve")
+    return md(head, rows) + "\n\n" + pooled_note(data.results_dir, "curve")
 
 
 def distribution(label: str, sd: np.ndarray) -> list[str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, lookup, row_at, save, xs
+from schedlab.pipelines.common import POSITIVE_FLOOR, lookup, row_at, xs
+from schedlab.plotting import save
 
 POLICIES = ["PSBS", "GPS"]
 CLASSES = [1, 2, 3, 4, 5]

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
-from schedlab.pipelines.common import OPS, POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, md_lines, ratios_to, save
+from schedlab.pipelines.common import OPS, POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, md, ratios_to
+from schedlab.plotting import save
 
 SLOWED_TOL = 1e-9  # relative: a JCT larger than the reference's by more than this is a slowdown (not rounding)
 JCT_FLOOR = tp.EPOCH  # JCTs below one decision epoch are compared as one epoch
@@ -169,7 +170,7 @@ def measured(data) -> str:
             f"Reference: Tetris at f = {t['f'][0]:g} (the most-fair run), same window, job by job. Pooled = all "
             "jobs of all windows; per window = mean ± 95 % CI over windows.",
             "",
-            *md_lines(head, rows),
+            md(head, rows),
             "",
             f"Windows: {', '.join(map(str, sorted(set(t['n']))))}. Slowed: JCT above the reference's by more than "
             f"a relative {SLOWED_TOL:g} (JCTs floored at {JCT_FLOOR:g} s). The last column compares each job "

@@ -11,12 +11,12 @@ from schedlab.pipelines.common import (
     ci_or_zero,
     fmt_ci,
     lookup,
-    md_lines,
+    md,
     paired_ratios,
     ratios_to,
     row_at,
-    save,
 )
+from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
 TRACE = DOC["every_sweep"]["workload"]["path"]  # relative to the repository root, as pg-fig5
@@ -106,7 +106,7 @@ def measured(data) -> str:
     lines = [
         "Per window, metric / Slots-Fair's on the same window; mean ± 95 % CI over windows (reduction = 1 − ratio):",
         "",
-        *md_lines(head, rows),
+        md(head, rows),
         "",
         "Per window (Tetris / Slots-Fair: makespan, mean JCT" + ("; offered load" if loads else "") + "):",
         "",
