@@ -216,7 +216,9 @@ def test_pipeline_ratio_bars_stay_above_one(tmp_path, monkeypatch):
     assert min(m - c for m, c in zip([1.02, 1.3, 5.0], [0.4, 0.9, 8.0])) < 0  # the floor mattered
 
     seen = []
-    monkeypatch.setattr(common, "save", lambda f, p: seen.append(_bar_bottoms(f.axes[0])) or plt.close(f))
+    from schedlab import plotting
+
+    monkeypatch.setattr(plotting, "save", lambda f, p: seen.append(_bar_bottoms(f.axes[0])) or plt.close(f))
     layout = {"x": "shape", "y": "ratio", "series": ["PSBS"], "floor": common.RATIO_FLOOR, "ylabel": "MST / optimal"}
     common.line_figure(
         [(table, table, {"title": "all"})], {**layout, "logx": True, "yscale": "log"}, tmp_path / "r.png"
