@@ -133,7 +133,8 @@ class Claim:
         )
 
     def compare(self, data: FigureData, x: str, y: str) -> Check | None:
-        """The generic check: the comparison at every point (class docstring)."""
+        """The generic check: the comparison at every point of the panel's
+        column ``x`` that ``where`` keeps, a policy's value the mean of ``y`` there."""
         table = data.tables[self.panel] if self.panel else data.table
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
@@ -141,26 +142,44 @@ class Claim:
         points = {"": points, "first": points[:1], "last": points[-1:]}[self.only]
         if self.only and not points:
             return None  # no point of the grid to compare at: the claim does not apply
+        mean = lambda policy, at: row_at(table, policy, **{x: at})[f"{y}_mean"]  # noqa: E731
+        return self.at_points(points, mean, **({"lo": points[0]} if points else {}))
 
-        def value(expr: str, xv: float) -> float:
+    def at_points(self, points: list[Any], term: Callable[[str, Any], Any], **fields: Any) -> Check:
+        """The comparison at every point of ``points``, ``term(name, point)``
+        the value of a name (a policy, or what a module names: a group's
+        lowest, a period) at a point: each ``"A / B"`` (or ``"A"``: B = 1) of
+        ``quantity``, A ``comparison`` B x ``than`` x (1 + ``tolerance``).
+        The detail formats ``point`` at each point with x, a and b (the first
+        quantity's terms), r = a / b, value (``shown``'s value) and any term
+        or ``"A / B"`` by name; the points joined by ``sep``, after
+        ``label: `` (default ``shown``; "" for none), or ``empty`` when
+        there is none. ``fields``: more format fields of ``says``."""
+
+        def value(expr: str, at: Any) -> Any:
             a, _, b = expr.partition(" / ")
-            num = row_at(table, a, **{x: xv})[f"{y}_mean"]
-            return num / row_at(table, b, **{x: xv})[f"{y}_mean"] if b else num
+            return term(a, at) / term(b, at) if b else term(a, at)
 
-        class Fields(dict):  # the point's format fields: x, value, and any policy's value by name
-            def __missing__(self, key: str) -> float:
+        quantities = [q.partition(" / ")[::2] for q in self.quantity.split(", ")]
+        shown = self.shown or self.quantity
+
+        class Fields(dict):  # a point's format fields (the docstring's)
+            def __missing__(self, key: str) -> Any:
                 return value(shown if key == "value" else key, self["x"])
+
+        def point(at: Any) -> str:
+            lhs, rhs = quantities[0]
+            a, b = term(lhs, at), term(rhs, at) if rhs else 1.0
+            return self.point.format_map(Fields(x=at, a=a, b=b, r=a / b if b else float("nan")))
 
         bound = self.than * (1 + self.tolerance)
         holds = all(
-            OPS[self.comparison](value(lhs, v), (value(rhs, v) if rhs else 1.0) * bound)
-            for lhs, _, rhs in (q.partition(" / ") for q in self.quantity.split(", "))
-            for v in points
+            OPS[self.comparison](term(lhs, at), (term(rhs, at) if rhs else 1.0) * bound)
+            for lhs, rhs in quantities
+            for at in points
         )
-        shown = self.shown or self.quantity
         head = "" if self.label == "" else f"{self.label or shown}: "
-        points_text = self.sep.join(self.point.format_map(Fields(x=v)) for v in points)
-        return self.verdict(holds, head + points_text or self.empty, **({"lo": points[0]} if points else {}))
+        return self.verdict(holds, head + self.sep.join(point(at) for at in points) or self.empty, **fields)
 
 
 def spread(data: FigureData, claim: Claim) -> Check | None:

@@ -59,13 +59,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.base import Check, deep_merge
-from schedlab.pipelines.common import OPS
+from schedlab.pipelines.base import deep_merge
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
@@ -224,27 +222,6 @@ def read(module: str) -> dict[str, Any]:
     from schedlab.pipelines.declare import Declared
 
     return Declared(Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").doc
-
-
-def compare(claim: Any, points: list[Any], term: Callable[[str, Any], Any], **fields: Any) -> Check:
-    """A claim's comparison at every point (trace set or load): ``quantity``
-    "A / B" (or "A": B = 1), A ``comparison`` ``than`` x B, a term's value
-    ``term(name, point)``; the detail formats ``point`` with x, a, b, r = a / b
-    and any term by name (``{first period}``)."""
-    a_term, _, b_term = claim.quantity.partition(" / ")
-    ab = {x: (term(a_term, x), term(b_term, x) if b_term else 1.0) for x in points}
-
-    class Terms(dict):  # a point's format fields: x, a, b, r, and any term by name
-        def __missing__(self, key: str) -> Any:
-            return term(key, self["x"])
-
-    return claim.verdict(
-        all(OPS[claim.comparison](a, claim.than * b) for a, b in ab.values()),
-        ", ".join(
-            claim.point.format_map(Terms(x=x, a=a, b=b, r=a / b if b else float("nan"))) for x, (a, b) in ab.items()
-        ),
-        **fields,
-    )
 
 
 def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):

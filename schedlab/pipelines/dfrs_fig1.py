@@ -70,7 +70,7 @@ def good_low_poor_high(data, claim):
 
 def best_everywhere(data, claim):
     loads, deg, best = _loads_and_deg(data.table)
-    return dc.compare(claim, loads, lambda term, x: best[x] if term == "min DFRS" else deg(term, x))
+    return claim.at_points(loads, lambda term, x: best[x] if term == "min DFRS" else deg(term, x))
 
 
 def measured(data) -> str:

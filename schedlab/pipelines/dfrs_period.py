@@ -85,7 +85,7 @@ def _at(data, col: str) -> tuple[dict[str, dict[float, float]], dict[str, float]
 
 
 def per_set(data, claim):
-    """`dfrs_common.compare` on every set, of the figure's ``column``. Terms:
+    """`Claim.at_points` on every set, of the figure's ``column``. Terms:
     EASY (its mean), first and last (the means at the smallest and the largest
     period), first period and last period, worst (the largest mean over the
     periods), growth (last / first) and limit (the set's bound in the figure's
@@ -100,7 +100,7 @@ def per_set(data, claim):
         named = {"first": by[s][lo], "last": by[s][hi], "first period": lo, "last period": hi}
         return {**named, "EASY": easy[s], "worst": max(by[s].values()), "limit": limit.get(s, math.nan)}[name]
 
-    return dc.compare(claim, SETS, term, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit))
+    return claim.at_points(SETS, term, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit))
 
 
 def below_easy_beyond(data, claim):

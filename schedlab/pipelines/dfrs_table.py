@@ -148,13 +148,13 @@ def _term(table, trace_set: str, term: str) -> float | str:
 
 
 def per_set(data, claim):
-    """`dfrs_common.compare` on every set; ``published`` (a format field of
+    """`Claim.at_points` on every set; ``published`` (a format field of
     ``says``): the same ratio on Table 2 when both terms are its rows."""
     a, _, b = claim.quantity.partition(" / ")
     published = (
         ", ".join(f"{s} x{TABLE2[a][s].avg / TABLE2[b][s].avg:.0f}" for s in SETS) if {a, b} <= set(TABLE2) else ""
     )
-    return dc.compare(claim, SETS, lambda term, s: _term(data.table, s, term), published=published)
+    return claim.at_points(SETS, lambda term, s: _term(data.table, s, term), published=published)
 
 
 def _rho_at_least(claim, pairs: dict[str, tuple[list[float], list[float]]]):
