@@ -10,6 +10,8 @@ timed into
   (b) an ``mlflow server`` on SQLite (``infra/mlflow-server.sh``),
   (c) an ``mlflow server`` on PostgreSQL (``infra/mlflow-postgres.sh``), when
       PostgreSQL's binaries and psycopg2 are there,
+  (d) that PostgreSQL directly (a ``postgresql+psycopg2://`` database URI, no
+      server: a fresh database per timed run),
 
 and configuration runs/s are printed. For a server, the CPU its processes
 (the recipe's session: mlflow's workers; and PostgreSQL's, found from its
@@ -25,7 +27,7 @@ machine load; the ratio after/before is printed per target. The servers are
 started with the recipes' default settings and stopped (their own session)
 at the end. The machine is shared and noisy: the load average is printed.
 
-    python benchmarks/tracking.py [--before REV] [--repeat 1] [--targets sqlite,server,postgres]
+    python benchmarks/tracking.py [--before REV] [--repeat 1] [--targets sqlite,server,postgres,postgres-db]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +210,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", help="git revision whose schedlab is timed too (interleaved)")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--targets", default="sqlite,server,postgres")
+    ap.add_argument("--targets", default="sqlite,server,postgres,postgres-db")
     ap.add_argument("--server-args", default="", help="extra `mlflow server` arguments for both recipes (shell words)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="schedlab-bench-tracking-"))
@@ -237,11 +240,12 @@ def main() -> None:
             f"sweep of {N_CONFIGS} configurations, --no-tracking: {time.perf_counter() - t0:.1f} s "
             f"(load average {os.getloadavg()[0]:.1f})"
         )
-        targets: dict[str, tuple[str, Server | None]] = {}
+        # target -> (the URI of a timed run (which code, repeat) -> URI, the server whose CPU is read)
+        targets: dict[str, tuple[Callable[[str, int], str], Server | None]] = {}
         wanted = args.targets.split(",")
         extra = shlex.split(args.server_args)
         if "sqlite" in wanted:
-            targets["sqlite"] = ("", None)
+            targets["sqlite"] = (lambda which, i: f"sqlite:///{work}/{which}-{i}.db", None)
         if "server" in wanted:
             srv = Server(
                 ["bash", str(ROOT / "infra" / "mlflow-server.sh"), str(free_port()), str(work / "srv"), *extra],
@@ -249,18 +253,19 @@ def main() -> None:
             )
             servers.append(srv)
             srv.wait_healthy()
-            targets["server"] = (srv.uri, srv)
-        if "postgres" in wanted:
+            targets["server"] = (lambda which, i, uri=srv.uri: uri, srv)
+        if "postgres" in wanted or "postgres-db" in wanted:
             why = postgres_missing()
             if why:
-                print(f"(c) mlflow server on PostgreSQL: skipped ({why})")
+                print(f"(c), (d) PostgreSQL: skipped ({why})")
             else:
+                pg_port = free_port()
                 srv = Server(
                     [
                         "bash",
                         str(ROOT / "infra" / "mlflow-postgres.sh"),
                         str(work / "pg"),
-                        str(free_port()),
+                        str(pg_port),
                         str(free_port()),
                         *extra,
                     ],
@@ -269,20 +274,27 @@ def main() -> None:
                 )
                 servers.append(srv)
                 srv.wait_healthy()
-                targets["postgres"] = (srv.uri, srv)
+                if "postgres" in wanted:
+                    targets["postgres"] = (lambda which, i, uri=srv.uri: uri, srv)
+                if "postgres-db" in wanted:
+                    from tests.test_tracking_postgres import fresh_database  # (postgres_missing put ROOT on the path)
+
+                    # No server CPU: a connection's backend process is gone before it could be read.
+                    targets["postgres-db"] = (lambda which, i, port=pg_port: fresh_database(port, f"{which}_{i}"), None)
         label = {
             "sqlite": "(a) fresh SQLite store",
             "server": "(b) mlflow server on SQLite",
             "postgres": "(c) mlflow server on PostgreSQL",
+            "postgres-db": "(d) PostgreSQL directly, fresh database",
         }
         cores = os.cpu_count() or 1
-        for name, (uri, server) in targets.items():
+        for name, (uri_of, server) in targets.items():
             times: dict[str, list[float]] = {k: [] for k in codes}
             cpus: dict[str, list[float]] = {k: [] for k in codes}
             server_cpus: dict[str, list[float]] = {k: [] for k in codes}
             for i in range(args.repeat):
                 for which, code in codes.items():
-                    target = uri or f"sqlite:///{work}/{which}-{i}.db"
+                    target = uri_of(which, i)
                     busy = server.cpu() if server else 0.0
                     wall, cpu = track(code, results, target, f"track600-{which}-{i}")
                     times[which].append(wall)

@@ -1,6 +1,7 @@
 """New runs written in bulk into a SQLite store (`tracking_bulk`) must be the
 runs MLflow's own client path writes: both paths track the same results dir
-into two real SQLite stores, and everything MLflow reads back -- runs, their
+into two real SQLite stores (tests/test_tracking_postgres.py: two PostgreSQL
+databases, with `assert_bulk_equals_client`), and everything MLflow reads back -- runs, their
 params, tags and latest metrics, metric histories, search filters and
 ordering -- and every row of the five tables (ids and times aside) is compared."""
 
@@ -37,38 +38,40 @@ def track(d: Path, uri: str, bulk: bool) -> TrackReport:
     return report
 
 
-def table_rows(db: Path, run_config: dict[str, str]) -> dict[str, list[tuple]]:
+def table_rows(uri: str, run_config: dict[str, str]) -> dict[str, list[tuple]]:
     """Every row of the tables a run is written to, its run id replaced by its
     configuration (the parent: 'parent'), volatile columns dropped, sorted."""
-    con = sqlite3.connect(db)
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(uri)
     try:
         out = {}
-        for table in tracking_bulk.COLUMNS:
-            cur = con.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
-            names = [c[0] for c in cur.description]
-            rows = []
-            for row in cur:
-                rec = dict(zip(names, row))
-                rec["run"] = run_config.get(rec["run_uuid"], "parent")
-                if rec.get("key") == "mlflow.parentRunId":
-                    rec["value"] = "parent"
-                rows.append(tuple(sorted((k, v) for k, v in rec.items() if k not in VOLATILE)))
-            out[table] = sorted(rows, key=repr)
+        with engine.connect() as con:
+            for table in tracking_bulk.COLUMNS:
+                rows = []
+                for rec in con.execute(text(f"SELECT * FROM {table}")).mappings():  # noqa: S608 - fixed names
+                    rec = dict(rec)
+                    rec["run"] = run_config.get(rec["run_uuid"], "parent")
+                    if rec.get("key") == "mlflow.parentRunId":
+                        rec["value"] = "parent"
+                    rows.append(tuple(sorted((k, v) for k, v in rec.items() if k not in VOLATILE)))
+                out[table] = sorted(rows, key=repr)
         return out
     finally:
-        con.close()
+        engine.dispose()
 
 
-def test_bulk_runs_equal_client_runs(tmp_path, monkeypatch):
+def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch) -> None:
+    """Track ``d`` in bulk into ``uris[True]`` and through the client into
+    ``uris[False]`` (two fresh stores of one kind), 2 runs to a transaction,
+    and compare everything MLflow reads back and every table row."""
     monkeypatch.setattr(tracking_bulk, "BULK_RUNS", 2)  # 3 configurations: two transactions
     monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)
-    d = make_results(tmp_path / "results")
-    stores = {bulk: tmp_path / f"{'bulk' if bulk else 'client'}.db" for bulk in (True, False)}
-    for bulk, db in stores.items():
-        assert track(d, f"sqlite:///{db}", bulk) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+    for bulk, uri in uris.items():
+        assert track(d, uri, bulk) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
     seen = {}
-    for bulk, db in stores.items():
-        client, runs, view = sqlite_children(f"sqlite:///{db}")
+    for bulk, uri in uris.items():
+        client, runs, view = sqlite_children(uri)
         check_runs(view, expected(d))  # against numpy/scipy, as for the client path
         exp = client.get_experiment_by_name(SWEEP)
         parent_id = next(iter(runs.values())).data.tags["mlflow.parentRunId"]
@@ -88,10 +91,16 @@ def test_bulk_runs_equal_client_runs(tmp_path, monkeypatch):
         }
         ordered = client.search_runs([exp.experiment_id], "metrics.n > 0", order_by=["metrics.mst DESC"])
         run_config = {r.info.run_id: cid for cid, r in runs.items()}
-        seen[bulk] = (info, history, fresh, found, [r.info.run_name for r in ordered], table_rows(db, run_config))
+        seen[bulk] = (info, history, fresh, found, [r.info.run_name for r in ordered], table_rows(uri, run_config))
     assert all(flt for flt in seen[True][3].values())  # every search finds something
     for part, (a, b) in enumerate(zip(seen[True], seen[False])):
         assert a == b, f"part {part} differs between the bulk and the client path"
+
+
+def test_bulk_runs_equal_client_runs(tmp_path, monkeypatch):
+    d = make_results(tmp_path / "results")
+    uris = {bulk: f"sqlite:///{tmp_path / ('bulk' if bulk else 'client')}.db" for bulk in (True, False)}
+    assert_bulk_equals_client(d, uris, monkeypatch)
 
 
 @pytest.mark.parametrize("bulk", [True, False])

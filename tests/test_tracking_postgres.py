@@ -252,3 +252,31 @@ def test_many_configurations_through_the_pool(tmp_path, recipe):
         [run] = [r for r in runs if r.data.tags["schedlab.config_id"] == cid]
         assert run.data.metrics["mst"] == i + 0.5 and run.data.metrics["n"] == 2.0
     print(f"\n{n} configurations tracked into mlflow server on PostgreSQL in {took:.1f} s")
+
+
+def fresh_database(pg_port: int, name: str) -> str:
+    """A new, empty database on the recipe's PostgreSQL (``pg_port``); its SQLAlchemy URI (psycopg2, the
+    driver of ``schedlab[postgres]``), for tracking into the database directly, without the server.
+    Also used by benchmarks/tracking.py."""
+    import psycopg2
+
+    con = psycopg2.connect(host="127.0.0.1", port=pg_port, user="mlflow", dbname="postgres")
+    try:
+        con.autocommit = True  # CREATE DATABASE cannot run in a transaction
+        with con.cursor() as cur:
+            cur.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        con.close()
+    return f"postgresql+psycopg2://mlflow@127.0.0.1:{pg_port}/{name}"
+
+
+def test_bulk_runs_equal_client_runs_in_postgres(tmp_path, monkeypatch, recipe):
+    """Straight into PostgreSQL (a database URI, not the server), new runs are
+    written in bulk (`tracking_bulk`), and they are the runs the client path
+    writes: everything MLflow reads back and every table row, as for SQLite."""
+    from tests.test_tracking import make_results as three_configurations
+    from tests.test_tracking_bulk import assert_bulk_equals_client
+
+    uris = {bulk: fresh_database(recipe.pg_port, "bulk" if bulk else "client") for bulk in (True, False)}
+    # (assert_bulk_equals_client also checks that each path was the one taken)
+    assert_bulk_equals_client(three_configurations(tmp_path / "results"), uris, monkeypatch)

@@ -1,18 +1,20 @@
-"""New child runs written many to a transaction into a SQLite MLflow store.
+"""New child runs written many to a transaction into an MLflow database
+(a SQLite file, or PostgreSQL reached directly, not through a server).
 
 Through MLflow's client a new run is three store calls (``create_run``,
 ``log_batch``, ``set_terminated``) and MLflow's ORM spends about 15 ms of CPU
-on them -- 60 tracked configurations per second at best, before SQLite's
-commits. Into a SQLite file (one writer, this process) the runs of
-configurations that have none yet are instead written by `write_new_runs`:
-``BULK_RUNS`` runs per transaction, through MLflow's own store (its engine,
-its managed sessions, its table models, its validators), as the same rows the
-client path writes -- the ``runs`` row (FINISHED, ``user_id`` ``unknown``,
-artifact URI under the experiment's), its tags with ``mlflow.runName``, its
-params, one ``metrics`` and one ``latest_metrics`` row per metric at step 0.
-``tests/test_tracking_bulk.py`` reads every run of both paths back through
-``MlflowClient`` (runs, search filters, metric history, latest metrics) and
-compares them.
+on them -- 60 tracked configurations per second at best, before the
+database's commits. Into a database the runs of configurations that have
+none yet are instead written by `write_new_runs`: ``BULK_RUNS`` runs per
+transaction, through MLflow's own store (its engine, its managed sessions,
+its table models, its validators), as the same rows the client path writes
+-- the ``runs`` row (FINISHED, ``user_id`` ``unknown``, artifact URI under
+the experiment's), its tags with ``mlflow.runName``, its params, one
+``metrics`` and one ``latest_metrics`` row per metric at step 0.
+``tests/test_tracking_bulk.py`` (SQLite) and ``tests/test_tracking_postgres.py``
+(PostgreSQL) read every run of both paths back through ``MlflowClient``
+(runs, search filters, metric history, latest metrics) and compare them, and
+every row of the five tables.
 
 A transaction commits all its runs or none, so a kill or a failed commit can
 never leave a half-logged run, and no retry can create a run twice: a run is
@@ -20,10 +22,11 @@ created in exactly one committed transaction, and the reconcile after a
 failure finds the committed ones by their ``schedlab.config_id`` tag.
 
 Only a store whose schema is one this module was checked against is written
-this way: its Alembic revision is in `KNOWN_REVISIONS` and the five tables
-have exactly the columns of `COLUMNS` (read from the file, not assumed).
-Any other store -- another MLflow schema, an ``http(s)://`` server,
-PostgreSQL -- goes through the client, as before.
+this way: a database of `BULK_DIALECTS`, its Alembic revision in
+`KNOWN_REVISIONS` and the five tables with exactly the columns of `COLUMNS`
+(read from the database, not assumed). Any other store -- another MLflow
+schema, another database, an ``http(s)://`` server -- goes through the
+client, as before.
 
 ``mlflow`` and ``sqlalchemy`` are imported inside functions only.
 """
@@ -42,6 +45,11 @@ from schedlab.platform.tracking_data import Expected
 if TYPE_CHECKING:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracking import MlflowClient
+
+#: The databases new runs are written to in bulk (MLflow's ``db_type``): the
+#: ones ``tests/test_tracking_bulk.py`` and ``tests/test_tracking_postgres.py``
+#: compare with the client path.
+BULK_DIALECTS = frozenset({"sqlite", "postgresql"})
 
 #: Runs written per transaction: large enough that the commit and the
 #: experiment check are a small share, small enough that the live tracker
@@ -97,15 +105,16 @@ class NewRun:
 
 
 def bulk_store(client: MlflowClient) -> SqlAlchemyStore | None:
-    """The client's store if new runs may be written to it in bulk: a SQLite
-    `SqlAlchemyStore` at a known revision with the expected columns; else None."""
+    """The client's store if new runs may be written to it in bulk: a
+    `SqlAlchemyStore` on a database of `BULK_DIALECTS` at a known revision
+    with the expected columns; else None."""
     try:
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
         from sqlalchemy import inspect, text
     except ImportError:
         return None
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
-    if not isinstance(store, SqlAlchemyStore) or store.db_type != "sqlite":
+    if not isinstance(store, SqlAlchemyStore) or store.db_type not in BULK_DIALECTS:
         return None
     try:
         with store.engine.connect() as con:
