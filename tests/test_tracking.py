@@ -279,6 +279,25 @@ def test_part_files_with_different_schemas(tmp_path):
     assert frame["config_id"].to_list() == ["b"]
 
 
+@pytest.mark.parametrize(
+    ("have", "uri", "resolved"),
+    [
+        ({"psycopg2"}, "postgresql://u@h:5432/db", "postgresql+psycopg2://u@h:5432/db"),
+        ({"psycopg", "psycopg2"}, "postgresql://u@h/db", "postgresql://u@h/db"),  # SQLAlchemy's default driver is there
+        (set(), "postgresql://u@h/db", "postgresql://u@h/db"),  # neither: MLflow's own error names what is missing
+        ({"psycopg2"}, "postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),  # a driver named: kept
+        ({"psycopg2"}, "sqlite:///m.db", "sqlite:///m.db"),
+    ],
+)
+def test_bare_postgresql_uri_gets_the_installed_driver(monkeypatch, have, uri, resolved):
+    import importlib.util
+
+    from schedlab.platform.tracking_store import resolve_uri
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name in have else None)
+    assert resolve_uri(uri) == resolved
+
+
 def test_batches_respect_mlflow_limits():
     metrics, params, tags = list(range(2500)), list(range(250)), list(range(120))
     batches = list(_batches(metrics, params, tags))

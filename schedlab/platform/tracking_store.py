@@ -67,8 +67,21 @@ class TrackingError(Exception):
 
 
 def resolve_uri(uri: str | None) -> str:
-    """The tracking URI: the argument, else ``MLFLOW_TRACKING_URI``, else `DEFAULT_URI`."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    """The tracking URI: the argument, else ``MLFLOW_TRACKING_URI``, else
+    `DEFAULT_URI`; a bare ``postgresql://`` one with its driver (`with_driver`)."""
+    return with_driver(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+
+
+def with_driver(uri: str) -> str:
+    """A ``postgresql://`` database URI as ``postgresql+psycopg2://`` when
+    psycopg2 (the driver ``schedlab[postgres]`` installs) is there and
+    psycopg 3 is not: SQLAlchemy 2.1 reads a bare ``postgresql://`` as
+    psycopg 3 and would fail to import it. Any other URI is returned as is."""
+    from importlib.util import find_spec
+
+    if uri.startswith("postgresql://") and find_spec("psycopg") is None and find_spec("psycopg2") is not None:
+        return "postgresql+psycopg2://" + uri[len("postgresql://") :]
+    return uri
 
 
 def is_http(uri: str) -> bool:
