@@ -34,7 +34,7 @@ class Param:
     annotation: Any  # inspect.Parameter.empty when not annotated
 
 
-def declared(target: Callable, skip: int = 0) -> dict[str, Param]:
+def declared(target: Callable[..., Any], skip: int = 0) -> dict[str, Param]:
     """The keyword parameters of ``target`` (a class: its ``__init__``),
     after the first ``skip`` positional ones (a policy's engine handle, a
     generator's rng, a reader's path)."""
@@ -77,7 +77,7 @@ def _type_of(param: Param) -> Any:
 _ADAPTERS: dict[Any, Any] = {}
 
 
-def _adapter(tp: Any):
+def _adapter(tp: Any) -> Any:
     from pydantic import TypeAdapter
 
     key = repr(tp)
@@ -107,7 +107,7 @@ def check_value(param: Param, value: Any) -> None:
 
 
 def check_params(
-    target: Callable, params: dict[str, Any], where: str, skip: int = 0, what: str = "policy", sep: str = "."
+    target: Callable[..., Any], params: dict[str, Any], where: str, skip: int = 0, what: str = "policy", sep: str = "."
 ) -> None:
     """Check the names and values of ``params`` (one grid point) against
     ``target``'s declaration; ``where`` is the spec field of the params
@@ -133,7 +133,7 @@ def check_params(
             raise UserError(f"{where}: {err}") from None
 
 
-def describe(target: Callable, skip: int = 0) -> str:
+def describe(target: Callable[..., Any], skip: int = 0) -> str:
     """``alpha: float = 0.5, floor: int = 1`` for listings."""
     parts = []
     for p in declared(target, skip).values():

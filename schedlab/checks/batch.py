@@ -123,15 +123,10 @@ class Check(EngineCheck):
             if isinstance(err, BatchCapacityExceeded):
                 raise violation("capacity", str(err)) from None
             if isinstance(err, BatchStartError):
-                early = (
-                    isinstance(err.job, int)
-                    and 0 <= err.job < w.n
-                    and err.now is not None
-                    and cols["submit"][err.job] > err.now
-                )
-                if early:
+                job = err.job
+                if isinstance(job, int) and 0 <= job < w.n and err.now is not None and cols["submit"][job] > err.now:
                     raise violation(
-                        "start-after-submit", f"{err} (job {err.job} is submitted at t={cols['submit'][err.job]!r})"
+                        "start-after-submit", f"{err} (job {job} is submitted at t={cols['submit'][job]!r})"
                     ) from None
                 raise violation("starts-queued", str(err)) from None
             raise crashed(err) from None

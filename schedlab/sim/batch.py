@@ -82,17 +82,24 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
 from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS
 from schedlab.sim.underutilization import normalized_underutilization
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schedlab.policies.batch.base import BatchPolicy
 
 MODELS = BATCH_MODELS
 
@@ -111,7 +118,7 @@ class BatchStartError(PolicyError):
     """A policy started a job that is not queued (``job``: what it named,
     ``now``: the pass's time)."""
 
-    def __init__(self, message: str, job=None, now: float | None = None) -> None:
+    def __init__(self, message: str, job: object = None, now: float | None = None) -> None:
         super().__init__(message)
         self.job, self.now = job, now
 
@@ -150,7 +157,14 @@ def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarr
 
 
 def simulate_batch(
-    submit, runtime, requested, need, capacity: int, policy_factory: Callable[[Machine], Any], *, hidden=None
+    submit: ArrayLike,
+    runtime: ArrayLike,
+    requested: ArrayLike,
+    need: ArrayLike,
+    capacity: int,
+    policy_factory: Callable[[Machine], Any],
+    *,
+    hidden: Callable[[list[float]], Sequence[float]] | None = None,
 ) -> BatchResult:
     """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
 
@@ -213,7 +227,7 @@ def simulate_batch(
     return BatchResult(np.array(start, dtype=float), np.array(end, dtype=float), passes, policy)
 
 
-def _fast_module(policy_cls):
+def _fast_module(policy_cls: type) -> ModuleType | None:
     """``schedlab.sim.batch_fast`` if ``policy_cls`` is FCFS or EASY
     (identity), else None. numba is imported only here."""
     from schedlab.policies.batch import BATCH_POLICIES
@@ -226,8 +240,8 @@ def _fast_module(policy_cls):
 
 
 def run_table(
-    jobs,
-    policy_cls,
+    jobs: pl.DataFrame,
+    policy_cls: type[BatchPolicy],
     *,
     model: str = "procs",
     procs: int | None = None,

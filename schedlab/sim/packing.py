@@ -77,11 +77,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from schedlab.errors import PolicyError
 
@@ -98,7 +99,7 @@ _WAITING, _QUEUED, _RUNNING, _DONE = 0, 1, 2, 3
 class CapacityExceeded(PolicyError):
     """A policy placed a job on a server without room for it."""
 
-    def __init__(self, job: int, server: int, free, demand, now: float) -> None:
+    def __init__(self, job: int, server: int, free: ArrayLike, demand: ArrayLike, now: float) -> None:
         self.job, self.server, self.now = job, server, now
         self.free = np.array(free, dtype=float)
         self.demand = np.array(demand, dtype=float)
@@ -112,7 +113,7 @@ class PlacementError(PolicyError):
     """A policy placed a job that is not queued, or on a server that does not exist."""
 
 
-def fits(demand, free) -> bool:
+def fits(demand: Iterable[float], free: Iterable[float]) -> bool:
     """The engine's fit test, for policies that want to ask it verbatim."""
     return all(r <= f + FIT_TOL for r, f in zip(demand, free))
 
@@ -138,7 +139,13 @@ class Cluster:
         "_est",
     )
 
-    def __init__(self, capacity: np.ndarray, demand: np.ndarray, group=None, estimate=None) -> None:
+    def __init__(
+        self,
+        capacity: np.ndarray,
+        demand: np.ndarray,
+        group: np.ndarray | None = None,
+        estimate: np.ndarray | None = None,
+    ) -> None:
         self.servers, self.resources = capacity.shape
         self.now = 0.0
         self._cap = capacity
@@ -164,13 +171,16 @@ class Cluster:
         return self._est[job]
 
     def capacity(self, s: int) -> np.ndarray:
-        return self._cap_ro[s]
+        row: np.ndarray = self._cap_ro[s]  # (a row of a 2-D array: numpy's stubs say Any)
+        return row
 
     def free(self, s: int) -> np.ndarray:
-        return self._free_ro[s]
+        row: np.ndarray = self._free_ro[s]
+        return row
 
     def demand(self, job: int) -> np.ndarray:
-        return self._dem_ro[job]
+        row: np.ndarray = self._dem_ro[job]
+        return row
 
     def jobs_on(self, s: int) -> set[int]:
         return self._jobs_on[s]
@@ -235,7 +245,9 @@ def _epoch_of(x: float, delta: float) -> float:
     return math.ceil(q - EPOCH_TOL * max(1.0, abs(q))) * delta
 
 
-def _as_inputs(submit, duration, demand, capacity):
+def _as_inputs(
+    submit: ArrayLike, duration: ArrayLike, demand: ArrayLike, capacity: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     submit = np.ascontiguousarray(submit, dtype=float).ravel()
     duration = np.ascontiguousarray(duration, dtype=float).ravel()
     demand = np.array(demand, dtype=float)
@@ -265,19 +277,19 @@ def _as_inputs(submit, duration, demand, capacity):
 
 
 def simulate_packing(
-    submit,
-    duration,
-    demand,
-    capacity,
+    submit: ArrayLike,
+    duration: ArrayLike,
+    demand: ArrayLike,
+    capacity: ArrayLike,
     policy_factory: Callable[[Cluster], Any],
     *,
     epoch: float | None = 1.0,
     sample_every: float | None = None,
     until: float | None = None,
     check: bool = False,
-    group=None,
-    estimate=None,
-    hidden=None,
+    group: ArrayLike | None = None,
+    estimate: ArrayLike | None = None,
+    hidden: Callable[[list[float]], Sequence[float]] | None = None,
 ) -> PackingResult:
     """Run one packing policy (``policy_factory(cluster)``) over the jobs.
 
@@ -333,7 +345,7 @@ def simulate_packing(
     t_prev = 0.0
     srange = range(d)
 
-    samples: dict[str, list] | None = None
+    samples: dict[str, list[Any]] | None = None  # per-resource queue: tuples
     every = 0.0
     next_sample = INF
     if sample_every is not None:
@@ -482,22 +494,22 @@ def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:
 
 
 def finish_result(
-    submit,
-    duration,
-    capacity,
-    group,
-    start_a,
-    server_a,
-    t0,
-    t1,
-    area_q,
-    area_run,
-    area_qres,
-    area_used,
-    completed,
-    started,
-    epochs,
-    series,
+    submit: np.ndarray,
+    duration: np.ndarray,
+    capacity: np.ndarray,
+    group: np.ndarray | None,
+    start_a: np.ndarray,
+    server_a: np.ndarray,
+    t0: float,
+    t1: float,
+    area_q: float,
+    area_run: float,
+    area_qres: ArrayLike,
+    area_used: ArrayLike,
+    completed: int,
+    started: int,
+    epochs: int,
+    series: dict[str, np.ndarray] | None,
 ) -> PackingResult:
     """The :class:`PackingResult` of a run from its event loop's outcome:
     per-job starts and servers, the horizon [t0, t1], the time integrals
@@ -551,7 +563,9 @@ def finish_result(
     )
 
 
-def _as_groups(group, estimate, duration):
+def _as_groups(
+    group: ArrayLike | None, estimate: ArrayLike | None, duration: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray]:
     n = len(duration)
     if group is not None:
         g = np.asarray(group)

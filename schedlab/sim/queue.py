@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -295,9 +295,9 @@ def simulate(
     size: np.ndarray,
     estimate: np.ndarray,
     weight: np.ndarray,
-    policy_factory,
+    policy_factory: Callable[[Server], Any],
     *,
-    hidden=None,
+    hidden: Callable[[list[float]], Sequence[float]] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Run one policy over one workload; return (completion times, events).
 

@@ -18,14 +18,17 @@ index in the job table).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from schedlab.sim.batch import Machine
 
 
 class BatchPolicy(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
 
-    def __init__(self, machine, **params) -> None:
+    def __init__(self, machine: Machine, **params: Any) -> None:
         if params:
             raise TypeError(f"{type(self).__name__} takes no parameters (got {', '.join(sorted(params))})")
         self.machine = machine

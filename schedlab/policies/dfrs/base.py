@@ -28,7 +28,10 @@ a real scheduler does not know).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from schedlab.sim.dfrs import DfrsState
 
 
 class DfrsPolicy(ABC):
@@ -42,12 +45,12 @@ class DfrsPolicy(ABC):
     period: float | None = None
 
     @abstractmethod
-    def on_arrival(self, state, job: int) -> None:
+    def on_arrival(self, state: DfrsState, job: int) -> None:
         """``job`` was submitted at ``state.now`` and is pending."""
 
     @abstractmethod
-    def on_completion(self, state) -> None:
+    def on_completion(self, state: DfrsState) -> None:
         """Jobs completed at ``state.now`` (called once per such instant)."""
 
-    def on_period(self, state) -> None:  # noqa: B027  (optional hook: by default a period does nothing)
+    def on_period(self, state: DfrsState) -> None:  # noqa: B027  (optional hook: by default a period does nothing)
         """A periodic instant (only when ``period`` is set)."""

@@ -40,14 +40,17 @@ every queued job where a sorted structure answers the question.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from schedlab.sim.packing import Cluster
 
 
 class PackingPolicy(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
 
-    def __init__(self, cluster, **params) -> None:
+    def __init__(self, cluster: Cluster, **params: Any) -> None:
         self.cluster = cluster
 
     @abstractmethod

@@ -104,7 +104,7 @@ class ServersByFree:
         self.sl.add((value, s))
 
     def max_free(self) -> float:
-        return self.sl[-1][0]
+        return float(self.sl[-1][0])
 
     def tightest(self, r: float) -> int:
         """Server with the least free capacity ≥ r (lowest index on ties), or -1."""

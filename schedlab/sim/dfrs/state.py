@@ -8,8 +8,10 @@ it, the loop only drives it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from schedlab.errors import PolicyError
 
@@ -34,7 +36,7 @@ def task_slots(free_mem: np.ndarray, m: float) -> np.ndarray:
     return np.floor((free_mem + MEM_EPS) / m).astype(np.int64)
 
 
-def _concat(arrays: list) -> tuple[np.ndarray, np.ndarray]:
+def _concat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The int64 node arrays end to end, and row r's bounds ``ptr[r]:ptr[r + 1]``."""
     ptr = np.zeros(len(arrays) + 1, dtype=np.int64)
     if not arrays:
@@ -50,7 +52,16 @@ class DfrsState:
     ``running`` / ``pending`` (sets: placed jobs / waiting-or-paused jobs),
     ``now``. Act: :meth:`apply` (the only way to change the mapping)."""
 
-    def __init__(self, nodes: int, release, processing, tasks, cpu, mem, penalty: float) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        release: Iterable[float],
+        processing: ArrayLike,
+        tasks: Iterable[int],
+        cpu: Iterable[float],
+        mem: Iterable[float],
+        penalty: float,
+    ) -> None:
         self.nodes = int(nodes)
         self.release = [float(x) for x in release]
         self.processing = np.asarray(processing, dtype=float)
@@ -92,7 +103,7 @@ class DfrsState:
             return math.inf
         return (self.now - self.release[j]) / v2
 
-    def priority_key(self, j: int) -> tuple:
+    def priority_key(self, j: int) -> tuple[int, float, float, int]:
         """Sort key, highest priority first; ties by submission (release, job).
         Every infinite priority (see :meth:`priority`) ranks first."""
         v = float(self.vt[j])
@@ -103,7 +114,7 @@ class DfrsState:
                 return (1, -p, self.release[j], j)
         return (0, 0.0, self.release[j], j)
 
-    def by_priority(self, jobs) -> list[int]:
+    def by_priority(self, jobs: Iterable[int]) -> list[int]:
         return sorted(jobs, key=self.priority_key)
 
     def nodes_of(self, j: int) -> np.ndarray:
@@ -121,7 +132,13 @@ class DfrsState:
         release_kernel(self.free_mem, self.load, self.nodes_of(j), self.mem[j], self.cpu[j])
         self.where[j] = None
 
-    def apply(self, *, pauses=(), moves=None, places=None) -> None:
+    def apply(
+        self,
+        *,
+        pauses: Iterable[int] = (),
+        moves: Mapping[int, ArrayLike] | None = None,
+        places: Mapping[int, ArrayLike] | None = None,
+    ) -> None:
         """Change the mapping atomically: first pause ``pauses`` (running jobs)
         and take the running jobs of ``moves`` ({job: nodes}) off their nodes,
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
@@ -183,7 +200,7 @@ class DfrsState:
         if pauses or moves or places:
             self.dirty = True
 
-    def _rows(self, kernel, jobs: list[int], nodes: list[np.ndarray]) -> None:
+    def _rows(self, kernel: Callable[..., None], jobs: list[int], nodes: list[np.ndarray]) -> None:
         flat, ptr = _concat(nodes)
         kernel(self.free_mem, self.load, flat, ptr, *self._mem_cpu(jobs))
 
@@ -193,7 +210,9 @@ class DfrsState:
             np.asarray([self.cpu[j] for j in jobs], dtype=float),
         )
 
-    def _acquire_all(self, kernel, items: list) -> tuple[np.ndarray, np.ndarray]:
+    def _acquire_all(
+        self, kernel: Callable[..., tuple[int, int]], items: list[tuple[int, ArrayLike]]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``_acquire`` for each (job, nodes) in order, in one compiled call;
         the errors of ``_acquire`` for the first offending job. Returns the
         new nodes, concatenated, and their row pointers."""
