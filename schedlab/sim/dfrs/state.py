@@ -163,8 +163,7 @@ class DfrsState:
                 off.add(j)
         old = [self.nodes_of(j) for j in moves]
         if off:
-            gone = pauses + list(moves)
-            self._rows(release_rows, gone, [self.nodes_of(j) for j in gone])
+            self._rows(release_rows, pauses + list(moves), [self.nodes_of(j) for j in pauses] + old)
         for j in pauses:
             self.where[j] = None
             self.status[j] = PAUSED
@@ -213,9 +212,11 @@ class DfrsState:
     def _acquire_all(
         self, kernel: Callable[..., tuple[int, int]], items: list[tuple[int, ArrayLike]]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``_acquire`` for each (job, nodes) in order, in one compiled call;
-        the errors of ``_acquire`` for the first offending job. Returns the
-        new nodes, concatenated, and their row pointers."""
+        """Put each (job, nodes) on its nodes, in order, in one compiled call
+        (``kernel``: ``state_fast.acquire_rows``); the first offending job
+        raises: a wrong task count, a node outside the cluster, or an
+        overfilled node's memory. Returns the new nodes, concatenated, and
+        their row pointers."""
         flat, ptr = _concat([np.asarray(nodes, dtype=np.int64) for _, nodes in items])
         jobs = [j for j, _ in items]
         bad = next((r for r, j in enumerate(jobs) if ptr[r + 1] - ptr[r] != self.tasks[j]), len(jobs))

@@ -61,7 +61,7 @@ def run_table(
     invariants at every event; ``oversize``: "error" or "drop" for jobs that
     do not fit on the empty cluster (procs > nodes x floor(1/memory));
     ``star_pass``: when the Greedy '*' pass runs (module docstring);
-    ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.policies.dfrs.greedy``). The
+    ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.policies.dfrs.greedy``);
     ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
