@@ -65,8 +65,7 @@ def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch) -> No
     """Track ``d`` in bulk into ``uris[True]`` and through the client into
     ``uris[False]`` (two fresh stores of one kind), 2 runs to a transaction,
     and compare everything MLflow reads back and every table row."""
-    monkeypatch.setattr(tracking_bulk, "BULK_RUNS", 2)  # 3 configurations: two transactions
-    monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)
+    monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)  # 3 configurations: two transactions
     for bulk, uri in uris.items():
         assert track(d, uri, bulk) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
     seen = {}

@@ -145,18 +145,6 @@ def _validated(exp: Expected, tags: dict[str, str]) -> tuple[list[Any], list[Any
     return metrics, params, tag_list
 
 
-def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
-    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
-    may have a run yet), `BULK_RUNS` to a transaction. Configurations whose
-    data MLflow rejects come back with ``error`` set and are not written; a
-    failure of the store is raised (the runs of the failed transaction do
-    not exist, those of earlier ones do and are returned on the next search)."""
-    done: list[NewRun] = []
-    for start in range(0, len(exps), BULK_RUNS):
-        done += _write_chunk(store, experiment_id, parent_id, exps[start : start + BULK_RUNS])
-    return done
-
-
 _clock = threading.Lock()
 _last_start_ms = 0
 
@@ -173,7 +161,12 @@ def _start_time_ms() -> int:
         return _last_start_ms
 
 
-def _write_chunk(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
+def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
+    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
+    may have a run yet) in one transaction: the caller hands `BULK_RUNS` at a
+    time (`tracking_sync.Sync`). Configurations whose data MLflow rejects
+    come back with ``error`` set and are not written; a failure of the store
+    is raised, and then none of these runs exists."""
     from mlflow.entities import LifecycleStage, RunStatus, SourceType
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
     from mlflow.utils.uri import append_to_uri_path

@@ -5,7 +5,8 @@ store (`Mirror`), and how a run compares with what the disk says it must hold
 A new child run costs three store calls: ``create_run`` with every tag but
 the provenance ones, one ``log_batch`` with params, metrics and the
 provenance tags (``schedlab.rows``, ``schedlab.rows_digest``), and
-``set_terminated`` -- except into a SQLite store of a known schema, where the
+``set_terminated`` -- except into a database (SQLite, or PostgreSQL reached
+directly) of a known schema, where the
 runs of configurations that have none yet are written many to a transaction
 (`Mirror.log_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
 metrics, then its tags, so the provenance tags still land last: a run has
@@ -305,8 +306,8 @@ class Mirror:
             state.finished = True
 
     def log_new(self, exps: list[Expected]) -> list[NewRun]:
-        """Create the runs of configurations that have none, in bulk
-        (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
+        """Create the runs of configurations that have none, in one
+        transaction (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
         what was written and which configurations MLflow rejected."""
         if self.bulk is None:  # invariant: callers check
             raise RuntimeError("Mirror.log_new without a bulk store")

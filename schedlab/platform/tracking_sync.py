@@ -78,7 +78,7 @@ class Sync:
         bulk: bool = True,
     ):
         self.uri = uri
-        self.bulk = bulk  # False: new runs through MLflow's client even into SQLite (`tracking_bulk`)
+        self.bulk = bulk  # False: new runs through MLflow's client even into a database (`tracking_bulk`)
         self.experiment = experiment
         self.results_dir = results_dir
         self.manifest = manifest
@@ -172,7 +172,7 @@ class Sync:
 
     def _log_new(self, exps: list[Expected]) -> None:
         """Create the runs of configurations that have none, `BULK_RUNS` to a
-        transaction (a SQLite store: `Mirror.log_new`)."""
+        transaction (a database of a known schema: `Mirror.log_new`)."""
         if self.mirror is None:  # invariant: only reached through _log_all
             raise RuntimeError("Sync._log_new called before connect()")
         for start in range(0, len(exps), BULK_RUNS):
