@@ -121,6 +121,13 @@ def test_missing_scale_value_names_the_place(tmp_path):
         Declared(path).specs("smoke", {})
 
 
+def test_missing_pipeline_field_names_the_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(doc_example().replace('paper = "Example: PSBS against PS as the load grows"\n', ""))
+    with pytest.raises(UserError, match=r"bad\.toml: 'paper' must be given, as a string"):
+        Declared(path)
+
+
 def test_bad_claim_row_names_the_place(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(doc_example().replace('comparison = "<"', 'comparision = "<"'))

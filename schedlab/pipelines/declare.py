@@ -260,6 +260,13 @@ class Declared:
             self.doc = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as err:
             raise UserError(f"{path}: {err}") from None
+        missing = [k for k in ("name", "paper", "figure", "description") if not isinstance(self.doc.get(k), str)]
+        if missing:
+            raise UserError(f"{path}: {missing[0]!r} must be given, as a string")
+        self.name: str = self.doc["name"]
+        self.paper: str = self.doc["paper"]
+        self.figure: str = self.doc["figure"]  # the paper's figures or tables it reproduces ("Figs. 7–8")
+        self.description: str = self.doc["description"]
         known = {f.name for f in dataclasses.fields(Claim)} - {"fields"}
         for i, fig in enumerate(self.doc.get("figures", [])):
             for j, row in enumerate(fig.get("claims", [])):
@@ -272,23 +279,6 @@ class Declared:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
                 if row.get("only", "") not in ("", "first", "last"):
                     raise UserError(f'{place}: only must be "first" or "last"')
-
-    @property
-    def name(self) -> str:
-        return str(self.doc["name"])
-
-    @property
-    def paper(self) -> str:
-        return str(self.doc["paper"])
-
-    @property
-    def description(self) -> str:
-        return str(self.doc["description"])
-
-    @property
-    def figure(self) -> str:
-        """The paper's figures or tables it reproduces ("Figs. 7–8")."""
-        return str(self.doc["figure"])
 
     def fn(self, name: str) -> Callable:
         if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
