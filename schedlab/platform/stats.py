@@ -15,6 +15,7 @@ Every quantile and tail probability comes from ``scipy.stats``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,8 +29,11 @@ from scipy import stats
 CONFIDENCE = 0.95
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(n: int, confidence: float = CONFIDENCE) -> float:
-    """Two-sided Student-t quantile for n samples (nan for n < 2)."""
+    """Two-sided Student-t quantile for n samples (nan for n < 2). Cached: a
+    summary asks it once per group (10^5 groups in a large sweep's tracking),
+    of a few distinct n, and scipy's ppf costs ~40 us a call."""
     return float(stats.t.ppf(0.5 + confidence / 2, n - 1)) if n >= 2 else float("nan")
 
 
@@ -82,16 +86,39 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
         keys = vals.select(by)
         run = keys.select(pl.struct(by).rle_id()).to_series().to_numpy()  # one id per group (nulls equal)
         starts = np.flatnonzero(np.diff(run, prepend=-1))
-        x = vals[m].to_numpy()
-        moments = [mean_sd(seg) for seg in np.split(x, starts[1:])]
-        moments_frame = keys[starts].with_columns(
-            pl.Series(f"{m}_mean", [a for a, _ in moments], dtype=pl.Float64),
-            pl.Series(f"{m}_std", [b for _, b in moments], dtype=pl.Float64),
-        )
+        mean, std = _moments(vals[m].to_numpy(), starts)
         count = pl.Series(np.diff(np.append(starts, vals.height)))
-        moments_frame = moments_frame.with_columns(pl.when(count > 1).then(pl.col(f"{m}_std")).alias(f"{m}_std"))
+        moments_frame = keys[starts].with_columns(
+            pl.Series(f"{m}_mean", mean, dtype=pl.Float64),
+            pl.when(count > 1).then(pl.Series(f"{m}_std", std, dtype=pl.Float64)).alias(f"{m}_std"),
+        )
         out = out.join(moments_frame, on=by, how="left", nulls_equal=True)
     return out
+
+
+def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`mean_sd` of each run ``x[starts[i]:starts[i + 1]]``. Runs of one or two
+    values (one replication per configuration, or two: what a large sweep's
+    tracking summarises, 10^5 groups) are computed for all at once: one IEEE
+    addition is already correctly rounded, so ``a + b`` is ``fsum([a, b])``
+    (inf - inf and overflow included: NaN and inf, as `exact_sum` falls back
+    to; -0.0 aside, which fsum gives as +0.0, hence the ``+ 0.0``) and the
+    bits are `mean_sd`'s. Longer runs go through `mean_sd`."""
+    size = np.diff(np.append(starts, x.size))
+    mean = np.empty(starts.size)
+    std = np.full(starts.size, math.nan)
+    one = size == 1
+    mean[one] = x[starts[one]] + 0.0  # fsum([-0.0]) is +0.0: so is -0.0 + 0.0
+    two = size == 2
+    a, b = x[starts[two]], x[starts[two] + 1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        m2 = (a + b + 0.0) / 2  # (+ 0.0: fsum([-0.0, -0.0]) is +0.0, a + b is -0.0)
+        da, db = a - m2, b - m2
+        mean[two] = m2
+        std[two] = np.sqrt(da * da + db * db)
+    for i in np.flatnonzero(size > 2):
+        mean[i], std[i] = mean_sd(x[starts[i] : starts[i] + size[i]])
+    return mean, std
 
 
 def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
