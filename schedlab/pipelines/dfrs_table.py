@@ -44,14 +44,14 @@ def stats(results_dirs: dict[str, Path]):
     set's instances."""
     import polars as pl
 
-    from schedlab.platform.stats import group_moments, summarize
+    from schedlab.platform.stats import summarize
 
     frames = []
     for trace_set in SETS:
         rows = dc.rows(results_dirs, "dfrs-table", trace_set)
         frames.append(
-            summarize(rows, ["policy"], [METRIC, "underutilization"])
-            .join(group_moments(rows, ["policy"], [METRIC]).select("policy", f"{METRIC}_std"), on="policy")
+            summarize(rows, ["policy"], [METRIC, "underutilization"], std=True)
+            .drop("underutilization_std")
             .join(rows.group_by("policy").agg(pl.col(METRIC).max().alias("max")), on="policy")
             .rename(
                 {f"{METRIC}_{k}": k for k in ("mean", "std", "ci95")} | {"underutilization_mean": "underutilization"}

@@ -121,9 +121,10 @@ def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return mean, std
 
 
-def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str], std: bool = False) -> pl.DataFrame:
     """One row per group of ``by``: ``n`` and, for each metric m, ``m_mean`` and
-    ``m_ci95`` (half-width of the 95 % CI of the mean; null when n < 2).
+    ``m_ci95`` (half-width of the 95 % CI of the mean; null when n < 2), and
+    with ``std`` its ``m_std`` (the sample standard deviation behind it).
     Sorted by ``by``; its numbers depend on the rows' values alone, not on
     their order or on polars' threads (`group_moments`)."""
     out = group_moments(frame, by, metrics)
@@ -132,7 +133,7 @@ def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[s
     out = out.with_columns(
         [(pl.col("tq") * pl.col(f"{m}_std") / pl.col("n").cast(pl.Float64).sqrt()).alias(f"{m}_ci95") for m in metrics]
     )
-    return out.drop(["tq"] + [f"{m}_std" for m in metrics])
+    return out.drop(["tq"] + ([] if std else [f"{m}_std" for m in metrics]))
 
 
 # --------------------------------------------------------------------------- paired
