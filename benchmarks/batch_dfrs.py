@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.engines import get_engine
-from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
+from schedlab.sim.bound.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
 from schedlab.workloads.registry import workload_kind
 
 HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"

@@ -1,4 +1,4 @@
-"""Speed of the batch engine's fast path (schedlab.sim.batch_fast) against the
+"""Speed of the batch engine's fast path (schedlab.sim.batch.fast) against the
 reference (prints figures; no pass/fail).
 
 FCFS and EASY on the full HPC2N log (202,871 jobs) at 240 processors (model

@@ -44,7 +44,7 @@ import numpy as np
 from schedlab.engines import get_engine
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines import dfrs_table
-from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
+from schedlab.sim.bound.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound
 from schedlab.workloads.registry import workload_kind
 
 BOUND = "LP bound (Theorem 1)"

@@ -165,8 +165,8 @@ def child(config: dict) -> None:
     import resource
 
     import schedlab
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.planning.spec import parse_spec
 
     spec = parse_spec(config["spec"], "benchmark")
     report = run_sweep(spec, address=config["address"], tracking=False)
@@ -200,9 +200,9 @@ def plan_child(config: dict) -> None:
     """Peak RSS of a driver holding an N-configuration plan and what a sweep keeps for it."""
     import resource
 
-    from schedlab.platform.plan import build_plan
-    from schedlab.platform.sizing import TaskSizer
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.execution.sizing import TaskSizer
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.spec import parse_spec
 
     spec = parse_spec(config["spec"], "benchmark")
     started = time.perf_counter()

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 
 from schedlab.engines import get_engine
-from schedlab.platform.stats import paired
+from schedlab.platform.statistics.stats import paired
 from schedlab.workloads.registry import workload_kind
 
 SEED = 2014

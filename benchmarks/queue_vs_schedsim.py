@@ -45,8 +45,8 @@ import time
 import numpy as np
 
 from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim import queue_fast
-from schedlab.sim.queue import simulate
+from schedlab.sim.queue import fast as queue_fast
+from schedlab.sim.queue.engine import simulate
 from schedlab.workloads.synthetic import queue_workload
 
 #: schedlab policy -> (schedsim scheduler class, uses estimates, uses weights).

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.platform.selection import kn
+from schedlab.platform.statistics.selection import kn
 
 QUEUE_13 = [
     "FIFO",

@@ -22,8 +22,8 @@ import argparse
 
 import numpy as np
 
-from schedlab.platform.stats import OBM_BATCHES, mser5, obm
-from schedlab.platform.warmup import PILOTS, work_found
+from schedlab.platform.statistics.stats import OBM_BATCHES, mser5, obm
+from schedlab.platform.statistics.warmup import PILOTS, work_found
 
 SEED = 1997
 

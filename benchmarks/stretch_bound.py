@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from schedlab.sim.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound, max_stretch_lower_bound_exact
+from schedlab.sim.bound.stretch_bound import _BOUND_MEMO, max_stretch_lower_bound, max_stretch_lower_bound_exact
 
 
 def lublin(njobs: int, seed: int):

@@ -90,8 +90,8 @@ def child(config: dict) -> None:
 
     import ray
 
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.spec import load_spec, parse_spec
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.planning.spec import load_spec, parse_spec
 
     out = Path(config["out"])
     if config["sweep"] == "small":

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 def load(results_dir, table: str = "summary"):
     """A sweep's results as a polars LazyFrame (table: summary, jobs or failures)."""
-    from schedlab.platform.store import load as _load
+    from schedlab.platform.storage.store import load as _load
 
     return _load(results_dir, table)
 
@@ -19,8 +19,8 @@ def compare(results_dir, baseline: str, metric: str = "mst", by=None, ratio: boo
     and replication = a pair): per workload point (``by``) and policy, the
     mean difference or geometric mean ratio, its 95 % t interval, n pairs and
     Holm-adjusted p values, as a polars DataFrame
-    (``schedlab.platform.compare``)."""
-    from schedlab.platform.compare import compare as _compare
+    (``schedlab.platform.statistics.compare``)."""
+    from schedlab.platform.statistics.compare import compare as _compare
 
     return _compare(results_dir, baseline, metric=metric, by=by, ratio=ratio)
 

@@ -7,7 +7,7 @@ the document cannot drift from the code. Parameter columns take their dtype
 from the declarations the result rows are built from
 (``WorkloadKind.integers``, the ``[system]`` schema's integer parameters and
 a policy constructor's ``int`` annotations: Int64; other numbers: Float64;
-lists: JSON text; see ``schedlab.platform.tasks._column_value``).
+lists: JSON text; see ``schedlab.platform.execution.tasks._column_value``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ same and obeys the same rules:
   floor. It agrees with the symmetric interval to first order when the
   half-width is small against m - f. A ratio of two policies under common
   random numbers uses the paired geometric-mean ratio instead
-  (`schedlab.platform.compare`), whose interval is built on the log ratios.
+  (`schedlab.platform.statistics.compare`), whose interval is built on the log ratios.
 
 Import-light: matplotlib and polars are imported inside the functions, so the
 CLI can import this module's name without paying for them.
@@ -241,7 +241,7 @@ def plot(
     points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
-    from schedlab.platform.store import ResultStore
+    from schedlab.platform.storage.store import ResultStore
 
     root = Path(results_dir)
     if not root.is_dir():
@@ -295,7 +295,7 @@ def plot(
         raise UserError("--ratio-to compares policies: use it with --by policy")
 
     # Line labels: the by column, or the policy with its gridded parameters.
-    from schedlab.platform.compare import _arm_labels
+    from schedlab.platform.statistics.compare import _arm_labels
 
     varying = [c for c in params if frame[c].n_unique() > 1]
     pparams = [c for c in varying if c.startswith("policy_") and c not in axes_cols] if by == "policy" else []
@@ -377,7 +377,7 @@ def _means(frame, group: list[str], y: str):
     """Mean, 95 % t half-width and n per drawn point (`stats.summarize`)."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     clean = frame.filter(pl.col(y).is_not_null() & pl.col(y).cast(pl.Float64).is_not_nan())
     t = summarize(clean.with_columns(pl.col(y).cast(pl.Float64)), group, [y])
@@ -391,7 +391,7 @@ def _ratios(frame, cells: list[str], y: str, baseline: str, root: Path):
     (`compare.paired_stats`, the computation behind `schedlab compare`)."""
     import polars as pl
 
-    from schedlab.platform.compare import paired_stats
+    from schedlab.platform.statistics.compare import paired_stats
 
     if baseline not in frame["policy"].unique().to_list():
         policies = ", ".join(dict.fromkeys(frame["policy"].to_list()))

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue import simulate
+from schedlab.sim.queue.engine import simulate
 
 #: The queue engine's two paths: the Python reference and the compiled kernels
-#: (schedlab.sim.queue_fast). Queue tests run on both (the `engine_path` fixture).
+#: (schedlab.sim.queue.fast). Queue tests run on both (the `engine_path` fixture).
 PATHS = ("reference", "fast")
 _current = ["reference"]
 
@@ -22,7 +22,7 @@ def run_both(policy: str, submit, size, estimate=None, weight=None, path: str | 
     weight = np.ones_like(size) if weight is None else np.asarray(weight, dtype=float)
     cls = QUEUE_POLICIES[policy]
     if (path or _current[0]) == "fast":
-        from schedlab.sim import queue_fast
+        from schedlab.sim.queue import fast as queue_fast
 
         out = queue_fast.simulate(cls, submit, size, estimate, weight)
         assert out is not None, f"{policy}: the fast path declined this workload"
@@ -50,17 +50,17 @@ def run_policy():
     return run
 
 
-# ---- the batch engine's two paths (schedlab.sim.batch_fast) --------------------------------
+# ---- the batch engine's two paths (schedlab.sim.batch.fast) --------------------------------
 
 
 def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
-    """``schedlab.sim.batch.run_table(jobs, policy_cls, **system)`` on
+    """``schedlab.sim.batch.engine.run_table(jobs, policy_cls, **system)`` on
     ``path`` (default: the one the `engine_path` fixture selected; the
     reference outside it). On the fast path FCFS and EASY must run on their
     kernel, not fall back: the reference ``simulate_batch`` is made to fail
     for the call (a test of the kernels must run the kernels)."""
     from schedlab.policies.batch import BATCH_POLICIES
-    from schedlab.sim import batch
+    from schedlab.sim.batch import engine as batch
 
     path = path or _current[0]
     if path != "fast" or not any(policy_cls is c for c in BATCH_POLICIES.values()):

@@ -183,8 +183,8 @@ def test_batch_and_dfrs_share_the_bound_and_it_holds_for_every_policy():
 def test_annotation_fields_left_out_of_points_at_their_defaults():
     """Added after sweeps were written: a point omits them at their defaults, so
     the configuration ids of earlier lublin / trace sweeps stay valid."""
-    from schedlab.platform.plan import build_plan
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.spec import parse_spec
 
     def plan(**extra):
         return build_plan(

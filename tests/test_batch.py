@@ -1,8 +1,8 @@
-"""The batch engine (schedlab.sim.batch) with FCFS and EASY: hand-worked
+"""The batch engine (schedlab.sim.batch.engine) with FCFS and EASY: hand-worked
 schedules, the protection of the head job's reservation, property tests on
 small random instances and a replay of the HPC2N log. The tests that go
 through ``run_table`` run on both engine paths (the `engine_path` fixture:
-the Python reference and the compiled kernels of schedlab.sim.batch_fast)."""
+the Python reference and the compiled kernels of schedlab.sim.batch.fast)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from schedlab.errors import UserError
 from schedlab.policies.batch import BATCH_POLICIES, EASY, FCFS
 from schedlab.policies.batch.base import BatchPolicy
-from schedlab.sim.batch import (
+from schedlab.sim.batch.engine import (
     BOUNDED_STRETCH_THRESHOLD,
     BatchCapacityExceeded,
     BatchStartError,

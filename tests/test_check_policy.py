@@ -602,7 +602,7 @@ def test_guard_allows_the_engine_and_refuses_everyone_else():
 
     g = Hidden([1.0, 2.0], __name__, "secrets")
     assert g[1] == 2.0 and list(g) == [1.0, 2.0] and len(g) == 2  # this module is the owner here
-    other = Hidden([1.0, 2.0], "schedlab.sim.queue", "secrets")
+    other = Hidden([1.0, 2.0], "schedlab.sim.queue.engine", "secrets")
     assert len(other) == 2
     for read in (lambda: other[0], lambda: list(other), lambda: np.asarray(other), lambda: other.count(1.0)):
         with pytest.raises(HiddenTruthError, match="secrets"):
@@ -611,7 +611,7 @@ def test_guard_allows_the_engine_and_refuses_everyone_else():
 
 
 def test_normal_runs_have_no_guard():
-    from schedlab.sim.queue import Server, simulate
+    from schedlab.sim.queue.engine import Server, simulate
 
     seen = {}
 
@@ -628,8 +628,8 @@ def test_handles_expose_no_durations():
     """Batch: the Machine holds exactly capacity, free, now, need, requested,
     submit. Packing: the Cluster's only per-job float list is the estimate."""
     from schedlab.checks.batch import MACHINE_FIELDS
-    from schedlab.sim.batch import Machine
-    from schedlab.sim.packing import Cluster
+    from schedlab.sim.batch.engine import Machine
+    from schedlab.sim.packing.engine import Cluster
 
     assert set(Machine.__slots__) == set(MACHINE_FIELDS)
     assert "runtime" not in " ".join(Machine.__slots__)

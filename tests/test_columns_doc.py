@@ -8,9 +8,9 @@ import pytest
 
 from schedlab.docs_columns import METRICS, render
 from schedlab.engines import get_engine
-from schedlab.platform.plan import build_plan
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.tasks import run_instances
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 ROOT = Path(__file__).resolve().parent.parent

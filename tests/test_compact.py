@@ -1,4 +1,4 @@
-"""Compaction of a results dir (`schedlab.platform.compact`): many small
+"""Compaction of a results dir (`schedlab.platform.storage.compact`): many small
 commits merged into one part file per partition and table, rows unchanged
 (all tables, in order, and what MLflow is computed from), resume after it,
 the lock, no ``.tmp/`` left -- and real SIGKILLs of `schedlab compact`
@@ -30,12 +30,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import schedlab
-from schedlab.platform.compact import MERGED, ROW_GROUP_ROWS, compact, merged_name
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.store import COMPACTING, LockedError, ResultStore
-from schedlab.platform.tracking_data import expected_runs, read_manifest
+from schedlab.platform.execution.runner import manifest_for
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.storage.compact import MERGED, ROW_GROUP_ROWS, compact, merged_name
+from schedlab.platform.storage.store import COMPACTING, LockedError, ResultStore
+from schedlab.platform.tracking.data import expected_runs, read_manifest
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 SEED = int(os.environ.get("SCHEDLAB_KILL_SEED", "13"))
@@ -277,7 +277,7 @@ def test_batches_with_a_large_file_are_left_alone(tmp_path):
 def test_row_groups_stream_in_bounded_chunks(tmp_path, monkeypatch):
     """A partition bigger than a row group is written in several row groups
     (never one table of the whole partition), rows unchanged."""
-    import schedlab.platform.compact as compact_module
+    import schedlab.platform.storage.compact as compact_module
 
     monkeypatch.setattr(compact_module, "ROW_GROUP_ROWS", 100)
     root = tmp_path / "out"
@@ -348,7 +348,7 @@ KILLER = textwrap.dedent("""\
     import os, signal, sys
     import pyarrow.parquet as pq
     from schedlab import cli
-    import schedlab.platform.compact, schedlab.platform.store
+    import schedlab.platform.storage.compact, schedlab.platform.storage.store
     at, log, calls = int(sys.argv[1]), open(sys.argv[3], "w"), [0]
     def wrap(owner, name):
         real = getattr(owner, name)
@@ -516,11 +516,11 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
     import ray
     from mlflow.tracking import MlflowClient
 
-    from schedlab.platform import runner
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.tracking import track_results
-    from schedlab.platform.tracking_mirror import RunState as _RunState
-    from schedlab.platform.tracking_mirror import up_to_date
+    from schedlab.platform.execution import runner
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.tracking.mirror import RunState as _RunState
+    from schedlab.platform.tracking.mirror import up_to_date
+    from schedlab.platform.tracking.tracker import track_results
 
     db = tmp_path / "mlflow.db"
     spec = parse_spec(

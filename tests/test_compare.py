@@ -18,12 +18,12 @@ from scipy import stats as sps
 import schedlab
 from schedlab.cli import main
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.stats import holm, paired
-from schedlab.platform.store import ResultStore
-from schedlab.platform.tasks import run_instances
+from schedlab.platform.execution.runner import manifest_for
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.statistics.stats import holm, paired
+from schedlab.platform.storage.store import ResultStore
 
 EXACT = 1e-12  # same arithmetic, different code paths
 
@@ -247,7 +247,7 @@ def local_ray():
 
 @pytest.mark.parametrize("ratio", [False, True])
 def test_adaptive_paired_target_stops_when_every_interval_is_within(tmp_path, local_ray, ratio):
-    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.execution.runner import run_sweep
 
     rel = 0.05
     spec = parse_spec(

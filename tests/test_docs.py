@@ -38,7 +38,7 @@ import polars as pl
 import pytest
 
 import schedlab
-from schedlab.platform.spec import load_spec, parse_spec
+from schedlab.platform.planning.spec import load_spec, parse_spec
 from schedlab.usercode import source_digest
 from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 
@@ -53,7 +53,7 @@ IDENTITY = {"config_id", "policy", "code_sha256", "sim_seconds"}
 def ray_session():
     import ray
 
-    from schedlab.platform import runner
+    from schedlab.platform.execution import runner
 
     if ray.is_initialized():  # e.g. left by an earlier module's sweep
         ray.shutdown()
@@ -81,7 +81,7 @@ def blocks(path: Path) -> list[tuple[str, str, int]]:
 def run_sweep_here(spec_path: Path, out: Path, **outputs):
     """Run a spec file (validated as `schedlab run` does) with tracking off
     and its results under ``out``; return (report, summary rows)."""
-    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.execution.runner import run_sweep
 
     data = tomllib.loads(spec_path.read_text())
     data["tracking"] = {"enabled": False}
@@ -234,13 +234,13 @@ def test_example_spec_runs_end_to_end(spec_path, tmp_path, monkeypatch, ray_sess
 
 
 def test_spec_module_docstring_example_is_a_valid_spec():
-    """The annotated spec in ``schedlab.platform.spec``'s docstring parses
+    """The annotated spec in ``schedlab.platform.planning.spec``'s docstring parses
     and plans as written (its grid: 3 zipped points x 3 policies)."""
     import textwrap
     import tomllib
 
-    from schedlab.platform import spec as spec_module
-    from schedlab.platform.plan import build_plan
+    from schedlab.platform.planning import spec as spec_module
+    from schedlab.platform.planning.plan import build_plan
 
     doc = spec_module.__doc__
     body = doc.split("::\n", 1)[1]

@@ -19,14 +19,14 @@ import pytest
 from schedlab.api.workloads import check_job_table
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
-from schedlab.platform.spec import parse_spec
+from schedlab.platform.planning.spec import parse_spec
 from schedlab.policies.batch import EASY
 from schedlab.policies.dfrs import GreedyStar
 from schedlab.policies.queue import SRPTE
-from schedlab.sim.batch import simulate_batch
+from schedlab.sim.batch.engine import simulate_batch
 from schedlab.sim.dfrs import simulate_dfrs
-from schedlab.sim.packing import simulate_packing
-from schedlab.sim.queue import simulate
+from schedlab.sim.packing.engine import simulate_packing
+from schedlab.sim.queue.engine import simulate
 from tests.example_checks import EXAMPLES, conservative_reference, load_example
 
 AgedSRPT = load_example("mypolicies/aged_srpt.py:AgedSRPT")

@@ -17,10 +17,10 @@ import pytest
 
 import schedlab
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for, run_sweep
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.store import LockedError, ResultStore, StoreWriteError
+from schedlab.platform.execution.runner import manifest_for, run_sweep
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.storage.store import LockedError, ResultStore, StoreWriteError
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 #: RLIMIT_FSIZE while a commit is written: far above pytest's own capture files,

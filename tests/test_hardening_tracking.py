@@ -25,8 +25,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
-from schedlab.platform.tracking_store import ensure_sqlite_store, inspect_sqlite_store
+from schedlab.platform.tracking.store import ensure_sqlite_store, inspect_sqlite_store
+from schedlab.platform.tracking.tracker import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
 
 SWEEP = "hardening-tracking"
 POLICY = {"c1": "FIFO", "c2": "PS", "c3": "PS"}

@@ -432,8 +432,8 @@ def test_impossible_runtime_cap_is_a_user_error():
 
 
 def _scaled_plan(same_trace: bool, seed: int = 5):
-    from schedlab.platform.plan import build_plan
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.spec import parse_spec
 
     extra = {"same_trace": True} if same_trace else {}
     return build_plan(
@@ -460,7 +460,7 @@ def _scaled_plan(same_trace: bool, seed: int = 5):
 
 
 def _instances(plan):
-    from schedlab.platform.tasks import _build
+    from schedlab.platform.execution.tasks import _build
 
     out = {}
     for inst in plan.instances(range(2)):

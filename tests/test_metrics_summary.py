@@ -1,4 +1,4 @@
-"""The queue engine's summary metrics (schedlab.sim.metrics.queue_summary)
+"""The queue engine's summary metrics (schedlab.sim.common.metrics.queue_summary)
 against their plain definition, frozen here as it stood before the single-pass
 rewrite (issue 20): every value bit-identical, floats included, whatever the
 sizes (zeros, tiny, huge), sojourns and weight classes (narrow or wide integer
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from schedlab.sim.metrics import linear_percentiles, queue_summary, slowdown
+from schedlab.sim.common.metrics import linear_percentiles, queue_summary, slowdown
 
 
 def plain_slowdown(sojourn: np.ndarray, size: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.policies.packing.best_fit import BFJS
 from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing import FIT_TOL, simulate_packing
+from schedlab.sim.packing.engine import FIT_TOL, simulate_packing
 from schedlab.workloads.packing_synthetic import packing_workload
 
 BFJ, BFS, BFJS_, FIFOFF = (PACKING_POLICIES[k] for k in ("BF-J", "BF-S", "BF-J/S", "FIFO-FF"))

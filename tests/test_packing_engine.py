@@ -1,4 +1,4 @@
-"""The packing engine (schedlab.sim.packing): hand-worked timing and metrics,
+"""The packing engine (schedlab.sim.packing.engine): hand-worked timing and metrics,
 capacity invariants on generated instances, errors, the synthetic workload."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
-from schedlab.sim.packing import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
-from schedlab.sim.packing_table import run_table
+from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
+from schedlab.sim.packing.table import run_table
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FIFOFF = PACKING_POLICIES["FIFO-FF"]

@@ -10,9 +10,9 @@ import pytest
 import schedlab
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import run_sweep
-from schedlab.platform.spec import load_spec, parse_spec
+from schedlab.platform.execution.runner import run_sweep
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import load_spec, parse_spec
 from schedlab.workloads.registry import workload_kind
 
 SYSTEM = {"servers": 2, "capacity": 1.0, "epoch": 1.0, "sample_every": 500.0}

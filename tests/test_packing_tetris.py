@@ -15,8 +15,8 @@ from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.policies.packing.tetris import SlotsFair, Tetris
-from schedlab.sim.packing import FIT_TOL, simulate_packing
-from schedlab.sim.packing_table import run_table
+from schedlab.sim.packing.engine import FIT_TOL, simulate_packing
+from schedlab.sim.packing.table import run_table
 
 # ---- the talk's example ---------------------------------------------------------------------------
 

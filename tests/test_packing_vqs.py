@@ -22,7 +22,7 @@ from schedlab.policies.packing.vqs import (
     universal_partition,
     upper_rounded,
 )
-from schedlab.sim.packing import simulate_packing
+from schedlab.sim.packing.engine import simulate_packing
 
 
 # --------------------------------------------------------------------------------------------

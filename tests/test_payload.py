@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from schedlab.platform.payload import Packer, unpack
-from schedlab.platform.plan import build_plan
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.tasks import run_instances
+from schedlab.platform.execution.payload import Packer, unpack
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
 
 
 def plan_of(tmp_path):
@@ -88,7 +88,7 @@ def test_blocks_are_put_once_while_kept_and_again_after(tmp_path, monkeypatch):
     """Points travel in blocks: a block is put when a task first needs it,
     reused while the driver keeps it, put again once dropped; every task's
     work unpacks exactly whatever the blocks it spans."""
-    from schedlab.platform import payload
+    from schedlab.platform.execution import payload
 
     monkeypatch.setattr(payload, "BLOCK_POINTS", 2)
     monkeypatch.setattr(payload, "KEPT_BLOCKS", 1)

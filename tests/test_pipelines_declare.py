@@ -17,11 +17,11 @@ import pytest
 
 from schedlab.errors import UserError
 from schedlab.pipelines.declare import Declared
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.store import ResultStore
-from schedlab.platform.tasks import run_instances
+from schedlab.platform.execution.runner import manifest_for
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.storage.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES_DIR = ROOT / "schedlab" / "pipelines"

@@ -13,9 +13,9 @@ import pytest
 import schedlab
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import run_sweep
-from schedlab.platform.spec import parse_spec
+from schedlab.platform.execution.runner import run_sweep
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 TIMING = {"sim_seconds"}  # wall-clock columns: the only ones allowed to differ between runs
@@ -321,7 +321,7 @@ def test_progress_counts_simulations_failures_and_rounds(tmp_path):
 
 def test_progress_line_text():
     from schedlab.cli import ProgressLine
-    from schedlab.platform.runner import Progress
+    from schedlab.platform.execution.runner import Progress
 
     p = Progress("sweep", 2, 30, 120, 1, 15.0)
     assert p.eta == 45.0
@@ -380,7 +380,7 @@ def test_mlflow_at_a_glance(tmp_path):
     leading comment, grid axes, a headline table, the spec)."""
     from mlflow.tracking import MlflowClient
 
-    from schedlab.platform.spec import load_spec
+    from schedlab.platform.planning.spec import load_spec
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     path = tmp_path / "glance.toml"

@@ -76,7 +76,7 @@ def test_log_axes_and_intervals_on_log_scale(sweep):
     assert back["low"].to_list() == pytest.approx(t["low"].to_list(), rel=1e-9)
     assert "log scale" in back["method"][0]
     # the means are those of `schedlab results` (stats.summarize)
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     ref = summarize(schedlab.load(sweep).filter(pl.col("sigma") == 0.5), ["shape", "policy"], ["mst"])
     joined = t.join(ref, left_on=["shape", "line"], right_on=["shape", "policy"])

@@ -1,5 +1,5 @@
-"""The compiled fast path (schedlab.sim.queue_fast) against the reference
-engine (schedlab.sim.queue with the Python policies).
+"""The compiled fast path (schedlab.sim.queue.fast) against the reference
+engine (schedlab.sim.queue.engine with the Python policies).
 
 The claim is bit-identity: for every built-in policy the kernels give the
 reference's completion times to the last bit, and the same event count. So
@@ -31,9 +31,9 @@ import schedlab
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.errors import UserError
 from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim import queue_fast
-from schedlab.sim.queue import simulate as reference
-from schedlab.sim.queue import tie_key
+from schedlab.sim.queue import fast as queue_fast
+from schedlab.sim.queue.engine import simulate as reference
+from schedlab.sim.queue.engine import tie_key
 from schedlab.workloads.synthetic import queue_workload
 from tests.conftest import run_both
 from tests.test_reference_agreement import REGRESSIONS
@@ -315,7 +315,7 @@ def test_engine_run_paths_agree_and_the_keyword_is_checked():
 
 
 def _spec(**execution):
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.planning.spec import parse_spec
 
     data = tomllib.loads((REPO / "sweeps" / "psbs-shape.toml").read_text())
     data["workload"]["njobs"] = 1500  # the test budget; the policies and the shape axis as written
@@ -327,7 +327,7 @@ def _spec(**execution):
 
 
 def test_engine_path_is_an_execution_field_that_changes_no_id():
-    from schedlab.platform.plan import build_plan
+    from schedlab.platform.planning.plan import build_plan
 
     default, fast, ref = _spec(), _spec(engine_path="fast"), _spec(engine_path="reference")
     assert default.execution.engine_path == "fast" and ref.execution.engine_path == "reference"
@@ -342,8 +342,8 @@ def test_psbs_shape_sweep_gives_the_same_rows_on_both_paths():
     """sweeps/psbs-shape.toml at 1,500 jobs x 2 replications: every summary
     row (but the wall time) and every per-job row equal on both paths, as the
     platform's task function produces them."""
-    from schedlab.platform.plan import build_plan
-    from schedlab.platform.tasks import run_instances
+    from schedlab.platform.execution.tasks import run_instances
+    from schedlab.platform.planning.plan import build_plan
 
     spec = _spec()
     plan = build_plan(spec)
@@ -365,7 +365,7 @@ import sys
 
 def fast_path_loaded(jobs):
     """1.0 if this worker has imported the compiled fast path."""
-    return float("schedlab.sim.queue_fast" in sys.modules)
+    return float("schedlab.sim.queue.fast" in sys.modules)
 '''
 
 
@@ -374,8 +374,8 @@ def test_engine_path_reaches_the_ray_workers(tmp_path):
     loads the kernels in the workers; the default then does."""
     import ray
 
-    from schedlab.platform import runner
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.execution import runner
+    from schedlab.platform.planning.spec import parse_spec
 
     (tmp_path / "metric.py").write_text(METRIC)
 
@@ -440,7 +440,7 @@ def test_help_and_policies_do_not_import_numba():
         "assert CliRunner().invoke(main, ['simulate', '--help']).exit_code == 0\n"
         "assert 'PSBS' in CliRunner().invoke(main, ['policies']).output\n"
         "import schedlab.engines\n"
-        "print([m for m in ('numba', 'schedlab.sim.queue_fast') if m in sys.modules])\n"
+        "print([m for m in ('numba', 'schedlab.sim.queue.fast') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -469,10 +469,10 @@ def test_user_policies_do_not_import_numba(tmp_path):
 
 def test_numba_cache_dir(tmp_path, monkeypatch):
     """NUMBA_CACHE_DIR: the user's if set, else $SCHEDLAB_CACHE_DIR/numba/<digest>,
-    else ~/.cache/schedlab/numba/<digest> (the digest of sim/jit.py, whose shared
+    else ~/.cache/schedlab/numba/<digest> (the digest of sim/common/jit.py, whose shared
     helpers numba's per-file cache check would not see change); set before numba
     is imported."""
-    from schedlab.sim.jit import SHARED_DIGEST
+    from schedlab.sim.common.jit import SHARED_DIGEST
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
     assert queue_fast.cache_dir() == tmp_path / "mine"
@@ -483,7 +483,7 @@ def test_numba_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert queue_fast.cache_dir() == tmp_path / "home" / ".cache" / "schedlab" / "numba" / SHARED_DIGEST
 
-    code = "import schedlab.sim.queue_fast, numba; print(numba.config.CACHE_DIR)"
+    code = "import schedlab.sim.queue.fast, numba; print(numba.config.CACHE_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["SCHEDLAB_CACHE_DIR"] = str(tmp_path / "shared")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -501,7 +501,7 @@ def test_the_cache_digest_covers_every_module_of_the_kernel_package():
     cached kernels in use."""
     from pathlib import Path
 
-    from schedlab.sim import jit
+    from schedlab.sim.common import jit
 
     modules = set(Path(queue_fast.__file__).parent.glob("*.py"))
     assert len(modules) >= 6 and modules <= set(jit.SHARED_SOURCES)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 import schedlab
 from schedlab.cli import main
 from schedlab.errors import UserError
-from schedlab.platform.selection import kn, kn_constants, log_to_mlflow
-from schedlab.platform.spec import parse_spec
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.statistics.selection import kn, kn_constants, log_to_mlflow
 
 TOL = 1e-12
 
@@ -195,7 +195,7 @@ def test_select_best_sweep_of_the_13_queue_policies(tmp_path, local_ray):
     """One PSBS point (shape 1, sigma 0.5, load 0.9), 300 jobs. SRPT minimises
     the MST of every instance (it is optimal for the mean sojourn time on any
     job sequence), so the correct selection is known."""
-    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.execution.runner import run_sweep
 
     spec = parse_spec(
         {
@@ -238,7 +238,7 @@ def test_select_best_sweep_of_the_13_queue_policies(tmp_path, local_ray):
 
 
 def test_selection_goes_to_the_mlflow_parent_run(tmp_path):
-    from schedlab.platform.selection import write
+    from schedlab.platform.statistics.selection import write
 
     write(
         tmp_path,

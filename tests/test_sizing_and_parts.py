@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 import schedlab
-from schedlab.platform import parts, sizing
-from schedlab.platform.plan import Plan, build_plan
-from schedlab.platform.runner import run_sweep
-from schedlab.platform.sizing import TaskSizer
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.store import ResultStore
-from schedlab.platform.tasks import run_instances
+from schedlab.platform.execution import parts, sizing
+from schedlab.platform.execution.runner import run_sweep
+from schedlab.platform.execution.sizing import TaskSizer
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import Plan, build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.storage.store import ResultStore
 
 TIMING = ["sim_seconds"]
 
@@ -167,7 +167,7 @@ FSIZE_LIMIT = 256 * 1024
 def test_a_part_too_large_to_write_is_not_published_and_leaves_no_temp_file(tmp_path):
     import resource
 
-    from schedlab.platform.store import StoreWriteError
+    from schedlab.platform.storage.store import StoreWriteError
 
     spec = spec_of(
         tmp_path, workload={"kind": "synthetic", "njobs": 20_000, "shape": [0.5, 1.0]}, policies=["FIFO", "PS"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from schedlab.errors import UserError
-from schedlab.platform.plan import Plan, build_plan, canonical, digest
-from schedlab.platform.spec import load_spec, parse_spec
+from schedlab.platform.planning.plan import Plan, build_plan, canonical, digest
+from schedlab.platform.planning.spec import load_spec, parse_spec
 
 BASE = {
     "name": "t",

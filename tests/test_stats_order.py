@@ -19,8 +19,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.platform.compare import paired_stats
-from schedlab.platform.stats import group_moments, mean_sd, paired, summarize
+from schedlab.platform.statistics.compare import paired_stats
+from schedlab.platform.statistics.stats import group_moments, mean_sd, paired, summarize
 
 
 def _frame(seed: int, n: int = 20_000, groups: int = 500) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""Tests of schedlab.sim.stretch_bound (DFRS paper §3 Theorem 1 bound, §5.3.1 underutilization)."""
+"""Tests of schedlab.sim.bound.stretch_bound (DFRS paper §3 Theorem 1 bound, §5.3.1 underutilization)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.sim.stretch_bound import (
+from schedlab.sim.bound.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     STRETCH_BOUND_REL_PRECISION,
     bounded_stretch,
     max_stretch_lower_bound,
     stretch_lp_feasible,
 )
-from schedlab.sim.underutilization import (
+from schedlab.sim.bound.underutilization import (
     UsageProfile,
     batch_usage_profile,
     normalized_underutilization,
@@ -258,7 +258,7 @@ def test_underutilization_validation():
 
 
 def test_bound_is_memoised_by_instance_content():
-    from schedlab.sim import stretch_bound as sb
+    from schedlab.sim.bound import stretch_bound as sb
 
     r, p, k, c = np.array([0.0, 5.0]), np.array([100.0, 20.0]), np.array([2, 1]), np.array([1.0, 1.0])
     sb._BOUND_MEMO.clear()
@@ -272,7 +272,7 @@ def test_bound_is_memoised_by_instance_content():
 
 # ------------------------------------------- exact method (max flow) vs the LP reference
 
-from schedlab.sim.stretch_bound import max_stretch_lower_bound_exact, stretch_flow_feasible  # noqa: E402
+from schedlab.sim.bound.stretch_bound import max_stretch_lower_bound_exact, stretch_flow_feasible  # noqa: E402
 
 HAND_CASES = [  # (args, kwargs, optimum S* from the hand-worked tests above)
     (([0, 0], [100, 200], [1, 1], [1, 1], 1), {}, 1.5),
@@ -364,7 +364,7 @@ def test_exact_method_matches_lp_reference(inst):
 def test_flow_feasibility_matches_lp_at_any_stretch(inst, S):
     """At an arbitrary S (not near S*: within 1e-6 relative of S* the two tests
     may differ by their tolerances), the max-flow test answers as the LP."""
-    from schedlab.sim import stretch_bound as sb
+    from schedlab.sim.bound import stretch_bound as sb
 
     r, p, k, c, nodes, tau = inst
     exact = max_stretch_lower_bound_exact(r, p, k, c, nodes, threshold=tau)

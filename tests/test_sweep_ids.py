@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for
-from schedlab.platform.spec import load_spec
+from schedlab.platform.execution.runner import manifest_for
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"  # the specs' ../shared/data

@@ -10,9 +10,9 @@ import pytest
 import schedlab
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import run_sweep
-from schedlab.platform.spec import parse_spec
+from schedlab.platform.execution.runner import run_sweep
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
 from schedlab.workloads import transforms as tf
 from schedlab.workloads.traces.registry import read_trace
 

@@ -21,9 +21,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
-from schedlab.platform.tracking_data import aggregate_summary
-from schedlab.platform.tracking_mirror import batches as _batches
+from schedlab.platform.tracking.data import aggregate_summary
+from schedlab.platform.tracking.mirror import batches as _batches
+from schedlab.platform.tracking.tracker import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
 
 SWEEP = "demo-sweep"
 PARAM_COLUMNS = ["load", "sigma", "njobs"]
@@ -292,7 +292,7 @@ def test_part_files_with_different_schemas(tmp_path):
 def test_bare_postgresql_uri_gets_the_installed_driver(monkeypatch, have, uri, resolved):
     import importlib.util
 
-    from schedlab.platform.tracking_store import resolve_uri
+    from schedlab.platform.tracking.store import resolve_uri
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name in have else None)
     assert resolve_uri(uri) == resolved

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.platform import tracking_bulk, tracking_sync
-from schedlab.platform.tracking_bulk import bulk_store
-from schedlab.platform.tracking_sync import Sync, TrackReport
+from schedlab.platform.tracking import bulk as tracking_bulk
+from schedlab.platform.tracking import sync as tracking_sync
+from schedlab.platform.tracking.bulk import bulk_store
+from schedlab.platform.tracking.sync import Sync, TrackReport
 from tests.test_tracking import CONFIGS, METRICS, SWEEP, check_runs, expected, make_results, sqlite_children
 
 #: Columns that differ between any two trackings (ids, clocks) and are compared separately.

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
+from schedlab.platform.tracking.tracker import HTTP_ENV_DEFAULTS, Tracker, TrackReport, track_results
 from tests.test_hardening_tracking import assert_mirrors, free_port, make_results, mlflow_state, write_part
 
 ROOT = Path(__file__).resolve().parents[1]

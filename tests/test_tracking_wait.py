@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from schedlab.platform.runner import Interrupted, _wait_for_tracking
-from schedlab.platform.store import ResultStore
-from schedlab.platform.tracking import HTTP_ENV_DEFAULTS, Tracker, TrackProgress, TrackReport
+from schedlab.platform.execution.runner import Interrupted, _wait_for_tracking
+from schedlab.platform.storage.store import ResultStore
+from schedlab.platform.tracking.tracker import HTTP_ENV_DEFAULTS, Tracker, TrackProgress, TrackReport
 from tests.test_hardening_tracking import assert_mirrors, make_results
 
 STALL = 2.0  # seconds without progress before close() gives up, in these tests

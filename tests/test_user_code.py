@@ -25,8 +25,8 @@ import pytest
 import schedlab
 from schedlab.engines import get_engine
 from schedlab.errors import PolicyError, UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.spec import parse_spec
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
 
 POLICIES = Path(schedlab.__file__).parent / "policies"
 #: Columns that may differ between a built-in and its verbatim copy: identity,
@@ -40,7 +40,7 @@ def ray_owner():
     yield
     import ray
 
-    from schedlab.platform import runner
+    from schedlab.platform.execution import runner
 
     if ray.is_initialized():
         ray.shutdown()
@@ -48,7 +48,7 @@ def ray_owner():
 
 
 def sweep(spec: dict, folder: Path, fresh: bool = False):
-    from schedlab.platform.runner import run_sweep
+    from schedlab.platform.execution.runner import run_sweep
 
     spec = {
         "tracking": {"enabled": False},
@@ -230,12 +230,12 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     assert failures["error"][0] == "ZeroDivisionError: crash_at reached"
     trace = failures["traceback"][0]
     assert str(project / "lifo.py") in trace and "raise ZeroDivisionError" in trace
-    assert "schedlab/sim/queue.py" not in trace
+    assert "schedlab/sim/queue/engine.py" not in trace
     # The workers imported the shipped copy (Ray's runtime_env), not the driver's file.
     imported = set(log.read_text().split())
     assert any("runtime_resources" in p or "_ray_pkg_" in p for p in imported), imported
     # Provenance: each user file under code/<sha256>/, listed in the manifest.
-    manifest = schedlab.platform.store.ResultStore(report.results_dir).read_manifest()
+    manifest = schedlab.platform.storage.store.ResultStore(report.results_dir).read_manifest()
     assert set(manifest["user_code"]) == {"workload.use", "policies[1].use", "metrics[0].use"}
     for info in manifest["user_code"].values():
         assert (Path(report.results_dir) / "code" / info["sha256"]).is_dir()
@@ -497,7 +497,7 @@ def test_invalid_actions_name_policy_time_and_job():
 
 
 def test_results_warns_when_engine_digests_are_mixed(tmp_path):
-    from schedlab.platform.store import mixed_digests
+    from schedlab.platform.storage.store import mixed_digests
 
     a = pl.DataFrame({"engine": ["queue", "queue"], "schedlab_digest": ["aaaa", "aaaa"]}).lazy()
     assert mixed_digests(a) is None

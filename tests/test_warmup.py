@@ -14,13 +14,13 @@ from scipy import stats as sps
 
 import schedlab
 from schedlab.errors import UserError
-from schedlab.platform.plan import build_plan
-from schedlab.platform.runner import manifest_for
-from schedlab.platform.spec import parse_spec
-from schedlab.platform.stats import mser5, obm
-from schedlab.platform.store import ResultStore
-from schedlab.platform.tasks import run_instances
-from schedlab.platform.warmup import PILOTS, apply, cut, point_cut, work_found
+from schedlab.platform.execution.runner import manifest_for
+from schedlab.platform.execution.tasks import run_instances
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.statistics.stats import mser5, obm
+from schedlab.platform.statistics.warmup import PILOTS, apply, cut, point_cut, work_found
+from schedlab.platform.storage.store import ResultStore
 
 
 def mser5_brute(x) -> int:
@@ -181,7 +181,7 @@ def test_warmup_cut_does_not_depend_on_which_policies_run(tmp_path):
 
 
 def test_point_cut_is_the_largest_pilot_cut_and_memoised():
-    from schedlab.platform.warmup import pilot_seeds, table_cut
+    from schedlab.platform.statistics.warmup import pilot_seeds, table_cut
 
     calls = []
 

@@ -21,6 +21,6 @@ defaults.
 """
 
 from schedlab.policies.batch.base import BatchPolicy as Policy
-from schedlab.sim.batch import BatchCapacityExceeded, BatchStartError, Machine
+from schedlab.sim.batch.engine import BatchCapacityExceeded, BatchStartError, Machine
 
 __all__ = ["BatchCapacityExceeded", "BatchStartError", "Machine", "Policy"]

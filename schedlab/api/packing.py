@@ -25,7 +25,7 @@ sorted by size) instead of scanning every server or every queued job.
 
 from schedlab.policies.packing.base import PackingPolicy as Policy
 from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing import FIT_TOL, CapacityExceeded, Cluster, PlacementError, fits
+from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, Cluster, PlacementError, fits
 
 __all__ = [
     "FIT_TOL",

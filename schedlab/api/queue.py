@@ -32,6 +32,6 @@ a schedule.
 """
 
 from schedlab.policies.queue.base import QueuePolicy as Policy
-from schedlab.sim.queue import INF, PolicyStalled, Pool, Server, tie_key
+from schedlab.sim.queue.engine import INF, PolicyStalled, Pool, Server, tie_key
 
 __all__ = ["INF", "Policy", "PolicyStalled", "Pool", "Server", "tie_key"]

@@ -22,7 +22,7 @@ Why each holds for every correct batch policy:
   ``now``, ``need``, ``requested`` and ``submit`` (its ``__slots__``; nothing
   else reaches the policy), and in check mode the engine's runtime list is a
   guard (``schedlab.checks.guard``) refusing reads from outside
-  ``schedlab.sim.batch``.
+  ``schedlab.sim.batch.engine``.
 * ``runs`` -- the policy raises nothing.
 
 Workloads: a machine of 1..16 processors, 1..12 jobs, equal submit times,
@@ -101,10 +101,10 @@ class Check(EngineCheck):
 
     def run(self, w: Workload):
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.sim.batch import BatchCapacityExceeded, BatchStartError, simulate_batch
+        from schedlab.sim.batch.engine import BatchCapacityExceeded, BatchStartError, simulate_batch
 
         cols = w.columns
-        guard = hider("schedlab.sim.batch", "a job's actual runtime")
+        guard = hider("schedlab.sim.batch.engine", "a job's actual runtime")
         cls, params = self.cls, self.params
         try:
             res = simulate_batch(

@@ -21,7 +21,7 @@ Why each holds for every correct packing policy:
   ``Cluster`` handle holds none (only ``cluster.estimate``, which policies that
   model known durations may read: it is the estimate column, here the oracle
   default). In check mode the engine's own duration list is a guard
-  (``schedlab.checks.guard``) refusing reads from outside ``schedlab.sim.packing``.
+  (``schedlab.checks.guard``) refusing reads from outside ``schedlab.sim.packing.engine``.
 * ``runs`` -- the policy raises nothing.
 
 Workloads: 1..12 jobs on 1..3 servers of capacity 1, decisions every event or
@@ -72,7 +72,7 @@ def accepts_two_resources(cls, params) -> bool:
     module docstring)."""
     import numpy as np
 
-    from schedlab.sim.packing import Cluster
+    from schedlab.sim.packing.engine import Cluster
 
     try:
         cls(Cluster(np.ones((1, 2)), np.zeros((0, 2))), **params)
@@ -130,13 +130,13 @@ class Check(EngineCheck):
         import numpy as np
 
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.sim.packing import CapacityExceeded, PlacementError, simulate_packing
+        from schedlab.sim.packing.engine import CapacityExceeded, PlacementError, simulate_packing
 
         cols = w.columns
         names = ["demand"] if "demand" in cols else ["cpu", "mem"]
         demand = np.column_stack([np.asarray(cols[c], dtype=float) for c in names])
         capacity = np.full((w.system["servers"], len(names)), w.system["capacity"])
-        guard = hider("schedlab.sim.packing", "a job's duration")
+        guard = hider("schedlab.sim.packing.engine", "a job's duration")
         cls, params = self.cls, self.params
         try:
             res = simulate_packing(
@@ -181,11 +181,11 @@ class Check(EngineCheck):
 
 def _raised_in_engine(err: BaseException) -> bool:
     """True if ``err`` was raised by the engine's own consistency check
-    (``schedlab.sim.packing._check_cluster``), not by an assert of the policy."""
+    (``schedlab.sim.packing.engine._check_cluster``), not by an assert of the policy."""
     import traceback
     from pathlib import Path
 
-    from schedlab.sim import packing
+    from schedlab.sim.packing import engine as packing
 
     frames = traceback.extract_tb(err.__traceback__)
     return (

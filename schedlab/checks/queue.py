@@ -20,7 +20,7 @@ Why each holds for every correct queue policy:
   class attributes, randomness or set order over ids, fails this).
 * ``no-size-access`` -- a real scheduler does not know true sizes: in check
   mode ``Server._size`` is a guard (``schedlab.checks.guard``) that refuses
-  reads from outside ``schedlab.sim.queue``. Not checked for a policy with
+  reads from outside ``schedlab.sim.queue.engine``. Not checked for a policy with
   ``exact_size = True`` (it is given the sizes as estimates anyway).
 * ``runs`` -- the policy raises nothing and asks for nothing the engine
   refuses (e.g. a GPS weight that is not a positive number).
@@ -175,9 +175,9 @@ class Check(EngineCheck):
         import numpy as np
 
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.sim.queue import PolicyStalled, simulate
+        from schedlab.sim.queue.engine import PolicyStalled, simulate
 
-        guard = None if "no-size-access" in self.skipped else hider("schedlab.sim.queue", "a job's true size")
+        guard = None if "no-size-access" in self.skipped else hider("schedlab.sim.queue.engine", "a job's true size")
         cls, params = self.cls, self.params
         submit, size, estimate, weight = (
             np.asarray(w.columns[c], dtype=float) for c in ("submit", "size", "estimate", "weight")

@@ -24,14 +24,14 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     """Mean, 95% CI half-width and n of metrics over replications."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
-    from schedlab.platform.store import ResultStore, explain_read_error
+    from schedlab.platform.statistics.stats import summarize
+    from schedlab.platform.storage.store import ResultStore, explain_read_error
 
     if not results_dir.exists():
         raise UserError(f"{results_dir}: no such directory")
     store = ResultStore(results_dir)
     lf = store.scan()  # a damaged part file: UserError naming it
-    from schedlab.platform.store import mixed_digests
+    from schedlab.platform.storage.store import mixed_digests
 
     warning = mixed_digests(lf)
     if warning:
@@ -61,7 +61,7 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    from schedlab.platform.selection import describe, read
+    from schedlab.platform.statistics.selection import describe, read
 
     selection = read(results_dir)
     if selection is not None:  # a select-best sweep: what KN selected, and when each policy left
@@ -86,8 +86,8 @@ def compare(
     results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
 ) -> None:
     """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p."""
-    from schedlab.platform.compare import compare as paired_compare
-    from schedlab.platform.compare import method_text
+    from schedlab.platform.statistics.compare import compare as paired_compare
+    from schedlab.platform.statistics.compare import method_text
 
     if as_csv and as_json:
         raise UserError("--csv and --json: choose one")

@@ -60,7 +60,7 @@ class ProgressLine:
         """``work(progress)`` with this line as its progress callback; Ctrl-C
         (or the runner's `Interrupted`) ends the command with one line and
         exit 130 -- what arrived is committed, running again resumes."""
-        from schedlab.platform.runner import Interrupted
+        from schedlab.platform.execution.runner import Interrupted
 
         try:
             return work(self.update)

@@ -17,8 +17,8 @@ from schedlab.errors import UserError
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
 def validate(spec_file: Path) -> None:
     """Check a sweep spec completely; errors name the field (exit 2)."""
-    from schedlab.platform.plan import build_plan
-    from schedlab.platform.spec import load_spec
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.spec import load_spec
 
     spec = load_spec(spec_file)
     plan = build_plan(spec, str(spec_file))
@@ -29,8 +29,8 @@ def validate(spec_file: Path) -> None:
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
 def plan(spec_file: Path) -> None:
     """Show what a sweep will run: configurations, replications, tasks."""
-    from schedlab.platform.plan import Plan, build_plan
-    from schedlab.platform.spec import load_spec
+    from schedlab.platform.planning.plan import Plan, build_plan
+    from schedlab.platform.planning.spec import load_spec
 
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
@@ -88,8 +88,8 @@ def run(
     spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool, no_progress: bool
 ) -> None:
     """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.spec import load_spec
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.planning.spec import load_spec
 
     spec = load_spec(spec_file)
     if tracking_uri:
@@ -116,7 +116,7 @@ def run(
         )
     tr = report.tracking
     if tr is not None and not tr.failed:
-        from schedlab.platform.tracking_store import resolve_uri
+        from schedlab.platform.tracking.store import resolve_uri
 
         click.echo(
             f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
@@ -161,8 +161,8 @@ def run(
 @click.option("--experiment", help="MLflow experiment (default: the sweep's).")
 def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
     """(Re)log a results dir into MLflow and check it matches (exit 3 if not)."""
-    from schedlab.platform.store import ResultStore
-    from schedlab.platform.tracking import track_results
+    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.tracking.tracker import track_results
 
     store = ResultStore(results_dir)
     if not results_dir.is_dir() or store.read_manifest() is None:
@@ -182,7 +182,7 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 def compact(results_dir: Path) -> None:
     """Merge a results dir's small part files (a run does it at its end); prints files before -> after."""
-    from schedlab.platform.compact import compact as compact_dir
+    from schedlab.platform.storage.compact import compact as compact_dir
 
     report = compact_dir(results_dir)  # not while a run writes it: the lock's one-line error, exit 2
     click.echo(report.line())

@@ -1,7 +1,7 @@
 """The batch engine's entry: rigid parallel jobs space-shared on a homogeneous
 cluster, no preemption (FCFS, EASY backfilling). The simulator is
-``schedlab.sim.batch``; compiled kernels for FCFS and EASY are in
-``schedlab.sim.batch_fast``."""
+``schedlab.sim.batch.engine``; compiled kernels for FCFS and EASY are in
+``schedlab.sim.batch.fast``."""
 
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ def run(
     ``machine_procs`` column if the table carries one), nodes (model nodes),
     tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
     has no such column) and bound (the DFRS view: underutilization and Theorem
-    1's max-stretch lower bound, see ``schedlab.sim.batch``).
+    1's max-stretch lower bound, see ``schedlab.sim.batch.engine``).
 
     ``path="fast"``: FCFS and EASY themselves (by identity, never a subclass)
-    without params run on their compiled kernels (``schedlab.sim.batch_fast``,
+    without params run on their compiled kernels (``schedlab.sim.batch.fast``,
     the same start and end times to the bit); everything else, and whatever
     the kernels decline, runs on the reference engine."""
-    from schedlab.sim.batch import run_table
+    from schedlab.sim.batch.engine import run_table
 
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary = run_table(jobs, cls, **sys_params, path=path, **(params or {}))
@@ -53,11 +53,11 @@ ENGINE = Engine(
         "params.py",
         "errors.py",
         "sim/system",
-        "sim/batch.py",
-        "sim/batch_fast.py",
-        "sim/jit.py",
-        "sim/stretch_bound.py",
-        "sim/underutilization.py",
+        "sim/batch/engine.py",
+        "sim/batch/fast.py",
+        "sim/common/jit.py",
+        "sim/bound/stretch_bound.py",
+        "sim/bound/underutilization.py",
         "policies/batch",
     ),
     workload_kinds=("trace", "lublin"),

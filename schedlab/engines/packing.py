@@ -1,8 +1,8 @@
 """The packing engine's entry: L servers with capacities, jobs with demands
 packed without preemption (Psychas & Ghaderi; Tetris). The simulator is
-``schedlab.sim.packing``; compiled kernels for the built-in single-resource
-policies are in ``schedlab.sim.packing_fast``, for Tetris and Slots-Fair in
-``schedlab.sim.packing_multi_fast``."""
+``schedlab.sim.packing.engine``; compiled kernels for the built-in single-resource
+policies are in ``schedlab.sim.packing.fast``, for Tetris and Slots-Fair in
+``schedlab.sim.packing.multi_fast``."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def run(
 
     ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S,
     BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
-    (``schedlab.sim.packing_fast``, the same numbers to the bit), and so do the
-    multi-resource Tetris and Slots-Fair (``schedlab.sim.packing_multi_fast``);
+    (``schedlab.sim.packing.fast``, the same numbers to the bit), and so do the
+    multi-resource Tetris and Slots-Fair (``schedlab.sim.packing.multi_fast``);
     everything else, and whatever a kernel declines, runs on the reference engine."""
-    from schedlab.sim.packing_table import run_table
+    from schedlab.sim.packing.table import run_table
 
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary, samples = run_table(jobs, cls, path=path, **sys_params, **(params or {}))
@@ -63,13 +63,13 @@ ENGINE = Engine(
         "params.py",
         "errors.py",
         "sim/system",
-        "sim/packing.py",
-        "sim/packing_table.py",
-        "sim/packing_fast",
-        "sim/packing_fast_io.py",
-        "sim/packing_multi_fast",
-        "sim/tetris_fast.py",
-        "sim/jit.py",
+        "sim/packing/engine.py",
+        "sim/packing/table.py",
+        "sim/packing/fast",
+        "sim/packing/fast_io.py",
+        "sim/packing/multi_fast",
+        "sim/packing/tetris_fast.py",
+        "sim/common/jit.py",
         "policies/packing",
     ),
     workload_kinds=("packing", "trace"),

@@ -1,7 +1,7 @@
 """The queue engine's entry: one shared server, preemptive fluid sharing (the
-PSBS paper). The simulator is ``schedlab.sim.queue`` (readable reference, the
+PSBS paper). The simulator is ``schedlab.sim.queue.engine`` (readable reference, the
 seam user policies run on) with compiled kernels for the built-in policies in
-``schedlab.sim.queue_fast``."""
+``schedlab.sim.queue.fast``."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ def run(
     """Run one queue policy over a canonical job table (see workloads.schema).
 
     ``path="fast"``: a built-in policy class (by identity, never a subclass)
-    runs on its compiled kernel (``schedlab.sim.queue_fast``, the same
+    runs on its compiled kernel (``schedlab.sim.queue.fast``, the same
     completion times to the bit); everything else, and whatever the kernels
-    decline, runs on the reference engine (``schedlab.sim.queue``)."""
-    from schedlab.sim.metrics import queue_summary, slowdown
-    from schedlab.sim.queue import simulate
+    decline, runs on the reference engine (``schedlab.sim.queue.engine``)."""
+    from schedlab.sim.common.metrics import queue_summary, slowdown
+    from schedlab.sim.queue.engine import simulate
 
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
@@ -77,7 +77,7 @@ def _fast_module(cls: type) -> ModuleType | None:
 
     if not any(cls is builtin for builtin in QUEUE_POLICIES.values()):
         return None
-    from schedlab.sim import queue_fast
+    from schedlab.sim.queue import fast as queue_fast
 
     return queue_fast
 
@@ -93,10 +93,10 @@ ENGINE = Engine(
         "engines/queue.py",
         "params.py",
         "errors.py",
-        "sim/queue.py",
-        "sim/queue_fast",
-        "sim/jit.py",
-        "sim/metrics.py",
+        "sim/queue/engine.py",
+        "sim/queue/fast",
+        "sim/common/jit.py",
+        "sim/common/metrics.py",
         "policies/queue",
     ),
     workload_kinds=("synthetic", "file", "trace"),

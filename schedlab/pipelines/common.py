@@ -44,7 +44,7 @@ def relative_to(results_dir: str | Path, metric: str, baseline: str, keys: list[
     import polars as pl
 
     from schedlab import load
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     lf = load(results_dir).select(keys + ["policy", "replication", metric])
     joined = ratios_to(lf, [metric], baseline, keys + ["replication"]).filter(pl.col("policy") != baseline)
@@ -72,7 +72,7 @@ def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], 
     n, estimate, ci_low, ci_high."""
     import polars as pl
 
-    from schedlab.platform.compare import paired_stats
+    from schedlab.platform.statistics.compare import paired_stats
 
     if hasattr(frame, "collect"):
         frame = frame.collect()
@@ -95,7 +95,7 @@ def paired_note(table, policy: str, other: str, **where: Any) -> str:
 def absolute(results_dir: str | Path, metric: str | list[str], keys: list[str]):
     """Mean, 95 % CI and n of a metric (or several) per keys + policy."""
     from schedlab import load
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     return summarize(load(results_dir), keys + ["policy"], [metric] if isinstance(metric, str) else list(metric))
 

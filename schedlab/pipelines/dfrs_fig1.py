@@ -18,7 +18,7 @@ specs = dc.specs
 
 def table_of(results_dirs: dict[str, Path]):
     """Both sweeps' rows (DFRS and batch), averaged per load."""
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     return summarize(dc.rows(results_dirs, "dfrs-fig1", "scaled"), ["load", "policy"], [METRIC])
 

@@ -20,7 +20,7 @@ def tables(results_dirs: dict[str, Path]):
     """{set: (DFRS summary by period, EASY summary)} of underutilization and degradation."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     metrics = ["underutilization", "degradation"]
     out = {}

@@ -44,7 +44,7 @@ def stats(results_dirs: dict[str, Path]):
     set's instances."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     frames = []
     for trace_set in SETS:

@@ -30,7 +30,7 @@ def per_job(results_dir: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def curves(jobs) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    from schedlab.sim.metrics import conditional_slowdown
+    from schedlab.sim.common.metrics import conditional_slowdown
 
     return {p: conditional_slowdown(size, sd) for p, (size, sd) in jobs.items()}
 

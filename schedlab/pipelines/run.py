@@ -1,7 +1,7 @@
 """Running a pipeline: its sweeps through the platform, then its figures and report.md.
 
 `run_pipeline` runs every spec of a pipeline through
-`schedlab.platform.runner.run_sweep` (so resume, Ray and MLflow come for
+`schedlab.platform.execution.runner.run_sweep` (so resume, Ray and MLflow come for
 free), then writes the figures and ``report.md`` to the pipeline's output dir
 and, with tracking on, attaches them to each sweep's MLflow parent run. It
 lives apart from `base` (the pipeline types) so that `base` imports nothing
@@ -45,8 +45,8 @@ def _attach_artifacts(spec, paths: list[Path]) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        from schedlab.platform.tracking_mirror import SWEEP_TAG
-        from schedlab.platform.tracking_store import resolve_uri
+        from schedlab.platform.tracking.mirror import SWEEP_TAG
+        from schedlab.platform.tracking.store import resolve_uri
 
         client = MlflowClient(tracking_uri=resolve_uri(spec.tracking.uri))
         exp = client.get_experiment_by_name(spec.experiment())
@@ -82,8 +82,8 @@ def run_pipeline(
 
     matplotlib.use("Agg")
     from schedlab.pipelines.registry import get_pipeline
-    from schedlab.platform.runner import run_sweep
-    from schedlab.platform.spec import parse_spec
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.planning.spec import parse_spec
 
     pipe = get_pipeline(name)
     check_scale(scale)

@@ -41,7 +41,7 @@ def job_slowdowns(runs, base, by: list[str], keys: list[str] = KEYS, floor: floa
     reference - 1 over the slowed jobs; null when none is slowed)."""
     import polars as pl
 
-    from schedlab.platform.stats import group_moments
+    from schedlab.platform.statistics.stats import group_moments
 
     ref = base.select(keys + [pl.col("jct").alias("_ref")])
     j = runs.select(list(dict.fromkeys(keys + by)) + ["jct"]).join(ref, on=keys, how="inner")
@@ -88,7 +88,7 @@ def analysis(dirs):
     makespan_ratio): the `SERIES`; and f0."""
     import polars as pl
 
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     jct, summ = load_jct(*dirs.values())
     tet = jct.filter(pl.col("policy") == tp.TETRIS)

@@ -33,7 +33,7 @@ def load_table(results_dirs: dict[str, Path]):
     import polars as pl
 
     from schedlab import load
-    from schedlab.platform.stats import summarize
+    from schedlab.platform.statistics.stats import summarize
 
     cols = ["policy", "window", "window_length", "system_servers", "system_epoch", *METRICS]
     frame = pl.concat([load(d).select(cols).collect() for d in results_dirs.values()], how="vertical_relaxed")

@@ -35,7 +35,7 @@ class WorkloadKind:
     #: Names that must be given (default: those whose default is None).
     required: tuple[str, ...] | None = None
     #: Parameters declared integer: their result columns are Int64 (the
-    #: others' numbers are Float64) -- schedlab.platform.tasks, docs/columns.md.
+    #: others' numbers are Float64) -- schedlab.platform.execution.tasks, docs/columns.md.
     integers: tuple[str, ...] = field(default=())
     #: (point params) -> the parameters that do not change the random draw of
     #: an instance (e.g. a Lublin trace's ``load`` with ``same_trace``): the

@@ -111,7 +111,7 @@ from scipy.optimize import linprog
 
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.system import DFRS as DFRS_SYSTEM
-from schedlab.sim.stretch_bound import (
+from schedlab.sim.bound.stretch_bound import (
     UsageProfile,
     bounded_stretch,
     max_stretch_lower_bound,

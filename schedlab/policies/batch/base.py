@@ -1,4 +1,4 @@
-"""The batch policy seam (engine: ``schedlab.sim.batch``).
+"""The batch policy seam (engine: ``schedlab.sim.batch.engine``).
 
 Model: rigid parallel jobs on a homogeneous machine of ``machine.capacity``
 units (processors or whole nodes, see the engine); a job holds
@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from schedlab.sim.batch import Machine
+    from schedlab.sim.batch.engine import Machine
 
 
 class BatchPolicy(ABC):

@@ -84,8 +84,8 @@ def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float,
     Task slots per node: ``task_slots``; then each task goes to the node with
     the smallest (load, index) among those with a slot left, whose load then
     grows by ``cpu`` (a heap of (load, node) pairs) -- compiled:
-    ``schedlab.sim.dfrs_fast.greedy_place_kernel``."""
-    from schedlab.sim.dfrs_fast import greedy_place_kernel
+    ``schedlab.sim.dfrs.fast.greedy_place_kernel``."""
+    from schedlab.sim.dfrs.fast import greedy_place_kernel
 
     ok, out = greedy_place_kernel(
         np.ascontiguousarray(free_mem, dtype=float),

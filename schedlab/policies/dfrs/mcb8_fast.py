@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.sim.jit import ALLOC, HOT, JIT, njit
+from schedlab.sim.common.jit import ALLOC, HOT, JIT, njit
 
 FIT_TOL = 1e-9  # = mcb8.FIT_TOL
 

@@ -1,4 +1,4 @@
-"""The packing policy seam (engine: ``schedlab.sim.packing``).
+"""The packing policy seam (engine: ``schedlab.sim.packing.engine``).
 
 Model (Psychas & Ghaderi §II; Tetris for several resources): L servers, each
 with a capacity vector; jobs arrive with a demand vector and a duration, wait
@@ -43,7 +43,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from schedlab.sim.packing import Cluster
+    from schedlab.sim.packing.engine import Cluster
 
 
 class PackingPolicy(ABC):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from schedlab.errors import UserError
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing import FIT_TOL
+from schedlab.sim.packing.engine import FIT_TOL
 
 
 class SingleResourcePolicy(PackingPolicy):

@@ -13,7 +13,7 @@ from collections import deque
 
 from schedlab.policies.packing.best_fit import SingleResourcePolicy
 from schedlab.policies.packing.structures import MaxSegmentTree
-from schedlab.sim.packing import FIT_TOL
+from schedlab.sim.packing.engine import FIT_TOL
 
 
 class FIFOFF(SingleResourcePolicy):

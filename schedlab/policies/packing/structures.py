@@ -14,7 +14,7 @@ over all servers or all queued jobs:
   A ``SortedList`` of (size, -job): O(log Q) per add / remove / query.
 
 Thresholds are passed by the caller already adjusted for the engine's fit
-tolerance (``schedlab.sim.packing.FIT_TOL``): ask for free ≥ r - tol, or for a
+tolerance (``schedlab.sim.packing.engine.FIT_TOL``): ask for free ≥ r - tol, or for a
 job of size ≤ free + tol.
 """
 

@@ -94,7 +94,7 @@ from sortedcontainers import SortedList
 from schedlab.errors import UserError
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.policies.packing.structures import MaxSegmentTree
-from schedlab.sim.packing import FIT_TOL
+from schedlab.sim.packing.engine import FIT_TOL
 
 #: The talk's recommended fairness knob ("0.75 offers nearly the best possible efficiency").
 DEFAULT_FAIRNESS = 0.75

@@ -83,7 +83,7 @@ Tie rules: "largest job" ties go to the earliest arrival (lowest job id);
 servers act in index order as above; configuration ties go to eq. 19 order.
 
 Fit test: ``size <= room + FIT_TOL`` with the engine's ``FIT_TOL`` (1e-9, from
-``schedlab.sim.packing``), so five jobs of 0.2 fill a unit server despite
+``schedlab.sim.packing.engine``), so five jobs of 0.2 fill a unit server despite
 binary rounding. Sizes are kept per job; the
 per-server sums are reset to exactly 0 whenever a server empties.
 
@@ -114,7 +114,7 @@ from sortedcontainers import SortedList
 
 from schedlab.errors import UserError
 from schedlab.policies.packing.base import PackingPolicy
-from schedlab.sim.packing import FIT_TOL  # the engine's fit tolerance, used verbatim
+from schedlab.sim.packing.engine import FIT_TOL  # the engine's fit tolerance, used verbatim
 
 TYPE1_RESERVE = 2.0 / 3.0
 """VQS rule (i): the share of a server reserved for type 1 when ``k_1 = 1``."""

@@ -1,7 +1,7 @@
 """The queue policy seam: four methods, in the spirit of the PSBS authors'
 simulator (enqueue / dequeue / schedule / next_internal_event).
 
-A policy acts on the server only through the :class:`~schedlab.sim.queue.Server`
+A policy acts on the server only through the :class:`~schedlab.sim.queue.engine.Server`
 handle it is built with: it groups jobs into pools (GPS groups) and says which
 pool holds the server. The engine calls:
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from schedlab.sim.queue import INF, Server
+from schedlab.sim.queue.engine import INF, Server
 
 
 class QueuePolicy(ABC):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from schedlab.policies.queue.base import QueuePolicy
-from schedlab.sim.queue import Server
+from schedlab.sim.queue.engine import Server
 
 
 class FIFO(QueuePolicy):

@@ -37,7 +37,7 @@ from collections import deque
 
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.policies.queue.las import LeastAttained
-from schedlab.sim.queue import INF, Server, tie_key
+from schedlab.sim.queue.engine import INF, Server, tie_key
 
 
 class VirtualLag:

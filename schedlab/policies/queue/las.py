@@ -19,7 +19,7 @@ import heapq
 import itertools
 
 from schedlab.policies.queue.base import QueuePolicy
-from schedlab.sim.queue import INF, Pool, Server, tie_key
+from schedlab.sim.queue.engine import INF, Pool, Server, tie_key
 
 
 class _Group:
@@ -41,7 +41,7 @@ class LeastAttained:
         self.server = server
         self.active: _Group | None = None
         # paused groups: heap of (tie key of level, creation order, level, group);
-        # levels equal as tie keys are one level (see schedlab.sim.queue.TIE_BITS)
+        # levels equal as tie keys are one level (see schedlab.sim.queue.engine.TIE_BITS)
         self.paused: list[tuple[float, int, float, _Group]] = []
         self.paused_at: dict[float, _Group] = {}  # tie key of level -> paused group
         self.group_of: dict[int, _Group] = {}

@@ -24,7 +24,7 @@ from abc import abstractmethod
 
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.policies.queue.las import LeastAttained
-from schedlab.sim.queue import INF, Pool, Server, tie_key
+from schedlab.sim.queue.engine import INF, Pool, Server, tie_key
 
 
 class SRPTE(QueuePolicy):

@@ -17,10 +17,10 @@ _LOAD_EPS = 1e-12
 
 def max_min_yields(A: np.ndarray) -> np.ndarray:
     """Progressive filling: the max-min fair y in [0, 1] with A y <= 1.
-    Compiled (``schedlab.sim.dfrs_fast.max_min_kernel``, bit-identical to
+    Compiled (``schedlab.sim.dfrs.fast.max_min_kernel``, bit-identical to
     :func:`max_min_yields_numpy`, which runs when the kernel cannot reach
     numpy's BLAS)."""
-    from schedlab.sim.dfrs_fast import blas_functions, max_min_kernel
+    from schedlab.sim.dfrs.fast import blas_functions, max_min_kernel
 
     blas = blas_functions()
     if blas is None:
@@ -54,8 +54,8 @@ def running_incidence(state: DfrsState, jobs: list[int], over: np.ndarray) -> tu
     ``over``: the jobs with a task on an overloaded node, in order (an int64
     array), and their incidence matrix A[r, i] = c_j x (tasks of job hit[i] on node
     over[r]), summed task by task -- in one compiled pass
-    (``schedlab.sim.dfrs_fast.hit_incidence_kernel``)."""
-    from schedlab.sim.dfrs_fast import hit_incidence_kernel
+    (``schedlab.sim.dfrs.fast.hit_incidence_kernel``)."""
+    from schedlab.sim.dfrs.fast import hit_incidence_kernel
 
     row_of = np.full(state.nodes, -1, dtype=np.int64)
     row_of[over] = np.arange(len(over))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedlab.errors import PolicyError
+from schedlab.sim.bound.underutilization import UsageProfile
 from schedlab.sim.dfrs.allocation import allocate
 from schedlab.sim.dfrs.state import DEFAULT_PENALTY, WAITING, DfrsState, check_state
-from schedlab.sim.underutilization import UsageProfile
 
 
 @dataclass
@@ -92,7 +92,7 @@ def simulate_dfrs(
     k_per = 1
     t_per = t0 + period if period else math.inf
     inf = math.inf
-    from schedlab.sim.dfrs_fast import horizon_kernel  # numba: loaded when a DFRS run starts
+    from schedlab.sim.dfrs.fast import horizon_kernel  # numba: loaded when a DFRS run starts
 
     while i < n or st.running or st.pending:
         t_arr = float(rel[order[i]]) if i < n else inf
@@ -100,7 +100,7 @@ def simulate_dfrs(
         run = np.fromiter(st.running, dtype=np.int64, count=len(st.running)) if st.running else None
         if run is not None:
             # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
-            # earliest completion or penalty end: compiled (schedlab.sim.dfrs_fast.horizon_kernel)
+            # earliest completion or penalty end: compiled (schedlab.sim.dfrs.fast.horizon_kernel)
             rate, t_c, t_ahead = horizon_kernel(run, st.pen_until, st.y, p, st.vt, t)
             t_next = min(t_next, t_ahead)
         if period and (st.running or st.pending):

@@ -125,9 +125,9 @@ class DfrsState:
         return nodes
 
     # -- mapping changes -----------------------------------------------------
-    # _release: np.add.at's sequential sums, compiled (schedlab.sim.dfrs_fast, imported lazily)
+    # _release: np.add.at's sequential sums, compiled (schedlab.sim.dfrs.fast, imported lazily)
     def _release(self, j: int) -> None:
-        from schedlab.sim.dfrs_fast import release_kernel
+        from schedlab.sim.dfrs.fast import release_kernel
 
         release_kernel(self.free_mem, self.load, self.nodes_of(j), self.mem[j], self.cpu[j])
         self.where[j] = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.sim.jit import JIT, njit
+from schedlab.sim.common.jit import JIT, njit
 
 
 @njit(**JIT)

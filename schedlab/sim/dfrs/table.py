@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import UserError
+from schedlab.sim.bound.stretch_bound import bounded_stretch, max_stretch_lower_bound
+from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.dfrs.events import simulate_dfrs
 from schedlab.sim.dfrs.state import DEFAULT_PENALTY, MEM_EPS
-from schedlab.sim.stretch_bound import bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.system import DFRS as DFRS_SYSTEM
-from schedlab.sim.underutilization import normalized_underutilization
 
 
 def _num_column(jobs, name: str, default: float | None) -> np.ndarray:

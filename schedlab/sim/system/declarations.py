@@ -67,7 +67,7 @@ PACKING = SystemSchema(
     ),
 )
 
-#: The batch engine's machine models (``schedlab.sim.batch``).
+#: The batch engine's machine models (``schedlab.sim.batch.engine``).
 BATCH_MODELS = ("procs", "nodes")
 #: The job-table column a trace gives its machine size in (SWF MaxProcs).
 MACHINE_PROCS = "machine_procs"
@@ -128,8 +128,8 @@ def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
 
 
 def _batch_fits(jobs, point) -> Misfit | None:
-    """The batch engine's oversize rule (``schedlab.sim.batch.run_table``)."""
-    from schedlab.sim.batch import units_needed
+    """The batch engine's oversize rule (``schedlab.sim.batch.engine.run_table``)."""
+    from schedlab.sim.batch.engine import units_needed
 
     missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:

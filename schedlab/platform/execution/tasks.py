@@ -1,0 +1,263 @@
+"""What one Ray task does: build workload instances and run policies on them.
+
+Runs in a worker process; pure apart from the simulation itself. A task never
+raises for a failing simulation: the exception becomes a failure record (config,
+replication, error text) so the sweep goes on, and Ray only retries *system*
+failures (a dead worker or node), for which the driver's sink keeps exactly one
+row per key.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from schedlab.platform.planning.plan import Config, Instance, MetricSpec, WorkloadPoint
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schedlab.engines.base import RunResult
+    from schedlab.platform.execution.parts import Part
+    from schedlab.platform.execution.payload import PackedWork
+
+
+@dataclass
+class TaskResult:
+    summary: list[dict[str, Any]]
+    jobs: list[tuple[str, pa.Table]]  # (policy, per-job rows)
+    failures: list[dict[str, Any]]
+    sim_seconds: float
+    series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
+    #: With ``encode=True``: the rows above as Parquet parts, one per policy
+    #: (`parts.Part`), and ``summary``/``jobs``/``series`` left empty.
+    parts: list[Part] = field(default_factory=list)
+    #: Seconds per stage inside the task (`STAGES`), from cheap timers: what
+    #: the sweep's breakdown (benchmarks/sweep_breakdown.py) and the task
+    #: sizing (`sizing.TaskSizer`) read.
+    stages: dict[str, float] = field(default_factory=dict)
+    #: Job-runs simulated (jobs x configurations): the sizing's unit of work.
+    job_runs: int = 0
+
+    def delivered(self) -> list[tuple[str, int]]:
+        """(config id, replication) of every row this result carries."""
+        return [(r["config_id"], r["replication"]) for r in self.summary] + [k for p in self.parts for k in p.keys]
+
+
+#: Stages timed inside a task: workload build, first call of a policy's
+#: engine in this worker (imports, kernel loading), the engines' own time
+#: (``sim_seconds``), the rest of each engine call (adapters, summary
+#: metrics), rows (row dicts, keyed tables, extra metrics), Parquet encoding
+#: (``encode=True``), and the whole task.
+STAGES = ("build", "warmup", "engine", "engine_other", "rows", "encode", "task")
+#: (engine, policy, path) already run once in this worker process.
+_WARM: set[tuple[str, str, str]] = set()
+#: Built-in workload kinds, built once per worker (a kind's construction reads signatures).
+_KINDS: dict[str, Any] = {}
+
+
+def _column_value(v: Any, integer: bool = False) -> Any:
+    """Parameters as stable column types: a parameter declared integer ->
+    int64 (``Config.integers``: njobs, weight_classes, system_procs, ...),
+    other numbers -> float64, lists -> JSON text, others as they are (see
+    docs/columns.md)."""
+    if isinstance(v, list):
+        return json.dumps(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if integer and float(v).is_integer():
+        return int(v)
+    return float(v)
+
+
+def _keyed_table(config: Config, replication: int, columns: dict[str, Any]) -> pa.Table:
+    n = len(next(iter(columns.values())))
+    return pa.table(
+        {
+            "config_id": pa.repeat(pa.scalar(config.config_id, pa.string()), n),
+            "replication": pa.array(np.full(n, replication, dtype=np.int64)),
+            **{k: pa.array(v) for k, v in columns.items()},
+        }
+    )
+
+
+def _failure(config: Config, replication: int, error: str, trace: str = "") -> dict[str, Any]:
+    return {
+        "config_id": config.config_id,
+        "replication": replication,
+        "policy": config.policy,
+        "error": error,
+        "traceback": trace,
+    }
+
+
+def _describe(err: BaseException) -> tuple[str, str]:
+    """(one line, traceback of the frames outside schedlab: the user's own)."""
+    from schedlab.usercode import user_frames_traceback
+
+    line = "".join(traceback.format_exception_only(type(err), err)).strip().splitlines()[-1]
+    return line, user_frames_traceback(err)
+
+
+def _build(engine_name: str, point: WorkloadPoint, rng: np.random.Generator, shared: Any) -> pl.DataFrame:
+    """One workload instance: a built-in kind, or a user's generator (whose
+    table is checked against the engine's schema)."""
+    from schedlab.api.workloads import check_job_table
+    from schedlab.usercode import worker_load
+    from schedlab.workloads.registry import workload_kind, workload_kinds
+
+    if point.code is not None and point.kind not in workload_kinds():
+        jobs = worker_load(point.code)(rng, **point.params)
+        return check_job_table(jobs, engine_name, f"workload {point.kind} ({point.code.ref})")
+    kind = _KINDS.get(point.kind)
+    if kind is None:
+        kind = _KINDS[point.kind] = workload_kind(point.kind)
+    table: pl.DataFrame = kind.instance(rng, point.params, shared)
+    return table
+
+
+def _extra_metrics(
+    result: RunResult, metric_fns: list[tuple[MetricSpec, Callable[..., Any]]], engine_name: str
+) -> dict[str, float]:
+    """The spec's extra metrics of one run (``schedlab.api.metrics``)."""
+    if not metric_fns:
+        return {}
+    import polars as pl
+
+    table = pl.DataFrame(result.jobs)
+    out = {}
+    for m, fn in metric_fns:
+        if m.name in result.summary:
+            raise ValueError(
+                f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; rename yours"
+            )
+        out[m.name] = float(fn(table, **m.params))
+    return out
+
+
+def _warmup_hook(
+    engine_name: str, instance: Instance, jobs: pl.DataFrame, shared: Any
+) -> Callable[[RunResult, list[tuple[MetricSpec, Callable[..., Any]]]], dict[str, Any]] | None:
+    """With ``[outputs] warmup``: a function (run result, extra metrics) ->
+    the columns the cut changes (``schedlab.platform.statistics.warmup``: one cut per
+    workload point, from pilot instances); None without warm-up deletion."""
+    point = instance.point
+    method = getattr(point, "warmup", None)
+    if method is None:
+        return None
+    from schedlab.platform.statistics import warmup
+
+    d = warmup.point_cut(
+        method, instance.seed_words[0], point.point_id, lambda rng: _build(engine_name, point, rng, shared)
+    )
+    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
+
+
+def run_instances(
+    engine_name: str,
+    work: list[tuple[Instance, list[Config]]] | PackedWork,
+    shared: Any,
+    per_job: bool,
+    metrics: tuple[MetricSpec, ...] = (),
+    engine_path: str = "fast",
+    encode: bool = False,
+) -> TaskResult:
+    """Run, for each workload instance, the configurations still to do
+    (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
+    ``encode``: return the rows as Parquet parts (`parts.encode_result`), so
+    the Parquet encoding runs here, on the worker, and the driver only writes
+    bytes (what a sweep does; direct callers get rows). A sweep sends
+    ``work`` packed (`payload`: indices into the plan's points, which the
+    worker loads once)."""
+    started = time.perf_counter()
+    if not isinstance(work, list):
+        from schedlab.platform.execution.payload import unpack
+
+        work = unpack(work)
+    clock = dict.fromkeys(STAGES, 0.0)
+    from schedlab import __version__
+    from schedlab.engines import get_engine
+    from schedlab.usercode import worker_load
+
+    engine = get_engine(engine_name)
+    provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
+    classes: dict[str, Any] = {}
+    metric_fns = [(m, m.function()) for m in metrics]
+    out = TaskResult([], [], [], 0.0)
+    for instance, configs in work:
+        point = instance.point
+        try:
+            t0 = time.perf_counter()
+            rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
+            jobs = _build(engine_name, point, rng, shared)
+            steady = _warmup_hook(engine_name, instance, jobs, shared)
+            clock["build"] += time.perf_counter() - t0
+        except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
+            line, trace = _describe(err)
+            text = f"building the workload failed: {line}"
+            out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
+            continue
+        for config in configs:
+            try:
+                policy = config.policy
+                if config.code is not None:
+                    key = f"{config.code.sha256}:{config.code.attr}"
+                    if key not in classes:
+                        classes[key] = worker_load(config.code)
+                    policy = classes[key]
+                t0 = time.perf_counter()
+                result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
+                t1 = time.perf_counter()
+                sim = result.summary.get("sim_seconds", 0.0)
+                first = (engine_name, config.policy, engine_path)
+                clock["engine"] += sim
+                clock["warmup" if first not in _WARM else "engine_other"] += max(t1 - t0 - sim, 0.0)
+                _WARM.add(first)
+                extra = _extra_metrics(result, metric_fns, engine_name)
+                if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
+                    extra.update(steady(result, metric_fns))
+            except Exception as err:  # noqa: BLE001
+                line, trace = _describe(err)
+                out.failures.append(_failure(config, instance.replication, line, trace))
+                continue
+            out.sim_seconds += sim
+            out.job_runs += jobs.height if hasattr(jobs, "height") else len(jobs)
+            row = {
+                "config_id": config.config_id,
+                "replication": instance.replication,
+                "policy": config.policy,
+                "engine": engine_name,
+                "workload_kind": point.kind,
+                "seed": instance.seed_label,
+                **{k: _column_value(v, k in config.integers) for k, v in config.flat_params().items()},
+                **{k: float(v) for k, v in result.summary.items()},
+                **extra,
+                **provenance,
+            }
+            if config.code is not None:
+                row["code_sha256"] = config.code.sha256
+            if point.code is not None:
+                row["workload_code_sha256"] = point.code.sha256
+            out.summary.append(row)
+            if per_job:
+                out.jobs.append((config.policy, _keyed_table(config, instance.replication, result.jobs)))
+            if result.series:
+                out.series.append((config.policy, _keyed_table(config, instance.replication, result.series)))
+            clock["rows"] += time.perf_counter() - t1
+    if encode:
+        from schedlab.platform.execution.parts import encode_result
+
+        t0 = time.perf_counter()
+        encode_result(out)
+        clock["encode"] = time.perf_counter() - t0
+    clock["task"] = time.perf_counter() - started
+    out.stages = clock
+    return out

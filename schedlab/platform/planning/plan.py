@@ -1,0 +1,544 @@
+"""Sweep spec -> plan: configurations, workload points, seeds and tasks.
+
+A *configuration* is engine + policy (+ params) + workload kind (+ params, one
+grid point). Its id is a hash of its canonical form (sorted keys, every number
+as a float, defaults filled in), so it is stable across runs, machines and the
+order of keys in the spec. The row key of a result is (config id, replication).
+
+A *workload point* is one grid point of the workload; replication r of it is
+one workload *instance*, drawn from ``SeedSequence([sweep seed, draw id, r])``
+and shared by every policy (common random numbers). Results therefore do not
+depend on how instances are spread over tasks, cores or machines. The draw id
+is the point id, except for a kind that names parameters which do not change
+the draw (``WorkloadKind.draw_excludes``, e.g. the ``load`` of a Lublin trace
+with ``same_trace``): then it is the id of the point without them, so points
+differing only there share their instances' random draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from schedlab.errors import UserError
+from schedlab.usercode import CodeRef
+
+if TYPE_CHECKING:
+    from schedlab.engines.base import Engine
+    from schedlab.errors import Collector
+    from schedlab.platform.planning.spec import MetricEntry, SweepSpec
+    from schedlab.workloads.registry import WorkloadKind
+
+
+def canonical(obj: Any) -> str:
+    """JSON with sorted keys and every (non-bool) number as a float, so 1 and
+    1.0 name the same configuration."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (int, float)):
+            return float(v)
+        if isinstance(v, dict):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        raise TypeError(f"cannot canonicalise {type(v).__name__}")
+
+    return json.dumps(norm(obj), sort_keys=True, separators=(",", ":"))
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(canonical(obj).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Config:
+    config_id: str
+    engine: str
+    policy: str
+    policy_params: dict[str, Any]
+    workload_kind: str
+    workload_params: dict[str, Any]
+    point_id: str
+    system: dict[str, Any] = field(default_factory=dict)
+    code: CodeRef | None = None  # a user's policy class (None: the built-in named `policy`)
+    #: flat_params() names declared integer (workload kind, [system] schema,
+    #: policy constructor): Int64 result columns. Not part of the id.
+    integers: frozenset[str] = frozenset()
+
+    def flat_params(self) -> dict[str, Any]:
+        """Every parameter as its own column / MLflow param."""
+        return {
+            **self.workload_params,
+            **{f"system_{k}": v for k, v in self.system.items()},
+            **{f"policy_{k}": v for k, v in self.policy_params.items()},
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadPoint:
+    point_id: str
+    kind: str
+    params: dict[str, Any]
+    configs: tuple[Config, ...]
+    code: CodeRef | None = None  # a user's generator (kind = its label) or trace reader
+    #: Warm-up deletion the task applies to every run of this point's instances
+    #: ([outputs] warmup; not part of the point's identity: the instance is the same).
+    warmup: str | None = None
+    #: Keys the instance seeds when not the point id (``WorkloadKind.draw_excludes``).
+    draw_id: str | None = None
+
+    @property
+    def seed_id(self) -> str:
+        return self.draw_id or self.point_id
+
+    def work(self) -> int:
+        """Job-runs one instance costs: jobs x configurations (a packing hint)."""
+        return int(self.params.get("njobs", 10_000)) * len(self.configs)
+
+
+@dataclass(frozen=True)
+class Instance:
+    point: WorkloadPoint
+    replication: int
+    seed_words: tuple[int, ...]
+
+    @property
+    def seed_label(self) -> str:
+        return "/".join(str(w) for w in (self.seed_words[0], self.point.seed_id, self.replication))
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """An extra metric of every summary row: ``fn(jobs, **params)`` on the
+    per-job table, a built-in (``code`` None, ``use`` its name) or user code."""
+
+    name: str
+    use: str
+    params: dict[str, Any]
+    code: CodeRef | None = None
+
+    def function(self) -> Callable[..., Any]:
+        from schedlab.api.metrics import BUILTIN_METRICS
+        from schedlab.usercode import worker_load
+
+        return worker_load(self.code) if self.code is not None else BUILTIN_METRICS[self.use]
+
+
+@dataclass
+class Plan:
+    name: str
+    engine: str
+    seed: int
+    points: list[WorkloadPoint]
+    param_columns: list[str]
+    configs: dict[str, Config] = field(default_factory=dict)
+    metrics: tuple[MetricSpec, ...] = ()
+    #: spec field -> resolved user code, e.g. "policies[3].use" -> CodeRef
+    code: dict[str, CodeRef] = field(default_factory=dict)
+
+    def shipped(self) -> tuple[tuple[str, str], ...]:
+        """(file or package folder, digest) of the user code Ray's py_modules
+        must ship to the workers."""
+        return tuple(sorted({(c.root, c.sha256) for c in self.code.values() if c.shipped}))
+
+    def instances(self, replications: Iterable[int], points: Iterable[WorkloadPoint] | None = None) -> list[Instance]:
+        reps = list(replications)
+        return [
+            Instance(p, r, (self.seed, int(p.seed_id, 16), r))
+            for p in (self.points if points is None else points)
+            for r in reps
+        ]
+
+    @staticmethod
+    def tasks(instances: list[Instance], task_jobs: int) -> list[list[Instance]]:
+        """Pack consecutive instances into tasks of about ``task_jobs``
+        job-runs each (tiny simulations share a task; a task never mixes
+        instances that need different shared inputs, e.g. two traces)."""
+        out: list[list[Instance]] = []
+        current: list[Instance] = []
+        work, key = 0, None
+        for inst in instances:
+            k = shared_input_key(inst.point)
+            if current and (work >= task_jobs or k != key):
+                out.append(current)
+                current, work = [], 0
+            current.append(inst)
+            work += max(1, inst.point.work())
+            key = k
+        if current:
+            out.append(current)
+        return out
+
+
+#: Built-in workload kinds by name, for `shared_input_key` (asked once per task submitted).
+_BUILTIN_KINDS: dict[str, Any] = {}
+
+
+def shared_input_key(point: WorkloadPoint) -> str | None:
+    """Identity of the input a point loads once and shares (a parsed trace),
+    or None when its instances are generated from the seed alone."""
+    from schedlab.workloads.registry import workload_kind, workload_kinds
+
+    if point.kind not in workload_kinds():  # a user's generator: drawn from the seed alone
+        return None
+    kind = _BUILTIN_KINDS.get(point.kind)
+    if kind is None:  # built once per process: constructing a kind reads signatures (~0.3 ms)
+        kind = _BUILTIN_KINDS[point.kind] = workload_kind(point.kind)
+    if kind.load_shared is None:
+        return None
+    return canonical(
+        {
+            k: v
+            for k, v in point.params.items()
+            if k in kind.shared_keys or (kind.open_prefix and k.startswith(kind.open_prefix))
+        }
+    )
+
+
+def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:
+    """Cross every list-valued param, except that each zip group varies together."""
+    zipped: set[str] = set()
+    axes: list[list[dict[str, Any]]] = []
+    for g, group in enumerate(zips):
+        for name in group:
+            if name not in params:
+                raise UserError(f"{where}.zip[{g}]: {name!r} is not a workload parameter")
+            if not isinstance(params[name], list):
+                raise UserError(f"{where}.zip[{g}]: {name!r} is not a list, so it cannot be zipped")
+            if name in zipped:
+                raise UserError(f"{where}.zip[{g}]: {name!r} appears in more than one zip group")
+            zipped.add(name)
+        lengths = {len(params[n]) for n in group}
+        if len(lengths) > 1:
+            raise UserError(
+                f"{where}.zip[{g}]: zipped lists differ in length "
+                f"({', '.join(f'{n}: {len(params[n])}' for n in group)})"
+            )
+        axes.append([dict(zip(group, values)) for values in zip(*(params[n] for n in group))])
+    for name, value in params.items():
+        if name in zipped:
+            continue
+        if isinstance(value, list):
+            axes.append([{name: v} for v in value])
+        else:
+            axes.append([{name: value}])
+    for name, value in params.items():
+        if isinstance(value, list) and not value:
+            raise UserError(f"{where}.{name}: empty grid axis")
+    return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
+
+
+def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: Collector) -> None:
+    """``kind.check`` reports one parameter (``njobs: ...``); to report every
+    bad parameter of a grid point, the one named is put back to its default
+    and the check runs again (at most once per parameter)."""
+    params = dict(full)
+    for _ in range(len(params) + 1):
+        try:
+            kind.check(params)
+            return
+        except UserError as err:
+            errors.add(f"{where}.{err}")  # names a parameter: workload.<param>: ...
+            name = str(err).split(":", 1)[0]
+            default = kind.defaults.get(name)
+            if name not in params or default is None or params[name] == default:
+                return
+            params[name] = default
+
+
+def _points(
+    kind: WorkloadKind, params: dict[str, Any], zips: list[list[str]], where: str, base_dir: Any = "."
+) -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
+    """Grid points with defaults filled in, checked, and expanded by the kind
+    (e.g. a trace's window = "all" becomes one point per window), each as
+    (params, identity params, user code). A trace point whose ``reader`` is a
+    code reference gets it made absolute (the driver loads the trace from
+    anywhere) and identified by the reader's name and digest, not its path."""
+    from schedlab.errors import Collector
+    from schedlab.usercode import absolute, is_reference, resolve
+    from schedlab.workloads.files import check_path
+
+    out = []
+    errors = Collector()
+    for raw in _grid(params, zips, where):
+        with errors.check():
+            full = kind.complete(raw, where)
+            code = None
+            if kind.name == "trace" and is_reference(full.get("reader")):
+                code = resolve(full["reader"], base_dir, f"{where}.reader")
+                full = {**full, "reader": absolute(full["reader"], base_dir)}
+            _check_params(kind, full, where, errors)
+            if "path" in kind.shared_keys:  # a missing input file: said here, not after Ray starts
+                with errors.check(f"{where}."):
+                    check_path(full["path"], base_dir)
+            if errors:
+                continue
+            try:
+                expanded = kind.expand(full) if kind.expand else [full]
+            except UserError as err:  # names a file:line or a parameter
+                raise UserError(f"{where}: {err}") from None
+            for p in expanded:
+                p = kind.trim(p)
+                ident = {**p, "reader": code.attr} if code is not None else p
+                out.append((p, ident, code))
+    errors.raise_any()
+    return out
+
+
+def _policies(
+    spec: SweepSpec, engine: Engine, source: str
+) -> tuple[list[tuple[str, dict[str, Any], CodeRef | None]], dict[str, CodeRef], dict[str, frozenset[str]]]:
+    """(name, params of one grid point, user code) per policy configuration;
+    built-ins by name, user classes by ``use`` (checked against the engine's
+    seam), params checked against the class's declaration."""
+    from schedlab.usercode import resolve
+
+    policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+    codes: dict[str, CodeRef] = {}
+    from schedlab.errors import Collector
+
+    errors = Collector()
+    integers: dict[str, frozenset[str]] = {}  # policy name -> its policy_<param> columns declared int
+    for i, entry in enumerate(spec.policy_entries()):
+        where = f"{source}: policies[{i}]"
+        code = None
+        with errors.check():
+            if entry.use is not None:
+                if entry.name in engine.policies:
+                    raise UserError(
+                        f"{where}.name: {entry.name!r} is a built-in {engine.name} policy; "
+                        f"give your policy another name"
+                    )
+                code = resolve(entry.use, spec.base_dir, f"{where}.use")
+                cls = engine.check_policy_class(code.load(), f"{where}.use")
+                codes[f"policies[{i}].use"] = code
+            else:
+                try:
+                    cls = engine.policy(entry.name)
+                except UserError as err:
+                    raise UserError(f"{where}: {err}") from None
+            from schedlab.params import declared
+
+            integers[entry.name] = frozenset(
+                f"policy_{n}" for n, p in declared(cls, engine.handle_args).items() if p.annotation in (int, "int")
+            )
+            for point in _grid(entry.params, [], f"{where}.params"):
+                with errors.check():
+                    engine.check_policy_params(cls, point, f"{where}.params")
+                    policies.append((entry.name, point, code))
+    errors.raise_any()
+    seen: set[str] = set()
+    for name, params, _ in policies:
+        key = canonical([name, params])
+        if key in seen:
+            raise UserError(f"{source}: policies: {name!r} is listed twice")
+        seen.add(key)
+    return policies, codes, integers
+
+
+def _metrics(spec: SweepSpec, source: str) -> tuple[tuple[MetricSpec, ...], dict[str, CodeRef]]:
+    """The spec's extra metrics, each checked on its own (every mistake reported)."""
+    from schedlab.errors import Collector
+
+    out: list[MetricSpec] = []
+    codes: dict[str, CodeRef] = {}
+    errors = Collector()
+    for i, m in enumerate(spec.metrics):
+        with errors.check():
+            _metric(spec, m, i, source, out, codes)
+    errors.raise_any()
+    return tuple(out), codes
+
+
+def _metric(
+    spec: SweepSpec, m: MetricEntry, i: int, source: str, out: list[MetricSpec], codes: dict[str, CodeRef]
+) -> None:
+    from schedlab.api.metrics import BUILTIN_METRICS
+    from schedlab.params import check_params
+    from schedlab.usercode import is_reference, resolve
+
+    where = f"{source}: metrics[{i}]"
+    code = None
+    if is_reference(m.use):
+        code = resolve(m.use, spec.base_dir, f"{where}.use")
+        fn = code.load()
+        if not callable(fn):
+            raise UserError(f"{where}.use: {m.use} is not a function (a metric is fn(jobs, **params) -> number)")
+        codes[f"metrics[{i}].use"] = code
+    elif m.use in BUILTIN_METRICS:
+        fn = BUILTIN_METRICS[m.use]
+    else:
+        raise UserError(
+            f"{where}.use: unknown metric {m.use!r}; choose from: {', '.join(BUILTIN_METRICS)} "
+            f'(or your own function with use = "file.py:fn")'
+        )
+    check_params(fn, dict(m.params), f"{where}.params", skip=1, what="metric")
+    if any(x.name == m.name for x in out):
+        raise UserError(f"{where}.name: {m.name!r} is listed twice")
+    out.append(MetricSpec(m.name, m.use, dict(m.params), code))
+
+
+def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
+    """Expand and check a validated `SweepSpec`; every error names its field.
+
+    Every independent mistake is reported (a `UserErrors` when there are
+    several): the policies, metrics, [system] values and workload grid points
+    are checked each on its own; a check that needs another part (the
+    workload kind needs the engine, the jobs-fit-the-machine check needs
+    valid [system] values and workload points) runs when that part is sound."""
+    from schedlab.engines import get_engine
+    from schedlab.errors import Collector
+    from schedlab.usercode import resolve
+    from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
+
+    errors = Collector()
+    engine = None
+    with errors.check(f"{source}: engine: "):
+        engine = get_engine(spec.engine)
+    codes: dict[str, CodeRef] = {}
+    kind = wl_code = None
+    kind_name = spec.workload.kind
+    with errors.check():
+        if spec.workload.use is not None:
+            wl_code = resolve(spec.workload.use, spec.base_dir, f"{source}: workload.use")
+            kind_name = spec.workload.kind if "kind" in spec.workload.model_fields_set else wl_code.attr
+            if kind_name in workload_kinds():
+                raise UserError(
+                    f"{source}: workload.kind: {kind_name!r} is a built-in workload kind; with use, "
+                    f"leave kind out or name your generator differently"
+                )
+            try:
+                kind = user_kind(wl_code, kind_name)
+            except UserError as err:
+                raise UserError(f"{source}: workload.use: {err}") from None
+            codes["workload.use"] = wl_code
+        elif engine is not None:
+            if kind_name not in engine.workload_kinds:
+                raise UserError(
+                    f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
+                    f'choose from: {", ".join(engine.workload_kinds)} (or your own generator with use = "gen.py:fn")'
+                )
+            kind = workload_kind(kind_name, f"{source}: workload.kind")
+
+    policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+    policy_integers: dict[str, frozenset[str]] = {}
+    if engine is not None:
+        with errors.check():
+            policies, policy_codes, policy_integers = _policies(spec, engine, source)
+            codes.update(policy_codes)
+    metrics: tuple[MetricSpec, ...] = ()
+    with errors.check():
+        metrics, metric_codes = _metrics(spec, source)
+        codes.update(metric_codes)
+    systems: list[dict[str, Any]] | None = None
+    if engine is not None:
+        with errors.check():
+            engine.check_system(spec.system, f"{source}: system")
+            systems = _grid(dict(spec.system), [], f"{source}: system")
+
+    points: list[WorkloadPoint] = []
+    configs: dict[str, Config] = {}
+    integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
+        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer
+    )
+    expanded = []
+    if kind is not None:
+        with errors.check():
+            expanded = _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload", spec.base_dir)
+    for params, ident, reader_code in expanded:
+        pcode = wl_code or reader_code
+        if reader_code is not None:
+            codes.setdefault("workload.reader", reader_code)
+        workload_identity = {"kind": kind_name, "params": ident}
+        if pcode is not None:
+            workload_identity["code"] = pcode.identity
+        point_id = digest(workload_identity)
+        excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
+        draw_id = None
+        if excluded:
+            draw_id = digest(
+                {
+                    **workload_identity,
+                    "params": {k: v for k, v in ident.items() if k not in excluded},
+                    "draw_excludes": sorted(excluded),
+                }
+            )
+        point_configs = []
+        for system in systems or ():
+            for name, pparams, code in policies:
+                identity: dict[str, Any] = {
+                    "engine": engine.name,
+                    "policy": name,
+                    "policy_params": pparams,
+                    "workload": workload_identity,
+                }
+                if system:  # only engines with system params carry the key (queue ids unchanged)
+                    identity["system"] = system
+                if code is not None:  # only user code carries a digest (built-in ids unchanged)
+                    identity["code"] = code.identity
+                cid = digest(identity)
+                config = Config(
+                    cid,
+                    engine.name,
+                    name,
+                    pparams,
+                    kind_name,
+                    params,
+                    point_id,
+                    system,
+                    code,
+                    integers | policy_integers.get(name, frozenset()),
+                )
+                configs[cid] = config
+                point_configs.append(config)
+        points.append(
+            WorkloadPoint(
+                point_id, kind_name, params, tuple(point_configs), pcode, getattr(spec.outputs, "warmup", None), draw_id
+            )
+        )
+    if points and systems is not None:
+        from schedlab.sim.system import check_jobs_fit
+
+        # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
+        with errors.check():
+            engine.check_system_workload(
+                spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+            )
+            # what run would reject in every instance, known now: jobs wider than the machine, a build that fails
+            check_jobs_fit(
+                engine.system, spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+            )
+    if len({p.point_id for p in points}) != len(points):
+        errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
+
+    from schedlab.usercode import check_distinct
+
+    with errors.check():
+        check_distinct(codes, source)
+    columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
+    reserved = {
+        "config_id",
+        "replication",
+        "engine",
+        "policy",
+        "workload_kind",
+        "seed",
+        "schedlab_version",
+        "schedlab_digest",
+        "code_sha256",
+        "workload_code_sha256",
+    }
+    clash = set(columns) & reserved
+    if clash:
+        errors.add(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
+    for i, m in enumerate(metrics):
+        if m.name in reserved or m.name in columns:
+            errors.add(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
+    errors.raise_any()
+    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)

@@ -1,0 +1,458 @@
+"""Sweep specs: TOML in, a validated typed model out.
+
+Every mistake becomes a line naming the file and the field path
+(``psbs.toml: workload.shape[2]: must be a number > 0; got -1``) -- the spec
+is checked completely (engine, policies, every grid point of the workload,
+the trace files and whether the jobs fit the machine) before anything is run
+or written, and every independent mistake is reported: one is a `UserError`,
+several a `UserErrors` (one line each).
+
+A spec (this example is valid as written: ``tests/test_docs.py`` parses and
+plans it, so every field shown here exists)::
+
+    name = "psbs-shape"          # results/<name>, MLflow experiment <name>
+    description = "PSBS against SRPT and PS as the size distribution's shape varies"
+    engine = "queue"
+    seed = 1
+    policies = ["PS", "SRPT", "PSBS"]    # or [[policies]] tables: name, params, use
+    # your own class: {name = "AgedSRPT", use = "mypolicies.py:AgedSRPT", params = {alpha = [0.1, 1.0]}}
+    # (use: a file relative to this spec's folder, or "module:Name"; see docs/extending.md)
+
+    [workload]                   # kind + params; a list is a grid axis
+    kind = "synthetic"           # or use = "gen.py:fn" (your generator; its params here)
+    njobs = 1000
+    shape = [0.125, 0.25, 0.5]
+    load = [0.5, 0.9, 0.99]
+    sigma = 0.5
+    zip = [["shape", "load"]]    # optional: zip these axes instead of crossing them
+
+    [[metrics]]                  # optional extra summary columns (schedlab.api.metrics)
+    name = "sojourn_p999"
+    use = "quantile"
+    params = {column = "sojourn", q = 0.999}
+
+    # [system]                   # the engine's system parameters (gridable); the queue
+    # servers = 5                # engine has none, packing: servers, capacity, epoch, sample_every
+
+    [replications]               # either a fixed n ...
+    n = 10
+    # ... or adaptive: rounds until the 95 % CI half-width of `metric` is within
+    # rel_halfwidth of its mean for every configuration
+    # metric = "mst"; rel_halfwidth = 0.05; min = 5; max = 200; batch = 5
+    # ... on a paired target: every policy's paired interval of the difference
+    # to the baseline within rel_halfwidth of the baseline's mean (ratio = true:
+    # half-width of the mean log ratio <= log(1 + rel_halfwidth))
+    # target = "paired"; baseline = "PS"; ratio = false
+    # ... or ranking and selection (Kim & Nelson's KN, per workload point):
+    # mode = "select-best"; metric = "mst"; delta = 0.1; confidence = 0.95;
+    # minimize = true; min = 10 (n0); max = 200; batch = 1
+
+    [outputs]
+    dir = "results/psbs-shape"
+    per_job = false
+    # warmup = "mser5"           # queue engine: MSER-5 warm-up deletion, same cut for every policy of an instance
+
+    [tracking]
+    enabled = true
+    uri = "sqlite:///mlflow.db"
+    experiment = "psbs-shape"
+
+    [execution]
+    # address = "ray://head:10001"   # a Ray cluster (default: local Ray)
+    max_in_flight = 6
+    cpus_per_task = 1
+    retries = 3
+    # engine_path = "reference": run even built-in queue policies (and packing's
+    # FIFO-FF, BF-J, BF-S, BF-J/S, batch's FCFS, EASY) on the Python reference
+    # engine (default "fast": compiled kernels, the same numbers)
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from schedlab.errors import UserError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+#: A pydantic error location (field names and list indices).
+_Loc = tuple[int | str, ...]
+
+Scalar = bool | int | float | str
+#: A list is a grid axis; a list inside it is one list-valued point ([[0.4, 0.6]]).
+ParamValue = Scalar | list[Scalar | list[Scalar]]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyEntry(_Model):
+    name: str
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    #: Your own policy class: "file.py:Name" (relative to the spec's folder) or "module:Name".
+    use: str | None = None
+
+
+class MetricEntry(_Model):
+    """An extra summary metric: a function of the per-job table (a built-in
+    from ``schedlab.api.metrics`` or your own ``use = "file.py:fn"``)."""
+
+    name: str
+    use: str
+    params: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _column(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must be letters, digits or '_' (it names a column)")
+        return v
+
+
+class WorkloadSpec(BaseModel):
+    """Workload kind, params (a list value is a grid axis) and zipped axes."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str = "synthetic"
+    zip: list[list[str]] = Field(default_factory=list)
+    #: Your own generator, "file.py:fn" or "module:fn": fn(rng, **params) -> job table.
+    use: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ReplicationsSpec(_Model):
+    n: int | None = Field(default=None, ge=1)
+    metric: str | None = None
+    rel_halfwidth: float | None = Field(default=None, gt=0, lt=1)
+    min: int = Field(default=5, ge=2)
+    max: int = Field(default=200, ge=2)
+    batch: int = Field(default=5, ge=1)
+    #: Adaptive target: None / "each" (every configuration's own CI of the
+    #: mean) or "paired" (every policy's paired interval to ``baseline``).
+    target: Literal["each", "paired"] | None = None
+    baseline: str | None = None
+    ratio: bool | None = None  # paired target on policy / baseline (log scale)
+    #: "select-best": Kim & Nelson's (2001) fully sequential procedure KN.
+    mode: Literal["select-best"] | None = None
+    delta: float | None = Field(default=None, gt=0)  # indifference zone, in the metric's units
+    confidence: float | None = Field(default=None, gt=0, lt=1)  # 1 - alpha (default 0.95)
+    minimize: bool | None = None  # default true: smaller is better
+
+    #: Fields added after results dirs existed: left out of the spec hash while unset.
+    LATE: ClassVar[tuple[str, ...]] = ("target", "baseline", "ratio", "mode", "delta", "confidence", "minimize")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> ReplicationsSpec:
+        if self.mode == "select-best":
+            if self.n is not None:
+                raise ValueError("n: select-best decides the replications itself; leave n out")
+            for name in ("rel_halfwidth", "target", "baseline", "ratio"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f'{name}: not used with mode = "select-best" (it takes metric, delta, '
+                        f"confidence, minimize, min, max, batch)"
+                    )
+            if self.metric is None:
+                raise ValueError("metric: select-best needs the metric to select on")
+            if self.delta is None:
+                raise ValueError("delta: select-best needs the indifference zone delta (in the metric's units)")
+        else:
+            for name in ("delta", "confidence", "minimize"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f'{name}: only with mode = "select-best"')
+            adaptive = self.metric is not None or self.rel_halfwidth is not None
+            if self.n is not None and adaptive:
+                raise ValueError("give either n, or metric + rel_halfwidth (adaptive), not both")
+            if self.n is None and not adaptive:
+                raise ValueError("give n (a fixed count) or metric + rel_halfwidth (adaptive)")
+            if adaptive and (self.metric is None or self.rel_halfwidth is None):
+                raise ValueError("adaptive replications need both metric and rel_halfwidth")
+            if self.target == "paired" and self.baseline is None:
+                raise ValueError('baseline: target = "paired" needs the baseline policy')
+            if self.target != "paired":
+                for name in ("baseline", "ratio"):
+                    if getattr(self, name) is not None:
+                        raise ValueError(f'{name}: only with target = "paired"')
+            if self.n is not None and self.target is not None:
+                raise ValueError("target: only with adaptive replications (metric + rel_halfwidth), not n")
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.n is None
+
+    @property
+    def select_best(self) -> bool:
+        return self.mode == "select-best"
+
+    @property
+    def first_round(self) -> int:
+        """Replications of the first round: ``n`` when fixed, else ``min``."""
+        return self.n if self.n is not None else self.min
+
+    @property
+    def step(self) -> int:
+        """Replications per round after the first: ``batch``; select-best
+        takes one at a time (KN's own rule) unless batch is given."""
+        return self.batch if (not self.select_best or "batch" in self.model_fields_set) else 1
+
+
+class OutputsSpec(_Model):
+    dir: str | None = None
+    per_job: bool = False
+    #: Warm-up deletion of the leading jobs (queue engine): "mser5" (White 1997).
+    warmup: Literal["mser5"] | None = None
+
+
+class TrackingSpec(_Model):
+    enabled: bool = True
+    uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db
+    experiment: str | None = None
+
+
+class ExecutionSpec(_Model):
+    address: str | None = None
+    num_cpus: int | None = Field(default=None, ge=1)  # local Ray only: CPUs to start with
+    max_in_flight: int | None = Field(default=None, ge=1)
+    cpus_per_task: float = Field(default=1.0, gt=0)
+    retries: int = Field(default=3, ge=0)
+    #: Pack instances until a task simulates this many job-runs; unset: tasks
+    #: sized by measurement (schedlab.platform.execution.sizing, ~1 s of work each).
+    task_jobs: int | None = Field(default=None, ge=1)
+    #: "fast": compiled kernels for the built-in queue policies and the packing
+    #: engine's FIFO-FF, BF-J, BF-S, BF-J/S (same numbers);
+    #: "reference": always the readable Python engine (schedlab.engines.ENGINE_PATHS).
+    engine_path: Literal["fast", "reference"] = "fast"
+
+
+class SweepSpec(_Model):
+    name: str
+    engine: str
+    #: What the sweep is for (MLflow shows it on the experiment and the parent
+    #: run). Not part of the results' identity. A spec file without one is
+    #: described by its leading comment lines.
+    description: str | None = None
+    seed: int = Field(default=0, ge=0)
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    policies: list[str | PolicyEntry] = Field(min_length=1)
+    metrics: list[MetricEntry] = Field(default_factory=list)
+    system: dict[str, ParamValue] = Field(default_factory=dict)  # engine's system params (e.g. servers)
+    replications: ReplicationsSpec = Field(default_factory=lambda: ReplicationsSpec(n=1))
+    outputs: OutputsSpec = Field(default_factory=OutputsSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v):
+            raise ValueError("must be letters, digits, '.', '_' or '-' (it names a directory)")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_fields(self) -> SweepSpec:
+        reps = self.replications
+        if reps.baseline is not None:
+            entries = self.policy_entries()
+            names = [e.name for e in entries]
+            if reps.baseline not in names:
+                raise ValueError(
+                    f"replications.baseline: {reps.baseline!r} is not one of the spec's policies ({', '.join(names)})"
+                )
+            entry = entries[names.index(reps.baseline)]
+            grid = [k for k, v in entry.params.items() if isinstance(v, list) and len(v) > 1]
+            if grid:
+                raise ValueError(
+                    f"replications.baseline: {reps.baseline!r} has a grid of params ({', '.join(grid)}); "
+                    f"the baseline must be one configuration"
+                )
+        if reps.select_best and len(self.policies) < 2:
+            raise ValueError("replications.mode: select-best needs at least 2 policies")
+        if self.outputs.warmup is not None and self.engine != "queue":
+            raise ValueError(
+                f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
+                f"engine {self.engine!r} has none"
+            )
+        return self
+
+    #: The folder `use = "file.py:..."` paths are relative to (the spec file's; else the cwd).
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    def policy_entries(self) -> list[PolicyEntry]:
+        return [PolicyEntry(name=p) if isinstance(p, str) else p for p in self.policies]
+
+    def results_dir(self) -> Path:
+        return Path(self.outputs.dir) if self.outputs.dir else Path("results") / self.name
+
+    def experiment(self) -> str:
+        return self.tracking.experiment or self.name
+
+    def result_defining(self) -> dict[str, Any]:
+        """The part of the spec that determines the results (not where or how
+        they are computed): changing it under an existing results dir is an
+        error unless --fresh."""
+        data = self.model_dump(mode="json")
+        keep = ("name", "engine", "seed", "workload", "policies", "system", "replications")
+        out = {k: data[k] for k in keep}
+        for k in ReplicationsSpec.LATE:  # absent while unset: earlier results dirs keep their spec hash
+            if out["replications"].get(k) is None:
+                out["replications"].pop(k, None)
+        if self.replications.select_best:  # one at a time unless batch is given: part of the procedure
+            out["replications"]["batch"] = self.replications.step
+        if self.outputs.warmup is not None:  # it changes the steady-state metrics of every row
+            out["warmup"] = self.outputs.warmup
+        if self.metrics:  # only when set: the spec hashes of earlier results dirs stay valid
+            out["metrics"] = data["metrics"]
+        out["per_job"] = self.outputs.per_job
+        return out
+
+
+def _path(loc: _Loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "PolicyEntry", "function-after[_slug(), str]") or "[" in str(part):
+            continue  # pydantic's union-branch labels are noise to a user
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+#: Union-branch labels pydantic puts in an error's location (a policy is a name or a table).
+_SCALAR_BRANCHES = ("str", "int", "float", "bool")
+#: Spec fields build_plan reads: when these validate, the plan-level checks run
+#: too, so one report lists the mistakes of both layers.
+_PLAN_FIELDS = ("engine", "workload", "policies", "metrics", "system")
+
+
+def _branch(loc: _Loc) -> tuple[_Loc, str | None]:
+    """(location up to a union branch label, the label) or (loc, None)."""
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and (part in _SCALAR_BRANCHES or part == "PolicyEntry" or "[" in part):
+            return tuple(loc[:i]), part
+    return tuple(loc), None
+
+
+def _message(e: ErrorDetails, source: str) -> str:
+    """One pydantic error as ``source: field.path: message``."""
+    msg = e["msg"].removeprefix("Value error, ")
+    named = re.match(r"^([a-z_]+(?:\.[a-z_]+)?): (.*)$", msg, re.S)
+    if e["type"] == "value_error" and named:  # a cross-field rule names its field: put it in the path
+        where = _path(e["loc"])
+        field_ = named.group(1)
+        path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
+        return f"{source}: {path_}: {named.group(2)}"
+    if e["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif e["type"] == "missing":
+        msg = "required field is missing"
+    return f"{source}: {_path(e['loc'])}: {msg}"
+
+
+def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
+    """Every error of a failed validation, one line each. A value that fails
+    every branch of a union (a policy that is neither a name nor a valid
+    table) is reported by one branch: the one for its type (a table's own
+    field errors, not "should be a string"), else the first."""
+    errors = err.errors()
+    chosen: dict[_Loc, str] = {}
+    for e in errors:
+        at, label = _branch(e["loc"])
+        if label is None or at in chosen:
+            continue
+        if (
+            label in _SCALAR_BRANCHES
+            and isinstance(e.get("input"), dict)
+            and any(_branch(o["loc"])[0] == at and _branch(o["loc"])[1] not in _SCALAR_BRANCHES for o in errors)
+        ):
+            continue  # a table: its table branch speaks for it
+        chosen[at] = label
+    out = []
+    for e in errors:
+        at, label = _branch(e["loc"])
+        if label is None or chosen.get(at) == label:
+            out.append(_message(e, source))
+    return out
+
+
+def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path | None = None) -> SweepSpec:
+    """Validate a spec dict (from TOML) completely; raise a UserError naming
+    the field (``UserErrors``, one line each, when there are several
+    independent mistakes). ``base_dir``: the folder relative ``use`` paths
+    start from (default: the current directory)."""
+    from schedlab.errors import Collector
+    from schedlab.platform.planning.plan import build_plan
+
+    errors = Collector()
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        spec = None
+        found = err.errors()
+        for line in _pydantic_messages(err, source):
+            errors.add(line)
+        if not any(e["loc"] and e["loc"][0] in _PLAN_FIELDS for e in found):
+            # The rest of the spec is sound: check the plan too (engine, policies, workload points).
+            partial = {k: data[k] for k in _PLAN_FIELDS if isinstance(data, dict) and k in data}
+            try:
+                checked = SweepSpec.model_validate({"name": "spec", **partial})
+            except ValidationError:
+                checked = None
+            if checked is not None:
+                if base_dir is not None:
+                    checked._base_dir = Path(base_dir).resolve()
+                with errors.check():
+                    build_plan(checked, source)
+        errors.raise_any()
+    if spec is None:  # invariant: a failed validation added its messages above, so raise_any() raised
+        raise AssertionError("spec validation failed without reporting an error")
+    if base_dir is not None:
+        spec._base_dir = Path(base_dir).resolve()
+    # Engine, policies and every workload grid point: checked by plan expansion.
+    build_plan(spec, source)
+    return spec
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: not valid TOML: {err}") from None
+    if "description" not in data:
+        text = leading_comment(path.read_text(errors="replace"))
+        if text:
+            data["description"] = text
+    return parse_spec(data, str(path), path.parent)
+
+
+def leading_comment(text: str) -> str:
+    """The comment lines a TOML file starts with (blank lines before them
+    skipped), without their ``#``: how the sweeps in sweeps/ say what they are."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            out.append(stripped[1:].strip())
+        elif stripped or out:
+            break
+    return " ".join(x for x in out if x)

@@ -1,0 +1,262 @@
+"""Paired comparisons of policies against a baseline (common random numbers).
+
+Replication r of a workload point is the same instance for every policy, so
+the rows of two policies at the same workload point and replication are a
+*pair*; the difference within a pair has the instance's noise taken out. For
+each workload point (the ``by`` columns) and each policy other than the
+baseline this module gives:
+
+* the mean paired difference policy - baseline (or, with ``ratio``, the
+  geometric mean of policy / baseline: the t interval is computed on
+  log(policy / baseline) and transformed back with exp),
+* its 95 % t interval from the n pairs (``scipy.stats.t``),
+* the paired t test's p value and its Holm (1979) adjustment over the
+  policies compared with the baseline at that point (family-wise error at
+  5 % per point; ``significant`` is p_holm < 0.05).
+
+``schedlab compare`` and ``schedlab.compare`` print / return this;
+`paired_stats` is the one computation behind them, adaptive replications on
+a paired target (``runner._adaptive``) and the pipelines' paired intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+from schedlab.errors import UserError
+from schedlab.platform.statistics.stats import CONFIDENCE, group_moments, holm, paired
+
+#: Family-wise error rate for the ``significant`` column (Holm).
+ALPHA = 0.05
+#: Said with every table and JSON document: what the numbers are.
+METHOD_DIFF = (
+    "paired by (workload point, replication): mean of policy - {baseline} over the n pairs, "
+    "95 % Student-t interval; p: paired t test, Holm-adjusted over the {k} policies compared with "
+    "{baseline} at each point (significant: p_holm < 0.05)"
+)
+METHOD_RATIO = (
+    "paired by (workload point, replication): geometric mean of policy / {baseline} over the n pairs, "
+    "95 % Student-t interval of the mean log ratio, transformed back with exp; p: paired t test on "
+    "the log ratios, Holm-adjusted over the {k} policies compared with {baseline} at each point "
+    "(significant: p_holm < 0.05)"
+)
+
+
+def paired_stats(
+    frame: pl.DataFrame,
+    cells: list[str],
+    pair: list[str],
+    arm: str,
+    value: str,
+    baseline: str,
+    ratio: bool = False,
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
+    """Paired intervals of every arm against ``baseline``.
+
+    ``frame`` has one row per (cell, pair key, arm): ``cells`` name the
+    comparison (e.g. a workload point), ``pair`` the columns that make two rows
+    of one cell a pair (e.g. replication), ``arm`` the policy label and
+    ``value`` the metric. Rows whose value is null or NaN are left out (so is
+    their pair). Returns one row per (cell, arm != baseline): ``n``, ``mean``
+    (the arm's mean over its paired rows), ``baseline_mean``, ``estimate``
+    (mean difference, or geometric mean ratio), ``ci_low``, ``ci_high``,
+    ``halfwidth`` (of the difference, or of the mean log ratio), ``p_value``,
+    ``p_holm`` (within the cell), ``significant``; sorted by cells, then by
+    the arms' first appearance in ``frame``."""
+    keys = cells + pair
+    clean = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
+    dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1)
+    if dup.height:
+        row = dup.row(0, named=True)
+        raise UserError(
+            f"{row['len']} rows share one pair key ({', '.join(f'{k}={row[k]}' for k in keys + [arm])}); "
+            f"a comparison needs one row per policy, workload point and replication"
+        )
+    base = clean.filter(pl.col(arm) == baseline).select(keys + [pl.col(value).alias("_base")])
+    others = clean.filter(pl.col(arm) != baseline)
+    joined = others.join(base, on=keys, how="inner", nulls_equal=True)
+    if ratio:
+        bad = joined.filter((pl.col(value) <= 0) | (pl.col("_base") <= 0))
+        if bad.height:
+            raise UserError(
+                f"--ratio needs positive values; {value} is {bad[value][0] if bad[value][0] <= 0 else bad['_base'][0]} "
+                f"in a row of {bad[arm][0] if bad[value][0] <= 0 else baseline}"
+            )
+        joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
+    else:
+        joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
+    order = {a: i for i, a in enumerate(dict.fromkeys(frame[arm].to_list()))}
+    means = group_moments(joined, cells + [arm], [value, "_base"]).select(
+        cells + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
+    )
+    groups = (
+        joined.group_by(cells + [arm], maintain_order=True)
+        .agg(pl.col("_d"))
+        .join(means, on=cells + [arm], how="left", nulls_equal=True, maintain_order="left")
+    )
+    records: list[dict[str, Any]] = []
+    for rec in groups.iter_rows(named=True):
+        p = paired(np.asarray(rec.pop("_d"), dtype=float), confidence)
+        if ratio:
+            est, lo, hi = math.exp(p.mean), math.exp(p.low), math.exp(p.high)
+        else:
+            est, lo, hi = p.mean, p.low, p.high
+        records.append(
+            {
+                **rec,
+                "n": p.n,
+                "estimate": est,
+                "ci_low": lo,
+                "ci_high": hi,
+                "halfwidth": p.halfwidth,
+                "p_value": p.p_value,
+            }
+        )
+    schema_cells = {c: frame.schema[c] for c in cells}
+    out_schema: dict[str, PolarsDataType] = {
+        **schema_cells,
+        arm: frame.schema[arm],
+        "mean": pl.Float64,
+        "baseline_mean": pl.Float64,
+        "n": pl.Int64,
+        "estimate": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "halfwidth": pl.Float64,
+        "p_value": pl.Float64,
+    }
+    out = pl.DataFrame(records, schema=out_schema)
+    out = out.with_columns(pl.col(arm).replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+    out = out.sort(cells + ["_order"], nulls_last=True).drop("_order")
+    # Holm within each cell
+    adj: list[float] = [math.nan] * out.height
+    cell_keys = [tuple(r) for r in out.select(cells).iter_rows()] if cells else [()] * out.height
+    by_cell: dict[tuple[Any, ...], list[int]] = {}
+    for i, k in enumerate(cell_keys):
+        by_cell.setdefault(k, []).append(i)
+    pv = out["p_value"].to_list()
+    for rows in by_cell.values():
+        for i, a in zip(rows, holm([pv[i] for i in rows])):
+            adj[i] = a
+    out = out.with_columns(pl.Series("p_holm", adj, dtype=pl.Float64))
+    out = out.with_columns(
+        pl.when(pl.col("p_holm").is_nan()).then(None).otherwise(pl.col("p_holm") < ALPHA).alias("significant")
+    )
+    return out.select(
+        cells
+        + [
+            arm,
+            "n",
+            "mean",
+            "baseline_mean",
+            "estimate",
+            "ci_low",
+            "ci_high",
+            "halfwidth",
+            "p_value",
+            "p_holm",
+            "significant",
+        ]
+    )
+
+
+def _arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
+    """Policy name, with its varying parameters when the sweep grids them:
+    ``PSBS[beta=2]``."""
+    if not policy_params:
+        return frame["policy"]
+    labels = []
+    for rec in frame.select(["policy"] + policy_params).iter_rows(named=True):
+        parts = [
+            f"{c.removeprefix('policy_')}={rec[c]:g}"
+            if isinstance(rec[c], float)
+            else f"{c.removeprefix('policy_')}={rec[c]}"
+            for c in policy_params
+            if rec[c] is not None
+        ]
+        labels.append(f"{rec['policy']}[{','.join(parts)}]" if parts else rec["policy"])
+    return pl.Series("policy", labels, dtype=pl.String)
+
+
+def compare(
+    results_dir: str | Path,
+    baseline: str,
+    metric: str = "mst",
+    by: list[str] | str | None = None,
+    ratio: bool = False,
+    confidence: float = CONFIDENCE,
+) -> pl.DataFrame:
+    """Paired comparison of every policy of a results dir with ``baseline``
+    (see the module docstring). ``by``: the workload-point columns to report
+    per (default: every parameter column that varies in the sweep, other
+    than the policies' own ``policy_*`` parameters). Rows of one ``by`` group
+    pair up by the full workload point (every non-policy parameter) and the
+    replication; a group spanning several workload points pools their pairs.
+
+    Columns: the ``by`` columns, ``policy``, ``baseline``, ``n`` (pairs),
+    ``<metric>_mean``, ``baseline_mean``, ``diff`` (or ``ratio``),
+    ``ci_low``, ``ci_high``, ``halfwidth``, ``p_value``, ``p_holm``,
+    ``significant``. Bad input (a baseline or metric that is not in the
+    results) is a `UserError` naming it."""
+    from schedlab.platform.storage.store import ResultStore
+
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory")
+    store = ResultStore(root)
+    lf = store.scan()
+    columns = lf.collect_schema().names()
+    manifest = store.read_manifest() or {}
+    params = [c for c in (manifest.get("param_columns") or []) if c in columns]
+    if metric not in columns or metric in params or metric in ("config_id", "replication", "policy", "seed"):
+        raise UserError(f"--metric: {metric!r} is not a metric column of {root}")
+    frame = lf.collect()
+    policies = list(dict.fromkeys(frame["policy"].to_list()))
+    if baseline not in policies:
+        raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")
+    if not frame.schema[metric].is_numeric():
+        raise UserError(f"--metric: {metric!r} is not numeric")
+    instance_cols = [c for c in params if not c.startswith("policy_")]
+    varying = [c for c in params if frame[c].n_unique() > 1]
+    if by is None:
+        by_cols = [c for c in varying if not c.startswith("policy_")]
+    else:
+        by_cols = [b.strip() for b in by.split(",")] if isinstance(by, str) else list(by)
+        by_cols = [b for b in by_cols if b]
+        for b in by_cols:
+            if b not in columns:
+                raise UserError(f"--by: {b!r} is not a column of {root}")
+            if b in ("policy", metric, "replication"):
+                raise UserError(f"--by: {b!r} cannot be a group column of a comparison")
+    pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
+    frame = frame.with_columns(_arm_labels(frame, pparams).alias("_arm"))
+    base_arms = frame.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
+    if len(base_arms) > 1:
+        raise UserError(
+            f"--baseline: {baseline!r} has {len(base_arms)} parameter settings "
+            f"({', '.join(sorted(base_arms))}); name one of them"
+        )
+    base_arm = base_arms[0]
+    pair = [c for c in instance_cols if c not in by_cols] + ["replication"]
+    data = frame.select(by_cols + [c for c in pair if c not in by_cols] + ["_arm", pl.col(metric).cast(pl.Float64)])
+    out = paired_stats(
+        data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio, confidence
+    )
+    est = "ratio" if ratio else "diff"
+    out = out.rename({"_arm": "policy", "mean": f"{metric}_mean", "estimate": est})
+    out = out.with_columns(pl.lit(base_arm).alias("baseline"))
+    head = by_cols + ["policy", "baseline", "n", f"{metric}_mean", "baseline_mean", est]
+    return out.select(head + [c for c in out.columns if c not in head])
+
+
+def method_text(baseline: str, k: int, ratio: bool) -> str:
+    return (METHOD_RATIO if ratio else METHOD_DIFF).format(baseline=baseline, k=k)

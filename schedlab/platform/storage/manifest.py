@@ -1,0 +1,175 @@
+"""What a results dir's manifest says about the rows on disk, compared with a
+new run's: which user code, input file (trace) or spec field changed, which
+changes only grow the dir (`GROWABLE`), the grown manifest, and the SHA-256
+fingerprint of an input file. Pure functions of two manifests (dicts); the
+store (`ResultStore.prepare`) decides what to do with their answers. And a
+new run's manifest (`manifest_for`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from schedlab import __version__
+from schedlab.platform.planning.plan import digest
+
+if TYPE_CHECKING:
+    from schedlab.platform.planning.plan import Plan
+    from schedlab.platform.planning.spec import SweepSpec
+
+
+def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Which user code changed between two manifests, said plainly (None if
+    the difference is elsewhere in the spec)."""
+    before = old.get("user_code") or {}
+    after = new.get("user_code") or {}
+    for field_, info in after.items():
+        was = before.get(field_)
+        if was is not None and was.get("use") == info["use"] and was.get("sha256") != info["sha256"]:
+            return (
+                f"the code of {field_} ({info['use']}) changed since these results were written "
+                f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})"
+            )
+    return None
+
+
+#: Result-defining spec fields that only add (or drop) configurations or
+#: replications. A configuration id hashes everything that defines its
+#: results (engine, policy and params, workload point, system, user code), so
+#: rows of configurations that stay in a spec changed only here keep their
+#: meaning: the results dir *grows* (resume) instead of needing --fresh.
+GROWABLE = frozenset({"policies", "workload", "system", "replications", "user_code"})
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def spec_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The result-defining fields that differ between two manifests' specs,
+    each as ``field: old -> new`` (a key absent on one side shows as
+    ``(unset)``)."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    out = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            was = _short(before[key]) if key in before else "(unset)"
+            now = _short(after[key]) if key in after else "(unset)"
+            out.append(f"{key}: {was} -> {now}")
+    return out
+
+
+def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` extended by what ``old`` describes of the rows already on disk:
+    every configuration either spec named (rows of configurations the new
+    spec dropped stay readable and tracked), the union of the parameter
+    columns, the creation time, and the earlier specs in ``history`` (``old``
+    itself joins it when its spec differs from ``new``'s)."""
+    history = list(old.get("history", []))
+    if old.get("spec_hash") != new.get("spec_hash"):
+        history.append({k: old[k] for k in ("spec", "spec_hash", "created", "user_code") if k in old})
+    return {
+        **new,
+        "created": old.get("created", new["created"]),
+        "configs": {**old.get("configs", {}), **new["configs"]},
+        "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
+        **(
+            {"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}}
+            if old.get("inputs") or new.get("inputs")
+            else {}
+        ),
+        "history": history,
+    }
+
+
+def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """SHA-256 of an input file (or of a folder's files: relative paths and
+    contents), with its size and modification time; ``previous`` (the same
+    path's fingerprint from the manifest) is reused when size and time are
+    unchanged, so a multi-gigabyte trace is hashed once, not every run."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    stat = [
+        (f.relative_to(path).as_posix() if path.is_dir() else "", f.stat().st_size, f.stat().st_mtime_ns) for f in files
+    ]
+    size, mtime = sum(s for _, s, _ in stat), max((m for _, _, m in stat), default=0)
+    if previous and previous.get("size") == size and previous.get("mtime_ns") == mtime and previous.get("sha256"):
+        return previous
+    h = hashlib.sha256()
+    for f, (rel, _, _) in zip(files, stat):
+        h.update(rel.encode() + b"\0")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return {"sha256": h.hexdigest(), "size": size, "mtime_ns": mtime}
+
+
+def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """An input file (a trace) that the rows on disk were computed from and
+    that has changed since, said plainly (None if none)."""
+    for path, info in (new.get("inputs") or {}).items():
+        was = (old.get("inputs") or {}).get(path)
+        if was is not None and was.get("sha256") != info.get("sha256"):
+            return (
+                f"workload.path: {path} changed since these rows were written (sha256 "
+                f"{str(was.get('sha256'))[:12]} -> {str(info.get('sha256'))[:12]}): rows of the old and the new "
+                f"file would mix"
+            )
+    return None
+
+
+def input_files(plan: Plan) -> list[str]:
+    """The files (or folders) the plan's workload points read: the ``path``
+    of trace and file workloads, as the readers open them."""
+    paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
+    return sorted(x for x in paths if Path(x).exists())
+
+
+def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The results dir's manifest for ``spec``; ``previous`` (the manifest on
+    disk, if any) lets unchanged input files keep their fingerprint unhashed."""
+    old_inputs = (previous or {}).get("inputs") or {}
+    inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
+    defining = spec.result_defining()
+    if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
+        defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
+    return {
+        "name": spec.name,
+        "engine": spec.engine,
+        "description": spec.description or "",
+        "spec": defining,
+        "spec_hash": digest(defining),
+        "schedlab_version": __version__,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "param_columns": plan.param_columns,
+        **({"inputs": inputs} if inputs else {}),
+        "configs": {
+            cid: {
+                "engine": c.engine,
+                "policy": c.policy,
+                "workload_kind": c.workload_kind,
+                "params": c.flat_params(),
+                **({"code_sha256": c.code.sha256} if c.code is not None else {}),
+            }
+            for cid, c in plan.configs.items()
+        },
+        **(
+            {
+                "user_code": {
+                    field_: {
+                        "use": code.ref,
+                        "module": code.module,
+                        "attr": code.attr,
+                        "sha256": code.sha256,
+                        "files": sorted(code.sources()),
+                    }
+                    for field_, code in sorted(plan.code.items())
+                }
+            }
+            if plan.code
+            else {}
+        ),
+    }

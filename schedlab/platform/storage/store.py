@@ -1,0 +1,526 @@
+"""Parquet results: the source of truth of a sweep, written only by the driver.
+
+Layout of a results dir::
+
+    manifest.json                          spec, spec hash, schedlab version, creation time, configs
+    summary/policy=<p>/part-<batch>.parquet one row per (config id, replication)
+    jobs/policy=<p>/part-<batch>.parquet    optional per-job rows
+    series/policy=<p>/part-<batch>.parquet  sampled time series (engines that sample one)
+    failures/part-<batch>.parquet           simulations that raised (config, replication, error)
+
+Partitions are hive-style (``policy=FSPE%2BPS`` is URI-quoted; polars and
+pyarrow decode it), so ``pl.scan_parquet(..., hive_partitioning=True)`` gives
+the policy back as a column.
+
+Crash safety: every file is written under ``.tmp/`` and renamed into place
+(atomic on one filesystem), and within a batch the per-job and series files of
+a partition are renamed *before* its summary file. A summary file is therefore the commit
+record of its partition's batch: on open, per-job files without their summary
+twin are leftovers of a crash and are deleted, and the keys they held are
+recomputed. Hence exactly one row per key whatever was killed when. Readers
+(`scan`) never see such leftovers either: a per-job or series file counts only
+when its summary twin exists.
+
+One writer: the driver holds ``flock`` on ``.lock`` in the results dir for its
+whole life (`ResultStore.lock`); a second driver on the same dir stops at once
+with a `UserError`. The kernel releases the lock when the holder dies, SIGKILL
+included, so there is never a stale lock to remove by hand.
+
+Damage from outside (a truncated or garbage part file, a disk that filled up
+while writing) is a `UserError` naming the file or the directory and what to
+do -- never a polars traceback, and never rows dropped or recomputed silently.
+A failed write rolls back what its batch had already published, so a batch is
+all there or not there. The checks of part files are in `schedlab.platform.storage.damage`;
+the comparison of an old manifest with a new one in `schedlab.platform.storage.manifest`
+(both re-exported here).
+
+Compaction (`schedlab.platform.storage.compact`) merges runs of consecutive batches of
+a partition into one bigger batch with the same structure (a merged summary
+file and its merged per-job and series twins, all of one new name), so the
+twin rule above still holds. The swap of a group of old files for the merged
+ones is journalled in ``compacting.json`` (``{"commit", "new", "old"}``,
+paths relative to the results dir), and the merged *summary* file is its
+commit record, as for a batch: while the journal exists, readers ignore the
+``old`` files if the ``commit`` file exists and the ``new`` ones otherwise,
+so every committed key is seen exactly once at every instant; on open, the
+writer rolls a journalled compaction forward (commit present: the old files
+are deleted) or back (absent: the new files are deleted), then deletes the
+journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import shutil
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schedlab.errors import UserError
+from schedlab.platform.storage.damage import _CHECKED as _CHECKED
+from schedlab.platform.storage.damage import DAMAGED_ADVICE as DAMAGED_ADVICE
+from schedlab.platform.storage.damage import _reason as _reason
+from schedlab.platform.storage.damage import check_part_file as check_part_file
+from schedlab.platform.storage.damage import collect_checked as collect_checked
+from schedlab.platform.storage.damage import explain_read_error as explain_read_error
+from schedlab.platform.storage.damage import part_schema as part_schema
+from schedlab.platform.storage.durable import fsync_dir as _fsync_dir
+from schedlab.platform.storage.manifest import GROWABLE as GROWABLE
+from schedlab.platform.storage.manifest import _changed_code as _changed_code
+from schedlab.platform.storage.manifest import _changed_inputs as _changed_inputs
+from schedlab.platform.storage.manifest import _short as _short
+from schedlab.platform.storage.manifest import fingerprint as fingerprint
+from schedlab.platform.storage.manifest import grown_manifest as grown_manifest
+from schedlab.platform.storage.manifest import spec_changes as spec_changes
+
+if TYPE_CHECKING:
+    from schedlab.platform.execution.parts import Part
+    from schedlab.usercode import CodeRef
+
+SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
+MANIFEST = "manifest.json"
+#: Source of the user code that produced the rows: code/<sha256>/<relative path>.
+CODE = "code"
+
+
+LOCK = ".lock"
+#: The journal of the compaction step under way (see the module docstring).
+COMPACTING = "compacting.json"
+#: How many times `ResultStore.files` lists a table again when a file it listed
+#: vanished meanwhile (a compaction deleted it while this process was reading).
+VANISHED_RETRIES = 5
+
+
+class StoreWriteError(UserError):
+    """Writing to the results dir failed (disk full, file size limit, not a
+    directory, read-only, ...): nothing of the batch is visible."""
+
+
+class LockedError(UserError):
+    """Another live process holds the results dir's lock."""
+
+
+def _partition(policy: str) -> str:
+    return f"policy={quote(policy, safe='')}"
+
+
+class ResultStore:
+    #: The lock file's descriptor while `lock` holds it (set by `lock`, cleared by `unlock`).
+    _lock_fd: int | None
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # ---- manifest -------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self.root / MANIFEST
+        if not path.exists():
+            return None
+        try:
+            manifest: dict[str, Any] = json.loads(path.read_text())
+            return manifest
+        except (OSError, ValueError) as err:
+            raise UserError(
+                f"{path}: cannot read the manifest ({_reason(err)}); restore it from a backup, "
+                f"or run with --fresh to discard the results dir"
+            ) from None
+
+    # ---- one writer -----------------------------------------------------------------
+    def lock(self, what: str = "schedlab run", required: bool = True) -> None:
+        """Take the results dir's lock for this object's life (until `unlock`
+        or process death). Raises `LockedError` at once if a live process holds
+        it. ``required=False`` (readers such as `schedlab track`): a dir where
+        no lock file can be created (read-only) is used without one."""
+        if getattr(self, "_lock_fd", None) is not None:
+            return
+        path = self.root / LOCK
+        try:
+            if required:
+                self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            if not required:
+                try:  # an existing lock file can still be locked read-only
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    return
+            else:
+                raise StoreWriteError(f"{path}: cannot create the lock file ({_reason(err)})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = ""
+            try:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockedError(
+                    f"{self.root}: in use by another process ({holder or 'unknown'}); only one `schedlab run` "
+                    f"may write a results dir at a time: wait for it to end, or stop it"
+                ) from None
+            raise StoreWriteError(f"{path}: cannot lock ({_reason(err)})") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{what} pid {os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the holder's name is only for the message
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            self._lock_fd = None
+            os.close(fd)  # closing the last descriptor releases the flock
+
+    def prepare(self, manifest: dict[str, Any], fresh: bool) -> str | None:
+        """Create or reopen the results dir for ``manifest``'s spec.
+
+        Reopening with a spec whose result-defining part changed:
+
+        * no summary row on disk yet (e.g. the earlier run failed before its
+          first commit): the new spec simply replaces the old one;
+        * only fields in `GROWABLE` changed (policies, grid values,
+          replications, ...): the dir grows -- rows of configurations still in
+          the spec are kept and resumed, new ones are computed, rows of
+          configurations no longer named stay on disk; returns one line
+          saying what changed;
+        * user code edited in place, an input file (trace) whose content
+          changed (``manifest["inputs"]``: path -> `fingerprint`), or a field
+          that changes what every row means (seed, per_job, warmup, metrics,
+          name, engine): an error naming the field(s), unless ``fresh`` (which
+          discards the old results)."""
+        try:
+            existing = self.read_manifest()
+        except UserError:
+            if not fresh:
+                raise
+            existing = None  # --fresh discards it anyway
+        grew = None
+        rows = existing is not None and not fresh and self.has(SUMMARY)  # what an old spec already computed
+        if rows:
+            assert existing is not None  # rows is only true when existing is not None
+            changed_input = _changed_inputs(existing, manifest)
+            if changed_input:
+                raise UserError(
+                    f"{self.root}: {changed_input}; run with --fresh to discard the old results, or set "
+                    f"outputs.dir to keep both"
+                )
+        if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
+            changed = _changed_code(existing, manifest)
+            changes = spec_changes(existing, manifest)
+            fixed = [c for c in changes if c.split(":", 1)[0] not in GROWABLE]
+            if not rows:
+                existing = None  # nothing computed under the old spec: the corrected spec takes its place
+            elif changed:
+                raise UserError(
+                    f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
+                    f"outputs.dir to keep both"
+                )
+            elif fixed:
+                raise UserError(
+                    f"{self.root}: holds results of a different spec: {'; '.join(fixed)} -- this changes what "
+                    f"every row on disk means; run with --fresh to discard them, or set outputs.dir to keep both"
+                )
+            else:
+                manifest = grown_manifest(existing, manifest)
+                grew = (
+                    f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): "
+                    f"rows on disk are kept, new configurations and replications are added"
+                )
+        if fresh:
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", COMPACTING, MANIFEST):
+                target = self.root / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+            existing = None
+        if existing is not None and grew is None:  # the same spec again (a resume)
+            manifest = grown_manifest(existing, manifest)
+        with self._writing(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
+            self.clean()
+        return grew
+
+    def clean(self) -> int:
+        """Delete crash leftovers: finish or roll back a compaction step that
+        was under way (`resolve_compaction`), then temp files and per-job files
+        whose summary twin never landed. Returns how many files were removed.
+        Only under the lock."""
+        removed = self.resolve_compaction()
+        tmp = self.root / ".tmp"
+        if tmp.exists():
+            removed += sum(1 for _ in tmp.iterdir())
+            shutil.rmtree(tmp)
+        for table in (JOBS, SERIES):
+            for f in (self.root / table).glob("*/part-*.parquet"):
+                if not (self.root / SUMMARY / f.parent.name / f.name).exists():
+                    f.unlink()
+                    removed += 1
+        return removed
+
+    def tidy_tmp(self) -> None:
+        """Remove ``.tmp/`` if it is empty (every write empties what it put
+        there), so a finished run or compaction leaves none behind."""
+        with contextlib.suppress(OSError):
+            (self.root / ".tmp").rmdir()
+
+    # ---- compaction journal (see the module docstring) ------------------------------
+    def read_journal(self) -> dict[str, Any] | None:
+        """The journal of a compaction step under way, or None."""
+        path = self.root / COMPACTING
+        try:
+            journal = json.loads(path.read_text())
+            if not (
+                isinstance(journal, dict)
+                and isinstance(journal.get("commit"), str)
+                and isinstance(journal.get("new"), list)
+                and isinstance(journal.get("old"), list)
+            ):
+                raise ValueError("not a compaction journal")
+            return journal
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise UserError(
+                f"{path}: cannot read the compaction journal ({_reason(err)}); it is written "
+                f"atomically, so something else changed it: restore the results dir from a "
+                f"backup"
+            ) from None
+
+    def _hidden(self) -> set[Path]:
+        """The part files a compaction step under way hides from readers: its
+        old files once its commit file exists, its new files before."""
+        journal = self.read_journal()
+        if journal is None:
+            return set()
+        committed = (self.root / journal["commit"]).exists()
+        return {self.root / rel for rel in journal["old" if committed else "new"]}
+
+    def resolve_compaction(self) -> int:
+        """Finish (commit file present: delete the old files) or roll back
+        (absent: delete the new files) a compaction step whose process died,
+        then delete its journal. Idempotent; only under the lock. Returns
+        how many part files were removed."""
+        journal = self.read_journal()
+        if journal is None:
+            return 0
+        committed = (self.root / journal["commit"]).exists()
+        removed = 0
+        for rel in journal["old" if committed else "new"]:
+            try:
+                (self.root / rel).unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        for rel in {str(Path(r).parent) for r in journal["old" if committed else "new"]}:
+            _fsync_dir(self.root / rel)
+        (self.root / COMPACTING).unlink()
+        _fsync_dir(self.root)
+        return removed
+
+    def save_code(self, codes: Iterable[CodeRef]) -> None:
+        """Keep the source of every piece of user code under
+        ``code/<sha256>/``, once (content-addressed), so the results dir holds
+        the exact code its rows came from (MLflow attaches it too)."""
+        for code in codes:
+            target = self.root / CODE / code.sha256
+            if target.exists():
+                continue
+            staging = self.root / ".tmp" / f"code-{uuid.uuid4().hex}"
+            with self._writing(target):
+                for rel, data in code.sources().items():
+                    (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (staging / rel).write_bytes(data)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging, target)  # the folder appears whole or not at all
+
+    # ---- reading --------------------------------------------------------------------
+    def has(self, table: str) -> bool:
+        return any((self.root / table).glob("**/*.parquet"))
+
+    def files(self, table: str = SUMMARY) -> list[Path]:
+        """The committed part files of ``table``, each checked to be readable
+        Parquet (its footer); a damaged one is a `UserError` naming it. Per-job
+        and series files count only with their summary twin (see the module
+        docstring)."""
+        for attempt in range(VANISHED_RETRIES + 1):
+            files = sorted((self.root / table).glob("**/*.parquet"))  # list first, then read the journal
+            hidden = self._hidden()
+            files = [f for f in files if f not in hidden]
+            if table in (JOBS, SERIES):
+                files = [f for f in files if (self.root / SUMMARY / f.parent.name / f.name).exists()]
+            if attempt < VANISHED_RETRIES and not all(f.exists() for f in files):
+                continue  # a compaction deleted a file between the listing and now: list again
+            break
+        for f in files:
+            check_part_file(f)
+        return files
+
+    def scan(self, table: str = SUMMARY) -> pl.LazyFrame:
+        """All committed rows of ``table``. Files are scanned one by one and
+        concatenated diagonally with relaxed types, so batches whose columns
+        differ (e.g. a per-class metric only some configurations have) still
+        combine; the policy partition comes back as a column."""
+        files = self.files(table)
+        if not files:
+            raise UserError(f"{self.root}: no {table} rows yet")
+        hive = table != FAILURES
+        return pl.concat([pl.scan_parquet(f, hive_partitioning=hive) for f in files], how="diagonal_relaxed")
+
+    def done_keys(self) -> set[tuple[str, int]]:
+        if not self.has(SUMMARY):
+            return set()
+        keys = collect_checked(
+            self.scan().select("config_id", "replication"), self.files(SUMMARY), ["config_id", "replication"]
+        )
+        return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
+
+    # ---- writing --------------------------------------------------------------------
+    def commit(
+        self,
+        summary: list[dict[str, Any]],
+        jobs: list[tuple[str, pa.Table]],
+        failures: list[dict[str, Any]],
+        series: Sequence[tuple[str, pa.Table]] = (),
+        parts: Sequence[Part] = (),
+    ) -> None:
+        """Write one batch atomically per partition (see the module docstring).
+
+        ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` and
+        ``series`` are lists of (policy, table) pairs; ``parts`` (rows a
+        worker encoded, `parts.Part`) are written first, each a batch of its own."""
+        if parts:
+            from schedlab.platform.execution.parts import publish
+
+            publish(self, parts)
+        batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in summary:
+            row = dict(row)
+            by_policy[row.pop("policy")].append(row)
+        extra: dict[tuple[str, str], list[pa.Table]] = defaultdict(list)
+        for table_name, pairs in ((JOBS, jobs), (SERIES, series)):
+            for policy, table in pairs:
+                extra[(table_name, policy)].append(table)
+        published: list[Path] = []  # per-job / series files of partitions whose summary has not landed yet
+        try:
+            with self._writing(self.root, rows=len(summary)):
+                for policy, rows in by_policy.items():
+                    part = _partition(policy)
+                    for table_name in (JOBS, SERIES):
+                        if extra.get((table_name, policy)):
+                            path = self.root / table_name / part / batch
+                            self._atomic_table(path, pa.concat_tables(extra[(table_name, policy)]))
+                            published.append(path)
+                    self._atomic_table(self.root / SUMMARY / part / batch, _rows_table(rows))
+                    published.clear()  # the partition's batch is committed
+                if failures:
+                    self._atomic_table(self.root / FAILURES / batch, _rows_table(failures))
+        except BaseException:
+            for path in published:  # not committed: roll back (readers ignore them anyway)
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+            raise
+
+    @contextlib.contextmanager
+    def _writing(self, where: Path, rows: int | None = None) -> Iterator[None]:
+        """Turn an OS error while writing into one `StoreWriteError` line."""
+        try:
+            yield
+        except OSError as err:
+            lost = f"; the {rows} rows of this batch were not committed" if rows else ""
+            raise StoreWriteError(
+                f"{where}: cannot write results ({_reason(err)}){lost}; free space or fix the directory, "
+                f"then run again to resume (committed rows are kept)"
+            ) from None
+
+    def _atomic_table(self, path: Path, table: pa.Table) -> None:
+        tmp = self._tmp_path(path)
+        try:
+            pq.write_table(table, tmp)
+            self._publish(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
+    def _atomic_bytes(self, path: Path, data: bytes) -> None:
+        tmp = self._tmp_path(path)
+        try:
+            tmp.write_bytes(data)
+            self._publish(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
+    def _tmp_path(self, path: Path) -> Path:
+        tmp_dir = self.root / ".tmp"
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tmp_dir / f"{uuid.uuid4().hex}-{path.name}"
+
+    @staticmethod
+    def _publish(tmp: Path, path: Path) -> None:
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, path)
+
+
+def mixed_digests(lf: pl.LazyFrame) -> str | None:
+    """A warning when the rows of one table come from different versions of
+    an engine (``schedlab_digest``: the engine's and built-in policies'
+    source), e.g. a sweep resumed after schedlab was upgraded; None if not."""
+    if "schedlab_digest" not in lf.collect_schema().names():
+        return None
+    cols = ["engine", "schedlab_digest"]
+    seen = lf.select(cols).unique().drop_nulls().collect()
+    mixed = (
+        seen.group_by("engine").agg(pl.col("schedlab_digest").sort()).filter(pl.col("schedlab_digest").list.len() > 1)
+    )
+    if mixed.is_empty():
+        return None
+    parts = [f"{r['engine']} engine: {', '.join(r['schedlab_digest'])}" for r in mixed.iter_rows(named=True)]
+    return (
+        "rows come from more than one version of schedlab's engine code (schedlab_digest "
+        + "; ".join(parts)
+        + "): results before and after an engine change are mixed; "
+        "compare them per digest or rerun with --fresh"
+    )
+
+
+def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
+    """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
+    ``series`` or ``failures``). A damaged part file is a `UserError` naming it."""
+    return ResultStore(results_dir).scan(table)
+
+
+def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows as a table with every key any row has (``pa.Table.from_pylist``
+    takes the columns of the first row only: a metric or a traceback that
+    only later rows have would be dropped); a row without a key gets null."""
+    keys = dict.fromkeys(k for row in rows for k in row)
+    return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

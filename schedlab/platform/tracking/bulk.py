@@ -1,0 +1,234 @@
+"""New child runs written many to a transaction into an MLflow database
+(a SQLite file, or PostgreSQL reached directly, not through a server).
+
+Through MLflow's client a new run is three store calls (``create_run``,
+``log_batch``, ``set_terminated``) and MLflow's ORM spends about 15 ms of CPU
+on them -- 60 tracked configurations per second at best, before the
+database's commits. Into a database the runs of configurations that have
+none yet are instead written by `write_new_runs`: ``BULK_RUNS`` runs per
+transaction, through MLflow's own store (its engine, its managed sessions,
+its table models, its validators), as the same rows the client path writes
+-- the ``runs`` row (FINISHED, ``user_id`` ``unknown``, artifact URI under
+the experiment's), its tags with ``mlflow.runName``, its params, one
+``metrics`` and one ``latest_metrics`` row per metric at step 0.
+``tests/test_tracking_bulk.py`` (SQLite) and ``tests/test_tracking_postgres.py``
+(PostgreSQL) read every run of both paths back through ``MlflowClient``
+(runs, search filters, metric history, latest metrics) and compare them, and
+every row of the five tables.
+
+A transaction commits all its runs or none, so a kill or a failed commit can
+never leave a half-logged run, and no retry can create a run twice: a run is
+created in exactly one committed transaction, and the reconcile after a
+failure finds the committed ones by their ``schedlab.config_id`` tag.
+
+Only a store whose schema is one this module was checked against is written
+this way: a database of `BULK_DIALECTS`, its Alembic revision in
+`KNOWN_REVISIONS` and the five tables with exactly the columns of `COLUMNS`
+(read from the database, not assumed). Any other store -- another MLflow
+schema, another database, an ``http(s)://`` server -- goes through the
+client, as before.
+
+``mlflow`` and ``sqlalchemy`` are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from schedlab.platform.tracking.data import Expected
+
+if TYPE_CHECKING:
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking import MlflowClient
+
+#: The databases new runs are written to in bulk (MLflow's ``db_type``): the
+#: ones ``tests/test_tracking_bulk.py`` and ``tests/test_tracking_postgres.py``
+#: compare with the client path.
+BULK_DIALECTS = frozenset({"sqlite", "postgresql"})
+
+#: Runs written per transaction: large enough that the commit and the
+#: experiment check are a small share, small enough that the live tracker
+#: still reports progress often and a failed commit loses little work.
+BULK_RUNS = 100
+
+#: MLflow schema revisions (``alembic_version``) whose run tables are the
+#: `COLUMNS` below and for which the test compares both paths (MLflow 3.x heads).
+KNOWN_REVISIONS = frozenset({"dc11669786a5"})
+
+#: The columns this module writes, per table, as the revisions above have them.
+COLUMNS: dict[str, frozenset[str]] = {
+    "runs": frozenset(
+        {
+            "run_uuid",
+            "name",
+            "source_type",
+            "source_name",
+            "entry_point_name",
+            "user_id",
+            "status",
+            "start_time",
+            "end_time",
+            "deleted_time",
+            "source_version",
+            "lifecycle_stage",
+            "artifact_uri",
+            "experiment_id",
+        }
+    ),
+    "tags": frozenset({"key", "value", "run_uuid"}),
+    "params": frozenset({"key", "value", "run_uuid"}),
+    "metrics": frozenset({"key", "value", "timestamp", "step", "is_nan", "run_uuid"}),
+    "latest_metrics": frozenset({"key", "value", "timestamp", "step", "is_nan", "run_uuid"}),
+}
+
+RUN_NAME_TAG = "mlflow.runName"
+PARENT_TAG = "mlflow.parentRunId"
+
+
+@dataclass
+class NewRun:
+    """What `write_new_runs` wrote for one configuration (its run id, its tags
+    and params as MLflow holds them: its validators may cut long values) or
+    why not (``error``: a data problem of this configuration, MLflow's own
+    validation error)."""
+
+    exp: Expected
+    run_id: str = ""
+    tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    error: Exception | None = None
+
+
+def bulk_store(client: MlflowClient) -> SqlAlchemyStore | None:
+    """The client's store if new runs may be written to it in bulk: a
+    `SqlAlchemyStore` on a database of `BULK_DIALECTS` at a known revision
+    with the expected columns; else None."""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+        from sqlalchemy import inspect, text
+    except ImportError:
+        return None
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    if not isinstance(store, SqlAlchemyStore) or store.db_type not in BULK_DIALECTS:
+        return None
+    try:
+        with store.engine.connect() as con:
+            revisions = [row[0] for row in con.execute(text("SELECT version_num FROM alembic_version"))]
+            inspector = inspect(con)
+            columns = {table: frozenset(c["name"] for c in inspector.get_columns(table)) for table in COLUMNS}
+    except Exception:  # noqa: BLE001 - an unreadable or foreign schema: the client path decides
+        return None
+    if len(revisions) != 1 or revisions[0] not in KNOWN_REVISIONS or columns != COLUMNS:
+        return None
+    return store
+
+
+def _validated(exp: Expected, tags: dict[str, str]) -> tuple[list[Any], list[Any], list[Any]]:
+    """MLflow's own checks of one run's entities (raises its INVALID_PARAMETER_VALUE error)."""
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.validation import _validate_batch_log_data, _validate_param_keys_unique
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(k, v, now, 0) for k, v in exp.values.items()]
+    params = [Param(k, v) for k, v in exp.params.items()]
+    tag_list = [RunTag(k, v) for k, v in tags.items()]
+    # MLflow leaves these unannotated: they return the entities, long values cut, or raise.
+    validate: Callable[..., tuple[list[Any], list[Any], list[Any]]] = _validate_batch_log_data
+    unique: Callable[[list[Any]], None] = _validate_param_keys_unique
+    metrics, params, tag_list = validate(metrics, params, tag_list)
+    unique(params)
+    return metrics, params, tag_list
+
+
+_clock = threading.Lock()
+_last_start_ms = 0
+
+
+def _start_time_ms() -> int:
+    """A run's start (and end) time in ms: the clock, but strictly after the
+    previous run's. MLflow lists runs newest first by start time, ties by
+    run id (random): runs written in one transaction within the same
+    millisecond would come out in random order, where the client path,
+    creating them one at a time, lists them in the order they were logged."""
+    global _last_start_ms
+    with _clock:
+        _last_start_ms = max(int(time.time() * 1000), _last_start_ms + 1)
+        return _last_start_ms
+
+
+def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
+    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
+    may have a run yet) in one transaction: the caller hands `BULK_RUNS` at a
+    time (`tracking_sync.Sync`). Configurations whose data MLflow rejects
+    come back with ``error`` set and are not written; a failure of the store
+    is raised, and then none of these runs exists."""
+    from mlflow.entities import LifecycleStage, RunStatus, SourceType
+    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
+    from mlflow.utils.uri import append_to_uri_path
+    from sqlalchemy import insert
+
+    out: list[NewRun] = []
+    rows: dict[str, list[dict[str, Any]]] = {"runs": [], "tags": [], "params": [], "metrics": []}
+    # MLflow leaves these unannotated.
+    get_experiment: Callable[[str], Any] = store.get_experiment
+    check_active: Callable[[Any], None] = store._check_experiment_is_active
+    artifact_uri: Callable[..., str] = append_to_uri_path
+    with store.ManagedSessionMaker(read_only=False) as session:
+        experiment = get_experiment(experiment_id)
+        check_active(experiment)
+        for exp in exps:
+            name = exp.run_name or exp.config_id
+            tags = dict(exp.tags)
+            tags.update({PARENT_TAG: parent_id, RUN_NAME_TAG: name})
+            try:
+                metrics, params, tag_list = _validated(exp, tags)
+            except Exception as err:  # noqa: BLE001 - MlflowException(INVALID_PARAMETER_VALUE): this config's data
+                out.append(NewRun(exp, error=err))
+                continue
+            run_id = uuid.uuid4().hex
+            now = _start_time_ms()
+            rows["runs"].append(
+                {
+                    "run_uuid": run_id,
+                    "name": name,
+                    "source_type": SourceType.to_string(SourceType.UNKNOWN),
+                    "source_name": "",
+                    "entry_point_name": "",
+                    "user_id": "unknown",
+                    "status": RunStatus.to_string(RunStatus.FINISHED),
+                    "start_time": now,
+                    "end_time": now,
+                    "deleted_time": None,
+                    "source_version": "",
+                    "lifecycle_stage": LifecycleStage.ACTIVE,
+                    "artifact_uri": artifact_uri(experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME),
+                    "experiment_id": int(experiment_id),
+                }
+            )
+            rows["tags"] += [{"key": t.key, "value": t.value, "run_uuid": run_id} for t in tag_list]
+            rows["params"] += [{"key": p.key, "value": p.value, "run_uuid": run_id} for p in params]
+            for m in metrics:
+                is_nan, value = store.sanitize_metric_value(m.value)
+                rows["metrics"].append(
+                    {
+                        "key": m.key,
+                        "value": value,
+                        "timestamp": m.timestamp,
+                        "step": m.step,
+                        "is_nan": is_nan,
+                        "run_uuid": run_id,
+                    }
+                )
+            out.append(NewRun(exp, run_id, {t.key: t.value for t in tag_list}, {p.key: p.value for p in params}))
+        tables: dict[str, Any] = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric}
+        for table, model in tables.items():  # runs first: the others refer to them
+            if rows[table]:
+                session.execute(insert(model.__table__), rows[table])
+        if rows["metrics"]:  # one point per metric: it is also the latest
+            session.execute(insert(SqlLatestMetric.__table__), rows["metrics"])
+    return out

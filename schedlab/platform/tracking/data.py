@@ -1,0 +1,326 @@
+"""What MLflow must hold for a results dir, computed from the disk alone.
+
+`expected_runs` reads ``manifest.json`` and the summary rows and returns, per
+configuration with rows, the child run it should have (`Expected`): its name
+(the policy and the values that tell it apart, e.g. ``PSBS shape=0.25
+sigma=0.5``), params, tags, metric values (for every metric m: its mean under
+the plain name ``m``, its 95 % CI half-width as ``m_ci95`` when that is a
+positive number, and ``n``) and the provenance of those values -- the number of
+rows (``schedlab.rows``) and a digest of their replication numbers
+(``schedlab.rows_digest``). Comparing
+those two tags with the disk is how a run that lags behind Parquet is found
+again after any kill. Provenance of user code, when the results dir has it:
+``code_sha256`` (the manifest's ``configs[id].code_sha256``) and
+``schedlab_digest`` (the distinct values of the rows' ``schedlab_digest``
+column, comma-joined).
+
+``polars`` is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from schedlab.errors import UserError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Columns of a summary row that are neither params nor metrics (`policy` comes
+# from the hive path).
+ID_COLUMNS = (
+    "config_id",
+    "replication",
+    "engine",
+    "workload_kind",
+    "seed",
+    "policy",
+    "schedlab_version",
+    "schedlab_digest",
+)
+
+CONFIG_TAG = "schedlab.config_id"
+ROWS_TAG = "schedlab.rows"
+ROWS_DIGEST_TAG = "schedlab.rows_digest"
+CODE_TAG = "code_sha256"
+SCHEDLAB_DIGEST_TAG = "schedlab_digest"
+#: Logged last, after params and metrics: a run carries them only once it is complete.
+PROVENANCE_TAGS = (ROWS_TAG, ROWS_DIGEST_TAG)
+
+_REPS, _DIGESTS = "__replications", "__schedlab_digests"
+
+#: A run tag's value limit (mlflow.utils.validation.MAX_TAG_VAL_LENGTH): the
+#: parent's description is cut to fit, table rows first.
+MAX_NOTE = 8000
+#: Metrics the parent's table shows per engine, the first ones the rows have
+#: (an adaptive sweep's own metric comes first).
+HEADLINE = {
+    "queue": ("mst", "slowdown_mean"),
+    "packing": ("queue_jobs_mean", "wait_mean"),
+    "batch": ("stretch_max", "wait_mean"),
+    "dfrs": ("stretch_max", "degradation"),
+}
+
+
+@dataclass
+class Expected:
+    """One configuration's child run as the disk says it must be."""
+
+    config_id: str
+    params: dict[str, str]
+    tags: dict[str, str]  # including PROVENANCE_TAGS
+    values: dict[str, float]
+    n: int
+    run_name: str = ""
+
+
+#: The last manifest `varying_params` read and its answer: the tracker asks
+#: once per commit with the same (never mutated) manifest object, and the
+#: answer costs a pass over every configuration's params.
+_VARYING: list[Any] = [None, []]
+
+
+def varying_params(manifest: dict[str, Any]) -> list[str]:
+    """The parameters whose value differs between the manifest's
+    configurations (the sweep's grid axes), in column order."""
+    if _VARYING[0] is manifest:
+        return list(_VARYING[1])
+    configs = list((manifest.get("configs") or {}).values())
+    keys = list(dict.fromkeys(k for c in configs for k in (c.get("params") or {})))
+    axes = [k for k in keys if len({json.dumps((c.get("params") or {}).get(k), sort_keys=True) for c in configs}) > 1]
+    _VARYING[:] = [manifest, axes]
+    return list(axes)
+
+
+def run_name(config: dict[str, Any], varying: Iterable[str]) -> str:
+    """``policy k=v ...``: the policy and the values of the sweep's grid axes
+    that tell this configuration apart (MLflow's run name; the config id
+    stays a tag)."""
+    params = config.get("params") or {}
+    parts = [str(config.get("policy", ""))]
+    parts += [f"{k}={_param_value(params[k])}" for k in varying if k in params]
+    return " ".join(p for p in parts if p)
+
+
+def read_manifest(results_dir: str | Path) -> dict[str, Any]:
+    """The sweep's manifest (read by the store); a `UserError` naming the file
+    if it is missing or lacks what tracking needs."""
+    from schedlab.platform.storage.store import MANIFEST, ResultStore
+
+    path = Path(results_dir) / MANIFEST
+    manifest = ResultStore(results_dir).read_manifest()
+    if manifest is None:
+        raise UserError(f"{path}: not found (is {results_dir} a sweep results dir?)")
+    if not isinstance(manifest, dict):
+        raise UserError(f"{path}: expected a JSON object")
+    for key in ("name", "configs"):
+        if key not in manifest:
+            raise UserError(f"{path}: missing field {key!r}")
+    return manifest
+
+
+def metric_columns(schema: Iterable[tuple[str, Any]], param_columns: Iterable[str]) -> list[str]:
+    """Every numeric column that is neither an identifier nor a param column."""
+    skip = set(ID_COLUMNS) | set(param_columns)
+    return [name for name, dtype in schema if name not in skip and dtype.is_numeric()]
+
+
+def rows_digest(replications: Iterable[int]) -> str:
+    """Digest of a configuration's row keys (its sorted replication numbers)."""
+    text = ",".join(str(int(r)) for r in sorted(replications))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _aggregate(
+    lf: pl.LazyFrame, param_columns: Iterable[str], config_ids: Iterable[str] | None
+) -> tuple[pl.DataFrame, list[str]]:
+    import polars as pl
+
+    from schedlab.platform.statistics.stats import summarize
+
+    schema = lf.collect_schema()
+    metrics = metric_columns(schema.items(), param_columns)
+    lf = lf.with_columns(pl.col("config_id").cast(pl.String))
+    if config_ids is not None:
+        lf = lf.filter(pl.col("config_id").is_in(list(config_ids)))
+    # The values must be a function of the rows alone, not of how they lie in part files: floating-point
+    # sums depend on order and chunking, so aggregate one contiguous frame in key order (a compaction, a
+    # resume that batched rows differently or polars' thread count then give the same bits).
+    needed = [
+        "config_id",
+        "replication",
+        *metrics,
+        *(["schedlab_digest"] if "schedlab_digest" in schema.names() else []),
+    ]
+    lf = lf.select(list(dict.fromkeys(needed))).collect().sort("config_id", "replication").rechunk().lazy()
+    frame = summarize(lf, by=["config_id"], metrics=metrics)
+    keys = [pl.col("replication").cast(pl.Int64).sort().alias(_REPS)]
+    if "schedlab_digest" in schema.names():
+        keys.append(pl.col("schedlab_digest").cast(pl.String).drop_nulls().unique().sort().alias(_DIGESTS))
+    extra = lf.group_by("config_id").agg(keys).collect()
+    digests = [rows_digest(r) for r in extra[_REPS].to_list()]
+    extra = extra.with_columns(pl.Series("rows_digest", digests, dtype=pl.String)).drop(_REPS)
+    return frame.join(extra, on="config_id", how="left"), metrics
+
+
+def aggregate_summary(
+    results_dir: str | Path, param_columns: Iterable[str], config_ids: Iterable[str] | None = None
+) -> tuple[pl.DataFrame | None, list[str]]:
+    """`stats.summarize` of the summary rows by config_id (restricted to
+    ``config_ids`` when given), with each configuration's ``rows_digest``, and
+    the metric names; (None, []) if no rows. A damaged part file is a
+    `UserError` naming it."""
+    import polars as pl
+
+    from schedlab.platform.storage.store import SUMMARY, ResultStore, part_schema
+
+    files = ResultStore(results_dir).files(SUMMARY)
+    if not files:
+        return None, []
+    param_columns = list(param_columns)
+    first = part_schema(files[0])
+    if all(part_schema(f).equals(first, check_metadata=False) for f in files[1:]):
+        lf = pl.scan_parquet(files, hive_partitioning=True)  # one scan (it takes the first file's schema)
+    else:
+        # Part files whose schemas differ (a metric only some files have, int in one and float in another, a
+        # column all null in one): read them one by one, polars finds supertypes -- whichever file comes first.
+        lf = pl.concat([pl.scan_parquet(f, hive_partitioning=True) for f in files], how="diagonal_relaxed")
+    frame, metrics = _aggregate(lf, param_columns, config_ids)
+    return (frame if frame.height else None), metrics
+
+
+def _number_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _param_value(value: Any) -> str:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def run_contents(
+    manifest: dict[str, Any],
+    config_id: str,
+    row: dict[str, Any],
+    metrics: list[str],
+    varying: Iterable[str] | None = None,
+) -> Expected:
+    """The child run of one configuration, from its manifest entry and its
+    aggregated row (see `aggregate_summary`); ``varying``: the sweep's grid
+    axes (`varying_params`; callers in a loop pass it)."""
+    config = manifest["configs"][config_id]
+    params = {k: _param_value(v) for k, v in (config.get("params") or {}).items()}
+    params.update(
+        engine=str(config.get("engine", manifest.get("engine", ""))),
+        policy=str(config.get("policy", "")),
+        workload_kind=str(config.get("workload_kind", "")),
+        config_id=config_id,
+    )
+    n = int(row["n"])
+    tags = {
+        CONFIG_TAG: config_id,
+        "schedlab.engine": params["engine"],
+        "schedlab.policy": params["policy"],
+        "schedlab.version": str(manifest.get("schedlab_version", "")),
+        "schedlab.spec_hash": str(manifest.get("spec_hash", "")),
+    }
+    if config.get("code_sha256"):
+        tags[CODE_TAG] = str(config["code_sha256"])
+    if row.get(_DIGESTS):
+        tags[SCHEDLAB_DIGEST_TAG] = ",".join(row[_DIGESTS])
+    tags[ROWS_TAG] = str(n)
+    tags[ROWS_DIGEST_TAG] = str(row["rows_digest"])
+    values: dict[str, float] = {}
+    for m in metrics:
+        mean, ci = _number_or_none(row.get(f"{m}_mean")), _number_or_none(row.get(f"{m}_ci95"))
+        if mean is not None:
+            values[m] = mean
+        if ci is not None and ci > 0:  # no interval from one row, none worth a chart for a constant
+            values[f"{m}_ci95"] = ci
+    values["n"] = float(n)
+    name = run_name(config, varying_params(manifest) if varying is None else varying)
+    return Expected(config_id, params, tags, values, n, name)
+
+
+def expected_runs(
+    results_dir: Path, manifest: dict[str, Any], config_ids: Iterable[str] | None = None
+) -> tuple[dict[str, Expected], list[str]]:
+    """config_id -> `Expected` for every configuration with rows (or those of
+    ``config_ids``), and the ids found in the rows but not in the manifest."""
+    frame, metrics = aggregate_summary(results_dir, manifest.get("param_columns") or [], config_ids)
+    out: dict[str, Expected] = {}
+    unknown: list[str] = []
+    varying = varying_params(manifest)
+    for row in [] if frame is None else frame.to_dicts():
+        cid = row["config_id"]
+        if cid not in manifest["configs"]:
+            unknown.append(cid)
+            continue
+        out[cid] = run_contents(manifest, cid, row, metrics, varying)
+    return out, unknown
+
+
+def code_digest(code_dir: Path) -> str | None:
+    """Digest of a results dir's ``code/`` folder (relative paths and contents
+    of its files), or None when it is absent or empty."""
+    if not code_dir.is_dir():
+        return None
+    h = hashlib.sha256()
+    files = sorted(p for p in code_dir.rglob("*") if p.is_file())
+    if not files:
+        return None
+    for p in files:
+        h.update(p.relative_to(code_dir).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
+    """Markdown for the parent run: description, grid axes, a table of the
+    headline metrics (mean ± 95 % CI, n) per configuration, the spec."""
+    spec = manifest.get("spec") or {}
+    axes = varying_params(manifest)
+    lines = [str(manifest.get("description") or f"Sweep {manifest.get('name', '')}."), ""]
+    lines.append(
+        f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
+        f"**configurations with rows:** {len(expected)}."
+    )
+    reps = spec.get("replications") or {}
+    wanted = [reps["metric"]] if reps.get("metric") else []
+    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    have = {k for e in expected.values() for k in e.values}
+    metrics = [m for m in dict.fromkeys(wanted) if m in have][:2]
+    rows = []
+    if metrics:
+        head = ["run", *[f"{m} (mean ± 95 % CI)" for m in metrics], "n"]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for exp in sorted(expected.values(), key=lambda e: e.run_name):
+            cells = [exp.run_name]
+            for m in metrics:
+                v, ci = exp.values.get(m), exp.values.get(f"{m}_ci95")
+                cells.append("" if v is None else f"{v:.4g}" + (f" ± {ci:.2g}" if ci is not None else ""))
+            cells.append(str(exp.n))
+            rows.append("| " + " | ".join(cells) + " |")
+    tail = ["", "Spec (result-defining part):", "", "```json", json.dumps(spec, indent=1, sort_keys=True), "```"]
+    body = "\n".join(lines)
+    table = rows
+    while table and len(body) + sum(len(r) + 1 for r in table) + sum(len(t) + 1 for t in tail) + 120 > MAX_NOTE:
+        table = table[:-1]
+    if rows and len(table) < len(rows):
+        table = [
+            *table,
+            "",
+            f"(first {max(len(table) - 2, 0)} of {len(rows) - 2} configurations; all of them: `schedlab results`)",
+        ]
+    text = "\n".join([body, "", *table, *tail])
+    return text if len(text) <= MAX_NOTE else text[: MAX_NOTE - 4] + "\n..."

@@ -1,0 +1,360 @@
+"""The sweep's experiment, parent run and child runs in one MLflow tracking
+store (`Mirror`), and how a run compares with what the disk says it must hold
+(`RunState`, `up_to_date`, `behind`).
+
+A new child run costs three store calls: ``create_run`` with every tag but
+the provenance ones, one ``log_batch`` with params, metrics and the
+provenance tags (``schedlab.rows``, ``schedlab.rows_digest``), and
+``set_terminated`` -- except into a database (SQLite, or PostgreSQL reached
+directly) of a known schema, where the
+runs of configurations that have none yet are written many to a transaction
+(`Mirror.log_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
+metrics, then its tags, so the provenance tags still land last: a run has
+them only once its values are in (a run wider than one batch gets them in a
+batch of their own, after the others). `Mirror.log` is safe to call from
+several threads at once for *different* configurations (the pool in
+`tracking_sync`): each call touches only its configuration's entry.
+
+``mlflow`` is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from schedlab.platform.tracking.bulk import PARENT_TAG, RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
+from schedlab.platform.tracking.data import (
+    CONFIG_TAG,
+    PROVENANCE_TAGS,
+    ROWS_TAG,
+    Expected,
+    code_digest,
+    sweep_note,
+)
+from schedlab.platform.tracking.store import TrackingError
+
+if TYPE_CHECKING:
+    from mlflow.entities import Metric, Param, Run, RunTag
+
+# MLflow's log_batch limits (mlflow.utils.validation).
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
+MAX_TAGS_PER_BATCH = 100
+MAX_ENTITIES_PER_BATCH = 1000
+
+SWEEP_TAG = "schedlab.sweep"
+#: MLflow's description of a run or an experiment (shown above its details).
+NOTE_TAG = "mlflow.note.content"
+CODE_ARTIFACTS_TAG = "schedlab.code_artifacts"
+CODE_DIR = "code"
+#: Runs per page of a search (MLflow's maximum for search_runs).
+SEARCH_PAGE = 1000
+
+
+def batches(
+    metrics: list[Metric], params: list[Param], tags: list[RunTag]
+) -> Iterator[tuple[list[Metric], list[Param], list[RunTag]]]:
+    """Split one run's entities into log_batch calls within MLflow's limits."""
+    while metrics or params or tags:
+        p, params = params[:MAX_PARAMS_PER_BATCH], params[MAX_PARAMS_PER_BATCH:]
+        t, tags = tags[:MAX_TAGS_PER_BATCH], tags[MAX_TAGS_PER_BATCH:]
+        room = min(MAX_METRICS_PER_BATCH, MAX_ENTITIES_PER_BATCH - len(p) - len(t))
+        m, metrics = metrics[:room], metrics[room:]
+        yield m, p, t
+
+
+def _filter_eq(key: str, value: str) -> str | None:
+    if "'" not in value:
+        return f"tags.`{key}` = '{value}'"
+    if '"' not in value:
+        return f'tags.`{key}` = "{value}"'
+    return None
+
+
+def is_data_error(err: Exception) -> bool:
+    """A problem with one configuration's data, not with the tracking store."""
+    return getattr(err, "error_code", None) == "INVALID_PARAMETER_VALUE"
+
+
+def _tag(key: str, value: str) -> RunTag:
+    from mlflow.entities import RunTag
+
+    return RunTag(key, value)
+
+
+@dataclass
+class RunState:
+    run_id: str
+    params: dict[str, str]
+    tags: dict[str, str]
+    metrics: dict[str, float]
+    finished: bool
+    run_name: str = ""
+
+    @classmethod
+    def of(cls, run: Run) -> RunState:
+        return cls(
+            run.info.run_id,
+            dict(run.data.params),
+            dict(run.data.tags),
+            dict(run.data.metrics),
+            run.info.status == "FINISHED",
+            run.info.run_name or "",
+        )
+
+
+def up_to_date(state: RunState, exp: Expected) -> bool:
+    """Does the run hold exactly what the disk says (name, params, tags, metric values)?"""
+    return (
+        state.finished
+        and state.run_name == exp.run_name
+        and all(state.params.get(k) == v for k, v in exp.params.items())
+        and all(state.tags.get(k) == v for k, v in exp.tags.items())
+        and state.metrics == exp.values
+    )
+
+
+def behind(state: RunState, exp: Expected) -> str:
+    """A short description of how a run differs from the disk."""
+    if not state.finished:
+        return "not finished"
+    if state.run_name != exp.run_name:
+        return f"named {state.run_name!r}, disk says {exp.run_name!r}"
+    for k, v in exp.params.items():
+        if state.params.get(k) != v:
+            return f"param {k} is {state.params.get(k)!r}, disk says {v!r}"
+    for k in PROVENANCE_TAGS:
+        if state.tags.get(k) != exp.tags.get(k):
+            return f"computed from {state.tags.get(ROWS_TAG, '?')} rows, disk has {exp.n}"
+    for k, v in exp.tags.items():
+        if state.tags.get(k) != v:
+            return f"tag {k} is {state.tags.get(k)!r}, disk says {v!r}"
+    for k, value in exp.values.items():
+        if state.metrics.get(k) != value:
+            return f"metric {k} is {state.metrics.get(k)!r}, disk says {value!r}"
+    extra = sorted(set(state.metrics) - set(exp.values))
+    if extra:
+        return f"metric {extra[0]} is not in the rows"
+    return "up to date"
+
+
+class Mirror:
+    """The sweep's experiment, parent run and child runs in one tracking store."""
+
+    def __init__(self, uri: str, experiment: str | None, manifest: dict[str, Any], bulk: bool = True):
+        from mlflow.tracking import MlflowClient
+
+        #: Called after every page of a search: progress for a caller that watches for stalls.
+        self.tick: Callable[[], None] = lambda: None
+        self.client = MlflowClient(tracking_uri=uri)
+        self.sweep = str(manifest["name"])
+        self.experiment_id = self._experiment(experiment or self.sweep)
+        self.parent = self._parent(manifest)
+        self._children: dict[str, RunState] | None = None
+        #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`;
+        #: ``bulk=False``: always the client, the path the bulk one is compared with).
+        self.bulk = bulk_store(self.client) if bulk else None
+
+    def _experiment(self, name: str) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is None:
+            try:
+                return self.client.create_experiment(name)
+            except MlflowException as err:  # created meanwhile by another process
+                exp = self.client.get_experiment_by_name(name)
+                if exp is None:
+                    raise err
+        if exp.lifecycle_stage != "active":
+            raise TrackingError(f"MLflow experiment {name!r} is deleted: restore it or choose another name")
+        return exp.experiment_id
+
+    def _search(self, flt: str) -> list[Run]:
+        runs, token = [], None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id],
+                flt,
+                max_results=SEARCH_PAGE,
+                order_by=["attributes.start_time ASC"],
+                page_token=token,
+            )
+            runs += list(page)
+            self.tick()
+            token = page.token
+            if not token:
+                return runs
+
+    def parents(self) -> list[RunState]:
+        """Active parent runs of this sweep, oldest first."""
+        flt = _filter_eq(SWEEP_TAG, self.sweep) or f"tags.`{SWEEP_TAG}` LIKE '%'"
+        runs = self._search(flt)
+        return [
+            RunState.of(r) for r in runs if r.data.tags.get(SWEEP_TAG) == self.sweep and PARENT_TAG not in r.data.tags
+        ]
+
+    def _parent(self, manifest: dict[str, Any]) -> RunState:
+        tags = {
+            SWEEP_TAG: self.sweep,
+            "schedlab.engine": str(manifest.get("engine", "")),
+            "schedlab.version": str(manifest.get("schedlab_version", "")),
+            "schedlab.spec_hash": str(manifest.get("spec_hash", "")),
+        }
+        runs = self.parents()
+        if not runs:
+            run = self.client.create_run(self.experiment_id, tags=tags, run_name=self.sweep)
+            return RunState.of(run)
+        state = runs[0]
+        changed = [_tag(k, v) for k, v in tags.items() if state.tags.get(k) != v]
+        if changed:
+            self.client.log_batch(state.run_id, tags=changed, synchronous=True)
+            state.tags.update(tags)
+        return state
+
+    def search_children(self, parent_id: str | None = None) -> list[RunState]:
+        """Child runs of a parent (ours by default), oldest first, fresh from the store."""
+        runs = self._search(f"tags.`{PARENT_TAG}` = '{parent_id or self.parent.run_id}'")
+        return [RunState.of(r) for r in runs if r.data.tags.get(CONFIG_TAG) is not None]
+
+    def children(self) -> dict[str, RunState]:
+        """config_id -> child run (the oldest), one search the first time."""
+        if self._children is None:
+            found: dict[str, RunState] = {}
+            for state in self.search_children():
+                found.setdefault(state.tags[CONFIG_TAG], state)
+            self._children = found
+        return self._children
+
+    def tidy(self, configs_with_rows: set[str]) -> int:
+        """Delete what no results dir row accounts for: extra parent runs of
+        this sweep (with their children), duplicated child runs (the oldest is
+        kept), child runs of configurations without rows. Refreshes the
+        children. Returns how many runs were deleted."""
+        deleted = 0
+        for extra in self.parents():
+            if extra.run_id == self.parent.run_id:
+                continue
+            for child in self.search_children(extra.run_id):
+                self.client.delete_run(child.run_id)
+                deleted += 1
+            self.client.delete_run(extra.run_id)
+            deleted += 1
+        found: dict[str, RunState] = {}
+        for state in self.search_children():
+            cid = state.tags[CONFIG_TAG]
+            if cid in found or cid not in configs_with_rows:
+                self.client.delete_run(state.run_id)
+                deleted += 1
+            else:
+                found[cid] = state
+        self._children = found
+        return deleted
+
+    def log(self, exp: Expected) -> None:
+        """Bring one configuration's child run to ``exp``."""
+        from mlflow.entities import Metric, Param
+
+        children = self.children()
+        cid = exp.config_id
+        state = children.get(cid)
+        if state is not None and self._must_replace(state, exp):
+            self.client.delete_run(state.run_id)
+            del children[cid]
+            state = None
+        if state is None:
+            run = self.client.create_run(
+                self.experiment_id,
+                tags={
+                    **{k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS},
+                    PARENT_TAG: self.parent.run_id,
+                },
+                run_name=exp.run_name or cid,
+            )
+            state = children[cid] = RunState.of(run)
+        elif state.run_name != exp.run_name:  # the grid grew an axis: names say more now
+            self.client.update_run(state.run_id, name=exp.run_name)
+            state.run_name = exp.run_name
+        new_params = {k: v for k, v in exp.params.items() if k not in state.params}
+        new_tags = {k: v for k, v in exp.tags.items() if k not in PROVENANCE_TAGS and state.tags.get(k) != v}
+        stale = state.metrics != exp.values
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, 0) for k, v in exp.values.items()] if stale else []
+        param_list = [Param(k, v) for k, v in new_params.items()]
+        tag_list = [_tag(k, v) for k, v in new_tags.items()]
+        provenance = [_tag(k, exp.tags[k]) for k in PROVENANCE_TAGS if state.tags.get(k) != exp.tags[k]]
+        chunks = list(batches(metrics, param_list, tag_list))
+        if provenance and len(chunks) <= 1 and len(tag_list) + len(provenance) <= MAX_TAGS_PER_BATCH:
+            # One call: MLflow writes the batch's tags after its params and metrics.
+            m, p, t = chunks[0] if chunks else ([], [], [])
+            chunks, provenance = [(m, p, t + provenance)], []
+        for m, p, t in chunks:
+            self.client.log_batch(state.run_id, metrics=m, params=p, tags=t, synchronous=True)
+        if provenance:  # last: the run now holds everything these rows give
+            self.client.log_batch(state.run_id, tags=provenance, synchronous=True)
+        state.params.update(new_params)
+        state.tags.update(new_tags)
+        state.tags.update({k: exp.tags[k] for k in PROVENANCE_TAGS})
+        if stale:
+            state.metrics = dict(exp.values)
+        if not state.finished:
+            self.client.set_terminated(state.run_id, "FINISHED")
+            state.finished = True
+
+    def log_new(self, exps: list[Expected]) -> list[NewRun]:
+        """Create the runs of configurations that have none, in one
+        transaction (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
+        what was written and which configurations MLflow rejected."""
+        if self.bulk is None:  # invariant: callers check
+            raise RuntimeError("Mirror.log_new without a bulk store")
+        children = self.children()
+        written = write_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
+        for new in written:
+            if new.error is None:
+                cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]
+                children[cid] = RunState(new.run_id, new.params, new.tags, values, True, name)
+        return written
+
+    @staticmethod
+    def _must_replace(state: RunState, exp: Expected) -> bool:
+        """A run not to correct in place: a param value changed (params are
+        immutable), or it holds metric values that differ from the disk's
+        (logging the new ones would leave a history of several points per
+        metric, and MLflow cannot delete a metric)."""
+        if any(k in state.params and state.params[k] != v for k, v in exp.params.items()):
+            return True
+        return bool(state.metrics) and state.metrics != exp.values
+
+    def describe(self, manifest: dict[str, Any], expected: dict[str, Expected]) -> None:
+        """The parent's and the experiment's descriptions (MLflow notes): what
+        the sweep is for, its grid axes, the headline metrics per
+        configuration and the result-defining spec. Set only when changed."""
+        text = sweep_note(manifest, expected)
+        if self.parent.tags.get(NOTE_TAG) != text:
+            self.client.set_tag(self.parent.run_id, NOTE_TAG, text)
+            self.parent.tags[NOTE_TAG] = text
+        about = str(manifest.get("description") or "")
+        if about:
+            exp = self.client.get_experiment(self.experiment_id)
+            if exp.tags.get(NOTE_TAG) != about:
+                self.client.set_experiment_tag(self.experiment_id, NOTE_TAG, about)
+
+    def sync_code(self, results_dir: Path) -> None:
+        """Log the results dir's ``code/`` folder under the parent's ``code/``
+        artifacts, unless the parent already has this exact folder."""
+        code = results_dir / CODE_DIR
+        digest = code_digest(code)
+        if digest is None or self.parent.tags.get(CODE_ARTIFACTS_TAG) == digest:
+            return
+        self.client.log_artifacts(self.parent.run_id, str(code), artifact_path=CODE_DIR)
+        self.client.log_batch(self.parent.run_id, tags=[_tag(CODE_ARTIFACTS_TAG, digest)], synchronous=True)
+        self.parent.tags[CODE_ARTIFACTS_TAG] = digest
+
+    def finish(self) -> None:
+        if not self.parent.finished:
+            self.client.set_terminated(self.parent.run_id, "FINISHED")
+            self.parent.finished = True

@@ -1,0 +1,320 @@
+"""Bringing one tracking store to what a results dir says (`Sync`): connect,
+reconcile, log through a bounded pool of MLflow clients, verify.
+
+Concurrency follows the store. An ``http(s)://`` server answers requests in
+parallel (its workers, its database's connection pool), so `LOG_THREADS`
+threads each bring one configuration's run up to date at a time; MLflow's
+client shares one keep-alive connection pool between them
+(``MLFLOW_HTTP_POOL_MAXSIZE``, default 10 >= `LOG_THREADS`). A SQLite file
+has one writer at a time: threads would only queue on its lock, so it gets
+one thread, and each run's contents go in as few transactions as MLflow
+allows (`tracking_mirror`) on a store in WAL mode (`tracking_store`).
+
+Failure policy: nothing here raises into a sweep except a damaged part file
+(`UserError`, the user's to fix). A failure of the tracking store
+(connection refused, timeouts, server errors) stops talking to it until the
+final reconcile tries again; data problems of one configuration are
+recorded and the others are still logged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import UserError
+from schedlab.platform.tracking.bulk import BULK_RUNS
+from schedlab.platform.tracking.data import CONFIG_TAG, Expected, code_digest, expected_runs, read_manifest
+from schedlab.platform.tracking.mirror import (
+    CODE_ARTIFACTS_TAG,
+    CODE_DIR,
+    Mirror,
+    RunState,
+    behind,
+    is_data_error,
+    up_to_date,
+)
+from schedlab.platform.tracking.store import is_http, prepare_store
+
+READ_ATTEMPTS = 3
+#: Configurations logged at once into an MLflow server (one MLflow client call in flight per thread).
+LOG_THREADS = 8
+
+
+@dataclass
+class TrackReport:
+    """What tracking achieved. ``logged``: configurations whose MLflow run now
+    mirrors the results dir; ``failed``: MLflow does not (or may not) match the
+    results dir (``error`` says why; ``schedlab track DIR`` finishes it)."""
+
+    logged: int = 0
+    failed: bool = False
+    error: str | None = None
+
+
+def describe_error(err: Exception) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:500]
+
+
+class Sync:
+    """Reads the results dir and mirrors it; records failures instead of raising
+    (a damaged part file is a `UserError`, raised). One caller at a time (the
+    tracker's worker, or backfill); the pool's threads are its own.
+    ``logged_total`` / ``queued_total`` / ``ticks`` tell a watcher how far it
+    got and whether it still moves."""
+
+    def __init__(
+        self,
+        uri: str,
+        experiment: str | None,
+        results_dir: Path,
+        manifest: dict[str, Any] | None = None,
+        bulk: bool = True,
+    ):
+        self.uri = uri
+        self.bulk = bulk  # False: new runs through MLflow's client even into a database (`tracking_bulk`)
+        self.experiment = experiment
+        self.results_dir = results_dir
+        self.manifest = manifest
+        self.mirror: Mirror | None = None
+        self.logged: set[str] = set()
+        self.failed = False
+        self.error: str | None = None
+        self.dead = False  # the store failed: stop talking to it
+        self.threads = LOG_THREADS if is_http(uri) else 1
+        self.queued_total = 0  # configurations handed to the pool so far
+        self.logged_total = 0  # of those, brought up to date (or recorded as a data problem)
+        self.ticks = 0  # store calls answered: moves while tracking makes progress
+        self.stage = "connecting"
+        self._lock = threading.Lock()
+
+    def record(self, message: str, fatal: bool = False) -> None:
+        with self._lock:
+            self.failed = True
+            if self.error is None:
+                self.error = message
+            if fatal:
+                self.dead = True
+
+    def report(self) -> TrackReport:
+        return TrackReport(logged=len(self.logged), failed=self.failed, error=self.error)
+
+    def connect(self) -> bool:
+        try:
+            if self.manifest is None:
+                self.manifest = read_manifest(self.results_dir)
+            prepare_store(self.uri)
+            self.mirror = Mirror(self.uri, self.experiment, self.manifest, self.bulk)
+            self.mirror.tick = self.tick
+        except Exception as err:
+            self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+            return False
+        self.dead = False
+        return True
+
+    def _expected(self, config_ids: list[str] | None) -> dict[str, Expected] | None:
+        """What the runs must hold (None after recording a failure). A damaged
+        part file is raised (`UserError`): it is the user's to fix."""
+        if self.manifest is None:  # invariant: only called once connected, and connect() read the manifest
+            raise RuntimeError("Sync._expected called before connect()")
+        delay = 0.2
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                expected, unknown = expected_runs(self.results_dir, self.manifest, config_ids)
+                break
+            except UserError:
+                raise
+            except Exception as err:  # noqa: BLE001 - e.g. a filesystem hiccup
+                if attempt == READ_ATTEMPTS - 1:
+                    self.record(f"reading {self.results_dir / 'summary'} failed: {describe_error(err)}")
+                    return None
+                time.sleep(delay)
+                delay *= 2.5
+        if unknown:
+            try:  # configurations added since we read it
+                self.manifest = read_manifest(self.results_dir)
+                expected, unknown = expected_runs(self.results_dir, self.manifest, config_ids)
+            except UserError as err:
+                self.record(str(err))
+        if unknown:
+            listed = ", ".join(unknown[:5])
+            self.record(f"{len(unknown)} configuration(s) in the summary are not in manifest.json: {listed}")
+        return expected
+
+    def tick(self) -> None:
+        with self._lock:
+            self.ticks += 1
+
+    def _log_one(self, exp: Expected) -> bool:
+        """Log one configuration; False when the store failed (recorded)."""
+        if self.mirror is None:  # invariant: only reached through track/reconcile, which need the mirror
+            raise RuntimeError("Sync._log_one called before connect()")
+        try:
+            self.mirror.log(exp)
+        except Exception as err:
+            if not is_data_error(err):
+                self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+                return False
+            self.record(f"config {exp.config_id}: {describe_error(err)}")
+        else:
+            with self._lock:
+                self.logged.add(exp.config_id)
+        with self._lock:
+            self.logged_total += 1
+            self.ticks += 1
+        return True
+
+    def _log_new(self, exps: list[Expected]) -> None:
+        """Create the runs of configurations that have none, `BULK_RUNS` to a
+        transaction (a database of a known schema: `Mirror.log_new`)."""
+        if self.mirror is None:  # invariant: only reached through _log_all
+            raise RuntimeError("Sync._log_new called before connect()")
+        for start in range(0, len(exps), BULK_RUNS):
+            if self.dead:
+                return
+            chunk = exps[start : start + BULK_RUNS]
+            try:
+                written = self.mirror.log_new(chunk)
+            except Exception as err:
+                self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+                return
+            for new in written:
+                if new.error is not None:
+                    self.record(f"config {new.exp.config_id}: {describe_error(new.error)}")
+            with self._lock:
+                self.logged.update(new.exp.config_id for new in written if new.error is None)
+                self.logged_total += len(written)
+                self.ticks += 1
+
+    def _log_all(self, expected: Iterable[Expected]) -> None:
+        """Log each configuration, `threads` at a time; stop at the first
+        failure of the store (the calls in flight finish)."""
+        if self.mirror is None:  # invariant: only reached through track/reconcile, which need the mirror
+            raise RuntimeError("Sync._log_all called before connect()")
+        todo = list(expected)
+        with self._lock:
+            self.queued_total += len(todo)
+        children = self.mirror.children()  # the one search, before any thread reads it
+        if self.mirror.bulk is not None:
+            new = [exp for exp in todo if exp.config_id not in children]
+            todo = [exp for exp in todo if exp.config_id in children]
+            self._log_new(new)
+        if self.threads == 1:
+            for exp in todo:
+                if self.dead or not self._log_one(exp):
+                    return
+            return
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="schedlab-mlflow") as pool:
+            running: set[Future[bool]] = set()
+            for exp in todo:
+                if self.dead:
+                    break
+                if len(running) >= 2 * self.threads:  # bounded: a 100k-configuration reconcile queues no more
+                    _, running = wait(running, return_when=FIRST_COMPLETED)
+                running.add(pool.submit(self._log_one, exp))
+            wait(running)
+
+    def track(self, config_ids: list[str] | None) -> None:
+        """Mirror the given configurations (all with summary rows when None)."""
+        if self.dead or self.mirror is None:
+            return
+        expected = self._expected(config_ids)
+        if expected:
+            self._log_all(expected.values())
+
+    def reconcile(self, expected: dict[str, Expected] | None = None) -> dict[str, Expected] | None:
+        """Make the whole experiment match the disk: tidy (extra parents,
+        duplicated or orphan children), log every run that is missing or
+        behind, log ``code/``. Returns what was expected (None on failure)."""
+        if self.dead or self.mirror is None:
+            return None
+        self.stage = "reconciling"
+        if expected is None:
+            expected = self._expected(None)
+            if expected is None:
+                return None
+        try:
+            self.mirror.tidy(set(expected))
+            children = self.mirror.children()
+            self._log_all(
+                exp for cid, exp in expected.items() if cid not in children or not up_to_date(children[cid], exp)
+            )
+            if not self.dead:
+                self.mirror.sync_code(self.results_dir)
+        except Exception as err:
+            self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+            return None
+        return expected
+
+    def verify(self, expected: dict[str, Expected]) -> None:
+        """Check, fresh from the store, that MLflow holds exactly ``expected``:
+        one parent, one finished child per configuration with rows, equal to
+        the disk; record what does not hold."""
+        if self.dead or self.mirror is None:
+            return
+        self.stage = "verifying"
+        try:
+            parents = self.mirror.parents()
+            children: dict[str, list[RunState]] = {}
+            for state in self.mirror.search_children():
+                children.setdefault(state.tags[CONFIG_TAG], []).append(state)
+            code = code_digest(self.results_dir / CODE_DIR)
+            parent_tags = next((p.tags for p in parents if p.run_id == self.mirror.parent.run_id), {})
+        except Exception as err:
+            self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+            return
+        problems = []
+        if len(parents) != 1:
+            problems.append(f"{len(parents)} parent runs of sweep {self.mirror.sweep}")
+        if code is not None and parent_tags.get(CODE_ARTIFACTS_TAG) != code:
+            problems.append(f"code/ not logged to the parent run (digest {code})")
+        good = set()
+        for cid, exp in expected.items():
+            runs = children.get(cid, [])
+            if len(runs) != 1:
+                problems.append(f"config {cid}: {len(runs)} runs")
+            elif not up_to_date(runs[0], exp):
+                problems.append(f"config {cid}: {behind(runs[0], exp)}")
+            else:
+                good.add(cid)
+        extra = sorted(set(children) - set(expected))
+        if extra:
+            problems.append(f"{len(extra)} run(s) of configurations without rows, e.g. {extra[0]}")
+        self.logged = good
+        if problems:
+            self.record(
+                f"MLflow at {self.uri} does not match {self.results_dir} "
+                f"({len(problems)} problem(s); first: {problems[0]})"
+            )
+
+    def finalize(self) -> TrackReport:
+        """Reconcile everything once more (reconnecting if the store failed
+        earlier), verify, mark the parent finished. The report is the end
+        state: earlier failures that this repaired do not count."""
+        self.failed, self.error, self.logged = False, None, set()
+        if self.mirror is None or self.dead:
+            self.mirror = None
+            if not self.connect():
+                return self.report()
+        expected = self.reconcile()
+        if expected is not None:
+            self.verify(expected)
+        if not self.dead:
+            if self.mirror is None or self.manifest is None:  # invariant: connect() set both or we returned
+                raise RuntimeError("Sync.finalize without a connected mirror")
+            try:
+                from schedlab.platform.statistics.selection import log_to_mlflow
+
+                log_to_mlflow(self.mirror.client, self.mirror.parent.run_id, self.results_dir)  # selection.json, if any
+                if expected is not None:
+                    self.mirror.describe(self.manifest, expected)
+                self.mirror.finish()
+            except Exception as err:
+                self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+        return self.report()
