@@ -81,7 +81,7 @@ def test_bad_packing_specs(tmp_path, changes, expected):
 def test_packing_sweep_rows_and_series(tmp_path):
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         s = spec(tmp_path)
         report = run_sweep(s)

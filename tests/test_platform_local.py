@@ -25,7 +25,7 @@ TIMING = {"sim_seconds"}  # wall-clock columns: the only ones allowed to differ 
 def local_ray():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()
 

@@ -139,7 +139,7 @@ def test_parts_hold_the_rows_commit_writes_and_keep_only_filters_by_key(tmp_path
 def local_ray():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()
 

@@ -74,7 +74,7 @@ def test_trace_spec_errors_name_the_field(tmp_path):
 def test_fb_replay_sweep_matches_direct_replay(tmp_path):
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         spec = fb_spec(tmp_path)
         report = run_sweep(spec)
