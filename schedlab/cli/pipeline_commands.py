@@ -93,3 +93,28 @@ def pipelines_run(
     if result.failures:
         click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)
         sys.exit(1)
+
+
+@pipelines.command("pages")
+@click.argument("names", nargs=-1)
+@click.option(
+    "--results",
+    "results_root",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Dir holding the pipelines' output dirs (ROOT/NAME, as `pipelines run --out ROOT/NAME` wrote them).",
+)
+@click.option(
+    "--to",
+    "pages_dir",
+    default="docs/reproductions",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the pages, their figures and the index go.",
+)
+def pipelines_pages(names: tuple[str, ...], results_root: Path, pages_dir: Path) -> None:
+    """Write a reproduction page per pipeline run (default: every one under --results) and the index."""
+    from schedlab.pipelines.pages import write_pages
+
+    for path in write_pages(results_root, list(names) or None, pages_dir):
+        click.echo(str(path))

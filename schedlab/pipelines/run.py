@@ -90,6 +90,9 @@ def run_pipeline(
     started = time.monotonic()
     out_dir = Path(out) if out is not None else Path("results") / "pipelines" / name
     out_dir.mkdir(parents=True, exist_ok=True)
+    from schedlab.pipelines.runlog import Invocation
+
+    invocation = Invocation.start(out_dir, scale, overrides)
 
     specs = []
     for data in pipe.specs(scale, overrides or {}):
@@ -139,6 +142,11 @@ def run_pipeline(
         ]
     report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
 
+    invocation.finish(
+        rows_new=sum(r.rows_written for r in sweeps),
+        rows_resumed=sum(r.rows_skipped for r in sweeps),
+        failures=failures,
+    )
     if tracking:
         artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
         for spec in specs:

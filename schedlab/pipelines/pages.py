@@ -1,0 +1,257 @@
+"""Reproduction pages: a pipeline's finished run as a checked-in page.
+
+`schedlab pipelines pages --results ROOT` turns each pipeline's output dir
+(``ROOT/<name>``: report.md, its figures, the sweeps' results dirs and
+``runs.jsonl``, see `runlog`) into ``docs/reproductions/<name>.md`` with its
+figures beside it (``docs/reproductions/<name>/``), and writes the index
+``docs/reproductions/README.md``: every registered pipeline with its scale,
+cost and verdict counts, or "not run" for one without output.
+
+A page is data produced by the command it names: the report's own text (the
+paper's setting and words, our numbers, each verdict with its interval),
+headed by how it was made (exact command, commits, machine, invocations,
+wall, driver CPU and the simulations' own seconds summed over the rows),
+and followed by the explanation of every verdict that does not hold, read
+from ``docs/reproductions/notes/<name>.md`` -- hand-written, each reason shown
+by a measured case with the command that measures it. A page with failing
+verdicts and no note says so in bold: a failure is never left looking
+explained.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import UserError
+from schedlab.pipelines.runlog import read_runs
+
+#: Where pages are written, relative to the repository root (the working directory).
+PAGES_DIR = Path("docs/reproductions")
+NOTES_DIR = "notes"
+INDEX = "README.md"
+#: Beside each page's figures: its scale, cost and verdict counts, which the index reads.
+SUMMARY = "page.json"
+#: A verdict line of report.md's "Holds?" sections: ``- **<verdict>**[ (caveat)] — <claim>...``.
+VERDICT_LINE = re.compile(r"^- \*\*([^*]+)\*\*", re.M)
+#: A "Holds?" section of report.md: from its heading to the next heading.
+HOLDS_SECTION = re.compile(r"^### Holds\?\n(.*?)(?=^#|\Z)", re.M | re.S)
+#: The verdicts that count as holding; every other label (does not hold, fails, inconclusive) does not.
+HOLDS = "holds"
+#: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
+LINK = re.compile(r"\]\(([^)/]+\.(?:png|pdf|svg|csv))\)")
+
+
+@dataclass
+class Page:
+    """One pipeline's reproduction, as read from its output dir."""
+
+    name: str
+    out_dir: Path
+    report: str
+    runs: list[dict[str, Any]]
+    verdicts: Counter[str]
+    sim_seconds: float
+    rows: int
+    figures: list[str] = field(default_factory=list)
+
+    @property
+    def scale(self) -> str:
+        scales = sorted({str(r.get("scale", "?")) for r in self.runs})
+        if not scales:  # a report from before run logs: its header names the scale
+            m = re.search(r"^Scale `([^`]+)`", self.report, re.M)
+            scales = [m.group(1)] if m else ["?"]
+        return "/".join(scales)
+
+    @property
+    def wall_seconds(self) -> float:
+        return float(sum(r.get("wall_seconds", 0.0) for r in self.runs))
+
+    @property
+    def failing(self) -> int:
+        return sum(n for v, n in self.verdicts.items() if v != HOLDS)
+
+
+def verdict_counts(report: str) -> Counter[str]:
+    """How many verdicts of each label the report's "Holds?" sections give."""
+    return Counter(
+        m.group(1).strip() for sec in HOLDS_SECTION.finditer(report) for m in VERDICT_LINE.finditer(sec.group(1))
+    )
+
+
+def read_page(name: str, out_dir: Path) -> Page:
+    """A pipeline's output dir read back; UserError when it holds no report."""
+    import polars as pl
+
+    from schedlab import load
+
+    out_dir = Path(out_dir)
+    report_path = out_dir / "report.md"
+    if not report_path.exists():
+        raise UserError(f"{report_path}: no report.md (run `schedlab pipelines run {name}` first)")
+    report = report_path.read_text()
+    sim, rows = 0.0, 0
+    for manifest in sorted(out_dir.glob("*/manifest.json")):
+        frame = load(manifest.parent).collect()
+        rows += frame.height
+        if "sim_seconds" in frame.columns and frame.height:
+            sim += float(frame.select(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum()).item())
+    return Page(
+        name=name,
+        out_dir=out_dir,
+        report=report,
+        runs=read_runs(out_dir),
+        verdicts=verdict_counts(report),
+        sim_seconds=sim,
+        rows=rows,
+        figures=sorted({m.group(1) for m in LINK.finditer(report)}),
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def _command(page: Page) -> str:
+    for r in page.runs:
+        if r.get("command"):
+            return str(r["command"])
+    subset = next((r["overrides"].get("subset") for r in page.runs if r.get("overrides", {}).get("subset")), None)
+    return f"schedlab pipelines run {page.name} --scale {page.scale}" + (f" --subset {subset}" if subset else "")
+
+
+def _how_made(page: Page) -> list[str]:
+    if not page.runs:
+        return ["How it was made: not recorded (the output dir has no runs.jsonl).", ""]
+    commits = list(dict.fromkeys(str(r.get("commit")) for r in page.runs))
+    m = page.runs[-1].get("machine", {})
+    mem = m.get("memory_bytes")
+    mem_s = f", {mem / 2**30:.0f} GiB" if mem else ""
+    cpu = sum(r.get("driver_cpu_seconds", 0.0) for r in page.runs)
+    rows_new = sum(r.get("rows_new", 0) for r in page.runs)
+    failures = page.runs[-1].get("failures", 0)
+    return [
+        "| how it was made | |",
+        "|---|---|",
+        f"| command | `{_command(page)}` (from the repository root; resumes: rows on disk are kept) |",
+        f"| commit | {', '.join(f'`{c}`' for c in commits)} |",
+        f"| machine | {m.get('cores', '?')} cores{mem_s}, {m.get('processor') or 'processor not known'}; "
+        f"{m.get('system', '')}, Python {m.get('python', '?')} |",
+        f"| invocations | {len(page.runs)}, first {page.runs[0].get('started')}, last {page.runs[-1].get('started')} |",
+        f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
+        f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows); "
+        f"driver {_duration(cpu)} |",
+        f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
+        f"last: {failures} |",
+        "",
+    ]
+
+
+def render(page: Page, notes: str | None) -> str:
+    """The page's markdown: how it was made, the report (figure links into
+    ``<name>/``), then the explanation of the verdicts that do not hold."""
+    body = LINK.sub(lambda m: f"]({page.name}/{m.group(1)})", page.report)
+    lines = body.splitlines()
+    title, rest = (lines[0], lines[1:]) if lines and lines[0].startswith("# ") else (f"# {page.name}", lines)
+    counts = ", ".join(f"{n} {v}" for v, n in sorted(page.verdicts.items()))
+    out = [title, "", f"Verdicts: {counts or 'none'}.", "", *_how_made(page), *rest, ""]
+    if page.failing:
+        out += ["## Why verdicts do not hold", ""]
+        if notes:
+            out += [notes.strip(), ""]
+        else:
+            out += [
+                f"**Not explained yet:** {page.failing} verdict(s) do not hold and no measured explanation is "
+                f"recorded (`{PAGES_DIR / NOTES_DIR / (page.name + '.md')}`).",
+                "",
+            ]
+    return "\n".join(out)
+
+
+def write_page(page: Page, pages_dir: Path = PAGES_DIR) -> Path:
+    """Write ``pages_dir/<name>.md`` and copy its linked figures to ``pages_dir/<name>/``."""
+    pages_dir = Path(pages_dir)
+    fig_dir = pages_dir / page.name
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for f in page.figures:
+        src = page.out_dir / f
+        if src.exists():
+            shutil.copyfile(src, fig_dir / f)
+    note_path = pages_dir / NOTES_DIR / f"{page.name}.md"
+    notes = note_path.read_text() if note_path.exists() else None
+    path = pages_dir / f"{page.name}.md"
+    path.write_text(render(page, notes))
+    summary = {
+        "scale": page.scale,
+        "wall_seconds": page.wall_seconds,
+        "sim_seconds": round(page.sim_seconds, 3),
+        "rows": page.rows,
+        "verdicts": dict(sorted(page.verdicts.items())),
+    }
+    (fig_dir / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def write_index(pages_dir: Path = PAGES_DIR) -> Path:
+    """``pages_dir/README.md``: every registered pipeline, its scale, cost and
+    verdicts, from the summaries of the pages on disk (``<name>/page.json``)."""
+    from schedlab.pipelines.registry import PIPELINES
+
+    rows = [
+        "# Reproductions",
+        "",
+        "Every pipeline of `schedlab pipelines list`, run at the scale shown, with our numbers beside the "
+        "paper's. Each page names the command that made it, the commit and the machine; verdicts are read "
+        "from intervals; a verdict that does not hold is explained on its page by a measured case. Pages are "
+        "written by `schedlab pipelines pages --results DIR` from the pipelines' output dirs (which stay out "
+        "of git).",
+        "",
+        "| pipeline | paper, figure | scale | wall | simulation CPU | rows | verdicts |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals = Counter[str]()
+    for name, pipe in PIPELINES.items():
+        meta = Path(pages_dir) / name / SUMMARY
+        if not meta.exists():
+            rows.append(f"| {name} | {pipe.paper}, {pipe.figure} | not run | | | | |")
+            continue
+        page = json.loads(meta.read_text())
+        totals.update(page["verdicts"])
+        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(page["verdicts"].items()))
+        rows.append(
+            f"| [{name}]({name}.md) | {pipe.paper}, {pipe.figure} | {page['scale']} "
+            f"| {_duration(page['wall_seconds'])} | {_duration(page['sim_seconds'])} | {page['rows']:,} | {verdicts} |"
+        )
+    rows += ["", "All verdicts: " + (", ".join(f"{n} {v}" for v, n in sorted(totals.items())) or "none") + ".", ""]
+    path = Path(pages_dir) / INDEX
+    path.write_text("\n".join(rows))
+    return path
+
+
+def write_pages(results_root: Path, names: list[str] | None = None, pages_dir: Path = PAGES_DIR) -> list[Path]:
+    """Pages for ``names`` (default: every pipeline with a report under
+    ``results_root``), and the index over every page in ``pages_dir``."""
+    from schedlab.pipelines.registry import PIPELINES
+
+    results_root = Path(results_root)
+    if names:
+        unknown = [n for n in names if n not in PIPELINES]
+        if unknown:
+            raise UserError(f"unknown pipeline(s): {', '.join(unknown)}; see `schedlab pipelines list`")
+    chosen = names or [n for n in PIPELINES if (results_root / n / "report.md").exists()]
+    if not chosen:
+        raise UserError(f"{results_root}: no pipeline output dir with a report.md")
+    pages_dir = Path(pages_dir)
+    pages_dir.mkdir(parents=True, exist_ok=True)
+    written = [write_page(read_page(n, results_root / n), pages_dir) for n in chosen]
+    written.append(write_index(pages_dir))  # every page on disk, not only those written now
+    return written

@@ -1,0 +1,78 @@
+"""Reproduction pages (`schedlab pipelines pages`): a real smoke-scale run of a
+pipeline, twice (the second resumes), read back into a page and the index."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+
+from schedlab.cli import main
+from schedlab.pipelines import pages
+from schedlab.pipelines.runlog import read_runs
+from tests.pipeline_outputs import run_smoke
+
+NAME = "psbs-shape"
+
+
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipes")
+    first = run_smoke([NAME], root)[NAME]
+    second = run_smoke([NAME], root)[NAME]
+    return root, first, second
+
+
+def test_run_log_records_each_invocation(twice):
+    root, first, second = twice
+    runs = read_runs(root / NAME)
+    assert len(runs) == 2
+    assert runs[0]["rows_new"] == sum(r.rows_written for r in first.sweeps) > 0
+    assert runs[1]["rows_new"] == 0 and runs[1]["rows_resumed"] == runs[0]["rows_new"]
+    for r in runs:
+        assert r["scale"] == "smoke" and r["failures"] == 0 and r["wall_seconds"] > 0
+        assert r["machine"]["cores"] >= 1 and r["machine"]["python"]
+        assert r["commit"] is None or len(r["commit"].split("+")[0]) == 40
+
+
+def test_page_and_index(twice, tmp_path):
+    root, first, _ = twice
+    out = CliRunner().invoke(main, ["pipelines", "pages", NAME, "--results", str(root), "--to", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    page = (tmp_path / f"{NAME}.md").read_text()
+    report = first.report_md.read_text()
+    # every verdict of the report, counted by label, in the page's summary and its summary file
+    labels = pages.verdict_counts(report)
+    assert labels and sum(labels.values()) == sum(len(f.checks) for f in first.figures)
+    summary = json.loads((tmp_path / NAME / pages.SUMMARY).read_text())
+    assert summary["verdicts"] == dict(labels) and summary["scale"] == "smoke"
+    assert summary["rows"] == sum(r.rows_written for r in first.sweeps)
+    assert f"schedlab pipelines run {NAME}" in page or "| command |" in page
+    assert "| invocations | 2," in page
+    for f in first.figures:  # figures copied beside the page and linked there
+        assert (tmp_path / NAME / f.png.name).read_bytes() == f.png.read_bytes()
+        assert f"]({NAME}/{f.png.name})" in page
+    index = (tmp_path / pages.INDEX).read_text()
+    assert f"| [{NAME}]({NAME}.md) |" in index
+    assert "| psbs-sigma |" in index and "not run" in index  # a pipeline without a page
+
+
+def test_failing_verdicts_need_a_note(twice, tmp_path):
+    root, _, _ = twice
+    page = pages.read_page(NAME, root / NAME)
+    page.verdicts = Counter({"holds": 2, "does not hold": 1})
+    assert "**Not explained yet:** 1 verdict(s)" in pages.render(page, None)
+    explained = pages.render(page, "The claim's threshold is ours: measured case ...")
+    assert "## Why verdicts do not hold" in explained and "measured case" in explained
+    assert "Not explained yet" not in explained
+    page.verdicts = Counter({"holds": 3})
+    assert "Why verdicts do not hold" not in pages.render(page, None)
+
+
+def test_unknown_pipeline_and_missing_report(tmp_path):
+    out = CliRunner().invoke(main, ["pipelines", "pages", "nope", "--results", str(tmp_path)])
+    assert out.exit_code == 2 and "unknown pipeline" in out.output
+    out = CliRunner().invoke(main, ["pipelines", "pages", "--results", str(tmp_path)])
+    assert out.exit_code == 2 and "no pipeline output dir" in out.output
