@@ -302,15 +302,19 @@ def worker_load(code: CodeRef) -> Any:
     return obj
 
 
-def user_frames_traceback(err: BaseException) -> str:
+def user_frames_traceback(err: BaseException, *, fallback: bool = True) -> str:
     """The traceback of an exception raised inside user code, keeping only the
     frames outside schedlab's own package (the user's bug, the user's lines)
-    and the exception line; all frames if none are outside."""
+    and the exception line. With no frame outside: all frames
+    (``fallback``), or "" (``fallback=False``: an engine's own refusal, e.g.
+    a policy that stalls, whose message says it all)."""
     import traceback
 
     package = str(Path(__file__).resolve().parent)
     frames = traceback.extract_tb(err.__traceback__)
     mine = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package + "/")]
+    if not mine and not fallback:
+        return ""
     shown = mine or frames
     lines = [
         "Traceback (most recent call last):\n",

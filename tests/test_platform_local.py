@@ -325,7 +325,8 @@ def test_progress_line_text():
 
     p = Progress("sweep", 2, 30, 120, 1, 15.0)
     assert p.eta == 45.0
-    assert ProgressLine.text(p) == "sweep: round 2, 30/120 simulations, 1 failed, 15s elapsed, ETA 45s"
+    assert ProgressLine.text(p) == "sweep: round 2, 30/120 simulations, 1 failed, 0 running, 15s elapsed, ETA 45s"
+    assert ", 8 running, " in ProgressLine.text(Progress("sweep", 2, 30, 120, 1, 15.0, running=8))
     assert "ETA ?" in ProgressLine.text(Progress("s", 1, 0, 10, 0, 0.5))
     assert "1h01m elapsed, ETA 1h01m" in ProgressLine.text(Progress("s", 1, 1, 2, 0, 3660.0))
     assert "2m05s elapsed" in ProgressLine.text(Progress("s", 1, 1, 2, 0, 125.0))

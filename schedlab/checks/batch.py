@@ -14,7 +14,8 @@ Why each holds for every correct batch policy:
 * ``starts-queued`` -- only queued jobs start, each once (starting a running
   or finished job, or a job id that does not exist, is refused).
 * ``completes`` -- every job fits the empty machine (procs <= capacity), so
-  a correct policy eventually starts every job: every job has a start.
+  a correct policy eventually starts every job: every job has a start (the
+  engine's own guard, ``BatchStalled``, the same in a sweep).
 * ``deterministic`` -- the engine is deterministic: two runs give
   bit-identical start and end times.
 * ``no-runtime-access`` -- a batch scheduler knows requested times, never
@@ -101,7 +102,7 @@ class Check(EngineCheck):
 
     def run(self, w: Workload):
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.sim.batch.engine import BatchCapacityExceeded, BatchStartError, simulate_batch
+        from schedlab.sim.batch.engine import BatchCapacityExceeded, BatchStalled, BatchStartError, simulate_batch
 
         cols = w.columns
         guard = hider("schedlab.sim.batch.engine", "a job's actual runtime")
@@ -122,6 +123,8 @@ class Check(EngineCheck):
             swallowed_reads(guard, "no-runtime-access")
             if isinstance(err, BatchCapacityExceeded):
                 raise violation("capacity", str(err)) from None
+            if isinstance(err, BatchStalled):
+                raise violation("completes", str(err)) from None
             if isinstance(err, BatchStartError):
                 job = err.job
                 if isinstance(job, int) and 0 <= job < w.n and err.now is not None and cols["submit"][job] > err.now:

@@ -21,7 +21,9 @@ Why each holds for every correct DFRS policy:
   times the time the whole workload needs when run one job after another
   (span of submits + sum of runtimes + one penalty per job + one period):
   jobs paused or migrated over and over so that none ever leaves its
-  penalty, or kept waiting for good. ``MAX_CALLS`` policy calls in one run is
+  penalty, or kept waiting for good. That rule is the engine's own guard
+  (``DfrsLivelock``, ``schedlab.sim.dfrs.events.STALL_FACTOR``), the same in
+  a sweep. ``MAX_CALLS`` policy calls in one run is
   a backstop (progress ever smaller, never finishing).
 * ``deterministic`` -- the engine is deterministic: two runs give
   bit-identical start and end times, pauses and migrations.
@@ -58,9 +60,6 @@ from schedlab.checks.common import (
 #: by that much) times 10, relative to the processing time, plus 1e-9 of the
 #: time scale for rounding.
 END_REL_TOL = 1e-5
-#: Livelock: no progress for this many times the serial schedule's length
-#: (see ``completes`` in the module docstring).
-STALL_FACTOR = 10.0
 #: Policy calls in one run before the policy is declared stuck (a /per policy
 #: with period >= 1 s needs at most ~1e5 on these workloads).
 MAX_CALLS = 1_000_000
@@ -92,14 +91,12 @@ class _Stuck(Exception):
 
 class _Watched:
     """The policy as the engine sees it in check mode: every attribute passes
-    through (``opt``, ``period``, ``allocate``); the callbacks are counted and
-    ``on_period`` watches for progress (see ``completes``)."""
+    through (``opt``, ``period``, ``allocate``); the callbacks are counted
+    (``MAX_CALLS``). The livelock rule is the engine's own guard
+    (``DfrsLivelock``, ``STALL_FACTOR``), the same in a sweep."""
 
-    def __init__(self, policy, stall: float) -> None:
+    def __init__(self, policy) -> None:
         self._policy = policy
-        self._stall = stall  # seconds without progress that make a livelock
-        self._since = -math.inf  # time of the last progress, arrival or completion
-        self._vt = -1.0
         self._calls = 0
 
     def __getattr__(self, name):
@@ -112,25 +109,14 @@ class _Watched:
 
     def on_arrival(self, state, job):
         self._count(state)
-        self._since = state.now
         return self._policy.on_arrival(state, job)
 
     def on_completion(self, state):
         self._count(state)
-        self._since = state.now
         return self._policy.on_completion(state)
 
     def on_period(self, state):
         self._count(state)
-        vt = float(state.vt.sum())
-        if vt > self._vt:
-            self._vt, self._since = vt, state.now
-        elif state.now - self._since > self._stall:
-            raise _Stuck(
-                f"t={state.now}: no job progressed, arrived or completed for {state.now - self._since:g} s "
-                f"({STALL_FACTOR:g}x the time the workload needs run one job after another): a livelock "
-                f"of jobs kept paused, waiting or in their migration penalty"
-            )
         return self._policy.on_period(state)
 
 
@@ -188,15 +174,7 @@ class Check(EngineCheck):
         cols, system = w.columns, w.system
         guard = hider("schedlab.sim.dfrs.events", "the true processing times (state.processing)")
         try:
-            policy = self.cls(**self.params)
-            serial = (
-                cols["submit"][-1]
-                - cols["submit"][0]
-                + sum(cols["runtime"])
-                + w.n * system["penalty"]
-                + (getattr(policy, "period", None) or 0.0)
-            )
-            policy = _Watched(policy, STALL_FACTOR * serial)
+            policy = _Watched(self.cls(**self.params))
             res = simulate_dfrs(
                 cols["submit"],
                 cols["runtime"],
@@ -245,4 +223,4 @@ class Check(EngineCheck):
                 raise violation("deterministic", diff)
 
 
-__all__ = ["END_REL_TOL", "INVARIANTS", "MAX_CALLS", "STALL_FACTOR", "Check"]
+__all__ = ["END_REL_TOL", "INVARIANTS", "MAX_CALLS", "Check"]

@@ -5,8 +5,9 @@ Why each holds for every correct queue policy:
 
 * ``completes`` -- a policy exists to serve jobs; leaving one unserved (the
   engine's ``PolicyStalled``) or announcing internal events forever without
-  the clock moving (more than ``STALL_EVENTS`` loop turns at one instant with
-  no arrival or departure; ``MAX_EVENTS`` in all) is a bug.
+  the clock moving (the engine's own guard, ``PolicyStuck``: more than
+  ``STALL_EVENTS`` + ``STALL_PER_JOB`` x n loop turns at one instant with no
+  arrival or departure, the same in a sweep; ``MAX_EVENTS`` in all) is a bug.
 * ``work-conserving`` (policies with ``work_conserving = True``, the
   default) -- a server that is never idle while jobs are present does the
   same amount of work by every instant whatever the order of service, so each
@@ -53,9 +54,6 @@ from schedlab.checks.common import (
 #: adds ~1e-15 per event. 1e-8 is 10x the first, far below any scheduling
 #: difference (sizes are >= 0.01).
 TIME_REL_TOL = 1e-8
-#: Engine loop turns at one instant without an arrival or departure before
-#: the policy is declared stuck (a correct policy on 12 jobs needs O(n^2)).
-STALL_EVENTS = 1_000
 #: Engine loop turns in one run before the policy is declared stuck
 #: (quantum-based round robin on the largest workload needs ~1e5).
 MAX_EVENTS = 1_000_000
@@ -87,42 +85,24 @@ class _Stuck(Exception):
 
 class _Watched:
     """The policy as the engine sees it in check mode: every attribute passes
-    through; ``next_event_time`` (called once per engine loop turn) counts
-    turns since the clock last moved or a job arrived or left."""
+    through; ``next_event_time`` (called once per engine loop turn) counts the
+    turns of the whole run (``MAX_EVENTS``). Turns at one instant are the
+    engine's own guard (``PolicyStuck``, ``STALL_EVENTS``), the same in a
+    sweep."""
 
     def __init__(self, policy, server) -> None:
         self._policy = policy
         self._server = server
-        self._t = -math.inf
-        self._same = 0
         self._total = 0
 
     def __getattr__(self, name):
         return getattr(self._policy, name)
 
-    def arrive(self, job, estimate, weight):
-        self._same = 0
-        return self._policy.arrive(job, estimate, weight)
-
-    def depart(self, job):
-        self._same = 0
-        return self._policy.depart(job)
-
     def next_event_time(self):
-        now = self._server.now
-        if now != self._t:
-            self._t, self._same = now, 0
-        self._same += 1
         self._total += 1
-        t = self._policy.next_event_time()
-        if self._same > STALL_EVENTS:
-            raise _Stuck(
-                f"t={now}: {STALL_EVENTS} internal events at this instant with no job arriving or "
-                f"leaving (next_event_time() = {t!r})"
-            )
         if self._total > MAX_EVENTS:
-            raise _Stuck(f"t={now}: {MAX_EVENTS} events without finishing the workload")
-        return t
+            raise _Stuck(f"t={self._server.now}: {MAX_EVENTS} events without finishing the workload")
+        return self._policy.next_event_time()
 
 
 def fifo_recursion(submit: list[float], size: list[float]) -> list[float]:
@@ -175,7 +155,7 @@ class Check(EngineCheck):
         import numpy as np
 
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.sim.queue.engine import PolicyStalled, simulate
+        from schedlab.sim.queue.engine import PolicyStalled, PolicyStuck, simulate
 
         guard = None if "no-size-access" in self.skipped else hider("schedlab.sim.queue.engine", "a job's true size")
         cls, params = self.cls, self.params
@@ -190,7 +170,7 @@ class Check(EngineCheck):
             if isinstance(err, HiddenTruthError):
                 raise violation("no-size-access", str(err)) from None
             swallowed_reads(guard, "no-size-access")
-            if isinstance(err, PolicyStalled):
+            if isinstance(err, (PolicyStalled, PolicyStuck)):
                 raise violation("completes", str(err)) from None
             if isinstance(err, _Stuck):
                 raise violation("completes", f"the policy never finishes: {err}") from None
@@ -239,4 +219,4 @@ class Check(EngineCheck):
             first = i + 1
 
 
-__all__ = ["INVARIANTS", "MAX_EVENTS", "STALL_EVENTS", "TIME_REL_TOL", "Check", "fifo_recursion"]
+__all__ = ["INVARIANTS", "MAX_EVENTS", "TIME_REL_TOL", "Check", "fifo_recursion"]

@@ -4,6 +4,9 @@ the package that imports them."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from schedlab import __version__
@@ -24,6 +27,10 @@ class _Group(click.Group):
         except UserError as err:  # several independent mistakes (UserErrors): one line each
             for line in messages(err):
                 click.echo(f"schedlab: error: {line}", err=True)
+            if getattr(err, "hard_exit", False):  # a thread may be stuck inside a library (execution.connect)
+                sys.stderr.flush()
+                sys.stdout.flush()
+                os._exit(UserError.exit_code)
             ctx.exit(UserError.exit_code)
 
 

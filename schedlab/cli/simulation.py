@@ -5,6 +5,7 @@ with its summary, and what a trace holds."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -81,6 +82,13 @@ def policies() -> None:
     "BF-J/S and batch's FCFS, EASY (the same numbers); "
     "reference: the Python engine.",
 )
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Wall-clock seconds the simulation may take before it is stopped (exit 1) "
+    "[default: 3600, as [execution] sim_budget_seconds].",
+)
 @click.pass_context
 def simulate(
     ctx: click.Context,
@@ -92,10 +100,12 @@ def simulate(
     jobs_out: Path | None,
     as_json: bool,
     engine_path: str,
+    budget: float | None,
     **synthetic,
 ) -> None:
     """Run one policy on one workload and print a summary."""
     from schedlab.engines import get_engine
+    from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS
     from schedlab.usercode import is_reference, resolve
 
     eng = get_engine(engine)
@@ -141,7 +151,9 @@ def simulate(
         described = " ".join(f"{k}={v}" for k, v in synthetic.items()) + f" seed={seed}"
 
     started = time.perf_counter()
-    result = eng.run(jobs, policy_obj, system=system, path=engine_path)
+    result = _run_guarded(
+        eng, jobs, policy_obj, system, engine_path, budget or DEFAULT_SIM_BUDGET_SECONDS, is_reference(policy)
+    )
     wall = time.perf_counter() - started
     if jobs_out is not None:
         columns = result.jobs
@@ -187,6 +199,32 @@ def simulate(
         click.echo(f"  {label:22s} {value}")
     if jobs_out is not None:
         click.echo(f"  per-job rows written to {jobs_out}")
+
+
+def _run_guarded(eng, jobs, policy_obj, system, engine_path: str, budget: float, user_code: bool):
+    """``eng.run`` under a wall-clock budget. A failing user policy ends the
+    command as ``run`` reports it: one line, the user's own frames (none
+    when the engine refused what the policy did: its message says it all),
+    exit 1; so does a run past the budget. A built-in policy's exception is
+    a bug of schedlab's and keeps its whole traceback."""
+    from schedlab.cli.group import EXIT_FAILURES
+    from schedlab.platform.execution.budget import BudgetExceeded, sim_budget
+    from schedlab.usercode import user_frames_traceback
+
+    try:
+        with sim_budget(budget, "--budget"):
+            return eng.run(jobs, policy_obj, system=system, path=engine_path)
+    except UserError:
+        raise
+    except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - reported below, the command ends
+        if not (user_code or isinstance(err, BudgetExceeded)):
+            raise
+        line = (str(err).strip().splitlines() or [""])[-1]
+        click.echo(f"schedlab: the simulation failed: {type(err).__name__}: {line}", err=True)
+        frames = user_frames_traceback(err, fallback=False) if user_code else ""
+        if frames:
+            click.echo("your code's frames:\n  " + frames.replace("\n", "\n  "), err=True)
+        sys.exit(EXIT_FAILURES)
 
 
 def _write_jobs(columns: dict, path: Path) -> None:

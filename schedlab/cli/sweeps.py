@@ -147,9 +147,13 @@ def run(
             click.echo(
                 f"  config {f['config_id']} ({f['policy']}) replication {f['replication']}: {f['error']}", err=True
             )
-        trace = report.failures[0].get("traceback")
-        if trace:
-            click.echo("first failure's traceback (your code's frames):\n  " + trace.replace("\n", "\n  "), err=True)
+        traced = next((f for f in report.failures if f.get("traceback")), None)
+        if traced is not None:
+            click.echo(
+                f"traceback of the first failure in your code ({traced['policy']}, your frames only):\n  "
+                + traced["traceback"].replace("\n", "\n  "),
+                err=True,
+            )
         sys.exit(EXIT_FAILURES)
     if tr is not None and tr.failed:
         sys.exit(EXIT_TRACKING)

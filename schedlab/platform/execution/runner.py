@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
+from schedlab.platform.execution.connect import init_bounded, loopback_only
 from schedlab.platform.execution.parts import keep_only
 from schedlab.platform.execution.payload import Packer, ray_put
 from schedlab.platform.execution.sizing import TaskSizer
@@ -91,8 +92,9 @@ class Progress:
     """Where a running sweep stands, for a progress display. A simulation is
     one configuration x replication; ``total`` counts those planned so far
     (an adaptive sweep adds each round's), ``done`` those finished (failed
-    ones included), ``failed`` those that raised, ``round`` is 1-based and
-    ``elapsed`` the seconds since the sweep started."""
+    ones included), ``failed`` those that raised, ``round`` is 1-based,
+    ``elapsed`` the seconds since the sweep started and ``running`` the
+    simulations of the tasks submitted and not yet back."""
 
     sweep: str
     round: int
@@ -100,6 +102,7 @@ class Progress:
     total: int
     failed: int
     elapsed: float
+    running: int = 0
 
     @property
     def eta(self) -> float | None:
@@ -199,30 +202,6 @@ def _sigint_deferred() -> Iterator[None]:
 LOCAL_RAY_HOST = "127.0.0.1"
 
 
-@contextlib.contextmanager
-def _loopback_node() -> Iterator[None]:
-    """Make a new local Ray node take ``LOCAL_RAY_HOST`` as its IP, so that its
-    GCS, raylet, agents and workers listen on loopback only. ``ray.init``
-    otherwise turns ``_node_ip_address="127.0.0.1"`` into the host's routable
-    IP and the C++ servers listen on all interfaces; Ray keeps loopback only
-    where it disables multi-node clusters (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``,
-    read at import and from the environment its processes inherit)."""
-    import ray._private.ray_constants as ray_constants
-
-    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
-    saved_env, saved = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
-    os.environ[name] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved
-        if saved_env is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = saved_env
-
-
 #: How schedlab itself started Ray in this process: {"env": shipped user code}
 #: (empty when Ray was started by someone else, or not at all).
 _OWNED: dict[str, Any] = {}
@@ -234,7 +213,9 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
     Ray uploads local files only at the job level, so a Ray that schedlab
     started for other code is restarted with it. A Ray that the caller
     started is used as it is (its workers then import user code from the
-    driver's paths: one host only). Local Ray listens on loopback only."""
+    driver's paths: one host only). Local Ray listens on loopback only
+    (`connect.loopback_only`); joining a cluster by address ends within
+    ``[execution] connect_timeout_seconds`` or at Ctrl-C (`connect.init_bounded`)."""
     import ray
 
     if ray.is_initialized():
@@ -243,7 +224,6 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
         ray.shutdown()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     address = address or spec.execution.address or os.environ.get("RAY_ADDRESS")
-    local: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if address:
         kwargs["address"] = address
     else:  # never join a `ray start` cluster; listen on loopback only
@@ -253,14 +233,16 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
             _node_ip_address=LOCAL_RAY_HOST,
             logging_level=logging.WARNING,
         )  # not "Started a local Ray instance"
-        local = _loopback_node()
         # Token auth on a loopback-only Ray is schedlab's choice, not the user's: no warning about it.
         logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if shipped:
         kwargs["runtime_env"] = {"py_modules": [p for p, _ in shipped], "excludes": ["__pycache__", "*.pyc", ".git"]}
     try:
-        with local:
-            ray.init(**kwargs)
+        if address:  # bounded in time, interruptible, loopback kept loopback (`connect`)
+            init_bounded(ray, kwargs, address, spec.execution.connect_timeout_seconds)
+        else:
+            with loopback_only():
+                ray.init(**kwargs)
     except (ConnectionError, ray.exceptions.AuthenticationError) as err:
         raise UserError(
             f"cannot connect to Ray at {address}: {err} "
@@ -373,7 +355,7 @@ def _run_locked(
             )
 
     limit_cache = [0.0, 0]
-    counts = {"round": 1, "done": 0, "total": 0, "failed": 0}  # for `Progress`
+    counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}  # for `Progress`
 
     def slots() -> float:
         """Tasks that run at once (the cluster's CPUs / cpus_per_task); re-read
@@ -437,6 +419,7 @@ def _run_locked(
                         counts["total"],
                         counts["failed"],
                         time.monotonic() - started,
+                        counts["running"],
                     )
                 )
 
@@ -447,6 +430,7 @@ def _run_locked(
                 if ray is None or packer is None:  # invariant: there is work, so start_ray() ran above
                     raise RuntimeError("tasks to run but Ray was not started")
                 limit = max_in_flight()
+                submitted = report.tasks
                 while pending and len(inflight) < limit:
                     # the sweep's first submission also registers the task function with Ray: start-up
                     with timed("submit" if report.tasks else "ray_start"):
@@ -460,9 +444,13 @@ def _run_locked(
                             plan.metrics,
                             engine_path=spec.execution.engine_path,
                             encode=True,
+                            sim_budget_seconds=spec.execution.sim_budget_seconds,
                         )
                         inflight[ref] = (task, units)
                         report.tasks += 1
+                        counts["running"] += sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
+                if report.tasks > submitted:
+                    tell()  # what is running now (the heartbeat repeats the last record)
                 with timed("wait"):
                     ready, _ = ray.wait(list(inflight), num_returns=1, timeout=FLUSH_SECONDS)
                     if ready:
@@ -503,7 +491,9 @@ def _run_locked(
                         unsettled.get(got["config_id"], set()).discard(got["replication"])
                     sink.add(result)
                     stages["sink"] += time.perf_counter() - t
-                    counts["done"] += sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
+                    finished = sum(len(todo_of[(i.point.point_id, i.replication)]) for i in task)
+                    counts["done"] += finished
+                    counts["running"] -= finished
                     counts["failed"] += len(result.failures)
                     tell()
                 if sink.due():

@@ -4,7 +4,10 @@ Runs in a worker process; pure apart from the simulation itself. A task never
 raises for a failing simulation: the exception becomes a failure record (config,
 replication, error text) so the sweep goes on, and Ray only retries *system*
 failures (a dead worker or node), for which the driver's sink keeps exactly one
-row per key.
+row per key. A simulation that runs past its wall-clock budget
+(``[execution] sim_budget_seconds``, `budget`) is such a failure too, so a
+runaway policy ends as a record and the other configurations of the task
+keep their rows.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS, BudgetExceeded, sim_budget
 from schedlab.platform.planning.plan import Config, Instance, MetricSpec, WorkloadPoint
 
 if TYPE_CHECKING:
@@ -99,11 +103,12 @@ def _failure(config: Config, replication: int, error: str, trace: str = "") -> d
 
 
 def _describe(err: BaseException) -> tuple[str, str]:
-    """(one line, traceback of the frames outside schedlab: the user's own)."""
+    """(one line, traceback of the frames outside schedlab: the user's own;
+    "" when none is, e.g. an engine refusing what a policy asked)."""
     from schedlab.usercode import user_frames_traceback
 
     line = "".join(traceback.format_exception_only(type(err), err)).strip().splitlines()[-1]
-    return line, user_frames_traceback(err)
+    return line, user_frames_traceback(err, fallback=False)
 
 
 def _build(engine_name: str, point: WorkloadPoint, rng: np.random.Generator, shared: Any) -> pl.DataFrame:
@@ -169,6 +174,7 @@ def run_instances(
     metrics: tuple[MetricSpec, ...] = (),
     engine_path: str = "fast",
     encode: bool = False,
+    sim_budget_seconds: float | None = DEFAULT_SIM_BUDGET_SECONDS,
 ) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
     (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
@@ -176,7 +182,9 @@ def run_instances(
     the Parquet encoding runs here, on the worker, and the driver only writes
     bytes (what a sweep does; direct callers get rows). A sweep sends
     ``work`` packed (`payload`: indices into the plan's points, which the
-    worker loads once)."""
+    worker loads once). ``sim_budget_seconds``: each workload build and
+    each simulation (with its extra metrics) runs under this wall-clock
+    budget (`budget.sim_budget`; None: none)."""
     started = time.perf_counter()
     if not isinstance(work, list):
         from schedlab.platform.execution.payload import unpack
@@ -197,10 +205,11 @@ def run_instances(
         try:
             t0 = time.perf_counter()
             rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
-            jobs = _build(engine_name, point, rng, shared)
-            steady = _warmup_hook(engine_name, instance, jobs, shared)
+            with sim_budget(sim_budget_seconds):
+                jobs = _build(engine_name, point, rng, shared)
+                steady = _warmup_hook(engine_name, instance, jobs, shared)
             clock["build"] += time.perf_counter() - t0
-        except Exception as err:  # noqa: BLE001 - becomes a failure record, see module docstring
+        except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - becomes a failure record, see module docstring
             line, trace = _describe(err)
             text = f"building the workload failed: {line}"
             out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
@@ -214,17 +223,18 @@ def run_instances(
                         classes[key] = worker_load(config.code)
                     policy = classes[key]
                 t0 = time.perf_counter()
-                result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
-                t1 = time.perf_counter()
+                with sim_budget(sim_budget_seconds):
+                    result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
+                    t1 = time.perf_counter()
+                    extra = _extra_metrics(result, metric_fns, engine_name)
+                    if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
+                        extra.update(steady(result, metric_fns))
                 sim = result.summary.get("sim_seconds", 0.0)
                 first = (engine_name, config.policy, engine_path)
                 clock["engine"] += sim
                 clock["warmup" if first not in _WARM else "engine_other"] += max(t1 - t0 - sim, 0.0)
                 _WARM.add(first)
-                extra = _extra_metrics(result, metric_fns, engine_name)
-                if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
-                    extra.update(steady(result, metric_fns))
-            except Exception as err:  # noqa: BLE001
+            except (Exception, BudgetExceeded) as err:  # noqa: BLE001
                 line, trace = _describe(err)
                 out.failures.append(_failure(config, instance.replication, line, trace))
                 continue

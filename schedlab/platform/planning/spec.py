@@ -234,6 +234,15 @@ class ExecutionSpec(_Model):
     #: engine's FIFO-FF, BF-J, BF-S, BF-J/S (same numbers);
     #: "reference": always the readable Python engine (schedlab.engines.ENGINE_PATHS).
     engine_path: Literal["fast", "reference"] = "fast"
+    #: Wall-clock seconds one simulation may take before it is stopped and
+    #: recorded as a failure (schedlab.platform.execution.budget): a runaway
+    #: policy fails its own configuration, never the sweep. The default is
+    #: budget.DEFAULT_SIM_BUDGET_SECONDS (a test keeps the two equal).
+    sim_budget_seconds: float = Field(default=3600.0, gt=0)
+    #: Seconds ``--address`` / ``address`` may take to join a cluster before the
+    #: run ends with one line, exit 2 (schedlab.platform.execution.connect;
+    #: connect.DEFAULT_CONNECT_TIMEOUT_SECONDS, kept equal by a test).
+    connect_timeout_seconds: float = Field(default=60.0, gt=0)
 
 
 class SweepSpec(_Model):

@@ -123,6 +123,12 @@ class BatchStartError(PolicyError):
         self.job, self.now = job, now
 
 
+class BatchStalled(PolicyError):
+    """The run ended with jobs the policy never started although each fits
+    the empty machine (``schedlab check-policy``'s ``completes`` invariant,
+    with this message): the machine sat idle with them queued."""
+
+
 class Machine:
     """The handle a batch policy is built with. ``free`` is the number of free
     units at the start of the current pass (the engine updates it after the
@@ -194,6 +200,7 @@ def simulate_batch(
     free = int(capacity)
     i = 0
     passes = 0
+    started = 0
     inf = math.inf
     while i < n or heap:
         t_arr = sub_l[order[i]] if i < n else inf
@@ -219,11 +226,18 @@ def simulate_batch(
                 raise BatchCapacityExceeded(j, nj, free, t)
             free -= nj
             state[j] = _RUNNING
+            started += 1
             start[j] = t
             e = t + run_l[j]
             end[j] = e
             heapq.heappush(heap, (e, j))
         machine.free = free
+    if n and started < n:
+        queued = [j for j in range(n) if state[j] == _QUEUED]
+        raise BatchStalled(
+            f"t={machine.now}: job {queued[0]} never starts ({len(queued)} of {n} jobs) although it fits the "
+            f"empty machine: the policy left it queued with every unit free"
+        )
     return BatchResult(np.array(start, dtype=float), np.array(end, dtype=float), passes, policy)
 
 

@@ -124,7 +124,7 @@ from schedlab.sim.dfrs.allocation import (
     max_min_yields_numpy,
     running_incidence,
 )
-from schedlab.sim.dfrs.events import DfrsResult, _greedy_family, simulate_dfrs
+from schedlab.sim.dfrs.events import STALL_FACTOR, DfrsLivelock, DfrsResult, _greedy_family, simulate_dfrs
 from schedlab.sim.dfrs.state import (
     CPU_CHECK_TOL,
     DEFAULT_PENALTY,
@@ -150,10 +150,12 @@ __all__ = [
     "MEM_EPS",
     "PAUSED",
     "RUNNING",
+    "STALL_FACTOR",
     "WAITING",
     "_LOAD_EPS",
     "DfrsCapacityError",
     "DfrsCheckError",
+    "DfrsLivelock",
     "DfrsResult",
     "DfrsState",
     "_greedy_family",

@@ -18,6 +18,19 @@ from schedlab.sim.bound.underutilization import UsageProfile
 from schedlab.sim.dfrs.allocation import allocate
 from schedlab.sim.dfrs.state import DEFAULT_PENALTY, WAITING, DfrsState, check_state
 
+#: Livelock: a periodic policy is declared stuck when, at a periodic call, no
+#: job has progressed, arrived or completed for this many times the time the
+#: whole workload needs run one job after another (span of submits + sum of
+#: processing times + one penalty per job + one period). Jobs paused or
+#: migrated over and over so that none leaves its penalty, or kept waiting for
+#: good, never finish; a correct policy cannot come near this (``schedlab
+#: check-policy``'s ``completes`` invariant, with this message).
+STALL_FACTOR = 10.0
+
+
+class DfrsLivelock(PolicyError):
+    """A periodic policy keeps every job from progressing (see STALL_FACTOR)."""
+
 
 @dataclass
 class DfrsResult:
@@ -92,6 +105,10 @@ def simulate_dfrs(
     k_per = 1
     t_per = t0 + period if period else math.inf
     inf = math.inf
+    # The livelock guard (STALL_FACTOR): only periodic calls can repeat forever.
+    stall = STALL_FACTOR * (float(rel.max() - rel.min() + p.sum()) + n * st.penalty + period) if period and n else inf
+    moved = -inf  # time of the last progress, arrival or completion
+    vt_seen = -1.0
     from schedlab.sim.dfrs.fast import horizon_kernel  # numba: loaded when a DFRS run starts
 
     while i < n or st.running or st.pending:
@@ -144,6 +161,8 @@ def simulate_dfrs(
             st.pending.add(j)
             demand += demand_j[j]
             policy.on_arrival(st, j)
+        if acted:
+            moved = t
         if t_per <= t:
             assert period  # t_per is finite only with a period
             while t_per < t:  # instants passed while idle are skipped
@@ -151,6 +170,15 @@ def simulate_dfrs(
                 t_per = t0 + k_per * period
             if t_per == t:
                 if st.running or st.pending:
+                    vt_now = float(st.vt.sum())
+                    if vt_now > vt_seen:
+                        vt_seen, moved = vt_now, t
+                    elif t - moved > stall:
+                        raise DfrsLivelock(
+                            f"the policy never finishes: t={t}: no job progressed, arrived or completed for "
+                            f"{t - moved:g} s ({STALL_FACTOR:g}x the time the workload needs run one job after "
+                            f"another): a livelock of jobs kept paused, waiting or in their migration penalty"
+                        )
                     policy.on_period(st)
                     acted = True
                 k_per += 1

@@ -290,6 +290,30 @@ class PolicyStalled(PolicyError):
     """A policy left jobs in the system with nothing scheduled: a policy bug."""
 
 
+#: Loop turns at one instant with no job arriving or leaving, beyond
+#: ``STALL_PER_JOB`` per job of the table, before the policy is declared stuck
+#: (:class:`PolicyStuck`). A correct policy has at most a few internal events
+#: per job at one instant (a virtual completion, a job becoming late, two LAS
+#: groups meeting); one whose ``next_event_time()`` keeps answering the
+#: current instant -- or a time in the past, which the engine takes as now --
+#: without changing anything would loop forever.
+STALL_EVENTS = 1_000
+STALL_PER_JOB = 4
+
+
+class PolicyStuck(PolicyError):
+    """A policy announces internal events forever without the clock moving
+    (``schedlab check-policy``'s ``completes`` invariant, with this message)."""
+
+
+def _stuck(now: float, turns: int, t_policy: float) -> PolicyStuck:
+    past = " (in the past)" if t_policy < now else ""
+    return PolicyStuck(
+        f"the policy never finishes: t={now}: {turns} internal events at this instant with no job arriving or "
+        f"leaving (next_event_time() = {t_policy!r}{past})"
+    )
+
+
 def simulate(
     submit: np.ndarray,
     size: np.ndarray,
@@ -326,6 +350,8 @@ def simulate(
     i = 0
     events = 0
     done = 0
+    same = 0  # loop turns at this instant without an arrival or departure (see STALL_EVENTS)
+    stall = STALL_EVENTS + STALL_PER_JOB * n
     while True:
         t_arrival = sub[i] if i < n else INF
         t_done, job = next_completion()
@@ -342,13 +368,20 @@ def simulate(
             complete(job)
             completion[job] = t_done
             done += 1
+            same = 0
             depart(job)
         elif t_policy <= t_arrival and t_policy < INF:
             if t_policy > server.now:
                 server.now = t_policy
+                same = 0
+            else:
+                same += 1
+                if same > stall:
+                    raise _stuck(server.now, stall, t_policy)
             on_event()
         elif i < n:
             server.now = t_arrival
+            same = 0
             admit(i)
             arrive(i, seen[i], weights[i])
             i += 1
