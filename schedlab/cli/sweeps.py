@@ -108,6 +108,13 @@ def run(
     )
     if report.compaction is not None and report.compaction.groups:
         click.echo(report.compaction.line())
+    selection = getattr(report, "selection", None)  # a search's (`schedlab.platform.search`)
+    if selection is not None:
+        from schedlab.platform.search.select import describe as describe_search
+
+        for line in describe_search(selection):
+            click.echo(line)
+        click.echo(f"selection: {report.results_dir}/selection.json; convergence figure: {report.figure}")
     if report.compaction_error:
         click.echo(
             f"schedlab: warning: compaction of {report.results_dir} stopped ({report.compaction_error}); "

@@ -123,13 +123,13 @@ def point_where(plan: Plan) -> dict[str, dict[str, Any]]:
     return {p.point_id: {k: p.params.get(k) for k in varying} for p in plan.points}
 
 
-def _outputs(rows: pl.DataFrame, config_ids: list[str], metric: str) -> dict[str, list[float]]:
-    """Each configuration's outputs in replication order, up to its first
-    missing replication (a failed simulation ends the usable prefix)."""
+def _outputs(rows: pl.DataFrame, config_ids: list[str], metric: str, first: int = 0) -> dict[str, list[float]]:
+    """Each configuration's outputs in replication order from ``first``, up to
+    its first missing replication (a failed simulation ends the usable prefix)."""
     out: dict[str, list[float]] = {cid: [] for cid in config_ids}
     sub = rows.filter(pl.col("config_id").is_in(config_ids)).sort("config_id", "replication")
     for cid, rep, value in sub.select("config_id", "replication", metric).iter_rows():
-        if rep == len(out[cid]) and value is not None and value == value:
+        if rep == first + len(out[cid]) and value is not None and value == value:
             out[cid].append(float(value))
     return out
 
@@ -155,8 +155,9 @@ def select_best(
     for c in plan.configs.values():
         cells.setdefault(_cell(c), []).append(c)
     where = _where(plan)
-    need = {cid: reps.min for cid in plan.configs}
-    ran = {cid: 0 for cid in plan.configs}
+    first = reps.first  # replications first, first + 1, ...: KN's outputs 0, 1, ...
+    need = {cid: first + reps.min for cid in plan.configs}
+    ran = {cid: first for cid in plan.configs}
     failed: set[str] = set()
     doc: dict[str, Any] = {}
     while True:
@@ -181,7 +182,7 @@ def select_best(
         points = []
         for cell, configs in cells.items():
             names = {c.config_id: _arm(c) for c in configs}
-            outs = _outputs(rows, list(names), reps.metric)
+            outs = _outputs(rows, list(names), reps.metric, first)
             sel = kn(
                 {names[cid]: outs[cid] for cid in names},
                 reps.delta,
@@ -196,7 +197,7 @@ def select_best(
                 short = [
                     names[cid]
                     for cid in names
-                    if names[cid] in sel.survivors and ran[cid] >= sel.need and len(outs[cid]) < sel.need
+                    if names[cid] in sel.survivors and ran[cid] >= first + sel.need and len(outs[cid]) < sel.need
                 ]
                 if short or cell in failed:
                     failed.add(cell)
@@ -205,7 +206,7 @@ def select_best(
                 else:
                     for c in configs:
                         if names[c.config_id] in sel.survivors:
-                            need[c.config_id] = max(need[c.config_id], sel.need)
+                            need[c.config_id] = max(need[c.config_id], first + sel.need)
             for pol, c in zip(entry["policies"], configs):
                 pol["config_id"] = c.config_id
             points.append(entry)
@@ -217,6 +218,7 @@ def select_best(
             "delta": reps.delta,
             "confidence": confidence,
             "n0": reps.min,
+            **({"first_replication": first} if first else {}),
             "step": reps.step,
             "max": reps.max,
             "points": points,

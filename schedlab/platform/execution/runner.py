@@ -260,14 +260,22 @@ def run_sweep(
     fresh: bool = False,
     tracking: bool | None = None,
     progress: Callable[[Progress | TrackProgress], None] | None = None,
+    store: ResultStore | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; returns what happened. Failures do not raise.
     ``progress`` is called with a `Progress` at each round's start and after
-    each finished task."""
+    each finished task. A spec with ``[search]`` runs its search
+    (`schedlab.platform.search`), which runs its trials through here with
+    ``store``: the results dir, whose lock the caller holds."""
+    if spec.search is not None and store is None:
+        from schedlab.platform.search.loop import run_search
+
+        return run_search(spec, address=address, fresh=fresh, tracking=tracking, progress=progress)
     started = time.monotonic()
     plan = build_plan(spec)
     planned = time.monotonic() - started
-    store = ResultStore(spec.results_dir())
+    held = store is not None
+    store = store if store is not None else ResultStore(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
         report = _run_locked(
@@ -277,7 +285,8 @@ def run_sweep(
         return report
     finally:
         store.tidy_tmp()
-        store.unlock()
+        if not held:
+            store.unlock()
 
 
 def _run_locked(
@@ -513,7 +522,8 @@ def _run_locked(
 
     try:
         if not spec.replications.adaptive:
-            run_round(plan.instances(range(spec.replications.first_round)))
+            first = spec.replications.first
+            run_round(plan.instances(range(first, first + spec.replications.first_round)))
             report.rounds = 1
         else:
             _adaptive(spec, plan, store, run_round, report)

@@ -146,9 +146,21 @@ class ReplicationsSpec(_Model):
     delta: float | None = Field(default=None, gt=0)  # indifference zone, in the metric's units
     confidence: float | None = Field(default=None, gt=0, lt=1)  # 1 - alpha (default 0.95)
     minimize: bool | None = None  # default true: smaller is better
+    #: The first replication index (instances start..start+n-1, or from start under
+    #: select-best): a search's final selection takes instances its trials never saw.
+    start: int | None = Field(default=None, ge=0)
 
     #: Fields added after results dirs existed: left out of the spec hash while unset.
-    LATE: ClassVar[tuple[str, ...]] = ("target", "baseline", "ratio", "mode", "delta", "confidence", "minimize")
+    LATE: ClassVar[tuple[str, ...]] = (
+        "target",
+        "baseline",
+        "ratio",
+        "mode",
+        "delta",
+        "confidence",
+        "minimize",
+        "start",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> ReplicationsSpec:
@@ -184,6 +196,8 @@ class ReplicationsSpec(_Model):
                         raise ValueError(f'{name}: only with target = "paired"')
             if self.n is not None and self.target is not None:
                 raise ValueError("target: only with adaptive replications (metric + rel_halfwidth), not n")
+            if self.start is not None and self.n is None:
+                raise ValueError('start: only with a fixed n or mode = "select-best"')
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
         return self
@@ -202,10 +216,83 @@ class ReplicationsSpec(_Model):
         return self.n if self.n is not None else self.min
 
     @property
+    def first(self) -> int:
+        """The first replication index (``start``, default 0)."""
+        return self.start or 0
+
+    @property
     def step(self) -> int:
         """Replications per round after the first: ``batch``; select-best
         takes one at a time (KN's own rule) unless batch is given."""
         return self.batch if (not self.select_best or "batch" in self.model_fields_set) else 1
+
+
+class SearchParam(_Model):
+    """One searched parameter: a range (``low``, ``high``; ``log`` scale;
+    ``step`` for a discrete range) or ``choices``."""
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = Field(default=None, gt=0)
+    choices: list[Scalar] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _range_or_choices(self) -> SearchParam:
+        if self.choices is not None:
+            for name in ("low", "high", "step"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: give either choices or low + high, not both")
+            if self.log:
+                raise ValueError("log: only with low + high")
+            return self
+        if self.low is None or self.high is None:
+            raise ValueError("give low and high (a range) or choices")
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low:g}) must be smaller than high ({self.high:g})")
+        if self.log and self.low <= 0:
+            raise ValueError(f"log: a log scale needs low > 0 (got {self.low:g})")
+        if self.log and self.step is not None:
+            raise ValueError("step: not with log = true (Optuna samples a log range continuously)")
+        return self
+
+
+class SearchSelect(_Model):
+    """The final selection: the ``top`` trials re-run on fresh instances,
+    Kim & Nelson's KN picks the best (with ``delta``; without it every
+    candidate gets all ``replications`` and the verdict is paired intervals
+    to the best, Bonferroni-adjusted)."""
+
+    top: int = Field(default=5, ge=2)
+    replications: int = Field(default=30, ge=2)  # fresh instances per candidate (KN's max)
+    n0: int = Field(default=10, ge=2)  # KN's first stage
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    delta: float | None = Field(default=None, gt=0)  # KN's indifference zone, in the metric's units
+    #: A named setting of the searched parameters, run on the same fresh instances.
+    baseline: dict[str, Scalar] | None = None
+
+    @model_validator(mode="after")
+    def _stage(self) -> SearchSelect:
+        if self.n0 > self.replications:
+            raise ValueError(f"n0 ({self.n0}) is larger than replications ({self.replications})")
+        return self
+
+
+class SearchSpec(_Model):
+    """Parameter search (schedlab.platform.search): trials from an Optuna
+    sampler, each one configuration on the same ``replications`` instances."""
+
+    sampler: Literal["tpe", "cmaes", "gp", "random", "grid", "qmc"] = "tpe"
+    metric: str
+    direction: Literal["minimize", "maximize"] = "minimize"
+    trials: int = Field(ge=1)
+    parallel: int = Field(default=1, ge=1)  # trials asked, run and told together
+    replications: int = Field(default=10, ge=1)
+    params: dict[str, SearchParam] = Field(min_length=1)
+    select: SearchSelect = Field(default_factory=SearchSelect)
+
+    #: Fields that change no trial's meaning: a changed one resumes the search (more trials, another selection).
+    FREE: ClassVar[tuple[str, ...]] = ("trials", "select")
 
 
 class OutputsSpec(_Model):
@@ -261,6 +348,8 @@ class SweepSpec(_Model):
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    #: Parameter search instead of a grid (docs/search.md).
+    search: SearchSpec | None = None
 
     @field_validator("name")
     @classmethod
@@ -288,6 +377,14 @@ class SweepSpec(_Model):
                 )
         if reps.select_best and len(self.policies) < 2:
             raise ValueError("replications.mode: select-best needs at least 2 policies")
+        if self.search is not None:
+            if "replications" in self.model_fields_set:
+                raise ValueError(
+                    "replications: a search sets its own (search.replications per trial, "
+                    "search.select.replications for the final selection)"
+                )
+            if len(self.policies) != 1:
+                raise ValueError("policies: a search tunes one policy; name exactly one")
         if self.outputs.warmup is not None and self.engine != "queue":
             raise ValueError(
                 f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
@@ -327,6 +424,8 @@ class SweepSpec(_Model):
             out["warmup"] = self.outputs.warmup
         if self.metrics:  # only when set: the spec hashes of earlier results dirs stay valid
             out["metrics"] = data["metrics"]
+        if self.search is not None:  # what the trials are; more trials or another selection only resume
+            out["search"] = {k: v for k, v in data["search"].items() if k not in SearchSpec.FREE}
         out["per_job"] = self.outputs.per_job
         return out
 
@@ -435,6 +534,10 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
         spec._base_dir = Path(base_dir).resolve()
     # Engine, policies and every workload grid point: checked by plan expansion.
     build_plan(spec, source)
+    if spec.search is not None:  # the searched parameters against what the policy and workload declare
+        from schedlab.platform.search.space import check_search
+
+        check_search(spec, source)
     return spec
 
 

@@ -237,8 +237,9 @@ def read(results_dir: str | Path) -> dict[str, Any] | None:
         manifest = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
         return None
-    if (manifest.get("spec") or {}).get("replications", {}).get("mode") != "select-best":
-        return None
+    spec = manifest.get("spec") or {}
+    if spec.get("replications", {}).get("mode") != "select-best" and not spec.get("search"):
+        return None  # neither a select-best sweep nor a search (`schedlab.platform.search.select`)
     doc: dict[str, Any] = json.loads(path.read_text())
     return doc
 
@@ -247,6 +248,10 @@ def describe(document: dict[str, Any]) -> list[str]:
     """Lines for `schedlab results`: the procedure, its constants, and per
     workload point the winner and the elimination order."""
     c = document
+    if "search" in c:  # a search's final selection
+        from schedlab.platform.search.select import describe as describe_search
+
+        return describe_search(c)
     lines = [
         f"selection ({c['procedure']}; {c['metric']}, {'smaller' if c['minimize'] else 'larger'} is better): "
         f"delta = {c['delta']:g}, 1-alpha = {c['confidence']:g}, n0 = {c['n0']}, step = {c['step']}, "
@@ -287,6 +292,15 @@ def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) ->
     from mlflow.entities import RunTag
 
     client.log_artifact(run_id, str(Path(results_dir) / FILE))
+    if "search" in doc:  # a search's final selection
+        from schedlab.platform.search.select import mlflow_tags
+
+        for figure in sorted((Path(results_dir) / "search").glob("convergence.*")):
+            client.log_artifact(run_id, str(figure))
+        client.log_batch(
+            run_id, tags=[RunTag(k, v) for k, v in mlflow_tags(doc).items()], synchronous=True
+        )
+        return
     tags = {
         "schedlab.selection": doc["procedure"],
         "schedlab.selection.delta": f"{doc['delta']:g}",
