@@ -95,7 +95,10 @@ def check_search(spec: SweepSpec, source: str) -> None:
     errors = Collector()
     where = f"{source}: search"
     metrics = [c.name for c in METRICS.get(spec.engine, ())] + [m.name for m in spec.metrics]
-    if search.metric not in metrics:
+    known = search.metric in metrics or any(
+        m.endswith("_<r>") and search.metric.startswith(m[: -len("<r>")]) for m in metrics
+    )
+    if not known:
         errors.add(f"{where}.metric: {search.metric!r} is not a summary metric of engine {spec.engine!r} ({', '.join(metrics)})")
     if search.sampler == "gp" and importlib.util.find_spec("torch") is None:
         errors.add(f"{where}.sampler: Optuna's GP sampler needs PyTorch: pip install 'schedlab[gp]'")
@@ -126,22 +129,18 @@ def check_search(spec: SweepSpec, source: str) -> None:
             if p.log and p.low is not None and p.low < 1:
                 errors.add(f"{at}.low: an integer log range starts at 1 or more (got {p.low:g})")
                 continue
-        for field_, value in _values(p):
+        for field_, value in _values(p):  # the first value refused names the mistake
             value = int(value) if t.integer and p.choices is None else value
-            with errors.check():
-                try:
-                    if t.part == "policy":
-                        engine.check_policy_params(cls, {**entry.params, t.param: value}, "policies[0].params")
-                    else:
-                        probe = spec.model_copy(
-                            update={
-                                "workload": spec.workload.model_copy(update={t.param: value}),
-                                "search": None,
-                            }
-                        )
-                        build_plan(probe, source)
-                except UserError as err:
-                    raise UserError("\n".join(f"{at}.{field_}: {_tail(m)}" for m in messages(err))) from None
+            try:
+                if t.part == "policy":
+                    engine.check_policy_params(cls, {**entry.params, t.param: value}, "policies[0].params")
+                else:
+                    probe = spec.model_copy(update={"workload": _workload(spec, {t.param: value}), "search": None})
+                    build_plan(probe, source)
+            except UserError as err:
+                for m in messages(err):
+                    errors.add(f"{at}.{field_}: {_tail(m)}")
+                break
     if search.sampler == "grid":
         loose = [n for n, p in search.params.items() if p.choices is None and p.step is None and not found[n].integer]
         if loose:
@@ -204,6 +203,13 @@ def grid_size(spec: SweepSpec) -> int:
     return math.prod(len(v) for v in grid_space(spec).values())
 
 
+def _workload(spec: SweepSpec, values: dict[str, Any]) -> Any:
+    """``spec``'s workload with ``values`` set (a validated copy: the values are extra fields)."""
+    from schedlab.platform.planning.spec import WorkloadSpec
+
+    return WorkloadSpec.model_validate({**spec.workload.model_dump(exclude_unset=True), **values})
+
+
 def trials_spec(spec: SweepSpec, settings: list[dict[str, Any]], search: SearchSpec | None = None) -> SweepSpec:
     """The ordinary sweep of ``settings`` (searched name -> value, one per
     configuration): the tuned policy once per setting, with the searched
@@ -227,7 +233,7 @@ def trials_spec(spec: SweepSpec, settings: list[dict[str, Any]], search: SearchS
         policies.append(PolicyEntry(name=entry.name, params=params, use=entry.use))
     update: dict[str, Any] = {"policies": policies}
     if workload:
-        update["workload"] = spec.workload.model_copy(update=workload)
+        update["workload"] = _workload(spec, workload)
     if search is not None:
         update["search"] = search
     return spec.model_copy(update=update)

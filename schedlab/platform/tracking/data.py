@@ -267,7 +267,35 @@ def expected_runs(
             unknown.append(cid)
             continue
         out[cid] = run_contents(manifest, cid, row, metrics, varying)
+    if (manifest.get("spec") or {}).get("search"):
+        _search_tags(results_dir, manifest, out)
     return out, unknown
+
+
+def _search_tags(results_dir: Path, manifest: dict[str, Any], runs: dict[str, Expected]) -> None:
+    """A search's trial runs: their trial number, value, and the sampler's
+    best so far after them (``search/trials.json``; tags, which change in
+    place as trials are told)."""
+    try:
+        trials = json.loads((results_dir / "search" / "trials.json").read_text())
+    except (OSError, ValueError):
+        return
+    minimize = (manifest["spec"]["search"].get("direction") or "minimize") == "minimize"
+    best: tuple[float, int] | None = None
+    for t in sorted(trials, key=lambda t: t["number"]):
+        v = t.get("value") if t.get("state") == "complete" else None
+        if v is not None and (best is None or (v < best[0] if minimize else v > best[0])):
+            best = (float(v), int(t["number"]))
+        exp = runs.get(str(t.get("config_id")))
+        if exp is None or "schedlab.search.trial" in exp.tags:  # a configuration's first trial names it
+            continue
+        exp.tags["schedlab.search.trial"] = str(t["number"])
+        exp.tags["schedlab.search.state"] = str(t.get("state"))
+        if v is not None:
+            exp.tags["schedlab.search.value"] = repr(float(v))
+        if best is not None and t.get("state") != "running":
+            exp.tags["schedlab.search.best_so_far"] = repr(best[0])
+            exp.tags["schedlab.search.best_trial"] = str(best[1])
 
 
 def code_digest(code_dir: Path) -> str | None:
