@@ -77,10 +77,11 @@ def _values(p: SearchParam) -> list[tuple[str, Any]]:
     return [("low", p.low), ("high", p.high)]
 
 
-def _tail(message: str) -> str:
-    """The message of a plan error without its ``file: field.path: `` prefix."""
-    parts = message.split(": ", 2)
-    return parts[2] if len(parts) == 3 else message
+def _tail(message: str, prefixes: int) -> str:
+    """A check's message without its first ``prefixes`` ``part: `` prefixes
+    (``file: field.path: `` of a plan error, ``field.path: `` of a policy's)."""
+    parts = message.split(": ", prefixes)
+    return parts[prefixes] if len(parts) > prefixes else message
 
 
 def check_search(spec: SweepSpec, source: str) -> None:
@@ -139,7 +140,7 @@ def check_search(spec: SweepSpec, source: str) -> None:
                     build_plan(probe, source)
             except UserError as err:
                 for m in messages(err):
-                    errors.add(f"{at}.{field_}: {_tail(m)}")
+                    errors.add(f"{at}.{field_}: {_tail(m, 1 if t.part == 'policy' else 2)}")
                 break
     if search.sampler == "grid":
         loose = [n for n, p in search.params.items() if p.choices is None and p.step is None and not found[n].integer]

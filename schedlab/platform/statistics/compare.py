@@ -221,8 +221,6 @@ def compare(
         raise UserError(f"--metric: {metric!r} is not a metric column of {root}")
     frame = lf.collect()
     policies = list(dict.fromkeys(frame["policy"].to_list()))
-    if baseline not in policies:
-        raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")
     if not frame.schema[metric].is_numeric():
         raise UserError(f"--metric: {metric!r} is not numeric")
     instance_cols = [c for c in params if not c.startswith("policy_")]
@@ -239,7 +237,12 @@ def compare(
                 raise UserError(f"--by: {b!r} cannot be a group column of a comparison")
     pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
     frame = frame.with_columns(_arm_labels(frame, pparams).alias("_arm"))
-    base_arms = frame.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
+    if baseline not in policies:  # a policy, or one setting of a policy's params as its label names it
+        if baseline not in set(frame["_arm"].to_list()):
+            raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")
+        base_arms = [baseline]
+    else:
+        base_arms = frame.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
     if len(base_arms) > 1:
         raise UserError(
             f"--baseline: {baseline!r} has {len(base_arms)} parameter settings "
