@@ -42,7 +42,7 @@ from schedlab.platform.planning.spec import load_spec, parse_spec
 from schedlab.usercode import source_digest
 from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 
-DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md"]
+DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md", ROOT / "docs" / "search.md"]
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 FILE_MARK = re.compile(r"#\s*file:\s*(\S+)\s*$")
 #: Columns that differ between two policies with equal schedules.
@@ -139,6 +139,12 @@ def test_every_block_of_the_document_runs(doc, tmp_path, monkeypatch, ray_sessio
         for spec_path in specs:
             spec = load_spec(spec_path)  # `schedlab validate`
             report, rows = run_sweep_here(spec_path, folder / "results")
+            if spec.search is not None:  # a search (docs/search.md): its trials, then its selection
+                trials = rows.filter(pl.col("replication") < spec.search.replications)
+                assert trials.height == report.configs * spec.search.replications > 0
+                assert report.selection["winner"]["trial"] in range(spec.search.trials)
+                assert rows.height == trials.height + report.selection["simulations"]["selection"]
+                continue
             reps = spec.replications.n
             assert report.rows_written == report.configs * reps == rows.height > 0
             user = rows.filter(pl.col("code_sha256").is_not_null())

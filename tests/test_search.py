@@ -6,11 +6,13 @@ core, on two, and after a SIGKILL and a resume."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -209,9 +211,9 @@ def test_a_killed_batch_is_asked_again_exactly(tmp_path, monkeypatch, sampler):
 def test_difference_intervals_match_scipy():
     from scipy import stats
 
-    from schedlab.platform.search.select import candidates, difference, interval
     from schedlab.platform.search.figure import best_so_far
     from schedlab.platform.search.loop import TrialRecord
+    from schedlab.platform.search.select import candidates, difference, interval
 
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 12), rng.normal(1.4, 2.0, 9)
@@ -311,17 +313,57 @@ enabled = false
 """
 
 
-def test_search_is_the_same_on_one_core_two_cores_and_after_a_kill(tmp_path):
-    from tests.processes import session_members
-    from tests.test_platform_faults import finish, ray_env as _ray_env_fixture  # noqa: F401
-    from tests.test_platform_faults import sweep_process, wait_for
+def _processes():
+    """tests/processes.py, by path (an installed package named ``tests`` can shadow this folder)."""
+    found = importlib.util.spec_from_file_location("search_processes", Path(__file__).with_name("processes.py"))
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
 
-    env_dirs = []
+
+RUN_TIMEOUT = 300.0
+
+
+@contextlib.contextmanager
+def search_process(spec: Path, env: dict[str, str], cwd: Path):
+    """`schedlab run SPEC --no-tracking --no-progress` in its own session, killed whole on the way out."""
+    out = open(cwd / f"{spec.stem}.out", "w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],
+        env=env,
+        cwd=cwd,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        _processes().kill_session(proc)
+        out.close()
+
+
+def finish(proc: subprocess.Popen, spec: Path, cwd: Path) -> str:
+    try:
+        rc = proc.wait(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`schedlab run {spec}` timed out:\n{(cwd / f'{spec.stem}.out').read_text()[-4000:]}")
+    text = (cwd / f"{spec.stem}.out").read_text()
+    assert rc == 0, f"`schedlab run {spec}` exited {rc}:\n{text[-4000:]}"
+    return text
+
+
+def test_search_is_the_same_on_one_core_two_cores_and_after_a_kill(tmp_path):
+    import secrets
+    import shutil
+    import tempfile
+    import time
+
+    env_dirs: list[str] = []
 
     def env() -> dict[str, str]:
-        import secrets
-        import tempfile
-
         env_dirs.append(tempfile.mkdtemp(prefix="slray-", dir="/tmp"))
         out = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_"))}
         out.update(
@@ -341,22 +383,24 @@ def test_search_is_the_same_on_one_core_two_cores_and_after_a_kill(tmp_path):
     one, two, killed = spec("one", 1), spec("two", 2), spec("killed", 2)
     state = tmp_path / "killed" / "search" / "state.json"
     try:
-        with sweep_process(one, env(), tmp_path) as p1, sweep_process(killed, env(), tmp_path) as pk:
-            # killed mid-search: after its first batch was told, while the second runs
-            wait_for(lambda: state.exists(), pk, 240.0, "the first told batch")
+        with search_process(one, env(), tmp_path) as p1, search_process(killed, env(), tmp_path) as pk:
+            # killed mid-search: after its first batch was told, while the next ones run
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while not state.exists():
+                assert pk.poll() is None, (tmp_path / "killed.out").read_text()[-4000:]
+                assert time.monotonic() < deadline, "timed out waiting for the first told batch"
+                time.sleep(0.05)
             os.killpg(pk.pid, signal.SIGKILL)
             pk.wait(timeout=10)
             assert pk.returncode == -signal.SIGKILL
-            assert not session_members(pk.pid)
+            _processes().kill_session(pk)  # its Ray processes too, before the resume starts its own
             text_one = finish(p1, one, tmp_path)
         told = json.loads(state.read_text())["batches"]
         assert 1 <= told < 4
-        with sweep_process(two, env(), tmp_path) as p2, sweep_process(killed, env(), tmp_path) as pr:
+        with search_process(two, env(), tmp_path) as p2, search_process(killed, env(), tmp_path) as pr:
             finish(p2, two, tmp_path)
             resumed = finish(pr, killed, tmp_path)
     finally:
-        import shutil
-
         for d in env_dirs:
             shutil.rmtree(d, ignore_errors=True)
     assert "winner: trial" in text_one and "selection.json" in text_one

@@ -25,9 +25,7 @@ def best_so_far(values: list[float | None], minimize: bool) -> list[float | None
     return out
 
 
-def convergence(
-    spec: SweepSpec, recs: list[TrialRecord], doc: dict[str, Any] | None, path: str | Path
-) -> list[Path]:
+def convergence(spec: SweepSpec, recs: list[TrialRecord], doc: dict[str, Any] | None, path: str | Path) -> list[Path]:
     """Draw and save the figure; returns [PDF, PNG] (nothing when no trial completed)."""
     import matplotlib.pyplot as plt
 
@@ -37,7 +35,7 @@ def convergence(
     if search is None or not any(r.value is not None for r in recs):
         return []
     minimize = search.direction == "minimize"
-    xs = [r.number + 1 for r in recs]
+    xs = [r.number for r in recs]  # Optuna's trial numbers, as trials.json and MLflow give them
     ys = [r.value if r.state == "complete" else None for r in recs]
     with style():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -53,7 +51,7 @@ def convergence(
                     continue
                 err = None if lo is None or hi is None else [[m - lo], [hi - m]]
                 ax.errorbar(
-                    [c["trial"] + 1],
+                    [c["trial"]],
                     [m],
                     yerr=err,
                     fmt="D" if win else "s",
@@ -62,7 +60,13 @@ def convergence(
                     capsize=3,
                     label=None,
                 )
-            ax.plot([], [], "s", color="C1", label=f"top {len(doc['candidates'])}: fresh instances ({doc['confidence']:.0%})")
+            ax.plot(
+                [],
+                [],
+                "s",
+                color="C1",
+                label=f"top {len(doc['candidates'])}: fresh instances ({doc['confidence']:.0%})",
+            )
             ax.plot([], [], "D", color="C3", label="selected" + ("" if doc.get("conclusive") else " (not conclusive)"))
         ax.set_xlabel("trial")
         ax.set_ylabel(f"{search.metric} (mean over {search.replications} replications)")

@@ -37,7 +37,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,7 +279,9 @@ class _Runs:
     def _sweep(self, sweep: SweepSpec, label: str) -> None:
         def show(p: Progress | TrackProgress) -> None:
             if self.progress is not None:
-                self.progress(dataclasses.replace(p, sweep=f"{self.spec.name} {label}") if isinstance(p, Progress) else p)
+                self.progress(
+                    dataclasses.replace(p, sweep=f"{self.spec.name} {label}") if isinstance(p, Progress) else p
+                )
 
         t = time.monotonic()
         got = run_sweep(
@@ -298,7 +300,6 @@ class _Runs:
         r.tasks += got.tasks
         r.sim_seconds += got.sim_seconds
         r.rounds += got.rounds
-        r.grew = r.grew or got.grew
         r.compaction, r.compaction_error = got.compaction, got.compaction_error or r.compaction_error
         r.tracking = got.tracking if got.tracking is not None else r.tracking
         r.batches_run += 1
@@ -426,4 +427,3 @@ def _figure(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], doc: d
 
     paths = convergence(spec, recs, doc, store.root / FOLDER / "convergence.png")
     return str(paths[-1]) if paths else None
-

@@ -100,13 +100,18 @@ def check_search(spec: SweepSpec, source: str) -> None:
         m.endswith("_<r>") and search.metric.startswith(m[: -len("<r>")]) for m in metrics
     )
     if not known:
-        errors.add(f"{where}.metric: {search.metric!r} is not a summary metric of engine {spec.engine!r} ({', '.join(metrics)})")
+        errors.add(
+            f"{where}.metric: {search.metric!r} is not a summary metric of engine {spec.engine!r} "
+            f"({', '.join(metrics)})"
+        )
     if search.sampler == "gp" and importlib.util.find_spec("torch") is None:
         errors.add(f"{where}.sampler: Optuna's GP sampler needs PyTorch: pip install 'schedlab[gp]'")
     entry = spec.policy_entries()[0]
     grid = [k for k, v in entry.params.items() if isinstance(v, list)]
     if grid:
-        errors.add(f"{source}: policies[0].params: a search runs one configuration per trial; {', '.join(grid)} is a list")
+        errors.add(
+            f"{source}: policies[0].params: a search runs one configuration per trial; {', '.join(grid)} is a list"
+        )
     axes = [k for k, v in spec.workload.params().items() if isinstance(v, list)]
     axes += [f"system.{k}" for k, v in spec.system.items() if isinstance(v, list)]
     if axes:

@@ -297,9 +297,7 @@ def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) ->
 
         for figure in sorted((Path(results_dir) / "search").glob("convergence.*")):
             client.log_artifact(run_id, str(figure))
-        client.log_batch(
-            run_id, tags=[RunTag(k, v) for k, v in mlflow_tags(doc).items()], synchronous=True
-        )
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in mlflow_tags(doc).items()], synchronous=True)
         return
     tags = {
         "schedlab.selection": doc["procedure"],
