@@ -25,6 +25,7 @@ from polars.testing import assert_frame_equal
 import schedlab
 from schedlab.errors import UserError, messages
 from schedlab.platform.planning.spec import parse_spec
+from tests.processes import kill_session
 
 REPO = Path(__file__).resolve().parent.parent
 AGED = str(REPO / "examples" / "mypolicies" / "aged_srpt.py") + ":AgedSRPT"
@@ -313,15 +314,6 @@ enabled = false
 """
 
 
-def _processes():
-    """tests/processes.py, by path (an installed package named ``tests`` can shadow this folder)."""
-    found = importlib.util.spec_from_file_location("search_processes", Path(__file__).with_name("processes.py"))
-    assert found is not None and found.loader is not None
-    module = importlib.util.module_from_spec(found)
-    found.loader.exec_module(module)
-    return module
-
-
 RUN_TIMEOUT = 300.0
 
 
@@ -341,7 +333,7 @@ def search_process(spec: Path, env: dict[str, str], cwd: Path):
     try:
         yield proc
     finally:
-        _processes().kill_session(proc)
+        kill_session(proc)
         out.close()
 
 
@@ -393,7 +385,7 @@ def test_search_is_the_same_on_one_core_two_cores_and_after_a_kill(tmp_path):
             os.killpg(pk.pid, signal.SIGKILL)
             pk.wait(timeout=10)
             assert pk.returncode == -signal.SIGKILL
-            _processes().kill_session(pk)  # its Ray processes too, before the resume starts its own
+            kill_session(pk)  # its Ray processes too, before the resume starts its own
             text_one = finish(p1, one, tmp_path)
         told = json.loads(state.read_text())["batches"]
         assert 1 <= told < 4
