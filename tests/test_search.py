@@ -278,6 +278,74 @@ def test_search_finds_the_dense_grid_optimum_with_a_fifth_of_its_simulations(tmp
     assert (tmp_path / "search" / "search" / "convergence.png").stat().st_size > 10_000
 
 
+def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
+    """Tetris refuses fairness = 0 when it is built: that trial fails (a failure
+    record), the search goes on and selects among the others; MLflow holds a
+    child run per configuration tagged with its trial number and the best so
+    far, and the parent run the selection."""
+    import mlflow
+    import ray
+
+    from schedlab.platform.execution import runner
+
+    data = {
+        "name": "refused",
+        "engine": "packing",
+        "seed": 2,
+        "policies": ["Tetris"],
+        "workload": {
+            "kind": "packing",
+            "slots": 300,
+            "uniform_lo": 0.05,
+            "uniform_hi": 0.5,
+            "service": "geometric",
+            "mean_service": 20,
+            "intensity": 0.9,
+            "intensity_servers": 3,
+        },
+        "system": {"servers": 3, "capacity": 1.0, "epoch": 1.0},
+        "search": {
+            "sampler": "grid",
+            "metric": "wait_mean",
+            "trials": 5,
+            "parallel": 3,
+            "replications": 2,
+            "params": {"fairness": {"choices": [0.0, 0.5, 1.0]}},
+            "select": {"top": 2, "replications": 3, "n0": 2, "baseline": {"fairness": 0.5}},
+        },
+        "outputs": {"dir": str(tmp_path / "out")},
+        "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db"},
+    }
+    try:
+        report = runner.run_sweep(parse_spec(data, "s.toml"))
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        runner._OWNED.clear()
+    trials = json.loads((tmp_path / "out" / "search" / "trials.json").read_text())
+    assert len(trials) == 3  # the grid has 3 settings: trials = min(trials, grid size)
+    states = {t["params"]["fairness"]: t["state"] for t in trials}
+    assert states == {0.0: "fail", 0.5: "complete", 1.0: "complete"}
+    assert report.failures and all("fairness" in f["error"] for f in report.failures)
+    sel = report.selection
+    assert sel is not None and {c["params"]["fairness"] for c in sel["candidates"]} == {0.5, 1.0}
+    assert sel["baseline"]["difference"]["n"] == 3
+    assert report.tracking is not None and not report.tracking.failed
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("refused").experiment_id])
+    parent = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parent) == 1 and parent[0].data.tags["schedlab.selection.winner_trial"] == str(sel["winner"]["trial"])
+    by_trial = {r.data.tags["schedlab.search.trial"]: r for r in children}
+    complete = [t for t in trials if t["state"] == "complete"]
+    assert sorted(by_trial) == sorted(str(t["number"]) for t in complete)  # the failed one has no rows
+    best = min(complete, key=lambda t: t["value"])
+    last = max(complete, key=lambda t: t["number"])
+    assert float(by_trial[str(last["number"])].data.tags["schedlab.search.best_so_far"]) == best["value"]
+    artifacts = {a.path for a in client.list_artifacts(parent[0].info.run_id)}
+    assert {"selection.json", "convergence.png"} <= artifacts
+
+
 # ---- on Ray: one core, two cores, killed and resumed -------------------------------------
 
 SEARCH_SPEC = """\

@@ -114,9 +114,28 @@ def _sampler(spec: SweepSpec, batch: int) -> optuna.samplers.BaseSampler:
     if search.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if search.sampler == "grid":
-        return optuna.samplers.GridSampler(grid_space(spec), seed=seed)
+        return _grid_sampler(grid_space(spec), seed)
     base = int(np.random.SeedSequence([spec.seed, SAMPLER_WORD]).generate_state(1)[0])
     return optuna.samplers.QMCSampler(scramble=True, seed=base, warn_asynchronous_seeding=False)
+
+
+def _grid_sampler_class() -> type:
+    import optuna
+
+    class GridSampler(optuna.samplers.GridSampler):
+        """Optuna's grid sampler without its stop: it calls `Study.stop` once the
+        grid is visited, which only works inside `Study.optimize`; the search
+        asks at most the grid's size itself (`planned_trials`)."""
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            return None
+
+    return GridSampler
+
+
+def _grid_sampler(space: dict[str, list[Any]], seed: int) -> optuna.samplers.BaseSampler:
+    sampler: optuna.samplers.BaseSampler = _grid_sampler_class()(space, seed=seed)
+    return sampler
 
 
 def planned_trials(spec: SweepSpec) -> int:
