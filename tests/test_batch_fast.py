@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.policies.batch import BATCH_POLICIES, EASY, FCFS
+from schedlab.policies.batch import priority as prio
+from schedlab.policies.batch.priority import PRIORITY_POLICIES, PriorityPolicy
 from schedlab.sim.batch import engine as batch
 from schedlab.sim.batch import fast as batch_fast
 from schedlab.sim.batch.engine import simulate_batch, units_needed
@@ -37,6 +39,10 @@ from tests.conftest import run_batch_table
 
 HPC2N = Path("/work/shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz")
 POLICIES = sorted(BATCH_POLICIES)
+#: FCFS and EASY get their own hypothesis runs; the 14 priority policies share
+#: one kernel and one run that draws the policy with the workload.
+OWN_KERNELS = ["EASY", "FCFS"]
+PRIORITY = sorted(cls.name for cls in PRIORITY_POLICIES)
 
 
 def assert_identical(name, submit, runtime, requested, need, capacity):
@@ -102,11 +108,43 @@ def float_workloads(draw, max_jobs=30):
     return np.cumsum(gaps), runtime, requested, need, capacity
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", OWN_KERNELS)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=st.one_of(tie_workloads(), float_workloads()))
 def test_fast_path_is_bit_identical_on_random_workloads(policy, w):
     assert_identical(policy, *w)
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(policy=st.sampled_from(PRIORITY), w=st.one_of(tie_workloads(), float_workloads()))
+def test_priority_kernel_is_bit_identical_on_random_workloads(policy, w):
+    assert_identical(policy, *w)
+
+
+class _Constant(PriorityPolicy):
+    name = "constant"
+
+
+class _ConstantEASY(PriorityPolicy):
+    name = "constant+EASY"
+    backfill = True
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(w=st.one_of(tie_workloads(), float_workloads()))
+def test_a_constant_key_is_fcfs_and_easy(w):
+    """Every job of equal priority: the committed head is the queue's head, so
+    the priority rule is FCFS, and with backfilling EASY, start for start."""
+    for mine, theirs in ((_Constant, FCFS), (_ConstantEASY, EASY)):
+        a = simulate_batch(*w, mine)
+        b = simulate_batch(*w, theirs)
+        assert a.start.tolist() == b.start.tolist() and a.events == b.events
+
+
+def test_priority_keys_constants_agree_with_the_kernel():
+    assert (batch_fast.UNICEP_EPS, batch_fast.F_SUBMIT_FLOOR) == (prio.UNICEP_EPS, prio.F_SUBMIT_FLOOR)
+    assert all(batch_fast.kernel_for(cls) is batch_fast._priority for cls in PRIORITY_POLICIES)
+    assert len({(cls.kind, cls.backfill) for cls in PRIORITY_POLICIES}) == len(PRIORITY_POLICIES)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -180,10 +218,11 @@ def _both(jobs, policy, system):
     return ref
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", [*OWN_KERNELS, "priority"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(w=tie_workloads(max_jobs=25), model=st.sampled_from(["procs", "nodes"]))
-def test_engine_summary_is_identical_on_both_paths(policy, w, model):
+@given(w=tie_workloads(max_jobs=25), model=st.sampled_from(["procs", "nodes"]), drawn=st.sampled_from(PRIORITY))
+def test_engine_summary_is_identical_on_both_paths(policy, w, model, drawn):
+    policy = drawn if policy == "priority" else policy
     capacity = w[4]
     if model == "procs":
         system = {"model": "procs", "procs": capacity}
@@ -383,7 +422,7 @@ def test_hpc2n_both_paths(policy):
     equal to simulate_batch's."""
     from schedlab.workloads.traces.swf import read
 
-    jobs = read(HPC2N).jobs.head(5000)
+    jobs = read(HPC2N).jobs.head(5000 if policy in OWN_KERNELS else 2000)
     _both(jobs, policy, {"model": "procs", "procs": 240})
     _both(jobs, policy, {"model": "nodes", "nodes": 120, "tasks_per_node": 2})
     submit = jobs["submit"].to_numpy().astype(float)

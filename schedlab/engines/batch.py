@@ -1,6 +1,7 @@
 """The batch engine's entry: rigid parallel jobs space-shared on a homogeneous
-cluster, no preemption (FCFS, EASY backfilling). The simulator is
-``schedlab.sim.batch.engine``; compiled kernels for FCFS and EASY are in
+cluster, no preemption (FCFS, EASY backfilling, the priority heuristics of
+``schedlab.policies.batch.priority``). The simulator is
+``schedlab.sim.batch.engine``; compiled kernels for every built-in are in
 ``schedlab.sim.batch.fast``."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run(
     has no such column) and bound (the DFRS view: underutilization and Theorem
     1's max-stretch lower bound, see ``schedlab.sim.batch.engine``).
 
-    ``path="fast"``: FCFS and EASY themselves (by identity, never a subclass)
+    ``path="fast"``: the built-ins themselves (by identity, never a subclass)
     without params run on their compiled kernels (``schedlab.sim.batch.fast``,
     the same start and end times to the bit); everything else, and whatever
     the kernels decline, runs on the reference engine."""
@@ -43,7 +44,10 @@ def run(
 
 ENGINE = Engine(
     name="batch",
-    summary="rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling)",
+    summary=(
+        "rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling; "
+        "SJF, WFP3, UNICEP, F1-F4 without or with EASY)"
+    ),
     policies=LazyPolicies("schedlab.policies.batch", "BATCH_POLICIES"),
     adapter=run,
     seam="schedlab.policies.batch.base.BatchPolicy",

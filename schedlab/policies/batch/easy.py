@@ -38,6 +38,8 @@ jobs), as in the canonical algorithm.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sortedcontainers import SortedList
 
 from schedlab.policies.batch.base import BatchPolicy
@@ -81,50 +83,67 @@ class EASY(BatchPolicy):
                 self._start(head, now)
                 out.append(head)
                 continue
-            # Reservation for the head: shadow time and extra units.
-            avail = free
-            shadow = now
-            running = self.running
-            k, r = 0, len(running)
-            while k < r:
-                e, j = running[k]
-                avail += need[j]
-                k += 1
-                if avail >= nh:
-                    shadow = e if e > now else now
-                    break
-            while k < r:  # every job ending by the shadow time frees its units then
-                e, j = running[k]
-                if e > shadow:
-                    break
-                avail += need[j]
-                k += 1
-            extra = avail - nh
+            shadow, extra = reservation(self.running, need, free, now, nh)
             if record is not None and head not in record:
                 record[head] = shadow
-            # Backfill later jobs, in queue order, without delaying the head.
             if free > 0:
-                requested = self.machine.requested
-                started = []
                 it = iter(queue)
                 next(it)
-                for job in it:
-                    nj = need[job]
-                    if nj > free:
-                        continue
-                    if now + requested[job] <= shadow:
-                        pass
-                    elif nj <= extra:
-                        extra -= nj
-                    else:
-                        continue
-                    free -= nj
-                    started.append(job)
-                    if free == 0:
-                        break
+                started = backfill(it, need, self.machine.requested, free, now, shadow, extra)
                 for job in started:
                     del queue[job]
                     self._start(job, now)
                 out.extend(started)
             break
         return out
+
+
+def reservation(running: SortedList, need: list[int], free: int, now: float, nh: int) -> tuple[float, int]:
+    """The head's reservation (steps 2 of the module docstring): (shadow time,
+    extra units), from the running jobs as (requested end, job) in order."""
+    avail = free
+    shadow = now
+    k, r = 0, len(running)
+    while k < r:
+        e, j = running[k]
+        avail += need[j]
+        k += 1
+        if avail >= nh:
+            shadow = e if e > now else now
+            break
+    while k < r:  # every job ending by the shadow time frees its units then
+        e, j = running[k]
+        if e > shadow:
+            break
+        avail += need[j]
+        k += 1
+    return shadow, avail - nh
+
+
+def backfill(
+    candidates: Iterable[int],
+    need: list[int],
+    requested: list[float],
+    free: int,
+    now: float,
+    shadow: float,
+    extra: int,
+) -> list[int]:
+    """The jobs of ``candidates`` (in order) that start now without delaying
+    the head's reservation (step 3 of the module docstring); ``free`` > 0."""
+    started = []
+    for job in candidates:
+        nj = need[job]
+        if nj > free:
+            continue
+        if now + requested[job] <= shadow:
+            pass
+        elif nj <= extra:
+            extra -= nj
+        else:
+            continue
+        free -= nj
+        started.append(job)
+        if free == 0:
+            break
+    return started

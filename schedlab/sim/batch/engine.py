@@ -242,7 +242,7 @@ def simulate_batch(
 
 
 def _fast_module(policy_cls: type) -> ModuleType | None:
-    """``schedlab.sim.batch.fast`` if ``policy_cls`` is FCFS or EASY
+    """``schedlab.sim.batch.fast`` if ``policy_cls`` is a built-in policy
     (identity), else None. numba is imported only here."""
     from schedlab.policies.batch import BATCH_POLICIES
 

@@ -1,4 +1,5 @@
-"""The batch engine's compiled fast path: numba kernels for FCFS and EASY.
+"""The batch engine's compiled fast path: numba kernels for FCFS, EASY and the
+priority policies (SJF, WFP3, UNICEP, F1-F4, each with or without EASY).
 
 Why it exists
 -------------
@@ -40,7 +41,14 @@ for operation:
   requested <= shadow`` and (b) ``need <= extra`` (then ``extra -= need``) in
   queue order, stopping when no unit is free -- the same comparisons on the
   same floats. The backfilled jobs start after the heads of the pass, in
-  queue order, as in the reference's returned list.
+  queue order, as in the reference's returned list;
+* the priority policies (:func:`_priority`, one kernel, the key chosen by
+  the class's ``kind``): the queue is EASY's linked list; at each pass the
+  head is the first job of smallest :func:`_key` in a scan in arrival order
+  (strict ``<``, as ``PriorityPolicy.choose``); each key is the policy's
+  expression with the same operations in the same order (``q * q * q * n``,
+  ``math.log2`` / ``log10`` / ``sqrt``: the C library's, as Python's); with
+  backfilling, EASY's reservation and scan skipping the head.
 
 There is no float arithmetic besides ``t + run`` and ``now + requested``
 (integers count the units), and numba compiles IEEE double operations without
@@ -83,6 +91,10 @@ if TYPE_CHECKING:
     from schedlab.policies.batch.base import BatchPolicy
 
 INF = math.inf
+
+#: schedlab.policies.batch.priority's key guards (sim/ never imports policies/: a test checks they agree).
+UNICEP_EPS = 1e-15
+F_SUBMIT_FLOOR = 0.1
 
 #: Kernel status codes.
 OK, STALLED = 0, 1
@@ -293,20 +305,190 @@ def _easy(submit, runtime, requested, need, order, capacity):
     return start, end, passes, OK if started == n else STALLED
 
 
+@njit(**_HOT)
+def _key(kind, j, now, submit, requested, need):
+    """``schedlab.policies.batch.priority``'s keys, the same operations in the
+    same order (kind: the policy class's ``kind``)."""
+    r = requested[j]
+    n = need[j]
+    if kind == 1:  # SJF
+        return r
+    if kind == 2:  # WFP3
+        q = (now - submit[j]) / r
+        return -(q * q * q * n)
+    if kind == 3:  # UNICEP
+        return -((now - submit[j] + UNICEP_EPS) / (math.log2(n + UNICEP_EPS) * r))
+    s = submit[j]
+    ls = math.log10(s if s > 0 else F_SUBMIT_FLOOR)
+    if kind == 4:  # F1
+        return math.log10(r) * n + 870.0 * ls
+    if kind == 5:  # F2
+        return math.sqrt(r) * n + 25600.0 * ls
+    if kind == 6:  # F3
+        return r * n + 6860000.0 * ls
+    return r * math.sqrt(n) + 530000.0 * ls  # F4
+
+
+@njit(**_JIT)
+def _priority(submit, runtime, requested, need, order, capacity, kind, backfill):
+    """PriorityPolicy: at each pass the waiting job of smallest key (first in
+    arrival order on ties) starts while it fits; with ``backfill``, EASY's
+    reservation for it and the backfill scan over the others in arrival
+    order."""
+    n = submit.shape[0]
+    start = np.empty(n)
+    end = np.empty(n)
+    hk = np.empty(n)
+    hi = np.empty(n, dtype=np.int64)
+    hs = ZERO
+    rk = np.empty(n)
+    ri = np.empty(n, dtype=np.int64)
+    r = ZERO
+    req_end = np.empty(n)
+    nxt = np.empty(n, dtype=np.int64)
+    prv = np.empty(n, dtype=np.int64)
+    qhead = NONE
+    qtail = NONE
+    free = capacity
+    i = ZERO
+    passes = ZERO
+    started = ZERO
+    while i < n or hs > 0:
+        t_arr = submit[order[i]] if i < n else INF
+        t = hk[0] if hs > 0 and hk[0] < t_arr else t_arr
+        while hs > 0 and hk[0] <= t:
+            j = hi[0]
+            hs = hpop(hk, hi, hs)
+            free += need[j]
+            if backfill:
+                r = _sorted_remove(rk, ri, r, req_end[j], j)
+        while i < n and submit[order[i]] <= t:
+            j = order[i]
+            i += 1
+            nxt[j] = NONE
+            prv[j] = qtail
+            if qtail >= 0:
+                nxt[qtail] = j
+            else:
+                qhead = j
+            qtail = j
+        passes += 1
+        now = t
+        while qhead >= 0:
+            head = qhead  # the smallest key, first in arrival order on ties
+            best_key = _key(kind, head, now, submit, requested, need)
+            job = nxt[head]
+            while job >= 0:
+                k = _key(kind, job, now, submit, requested, need)
+                if k < best_key:
+                    head = job
+                    best_key = k
+                job = nxt[job]
+            nh = need[head]
+            if nh <= free:
+                free -= nh
+                p = prv[head]  # del queue[head]
+                after = nxt[head]
+                if p >= 0:
+                    nxt[p] = after
+                else:
+                    qhead = after
+                if after >= 0:
+                    prv[after] = p
+                else:
+                    qtail = p
+                if backfill:
+                    e = now + requested[head]
+                    req_end[head] = e
+                    r = _sorted_add(rk, ri, r, e, head)
+                start[head] = t
+                e = t + runtime[head]
+                end[head] = e
+                hs = hpush(hk, hi, hs, e, head)
+                started += 1
+                continue
+            if backfill and free > 0:
+                avail = free
+                shadow = now
+                k = ZERO
+                while k < r:
+                    e = rk[k]
+                    avail += need[ri[k]]
+                    k += 1
+                    if avail >= nh:
+                        shadow = e if e > now else now
+                        break
+                while k < r:
+                    e = rk[k]
+                    if e > shadow:
+                        break
+                    avail += need[ri[k]]
+                    k += 1
+                extra = avail - nh
+                job = qhead
+                while job >= 0:
+                    after = nxt[job]
+                    nj = need[job]
+                    if job != head and nj <= free:
+                        go = True
+                        if now + requested[job] <= shadow:
+                            pass
+                        elif nj <= extra:
+                            extra -= nj
+                        else:
+                            go = False
+                        if go:
+                            free -= nj
+                            p = prv[job]
+                            if p >= 0:
+                                nxt[p] = after
+                            else:
+                                qhead = after
+                            if after >= 0:
+                                prv[after] = p
+                            else:
+                                qtail = p
+                            e = now + requested[job]
+                            req_end[job] = e
+                            r = _sorted_add(rk, ri, r, e, job)
+                            start[job] = t
+                            e = t + runtime[job]
+                            end[job] = e
+                            hs = hpush(hk, hi, hs, e, job)
+                            started += 1
+                            if free == 0:
+                                break
+                    job = after
+            break
+    return start, end, passes, OK if started == n else STALLED
+
+
 # ---- the Python side ------------------------------------------------------------------
 
 _FUNCTIONS = {"FCFS": _fcfs, "EASY": _easy}
 
 
 def kernel_for(cls: type):
-    """The kernel of ``cls`` if it *is* FCFS or EASY (identity, not
-    subclassing: a user's subclass may change anything), else None."""
+    """The kernel of ``cls`` if it *is* one of the built-in policies
+    (identity, not subclassing: a user's subclass may change anything), else
+    None: FCFS and EASY have their own, the priority policies share
+    :func:`_priority`."""
     from schedlab.policies.batch import BATCH_POLICIES
+    from schedlab.policies.batch.priority import PRIORITY_POLICIES
 
     for name, builtin in BATCH_POLICIES.items():
         if cls is builtin:
-            return _FUNCTIONS.get(name)
+            return _priority if cls in PRIORITY_POLICIES else _FUNCTIONS.get(name)
     return None
+
+
+def _extra_args(cls: type) -> tuple:
+    """The kernel's arguments after capacity: a priority policy's key code and backfilling."""
+    from schedlab.policies.batch.priority import PriorityPolicy
+
+    if kernel_for(cls) is _priority and issubclass(cls, PriorityPolicy):
+        return (np.int64(cls.kind), bool(cls.backfill))
+    return ()
 
 
 def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=None):
@@ -339,7 +521,7 @@ def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=
         return None
     need = np.require(need, np.int64, ["C", "W"])
     order = np.argsort(submit, kind="stable").astype(np.int64)
-    start, end, passes, status = kernel(submit, runtime, requested, need, order, np.int64(capacity))
+    start, end, passes, status = kernel(submit, runtime, requested, need, order, np.int64(capacity), *_extra_args(cls))
     if status != OK:
         return None
     return start, end, int(passes)
@@ -363,5 +545,5 @@ def compile_all() -> None:
     """Compile every kernel (or load it from the on-disk cache)."""
     from schedlab.policies.batch import BATCH_POLICIES
 
-    for name in _FUNCTIONS:
-        warm(BATCH_POLICIES[name])
+    for cls in BATCH_POLICIES.values():
+        warm(cls)
