@@ -355,7 +355,7 @@ class BAlternating(BFcfs):
 
 class BFramePeeker(BFcfs):
     def schedule(self, now):
-        runtimes = sys._getframe(1).f_locals["run_l"]
+        runtimes = sys._getframe(1).f_locals["run"].run_l  # the engine loop's BatchRun
         self.shortest = min(runtimes[j] for j in self.queue) if self.queue else 0.0
         return super().schedule(now)
 

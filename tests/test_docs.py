@@ -1,4 +1,4 @@
-"""Docs as tests: the code blocks of docs/extending.md and README.md, and the
+"""Docs as tests: the code blocks of docs/extending.md, docs/gym.md and README.md, and the
 specs of examples/, run end to end.
 
 Convention for a document's fenced blocks, taken in order, in a fresh
@@ -42,7 +42,7 @@ from schedlab.platform.planning.spec import load_spec, parse_spec
 from schedlab.usercode import source_digest
 from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 
-DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md", ROOT / "docs" / "search.md"]
+DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md", ROOT / "docs" / "search.md", ROOT / "docs" / "gym.md"]
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 FILE_MARK = re.compile(r"#\s*file:\s*(\S+)\s*$")
 #: Columns that differ between two policies with equal schedules.

@@ -82,7 +82,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -162,6 +162,103 @@ def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarr
     return -(-procs // tasks_per_node)
 
 
+class BatchRun:
+    """The event loop of :func:`simulate_batch`, one instant at a time: the
+    engine's machine and queue state, so that a caller other than the loop
+    below (the Gymnasium environment ``schedlab/Batch-v0``) can drive it.
+
+    :meth:`advance` applies every event of the next instant (completions in
+    (end, job) order, then arrivals in job order, through the policy's
+    ``complete`` / ``arrive``), counts one pass and returns the instant (None
+    when every job has ended); :meth:`start` applies a pass's starts, checked.
+    """
+
+    def __init__(
+        self,
+        submit: ArrayLike,
+        runtime: ArrayLike,
+        requested: ArrayLike,
+        need: ArrayLike,
+        capacity: int,
+        policy_factory: Callable[[Machine], Any],
+        *,
+        hidden: Callable[[list[float]], Sequence[float]] | None = None,
+    ) -> None:
+        submit_a = np.asarray(submit, dtype=float)
+        self.n = n = len(submit_a)
+        self.sub_l = submit_a.tolist()
+        run_l: Sequence[float] = np.asarray(runtime, dtype=float).tolist()
+        if hidden is not None:
+            run_l = hidden(list(run_l))
+        self.run_l = run_l
+        self.need_l = np.asarray(need, dtype=np.int64).tolist()
+        self.machine = Machine(
+            capacity, list(self.need_l), np.asarray(requested, dtype=float).tolist(), list(self.sub_l)
+        )
+        self.policy = policy_factory(self.machine)
+        self.order = np.argsort(submit_a, kind="stable").tolist()
+        self.start_l = [math.nan] * n
+        self.end_l = [math.nan] * n
+        self.state = [_WAITING] * n
+        self.heap: list[tuple[float, int]] = []
+        self.free = int(capacity)
+        self.i = 0
+        self.passes = 0
+        self.started = 0
+
+    def advance(self) -> float | None:
+        """Apply the events of the next instant and return it (None: done)."""
+        n, heap, order, sub_l = self.n, self.heap, self.order, self.sub_l
+        i = self.i
+        if not (i < n or heap):
+            return None
+        policy, state, need_l = self.policy, self.state, self.need_l
+        t_arr = sub_l[order[i]] if i < n else math.inf
+        t = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
+        free = self.free
+        while heap and heap[0][0] <= t:
+            _, j = heapq.heappop(heap)
+            free += need_l[j]
+            state[j] = _DONE
+            policy.complete(j)
+        while i < n and sub_l[order[i]] <= t:
+            j = order[i]
+            i += 1
+            state[j] = _QUEUED
+            policy.arrive(j)
+        self.i = i
+        self.free = free
+        self.machine.now = t
+        self.machine.free = free
+        self.passes += 1
+        return t
+
+    def start(self, jobs: Iterable[int], t: float) -> None:
+        """Start ``jobs`` (a pass's list, in order) at ``t``."""
+        n, state, need_l, heap = self.n, self.state, self.need_l, self.heap
+        free = self.free
+        for j in jobs:
+            if not (0 <= j < n) or state[j] != _QUEUED:
+                raise BatchStartError(f"t={t}: policy started job {j}, which is not queued", j, t)
+            nj = need_l[j]
+            if nj > free:
+                raise BatchCapacityExceeded(j, nj, free, t)
+            free -= nj
+            state[j] = _RUNNING
+            self.started += 1
+            self.start_l[j] = t
+            e = t + self.run_l[j]
+            self.end_l[j] = e
+            heapq.heappush(heap, (e, j))
+        self.free = free
+        self.machine.free = free
+
+    def result(self) -> BatchResult:
+        return BatchResult(
+            np.array(self.start_l, dtype=float), np.array(self.end_l, dtype=float), self.passes, self.policy
+        )
+
+
 def simulate_batch(
     submit: ArrayLike,
     runtime: ArrayLike,
@@ -180,65 +277,18 @@ def simulate_batch(
     the list of actual runtimes, returning the sequence the engine then reads
     -- a guard that refuses reads from outside this module (None, the normal
     path, adds nothing per pass)."""
-    submit = np.asarray(submit, dtype=float)
-    runtime = np.asarray(runtime, dtype=float)
-    requested = np.asarray(requested, dtype=float)
-    need_a = np.asarray(need, dtype=np.int64)
-    n = len(submit)
-    sub_l = submit.tolist()
-    run_l = runtime.tolist()
-    if hidden is not None:
-        run_l = hidden(run_l)
-    need_l = need_a.tolist()
-    machine = Machine(capacity, list(need_l), requested.tolist(), list(sub_l))
-    policy = policy_factory(machine)
-    order = np.argsort(submit, kind="stable").tolist()
-    start = [math.nan] * n
-    end = [math.nan] * n
-    state = [_WAITING] * n
-    heap: list[tuple[float, int]] = []
-    free = int(capacity)
-    i = 0
-    passes = 0
-    started = 0
-    inf = math.inf
-    while i < n or heap:
-        t_arr = sub_l[order[i]] if i < n else inf
-        t = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
-        while heap and heap[0][0] <= t:
-            _, j = heapq.heappop(heap)
-            free += need_l[j]
-            state[j] = _DONE
-            policy.complete(j)
-        while i < n and sub_l[order[i]] <= t:
-            j = order[i]
-            i += 1
-            state[j] = _QUEUED
-            policy.arrive(j)
-        machine.now = t
-        machine.free = free
-        passes += 1
-        for j in policy.schedule(t):
-            if not (0 <= j < n) or state[j] != _QUEUED:
-                raise BatchStartError(f"t={t}: policy started job {j}, which is not queued", j, t)
-            nj = need_l[j]
-            if nj > free:
-                raise BatchCapacityExceeded(j, nj, free, t)
-            free -= nj
-            state[j] = _RUNNING
-            started += 1
-            start[j] = t
-            e = t + run_l[j]
-            end[j] = e
-            heapq.heappush(heap, (e, j))
-        machine.free = free
-    if n and started < n:
-        queued = [j for j in range(n) if state[j] == _QUEUED]
+    run = BatchRun(submit, runtime, requested, need, capacity, policy_factory, hidden=hidden)
+    policy = run.policy
+    while (t := run.advance()) is not None:
+        run.start(policy.schedule(t), t)
+    n = run.n
+    if n and run.started < n:
+        queued = [j for j in range(n) if run.state[j] == _QUEUED]
         raise BatchStalled(
-            f"t={machine.now}: job {queued[0]} never starts ({len(queued)} of {n} jobs) although it fits the "
+            f"t={run.machine.now}: job {queued[0]} never starts ({len(queued)} of {n} jobs) although it fits the "
             f"empty machine: the policy left it queued with every unit free"
         )
-    return BatchResult(np.array(start, dtype=float), np.array(end, dtype=float), passes, policy)
+    return run.result()
 
 
 def _fast_module(policy_cls: type) -> ModuleType | None:

@@ -1,0 +1,24 @@
+"""Gymnasium environments over schedlab's engines (``pip install 'schedlab[rl]'``).
+
+``import schedlab.gym`` registers ``schedlab/Batch-v0`` (:mod:`schedlab.gym.batch`),
+``schedlab/Packing-v0`` (:mod:`schedlab.gym.packing`) and ``schedlab/Queue-v0``
+(:mod:`schedlab.gym.queue`) with Gymnasium; ``gymnasium.make(...)`` and
+``gymnasium.make_vec(...)`` then build them. docs/gym.md describes each
+environment's observations, actions, rewards and episodes.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+ENVIRONMENTS = {
+    "schedlab/Batch-v0": "schedlab.gym.batch:BatchEnv",
+    "schedlab/Packing-v0": "schedlab.gym.packing:PackingEnv",
+    "schedlab/Queue-v0": "schedlab.gym.queue:QueueEnv",
+}
+
+for _id, _entry in ENVIRONMENTS.items():
+    if _id not in gymnasium.registry:
+        gymnasium.register(id=_id, entry_point=_entry)
+
+__all__ = ["ENVIRONMENTS"]

@@ -1,0 +1,180 @@
+"""schedlab/Batch-v0 is the batch engine: scripted agents reproduce the
+built-in policies' schedules bit for bit and the episode's reward is minus
+the engine's metric on the same jobs; Gymnasium's own checker passes; bad
+input gets one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+
+import schedlab.gym  # noqa: E402,F401  (registers the environments)
+from schedlab.errors import UserError  # noqa: E402
+from schedlab.gym.common import InvalidAction  # noqa: E402
+from schedlab.policies.batch import BATCH_POLICIES  # noqa: E402
+from schedlab.sim.batch.engine import run_table  # noqa: E402
+
+LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
+needs_lublin = pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
+#: Per-step rewards sum the jobs' terms in start order, the engine's mean in job order.
+SUM_ORDER_RTOL = 1e-12
+
+
+def burst(n=12, nodes=4, seed=0):
+    """``n`` jobs submitted at once then a few later: every slot of a small window is full at the first decisions."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "job_id": np.arange(n),
+            "submit": np.r_[np.zeros(n - 3), [5.0, 7.0, 7.0]],
+            "runtime": rng.integers(1, 50, n).astype(float),
+            "procs": rng.integers(1, nodes + 1, n),
+            "requested_time": rng.integers(50, 100, n).astype(float),
+        }
+    )
+
+
+def play(env, agent, seed=0, options=None):
+    """Run one episode; return (summed reward, steps)."""
+    obs, info = env.reset(seed=seed, options=options)
+    total, steps = 0.0, 0
+    while True:
+        obs, r, term, trunc, info = env.step(agent(env.unwrapped, info))
+        total += r
+        steps += 1
+        assert env.observation_space.contains(obs)
+        if term or trunc:
+            return total, steps
+
+
+def head(env, info):
+    return 0
+
+
+def shortest(env, info):
+    return int(np.argmin(env._requested[info["jobs"][info["action_mask"]]]))  # first of the smallest: SJF's tie rule
+
+
+@needs_lublin
+@pytest.mark.parametrize(
+    "backfill,agent,policy",
+    [("none", head, "FCFS"), ("easy", head, "EASY"), ("none", shortest, "SJF"), ("easy", shortest, "SJF+EASY")],
+)
+def test_scripted_agents_are_the_built_in_policies_bit_for_bit(backfill, agent, policy):
+    env = gymnasium.make("schedlab/Batch-v0", trace="lublin_256.swf", sequence=300, window=300, backfill=backfill)
+    total, steps = play(env, agent, seed=7)
+    u = env.unwrapped
+    per_job, summary = run_table(u.episode, BATCH_POLICIES[policy], procs=256, path="fast")
+    start, end = u.schedule()
+    assert start.tolist() == per_job["start"].tolist() and end.tolist() == per_job["end"].tolist()
+    assert total == -summary["stretch_mean"]  # final reward: the engine's metric, to the bit
+    assert steps >= 300 or backfill == "easy"
+
+
+@needs_lublin
+@pytest.mark.parametrize("reward,metric", [("bsld", "stretch_mean"), ("wait", "wait_mean")])
+def test_per_step_rewards_sum_to_minus_the_engines_metric(reward, metric):
+    env = gymnasium.make(
+        "schedlab/Batch-v0",
+        trace=str(LUBLIN),
+        sequence=200,
+        window=64,
+        backfill="easy",
+        reward=reward,
+        reward_mode="step",
+    )
+    rng = np.random.default_rng(1)
+    total, _ = play(env, lambda e, info: int(rng.choice(np.flatnonzero(info["action_mask"]))), seed=3)
+    u = env.unwrapped
+    start, _ = u.schedule()
+    jobs = u.episode.with_columns(pl.Series("start", start))
+    # replay the agent's schedule as a policy: the engine's metric on the same schedule
+    _, summary = run_table(jobs, _replay(start), procs=256, path="reference")
+    assert total == pytest.approx(-summary[metric], rel=SUM_ORDER_RTOL)
+
+
+def _replay(start):
+    """A batch policy that starts each job at the given time (the agent's schedule)."""
+    from schedlab.api.batch import Policy
+
+    class Replay(Policy):
+        name = "replay"
+
+        def __init__(self, machine):
+            super().__init__(machine)
+            self.queue = []
+
+        def arrive(self, job):
+            self.queue.append(job)
+
+        def complete(self, job):
+            pass
+
+        def schedule(self, now):
+            out = [j for j in self.queue if start[j] == now]
+            self.queue = [j for j in self.queue if start[j] != now]
+            return out
+
+    return Replay
+
+
+def test_utilisation_reward_is_the_engines():
+    env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=12, window=4, reward="utilisation")
+    total, _ = play(env, head)
+    _, summary = run_table(env.unwrapped.episode, BATCH_POLICIES["FCFS"], procs=4)
+    assert total == summary["utilisation"]
+
+
+def test_gymnasium_check_env_passes():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=10, window=4)
+    check_env(env.unwrapped)
+
+
+def test_defaults_draw_lublin_jobs_and_episodes_are_seeded():
+    env = gymnasium.make("schedlab/Batch-v0", sequence=64)
+    rng = np.random.default_rng(0)
+    agent = lambda e, info: int(rng.choice(np.flatnonzero(info["action_mask"])))  # noqa: E731
+    play(env, agent, seed=5)
+    a = env.unwrapped.episode
+    obs1, _ = env.reset(seed=5)
+    assert env.unwrapped.episode.equals(a)
+    obs2, _ = env.reset(seed=5)
+    assert np.array_equal(obs1, obs2) and obs1.shape == (128 * 5 + 2,)
+
+
+@needs_lublin
+def test_vector_environments_run():
+    envs = gymnasium.make_vec(
+        "schedlab/Batch-v0", num_envs=3, vectorization_mode="sync", trace="lublin_256.swf", sequence=32
+    )
+    obs, info = envs.reset(seed=0)
+    assert obs.shape == (3, 128 * 5 + 2) and info["action_mask"].shape == (3, 128)
+    for _ in range(40):  # past the first episodes' ends: autoreset
+        obs, r, term, trunc, info = envs.step(np.zeros(3, dtype=np.int64))
+    envs.close()
+
+
+def test_bad_input_gets_one_clear_error():
+    with pytest.raises(UserError, match="window must be an integer >= 1; got 0"):
+        gymnasium.make("schedlab/Batch-v0", window=0)
+    with pytest.raises(UserError, match="job 0 needs 4 processors but the machine has 2 \\(give nodes >= 4"):
+        gymnasium.make("schedlab/Batch-v0", jobs=burst(seed=2), nodes=2, sequence=5)
+    with pytest.raises(UserError, match="sequence 50 is longer than the job table"):
+        gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=50)
+    with pytest.raises(UserError, match="no such file"):
+        gymnasium.make("schedlab/Batch-v0", trace="no-such-trace.swf")
+    with pytest.raises(UserError, match="reward 'utilisation' is given at the end only"):
+        gymnasium.make("schedlab/Batch-v0", reward="utilisation", reward_mode="step")
+    env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=12, window=16)
+    env.reset(seed=0)
+    with pytest.raises(InvalidAction, match=r"action 12 is outside info\['action_mask'\] \(valid: 0\.\.8\)"):
+        env.step(12)
+    with pytest.raises(InvalidAction, match="outside"):
+        env.step(-1)
