@@ -1,0 +1,100 @@
+"""Speed of the Gymnasium environments (schedlab.gym): decisions per second
+with scripted agents (prints figures; no pass/fail).
+
+* ``schedlab/Batch-v0`` on Lublin-1 (``lublin_256.swf``), 1024-job episodes
+  (RLScheduler's test length), window 128, without and with EASY
+  backfilling; agents: the oldest job (FCFS / EASY) and the shortest
+  requested time (SJF / SJF+EASY, exact values through ``info["jobs"]``);
+  beside it the batch engine's compiled kernel on the same sequences
+  (jobs/s), for scale;
+* ``schedlab/Packing-v0`` (head mode, first fit: FIFO-FF) and
+  ``schedlab/Queue-v0`` (the oldest job: FIFO) on their default generators.
+
+Each figure is decisions / wall seconds of the ``step`` loop (resets
+excluded), best of ``--repeat``. RLScheduler's own environment
+(``HPCSimPickJobs.HPCEnv``) is not run: it imports TensorFlow 1.x
+(``tf.placeholder``) and the old ``gym`` at module level, which do not
+install on this Python (3.11).
+
+Usage: python benchmarks/gym_env.py [--episodes 5] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def run(env, agent, episodes: int, seed: int = 0) -> tuple[int, float]:
+    """(decisions, seconds in step) over ``episodes`` episodes."""
+    decisions, spent = 0, 0.0
+    for e in range(episodes):
+        obs, info = env.reset(seed=seed + e)
+        t = time.perf_counter()
+        while True:
+            obs, r, term, trunc, info = env.step(agent(env.unwrapped, info))
+            decisions += 1
+            if term or trunc:
+                break
+        spent += time.perf_counter() - t
+    return decisions, spent
+
+
+def oldest(env, info):
+    return 0
+
+
+def shortest(env, info):
+    rows = info["jobs"][info["action_mask"]]
+    return int(np.argmin(env._requested[rows]))
+
+
+def first_fit(env, info):
+    return int(np.flatnonzero(info["action_mask"])[0])
+
+
+def main() -> None:
+    import gymnasium
+
+    import schedlab.gym  # noqa: F401
+    from schedlab.policies.batch import BATCH_POLICIES
+    from schedlab.sim.batch.engine import run_table
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--episodes", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    print(f"{'environment':<22} {'agent':<10} {'decisions':>9} {'decisions/s':>12}  engine kernel, same jobs")
+    for backfill, agents in (
+        ("none", (("FCFS", oldest), ("SJF", shortest))),
+        ("easy", (("EASY", oldest), ("SJF+EASY", shortest))),
+    ):
+        env = gymnasium.make("schedlab/Batch-v0", trace="lublin_256.swf", sequence=1024, window=128, backfill=backfill)
+        for name, agent in agents:
+            best = max((run(env, agent, args.episodes) for _ in range(args.repeat)), key=lambda r: r[0] / r[1])
+            jobs, secs = 0, 0.0
+            for e in range(args.episodes):
+                env.reset(seed=e)
+                _, s = run_table(env.unwrapped.episode, BATCH_POLICIES[name], procs=256, path="fast")
+                jobs += int(s["n_jobs"])
+                secs += s["sim_seconds"]
+            print(
+                f"{'Batch-v0 ' + backfill:<22} {name:<10} {best[0]:>9} {best[0] / best[1]:>12,.0f}  "
+                f"{jobs / secs:,.0f} jobs/s"
+            )
+    for env_id, name, agent, kw in (
+        ("schedlab/Packing-v0", "FIFO-FF", first_fit, {"sequence": 1000}),
+        ("schedlab/Queue-v0", "FIFO", oldest, {"sequence": 1000}),
+    ):
+        env = gymnasium.make(env_id, **kw)
+        best = max((run(env, agent, args.episodes) for _ in range(args.repeat)), key=lambda r: r[0] / r[1])
+        print(f"{env_id.split('/')[1]:<22} {name:<10} {best[0]:>9} {best[0] / best[1]:>12,.0f}")
+        env.close()
+    print("RLScheduler's HPCEnv: not run (TensorFlow 1.x and the old gym do not install on Python 3.11)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Inversion of control for the engines whose loop is one function
+(``simulate_packing``, the queue engine's ``simulate``): the engine runs in
+a worker thread, unchanged, with a policy that hands each decision to the
+environment and waits for the action. Exactly one of the two threads runs at
+any time (two one-slot queues), so the run is as deterministic as a direct
+call. An abandoned episode (``reset`` again, ``close``) is unwound by
+raising :class:`Abort` inside the engine thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class Abort(BaseException):
+    """Raised in the engine thread to end an abandoned episode (not an Exception: no policy catches it)."""
+
+
+_ABORT = object()
+
+
+class EngineThread:
+    """``target()`` (an engine run whose policy calls :meth:`ask`) in a thread.
+
+    The environment calls :meth:`begin` then :meth:`answer`; each returns the
+    engine's next message: ``("ask", request)`` (a decision is wanted) or
+    ``("done", result)`` (``target``'s return value). An exception of the
+    engine is re-raised in the environment's thread."""
+
+    def __init__(self, target: Callable[[], Any]) -> None:
+        self._to_engine: queue.Queue[Any] = queue.Queue(1)
+        self._to_env: queue.Queue[tuple[str, Any]] = queue.Queue(1)
+        self._thread = threading.Thread(target=self._main, args=(target,), daemon=True)
+
+    def _main(self, target: Callable[[], Any]) -> None:
+        try:
+            result = target()
+        except Abort:
+            return
+        except BaseException as exc:  # handed to the environment's thread
+            self._to_env.put(("error", exc))
+            return
+        self._to_env.put(("done", result))
+
+    def _receive(self) -> tuple[str, Any]:
+        kind, payload = self._to_env.get()
+        if kind == "error":
+            self._thread.join()
+            raise payload
+        if kind == "done":
+            self._thread.join()
+        return kind, payload
+
+    def begin(self) -> tuple[str, Any]:
+        self._thread.start()
+        return self._receive()
+
+    def answer(self, action: Any) -> tuple[str, Any]:
+        self._to_engine.put(action)
+        return self._receive()
+
+    def ask(self, request: Any) -> Any:
+        """Engine side: hand ``request`` to the environment, return its action."""
+        self._to_env.put(("ask", request))
+        action = self._to_engine.get()
+        if action is _ABORT:
+            raise Abort
+        return action
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._to_engine.put(_ABORT)
+            self._thread.join()

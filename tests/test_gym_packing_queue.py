@@ -1,0 +1,115 @@
+"""schedlab/Packing-v0 and schedlab/Queue-v0 are the engines: the first-fit
+agent is FIFO-FF and the oldest-job agent is FIFO, bit for bit, with the
+engine's metric as the final reward; Gymnasium's checker passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+
+import schedlab.gym  # noqa: E402,F401  (registers the environments)
+from schedlab.engines import get_engine  # noqa: E402
+from schedlab.errors import UserError  # noqa: E402
+from schedlab.gym.common import InvalidAction  # noqa: E402
+
+#: Per-step rewards sum the jobs' terms in event order, the engine's mean in job order.
+SUM_ORDER_RTOL = 1e-12
+
+
+def play(env, agent, seed=0):
+    obs, info = env.reset(seed=seed)
+    total = 0.0
+    while True:
+        obs, r, term, trunc, info = env.step(agent(info))
+        total += r
+        assert env.observation_space.contains(obs)
+        if term or trunc:
+            return total
+
+
+def first(info):
+    return int(np.flatnonzero(info["action_mask"])[0])
+
+
+@pytest.mark.parametrize("reward_mode", ["final", "step"])
+def test_first_fit_agent_is_fifo_ff(reward_mode):
+    env = gymnasium.make("schedlab/Packing-v0", sequence=300, reward_mode=reward_mode)
+    total = play(env, first, seed=4)
+    u = env.unwrapped
+    ref = get_engine("packing").run(u.episode, "FIFO-FF", None, u.system(), path="fast")
+    for col in ("start", "server", "end"):
+        assert np.asarray(ref.jobs[col]).tolist() == np.asarray(u.result.jobs[col]).tolist()
+    if reward_mode == "final":
+        assert total == -ref.summary["wait_mean"]
+    else:
+        assert total == pytest.approx(-ref.summary["wait_mean"], rel=SUM_ORDER_RTOL)
+
+
+def test_pair_mode_places_any_fitting_pair_and_reports_the_engines_utilisation():
+    env = gymnasium.make("schedlab/Packing-v0", sequence=150, mode="pair", window=4, reward="utilisation")
+    rng = np.random.default_rng(0)
+    total = play(env, lambda info: int(rng.choice(np.flatnonzero(info["action_mask"]))), seed=1)
+    u = env.unwrapped
+    assert u.action_space.n == 4 * 10 and total == u.result.summary["utilisation"] > 0
+    assert np.all(np.isfinite(u.result.jobs["start"]))
+
+
+@pytest.mark.parametrize("reward,metric", [("sojourn", "mst"), ("slowdown", "slowdown_mean")])
+def test_oldest_job_agent_is_fifo(reward, metric):
+    for mode in ("final", "step"):
+        env = gymnasium.make("schedlab/Queue-v0", sequence=300, reward=reward, reward_mode=mode)
+        total = play(env, lambda info: 0, seed=2)
+        u = env.unwrapped
+        ref = get_engine("queue").run(u.episode, "FIFO", path="fast")
+        assert np.asarray(ref.jobs["completion"]).tolist() == np.asarray(u.result.jobs["completion"]).tolist()
+        if mode == "final":
+            assert total == -ref.summary[metric]
+        else:
+            assert total == pytest.approx(-ref.summary[metric], rel=SUM_ORDER_RTOL)
+
+
+def test_a_different_choice_changes_the_schedule():
+    """Serving the newest job (LCFS-preemptive) is not FIFO: the choices are real."""
+    env = gymnasium.make("schedlab/Queue-v0", sequence=200)
+    lcfs = play(env, lambda info: int(np.flatnonzero(info["action_mask"])[-1]), seed=2)
+    fifo = play(env, lambda info: 0, seed=2)
+    assert lcfs != fifo
+
+
+def test_gymnasium_check_env_passes():
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(gymnasium.make("schedlab/Packing-v0", sequence=50).unwrapped)
+    burst = pl.DataFrame({"job_id": np.arange(20), "submit": np.zeros(20), "size": np.linspace(1.0, 2.0, 20)})
+    check_env(gymnasium.make("schedlab/Queue-v0", jobs=burst, sequence=20, window=2).unwrapped)
+
+
+def test_vector_environments_run():
+    for name in ("schedlab/Packing-v0", "schedlab/Queue-v0"):
+        envs = gymnasium.make_vec(name, num_envs=2, vectorization_mode="sync", sequence=20)
+        obs, info = envs.reset(seed=0)
+        for _ in range(60):
+            a = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in info["action_mask"]])
+            obs, r, term, trunc, info = envs.step(a)
+        envs.close()
+
+
+def test_bad_input_gets_one_clear_error():
+    with pytest.raises(UserError, match="window must be an integer >= 1; got 0"):
+        gymnasium.make("schedlab/Queue-v0", window=0)
+    with pytest.raises(UserError, match="mode must be one of 'head', 'pair'"):
+        gymnasium.make("schedlab/Packing-v0", mode="any")
+    wide = pl.DataFrame({"job_id": [1, 2], "submit": [0.0, 1.0], "duration": [1.0, 1.0], "demand": [0.5, 1.5]})
+    with pytest.raises(UserError, match="job 2 demands 1.5 but a server's capacity is 1.0"):
+        gymnasium.make("schedlab/Packing-v0", jobs=wide, sequence=2)
+    apart = pl.DataFrame({"job_id": [1, 2], "submit": [0.0, 10.0], "size": [1.0, 1.0]})
+    with pytest.raises(UserError, match="without any decision"):
+        gymnasium.make("schedlab/Queue-v0", jobs=apart, sequence=2).reset(seed=0, options={"start": 0})
+    env = gymnasium.make("schedlab/Queue-v0", sequence=50)
+    env.reset(seed=0)
+    with pytest.raises(InvalidAction, match="outside info"):
+        env.step(15)
+    env.close()
