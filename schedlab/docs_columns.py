@@ -161,6 +161,8 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "arrival_load": ("fraction of one server", "order-only traces: Poisson arrivals at this load"),
         "group_column": ("-", 'trace column that groups tasks into jobs ("": none)'),
         "max_procs": ("processors", "jobs wider than this dropped (0: keep all)"),
+        "sequence": ("jobs", "consecutive jobs per instance from a start drawn per replication (0: off)"),
+        "sequence_within": ("jobs", "sequences drawn among the first this-many jobs (0: all)"),
         "reader_<option>": ("-", "a reader option, as given"),
     },
     "lublin": {

@@ -84,3 +84,15 @@ def test_the_other_carastan_santos_functions_prefer_small_short_jobs(name):
     # 10 job 2 starts first, job 1 (two units) then waits for it to end
     w = ([0, 1, 1], [10, 10, 10], [10, 50, 5], [2, 2, 1], 2)
     assert starts(name, *w) == [0.0, 20.0, 10.0]
+
+
+def test_commit_is_rlschedulers_pick():
+    """commit=True: the head is chosen as soon as the queue is not empty (job 1
+    at 1, the machine full) and kept until it starts; job 2, shorter, arrives
+    at 2 and waits behind it. Without commit job 2 is chosen at 10."""
+    w = (np.array([0.0, 1.0, 2.0]), np.array([10.0, 5.0, 3.0]), np.array([10.0, 5.0, 3.0]), np.array([1, 1, 1]), 1)
+    sjf = BATCH_POLICIES["SJF"]
+    assert simulate_batch(*w, lambda m: sjf(m, commit=True)).start.tolist() == [0.0, 10.0, 15.0]
+    assert simulate_batch(*w, sjf).start.tolist() == [0.0, 13.0, 10.0]
+    # a constant key commits to the queue's head: FCFS either way
+    assert starts("FCFS", *w) == simulate_batch(*w, lambda m: sjf(m, commit=True)).start.tolist()

@@ -17,6 +17,10 @@ Parameters (a list value is a grid axis, as everywhere)::
     group_column = "google_job_id"  # packing engine: this trace column becomes `group`
                                     # (tasks -> multi-task jobs); "" = every row is a job
     max_procs = 120            # drop jobs wider than this (after windowing; 0 = keep all)
+    sequence = 1024            # each instance: this many consecutive jobs (submit order) from a
+                               #   start drawn uniformly per replication, the log's own submit
+                               #   times kept (RLScheduler's episodes); 0 = off
+    sequence_within = 10000    # draw the sequences among the first this-many jobs (0 = all)
     annotation = "dfrs-hpc2n"  # DFRS annotation (workloads/annotate.py): the paper's
                                #   HPC2N rule (RR-7659 §5.3.1), or "schedlab" (default) with
     cores_per_node = 2         #   these fields: tasks, CPU need and memory per task;
@@ -80,11 +84,13 @@ DEFAULTS: dict[str, Any] = {
     "arrival_load": 0.0,
     "group_column": "",
     "max_procs": 0,
+    "sequence": 0,
+    "sequence_within": 0,
     **annotate.DEFAULTS,
 }
 #: Added after trace sweeps were written: left out of a workload point at
 #: their default (``WorkloadKind.late``), so earlier configuration ids hold.
-LATE = ("group_column", "max_procs", *annotate.DEFAULTS, "window_origin")
+LATE = ("group_column", "max_procs", *annotate.DEFAULTS, "window_origin", "sequence", "sequence_within")
 WINDOW_ORIGINS = ("first", "header")
 #: Readers whose submit times count from a time origin in the file's header.
 HEADER_ORIGIN_READERS = ("swf",)
@@ -116,6 +122,12 @@ def check(params: dict[str, Any]) -> None:
     mp = params["max_procs"]
     if isinstance(mp, bool) or not isinstance(mp, int) or mp < 0:
         raise UserError(f"max_procs: must be an integer >= 0 (0: keep every job); got {mp!r}")
+    for name in ("sequence", "sequence_within"):
+        v = params[name]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise UserError(f"{name}: must be an integer >= 0 (0: off); got {v!r}")
+    if params["sequence"] and params["window_length"]:
+        raise UserError("sequence: consecutive-job sequences replace time windows; set window_length = 0")
     annotate.check(params)
     o = params["window_origin"]
     if o not in WINDOW_ORIGINS:
@@ -183,6 +195,17 @@ def _check_group_column(jobs: pl.DataFrame, name: str) -> None:
         raise UserError(f"group_column: column {name!r} must hold integers (got {jobs[name].dtype})")
 
 
+def _sequence(jobs: pl.DataFrame, rng: np.random.Generator, n: int, within: int) -> pl.DataFrame:
+    """``n`` consecutive jobs in submit order from a start drawn uniformly
+    (first the start, from the instance's stream) among the first ``within``
+    jobs (0: all); submit times as in the log."""
+    total = min(within, jobs.height) if within else jobs.height
+    if n > total:
+        raise UserError(f"sequence: {n} jobs asked but the trace has {total} to draw from")
+    start = int(rng.integers(0, total - n + 1))
+    return jobs.sort("submit", maintain_order=True).slice(start, n)
+
+
 def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     """One instance: window, arrivals, traffic, load, estimates[, group] -> job table."""
     from schedlab.workloads import transforms as tf
@@ -194,7 +217,9 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
         jobs = jobs.with_columns(pl.col(group).cast(pl.Int64).alias("group"))
     if params["arrival_load"]:
         jobs = tf.attach_arrivals(jobs, rng, params["arrival_load"])
-    if params["window_length"]:
+    if params["sequence"]:
+        jobs = _sequence(jobs, rng, params["sequence"], params["sequence_within"])
+    elif params["window_length"]:
         origin = 0.0 if params["window_origin"] == "header" else None
         jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"], origin)
     else:

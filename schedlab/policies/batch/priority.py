@@ -16,11 +16,16 @@ The rule (one pass at each event instant ``now``)
 
 The head is chosen again at every pass (priorities are recomputed, as a
 production scheduler does each cycle): a later arrival of higher priority
-overtakes a waiting head. RLScheduler instead commits to a head until it
-starts (docs/gym.md lists every difference from its simulator). When no
-waiting job fits in the free units the choice cannot change the pass (nothing
-starts, nothing backfills): :meth:`PriorityPolicy.decisions` then asks
-nothing.
+overtakes a waiting head. When no waiting job fits in the free units the
+choice cannot change the pass (nothing starts, nothing backfills):
+:meth:`PriorityPolicy.decisions` then asks nothing.
+
+``commit = true`` (a parameter; such runs take the Python reference path) is
+RLScheduler's semantics instead: as soon as no job is committed and the queue
+is not empty -- even when nothing fits -- the job of smallest key is chosen
+and kept as the head until it starts; later arrivals never overtake it
+(docs/gym.md lists every difference from its simulator; the rlsched-tables
+pipeline measures this one).
 
 A constant key (every job equal: the first in arrival order) gives FCFS
 without backfilling and EASY with it, start for start (a test checks both).
@@ -79,8 +84,10 @@ class PriorityPolicy(BatchPolicy):
     backfill: ClassVar[bool] = False
     kind: ClassVar[int] = -1
 
-    def __init__(self, machine: Any, **params: Any) -> None:
-        super().__init__(machine, **params)
+    def __init__(self, machine: Any, *, commit: bool = False) -> None:
+        super().__init__(machine)
+        self.commit = bool(commit)
+        self.head: int | None = None  # the committed head (commit=True)
         self.queue: dict[int, None] = {}  # waiting jobs in arrival order
         self.running = SortedList()  # (requested end, job), kept with backfilling only
         self.req_end: dict[int, float] = {}
@@ -124,14 +131,22 @@ class PriorityPolicy(BatchPolicy):
         need = self.machine.need
         free = self.machine.free
         queue = self.queue
-        while queue and min(need[j] for j in queue) <= free:
-            self.free = free
-            head = yield
+        while queue:
+            if self.head is not None:  # committed (commit=True)
+                head = self.head
+            elif not self.commit and min(need[j] for j in queue) > free:
+                break  # nothing fits: no choice could change this pass
+            else:
+                self.free = free
+                head = yield
+                if self.commit:
+                    self.head = head
             nh = need[head]
             if nh <= free:
                 free -= nh
                 self._start(head, now)
                 out.append(head)
+                self.head = None
                 continue
             if self.backfill:
                 shadow, extra = reservation(self.running, need, free, now, nh)

@@ -1,0 +1,213 @@
+"""RLScheduler's heuristic table (rlsched_tables.toml: the setting, and why):
+our mean bounded slowdowns beside the published ones, paired intervals over
+sequences, claims."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from schedlab.pipelines.common import fmt_ci, md, paired_ratios
+from schedlab.plotting import save
+
+DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
+COMMIT = " (commit)"  # the label of a policy run with commit = true
+POLICIES: list[str] = [p if isinstance(p, str) else p["name"] + COMMIT for p in DOC["every_sweep"]["policies"]]
+PUBLISHED: dict[str, Any] = DOC["published"]
+#: sweep name prefix -> the trace's name in RLScheduler's tables
+TRACES = {"rlsched-lublin1-": "Lublin-1", "rlsched-lublin2-": "Lublin-2", "rlsched-hpc2n-": "HPC2N"}
+METRIC = "stretch_mean"  # the batch engine's mean bounded slowdown (tau = 10 s)
+#: The paired comparisons the report lists per trace (policy, other).
+PAIRS = [
+    ("SJF", "FCFS"),
+    ("F1", "FCFS"),
+    ("F1", "SJF"),
+    ("EASY", "FCFS"),
+    ("SJF+EASY", "SJF"),
+    ("SJF+EASY", "EASY"),
+    ("F1+EASY", "EASY"),
+    ("F1+EASY", "SJF+EASY"),
+    ("SJF", "SJF" + COMMIT),
+    ("F1", "F1" + COMMIT),
+    ("SJF+EASY", "SJF+EASY" + COMMIT),
+]
+
+
+def trace_of(sweep: str) -> str:
+    return next(label for prefix, label in TRACES.items() if sweep.startswith(prefix))
+
+
+def published(trace: str, policy: str) -> float | None:
+    """RLScheduler's value for ``policy`` (``EASY`` is FCFS with backfilling)."""
+    if trace not in PUBLISHED:
+        return None
+    policy = policy.removesuffix(COMMIT)
+    base, easy = policy.removesuffix("+EASY"), policy.endswith("+EASY") or policy == "EASY"
+    base = "FCFS" if policy == "EASY" else base
+    cols = PUBLISHED["columns"]
+    return float(PUBLISHED[trace]["easy" if easy else "none"][cols.index(base)]) if base in cols else None
+
+
+def load_table(results_dirs: dict[str, Path]):
+    """(rows: one per trace, policy and sequence; summary: mean, 95 % CI, n per trace and policy)."""
+    import polars as pl
+
+    from schedlab import load
+    from schedlab.platform.statistics.stats import summarize
+
+    frames = [
+        load(d)
+        .select(["policy", "policy_commit", "replication", "sequence", METRIC])
+        .collect()
+        .with_columns(pl.lit(trace_of(name)).alias("trace"))
+        for name, d in results_dirs.items()
+    ]
+    frame = pl.concat(frames, how="vertical_relaxed")
+    committed = pl.col("policy_commit").fill_null(False)
+    frame = frame.with_columns(
+        pl.when(committed).then(pl.col("policy") + COMMIT).otherwise(pl.col("policy")).alias("policy")
+    )
+    return frame, summarize(frame, ["trace", "policy"], [METRIC])
+
+
+def pairs(frame, policy: str, other: str) -> dict[str, dict[str, Any]]:
+    """trace -> paired interval of policy / other (geometric mean ratio over sequences)."""
+    out = paired_ratios(frame, METRIC, policy, other, ["trace"], ["replication"])
+    return {r["trace"]: r for r in out.rows(named=True)}
+
+
+def _row(summary, trace: str, policy: str) -> dict[str, Any] | None:
+    rows = summary.filter((summary["trace"] == trace) & (summary["policy"] == policy)).rows(named=True)
+    return rows[0] if rows else None
+
+
+def traces(summary) -> list[str]:
+    return [t for t in TRACES.values() if t in set(summary["trace"].to_list())]
+
+
+def measured(data) -> str:
+    frame, summary = data.table
+    head = ["trace", "policy", "ours (mean ± 95 % CI)", "published", "ours / published"]
+    rows = []
+    for t in traces(summary):
+        for p in POLICIES:
+            r = _row(summary, t, p)
+            if r is None:
+                continue
+            pub = published(t, p)
+            mean = r[f"{METRIC}_mean"]
+            rows.append(
+                [
+                    t,
+                    p,
+                    fmt_ci(mean, r[f"{METRIC}_ci95"]),
+                    f"{pub:g}" if pub is not None else "–",
+                    f"{mean / pub:.2f}" if pub else "–",
+                ]
+            )
+    n = ", ".join(map(str, sorted(set(summary["n"].to_list()))))
+    pair_head = ["trace", *(f"{a} / {b}" for a, b in PAIRS)]
+    got = {(a, b): pairs(frame, a, b) for a, b in PAIRS}
+    pair_rows = []
+    for t in traces(summary):
+        cells = []
+        for key in PAIRS:
+            r = got[key].get(t)
+            if r is not None and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
+                cells.append(f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+            else:
+                cells.append("–")
+        pair_rows.append([t, *cells])
+    return "\n".join(
+        [
+            md(head, rows),
+            "",
+            f"Sequences per trace: {n} (the same sequences for every policy); ± is the 95 % CI half-width "
+            "(Student t). Published: RLScheduler's README Table V, 10 sequences, their simulator. "
+            "SDSC-SP2 is not in ../shared/data.",
+            "",
+            "Paired comparisons: geometric mean of the per-sequence ratio of mean bounded slowdowns, "
+            "[paired 95 % t interval of the mean log ratio] (below 1: the first policy is better):",
+            "",
+            md(pair_head, pair_rows),
+        ]
+    )
+
+
+def plot(data, path: Path) -> list[str]:
+    """Per trace: our means (bars, 95 % CI) and the published values (markers), log scale."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    _, summary = data.table
+    ts = traces(summary)
+    fig, axes = plt.subplots(1, len(ts), figsize=(4.2 * len(ts), 3.8), squeeze=False)
+    for ax, t in zip(axes[0], ts):
+        ps = [p for p in POLICIES if _row(summary, t, p)]
+        rows = [_row(summary, t, p) for p in ps]
+        x = np.arange(len(ps))
+        means = np.array([r[f"{METRIC}_mean"] for r in rows if r])
+        ci = np.array([r[f"{METRIC}_ci95"] or 0.0 for r in rows if r])
+        low = np.minimum(ci, means - 1.0)  # a bounded slowdown is >= 1
+        ax.bar(x, means, yerr=[low, ci], capsize=2, color="tab:blue", label="ours")
+        pub = [published(t, p) for p in ps]
+        ax.scatter(
+            [i for i, v in zip(x, pub) if v],
+            [v for v in pub if v],
+            color="tab:red",
+            marker="D",
+            zorder=3,
+            label="published",
+        )
+        ax.set_yscale("log")
+        ax.set_xticks(x, ps, rotation=60, fontsize=7)
+        ax.set_title(t)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("mean bounded slowdown")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, path)
+    return POLICIES
+
+
+def beats(data, claim):
+    """Each ``A / B`` of ``quantity``: the paired 95 % CI of A / B is below 1 on every trace."""
+    frame, summary = data.table
+    holds, parts = True, []
+    for q in claim.quantity.split(", "):
+        a, b = q.split(" / ")
+        got = pairs(frame, a, b)
+        for t in traces(summary):
+            r = got.get(t)
+            hi = r["ci_high"] if r else None
+            below = hi is not None and hi == hi and hi < 1.0
+            holds &= below
+            parts.append(f"{t} {a}/{b} {r['estimate']:.3f} (CI high {hi:.3f})" if r and hi == hi else f"{t} {q}: –")
+    return claim.verdict(holds, "; ".join(parts))
+
+
+def near_published(data, claim):
+    """Our mean / the published value within [1 / factor, factor] for the
+    policies of ``quantity`` and their +EASY forms on every trace."""
+    _, summary = data.table
+    factor = 1.0 + claim.tolerance
+    holds, parts = True, []
+    for base in claim.quantity.split(", "):
+        forms = [base] if base.endswith(COMMIT) else [base, "EASY" if base == "FCFS" else f"{base}+EASY"]
+        for p in forms:
+            for t in traces(summary):
+                r, pub = _row(summary, t, p), published(t, p)
+                if r is None or not pub:
+                    continue
+                ratio = r[f"{METRIC}_mean"] / pub
+                ok = 1.0 / factor <= ratio <= factor
+                holds &= ok
+                parts.append(f"{t} {p} {ratio:.2f}" + ("" if ok else " (out)"))
+    return claim.verdict(holds, "ours / published: " + ", ".join(parts), factor=factor)
+
+
+def setting(data) -> dict[str, Any]:
+    """Sequences per trace and jobs per sequence, for paper_says."""
+    frame, summary = data.table
+    return {"sequences": int(summary["n"].max()), "sequence": int(frame["sequence"].max())}
