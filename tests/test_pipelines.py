@@ -42,7 +42,7 @@ def test_list():
     res = CliRunner().invoke(main, ["pipelines", "list"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == len(PIPELINES) == 19
+    assert len(lines) == len(PIPELINES) == 20
     for line, (name, p) in zip(lines, PIPELINES.items()):
         assert line.split()[0] == name
         assert p.figure in line and p.paper in line
