@@ -47,8 +47,13 @@ def make_results(tmp_path, policies=("FIFO", "PS", "PSBS", "LAS"), workload=None
     plan = build_plan(spec)
     store = ResultStore(spec.results_dir())
     store.prepare(manifest_for(spec, plan), True)
-    work = [(inst, list(inst.point.configs)) for inst in plan.instances(range(n))]
-    result = run_instances(plan.engine, work, None, False, plan.metrics)
+    from schedlab.workloads.registry import workload_kind
+
+    instances = list(plan.instances(range(n)))
+    kind = workload_kind(instances[0].point.kind)
+    shared = kind.load_shared(instances[0].point.params) if kind.load_shared else None  # one point: one input
+    work = [(inst, list(inst.point.configs)) for inst in instances]
+    result = run_instances(plan.engine, work, shared, False, plan.metrics)
     assert not result.failures
     store.commit(result.summary, result.jobs, result.failures)
     return spec.results_dir()
@@ -72,10 +77,16 @@ def test_paired_matches_scipy_ttest_rel():
 
 def test_paired_edge_cases():
     assert math.isnan(paired([1.0]).halfwidth) and paired([1.0]).n == 1
+    # identical differences are one sample: no interval, no p value (not 0-width, p = 0 or 1)
     same = paired([0.0, 0.0, 0.0])
-    assert same.halfwidth == 0.0 and same.p_value == 1.0
+    assert same.identical and same.n == 3 and same.n_effective == 1
+    assert math.isnan(same.halfwidth) and math.isnan(same.p_value) and same.mean == 0.0
     shifted = paired([2.0, 2.0, 2.0])
-    assert shifted.halfwidth == 0.0 and shifted.p_value == 0.0
+    assert shifted.identical and shifted.mean == 2.0 and math.isnan(shifted.halfwidth) and math.isnan(shifted.p_value)
+    # 0.1 three times: the rounded mean of equal values need not be the value; identity is exact equality
+    tenth = paired([0.1, 0.1, 0.1])
+    assert tenth.identical and tenth.mean == 0.1
+    assert not paired([2.0, 2.0, 2.0 + 2**-51]).identical
 
 
 def test_holm_hand_worked():
@@ -134,7 +145,11 @@ def test_compare_identical_policies_and_errors(tmp_path):
     )
     table = schedlab.compare(d, baseline="PS")
     gps = table.filter(pl.col("policy") == "GPS").row(0, named=True)  # equal weights: GPS is PS
-    assert gps["diff"] == 0.0 and gps["ci_low"] == 0.0 and gps["ci_high"] == 0.0 and gps["significant"] is False
+    # the same schedule on every instance: the n differences (all 0) are one sample, no interval, no p
+    assert gps["diff"] == 0.0 and gps["identical"] and gps["n_effective"] == 1 and gps["n"] > 1
+    assert math.isnan(gps["ci_low"]) and math.isnan(gps["p_value"]) and gps["significant"] is None
+    fifo = table.filter(pl.col("policy") == "FIFO").row(0, named=True)
+    assert not fifo["identical"] and fifo["n_effective"] == fifo["n"] and fifo["ci_low"] < fifo["ci_high"]
     with pytest.raises(UserError, match="--baseline: 'SRPT' is not a policy"):
         schedlab.compare(d, baseline="SRPT")
     with pytest.raises(UserError, match="--metric: 'nope'"):

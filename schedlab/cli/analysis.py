@@ -13,6 +13,26 @@ from schedlab.cli.group import main
 from schedlab.errors import UserError
 
 
+def _open_store(results_dir: Path):
+    """The results dir's store; a dir without results is one line saying so
+    (and, when every simulation failed, how many and where to look)."""
+    from schedlab.platform.storage.store import SUMMARY, ResultStore
+
+    if not results_dir.is_dir():
+        raise UserError(f"{results_dir}: no such directory")
+    store = ResultStore(results_dir)
+    if not store.has(SUMMARY):
+        failed = _failures_note(store)
+        raise UserError(f"{results_dir}: no results" + (f": {failed}" if failed else " yet"))
+    return store
+
+
+def _failures_note(store) -> str | None:
+    from schedlab.platform.storage.store import failures_note
+
+    return failures_note(store)
+
+
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
@@ -21,15 +41,17 @@ from schedlab.errors import UserError
 )
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
-    """Mean, 95% CI half-width and n of metrics over replications."""
+    """Mean, 95% CI half-width and n of metrics over replications.
+
+    Replications that all gave the same value are one sample: no interval
+    (marked "identical"). Failed simulations are counted, with where to look."""
     import polars as pl
 
-    from schedlab.platform.statistics.stats import summarize
-    from schedlab.platform.storage.store import ResultStore, explain_read_error
+    from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
+    from schedlab.platform.storage.store import explain_read_error
 
-    if not results_dir.exists():
-        raise UserError(f"{results_dir}: no such directory")
-    store = ResultStore(results_dir)
+    store = _open_store(results_dir)
+    failed = _failures_note(store)
     lf = store.scan()  # a damaged part file: UserError naming it
     from schedlab.platform.storage.store import mixed_digests
 
@@ -47,20 +69,35 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
         raise explain_read_error(store.files(), err) from None
     if as_csv:
         click.echo(table.write_csv(), nl=False)
+        if failed:
+            click.echo(f"schedlab: warning: {failed}", err=True)
         return
     header = keys + [f"{m} (mean ± 95% CI)" for m in metrics] + ["n"]
     rows = []
     for rec in table.iter_rows(named=True):
         cells = [str(rec[k]) for k in keys]
         for m in metrics:
-            ci = rec[f"{m}_ci95"]
-            cells.append(f"{rec[f'{m}_mean']:.6g} ± {ci:.3g}" if ci is not None else f"{rec[f'{m}_mean']:.6g}")
+            ci, mean = rec[f"{m}_ci95"], rec[f"{m}_mean"]
+            if mean is None:
+                cells.append("–")
+            elif rec[f"{m}_dominated"]:
+                cells.append("dominated")
+            elif rec[f"{m}_identical"]:
+                cells.append(f"{mean:.6g} (identical)")
+            else:
+                cells.append(f"{mean:.6g} ± {ci:.3g}" if ci is not None and ci == ci else f"{mean:.6g}")
         cells.append(str(rec["n"]))
         rows.append(cells)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     for r in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    if any(table[f"{m}_identical"].any() for m in metrics):
+        click.echo(IDENTICAL_NOTE)
+    if any(table[f"{m}_dominated"].any() for m in metrics):
+        click.echo(DOMINATED_NOTE + " (the values: --csv)")
+    if failed:
+        click.echo(f"failed: {failed}")
     from schedlab.platform.statistics.selection import describe, read
 
     selection = read(results_dir)
@@ -85,14 +122,19 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
 def compare(
     results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
 ) -> None:
-    """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p."""
+    """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p.
+
+    When a policy's n paired differences are all the same they are one sample
+    (n_effective = 1): no interval, no p value, marked "identical"."""
     from schedlab.platform.statistics.compare import compare as paired_compare
     from schedlab.platform.statistics.compare import method_text
+    from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE
 
     if as_csv and as_json:
         raise UserError("--csv and --json: choose one")
+    failed = _failures_note(_open_store(results_dir))
     table = paired_compare(results_dir, baseline, metric, by, ratio)
-    k = table["policy"].n_unique()
+    k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)
     if as_json:
         click.echo(
@@ -104,6 +146,9 @@ def compare(
                     "confidence": 0.95,
                     "correction": "holm",
                     "method": method,
+                    "identical": IDENTICAL_NOTE,
+                    "dominated": DOMINATED_NOTE,
+                    "failed": failed,
                     "rows": [
                         {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                         for r in table.to_dicts()
@@ -116,6 +161,8 @@ def compare(
         return
     if as_csv:
         click.echo(table.write_csv(), nl=False)
+        if failed:
+            click.echo(f"schedlab: warning: {failed}", err=True)
         return
     est = "ratio" if ratio else "diff"
     keys = [
@@ -135,6 +182,9 @@ def compare(
             "p_value",
             "p_holm",
             "significant",
+            "identical",
+            "n_effective",
+            "dominated",
         )
     ]
     header = keys + [
@@ -148,22 +198,25 @@ def compare(
     ]
     rows = []
     for rec in table.iter_rows(named=True):
-        interval = (
-            f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]"
-            if rec["ci_low"] == rec["ci_low"] and rec["ci_low"] is not None
-            else f"{rec[est]:.4g}"
-        )
+        if rec["dominated"]:
+            interval = "dominated"
+        elif rec["identical"]:
+            interval = f"{rec[est]:.4g} (identical)"
+        elif rec["ci_low"] is not None and rec["ci_low"] == rec["ci_low"]:
+            interval = f"{rec[est]:.4g} [{rec['ci_low']:.4g}, {rec['ci_high']:.4g}]"
+        else:
+            interval = f"{rec[est]:.4g}"
         p = rec["p_holm"]
         rows.append(
             [str(rec[c]) for c in keys]
             + [
                 rec["policy"],
-                f"{rec[f'{metric}_mean']:.6g}",
-                f"{rec['baseline_mean']:.6g}",
+                "dominated" if rec["dominated"] else f"{rec[f'{metric}_mean']:.6g}",
+                "dominated" if rec["dominated"] else f"{rec['baseline_mean']:.6g}",
                 interval,
-                str(rec["n"]),
-                "–" if p is None or p != p else f"{p:.3g}",
-                "*" if rec["significant"] else "",
+                f"{rec['n']} (1 sample)" if rec["identical"] else str(rec["n"]),
+                "–" if p is None or p != p or rec["dominated"] else f"{p:.3g}",
+                "*" if rec["significant"] and not rec["dominated"] else "",
             ]
         )
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
@@ -171,6 +224,14 @@ def compare(
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    if table["identical"].any():
+        click.echo(IDENTICAL_NOTE)
+    if table["dominated"].any():
+        click.echo(DOMINATED_NOTE + " (the values: --csv)")
+    if not rows:
+        click.echo(f"no policy has rows paired with {baseline}'s (same workload point and replication)")
+    if failed:
+        click.echo(f"failed: {failed}")
 
 
 @main.command("plot")

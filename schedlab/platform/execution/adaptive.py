@@ -14,6 +14,15 @@
   get no more replications; ``selection.json`` in the results dir says what
   was selected, when each policy was eliminated and KN's constants.
 
+Identical replications (every replication of a configuration gave the same
+value, or every paired difference is the same: `stats.IDENTICAL_NOTE`) count
+as done, never as an interval that met its target: their interval is
+undefined, not zero-width, and a further replication would repeat the same
+number (the configuration's result does not depend on the random draw, e.g. a
+fixed trace under a policy that ignores estimates), so running it to ``max``
+would spend max / min times the work to learn nothing. The results then
+report them as one sample.
+
 A comparison cell is one workload point and one [system] grid value: the
 policies run on the same instances there. Its arms are the policies (a policy
 with a grid of params is one arm per setting).
@@ -55,7 +64,8 @@ def each_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> se
     m = reps.metric
     stats = summarize(rows.select("config_id", m), ["config_id"], [m])
     ok = stats.filter(
-        pl.col(f"{m}_ci95").is_not_null() & (pl.col(f"{m}_ci95") <= reps.rel_halfwidth * pl.col(f"{m}_mean").abs())
+        pl.col(f"{m}_identical")
+        | (pl.col(f"{m}_ci95").is_not_null() & (pl.col(f"{m}_ci95") <= reps.rel_halfwidth * pl.col(f"{m}_mean").abs()))
     )
     satisfied = set(ok["config_id"].to_list())
     return {p.point_id for p in plan.points if all(c.config_id in satisfied for c in p.configs)}
@@ -93,7 +103,9 @@ def paired_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> 
         ok_expr = pl.col("halfwidth") <= math.log1p(reps.rel_halfwidth)
     else:
         ok_expr = pl.col("halfwidth") <= reps.rel_halfwidth * pl.col("baseline_mean").abs()
-    good = table.filter(pl.col("halfwidth").is_not_null() & pl.col("halfwidth").is_not_nan() & ok_expr)
+    good = table.filter(
+        pl.col("identical") | (pl.col("halfwidth").is_not_null() & pl.col("halfwidth").is_not_nan() & ok_expr)
+    )
     ok = set(zip(good["_cell"].to_list(), good["_arm"].to_list()))
     out = set()
     for p in plan.points:

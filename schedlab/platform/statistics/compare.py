@@ -14,6 +14,11 @@ baseline this module gives:
   policies compared with the baseline at that point (family-wise error at
   5 % per point; ``significant`` is p_holm < 0.05).
 
+When the n paired differences are all the same (``identical``; e.g. a fixed
+trace replayed n times under policies that ignore its random part) they are
+one sample: ``n_effective`` is 1, there is no interval and no p value, and
+the policy is left out of Holm's family (`stats.IDENTICAL_NOTE`).
+
 ``schedlab compare`` and ``schedlab.compare`` print / return this;
 `paired_stats` is the one computation behind them, adaptive replications on
 a paired target (``runner._adaptive``) and the pipelines' paired intervals.
@@ -32,7 +37,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
-from schedlab.platform.statistics.stats import CONFIDENCE, group_moments, holm, paired
+from schedlab.platform.statistics.stats import CONFIDENCE, dominated, group_moments, holm, paired
 
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
@@ -70,8 +75,10 @@ def paired_stats(
     (the arm's mean over its paired rows), ``baseline_mean``, ``estimate``
     (mean difference, or geometric mean ratio), ``ci_low``, ``ci_high``,
     ``halfwidth`` (of the difference, or of the mean log ratio), ``p_value``,
-    ``p_holm`` (within the cell), ``significant``; sorted by cells, then by
-    the arms' first appearance in ``frame``."""
+    ``p_holm`` (within the cell), ``significant``, ``identical`` (the n
+    differences are one sample: no interval, no p) and ``n_effective`` (1
+    when identical, else n); sorted by cells, then by the arms' first
+    appearance in ``frame``."""
     keys = cells + pair
     clean = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
     dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1)
@@ -119,6 +126,8 @@ def paired_stats(
                 "ci_high": hi,
                 "halfwidth": p.halfwidth,
                 "p_value": p.p_value,
+                "identical": p.identical,
+                "n_effective": p.n_effective,
             }
         )
     schema_cells = {c: frame.schema[c] for c in cells}
@@ -133,6 +142,8 @@ def paired_stats(
         "ci_high": pl.Float64,
         "halfwidth": pl.Float64,
         "p_value": pl.Float64,
+        "identical": pl.Boolean,
+        "n_effective": pl.Int64,
     }
     out = pl.DataFrame(records, schema=out_schema)
     out = out.with_columns(pl.col(arm).replace_strict(order, return_dtype=pl.Int64).alias("_order"))
@@ -165,6 +176,8 @@ def paired_stats(
             "p_value",
             "p_holm",
             "significant",
+            "identical",
+            "n_effective",
         ]
     )
 
@@ -205,7 +218,10 @@ def compare(
     Columns: the ``by`` columns, ``policy``, ``baseline``, ``n`` (pairs),
     ``<metric>_mean``, ``baseline_mean``, ``diff`` (or ``ratio``),
     ``ci_low``, ``ci_high``, ``halfwidth``, ``p_value``, ``p_holm``,
-    ``significant``. Bad input (a baseline or metric that is not in the
+    ``significant``, ``identical`` and ``n_effective`` (`paired_stats`), and
+    ``dominated``: the metric is a per-job mean dominated by one job in a row
+    of the policy or of the baseline (`stats.DOMINATED_NOTE`): the row is a
+    flag, not a result. Bad input (a baseline or metric that is not in the
     results) is a `UserError` naming it."""
     from schedlab.platform.storage.store import ResultStore
 
@@ -249,13 +265,24 @@ def compare(
             f"({', '.join(sorted(base_arms))}); name one of them"
         )
     base_arm = base_arms[0]
+    flag = dominated(frame, metric)
+    frame = frame.with_columns(flag if flag is not None else pl.lit(False).alias(f"{metric}_dominated"))
     pair = [c for c in instance_cols if c not in by_cols] + ["replication"]
     data = frame.select(by_cols + [c for c in pair if c not in by_cols] + ["_arm", pl.col(metric).cast(pl.Float64)])
     out = paired_stats(
         data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio, confidence
     )
     est = "ratio" if ratio else "diff"
-    out = out.rename({"_arm": "policy", "mean": f"{metric}_mean", "estimate": est})
+    flagged = frame.group_by(by_cols + ["_arm"]).agg(pl.col(f"{metric}_dominated").any().alias("dominated"))
+    base_flag = flagged.filter(pl.col("_arm") == base_arm).select(by_cols + [pl.col("dominated").alias("_bd")])
+    out = out.join(flagged, on=by_cols + ["_arm"], how="left", nulls_equal=True, maintain_order="left")
+    out = (
+        out.join(base_flag, on=by_cols, how="left", nulls_equal=True, maintain_order="left")
+        if by_cols
+        else (out.with_columns(pl.lit(bool(base_flag["_bd"].any())).alias("_bd")))
+    )
+    out = out.with_columns((pl.col("dominated").fill_null(False) | pl.col("_bd").fill_null(False)).alias("dominated"))
+    out = out.drop("_bd").rename({"_arm": "policy", "mean": f"{metric}_mean", "estimate": est})
     out = out.with_columns(pl.lit(base_arm).alias("baseline"))
     head = by_cols + ["policy", "baseline", "n", f"{metric}_mean", "baseline_mean", est]
     return out.select(head + [c for c in out.columns if c not in head])

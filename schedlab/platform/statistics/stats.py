@@ -5,6 +5,13 @@ of them report the same numbers.
 * ``summarize``: mean, 95 % confidence half-width (Student t), n per group.
 * ``paired``: the t interval of a mean of paired differences (or log ratios),
   and the paired t test's two-sided p value.
+* Identical replications are one sample (`IDENTICAL_NOTE`): a group whose
+  n >= 2 values are all the same (a fixed trace replayed n times under a
+  policy that ignores its random part) gets no interval and no p value,
+  never the zero-width interval and p = 0 that n copies of one number give.
+* Means dominated by one job are flagged (`DOMINANT_SHARE`, `dominated`):
+  a replication whose largest per-job value is more than half the sum of all
+  of them has a mean that measures that one job, not the policy.
 * ``holm``: Holm's (1979) step-down adjustment of p values.
 * ``mser5``: White's (1997) MSER-5 warm-up truncation point of one series.
 * ``obm``: the overlapping batch-means interval (Meketon & Schmeiser 1984) of
@@ -27,6 +34,60 @@ import polars as pl
 from scipy import stats
 
 CONFIDENCE = 0.95
+#: Said wherever a value or a difference is reported without its interval
+#: because every replication gave the same number.
+IDENTICAL_NOTE = (
+    "identical: every replication gave the same value, so the replications are one sample "
+    "(e.g. a fixed trace replayed under a policy that ignores the random part): no interval, no p value"
+)
+
+
+#: A per-job mean is *dominated* when one job's value is more than this share
+#: of the sum over the run's jobs: max / (mean x n_jobs) > DOMINANT_SHARE.
+#: The mean then measures that job alone. The case it was written for: the
+#: queue engine's slowdown (sojourn / size) of SRPTE and FSPE at Weibull shape
+#: 0.125, whose sizes go down to ~1e-37 -- the sojourn of such a job is set by
+#: the clock's resolution (ulp of t ~ 1e-13 at t ~ 1e3), so its slowdown
+#: (~1e24 and more) and the mean it dominates (1e26-1e31) are numerically
+#: meaningless. The PSBS paper never uses a mean slowdown: it reports the
+#: per-job slowdown's distribution and the slowdown conditional on size
+#: (§5.2, Figs. 4, 7, 8). n_jobs counts jobs of size 0 too (no slowdown), so
+#: the computed share is a lower bound of the true one: the rule never flags
+#: more than it should.
+DOMINANT_SHARE = 0.5
+#: The per-job means the rule reads, with the columns it reads them with: the
+#: largest per-job value and the number of jobs.
+DOMINANCE = {
+    "slowdown_mean": ("slowdown_max", "n_jobs"),
+    "stretch_mean": ("stretch_max", "n_jobs"),
+}
+#: Said wherever a flagged mean is reported (it is shown flagged, not as a result).
+DOMINATED_NOTE = (
+    f"dominated: in at least one replication a single job's value is more than {DOMINANT_SHARE:.0%} of the sum "
+    "over its jobs (max / (mean x n_jobs)), so the mean measures that job, not the policy (a tiny job's "
+    "slowdown is set by the clock's resolution); read the percentiles (slowdown_p50, slowdown_p99) instead"
+)
+
+
+def dominated(frame: pl.DataFrame, metric: str) -> pl.Series | None:
+    """Per row, whether ``metric`` (a per-job mean of `DOMINANCE`) is
+    dominated by one job (`DOMINANT_SHARE`); None when the metric has no rule
+    or the frame lacks its columns. A missing value is not dominated."""
+    rule = DOMINANCE.get(metric)
+    if rule is None or not all(c in frame.columns for c in (metric, *rule)):
+        return None
+    top, count = rule
+    share = pl.col(top).cast(pl.Float64) / (pl.col(metric).cast(pl.Float64) * pl.col(count).cast(pl.Float64))
+    flag = (share > DOMINANT_SHARE).fill_null(False) | (pl.col(metric).cast(pl.Float64).is_infinite().fill_null(False))
+    return frame.select(flag.alias(f"{metric}_dominated")).to_series()
+
+
+def identical(x: npt.ArrayLike) -> bool:
+    """Whether ``x`` holds two or more values, all equal and finite: replications
+    that are one sample. Equality is exact (min == max), not a zero standard
+    deviation: the rounded mean of n equal values need not be the value."""
+    a = np.asarray(x, dtype=float)
+    return bool(a.size >= 2 and np.isfinite(a).all() and a.min() == a.max())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -122,16 +183,48 @@ def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str], std: bool = False) -> pl.DataFrame:
-    """One row per group of ``by``: ``n`` and, for each metric m, ``m_mean`` and
-    ``m_ci95`` (half-width of the 95 % CI of the mean; null when n < 2), and
-    with ``std`` its ``m_std`` (the sample standard deviation behind it).
-    Sorted by ``by``; its numbers depend on the rows' values alone, not on
-    their order or on polars' threads (`group_moments`)."""
-    out = group_moments(frame, by, metrics)
+    """One row per group of ``by``: ``n`` and, for each metric m, ``m_mean``,
+    ``m_ci95`` (half-width of the 95 % CI of the mean; null when n < 2 or
+    when the replications are identical), ``m_identical`` (`identical`:
+    n >= 2 equal values, one sample -- `IDENTICAL_NOTE`) and
+    ``m_dominated`` (a per-job mean of `DOMINANCE` dominated by one job in
+    some replication, `DOMINATED_NOTE`; false when the frame lacks the
+    columns the rule reads), and with ``std`` its ``m_std`` (the sample
+    standard deviation behind it). Sorted by ``by``; its numbers depend on
+    the rows' values alone, not on their order or on polars' threads
+    (`group_moments`)."""
+    df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+    flags = [f for f in (dominated(df, m) for m in dict.fromkeys(metrics)) if f is not None]
+    df = df.with_columns(flags)
+    out = group_moments(df, by, metrics)
     tq = pl.Series("tq", [t_quantile(n) for n in out["n"].to_list()], dtype=pl.Float64)
     out = out.with_columns(tq)
+    metrics = list(dict.fromkeys(metrics))
+    same = df.group_by(by).agg(
+        [
+            (
+                (pl.col(m).drop_nulls().len() >= 2)
+                & (pl.col(m).cast(pl.Float64).min() == pl.col(m).cast(pl.Float64).max())
+                & pl.col(m).cast(pl.Float64).drop_nulls().is_finite().all()
+            ).alias(f"{m}_identical")
+            for m in metrics
+        ]
+        + [
+            (pl.col(f"{m}_dominated").any() if f"{m}_dominated" in df.columns else pl.lit(False)).alias(
+                f"{m}_dominated"
+            )
+            for m in metrics
+        ]
+    )
+    out = out.join(same, on=by, how="left", nulls_equal=True)
     out = out.with_columns(
-        [(pl.col("tq") * pl.col(f"{m}_std") / pl.col("n").cast(pl.Float64).sqrt()).alias(f"{m}_ci95") for m in metrics]
+        [
+            pl.when(pl.col(f"{m}_identical"))
+            .then(None)
+            .otherwise(pl.col("tq") * pl.col(f"{m}_std") / pl.col("n").cast(pl.Float64).sqrt())
+            .alias(f"{m}_ci95")
+            for m in metrics
+        ]
     )
     return out.drop(["tq"] + ([] if std else [f"{m}_std" for m in metrics]))
 
@@ -146,8 +239,14 @@ class Paired:
     n: int
     mean: float
     sd: float  # sample standard deviation of the d_j (ddof = 1); nan for n < 2
-    halfwidth: float  # t_{n-1, 1-a/2} sd / sqrt(n); nan for n < 2
-    p_value: float  # two-sided paired t test of mean 0; nan for n < 2
+    halfwidth: float  # t_{n-1, 1-a/2} sd / sqrt(n); nan for n < 2 or identical d_j
+    p_value: float  # two-sided paired t test of mean 0; nan for n < 2 or identical d_j
+    identical: bool = False  # n >= 2 equal differences: one sample (`IDENTICAL_NOTE`)
+
+    @property
+    def n_effective(self) -> int:
+        """Independent samples behind the estimate: 1 when the n differences are identical."""
+        return 1 if self.identical else self.n
 
     @property
     def low(self) -> float:
@@ -161,10 +260,12 @@ class Paired:
 def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     """Mean of the differences ``d`` (one per pair: same workload instance),
     the half-width of its ``confidence`` t interval and the paired t test's
-    p value (scipy.stats.t). With zero spread (two policies that made the
-    same schedule on every instance) the half-width is 0 and p is 1 if the
-    mean is 0, else 0. Mean and sd come from `mean_sd`, so the figures do not
-    depend on the order the pairs come in."""
+    p value (scipy.stats.t). When the n differences are all the same (a
+    fixed trace replayed n times, or two policies that made the same
+    schedule on every instance) they are one sample (`identical`): no
+    interval, no p value (NaN), ``identical`` set -- not a zero-width
+    interval with p = 0. Mean and sd come from `mean_sd`, so the figures do
+    not depend on the order the pairs come in."""
     d = np.asarray(d, dtype=float)
     n = int(d.size)
     if n == 0:
@@ -172,10 +273,11 @@ def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     mean, sd = mean_sd(d)
     if n < 2:
         return Paired(1, mean, math.nan, math.nan, math.nan)
+    if identical(d):
+        return Paired(n, float(d[0]), 0.0, math.nan, math.nan, identical=True)
     se = sd / math.sqrt(n)
     if se == 0.0 or not math.isfinite(se):
-        p = 1.0 if mean == 0.0 else 0.0
-        return Paired(n, mean, sd, 0.0 if se == 0.0 else math.nan, p)
+        return Paired(n, mean, sd, math.nan, math.nan)
     half = t_quantile(n, confidence) * se
     p = float(2.0 * stats.t.sf(abs(mean) / se, n - 1))
     return Paired(n, mean, sd, half, p)

@@ -505,6 +505,40 @@ def mixed_digests(lf: pl.LazyFrame) -> str | None:
     )
 
 
+def failed_simulations(store: ResultStore) -> pl.DataFrame:
+    """The simulations that failed and have no result since (a resumed sweep
+    may have run one again): one row per (config_id, replication) of the
+    ``failures`` table without a ``summary`` row, with its ``policy`` and its
+    last ``error``. Empty when nothing failed."""
+    if not store.has(FAILURES):
+        columns = {"config_id": pl.String, "replication": pl.Int64, "policy": pl.String, "error": pl.String}
+        return pl.DataFrame(schema=columns)
+    failed = store.scan(FAILURES).select("config_id", "replication", "policy", "error").collect()
+    failed = failed.with_columns(pl.col("replication").cast(pl.Int64)).unique(
+        ["config_id", "replication"], keep="last", maintain_order=True
+    )
+    if store.has(SUMMARY):
+        done = store.scan().select("config_id", pl.col("replication").cast(pl.Int64)).unique().collect()
+        failed = failed.join(done, on=["config_id", "replication"], how="anti")
+    return failed
+
+
+def failures_note(store: ResultStore) -> str | None:
+    """One line for `schedlab results` / `compare`: how many simulations
+    failed (per policy), the first error, and where to look; None if none."""
+    failed = failed_simulations(store)
+    if failed.is_empty():
+        return None
+    per = failed.group_by("policy", maintain_order=True).len()
+    policies = ", ".join(f"{r['policy']} {r['len']}" for r in per.iter_rows(named=True))
+    many = failed.height != 1
+    return (
+        f"{failed.height} simulation{'s' if many else ''} failed and {'are' if many else 'is'} "
+        f"missing from these figures ({policies}); first error: {failed['error'][0]}; "
+        f'errors and tracebacks: {store.root / FAILURES} (schedlab.load(dir, "failures"))'
+    )
+
+
 def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
     """The rows of a results dir as a polars LazyFrame (``summary``, ``jobs``,
     ``series`` or ``failures``). A damaged part file is a `UserError` naming it."""

@@ -5,7 +5,10 @@ configuration with rows, the child run it should have (`Expected`): its name
 (the policy and the values that tell it apart, e.g. ``PSBS shape=0.25
 sigma=0.5``), params, tags, metric values (for every metric m: its mean under
 the plain name ``m``, its 95 % CI half-width as ``m_ci95`` when that is a
-positive number, and ``n``) and the provenance of those values -- the number of
+positive number, and ``n``; a metric whose replications are identical has no
+``m_ci95`` and is named in the tag ``schedlab.identical``, a per-job mean
+dominated by one job (`stats.DOMINATED_NOTE`) is not logged at all and is
+named in ``schedlab.dominated``: a flag, not a result) and the provenance of those values -- the number of
 rows (``schedlab.rows``) and a digest of their replication numbers
 (``schedlab.rows_digest``). Comparing
 those two tags with the disk is how a run that lags behind Parquet is found
@@ -49,6 +52,10 @@ CONFIG_TAG = "schedlab.config_id"
 ROWS_TAG = "schedlab.rows"
 ROWS_DIGEST_TAG = "schedlab.rows_digest"
 CODE_TAG = "code_sha256"
+#: The metrics whose replications are identical (one sample: no interval), comma-joined.
+IDENTICAL_TAG = "schedlab.identical"
+#: The per-job means dominated by one job (flagged, their values not logged), comma-joined.
+DOMINATED_TAG = "schedlab.dominated"
 SCHEDLAB_DIGEST_TAG = "schedlab_digest"
 #: Logged last, after params and metrics: a run carries them only once it is complete.
 PROVENANCE_TAGS = (ROWS_TAG, ROWS_DIGEST_TAG)
@@ -152,10 +159,13 @@ def _aggregate(
     # The values must be a function of the rows alone, not of how they lie in part files: floating-point
     # sums depend on order and chunking, so aggregate one contiguous frame in key order (a compaction, a
     # resume that batched rows differently or polars' thread count then give the same bits).
+    from schedlab.platform.statistics.stats import DOMINANCE
+
     needed = [
         "config_id",
         "replication",
         *metrics,
+        *(c for m in metrics for c in DOMINANCE.get(m, ()) if c in schema.names()),
         *(["schedlab_digest"] if "schedlab_digest" in schema.names() else []),
     ]
     lf = lf.select(list(dict.fromkeys(needed))).collect().sort("config_id", "replication").rechunk().lazy()
@@ -241,7 +251,15 @@ def run_contents(
     tags[ROWS_TAG] = str(n)
     tags[ROWS_DIGEST_TAG] = str(row["rows_digest"])
     values: dict[str, float] = {}
+    same = [m for m in metrics if row.get(f"{m}_identical")]
+    flagged = [m for m in metrics if row.get(f"{m}_dominated")]
+    if same:
+        tags[IDENTICAL_TAG] = ",".join(same)
+    if flagged:
+        tags[DOMINATED_TAG] = ",".join(flagged)
     for m in metrics:
+        if m in flagged:
+            continue
         mean, ci = _number_or_none(row.get(f"{m}_mean")), _number_or_none(row.get(f"{m}_ci95"))
         if mean is not None:
             values[m] = mean
@@ -326,7 +344,9 @@ def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
     reps = spec.get("replications") or {}
     wanted = [reps["metric"]] if reps.get("metric") else []
     wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
-    have = {k for e in expected.values() for k in e.values}
+    have = {k for e in expected.values() for k in e.values} | {
+        m for e in expected.values() for m in e.tags.get(DOMINATED_TAG, "").split(",") if m
+    }
     metrics = [m for m in dict.fromkeys(wanted) if m in have][:2]
     rows = []
     if metrics:
@@ -334,12 +354,29 @@ def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for exp in sorted(expected.values(), key=lambda e: e.run_name):
             cells = [exp.run_name]
+            same = exp.tags.get(IDENTICAL_TAG, "").split(",")
+            flagged = exp.tags.get(DOMINATED_TAG, "").split(",")
             for m in metrics:
                 v, ci = exp.values.get(m), exp.values.get(f"{m}_ci95")
-                cells.append("" if v is None else f"{v:.4g}" + (f" ± {ci:.2g}" if ci is not None else ""))
+                if m in flagged:
+                    cells.append("dominated (flagged: not a result)")
+                elif v is None:
+                    cells.append("")
+                elif m in same:
+                    cells.append(f"{v:.4g} (identical replications: one sample)")
+                else:
+                    cells.append(f"{v:.4g}" + (f" ± {ci:.2g}" if ci is not None else ""))
             cells.append(str(exp.n))
             rows.append("| " + " | ".join(cells) + " |")
-    tail = ["", "Spec (result-defining part):", "", "```json", json.dumps(spec, indent=1, sort_keys=True), "```"]
+    from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE
+
+    notes = [
+        note
+        for tag, note in ((IDENTICAL_TAG, IDENTICAL_NOTE), (DOMINATED_TAG, DOMINATED_NOTE))
+        if any(tag in e.tags for e in expected.values())
+    ]
+    tail = [*(["", *notes] if notes else []), "", "Spec (result-defining part):", "", "```json"]
+    tail += [json.dumps(spec, indent=1, sort_keys=True), "```"]
     body = "\n".join(lines)
     table = rows
     while table and len(body) + sum(len(r) + 1 for r in table) + sum(len(t) + 1 for t in tail) + 120 > MAX_NOTE:

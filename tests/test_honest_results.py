@@ -1,0 +1,230 @@
+"""Results that say what they know (issue 26): identical replications are one
+sample (no interval, no p value, a note) in `results`, `compare`, MLflow's
+data and adaptive stopping; means dominated by one job are flagged, not
+shown as results; `results` and `compare` say how many simulations failed
+and where to look. Real runs: a fixed FB-2010 trace window replayed three
+times, the PSBS generator at Weibull shape 0.125, a user policy that raises."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from test_compare import make_results
+
+from schedlab.cli import main
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.statistics.stats import DOMINANT_SHARE, IDENTICAL_NOTE, identical, summarize
+from schedlab.platform.tracking.data import DOMINATED_TAG, IDENTICAL_TAG, expected_runs, sweep_note
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+FB2010 = DATA / "swim-facebook" / "FB-2010_samples_24_times_1hr_0.tsv.gz"
+REPS = 3
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def fixed_trace(tmp_path):
+    """One six-hour window of FB-2010 replayed REPS times at sigma 0.5: PS,
+    LAS and FIFO ignore the estimates, so their replications are the same
+    schedule; SRPTE reads them, so its replications differ."""
+    if not FB2010.exists():
+        pytest.skip("shared/data traces not present")
+    return make_results(tmp_path, policies=FIXED_POLICIES, workload=FIXED_WORKLOAD, n=REPS, name="fixed")
+
+
+FIXED_POLICIES = ("PS", "LAS", "FIFO", "SRPTE")
+FIXED_WORKLOAD = {
+    "kind": "trace",
+    "reader": "swim",
+    "path": str(FB2010),
+    "load": 0.9,
+    "window_length": 6 * 3600.0,
+    "window": 0,
+    "sigma": 0.5,
+}
+
+
+def test_identical_rule_is_exact_equality():
+    assert identical([0.1, 0.1, 0.1]) and not identical([0.1]) and not identical([])
+    assert not identical([1.0, 1.0, np.nextafter(1.0, 2.0)])
+    assert not identical([math.inf, math.inf]) and not identical([math.nan, math.nan])
+    frame = pl.DataFrame({"g": [1, 1, 1, 2, 2, 3], "x": [0.1, 0.1, 0.1, 1.0, 2.0, 5.0]})
+    s = summarize(frame, ["g"], ["x"])
+    assert s["x_identical"].to_list() == [True, False, False]
+    assert s["x_ci95"][0] is None and s["x_ci95"][1] > 0 and s["x_ci95"][2] is None
+    assert s["x_mean"][0] == pytest.approx(0.1, rel=1e-15)
+
+
+def test_fixed_trace_replications_are_one_sample_in_results_and_compare(fixed_trace):
+    rows = pl.read_parquet(list(Path(fixed_trace, "summary").glob("**/*.parquet")), hive_partitioning=True)
+    per = rows.group_by("policy").agg(pl.col("mst").n_unique().alias("values"))
+    assert dict(per.iter_rows()) == {"PS": 1, "LAS": 1, "FIFO": 1, "SRPTE": REPS}  # the premise, measured
+
+    out = CliRunner().invoke(main, ["results", str(fixed_trace)])
+    assert out.exit_code == 0, out.output
+    lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
+    for p in ("PS", "LAS", "FIFO"):
+        assert "(identical)" in lines[p] and "±" not in lines[p]
+    assert "±" in lines["SRPTE"] and "identical" not in lines["SRPTE"]
+    assert IDENTICAL_NOTE in out.output
+
+    out = CliRunner().invoke(main, ["compare", str(fixed_trace), "--baseline", "PS"])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line for line in out.output.splitlines()[2:] if line.strip()}
+    for p in ("LAS", "FIFO"):  # the paired differences are one number n times: no interval, no p, no star
+        assert "(identical)" in rows[p] and f"{REPS} (1 sample)" in rows[p] and "[" not in rows[p]
+        assert rows[p].rstrip().endswith("–")
+    assert "[" in rows["SRPTE"] and "(1 sample)" not in rows["SRPTE"]
+    assert "over the 1 policies" in out.output  # Holm's family: the policies with a p value
+
+    doc = json.loads(CliRunner().invoke(main, ["compare", str(fixed_trace), "--baseline", "PS", "--json"]).output)
+    las = next(r for r in doc["rows"] if r["policy"] == "LAS")
+    assert las["identical"] and las["n_effective"] == 1 and las["n"] == REPS
+    assert las["ci_low"] is None and las["p_value"] is None and las["significant"] is None
+
+
+def test_fixed_trace_mlflow_data_has_no_interval_for_identical_replications(fixed_trace):
+    manifest = json.loads(Path(fixed_trace, "manifest.json").read_text())
+    runs, _ = expected_runs(Path(fixed_trace), manifest)
+    by_policy = {e.tags["schedlab.policy"]: e for e in runs.values()}
+    ps, srpte = by_policy["PS"], by_policy["SRPTE"]
+    assert "mst" in ps.values and "mst_ci95" not in ps.values
+    assert "mst" in ps.tags[IDENTICAL_TAG].split(",")
+    assert "mst_ci95" in srpte.values and "mst" not in srpte.tags.get(IDENTICAL_TAG, "").split(",")
+    note = sweep_note(manifest, runs)
+    assert "(identical replications: one sample)" in note and IDENTICAL_NOTE in note
+
+
+def test_adaptive_counts_identical_replications_as_done_not_as_a_zero_width_interval(fixed_trace):
+    from schedlab.platform.execution.adaptive import each_satisfied, paired_satisfied
+
+    def spec(policies=FIXED_POLICIES, **reps):
+        doc = {
+            "name": "fixed",
+            "engine": "queue",
+            "seed": 4,
+            "policies": list(policies),
+            "workload": FIXED_WORKLOAD,
+            "replications": {"metric": "mst", "rel_halfwidth": 0.01, **reps},
+            "outputs": {"dir": str(fixed_trace)},
+        }
+        return parse_spec(doc, "a.toml")
+
+    rows = pl.read_parquet(list(Path(fixed_trace, "summary").glob("**/*.parquet")), hive_partitioning=True)
+    s = spec(min=2, max=10)
+    plan = build_plan(s)
+    # SRPTE's interval is far wider than 1 %: the point is not done
+    assert each_satisfied(plan, rows, s.replications) == set()
+    # without SRPTE every configuration is identical: done (a further replication repeats the same number)
+    same = spec(FIXED_POLICIES[:3], min=2, max=10)
+    assert len(each_satisfied(build_plan(same), rows, same.replications)) == 1
+    p = spec(FIXED_POLICIES[:3], min=2, max=10, target="paired", baseline="PS")
+    assert len(paired_satisfied(build_plan(p), rows, p.replications)) == 1
+    p = spec(min=2, max=10, target="paired", baseline="PS")
+    assert paired_satisfied(plan, rows, p.replications) == set()
+
+
+def test_slowdown_mean_dominated_by_one_job_is_flagged_not_shown(tmp_path):
+    """Weibull shape 0.125 draws sizes down to ~1e-37: SRPTE's mean slowdown is
+    one tiny job's, 1e20 and more; PS's is not dominated."""
+    d = make_results(
+        tmp_path,
+        policies=("PS", "SRPTE"),
+        workload={"kind": "synthetic", "njobs": 2000, "shape": 0.125, "sigma": 0.5, "load": 0.9},
+        n=REPS,
+        name="skew",
+    )
+    rows = pl.read_parquet(list(Path(d, "summary").glob("**/*.parquet")), hive_partitioning=True)
+    share = rows.with_columns(share=pl.col("slowdown_max") / (pl.col("slowdown_mean") * pl.col("n_jobs")))
+    srpte = share.filter(pl.col("policy") == "SRPTE")
+    assert (srpte["share"] > DOMINANT_SHARE).any() and srpte["slowdown_mean"].max() > 1e15  # the premise
+    assert (share.filter(pl.col("policy") == "PS")["share"] < 0.01).all()
+
+    out = CliRunner().invoke(main, ["results", str(d), "--metric", "slowdown_mean", "--metric", "mst"])
+    assert out.exit_code == 0, out.output
+    lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
+    assert lines["SRPTE"].split()[1] == "dominated" and "e+" not in lines["SRPTE"].split("  ")[1]
+    assert "dominated" not in lines["PS"]
+    assert "more than 50% of the sum" in out.output
+    csv = CliRunner().invoke(main, ["results", str(d), "--metric", "slowdown_mean", "--csv"]).output
+    assert "slowdown_mean_dominated" in csv.splitlines()[0]
+
+    out = CliRunner().invoke(main, ["compare", str(d), "--baseline", "PS", "--metric", "slowdown_mean"])
+    row = next(line for line in out.output.splitlines() if line.startswith("SRPTE"))
+    assert "dominated" in row and "*" not in row and "[" not in row
+
+    manifest = json.loads(Path(d, "manifest.json").read_text())
+    runs, _ = expected_runs(Path(d), manifest)
+    by_policy = {e.tags["schedlab.policy"]: e for e in runs.values()}
+    assert by_policy["SRPTE"].tags[DOMINATED_TAG] == "slowdown_mean"
+    assert "slowdown_mean" not in by_policy["SRPTE"].values and "slowdown_mean_ci95" not in by_policy["SRPTE"].values
+    assert "slowdown_mean" in by_policy["PS"].values and DOMINATED_TAG not in by_policy["PS"].tags
+    assert "dominated (flagged: not a result)" in sweep_note(manifest, runs)
+
+
+BROKEN = """
+from schedlab.api import queue
+
+
+class Broken(queue.Policy):
+    name = "Broken"
+
+    def __init__(self, server):
+        self.server = server
+
+    def arrive(self, job, estimate, weight):
+        raise ValueError("broken on purpose")
+
+    def depart(self, job):
+        pass
+"""
+
+
+def test_results_and_compare_say_how_many_simulations_failed_and_where(tmp_path, monkeypatch):
+    from schedlab.platform.execution.runner import manifest_for
+    from schedlab.platform.execution.tasks import run_instances
+    from schedlab.platform.storage.store import ResultStore
+
+    (tmp_path / "broken.py").write_text(BROKEN)
+    n = 4
+    spec = parse_spec(
+        {
+            "name": "fails",
+            "engine": "queue",
+            "seed": 1,
+            "policies": ["PS", {"name": "Broken", "use": f"{tmp_path}/broken.py:Broken"}],
+            "workload": {"kind": "synthetic", "njobs": 100, "shape": [0.5, 1.0, 2.0]},
+            "replications": {"n": n},
+            "outputs": {"dir": str(tmp_path / "fails")},
+            "tracking": {"enabled": False},
+        },
+        str(tmp_path / "fails.toml"),
+    )
+    plan = build_plan(spec)
+    store = ResultStore(spec.results_dir())
+    store.prepare(manifest_for(spec, plan), True)
+    result = run_instances(plan.engine, [(i, list(i.point.configs)) for i in plan.instances(range(n))], None, False)
+    assert len(result.failures) == 3 * n
+    store.commit(result.summary, result.jobs, result.failures)
+    d = str(spec.results_dir())
+
+    out = CliRunner().invoke(main, ["results", d])
+    assert out.exit_code == 0
+    assert "12 simulations failed" in out.output and "Broken 12" in out.output
+    assert "ValueError: broken on purpose" in out.output and f"{d}/failures" in out.output
+    out = CliRunner().invoke(main, ["compare", d, "--baseline", "PS"])
+    assert out.exit_code == 0
+    assert "no policy has rows paired with PS's" in out.output and "12 simulations failed" in out.output
+    err = CliRunner().invoke(main, ["results", d, "--csv"])
+    assert "12 simulations failed" in err.stderr and "12 simulations failed" not in err.stdout
