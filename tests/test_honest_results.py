@@ -228,3 +228,49 @@ def test_results_and_compare_say_how_many_simulations_failed_and_where(tmp_path,
     assert "no policy has rows paired with PS's" in out.output and "12 simulations failed" in out.output
     err = CliRunner().invoke(main, ["results", d, "--csv"])
     assert "12 simulations failed" in err.stderr and "12 simulations failed" not in err.stdout
+
+
+def test_a_verdict_is_three_valued_and_never_a_bool_from_the_means():
+    from schedlab.pipelines.base import Check
+    from schedlab.pipelines.common import Estimate, emax, every, judge, some
+    from schedlab.pipelines.declare import Claim
+
+    with pytest.raises(TypeError):
+        Check("c", True, "d")  # a bool is not a verdict
+    means_only = Claim(says="A beats B").verdict(True, "A 1.0 vs B 2.0")
+    assert means_only.outcome == "inconclusive" and "means only" in means_only.detail
+    # LAS / PS 0.830 [0.587, 1.173] (the numbers): below 1 by the mean, not by the interval
+    las_ps = Estimate(0.830, 0.587, 1.173)
+    assert judge(las_ps, "<", 1.0) == "inconclusive"
+    assert judge(Estimate(0.83, 0.75, 0.91), "<", 1.0) == "holds"
+    assert judge(Estimate(1.2, 1.05, 1.35), "<", 1.0) == "fails"
+    assert judge(Estimate(0.5), "<", 1.0) == "inconclusive"  # no interval: nothing concluded
+    assert judge(Estimate(1.0, 0.9, 1.1), "<", Estimate(1.5, 1.2, 1.8)) == "holds"  # disjoint intervals
+    assert judge(Estimate(1.0, 0.9, 1.3), "<", Estimate(1.5, 1.2, 1.8)) == "inconclusive"
+    assert every(["holds", "inconclusive"]) == "inconclusive" and every(["holds", "fails"]) == "fails"
+    assert some(["fails", "holds"]) == "holds" and some(["fails", "fails"]) == "fails"
+    # interval arithmetic: (a / b) - 1 contains every value the operands allow
+    q = Estimate(1.2, 1.19, 1.21) / Estimate(1.0, 0.99, 1.01) - 1
+    assert q.low == pytest.approx(1.19 / 1.01 - 1) and q.high == pytest.approx(1.21 / 0.99 - 1)
+    m = emax([Estimate(1.0, 0.5, 1.5), Estimate(1.2, 1.1, 1.3)])
+    assert float(m) == 1.2 and (m.low, m.high) == (1.1, 1.5)
+
+
+def test_pipeline_tables_mark_identical_and_dominated_cells():
+    from schedlab.pipelines.common import md_sorted
+
+    frame = pl.DataFrame(
+        {
+            "policy": ["A"] * 3 + ["B"] * 3,
+            "replication": [0, 1, 2] * 2,
+            "slowdown_mean": [2.0, 2.0, 2.0, 1e30, 3.0, 4.0],
+            "slowdown_max": [3.0, 3.0, 3.0, 1e33, 5.0, 6.0],
+            "n_jobs": [100.0] * 6,
+        }
+    )
+    table = summarize(frame, ["policy"], ["slowdown_mean"])
+    assert table["slowdown_mean_identical"].to_list() == [True, False]
+    assert table["slowdown_mean_dominated"].to_list() == [False, True]
+    text = md_sorted(table, ["policy"], ["slowdown_mean"], ["policy", "mean slowdown"])
+    assert "| A | 2 (identical) |" in text and "| B | dominated |" in text
+    assert IDENTICAL_NOTE in text and "single job's value is more than 50%" in text

@@ -234,3 +234,34 @@ def test_ecdf_specs_every_scale():
     a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0, 10.0])
     assert psbs_ecdf.ecdf_distance(a, a) == 0.0
     assert psbs_ecdf.ecdf_distance(a, b) == pytest.approx(0.25)
+
+
+def test_psbs_shape_verdicts_read_from_paired_intervals(runs):
+    """psbs-shape's "LAS outperforms PS for heavy-tailed workloads" on the real smoke run: its
+    outcome is what the paired 95 % intervals of LAS / PS (recomputed here with scipy from the
+    rows) say -- holds only if every upper end is below 1, fails if a lower end is at or above 1,
+    else inconclusive -- never what the means alone say; the report shows the intervals."""
+    import math
+
+    import polars as pl
+    from scipy import stats as sps
+
+    from schedlab import load
+
+    result = runs["psbs-shape"]
+    (d,) = result.results_dirs.values()
+    rows = load(d).select("shape", "policy", "replication", "mst").collect()
+    wide = rows.pivot(on="policy", index=["shape", "replication"], values="mst")
+    (check,) = [c for c in result.figures[0].checks if c.claim.startswith("LAS outperforms PS")]
+    ends = []
+    for s in sorted(x for x in wide["shape"].unique().to_list() if x < 1):
+        lr = np.log(wide.filter(pl.col("shape") == s).select(pl.col("LAS") / pl.col("PS")).to_series().to_numpy())
+        lo, hi = sps.t.interval(0.95, lr.size - 1, loc=lr.mean(), scale=lr.std(ddof=1) / math.sqrt(lr.size))
+        ends.append((math.exp(lo), math.exp(hi)))
+        assert f"LAS/PS {math.exp(lr.mean()):.3f} [{math.exp(lo):.3f}, {math.exp(hi):.3f}]" in check.detail
+    expected = (
+        "holds" if all(hi < 1 for _, hi in ends) else "fails" if any(lo >= 1 for lo, _ in ends) else "inconclusive"
+    )
+    assert ends and check.outcome == expected
+    text = result.report_md.read_text()
+    assert f"- **{check.outcome}**" in text and "read from the 95 % intervals shown" in text

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from scipy import stats as sps
 
 from schedlab.errors import UserError
 from schedlab.pipelines.declare import Declared
@@ -92,8 +95,25 @@ def test_doc_example_figure_and_claim_match_the_rows(example):
     assert fig.series == ["PS", "PSBS"] and fig.png.exists() and fig.pdf.read_bytes()[:5] == b"%PDF-"
     (check,) = fig.checks
     assert check.claim == "PSBS beats PS at every load"
-    assert check.holds == all(r[(x, "PSBS")] < r[(x, "PS")] for x in loads)
-    assert check.detail == "PSBS / PS: " + ", ".join(f"{x:g}: {r[(x, 'PSBS')] / r[(x, 'PS')]:.3f}" for x in loads)
+    # the verdict reads the paired 95 % interval of PSBS / PS (t interval of the mean log ratio, scipy), not the means
+    paired = rows.pivot(on="policy", index=["load", "replication"], values="mst")
+    ci = {}
+    for x in loads:
+        d = np.log(paired.filter(pl.col("load") == x).select(pl.col("PSBS") / pl.col("PS")).to_series().to_numpy())
+        lo, hi = sps.t.interval(0.95, d.size - 1, loc=d.mean(), scale=d.std(ddof=1) / np.sqrt(d.size))
+        ci[x] = (math.exp(d.mean()), math.exp(lo), math.exp(hi))
+    expected = (
+        "holds"
+        if all(c[2] < 1 for c in ci.values())
+        else "fails"
+        if any(c[1] >= 1 for c in ci.values())
+        else "inconclusive"
+    )
+    assert check.outcome == expected
+    assert check.detail == "PSBS / PS: " + ", ".join(
+        f"{x:g}: {r[(x, 'PSBS')] / r[(x, 'PS')]:.3f} (PSBS / PS {ci[x][0]:.3f} [{ci[x][1]:.3f}, {ci[x][2]:.3f}])"
+        for x in loads
+    )
     assert fig.measured.startswith("MST / optimal (SRPT), per replication then averaged:\n\n| load | PS | PSBS |")
     assert "Replications per point: 3" in fig.measured
 
@@ -183,9 +203,16 @@ def test_base_imports_without_the_registry():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
+#: the 95 % half-width of every mean of the hand-made tables
+HALF = 0.01
+
+
 def _means(x: str, values: dict[tuple, float], facet: str | None = None) -> pl.DataFrame:
-    """A summarized table by hand: ``values`` {(policy, x value[, facet value]): ratio_mean}."""
-    rows = [{"policy": k[0], x: k[1], **({facet: k[2]} if facet else {}), "ratio_mean": v} for k, v in values.items()]
+    """A summarized table by hand: ``values`` {(policy, x value[, facet value]): ratio_mean}, each ± `HALF`."""
+    rows = [
+        {"policy": k[0], x: k[1], **({facet: k[2]} if facet else {}), "ratio_mean": v, "ratio_ci95": HALF}
+        for k, v in values.items()
+    ]
     return pl.DataFrame(rows)
 
 
@@ -204,15 +231,21 @@ def test_claim_kinds_spread_and_gap_grows():
     fig = {"plot": {"x": "sigma", "y": "ratio"}, "panels": [{"where": {"shape": 0.25}}, {"where": {"shape": 0.125}}]}
     data = FigureData(t, {}, {}, fig)
     gap = KINDS["gap_grows"](data, Claim(says="gap", quantity="A / B"))
-    assert gap.holds and gap.detail == "shape 0.25: max A/B 1.50, shape 0.125: max A/B 3.00"
+    # max A/B: 1.5 in [1.49 / 1.01, 1.51 / 0.99] at shape 0.25; 3.0 in [2.99 / 1.01, 3.01 / 0.99] at 0.125
+    assert gap.outcome == "holds"
+    assert gap.detail == "shape 0.25: max A/B 1.50 [1.48, 1.53], shape 0.125: max A/B 3.00 [2.96, 3.04]"
     spread = Claim(says="within {tolerance:.0%} at sigma {sigma:g}", quantity="B, A", at={"shape": 0.25, "sigma": 0.5})
     found = KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.25))
-    assert found.holds and found.claim == "within 25% at sigma 0.5"
-    assert found.detail == "B 1.000, A 1.200 (spread 20.0%)"
-    assert not KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.1)).holds
+    # A / B - 1 = 0.2, in [1.19 / 1.01 - 1, 1.21 / 0.99 - 1] = [0.178, 0.222]
+    assert found.outcome == "holds" and found.claim == "within 25% at sigma 0.5"
+    assert found.detail == "B 1.000 [0.990, 1.010], A 1.200 [1.190, 1.210] (spread 20.0%, between 17.8% and 22.2%)"
+    assert KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.1)).outcome == "fails"
+    # 0.2 <= 0.2 by the means, but the interval reaches 0.222: inconclusive, not "holds"
+    assert KINDS["spread"](data, dataclasses.replace(spread, tolerance=0.2)).outcome == "inconclusive"
     assert KINDS["spread"](data, dataclasses.replace(spread, at={"shape": 0.25, "sigma": 2.0})) is None
     middle = KINDS["spread"](data, dataclasses.replace(spread, at={"shape": 0.125, "sigma": 2.0}, at_else="middle"))
-    assert middle.claim == "within 0% at sigma 1" and middle.detail == "B 1.000, A 2.000 (spread 100.0%)"
+    assert middle.claim == "within 0% at sigma 1"
+    assert middle.detail == "B 1.000 [0.990, 1.010], A 2.000 [1.990, 2.010] (spread 100.0%, between 97.0% and 103.0%)"
 
 
 def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
@@ -226,8 +259,23 @@ def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
         says="s", quantity="A / C, B / C", comparison="<", label="", sep="; ", point="{x:g}: A {A:.1f}, C {C:.1f}"
     )
     found = both.compare(data, "load", "ratio")
-    assert found.holds and found.detail == "0.5: A 1.0, C 4.0; 0.9: A 3.0, C 5.0"
-    assert not dataclasses.replace(both, quantity="A / B, B / C").compare(data, "load", "ratio").holds  # 3.0 > 2.5
+    # without rows at hand the quotient's interval is the bounds' quotient: A / C at 0.5 in [0.99 / 4.01, 1.01 / 3.99]
+    assert found.outcome == "holds"
+    assert found.detail == (
+        "0.5: A 1.0, C 4.0 (A / C 0.250 [0.247, 0.253]; B / C 0.500 [0.496, 0.504]); "
+        "0.9: A 3.0, C 5.0 (A / C 0.600 [0.597, 0.603]; B / C 0.500 [0.497, 0.503])"
+    )
+    # A / B at 0.9: 3.0 / 2.5 = 1.2 in [2.99 / 2.51, 3.01 / 2.49]: wholly above 1
+    assert dataclasses.replace(both, quantity="A / B, B / C").compare(data, "load", "ratio").outcome == "fails"
+    close = t.with_columns(
+        pl.when(pl.col("policy") == "B")
+        .then(pl.col("ratio_mean") * 0 + 3.005)
+        .otherwise(pl.col("ratio_mean"))
+        .alias("ratio_mean")
+    )
+    # A 3.0 ± 0.01 against B 3.005 ± 0.01 at 0.9: the means say A < B, the intervals overlap across 1
+    ab = dataclasses.replace(both, quantity="A / B", only="last")
+    assert ab.compare(FigureData(close, {}, {}, {}), "load", "ratio").outcome == "inconclusive"
     first = dataclasses.replace(both, says="at {lo:g}", quantity="A / B", only="first")
     assert first.compare(data, "load", "ratio").holds and first.compare(data, "load", "ratio").claim == "at 0.5"
     assert dataclasses.replace(first, where={"load": {">": 1}}).compare(data, "load", "ratio") is None
@@ -245,7 +293,7 @@ def test_comparison_of_several_quantities_first_point_and_per_panel(tmp_path):
         pl.when(pl.col("policy") == "B").then(9.0).otherwise(pl.col("ratio_mean")).alias("ratio_mean")
     )
     checks = Declared(path).checks(fig, FigureData(None, {"one": t, "two": slower}, {}, fig))
-    assert [(c.claim, c.holds) for c in checks] == [("one: B below C", True), ("two: B below C", False)]
+    assert [(c.claim, c.outcome) for c in checks] == [("one: B below C", "holds"), ("two: B below C", "fails")]
 
 
 def test_every_sweep_holds_what_the_sweeps_share():

@@ -79,16 +79,17 @@ def pipelines_run(
             overrides=overrides,
         )
     )
+    from schedlab.pipelines.base import tally
+
     for f in result.figures:
-        held = sum(c.holds for c in f.checks)
-        click.echo(f"{f.pdf} (+ .png): {f.title} -- {held} of {len(f.checks)} claims hold")
+        click.echo(f"{f.pdf} (+ .png): {f.title} -- {tally(f.checks).removeprefix('Claims checked: ')}")
         for c in f.checks:
             caveat = (
                 f"; n = {c.n if c.n is not None else f.replications}: too few replications"
                 if c.too_few(f.replications)
                 else ""
             )
-            click.echo(f"  [{'holds' if c.holds else 'does not hold'}{caveat}] {c.claim}")
+            click.echo(f"  [{c.outcome}{caveat}] {c.claim}: {c.detail}")
     click.echo(f"{result.report_md} ({result.wall_seconds:.1f} s wall)")
     if result.failures:
         click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)

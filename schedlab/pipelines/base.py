@@ -11,9 +11,13 @@ and, with tracking on, attached to each sweep's MLflow parent run. Every
 figure is a PDF (vector, for the paper) with a 300-dpi PNG beside it (for
 report.md), drawn in the one style of `schedlab.plotting`.
 
-A verdict is only as good as the replications behind it: report.md flags a
-claim checked on fewer than `MIN_REPLICATIONS` independent instances per
-point instead of stating it flatly.
+A verdict is read from intervals, never from a point estimate, and is one of
+three (`OUTCOMES`): **holds** (the whole 95 % interval of every compared
+quantity satisfies the claim), **fails** (an interval lies wholly on the
+wrong side) or **inconclusive** (an interval straddles the bound, or there
+is no interval: one sample, identical replications, a dominated mean).
+report.md also flags a verdict checked on fewer than `MIN_REPLICATIONS`
+independent instances per point instead of stating it flatly.
 
 Scales: ``quick`` (minutes on a laptop), ``paper`` (the paper's settings as far
 as they are stated) and ``smoke`` (hidden; tiny, for the test suite).
@@ -48,15 +52,29 @@ MIN_REPLICATIONS = 5
 WINDOW_COLUMNS = ("window",)
 
 
+HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+#: A verdict's three values (see the module docstring).
+OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
+
+
 @dataclass
 class Check:
-    """One qualitative claim of the paper, checked on the measured numbers."""
+    """One qualitative claim of the paper, checked on the measured intervals:
+    ``outcome`` is one of `OUTCOMES`; ``detail`` shows the intervals."""
 
     claim: str
-    holds: bool
+    outcome: str
     detail: str
     #: independent instances per point behind the verdict (None: the figure's)
     n: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:  # a bool from a point estimate is not a verdict
+            raise TypeError(f"a Check's outcome is one of {OUTCOMES}, not {self.outcome!r}")
+
+    @property
+    def holds(self) -> bool:
+        return self.outcome == HOLDS
 
     def too_few(self, n: int | None = None) -> bool:
         """Whether fewer than `MIN_REPLICATIONS` instances per point stand
@@ -65,12 +83,31 @@ class Check:
         return n is not None and n < MIN_REPLICATIONS
 
     def verdict(self, n: int | None = None) -> str:
-        """The report's verdict: '**holds**' / '**does not hold**', followed by
-        the caveat '(n = 2: too few replications to rely on)' when `too_few`."""
-        word = f"**{'holds' if self.holds else 'does not hold'}**"
+        """The report's verdict: '**holds**' / '**fails**' / '**inconclusive**',
+        followed by the caveat '(n = 2: too few replications to rely on)' when `too_few`."""
+        word = f"**{self.outcome}**"
         if self.too_few(n):
             return f"{word} (n = {self.n if self.n is not None else n}: too few replications to rely on)"
         return word
+
+
+#: Said under every list of verdicts: how they were read.
+VERDICT_RULE = (
+    "A verdict is read from the 95 % intervals shown, never from a mean alone: *holds* when every interval "
+    "lies on the claim's side of its bound, *fails* when one lies wholly on the other side, *inconclusive* "
+    "otherwise (an interval straddles the bound, or there is no interval). Two policies are compared by "
+    "their paired interval where the claim names a ratio of policies, else by their two intervals "
+    "(which must not overlap: a conservative test)."
+)
+
+
+def tally(checks: list[Check]) -> str:
+    """'Claims checked: 3 hold, 1 fails, 2 inconclusive (of 6).'"""
+    count = {o: sum(c.outcome == o for c in checks) for o in OUTCOMES}
+    return (
+        f"Claims checked: {count[HOLDS]} hold, {count[FAILS]} fail, {count[INCONCLUSIVE]} inconclusive "
+        f"(of {len(checks)})."
+    )
 
 
 @dataclass
@@ -115,6 +152,8 @@ class FigureReport:
         ]
         for c in self.checks:
             lines.append(f"- {c.verdict(self.replications)} — {c.claim}: {c.detail}")
+        if self.checks:
+            lines += ["", VERDICT_RULE]
         if any(c.too_few(self.replications) for c in self.checks):
             lines += [
                 "",

@@ -13,8 +13,11 @@ bars that respect a floor). The floors the pipelines use:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
 
 #: MST / optimal, or a value over a proven lower bound: never below 1.
 RATIO_FLOOR = 1.0
@@ -82,16 +85,6 @@ def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], 
     return paired_stats(rows, keys, [c for c in pair if c not in keys], "policy", metric, other, ratio=True)
 
 
-def paired_note(table, policy: str, other: str, **where: Any) -> str:
-    """'LAS/PS 0.78 [0.75, 0.81]' from a `paired_ratios` table ('' if absent)."""
-    row = lookup(table, None, **where) if where else (table.row(0, named=True) if table.height else None)
-    if row is None:
-        return ""
-    if row["ci_low"] is None or row["ci_low"] != row["ci_low"]:
-        return f"{policy}/{other} {row['estimate']:.3f} (n = {row['n']})"
-    return f"{policy}/{other} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-
-
 def absolute(results_dir: str | Path, metric: str | list[str], keys: list[str]):
     """Mean, 95 % CI and n of a metric (or several) per keys + policy."""
     from schedlab import load
@@ -124,6 +117,17 @@ def fmt_ci(mean: float | None, ci: float | None) -> str:
     return f"{mean:.3g} ± {ci:.2g}" if ci is not None and ci == ci else f"{mean:.3g}"
 
 
+def fmt_row(row: dict[str, Any], col: str) -> str:
+    """'mean ± 95 % CI' of ``col`` at a row of a summarized table; 'mean
+    (identical)' when its replications are one sample, 'dominated' for a mean
+    dominated by one job (`stats.IDENTICAL_NOTE`, `stats.DOMINATED_NOTE`)."""
+    if row.get(f"{col}_dominated"):
+        return "dominated"
+    if row.get(f"{col}_identical") and row[f"{col}_mean"] is not None:
+        return f"{row[f'{col}_mean']:.3g} (identical)"
+    return fmt_ci(row[f"{col}_mean"], row.get(f"{col}_ci95"))
+
+
 def md_table(table, x: str, policies: list[str], col: str, x_label: str | None = None) -> str:
     """Markdown: one row per x value, one column per policy, 'mean ± 95 % CI'."""
     return md_grid(table, [x], policies, col, [x_label or x])
@@ -132,7 +136,7 @@ def md_table(table, x: str, policies: list[str], col: str, x_label: str | None =
 def cell(table, policy: str, col: str, **where: Any) -> str:
     """'mean ± 95 % CI' of ``col`` for a policy at a point ('–' if absent)."""
     row = lookup(table, policy, **where)
-    return fmt_ci(row[f"{col}_mean"], row[f"{col}_ci95"]) if row else "–"
+    return fmt_row(row, col) if row else "–"
 
 
 def md_grid(table, keys: list[str], policies: list[str], col: str, labels: list[str] | None = None) -> str:
@@ -156,8 +160,7 @@ def md_sorted(table, keys: list[str], columns: list[str], labels: list[str]) -> 
     return md_rows(
         labels,
         [
-            [r[k] if isinstance(r[k], str) else f"{r[k]:g}" for k in keys]
-            + [fmt_ci(r[f"{c}_mean"], r[f"{c}_ci95"]) for c in columns]
+            [r[k] if isinstance(r[k], str) else f"{r[k]:g}" for k in keys] + [fmt_row(r, c) for c in columns]
             for r in table.sort(keys).iter_rows(named=True)
         ],
         table,
@@ -172,9 +175,19 @@ def md(head: list[str], rows: list[list[str]]) -> str:
 
 
 def md_rows(head: list[str], rows: list[list[str]], table) -> str:
-    """A markdown table, then the replications per point of ``table`` (its ``n``)."""
+    """A markdown table, then the replications per point of ``table`` (its ``n``), and the notes
+    on identical replications and dominated means when a cell says so."""
+    from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE
+
     n = ", ".join(map(str, sorted(set(table["n"].to_list()))))
-    return f"{md(head, rows)}\n\nReplications per point: {n}; ± is the 95 % CI half-width (Student t)."
+    cells = [c for r in rows for c in r]
+    notes = [
+        note
+        for word, note in (("(identical)", IDENTICAL_NOTE), ("dominated", DOMINATED_NOTE))
+        if any(word in c for c in cells)
+    ]
+    tail = "".join(f"\n\n{note}." for note in notes)
+    return f"{md(head, rows)}\n\nReplications per point: {n}; ± is the 95 % CI half-width (Student t).{tail}"
 
 
 def ci_or_zero(values) -> list[float]:
@@ -281,8 +294,206 @@ OPS: dict[str, Any] = {
 
 
 def values(table, col: str = "ratio"):
-    """``r(policy, **point)``: the mean of ``col`` of a summarized table at a point."""
-    return lambda policy, **point: row_at(table, policy, **point)[f"{col}_mean"]
+    """``r(policy, **point)``: the mean of ``col`` of a summarized table at a
+    point, as an `Estimate` carrying its 95 % interval."""
+    return lambda policy, **point: estimate(row_at(table, policy, **point), col)
+
+
+class Estimate(float):
+    """A mean with its 95 % interval [low, high]: a float (formats, sorts and
+    compares as the mean) that verdicts read through `judge`. Without an
+    interval (n = 1, identical replications, a dominated mean) the interval
+    is (-inf, inf): nothing can be concluded from it.
+
+    Arithmetic between estimates (and numbers) is interval arithmetic on the
+    bounds (a ratio needs positive bounds, else the whole line): the result's
+    interval contains every value the operands' intervals allow, so a claim
+    judged on it holds only if it holds at every such value. It is wide, not
+    a calibrated 95 % interval; a ratio of two policies is judged on the
+    paired interval instead wherever the rows are at hand
+    (`paired_ratios`, `Claim.compare`)."""
+
+    low: float
+    high: float
+
+    def __new__(cls, mean: float, low: float = -math.inf, high: float = math.inf) -> Estimate:
+        obj = super().__new__(cls, mean)
+        obj.low, obj.high = float(low), float(high)
+        return obj
+
+    @property
+    def exact(self) -> bool:
+        return self.low == self.high
+
+    def _corners(self, other: Any, op) -> Estimate:
+        o = bounds(other)
+        with_nan = [op(a, b) for a in (self.low, self.high) for b in o]
+        corners = [c for c in with_nan if not math.isnan(c)]
+        if len(corners) < len(with_nan):
+            return Estimate(op(float(self), float(other)))
+        return Estimate(op(float(self), float(other)), min(corners), max(corners))
+
+    def __add__(self, other: Any) -> Estimate:
+        return self._corners(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Estimate:
+        return self._corners(other, lambda a, b: a - b)
+
+    def __rsub__(self, other: Any) -> Estimate:
+        return Estimate(float(other), *bounds(other))._corners(self, lambda a, b: a - b)
+
+    def __mul__(self, other: Any) -> Estimate:
+        return self._corners(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Estimate:
+        lo, _ = bounds(other)
+        if lo <= 0:  # the divisor's interval reaches 0: any value
+            return Estimate(float(self) / float(other))
+        return self._corners(other, lambda a, b: a / b)
+
+    def __rtruediv__(self, other: Any) -> Estimate:
+        return Estimate(float(other), *bounds(other)) / self
+
+
+def bounds(x: Any) -> tuple[float, float]:
+    """An `Estimate`'s interval; a plain number is exact (a constant of the claim)."""
+    if isinstance(x, Estimate):
+        return x.low, x.high
+    return float(x), float(x)
+
+
+def estimate(row: dict[str, Any] | None, col: str) -> Estimate:
+    """``col``'s mean at a row of a summarized table with its 95 % interval
+    (`Estimate`; no interval when ``col_ci95`` is null or NaN, when the
+    replications are identical or the mean dominated by one job)."""
+    if row is None:
+        return Estimate(math.nan)
+    mean, ci = row[f"{col}_mean"], row.get(f"{col}_ci95")
+    if mean is None:
+        return Estimate(math.nan)
+    if ci is None or ci != ci or row.get(f"{col}_dominated"):
+        return Estimate(mean)
+    return Estimate(mean, mean - ci, mean + ci)
+
+
+def emax(items) -> Estimate:
+    """The largest of some estimates, with the interval every max of values in their intervals lies in."""
+    items = list(items)
+    return Estimate(max(map(float, items)), max(bounds(i)[0] for i in items), max(bounds(i)[1] for i in items))
+
+
+def erank(items, k: int) -> Estimate:
+    """The k-th smallest of some estimates (0-based), with the interval the
+    k-th smallest of any values in their intervals lies in (k-th of the lows,
+    k-th of the highs)."""
+    items = list(items)
+    return Estimate(
+        sorted(map(float, items))[k], sorted(bounds(i)[0] for i in items)[k], sorted(bounds(i)[1] for i in items)[k]
+    )
+
+
+def emin(items) -> Estimate:
+    """The smallest of some estimates (as `emax`)."""
+    items = list(items)
+    return Estimate(min(map(float, items)), min(bounds(i)[0] for i in items), min(bounds(i)[1] for i in items))
+
+
+def judge(a: Any, op: str, b: Any) -> str:
+    """``a op b`` read from the intervals (`OPS`): `HOLDS` when it is true for
+    every pair of values the two intervals allow, `FAILS` when it is false
+    for every such pair, else `INCONCLUSIVE` (the intervals overlap across
+    the bound, or one has no interval). A plain number is exact."""
+    (alo, ahi), (blo, bhi) = bounds(a), bounds(b)
+    if any(math.isnan(v) for v in (alo, ahi, blo, bhi)):
+        return INCONCLUSIVE
+    true_everywhere = {"<": ahi < blo, "<=": ahi <= blo, ">": alo > bhi, ">=": alo >= bhi}[op]
+    false_everywhere = {"<": alo >= bhi, "<=": alo > bhi, ">": ahi <= blo, ">=": ahi < blo}[op]
+    return HOLDS if true_everywhere else FAILS if false_everywhere else INCONCLUSIVE
+
+
+def every(outcomes) -> str:
+    """Several conditions that must all hold: `FAILS` if one fails, `HOLDS` if all hold, else `INCONCLUSIVE`."""
+    outcomes = list(outcomes)
+    if FAILS in outcomes:
+        return FAILS
+    return HOLDS if all(o == HOLDS for o in outcomes) else INCONCLUSIVE
+
+
+def some(outcomes) -> str:
+    """At least one condition must hold: `HOLDS` if one holds, `FAILS` if all fail, else `INCONCLUSIVE`."""
+    outcomes = list(outcomes)
+    if HOLDS in outcomes:
+        return HOLDS
+    return FAILS if outcomes and all(o == FAILS for o in outcomes) else INCONCLUSIVE
+
+
+def interval_text(x: Any, fmt: str = ".3f") -> str:
+    """'0.830 [0.587, 1.173]', or '0.830 (no interval)'."""
+    lo, hi = bounds(x)
+    if math.isinf(lo) or math.isinf(hi) or math.isnan(lo):
+        return f"{float(x):{fmt}} (no interval)"
+    if lo == hi:
+        return f"{float(x):{fmt}}"
+    return f"{float(x):{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def over_replications(values) -> Estimate:
+    """The mean of one statistic per replication (or trace window) with its
+    95 % t interval (`stats.mean_sd`, `stats.t_quantile`); no interval below
+    two values or when they are identical (`stats.identical`: one sample)."""
+    import numpy as np
+
+    from schedlab.platform.statistics.stats import identical, mean_sd, t_quantile
+
+    v = np.asarray(list(values), dtype=float)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return Estimate(math.nan)
+    mean, sd = mean_sd(v)
+    if v.size < 2 or identical(v):
+        return Estimate(mean)
+    half = t_quantile(v.size) * sd / math.sqrt(v.size)
+    return Estimate(mean, mean - half, mean + half)
+
+
+def paired_difference(a: dict[Any, float], b: dict[Any, float]) -> Estimate:
+    """Mean of a[r] - b[r] over the replications both have (the same instance:
+    common random numbers), with its paired 95 % t interval (`over_replications`)."""
+    return over_replications(a[r] - b[r] for r in sorted(set(a) & set(b)))
+
+
+def per_replication(results_dir: str | Path, stat, keys: tuple[str, ...] = ()) -> dict[tuple[Any, ...], dict[int, Any]]:
+    """``stat(size, slowdown)`` of each run's per-job rows (the ``jobs``
+    table): {(key values..., policy): {replication: value}}, ``keys`` being
+    summary columns (e.g. "shape") that tell the workload points apart."""
+    from schedlab import load
+
+    jobs = load(results_dir, "jobs").select(["config_id", "policy", "replication", "size", "slowdown"]).collect()
+    if keys:
+        points = load(results_dir).select(["config_id", *keys]).unique().collect()
+        jobs = jobs.join(points, on="config_id", how="inner")
+    out: dict[tuple[Any, ...], dict[int, Any]] = {}
+    for group, sub in jobs.sort([*keys, "policy", "replication"]).group_by([*keys, "policy", "replication"]):
+        *head, rep = group
+        size, sd = sub["size"].to_numpy().astype(float), sub["slowdown"].to_numpy().astype(float)
+        out.setdefault(tuple(head), {})[int(rep)] = stat(size, sd)
+    return out
+
+
+def paired_estimate(table, **where: Any) -> Estimate:
+    """A `paired_ratios` row at a point as an `Estimate` (no interval when the
+    pairs are identical or too few)."""
+    row = lookup(table, None, **where) if where else (table.row(0, named=True) if table.height else None)
+    if row is None:
+        return Estimate(math.nan)
+    lo, hi = row["ci_low"], row["ci_high"]
+    if lo is None or lo != lo or row.get("identical"):
+        return Estimate(row["estimate"])
+    return Estimate(row["estimate"], lo, hi)
 
 
 def xs(table, col: str) -> list:

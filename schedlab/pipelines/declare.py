@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,13 +36,29 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.base import Check, FigureReport, deep_merge
+from schedlab.pipelines.base import (
+    INCONCLUSIVE,
+    OUTCOMES,
+    WINDOW_COLUMNS,
+    Check,
+    FigureReport,
+    deep_merge,
+)
 from schedlab.pipelines.common import (
     OPS,
+    Estimate,
     absolute,
+    emax,
+    emin,
+    estimate,
+    every,
+    interval_text,
+    judge,
     line_figure,
     md_sorted,
     md_table,
+    paired_estimate,
+    paired_ratios,
     relative_to,
     row_at,
     values,
@@ -115,9 +132,16 @@ class Claim:
     note: str = ""  # appended to a check function's detail (a remark of the paper's)
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
-    def verdict(self, holds: bool, detail: str, **fields: Any) -> Check:
+    def verdict(self, outcome: str | bool, detail: str, **fields: Any) -> Check:
         """The `Check` of this claim: ``says`` formatted with ``tolerance``, the
-        ``than``, the ``bound`` than x (1 + tolerance), and ``fields``."""
+        ``than``, the ``bound`` than x (1 + tolerance), and ``fields``.
+        ``outcome``: one of `OUTCOMES`, read from intervals (`common.judge`).
+        A bool -- what the means alone say -- is not a verdict: it gives
+        *inconclusive*, the detail saying what the means suggest."""
+        if isinstance(outcome, bool) or outcome not in OUTCOMES:
+            said = "hold" if outcome else "not hold"
+            detail = f"{detail} (means only, no interval behind this claim: they suggest it does {said})"
+            outcome = INCONCLUSIVE
         return Check(
             self.says.format(
                 **{
@@ -128,13 +152,17 @@ class Claim:
                     **fields,
                 }
             ),
-            bool(holds),
+            str(outcome),
             detail,
         )
 
     def compare(self, data: FigureData, x: str, y: str) -> Check | None:
         """The generic check: the comparison at every point of the panel's
-        column ``x`` that ``where`` keeps, a policy's value the mean of ``y`` there."""
+        column ``x`` that ``where`` keeps, a policy's value the mean of ``y``
+        there with its 95 % interval, and ``"A / B"`` the paired interval of
+        the ratio of the two policies (`paired_ratios`, same replication or
+        trace window) when ``y`` is the figure's metric or its ratio to a
+        policy."""
         table = data.tables[self.panel] if self.panel else data.table
         points = sorted(
             v for v in set(table[x].to_list()) if all(OPS[op](v, bound) for op, bound in self.where.get(x, {}).items())
@@ -142,23 +170,72 @@ class Claim:
         points = {"": points, "first": points[:1], "last": points[-1:]}[self.only]
         if self.only and not points:
             return None  # no point of the grid to compare at: the claim does not apply
-        mean = lambda policy, at: row_at(table, policy, **{x: at})[f"{y}_mean"]  # noqa: E731
-        return self.at_points(points, mean, **({"lo": points[0]} if points else {}))
+        mean = lambda policy, at: estimate(row_at(table, policy, **{x: at}), y)  # noqa: E731
+        return self.at_points(points, mean, self._paired(data, x, y), **({"lo": points[0]} if points else {}))
 
-    def at_points(self, points: list[Any], term: Callable[[str, Any], Any], **fields: Any) -> Check:
+    def _paired(self, data: FigureData, x: str, y: str) -> Callable[[str, str, Any], Estimate] | None:
+        """``ratio(A, B, at)``: the paired interval of A / B at a point of
+        ``x``, from the results dir's rows; None when ``y`` is not the
+        figure's metric or its ratio to a policy (a derived column)."""
+        how = data.fig.get("table")
+        if not isinstance(how, dict) or how.get("columns") or y not in ("ratio", how.get("metric")):
+            return None
+        panel: dict[str, Any] = (
+            next((p for p in data.fig.get("panels", []) if p.get("name") == self.panel), {}) if self.panel else {}
+        )
+        results = (
+            next((d for n, d in data.dirs.items() if n.startswith(panel["sweep"])), None)
+            if panel.get("sweep")
+            else next(iter(data.dirs.values()), None)
+        )
+        if results is None:
+            return None
+        conditions = {**(panel.get("where") or {})}
+        cache: dict[tuple[str, str], Any] = {}
+
+        def ratio(a: str, b: str, at: Any) -> Estimate:
+            if (a, b) not in cache:
+                from schedlab import load
+
+                rows = load(results).collect()
+                pair = ["replication"] + [c for c in WINDOW_COLUMNS if c in rows.columns and c not in how["keys"]]
+                cache[(a, b)] = paired_ratios(rows, how["metric"], a, b, how["keys"], pair)
+            return paired_estimate(cache[(a, b)], **{**conditions, x: at})
+
+        return ratio
+
+    def at_points(
+        self,
+        points: list[Any],
+        term: Callable[[str, Any], Any],
+        ratio: Callable[[str, str, Any], Estimate] | None = None,
+        **fields: Any,
+    ) -> Check:
         """The comparison at every point of ``points``, ``term(name, point)``
         the value of a name (a policy, or what a module names: a group's
-        lowest, a period) at a point: each ``"A / B"`` (or ``"A"``: B = 1) of
-        ``quantity``, A ``comparison`` B x ``than`` x (1 + ``tolerance``).
-        The detail formats ``point`` at each point with x, a and b (the first
-        quantity's terms), r = a / b, value (``shown``'s value) and any term
-        or ``"A / B"`` by name; the points joined by ``sep``, after
-        ``label: `` (default ``shown``; "" for none), or ``empty`` when
-        there is none. ``fields``: more format fields of ``says``."""
+        lowest, a period) at a point, an `Estimate` with its interval: each
+        ``"A / B"`` (or ``"A"``: B = 1) of ``quantity``, A ``comparison`` B x
+        ``than`` x (1 + ``tolerance``), judged on the intervals
+        (`common.judge`: holds / fails / inconclusive); ``ratio(A, B,
+        point)`` gives the paired interval of A / B when the rows are at
+        hand (else the quotient of the two estimates). The detail formats
+        ``point`` at each point with x, a and b (the first quantity's
+        terms), r = a / b, value (``shown``'s value) and any term or ``"A /
+        B"`` by name, then the interval of each quantity compared; the
+        points joined by ``sep``, after ``label: `` (default ``shown``; ""
+        for none), or ``empty`` when there is none. ``fields``: more format
+        fields of ``says``."""
 
         def value(expr: str, at: Any) -> Any:
+            """A name's value, or the quotient of two (as displayed: of their means)."""
             a, _, b = expr.partition(" / ")
             return term(a, at) / term(b, at) if b else term(a, at)
+
+        def judged(expr: str, at: Any) -> Any:
+            """What the verdict reads: the paired interval of a ratio when there is one, else `value`."""
+            a, _, b = expr.partition(" / ")
+            paired = ratio(a, b, at) if b and ratio is not None else None
+            return paired if paired is not None and not math.isnan(paired) else value(expr, at)
 
         quantities = [q.partition(" / ")[::2] for q in self.quantity.split(", ")]
         shown = self.shown or self.quantity
@@ -167,19 +244,26 @@ class Claim:
             def __missing__(self, key: str) -> Any:
                 return value(shown if key == "value" else key, self["x"])
 
+        bound = self.than * (1 + self.tolerance)
+
+        def compared(lhs: str, rhs: str, at: Any) -> tuple[Any, str]:
+            """(the value compared with the bound, its outcome)."""
+            v = judged(f"{lhs} / {rhs}", at) if rhs else term(lhs, at)
+            return v, judge(v, self.comparison, bound)
+
         def point(at: Any) -> str:
             lhs, rhs = quantities[0]
             a, b = term(lhs, at), term(rhs, at) if rhs else 1.0
-            return self.point.format_map(Fields(x=at, a=a, b=b, r=a / b if b else float("nan")))
+            text = self.point.format_map(Fields(x=at, a=a, b=b, r=a / b if b else float("nan")))
+            intervals = [
+                f"{lhs}{' / ' + rhs if rhs else ''} {interval_text(compared(lhs, rhs, at)[0])}"
+                for lhs, rhs in quantities
+            ]
+            return f"{text} ({'; '.join(intervals)})"
 
-        bound = self.than * (1 + self.tolerance)
-        holds = all(
-            OPS[self.comparison](term(lhs, at), (term(rhs, at) if rhs else 1.0) * bound)
-            for lhs, rhs in quantities
-            for at in points
-        )
+        outcome = every(compared(lhs, rhs, at)[1] for lhs, rhs in quantities for at in points)
         head = "" if self.label == "" else f"{self.label or shown}: "
-        return self.verdict(holds, head + self.sep.join(point(at) for at in points) or self.empty, **fields)
+        return self.verdict(outcome, head + self.sep.join(point(at) for at in points) or self.empty, **fields)
 
 
 def spread(data: FigureData, claim: Claim) -> Check | None:
@@ -192,9 +276,10 @@ def spread(data: FigureData, claim: Claim) -> Check | None:
         point[col] = v if v in grid else grid[len(grid) // 2]
     r = values(data.table, data.fig["plot"]["y"])
     vals = {p: r(p, **point) for p in claim.quantity.split(", ")}
-    gap = max(vals.values()) / min(vals.values()) - 1
-    detail = ", ".join(f"{p} {v:.3f}" for p, v in vals.items()) + f" (spread {gap:.1%})"
-    return claim.verdict(gap <= claim.tolerance, detail, **point)
+    gap = emax(vals.values()) / emin(vals.values()) - 1
+    detail = ", ".join(f"{p} {interval_text(v)}" for p, v in vals.items()) + f" (spread {gap:.1%}"
+    detail += f", between {gap.low:.1%} and {gap.high:.1%})" if math.isfinite(gap.high) else ", no interval)"
+    return claim.verdict(judge(gap, "<=", claim.tolerance), detail, **point)
 
 
 def gap_grows(data: FigureData, claim: Claim) -> Check:
@@ -202,9 +287,9 @@ def gap_grows(data: FigureData, claim: Claim) -> Check:
     a, b = claim.quantity.split(" / ")
     r, x = values(data.table, data.fig["plot"]["y"]), data.fig["plot"]["x"]
     facets = [next(iter(p["where"].items())) for p in data.fig["panels"]]
-    gap = {f: max(r(a, **{f[0]: f[1], x: s}) / r(b, **{f[0]: f[1], x: s}) for s in xs(data.table, x)) for f in facets}
-    detail = ", ".join(f"{col} {v:g}: max {a}/{b} {g:.2f}" for (col, v), g in gap.items())
-    return claim.verdict(gap[facets[-1]] > gap[facets[0]], detail)
+    gap = {f: emax(r(a, **{f[0]: f[1], x: s}) / r(b, **{f[0]: f[1], x: s}) for s in xs(data.table, x)) for f in facets}
+    detail = ", ".join(f"{col} {v:g}: max {a}/{b} {interval_text(g, '.2f')}" for (col, v), g in gap.items())
+    return claim.verdict(judge(gap[facets[-1]], ">", gap[facets[0]]), detail)
 
 
 #: the claim kinds a claim row's ``check`` may name besides its module's functions

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import lookup, md_table, values, xs
+from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
+from schedlab.pipelines.common import emin, erank, every, judge, lookup, md_table, values, xs
 
 DOC = dc.read(__name__)
 POLICIES: list[str] = DOC["figures"][0]["plot"]["series"]
@@ -27,15 +28,16 @@ def _loads_and_deg(table):
     """The loads, ``deg(policy, load)``: a mean degradation (every algorithm ran
     at every load), and the lowest DFRS mean per load."""
     r, loads = values(table, METRIC), xs(table, "load")
-    return loads, lambda p, x: r(p, load=x), {x: min(r(p, load=x) for p in DFRS) for x in loads}
+    return loads, lambda p, x: r(p, load=x), {x: emin(r(p, load=x) for p in DFRS) for x in loads}
 
 
 def batch_outperformed(data, claim):
     loads, deg, best = _loads_and_deg(data.table)
-    batch_best = {x: min(deg(p, x) for p in dc.BATCH) for x in loads}
-    beaten = [x for x in loads if batch_best[x] >= claim.than * best[x]]
+    batch_best = {x: emin(deg(p, x) for p in dc.BATCH) for x in loads}
+    beaten = [judge(batch_best[x], ">=", claim.than * best[x]) for x in loads]  # at all loads but one
+    sure, ruled_out = beaten.count(HOLDS), beaten.count(FAILS)
     return claim.verdict(
-        len(beaten) >= len(loads) - 1,
+        HOLDS if sure >= len(loads) - 1 else FAILS if ruled_out > 1 else INCONCLUSIVE,
         ", ".join(f"load {x:g}: EASY/FCFS {batch_best[x]:.3g} vs best DFRS {best[x]:.3g}" for x in loads),
     )
 
@@ -45,7 +47,7 @@ def only_poor(data, claim):
     avg = {p: sum(deg(p, x) for x in loads) / len(loads) for p in DFRS}
     g = claim.quantity.split(",")[0]
     return claim.verdict(
-        all(avg[g] > v for p, v in avg.items() if p != g),
+        every(judge(avg[g], ">", v) for p, v in avg.items() if p != g),
         ", ".join(f"{p} {v:.3g}" for p, v in sorted(avg.items(), key=lambda kv: -kv[1])),
     )
 
@@ -58,11 +60,11 @@ def good_low_poor_high(data, claim):
     high = [x for x in loads if x > low_load + 1e-9]
     if not (low and high):
         return None
-    good_low = all(deg(pm, x) <= claim.than * best[x] for x in low)
-    median = {x: sorted(deg(p, x) for p in DFRS)[len(DFRS) // 2] for x in high}
-    poor_high = all(deg(pm, x) >= median[x] for x in high)
+    good_low = [judge(deg(pm, x), "<=", claim.than * best[x]) for x in low]
+    median = {x: erank((deg(p, x) for p in DFRS), len(DFRS) // 2) for x in high}
+    poor_high = [judge(deg(pm, x), ">=", median[x]) for x in high]
     return claim.verdict(
-        good_low and poor_high,
+        every(good_low + poor_high),
         ", ".join(f"load {x:g}: {deg(pm, x):.3g} (best {best[x]:.3g})" for x in loads),
         low=low_load,
     )

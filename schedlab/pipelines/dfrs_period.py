@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import RATIO_FLOOR, cell, ci_or_zero, md
+from schedlab.pipelines.common import RATIO_FLOOR, Estimate, cell, ci_or_zero, emax, estimate, every, judge, md
 from schedlab.plotting import save
 
 DOC = dc.read(__name__)
@@ -77,11 +77,11 @@ def measured(data) -> str:
     )
 
 
-def _at(data, col: str) -> tuple[dict[str, dict[float, float]], dict[str, float]]:
-    """({set: {period: mean}}, {set: EASY's mean}) of ``col``."""
+def _at(data, col: str) -> tuple[dict[str, dict[float, Estimate]], dict[str, Estimate]]:
+    """({set: {period: mean}}, {set: EASY's mean}) of ``col``, each an `Estimate` with its 95 % interval."""
     tabs = data.table
-    by = {s: dict(zip(tabs[s][0]["policy_period"].to_list(), tabs[s][0][f"{col}_mean"].to_list())) for s in SETS}
-    return by, {s: float(tabs[s][1][f"{col}_mean"][0]) for s in SETS}
+    by = {s: {r["policy_period"]: estimate(r, col) for r in tabs[s][0].iter_rows(named=True)} for s in SETS}
+    return by, {s: estimate(tabs[s][1].row(0, named=True), col) for s in SETS}
 
 
 def per_set(data, claim):
@@ -98,7 +98,7 @@ def per_set(data, claim):
         if name == "growth":  # (only asked of a degradation, >= 1: never a division by 0)
             return by[s][hi] / by[s][lo]
         named = {"first": by[s][lo], "last": by[s][hi], "first period": lo, "last period": hi}
-        return {**named, "EASY": easy[s], "worst": max(by[s].values()), "limit": limit.get(s, math.nan)}[name]
+        return {**named, "EASY": easy[s], "worst": emax(by[s].values()), "limit": limit.get(s, math.nan)}[name]
 
     return claim.at_points(SETS, term, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit))
 
@@ -108,7 +108,7 @@ def below_easy_beyond(data, claim):
     beyond = claim.where["policy_period"][">"]
     synth = [(s, p) for s in ("unscaled", "scaled") for p in u[s] if p > beyond]
     return claim.verdict(
-        bool(synth) and all(u[s][p] < easy[s] for s, p in synth),
+        every(judge(u[s][p], "<", easy[s]) for s, p in synth) if synth else "fails",
         ", ".join(f"{s} {p:g} s: {u[s][p]:.3f} vs EASY {easy[s]:.3f}" for s, p in synth),
         beyond=beyond,
     )
@@ -117,6 +117,6 @@ def below_easy_beyond(data, claim):
 def above_easy(data, claim):
     u, easy = _at(data, "underutilization")
     return claim.verdict(
-        all(u["hpc2n"][p] > easy["hpc2n"] for p in u["hpc2n"]),
+        every(judge(u["hpc2n"][p], ">", easy["hpc2n"]) for p in u["hpc2n"]),
         f"EASY {easy['hpc2n']:.3f}; DFRS " + ", ".join(f"{p:g} s: {v:.3f}" for p, v in sorted(u["hpc2n"].items())),
     )

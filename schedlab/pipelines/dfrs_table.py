@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import md
+from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
+from schedlab.pipelines.common import Estimate, bounds, emin, every, judge, md
 from schedlab.plotting import save
 
 
@@ -138,13 +139,21 @@ def underutil_markdown(table) -> str:
 GROUPS = {"DFRS": DFRS, "batch": dc.BATCH, "Table 2 DFRS": TABLE2_ROWS[2:]}
 
 
-def _term(table, trace_set: str, term: str) -> float | str:
+def estimated(table, trace_set: str, policy: str, col: str = "mean") -> Estimate:
+    """`value` with its 95 % interval: the average degradation ("mean") with ``ci95``, another
+    column with ``<col>_ci95`` when the table has it (else no interval)."""
+    ci = value(table, trace_set, policy, "ci95" if col == "mean" else f"{col}_ci95")
+    v = value(table, trace_set, policy, col)
+    return Estimate(v, v - ci, v + ci) if ci == ci else Estimate(v)
+
+
+def _term(table, trace_set: str, term: str) -> Estimate | str:
     """A policy's average, the lowest average of a group ("min DFRS") or its algorithm ("argmin DFRS")."""
     kind, _, group = term.partition(" ")
     if kind in ("min", "argmin") and group in GROUPS:
         best = min(GROUPS[group], key=lambda p: value(table, trace_set, p))
-        return value(table, trace_set, best) if kind == "min" else best
-    return value(table, trace_set, term)
+        return emin(estimated(table, trace_set, p) for p in GROUPS[group]) if kind == "min" else best
+    return estimated(table, trace_set, term)
 
 
 def per_set(data, claim):
@@ -157,19 +166,37 @@ def per_set(data, claim):
     return claim.at_points(SETS, lambda term, s: _term(data.table, s, term), published=published)
 
 
-def _rho_at_least(claim, pairs: dict[str, tuple[list[float], list[float]]]):
-    """Holds when the Spearman rank correlation of every pair of lists is at least ``than``."""
+def ranks_certain(values: list[Any]) -> bool:
+    """Whether the ranks of ``values`` are the same for every choice of values
+    within their 95 % intervals (`Estimate`s; a plain number is exact): no two
+    intervals overlap, or they are the same exact number (a tie)."""
+    spans = sorted(bounds(v) for v in values)
+    return all(a[1] < b[0] or (a[0] == a[1] == b[0] == b[1]) for a, b in zip(spans, spans[1:]))
+
+
+def _rho_at_least(claim, pairs: dict[str, tuple[list[Any], list[Any]]]):
+    """The Spearman rank correlation of every pair of lists at least ``than``,
+    read from the ranks: they are certain when no two intervals of a list
+    overlap (`ranks_certain`), and the verdict is then rho's; otherwise
+    inconclusive (the ranks, hence rho, depend on where in their intervals
+    the averages lie)."""
     from scipy.stats import spearmanr
 
-    rho = {k: float(spearmanr(a, b)[0]) for k, (a, b) in pairs.items()}
+    rho = {k: float(spearmanr([float(x) for x in a], [float(x) for x in b])[0]) for k, (a, b) in pairs.items()}
+    certain = {k: ranks_certain(a) and ranks_certain(b) for k, (a, b) in pairs.items()}
+    outcome = every((HOLDS if rho[k] >= claim.than else FAILS) if certain[k] else INCONCLUSIVE for k in pairs)
     return claim.verdict(
-        all(r >= claim.than for r in rho.values()), ", ".join(f"{k}: rho {r:.2f}" for k, r in rho.items())
+        outcome,
+        ", ".join(
+            f"{k}: rho {r:.2f}" + ("" if certain[k] else " (ranks within overlapping intervals)")
+            for k, r in rho.items()
+        ),
     )
 
 
 def consistent(data, claim):
     """Our averages ranked alike on every pair of sets."""
-    avg = {s: [value(data.table, s, p) for p in POLICIES] for s in SETS}
+    avg = {s: [estimated(data.table, s, p) for p in POLICIES] for s in SETS}
     return _rho_at_least(claim, {f"{a}/{b}": (avg[a], avg[b]) for a, b in itertools.combinations(SETS, 2)})
 
 
@@ -177,15 +204,18 @@ def ranking_matches(data, claim):
     """Our averages of Table 2's rows ranked as the published ones, on every set."""
     return _rho_at_least(
         claim,
-        {s: ([value(data.table, s, p) for p in TABLE2_ROWS], [TABLE2[p][s].avg for p in TABLE2_ROWS]) for s in SETS},
+        {
+            s: ([estimated(data.table, s, p) for p in TABLE2_ROWS], [TABLE2[p][s].avg for p in TABLE2_ROWS])
+            for s in SETS
+        },
     )
 
 
 def underutil_above_easy(data, claim):
-    u = {p: {s: value(data.table, s, p, "underutilization") for s in SETS} for p in TABLE4}
+    u = {p: {s: estimated(data.table, s, p, "underutilization") for s in SETS} for p in TABLE4}
     dfrs_u = [p for p in TABLE4 if p != "EASY"]
     return claim.verdict(
-        all(u[p][s] > u["EASY"][s] for p in dfrs_u for s in SETS),
+        every(judge(u[p][s], ">", u["EASY"][s]) for p in dfrs_u for s in SETS),
         ", ".join(f"{s}: EASY {u['EASY'][s]:.3f} vs " + " / ".join(f"{u[p][s]:.3f}" for p in dfrs_u) for s in SETS),
         published=", ".join(f"{s} EASY {TABLE4['EASY'][s]:.3f} vs {TABLE4[dc.BEST][s]:.3f}" for s in SETS),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import values, xs
+from schedlab.pipelines.common import emin, every, judge, values, xs
 
 POLICIES = ["BF-J/S", "VQS-BF", "VQS", "FIFO-FF"]
 
@@ -10,9 +10,9 @@ POLICIES = ["BF-J/S", "VQS-BF", "VQS", "FIFO-FF"]
 def clear_advantage(data, claim):
     q, scalings = values(data.table, "queue_jobs_mean"), xs(data.table, "scaling")
     top = scalings[-1]
-    worse = min(q("VQS", scaling=top), q("FIFO-FF", scaling=top))
+    worse = emin([q("VQS", scaling=top), q("FIFO-FF", scaling=top)])
     return claim.verdict(
-        q("BF-J/S", scaling=top) <= claim.than * worse and q("VQS-BF", scaling=top) <= claim.than * worse,
+        every(judge(q(p, scaling=top), "<=", claim.than * worse) for p in ("BF-J/S", "VQS-BF")),
         "; ".join(f"1/β={x:g}: " + ", ".join(f"{p} {q(p, scaling=x):.3g}" for p in POLICIES) for x in scalings),
         top=top,
         clear=claim.than,
@@ -23,7 +23,7 @@ def small_improvement(data, claim):
     q, scalings = values(data.table, "queue_jobs_mean"), xs(data.table, "scaling")
     high = [x for x in scalings if x > claim.where["scaling"][">"]] or [scalings[-1]]
     return claim.verdict(
-        all(q("VQS-BF", scaling=x) < q("BF-J/S", scaling=x) for x in high),
+        every(judge(q("VQS-BF", scaling=x), "<", q("BF-J/S", scaling=x)) for x in high),
         "VQS-BF / BF-J/S: "
         + ", ".join(
             f"{x:g}: {q('VQS-BF', scaling=x) / q('BF-J/S', scaling=x):.3f}"

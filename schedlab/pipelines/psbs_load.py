@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import values, xs
+from schedlab.pipelines.common import emax, emin, every, judge, values, xs
 
 SIZE_BASED = ["SRPTE", "FSPE", "PSBS"]
 POLICIES = ["PS", "LAS"] + SIZE_BASED
@@ -10,9 +10,9 @@ POLICIES = ["PS", "LAS"] + SIZE_BASED
 
 def stable_over_load(data, claim):
     r, loads = values(data.tables["load"]), xs(data.tables["load"], "load")
-    var = {p: max(r(p, load=v) for v in loads) / min(r(p, load=v) for v in loads) - 1 for p in SIZE_BASED}
+    var = {p: emax(r(p, load=v) for v in loads) / emin(r(p, load=v) for v in loads) - 1 for p in SIZE_BASED}
     return claim.verdict(
-        all(v <= claim.tolerance for v in var.values()),
+        every(judge(v, "<=", claim.tolerance) for v in var.values()),
         ", ".join(f"{p} varies {v:.0%}" for p, v in var.items()),
         lo=loads[0],
         hi=loads[-1],
@@ -24,7 +24,10 @@ def oblivious_grow(data, claim):
     lo, hi = loads[0], loads[-1]
     grow = {p: r(p, load=hi) / r(p, load=lo) for p in POLICIES}
     return claim.verdict(
-        all(grow[p] > 1 for p in ("PS", "LAS")) and min(grow["PS"], grow["LAS"]) > max(grow[p] for p in SIZE_BASED),
+        every(
+            [judge(grow[p], ">", 1) for p in ("PS", "LAS")]
+            + [judge(emin([grow["PS"], grow["LAS"]]), ">", emax(grow[p] for p in SIZE_BASED))]
+        ),
         f"MST/optimal at load {hi:g} over load {lo:g}: " + ", ".join(f"{p} ×{g:.2f}" for p, g in grow.items()),
     )
 
@@ -32,7 +35,7 @@ def oblivious_grow(data, claim):
 def regular_hurts(data, claim):
     q, ts = values(data.tables["timeshape"]), xs(data.tables["timeshape"], "timeshape")
     return claim.verdict(
-        all(q(p, timeshape=ts[-1]) > q(p, timeshape=ts[0]) for p in ("SRPTE", "FSPE")),
+        every(judge(q(p, timeshape=ts[-1]), ">", q(p, timeshape=ts[0])) for p in ("SRPTE", "FSPE")),
         ", ".join(f"{p} {q(p, timeshape=ts[0]):.3f} → {q(p, timeshape=ts[-1]):.3f}" for p in ("SRPTE", "FSPE")),
         lo=ts[0],
         hi=ts[-1],

@@ -17,7 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.base import MIN_REPLICATIONS, WINDOW_COLUMNS, PipelineResult, check_scale, deep_merge
+from schedlab.pipelines.base import (
+    MIN_REPLICATIONS,
+    WINDOW_COLUMNS,
+    PipelineResult,
+    check_scale,
+    deep_merge,
+    tally,
+)
 
 
 def instances_per_point(results_dir: Path) -> int | None:
@@ -132,7 +139,7 @@ def run_pipeline(
     if failures:
         header += [f"**{failures} simulations failed**; see the sweeps' `failures/` dirs.", ""]
     verdicts = [c for f in figures for c in f.checks]
-    header += [f"Claims checked: {sum(c.holds for c in verdicts)} of {len(verdicts)} hold.", ""]
+    header += [tally(verdicts), ""]
     weak = sum(c.too_few(f.replications) for f in figures for c in f.checks)
     if weak:
         header += [

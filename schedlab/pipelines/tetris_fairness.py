@@ -6,7 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.pipelines import tetris_packing as tp
-from schedlab.pipelines.common import OPS, POSITIVE_FLOOR, ci_or_zero, fmt_ci, lookup, md, ratios_to
+from schedlab.pipelines.common import (
+    POSITIVE_FLOOR,
+    ci_or_zero,
+    emin,
+    estimate,
+    every,
+    fmt_ci,
+    interval_text,
+    judge,
+    lookup,
+    md,
+    ratios_to,
+)
 from schedlab.plotting import save
 
 SLOWED_TOL = 1e-9  # relative: a JCT larger than the reference's by more than this is a slowdown (not rounding)
@@ -197,17 +209,22 @@ def at_knob(data, claim):
     r, t = knob(data), data.table
     others = "; ".join(f"f={o['f']:g}: {o['frac_slowed']:.1%}" + by(o["slowdown_mean"]) for o in t.rows(named=True)[1:])
     v = r[claim.quantity]
+    per_window = estimate(r, claim.quantity)  # the per-window values' mean and 95 % interval over windows
     detail = claim.empty if v is None else claim.point.format(**r, others=others)
-    return claim.verdict(v is None or OPS[claim.comparison](v, claim.than), detail, **r)
+    detail += f"; per window: {interval_text(per_window)}" if v is not None else ""
+    return claim.verdict("holds" if v is None else judge(per_window, claim.comparison, claim.than), detail, **r)
 
 
 def near_best(data, claim):
     """Each ratio of ``quantity`` (mean JCT, makespan / f0's) at the recommended f within
     ``tolerance`` of the best f's."""
     r, t = knob(data), data.table
-    gaps = {m: (r[f"{m}_mean"], t[f"{m}_mean"].min()) for m in claim.quantity.split(", ")}
+    gaps = {
+        m: (estimate(r, m), emin(estimate(row, m) for row in t.iter_rows(named=True)))
+        for m in claim.quantity.split(", ")
+    }
     return claim.verdict(
-        all(v / best - 1 <= claim.tolerance for v, best in gaps.values()),
+        every(judge(v / best - 1, "<=", claim.tolerance) for v, best in gaps.values()),
         "; ".join(
             f"{SERIES[m][0]} / ref {v:.3f} vs best {best:.3f} (+{v / best - 1:.1%})" for m, (v, best) in gaps.items()
         ),
