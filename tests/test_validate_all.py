@@ -232,3 +232,55 @@ def test_cli_prints_each_error_on_its_own_line(tmp_path):
             "(0: the model's own arrivals); got inf"
         )
         assert "Traceback" not in out.stderr
+
+
+def test_unknown_workload_key_does_not_hide_the_other_errors(tmp_path):
+    """Issue 26: an unknown workload key hid the other mistakes (three validate rounds); now one round
+    shows all of them, each on its line, exit 2."""
+    spec = tmp_path / "bad.toml"
+    spec.write_text(
+        textwrap.dedent("""
+        name = "bad"
+        engine = "queue"
+        policies = ["PS", "NOPE"]
+        [workload]
+        kind = "synthetic"
+        njobs = 100
+        lod = 0.9
+        shpe = 2.0
+        shape = -1.0
+        [replications]
+        n = 0
+    """)
+    )
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(spec)], capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 5, out.stderr
+    for place in ("replications.n:", "policies[1]: unknown policy 'NOPE'", "workload.lod: unknown parameter",
+                  "workload.shpe: unknown parameter", "workload.shape: must be a number > 0"):  # fmt: skip
+        assert sum(place in line for line in lines) == 1, (place, lines)
+
+
+def test_validate_warns_on_an_unstable_queue_and_a_silent_single_replication(tmp_path):
+    spec = tmp_path / "warn.toml"
+    spec.write_text(
+        textwrap.dedent("""
+        name = "warn"
+        engine = "queue"
+        policies = ["PS"]
+        [workload]
+        njobs = 100
+        load = [0.5, 1.0, 1.5]
+    """)
+    )
+    for command in ("validate", "plan"):
+        out = subprocess.run([sys.executable, "-m", "schedlab.cli", command, str(spec)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        warnings = [line for line in out.stderr.splitlines() if line.startswith("schedlab: warning: ")]
+        assert len(warnings) == 2, out.stderr
+        assert f"{spec}: workload.load: 1, 1.5 >= 1: an open queue" in warnings[0] and "unstable" in warnings[0]
+        assert f"{spec}: replications: not given, so n = 1" in warnings[1]
+    spec.write_text(spec.read_text().replace("load = [0.5, 1.0, 1.5]", "load = 0.9") + "[replications]\nn = 1\n")
+    out = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(spec)], capture_output=True, text=True)
+    assert out.returncode == 0 and "warning" not in out.stderr, out.stderr

@@ -16,13 +16,24 @@ from schedlab.errors import UserError
 @main.command()
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
 def validate(spec_file: Path) -> None:
-    """Check a sweep spec completely; errors name the field (exit 2)."""
+    """Check a sweep spec completely; errors name the field (exit 2), every one
+    of them; what is legal but usually a mistake (an open queue at load >= 1,
+    no [replications]) is a "warning:" line (exit 0)."""
     from schedlab.platform.planning.plan import build_plan
     from schedlab.platform.planning.spec import load_spec
 
     spec = load_spec(spec_file)
     plan = build_plan(spec, str(spec_file))
+    _warn(spec, plan, spec_file)
     click.echo(f"{spec_file}: ok ({len(plan.configs)} configurations, {len(plan.points)} workload points)")
+
+
+def _warn(spec, plan, spec_file: Path) -> None:
+    """The spec's `lint.warnings`, one "warning:" line each on stderr."""
+    from schedlab.platform.planning.lint import warnings
+
+    for line in warnings(spec, plan, str(spec_file)):
+        click.echo(f"schedlab: warning: {line}", err=True)
 
 
 @main.command()
@@ -34,6 +45,7 @@ def plan(spec_file: Path) -> None:
 
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
+    _warn(spec, p, spec_file)
     reps = spec.replications
     first = reps.first_round
     task_jobs = spec.execution.task_jobs

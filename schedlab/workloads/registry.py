@@ -44,16 +44,28 @@ class WorkloadKind:
     #: the whole point keys the seed.
     draw_excludes: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
 
-    def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
-        """Params with defaults filled in; unknown or missing names are errors."""
-        unknown = sorted(
+    def unknown(self, params: dict[str, Any]) -> list[str]:
+        """The names of ``params`` the kind does not take, sorted."""
+        return sorted(
             k for k in set(params) - set(self.defaults) if not (self.open_prefix and k.startswith(self.open_prefix))
         )
+
+    def unknown_errors(self, params: dict[str, Any], where: str) -> list[str]:
+        """One line per unknown name of ``params``."""
+        allowed = ", ".join(self.defaults)
+        return [
+            f"{where}.{k}: unknown parameter for workload kind {self.name!r}; allowed: {allowed}"
+            for k in self.unknown(params)
+        ]
+
+    def complete(self, params: dict[str, Any], where: str) -> dict[str, Any]:
+        """Params with defaults filled in; unknown or missing names are errors
+        (every one of them: `UserErrors`)."""
+        from schedlab.errors import UserErrors
+
+        unknown = self.unknown_errors(params, where)
         if unknown:
-            raise UserError(
-                f"{where}.{unknown[0]}: unknown parameter for workload kind {self.name!r}; "
-                f"allowed: {', '.join(self.defaults)}"
-            )
+            raise UserErrors(unknown) if len(unknown) > 1 else UserError(unknown[0])
         full = {k: params.get(k, v) for k, v in self.defaults.items()}
         full.update({k: v for k, v in params.items() if k not in self.defaults})
         missing = (

@@ -268,7 +268,11 @@ def _points(
     errors = Collector()
     for raw in _grid(params, zips, where):
         with errors.check():
-            full = kind.complete(raw, where)
+            # an unknown name is one error; the names the kind takes are still checked, so that one
+            # validate round shows every mistake
+            for line in kind.unknown_errors(raw, where):
+                errors.add(line)
+            full = kind.complete({k: v for k, v in raw.items() if k not in kind.unknown(raw)}, where)
             code = None
             if kind.name == "trace" and is_reference(full.get("reader")):
                 code = resolve(full["reader"], base_dir, f"{where}.reader")

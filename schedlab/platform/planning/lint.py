@@ -1,0 +1,45 @@
+"""What is legal in a sweep spec but usually a mistake: `schedlab validate`
+(and `plan`, `run`) print these as ``warning:`` lines and go on (exit 0).
+
+* An open queue at load >= 1 (engine ``queue``, a workload point's ``load``):
+  the arrival rate reaches the service rate, so no steady state exists --
+  the MST grows with ``njobs`` instead of settling, and a figure shows the
+  length of the run, not the policy. (Other engines' ``load`` is left alone:
+  a packing or batch cluster's offered load is relative to a capacity the
+  spec may change.)
+* No ``[replications]`` table: one replication per configuration, which has
+  no confidence interval and no p value; the spec says nothing about it.
+"""
+
+from __future__ import annotations
+
+from schedlab.platform.planning.plan import Plan
+from schedlab.platform.planning.spec import SweepSpec
+
+#: Offered load at which an open single-server queue has no steady state.
+UNSTABLE_LOAD = 1.0
+
+
+def warnings(spec: SweepSpec, plan: Plan, source: str = "spec") -> list[str]:
+    """One line per likely mistake, each naming the place (``file: field: ...``)."""
+    out: list[str] = []
+    if spec.engine == "queue":
+        loads = sorted(
+            {
+                float(p.params["load"])
+                for p in plan.points
+                if isinstance(p.params.get("load"), (int, float)) and p.params["load"] >= UNSTABLE_LOAD
+            }
+        )
+        if loads:
+            out.append(
+                f"{source}: workload.load: {', '.join(f'{v:g}' for v in loads)} >= {UNSTABLE_LOAD:g}: an open queue "
+                f"with arrivals at or above its service rate is unstable (no steady state; the MST grows with "
+                f"njobs, so the results measure the run's length, not the policy)"
+            )
+    if "replications" not in spec.model_fields_set:
+        out.append(
+            f"{source}: replications: not given, so n = 1: one replication per configuration, no confidence "
+            f"interval and no p value; write [replications] n = 1 to mean it, or a larger n"
+        )
+    return out
