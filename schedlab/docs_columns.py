@@ -199,8 +199,13 @@ for _kind in ("trace", "lublin"):
 
 
 def _dtype(kind, name: str) -> str:
+    """The result column's dtype, from the kind's declarations (``integers``,
+    ``strings``) and its default's type; tests/test_columns_doc.py checks it
+    against the Parquet schema of real runs."""
     if name in kind.integers:
         return "Int64"
+    if name in kind.strings:
+        return "String"
     default = kind.defaults.get(name)
     if isinstance(default, bool):
         return "Boolean"

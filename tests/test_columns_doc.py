@@ -86,3 +86,68 @@ def test_integer_parameters_stay_integer():
     config = next(iter(build_plan(spec).configs.values()))
     assert {"njobs", "nodes", "system_procs", "system_nodes", "system_tasks_per_node"} <= config.integers
     assert "system_cpu_need" not in config.integers
+
+
+FB2010 = ROOT.parent / "shared" / "data" / "swim-facebook" / "FB-2010_samples_24_times_1hr_0.tsv.gz"
+
+
+def _real_schema(tmp_path, name, engine, policy, workload, system=None):
+    """The Parquet schema of a real run's summary rows (task function -> store -> part files)."""
+    import polars as pl
+
+    from schedlab.platform.execution.runner import manifest_for
+    from schedlab.platform.storage.store import ResultStore
+
+    spec = parse_spec(
+        {
+            "name": name,
+            "engine": engine,
+            "policies": [policy],
+            "workload": workload,
+            "system": system or {},
+            "outputs": {"dir": str(tmp_path / name)},
+            "tracking": {"enabled": False},
+        },
+        f"{name}.toml",
+    )
+    plan = build_plan(spec)
+    (inst,) = plan.instances([0])
+    kind = workload_kind(inst.point.kind)
+    shared = kind.load_shared(inst.point.params) if kind.load_shared else None
+    result = run_instances(engine, [(inst, list(inst.point.configs))], shared, False)
+    assert not result.failures, result.failures
+    store = ResultStore(spec.results_dir())
+    store.prepare(manifest_for(spec, plan), True)
+    store.commit(result.summary, result.jobs, result.failures)
+    (part,) = [p for p in store.files() if p.suffix == ".parquet"]
+    return pl.read_parquet_schema(part)
+
+
+def test_documented_dtypes_are_the_parquet_dtypes_of_real_runs(tmp_path):
+    """Every documented parameter column of a kind (and an engine's [system]) has, in a real run's
+    Parquet file, the dtype docs/columns.md gives (its first word: "String (JSON)" is String)."""
+    from schedlab.docs_columns import system_columns, workload_columns
+
+    table = tmp_path / "jobs.csv"
+    table.write_text("job_id,submit,size\n0,0.0,1.0\n1,0.5,2.0\n2,1.0,0.5\n")
+    cases = [
+        ("syn", "queue", "PS", {"kind": "synthetic", "njobs": 30, "weight_classes": 2}, None),
+        ("file", "queue", "PS", {"kind": "file", "path": str(table)}, None),
+        ("lub", "batch", "EASY", {"kind": "lublin", "njobs": 30, "nodes": 16}, {"procs": 16}),
+        ("pack", "packing", "FIFO-FF", {"kind": "packing", "slots": 100, "rate": 0.5, "sizes": [[0.2, 0.5]]}, None),
+    ]
+    if FB2010.exists():
+        trace = {"kind": "trace", "reader": "swim", "path": str(FB2010), "window_length": 3600.0, "window": 0}
+        cases.append(("trace", "queue", "PS", trace, None))
+    checked = set()
+    for name, engine, policy, workload, system in cases:
+        system = system or ({"servers": 2} if engine == "packing" else None)
+        schema = _real_schema(tmp_path, name, engine, policy, workload, system)
+        documented = workload_columns(workload["kind"]) + system_columns(engine)
+        for col in documented:
+            if col.name in schema:
+                assert str(schema[col.name]) == col.dtype.split()[0], (workload["kind"], col.name, schema[col.name])
+                checked.add((workload["kind"], col.name))
+    assert {("file", "path"), ("synthetic", "njobs"), ("lublin", "nodes")} <= checked
+    if FB2010.exists():
+        assert {("trace", "reader"), ("trace", "path"), ("trace", "window")} <= checked

@@ -49,6 +49,16 @@ FILE_MARK = re.compile(r"#\s*file:\s*(\S+)\s*$")
 IDENTITY = {"config_id", "policy", "code_sha256", "sim_seconds"}
 
 
+SCHEDLAB_IMPORT = re.compile(r"^\s*(?:from|import)\s+(schedlab(?:\.\w+)*)", re.M)
+
+
+def test_extending_examples_import_only_the_public_api():
+    """docs/extending.md says to import only schedlab.api: its own examples (every code block) do."""
+    text = (ROOT / "docs" / "extending.md").read_text()
+    found = [m.group(1) for _, body in FENCE.findall(text) for m in SCHEDLAB_IMPORT.finditer(body)]
+    assert found and all(name == "schedlab.api" or name.startswith("schedlab.api.") for name in found), found
+
+
 @pytest.fixture(scope="module")
 def ray_session():
     import ray

@@ -18,6 +18,11 @@ Parameters are declared as typed keyword arguments with defaults
 spec is a grid axis, as for built-ins. ``schedlab check-policy REF --engine
 E`` runs the engine's invariants on seeded random workloads.
 
+``get_engine(name).run(jobs, policy, params, system)`` runs one job table
+under one policy (a name or your class) and returns its per-job columns
+(``.jobs``) and summary metrics (``.summary``): how to test a policy on a
+table worked by hand, without a sweep.
+
 ``UserError`` (bad input: a message naming the place) and ``PolicyError``
 (a policy broke the engine's model) are the errors a seam raises.
 
@@ -25,6 +30,24 @@ This package imports nothing heavy: importing ``schedlab.api.queue`` loads
 the queue engine only.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from schedlab.errors import PolicyError, UserError
 
-__all__ = ["PolicyError", "UserError", "batch", "dfrs", "metrics", "packing", "queue", "workloads"]
+if TYPE_CHECKING:
+    from schedlab.engines.base import Engine
+
+__all__ = ["PolicyError", "UserError", "batch", "dfrs", "get_engine", "metrics", "packing", "queue", "workloads"]
+
+
+def get_engine(name: str) -> Engine:
+    """The engine registered as ``name`` ("queue", "packing", "batch",
+    "dfrs"): ``.run(jobs, policy, params, system)`` -> per-job ``.jobs`` and
+    ``.summary``; an unknown name is a `UserError` listing the engines. The
+    registry is imported on the first call, so importing this package stays
+    light."""
+    from schedlab.engines import get_engine as registered
+
+    return registered(name)

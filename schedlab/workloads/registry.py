@@ -37,6 +37,9 @@ class WorkloadKind:
     #: Parameters declared integer: their result columns are Int64 (the
     #: others' numbers are Float64) -- schedlab.platform.execution.tasks, docs/columns.md.
     integers: tuple[str, ...] = field(default=())
+    #: Required parameters (default None) whose values are text: their result
+    #: columns are String (docs/columns.md; a default's own type says the rest).
+    strings: tuple[str, ...] = field(default=())
     #: (point params) -> the parameters that do not change the random draw of
     #: an instance (e.g. a Lublin trace's ``load`` with ``same_trace``): the
     #: instance seed is then keyed by the point without them, so the points that
@@ -115,6 +118,7 @@ def _file() -> WorkloadKind:
         name="file",
         summary="a job table from CSV or Parquet (job_id, submit, size[, estimate, weight]), replayed as is",
         defaults={"path": None},
+        strings=("path",),
         check=check,
         build=lambda rng, params, shared: shared,
         load_shared=lambda params: read_job_table(params["path"]),
@@ -131,6 +135,7 @@ def _trace() -> WorkloadKind:
             "a real trace (reader + path + reader_* options) with windows, load/traffic scaling and estimate errors"
         ),
         defaults=trace_kind.DEFAULTS,
+        strings=("reader", "path"),
         check=trace_kind.check,
         build=trace_kind.build,
         load_shared=trace_kind.load_shared,
