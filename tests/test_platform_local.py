@@ -274,7 +274,16 @@ def test_results_command(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     table = pl.read_csv(out.stdout.encode())
-    assert table.height == 6 and set(table.columns) == {"policy", "shape", "n", "mst_mean", "mst_ci95"}
+    assert table.height == 6 and set(table.columns) == {
+        "policy",
+        "shape",
+        "n",
+        "mst_mean",
+        "mst_ci95",
+        "mst_identical",
+        "mst_dominated",
+    }
+    assert not table["mst_identical"].any() and not table["mst_dominated"].any()
     rows = sorted_summary(spec.results_dir())
     ps = rows.filter((pl.col("policy") == "PS") & (pl.col("shape") == 0.5))["mst"]
     got = table.filter((pl.col("policy") == "PS") & (pl.col("shape") == 0.5))
