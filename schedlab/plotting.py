@@ -4,10 +4,19 @@ Shared by the pipelines (``schedlab.pipelines.common``) and ``schedlab plot``
 (`plot`, a figure for any sweep), so every figure schedlab writes looks the
 same and obeys the same rules:
 
-* **Files**: `save` writes a vector file (PDF, or SVG if asked) and a PNG at
-  `PNG_DPI` beside it, same stem. Journals want vector art; slides and
-  report.md want a bitmap. The PDF carries no creation date, so the same
-  data gives the same bytes.
+* **Files**: `save` writes the file asked for in any format matplotlib
+  writes (`file_types`) and its companion beside it, same stem: a PNG at
+  `PNG_DPI` beside a vector file (PDF, SVG, EPS, ...), a PDF beside a bitmap
+  (PNG, JPEG, TIFF, ...). Journals want vector art; slides and report.md
+  want a bitmap. The PDF carries no creation date, so the same data gives
+  the same bytes.
+* **Lines**: one colour and one marker per policy (`line_style`), from its
+  place in a fixed order (the sweep's policy order for `plot`, every
+  registered policy for the pipelines), so a policy looks the same in every
+  figure of a results dir whatever subset a figure shows.
+* **Labels**: an axis is labelled with the column's documented meaning and
+  unit (`schedlab.docs_columns`, what docs/columns.md says), the parameters
+  held fixed go in the caption under the figure.
 * **Style**: `STYLE` (rcParams), applied with `style()` around figure
   creation *and* saving (matplotlib reads most rcParams when an artist is
   made). Sizes are in points at print size: a 6-inch-wide figure is a
@@ -34,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +53,31 @@ from schedlab.errors import UserError
 
 #: Bitmap resolution: 300 dpi is the usual minimum for line art in print.
 PNG_DPI = 300
-#: Vector formats `save` writes (the PNG always goes beside).
-VECTOR_SUFFIXES = (".pdf", ".svg")
-#: A log axis is chosen automatically when the positive values plotted span
+#: Formats written as pixels: a PDF goes beside them (every other format is vector: a PNG goes beside).
+BITMAP_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".gif", ".avif", ".raw", ".rgba")
+#: A log y axis is chosen automatically when the positive values plotted span
 #: at least this many decades: below that a linear axis reads more easily.
 LOG_DECADES = 2.0
+#: A swept parameter (the x axis) is drawn on a log axis when its positive
+#: values span at least this many decades: a decade or more is how sweeps
+#: over shape (0.125-4), sigma or scale factors are laid out, in geometric steps.
+LOG_DECADES_X = 1.0
+#: The colours and markers of `line_style`, in order (matplotlib's tab10 and 13 markers: a
+#: (colour, marker) pair is unique for the first 130 names of an order).
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+MARKER_CYCLE = ("o", "s", "^", "D", "v", "*", "x", "P", "<", ">", "p", "h", "X")
+LINESTYLES = ("-", "--", ":", "-.")
 
 STYLE: dict[Any, Any] = {
     "font.size": 9,
@@ -88,25 +118,70 @@ def style() -> Iterator[None]:
         yield
 
 
+def file_types() -> dict[str, str]:
+    """The formats matplotlib writes here: {".pdf": "Portable Document Format", ...}."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return {f".{k}": v for k, v in FigureCanvasBase.get_supported_filetypes().items()}
+
+
 def save(fig, path: str | Path) -> list[Path]:
-    """Write ``fig`` as a vector file and a `PNG_DPI` PNG with the same stem;
-    close it. ``path`` may end in .png (the pipelines' figure path: the PDF
-    goes beside it), .pdf or .svg (the PNG goes beside it). Returns
-    [vector, png]. Metadata without dates, so output is deterministic."""
+    """Write ``fig`` to ``path`` in the format its extension names (any of
+    `file_types`: .pdf, .svg, .eps, .png, .jpg, .tiff, ...) and its companion
+    beside it: a `PNG_DPI` PNG beside a vector file, a PDF beside a bitmap
+    (the pipelines pass their figure's .png: the PDF goes beside it); close
+    it. Returns [vector, bitmap]. PDF, SVG and PNG carry no dates, so their
+    bytes are a function of the figure. An unknown extension, or a format
+    this machine cannot write (.pgf needs LaTeX), is a `UserError` naming
+    the file."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    vector = path.with_suffix(".pdf") if path.suffix == ".png" else path
-    if vector.suffix not in VECTOR_SUFFIXES:
-        raise UserError(f"{path}: a figure file must end in .pdf, .svg or .png")
-    png = vector.with_suffix(".png")
+    types = file_types()
+    suffix = path.suffix.lower()
+    if suffix not in types:
+        plt.close(fig)
+        raise UserError(f"{path}: unknown figure format {path.suffix or '(none)'!r}; write one of {', '.join(types)}")
+    if suffix in BITMAP_SUFFIXES:
+        vector, bitmap = path.with_suffix(".pdf"), path
+    else:
+        vector, bitmap = path, path.with_suffix(".png")
     vector.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"Creator": "schedlab", "CreationDate": None} if vector.suffix == ".pdf" else {"Date": None}
-    with style():
-        fig.savefig(vector, metadata=meta)
-        fig.savefig(png, dpi=PNG_DPI, metadata={"Software": "schedlab"})
-    plt.close(fig)
-    return [vector, png]
+    meta = {".pdf": {"Creator": "schedlab", "CreationDate": None}, ".svg": {"Date": None}}
+    try:
+        with style():
+            fig.savefig(vector, **({"metadata": meta[vector.suffix.lower()]} if vector.suffix.lower() in meta else {}))
+            extra = {"metadata": {"Software": "schedlab"}} if bitmap.suffix.lower() == ".png" else {}
+            fig.savefig(bitmap, dpi=PNG_DPI, **extra)
+    except (RuntimeError, OSError, ValueError) as err:
+        raise UserError(f"{path}: cannot write this figure format here ({err})") from None
+    finally:
+        plt.close(fig)
+    return [vector, bitmap]
+
+
+def line_style(name: str, order: Sequence[str]) -> dict[str, Any]:
+    """Colour and marker of a line named ``name`` (a policy, or
+    ``Policy[param=v]``: the policy's colour and marker): its place in
+    ``order`` (the sweep's policies, in the spec's order), or for a name not
+    in it, after them in the order of a SHA-256 of the name -- so the same
+    policy gets the same look in every figure, whatever subset a figure draws."""
+    import hashlib
+
+    base = name.split("[", 1)[0]
+    if base in order:
+        i = list(order).index(base)
+    else:
+        i = len(order) + int(hashlib.sha256(base.encode()).hexdigest()[:8], 16) % 997
+    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKER_CYCLE[i % len(MARKER_CYCLE)]}
+
+
+def registered_policies() -> list[str]:
+    """Every built-in policy name, engine by engine in the registry's order: the order that
+    gives the pipelines' figures their colours (`line_style`)."""
+    from schedlab.engines import ENGINES
+
+    return [p for engine in ENGINES.values() for p in engine.policies]
 
 
 # --------------------------------------------------------------------------- intervals
@@ -150,6 +225,23 @@ def errorbar(
     return bounds
 
 
+def column_label(name: str, engine: str | None = None) -> str:
+    """An axis label for a result column: its documented meaning and unit
+    (`schedlab.docs_columns`: a metric of ``engine`` or any engine, a
+    workload or [system] parameter), e.g. "mean sojourn time [time units of
+    the workload (s for traces)]"; the column name for a column nobody
+    documented (your own metric)."""
+    from schedlab import docs_columns as dc
+
+    columns = [c for e, cols in dc.METRICS.items() if engine in (None, e) for c in cols]
+    columns += [dc.Column(k, "", unit, meaning) for kind in dc.WORKLOAD.values() for k, (unit, meaning) in kind.items()]
+    for c in columns:
+        if c.name == name:
+            unit = "" if c.unit in ("-", "") else f" [{c.unit}]"
+            return f"{c.meaning}{unit}"
+    return name
+
+
 def spans_decades(values: Sequence[float], decades: float = LOG_DECADES) -> bool:
     """True when every value is positive and max / min >= 10 ** decades."""
     vals = [float(v) for v in values if v is not None and v == v]
@@ -174,9 +266,11 @@ _SCALES = ("auto", "on", "off")
 
 @dataclass
 class PlotResult:
-    """What `plot` wrote: the vector figure, the PNG beside it and a CSV of
-    every drawn point (the numbers behind the figure: mean or ratio, the
-    interval drawn, n), plus the same table in memory and the axis scales."""
+    """What `plot` wrote: the vector figure, the bitmap beside it (a PNG
+    unless ``--out`` named another bitmap format) and a CSV of every drawn
+    point (the numbers behind the figure: mean or ratio, the interval drawn,
+    n), plus the same table in memory, the axis scales and the caption (the
+    parameters held fixed, the replications, the interval)."""
 
     vector: Path
     png: Path
@@ -184,6 +278,7 @@ class PlotResult:
     table: Any  # polars DataFrame, the CSV's rows
     logx: bool
     logy: bool
+    caption: str = ""
 
     @property
     def paths(self) -> list[Path]:
@@ -233,12 +328,18 @@ def plot(
     mean log ratio transformed back -- `schedlab.compare(..., ratio=True)`
     exactly -- drawn with a reference line at 1; it is never below 0.
 
-    Axes: ``logx``/``logy`` "auto" (log when the values are positive and
-    span >= `LOG_DECADES` decades: the means, and with ``ratio_to`` also the
-    interval bounds), "on" or "off". ``out``: a .pdf or .svg
-    path (default ``DIR/plots/<y>-vs-<x>.pdf``, with ``-over-<policy>`` and
-    ``-per-<facet>`` when used); the PNG (`PNG_DPI`) and a CSV of the drawn
-    points go beside it. Bad input is a `UserError` naming the option."""
+    Axes: ``logx`` "auto" (log when the swept values are positive and span
+    >= `LOG_DECADES_X` decades), ``logy`` "auto" (>= `LOG_DECADES` decades:
+    the means, and with ``ratio_to`` also the interval bounds), "on" or
+    "off". Labels: the columns' documented meaning and unit
+    (`column_label`); the caption under the figure names every parameter
+    held fixed, the replications per point and the interval. Lines: one
+    colour and marker per policy across every figure of the results dir
+    (`line_style`, in the spec's policy order). ``out``: any format
+    matplotlib writes (`file_types`: .pdf, .svg, .png, .jpg, ...; default
+    ``DIR/plots/<y>-vs-<x>.pdf``, with ``-over-<policy>`` and
+    ``-per-<facet>`` when used); its companion (`save`) and a CSV of the
+    drawn points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
     from schedlab.platform.storage.store import ResultStore
@@ -327,7 +428,7 @@ def plot(
         )
 
     numeric_x = frame.schema[x].is_numeric()
-    use_logx = numeric_x and _decide("--logx", logx, table[x].to_list(), x)
+    use_logx = numeric_x and _decide("--logx", logx, table[x].to_list(), x, LOG_DECADES_X)
     # auto log y: from the means, and for ratios also the paired bounds (they
     # do not depend on the axis, and the axis must show the bars drawn)
     yvals = table["value"].to_list() + (table["low"].to_list() + table["high"].to_list() if ratio_to else [])
@@ -350,19 +451,71 @@ def plot(
         vector = root / "plots" / f"{_safe(stem)}.pdf"
     else:
         vector = Path(out)
-        if vector.suffix not in VECTOR_SUFFIXES:
-            raise UserError(f"--out {vector}: the file name must end in .pdf or .svg (the PNG is written beside it)")
-    ylabel = f"{y} / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to else f"{y} (mean, 95 % CI)"
+        if vector.suffix.lower() not in file_types():
+            raise UserError(
+                f"--out {vector}: unknown figure format {vector.suffix or '(none)'!r}; write one of "
+                f"{', '.join(file_types())}"
+            )
+    engine = str(manifest.get("engine") or "") or None
+    what = textwrap.fill(column_label(y, engine), 40)
+    ylabel = f"{what}, / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to else f"{what} (mean, 95 % CI)"
+    xlabel = column_label(x, engine)
+    caption = _caption(frame, params, axes_cols + pparams, table, method)
+    spec_policies = [
+        p if isinstance(p, str) else p.get("name", "") for p in (manifest.get("spec") or {}).get("policies", [])
+    ]
+    order = spec_policies if by == "policy" else [str(v) for v in sorted(frame[by].unique().drop_nulls().to_list())]
     with style():
-        fig = _draw(table, x, y, by, facet, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None)
+        fig = _draw(table, x, by, facet, xlabel, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None, order)
+        add_caption(fig, caption)
         vector, png = save(fig, vector)
-    csv = vector.with_suffix(".csv")
+    csv = (vector if vector.suffix.lower() not in BITMAP_SUFFIXES else png).with_suffix(".csv")
     table.write_csv(csv)
-    return PlotResult(vector, png, csv, table, use_logx, use_logy)
+    return PlotResult(vector, png, csv, table, use_logx, use_logy, caption)
 
 
-def _decide(option: str, mode: str, values: list, col: str) -> bool:
-    """Whether an axis is logarithmic: ``mode`` on/off, or auto (`spans_decades`)."""
+#: Caption text size (points) and its characters per inch of figure width (for wrapping).
+CAPTION_SIZE = 7
+CAPTION_CHARS_PER_INCH = 15
+
+
+def add_caption(fig, text: str) -> None:
+    """``text`` under the figure's bottom-left panel, below its x label, wrapped to the figure's
+    width (the saved figure's tight bounding box takes it in)."""
+    visible = [a for a in fig.axes if a.get_visible()]
+    ax = min(visible, key=lambda a: (a.get_position().y0, a.get_position().x0))
+    width = int(fig.get_size_inches()[0] * CAPTION_CHARS_PER_INCH)
+    ax.annotate(
+        textwrap.fill(text, width),
+        xy=(0.0, 0.0),
+        xycoords=("axes fraction", ax.xaxis.label),
+        xytext=(0, -6),
+        textcoords="offset points",
+        ha="left",
+        va="top",
+        fontsize=CAPTION_SIZE,
+        annotation_clip=False,
+    )
+
+
+def _caption(frame, params: list[str], shown: list[str], table, method: str) -> str:
+    """The parameters every plotted row shares ("fixed: njobs = 5000, load = 0.9"), the
+    replications per point and how the interval is made."""
+    fixed = []
+    for col in params:
+        if col in shown:
+            continue
+        values = frame[col].unique().to_list()
+        if len(values) == 1 and values[0] is not None:
+            v = values[0]
+            fixed.append(f"{col} = {v:g}" if isinstance(v, float) else f"{col} = {v}")
+    reps = sorted(set(table["n"].to_list()))
+    n = f"{reps[0]}" if len(reps) == 1 else f"{reps[0]}-{reps[-1]}"
+    return (f"Fixed: {', '.join(fixed)}. " if fixed else "") + f"{n} replications per point; {method}."
+
+
+def _decide(option: str, mode: str, values: list, col: str, decades: float = LOG_DECADES) -> bool:
+    """Whether an axis is logarithmic: ``mode`` on/off, or auto (`spans_decades` of ``decades``)."""
     if mode == "off":
         return False
     if mode == "on":
@@ -370,7 +523,7 @@ def _decide(option: str, mode: str, values: list, col: str) -> bool:
         if bad:
             raise UserError(f"{option} on: {col} has values <= 0 (e.g. {bad[0]}), which a log axis cannot show")
         return True
-    return spans_decades(values)
+    return spans_decades(values, decades)
 
 
 def _means(frame, group: list[str], y: str):
@@ -410,13 +563,22 @@ def _ratios(frame, cells: list[str], y: str, baseline: str, root: Path):
 
 
 def _draw(
-    table, x: str, y: str, by: str, facet: str | None, ylabel: str, logx: bool, logy: bool, numeric_x: bool, ratio: bool
+    table,
+    x: str,
+    by: str,
+    facet: str | None,
+    xlabel: str,
+    ylabel: str,
+    logx: bool,
+    logy: bool,
+    numeric_x: bool,
+    ratio: bool,
+    order: list[str],
 ):
-    """The figure: a row (wrapped at 4) of panels sharing the y axis."""
+    """The figure: a row (wrapped at 4) of panels sharing the y axis, a line's look from
+    `line_style` in ``order``; variants of one policy (``PSBS[beta=2]``) differ by line style."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
-
-    from schedlab.pipelines.common import MARKERS
 
     panels = sorted(table[facet].unique().to_list()) if facet else [None]
     ncols = min(len(panels), 4)
@@ -424,11 +586,12 @@ def _draw(
     fig, axes = plt.subplots(nrows, ncols, figsize=(1.0 + 3.6 * ncols, 3.2 * nrows), sharey=True, squeeze=False)
     xs_all = sorted(table[x].unique().to_list())
     position = {v: i for i, v in enumerate(xs_all)}
-    lines = sorted(table["line"].unique().to_list())
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    rank = {p: i for i, p in enumerate(order)}
+    lines = sorted(table["line"].unique().to_list(), key=lambda n: (rank.get(str(n).split("[", 1)[0], len(rank)), n))
+    variant = {name: [n for n in lines if n.split("[", 1)[0] == name.split("[", 1)[0]].index(name) for name in lines}
     for k, (ax, panel) in enumerate(zip(axes.flat, panels)):
         sub = table if panel is None else table.filter(table[facet] == panel)
-        for i, name in enumerate(lines):
+        for name in lines:
             s = sub.filter(sub["line"] == name).sort(x)
             if s.height == 0:
                 continue
@@ -443,8 +606,8 @@ def _draw(
                 mean,
                 yerr=yerr,
                 label=f"{name}" if by == "policy" else f"{by} = {name}",
-                marker=MARKERS.get(name, "o"),
-                color=colours[i % len(colours)],
+                linestyle=LINESTYLES[variant[name] % len(LINESTYLES)],
+                **line_style(str(name), order),
             )
         if ratio:
             ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
@@ -457,7 +620,7 @@ def _draw(
             ax.set_xticks(ticks, [f"{v:g}" if numeric_x else str(v) for v in xs_all])
             if logx:
                 ax.xaxis.set_minor_locator(NullLocator())  # only the swept values are labelled
-        ax.set_xlabel(x)
+        ax.set_xlabel(xlabel)
         if panel is not None:
             ax.set_title(f"{facet} = {panel:g}" if isinstance(panel, float) else f"{facet} = {panel}")
         if k % ncols == 0:

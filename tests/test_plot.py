@@ -126,7 +126,7 @@ def test_ratio_to_is_the_paired_ratio_of_compare(sweep):
         ),
         (["--x", "shape", "--y", "mst", "--where", "sigma=0.7"], "--where sigma=0.7: no rows; sigma takes 0.5, 2.0"),
         (["--x", "shape", "--y", "mst", "--where", "sigma"], "--where 'sigma': expected COL=VALUE"),
-        (["--x", "shape", "--y", "mst", "--facet", "sigma", "--out", "fig.png"], "must end in .pdf or .svg"),
+        (["--x", "shape", "--y", "mst", "--facet", "sigma", "--out", "fig.xyz"], "unknown figure format '.xyz'"),
         (["--x", "shape", "--y", "mst", "--by", "sigma"], "policy varies within a plotted point"),
         (["--x", "shape", "--y", "mst", "--facet", "sigma", "--by", "policy", "--x", "policy"], "must be different"),
     ],
@@ -259,17 +259,99 @@ def test_report_flags_verdicts_from_too_few_replications(sweep, tmp_path):
 
     assert instances_per_point(sweep) == 3
     checks = [
-        Check("A beats B", True, "0.9 < 1"),
-        Check("C beats B", False, "1.1 > 1"),
-        Check("D beats B", True, "pooled over 40 windows", n=40),
+        Check("A beats B", "holds", "0.9 [0.8, 0.95] < 1"),
+        Check("C beats B", "fails", "1.1 [1.05, 1.2] > 1"),
+        Check("D beats B", "holds", "pooled over 40 windows", n=40),
     ]
     few = FigureReport("f", "Fig. 1", tmp_path / "f.png", ["A"], "says", "table", checks, replications=2)
     md = few.markdown()
     assert "- **holds** (n = 2: too few replications to rely on) — A beats B" in md
-    assert "- **does not hold** (n = 2: too few replications to rely on) — C beats B" in md
+    assert "- **fails** (n = 2: too few replications to rely on) — C beats B" in md
     assert "- **holds** — D beats B" in md and f"fewer than {MIN_REPLICATIONS}" in md
     enough = FigureReport(
         "f", "Fig. 1", tmp_path / "f.png", ["A"], "says", "table", checks[:2], replications=MIN_REPLICATIONS
     )
     text = enough.markdown()
     assert "too few" not in text and "- **holds** — A beats B" in text and "f.pdf" in text
+
+
+# ---------------------------------------------------------------- figures a paper can use (issue 26)
+
+
+def test_any_format_matplotlib_writes(sweep, tmp_path):
+    """--out fig.png is a PNG at 300 dpi with the PDF beside it; a JPEG too; an EPS gets a PNG beside."""
+    for name, vector, bitmap in (("fig.png", "fig.pdf", "fig.png"), ("fig.jpg", "fig.pdf", "fig.jpg"),
+                                 ("fig.eps", "fig.eps", "fig.png")):  # fmt: skip
+        res = run(sweep, "--x", "shape", "--y", "mst", "--facet", "sigma", "--out", tmp_path / name)
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / vector).stat().st_size > 0 and (tmp_path / bitmap).stat().st_size > 0
+    assert (tmp_path / "fig.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "fig.eps").read_bytes()[:4] == b"%!PS"
+    with Image.open(tmp_path / "fig.jpg") as im:
+        assert im.format == "JPEG" and tuple(round(d) for d in im.info["dpi"]) == (PNG_DPI, PNG_DPI)
+
+
+def test_a_policy_keeps_its_colour_and_marker_across_figures(sweep, tmp_path, monkeypatch):
+    """The spec's policy order (FIFO, PS, PSBS) gives each its look: the same in a figure of all three
+    and in the ratio figures that leave PS or FIFO out -- not the colour cycle's next colour."""
+    from matplotlib.colors import to_hex
+
+    import schedlab.plotting as plotting
+
+    looks: list[dict] = []
+    real = plotting.save
+
+    def spy(fig, out):
+        seen = {}
+        for ax in fig.axes:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                line = handle[0] if isinstance(handle, tuple) else handle  # an errorbar container: its data line
+                seen[label] = (to_hex(line.get_color()), line.get_marker())
+        looks.append(seen)
+        return real(fig, out)
+
+    monkeypatch.setattr(plotting, "save", spy)
+    schedlab.plot(sweep, x="shape", y="mst", where={"sigma": 0.5}, out=tmp_path / "a.pdf")
+    schedlab.plot(sweep, x="shape", y="mst", where={"sigma": 0.5}, ratio_to="PS", out=tmp_path / "b.pdf")
+    schedlab.plot(sweep, x="shape", y="mst", where={"sigma": 2.0}, ratio_to="FIFO", out=tmp_path / "c.pdf")
+    every, to_ps, to_fifo = looks
+    assert set(every) == {"FIFO", "PS", "PSBS"} and set(to_ps) == {"FIFO", "PSBS"} and set(to_fifo) == {"PS", "PSBS"}
+    assert to_ps["PSBS"] == every["PSBS"] == to_fifo["PSBS"] and to_fifo["PS"] == every["PS"]
+    assert to_ps["FIFO"] == every["FIFO"]
+    assert len(set(every.values())) == 3  # three policies, three looks
+    assert every["FIFO"] == (plotting.COLOURS[0], plotting.MARKER_CYCLE[0])  # first in the spec
+    assert every["PSBS"] == (plotting.COLOURS[2], plotting.MARKER_CYCLE[2])
+
+
+def test_log_x_from_one_decade_labels_and_caption(tmp_path):
+    """Shape 0.125-4 spans 1.5 decades: a log x axis (it did not trigger at the old 2-decade rule);
+    the axes say what the columns are (docs/columns.md), the caption what was held fixed."""
+    d = make_results(
+        tmp_path, policies=("PS", "LAS"), workload={"kind": "synthetic", "njobs": 100, "shape": [0.125, 1.0, 4.0]},
+        n=2, name="decade",
+    )  # fmt: skip
+    import matplotlib.pyplot as plt
+
+    import schedlab.plotting as plotting
+
+    texts = {}
+    real = plotting.save
+
+    def spy(fig, out):
+        ax = fig.axes[0]
+        texts.update(x=ax.get_xlabel(), y=ax.get_ylabel(), notes=[t.get_text() for t in ax.texts])
+        return real(fig, out)
+
+    plotting.save = spy
+    try:
+        res = schedlab.plot(d, x="shape", y="mst", out=tmp_path / "f.svg")
+    finally:
+        plotting.save = real
+        plt.close("all")
+    assert res.logx and not plotting.spans_decades([0.125, 4.0], plotting.LOG_DECADES)
+    assert texts["x"] == "Weibull shape of job sizes (mean 1)"
+    assert texts["y"].replace("\n", " ").startswith("mean sojourn time [time units of the workload")
+    (caption,) = texts["notes"]
+    assert "Fixed: njobs = 100," in caption.replace("\n", " ") and "load = 0.9" in caption.replace("\n", " ")
+    assert "2 replications per point" in caption.replace("\n", " ") and res.caption.startswith("Fixed: njobs = 100")
+    assert " shape = " not in res.caption  # the x axis is not a fixed parameter

@@ -251,15 +251,16 @@ def compare(
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Figure file, .pdf or .svg (default: DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG and a CSV of "
-    "the drawn points go beside it.",
+    help="Figure file in any format matplotlib writes (.pdf, .svg, .eps, .png, .jpg, .tiff, ...; default: "
+    "DIR/plots/<y>-vs-<x>.pdf); a 300-dpi PNG goes beside a vector file, a PDF beside a bitmap, and a CSV "
+    "of the drawn points beside both.",
 )
 @click.option(
     "--logx",
     type=click.Choice(["auto", "on", "off"]),
     default="auto",
     show_default=True,
-    help="Log x axis; auto: when the values are positive and span 2 decades or more.",
+    help="Log x axis; auto: when the swept values are positive and span a decade or more.",
 )
 @click.option(
     "--logy",
@@ -301,3 +302,4 @@ def plot_cmd(
     click.echo(f"{result.vector} ({scales})")
     click.echo(f"{result.png} ({result.png.stat().st_size} bytes, 300 dpi)")
     click.echo(f"{result.csv} (the {result.table.height} points drawn)")
+    click.echo(f"caption: {result.caption}")

@@ -24,19 +24,14 @@ RATIO_FLOOR = 1.0
 #: A positive metric (MST, queue length) on a log axis: never below 0.
 POSITIVE_FLOOR = 0.0
 
-MARKERS = {
-    "FIFO": "s",
-    "PS": "o",
-    "LAS": "^",
-    "SRPT": "x",
-    "SRPTE": "v",
-    "FSPE": "D",
-    "PSBS": "*",
-    "BF-J/S": "o",
-    "VQS": "s",
-    "VQS-BF": "^",
-    "FIFO-FF": "D",
-}
+
+def look(policy: str) -> dict[str, Any]:
+    """A policy's colour and marker in every pipeline figure: its place among
+    the registered policies (`schedlab.plotting.line_style`), the same in
+    every figure whichever policies a figure shows."""
+    from schedlab.plotting import line_style, registered_policies
+
+    return line_style(policy, registered_policies())
 
 
 def relative_to(results_dir: str | Path, metric: str, baseline: str, keys: list[str]):
@@ -215,7 +210,7 @@ def plot_lines(ax, table, x: str, col: str, policies: list[str], floor: float | 
             sub[f"{col}_ci95"].to_list(),
             floor,
             label=p,
-            marker=MARKERS.get(p, "o"),
+            **look(p),
             markersize=5,
             capsize=2,
             linewidth=1.2,

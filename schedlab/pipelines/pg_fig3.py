@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.pipelines.common import MARKERS, OPS
+from schedlab.pipelines.common import OPS, look
 from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
@@ -64,7 +64,7 @@ def plot(data, path: Path) -> list[str]:
     for ax, panel in zip(axes, data.fig["panels"]):
         for p in [p for p in POLICIES if p in data.table[panel["name"]]["series"]]:
             t, y = data.table[panel["name"]]["series"][p]
-            ax.plot(t, y, label=p, linewidth=1.1, marker=MARKERS.get(p), markevery=max(1, len(t) // 10), markersize=4)
+            ax.plot(t, y, label=p, linewidth=1.1, **look(p), markevery=max(1, len(t) // 10), markersize=4)
             if p not in names:
                 names.append(p)
         ax.set_xlabel("time slot")

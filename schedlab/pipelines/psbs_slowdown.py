@@ -9,10 +9,10 @@ import numpy as np
 
 from schedlab.pipelines.base import FAILS, HOLDS
 from schedlab.pipelines.common import (
-    MARKERS,
     every,
     interval_text,
     judge,
+    look,
     md,
     over_replications,
     paired_difference,
@@ -63,7 +63,7 @@ def plot_fig7(data, path: Path) -> list[str]:
     series = [p for p in POLICIES if p in data.table]
     for p in series:
         x, y = data.table[p]
-        ax.plot(x, y, label=p, marker=MARKERS.get(p, "o"), markersize=3, linewidth=1.0, markevery=5)
+        ax.plot(x, y, label=p, **look(p), markersize=3, linewidth=1.0, markevery=5)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
