@@ -15,13 +15,13 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from test_compare import make_results
 
 from schedlab.cli import main
 from schedlab.platform.planning.plan import build_plan
 from schedlab.platform.planning.spec import parse_spec
 from schedlab.platform.statistics.stats import DOMINANT_SHARE, IDENTICAL_NOTE, identical, summarize
 from schedlab.platform.tracking.data import DOMINATED_TAG, IDENTICAL_TAG, expected_runs, sweep_note
+from tests.test_compare import make_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FB2010 = DATA / "swim-facebook" / "FB-2010_samples_24_times_1hr_0.tsv.gz"
