@@ -483,6 +483,11 @@ def paired_estimate(table, **where: Any) -> Estimate:
     """A `paired_ratios` row at a point as an `Estimate` (no interval when the
     pairs are identical or too few)."""
     row = lookup(table, None, **where) if where else (table.row(0, named=True) if table.height else None)
+    return paired_row(row)
+
+
+def paired_row(row: dict[str, Any] | None) -> Estimate:
+    """A `compare.paired_stats` row as an `Estimate` (no interval when the pairs are identical or too few)."""
     if row is None:
         return Estimate(math.nan)
     lo, hi = row["ci_low"], row["ci_high"]

@@ -151,9 +151,12 @@ def paper_answer_stands(data: Any, claim: Any) -> Check:
     period = float(base.get("params", {}).get("period", float("nan")))
     d = base.get("difference") or {}
     w = sel.get("winner") or {}
-    beaten = d.get("high") is not None and d["high"] < 0
+    # the claim is about the interval itself (not significantly beaten: the paired interval of
+    # winner - paper's answer not wholly below 0); without an interval nothing can be said
+    high = d.get("high")
+    outcome = "inconclusive" if high is None or high != high else "fails" if high < 0 else "holds"
     detail = (
         f"winner period {w.get('params', {}).get('period', float('nan')):.0f} s; winner - {period:g} s on "
         f"{d.get('n')} fresh traces: {_iv(d)}"
     )
-    return claim.verdict(not beaten, detail, paper_period=period)
+    return claim.verdict(outcome, detail, paper_period=period)

@@ -8,7 +8,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.common import fmt_ci, md, paired_ratios
+from schedlab.pipelines.common import (
+    estimate,
+    every,
+    fmt_ci,
+    interval_text,
+    judge,
+    md,
+    paired_ratios,
+    paired_row,
+)
 from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
@@ -172,19 +181,19 @@ def plot(data, path: Path) -> list[str]:
 
 
 def beats(data, claim):
-    """Each ``A / B`` of ``quantity``: the paired 95 % CI of A / B is below 1 on every trace."""
+    """Each ``A / B`` of ``quantity``: the paired 95 % CI of A / B below 1 on every trace (holds),
+    wholly at or above 1 on one (fails), else inconclusive (`common.judge`)."""
     frame, summary = data.table
-    holds, parts = True, []
+    outcomes, parts = [], []
     for q in claim.quantity.split(", "):
         a, b = q.split(" / ")
         got = pairs(frame, a, b)
         for t in traces(summary):
             r = got.get(t)
-            hi = r["ci_high"] if r else None
-            below = hi is not None and hi == hi and hi < 1.0
-            holds &= below
-            parts.append(f"{t} {a}/{b} {r['estimate']:.3f} (CI high {hi:.3f})" if r and hi == hi else f"{t} {q}: –")
-    return claim.verdict(holds, "; ".join(parts))
+            ratio = paired_row(r)
+            outcomes.append(judge(ratio, "<", 1.0))
+            parts.append(f"{t} {a}/{b} {interval_text(ratio)}" if r else f"{t} {q}: –")
+    return claim.verdict(every(outcomes), "; ".join(parts))
 
 
 def near_published(data, claim):
@@ -192,7 +201,7 @@ def near_published(data, claim):
     policies of ``quantity`` and their +EASY forms on every trace."""
     _, summary = data.table
     factor = 1.0 + claim.tolerance
-    holds, parts = True, []
+    outcomes, parts = [], []
     for base in claim.quantity.split(", "):
         forms = [base] if base.endswith(COMMIT) else [base, "EASY" if base == "FCFS" else f"{base}+EASY"]
         for p in forms:
@@ -200,11 +209,11 @@ def near_published(data, claim):
                 r, pub = _row(summary, t, p), published(t, p)
                 if r is None or not pub:
                     continue
-                ratio = r[f"{METRIC}_mean"] / pub
-                ok = 1.0 / factor <= ratio <= factor
-                holds &= ok
-                parts.append(f"{t} {p} {ratio:.2f}" + ("" if ok else " (out)"))
-    return claim.verdict(holds, "ours / published: " + ", ".join(parts), factor=factor)
+                ratio = estimate(r, METRIC) / pub  # our mean's 95 % interval against the published number
+                ok = every([judge(ratio, ">=", 1.0 / factor), judge(ratio, "<=", factor)])
+                outcomes.append(ok)
+                parts.append(f"{t} {p} {interval_text(ratio, '.2f')}" + ("" if ok == "holds" else f" ({ok})"))
+    return claim.verdict(every(outcomes), "ours / published: " + ", ".join(parts), factor=factor)
 
 
 def setting(data) -> dict[str, Any]:
