@@ -1,5 +1,6 @@
-"""Docs as tests: the code blocks of docs/extending.md, docs/gym.md and README.md, and the
-specs of examples/, run end to end.
+"""Docs as tests: the code blocks of README.md, the users' guide
+(docs/guide/) and the reference pages (docs/*.md: extending, search, gym,
+...), and the specs of examples/, run end to end; the links and code paths the documents name exist.
 
 Convention for a document's fenced blocks, taken in order, in a fresh
 temporary folder that is the working directory (and on ``sys.path``):
@@ -10,8 +11,10 @@ temporary folder that is the working directory (and on ``sys.path``):
 * any other ``python`` block is executed; the blocks of one document share
   one namespace, like a notebook read top to bottom;
 * every ``toml`` block must parse; a written TOML file with an ``engine`` key
-  is a spec: it is validated and run as a sweep (tracking off, results in the
-  temporary folder), and must run without a failure;
+  is a spec: it is validated and run as a sweep (tracking off, results in
+  ``results/<name>`` under the temporary folder, where a user's run would
+  put them), before the next executed ``python`` block -- which may read its
+  results -- or at the end of the document, and must run without a failure;
 * every written ``.py`` file must import.
 
 The examples' specs run through ``run_sweep`` too, with checks of real
@@ -42,8 +45,19 @@ from schedlab.platform.planning.spec import load_spec, parse_spec
 from schedlab.usercode import source_digest
 from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 
-DOCUMENTS = [ROOT / "docs" / "extending.md", ROOT / "README.md", ROOT / "docs" / "search.md", ROOT / "docs" / "gym.md"]
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+GUIDE = ROOT / "docs" / "guide"
+#: Every user-facing document: the README, the guide's chapters, the reference pages.
+PAGES = [ROOT / "README.md", *sorted(GUIDE.glob("*.md")), *sorted((ROOT / "docs").glob("*.md"))]
+#: The documents whose code is run: every page with a python or toml block but the
+#: architecture's (its one TOML block is a pipeline, run by tests/test_pipelines_declare.py).
+DOCUMENTS = [
+    p
+    for p in PAGES
+    if p.name != "architecture.md" and any(m.group(1) in ("python", "toml") for m in FENCE.finditer(p.read_text()))
+]
+#: Pages about the user's own code: every spec on them must run some code of the page.
+USER_CODE_PAGES = {ROOT / "README.md", ROOT / "docs" / "extending.md", GUIDE / "your-own-policy.md"}
 FILE_MARK = re.compile(r"#\s*file:\s*(\S+)\s*$")
 #: Columns that differ between two policies with equal schedules.
 IDENTITY = {"config_id", "policy", "code_sha256", "sim_seconds"}
@@ -118,14 +132,37 @@ def forget_modules(folder: Path) -> None:
             usercode._LOADED.pop(top, None)
 
 
-@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: p.name)
+def run_document_spec(spec_path: Path, folder: Path, user_code: bool) -> None:
+    """Validate a spec written by a document and run it as a sweep, results
+    under ``folder/results/<name>``, as `schedlab run` would put them."""
+    spec = load_spec(spec_path)  # `schedlab validate`
+    report, rows = run_sweep_here(spec_path, folder / "results")
+    if spec.search is not None:  # a search (docs/search.md): its trials, then its selection
+        trials = rows.filter(pl.col("replication") < spec.search.replications)
+        assert trials.height == report.configs * spec.search.replications > 0
+        assert report.selection["winner"]["trial"] in range(spec.search.trials)
+        assert rows.height == trials.height + report.selection["simulations"]["selection"]
+        return
+    reps = spec.replications.n
+    assert report.rows_written == report.configs * reps == rows.height > 0
+    if user_code:  # every spec on these pages runs some code of the page
+        assert rows.filter(pl.col("code_sha256").is_not_null()).height > 0, spec_path.name
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_block_of_the_document_runs(doc, tmp_path, monkeypatch, ray_session):
     folder = tmp_path.resolve()
     monkeypatch.chdir(folder)
     sys.path.insert(0, str(folder))
     namespace: dict = {"__name__": f"docs_{doc.stem}"}
     written: list[Path] = []
+    pending: list[Path] = []  # specs written and not yet run
     executed = 0
+
+    def run_pending() -> None:
+        while pending:
+            run_document_spec(pending.pop(0), folder, doc in USER_CODE_PAGES)
+
     try:
         for lang, text, line in blocks(doc):
             first, _, rest = text.partition("\n")
@@ -135,9 +172,10 @@ def test_every_block_of_the_document_runs(doc, tmp_path, monkeypatch, ray_sessio
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(rest)
                 written.append(target)
-                if lang == "toml":
-                    tomllib.loads(rest)
+                if lang == "toml" and "engine" in tomllib.loads(rest):
+                    pending.append(target)
             elif lang == "python":
+                run_pending()  # the block may read the results of the specs above it
                 exec(compile(text, f"{doc.name}:{line}", "exec"), namespace)
                 executed += 1
             elif lang == "toml":
@@ -145,34 +183,93 @@ def test_every_block_of_the_document_runs(doc, tmp_path, monkeypatch, ray_sessio
         for path in written:
             if path.suffix == ".py":
                 importlib.import_module(".".join(path.relative_to(folder).with_suffix("").parts))
-        specs = [p for p in written if p.suffix == ".toml" and "engine" in tomllib.loads(p.read_text())]
-        for spec_path in specs:
-            spec = load_spec(spec_path)  # `schedlab validate`
-            report, rows = run_sweep_here(spec_path, folder / "results")
-            if spec.search is not None:  # a search (docs/search.md): its trials, then its selection
-                trials = rows.filter(pl.col("replication") < spec.search.replications)
-                assert trials.height == report.configs * spec.search.replications > 0
-                assert report.selection["winner"]["trial"] in range(spec.search.trials)
-                assert rows.height == trials.height + report.selection["simulations"]["selection"]
-                continue
-            reps = spec.replications.n
-            assert report.rows_written == report.configs * reps == rows.height > 0
-            user = rows.filter(pl.col("code_sha256").is_not_null())
-            assert user.height > 0  # every spec on these pages runs some code of the page
+        run_pending()
     finally:
         forget_modules(folder)
-    assert written and (executed or doc.name == "README.md")
+    assert written or executed
 
 
 def test_the_documents_show_what_they_must():
     """One worked policy per engine in extending.md, run as a test; the
-    README's snippet covered."""
+    README's tour has a policy of the reader's own, run in a spec of its own."""
     text = (ROOT / "docs" / "extending.md").read_text()
     for engine in ("queue", "packing", "batch", "dfrs"):
         assert re.search(rf"^from schedlab\.api import (\w+, )*{engine}$", text, re.M), engine
         assert f'get_engine("{engine}")' in text, engine
-    readme = [b for b in blocks(ROOT / "README.md") if b[0] == "python"]
-    assert readme and all(FILE_MARK.fullmatch(t.partition("\n")[0].strip()) for _, t, _ in readme)
+    readme = blocks(ROOT / "README.md")
+    files = [FILE_MARK.fullmatch(t.partition("\n")[0].strip()) for _, t, _ in readme]
+    assert any(m and m.group(1).endswith(".py") for m in files)
+    assert any(m and m.group(1).endswith(".toml") for m in files)
+
+
+#: The README's set-up commands, exactly: CI (.ci/run) runs the second one verbatim.
+SETUP = "pip install -e . && schedlab run sweeps/psbs-shape.toml\npip install -e '.[test]' && python -m pytest -q\n"
+
+
+def test_the_readme_starts_with_the_two_setup_commands_ci_runs():
+    lang, text, _ = blocks(ROOT / "README.md")[0]
+    assert (lang, text) == ("", SETUP)
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == SETUP.splitlines()[1]
+
+
+def test_every_guide_chapter_is_in_the_index_and_the_readme():
+    index = (GUIDE / "index.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for chapter in sorted(GUIDE.glob("*.md")):
+        if chapter.name != "index.md":
+            assert f"]({chapter.name})" in index, chapter.name
+            assert f"](docs/guide/{chapter.name})" in readme, chapter.name
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's ids of a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    text = FENCE.sub("", path.read_text())
+    heads = re.findall(r"^#+\s+(.*?)\s*$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in heads}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_of_the_page_resolves(page):
+    """A relative link names a file or folder of the repository, and its
+    #anchor a heading of that page."""
+    for target in LINK.findall(FENCE.sub("", page.read_text())):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.relative_to(ROOT)}: {target}"
+        if anchor and dest.suffix == ".md":
+            assert anchor in anchors(dest), f"{page.relative_to(ROOT)}: {target}"
+
+
+#: First components of a path a document may name, and the folder it is relative to:
+#: repository folders from the root; schedlab's packages from schedlab/ (docs/architecture.md's short form).
+TOP = {d.name: ROOT for d in ROOT.iterdir() if d.is_dir() and not d.name.startswith(".")}
+TOP.update({d.name: ROOT / "schedlab" for d in (ROOT / "schedlab").iterdir() if (d / "__init__.py").exists()})
+TOP[".ci"] = ROOT
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+PATHLIKE = re.compile(r"^[\w.-]+(/[\w.-]+)+/?$")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_code_path_the_page_names_exists(page):
+    """`schedlab/sim/queue/engine.py`, `platform/tracking/`, `benchmarks/x.py`,
+    `sweeps/x.toml` in a page's text (not its code blocks) name what is there:
+    a file move leaves no page behind. A `use` reference's `:Name` is cut off;
+    spans with placeholders (<name>, *, {a,b}) are not paths."""
+    missing = []
+    for span in CODE_SPAN.findall(FENCE.sub("", page.read_text())):
+        for token in span.split():
+            token = token.split(":")[0].rstrip(".,;)")
+            if not PATHLIKE.match(token) or token.split("/")[0] not in TOP:
+                continue
+            if not (TOP[token.split("/")[0]] / token).exists():
+                missing.append(token)
+    assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
 
 
 # ---- the examples' specs, end to end -------------------------------------------------------------
