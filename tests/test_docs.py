@@ -321,6 +321,52 @@ def test_the_architecture_lists_every_module():
     assert not missing, f"add a line to docs/architecture.md's module listing for: {missing}"
 
 
+SHELL = ("", "bash", "sh", "console", "shell")
+
+
+def command_lines(page: Path) -> list[str]:
+    """The `schedlab ...` command lines of a page: in its shell blocks and in its text's code spans."""
+    text = page.read_text()
+    lines = [
+        line
+        for m in FENCE.finditer(text)
+        if m.group(1) in SHELL
+        for line in m.group(2).splitlines()
+        if line.startswith("schedlab ")
+    ]
+    return lines + [span for span in CODE_SPAN.findall(FENCE.sub("", text)) if span.startswith("schedlab ")]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_command_the_page_shows_exists(page):
+    """Each `schedlab ...` line names a real command and only options it has
+    (`[--by shape]`, `--logx/--logy`, `--param=x` read as the options they
+    name; values and arguments are not checked)."""
+    import click
+
+    from schedlab.cli import main
+
+    wrong = []
+    for line in command_lines(page):
+        words = re.split(r"\s#", line)[0].replace("[", " ").replace("]", " ").split()
+        command, i = main, 1
+        while isinstance(command, click.Group) and i < len(words) and not words[i].startswith("-"):
+            command = command.commands.get(words[i])
+            if command is None:
+                wrong.append(f"{line}: no command {words[i]!r}")
+                break
+            i += 1
+        if command is None:
+            continue
+        options = {"--help", "-h"}
+        for param in command.params:
+            options.update(param.opts, param.secondary_opts)
+        for word in words[i:]:
+            if word.startswith("--"):
+                wrong += [f"{line}: no option {o}" for o in word.split("=")[0].split("/") if o not in options]
+    assert not wrong, f"{page.relative_to(ROOT)}: {wrong}"
+
+
 # ---- the examples' specs, end to end -------------------------------------------------------------
 
 EXAMPLE_SPECS = sorted(EXAMPLES.glob("*.toml"))
