@@ -47,18 +47,16 @@ from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 GUIDE = ROOT / "docs" / "guide"
-#: Every user-facing document: the README, the guide's chapters, the reference pages.
-PAGES = [
-    ROOT / "README.md",
-    *sorted(GUIDE.glob("*.md")),
-    *sorted((ROOT / "docs").glob("*.md")),
-    ROOT / "examples" / "README.md",
-]
-#: The documents whose code is run: every page with a python or toml block but the
+#: The README, the guide's chapters and the reference pages.
+GUIDES = [ROOT / "README.md", *sorted(GUIDE.glob("*.md")), *sorted((ROOT / "docs").glob("*.md"))]
+#: Every page whose links, paths, names and commands are checked: those, the example
+#: project's README and the reproduction pages (docs/reproductions/).
+PAGES = [*GUIDES, ROOT / "examples" / "README.md", *sorted((ROOT / "docs" / "reproductions").rglob("*.md"))]
+#: The documents whose code is run: every guide page with a python or toml block but the
 #: architecture's (its one TOML block is a pipeline, run by tests/test_pipelines_declare.py).
 DOCUMENTS = [
     p
-    for p in PAGES
+    for p in GUIDES
     if p.name != "architecture.md" and any(m.group(1) in ("python", "toml") for m in FENCE.finditer(p.read_text()))
 ]
 #: Pages about the user's own code: every spec on them must run some code of the page.
