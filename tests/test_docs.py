@@ -251,9 +251,9 @@ def test_every_link_of_the_page_resolves(page):
 
 #: First components of a path a document may name, and the folder it is relative to:
 #: repository folders from the root; schedlab's packages from schedlab/ (docs/architecture.md's short form).
-TOP = {d.name: ROOT for d in ROOT.iterdir() if d.is_dir() and not d.name.startswith(".")}
+#: (Named, not listed from the disk: a results/ or .venv/ left in the checkout is not the repository's.)
+TOP = {d: ROOT for d in ("schedlab", "tests", "benchmarks", "sweeps", "examples", "infra", "docs", ".ci")}
 TOP.update({d.name: ROOT / "schedlab" for d in (ROOT / "schedlab").iterdir() if (d / "__init__.py").exists()})
-TOP[".ci"] = ROOT
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 PATHLIKE = re.compile(r"^[\w.-]+(/[\w.-]+)+/?$")
 
