@@ -139,6 +139,20 @@ def test_search_validate_cli_exit_2(tmp_path):
     assert "Traceback" not in result.output
 
 
+def test_plan_shows_the_search(tmp_path):
+    from click.testing import CliRunner
+
+    from schedlab.cli import main
+
+    (tmp_path / "s.toml").write_text((REPO / "sweeps" / "tetris-knob.toml").read_text())
+    result = CliRunner().invoke(main, ["plan", str(tmp_path / "s.toml")])
+    assert result.exit_code == 0, result.output
+    assert "tpe on wait_mean (minimize): 8 trials, 4 at a time, each on replications 0..2" in result.output
+    assert "epsilon in [0.01, 1, log]; fairness in [0.05, 1]" in result.output
+    assert "the best 3 trials on fresh replications 3..8: paired t intervals" in result.output
+    assert "at most 24 (trials) + 24 (selection)" in result.output
+
+
 # ---- the sampler: deterministic, resumable -----------------------------------------------
 
 SAMPLERS = ["tpe", "cmaes", "random", "qmc", "grid"] + (["gp"] if importlib.util.find_spec("torch") else [])

@@ -46,6 +46,13 @@ def plan(spec_file: Path) -> None:
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
     _warn(spec, p, spec_file)
+    if spec.search is not None:
+        from schedlab.platform.search.loop import describe_plan
+
+        click.echo(f"sweep {spec.name}: engine {spec.engine}, seed {spec.seed}, results in {spec.results_dir()}")
+        for line in describe_plan(spec):
+            click.echo(line)
+        return
     reps = spec.replications
     first = reps.first_round
     task_jobs = spec.execution.task_jobs

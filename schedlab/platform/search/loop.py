@@ -37,6 +37,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,14 @@ def _atomic_json(path: Path, doc: Any) -> None:
 
 def _sampler(spec: SweepSpec, batch: int) -> optuna.samplers.BaseSampler:
     """The sampler that asks batch ``batch`` (see the module docstring)."""
+    import optuna
+
+    with warnings.catch_warnings():  # Optuna marks QMC and GP experimental: not the user's concern
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return _new_sampler(spec, batch)
+
+
+def _new_sampler(spec: SweepSpec, batch: int) -> optuna.samplers.BaseSampler:
     import numpy as np
     import optuna
 
@@ -145,6 +154,40 @@ def planned_trials(spec: SweepSpec) -> int:
     if spec.search.sampler == "grid":
         return min(spec.search.trials, grid_size(spec))
     return spec.search.trials
+
+
+def describe_plan(spec: SweepSpec) -> list[str]:
+    """What a search will run (`schedlab plan`)."""
+    search = spec.search
+    if search is None:
+        return []
+    sel = search.select
+    total = planned_trials(spec)
+
+    def space(name: str) -> str:
+        p = search.params[name]
+        if p.choices is not None:
+            return f"{name} in {p.choices}"
+        scale = ", log" if p.log else (f", step {p.step:g}" if p.step is not None else "")
+        return f"{name} in [{p.low:g}, {p.high:g}{scale}]"
+
+    how = (
+        f"KN (delta {sel.delta:g}, n0 {sel.n0}, confidence {sel.confidence:g})"
+        if sel.delta is not None
+        else f"paired t intervals to the best (Bonferroni, confidence {sel.confidence:g})"
+    )
+    base = sel.replications if sel.baseline is not None else 0
+    return [
+        f"  policy            {spec.policy_entries()[0].name}",
+        f"  search            {search.sampler} on {search.metric} ({search.direction}): {total} trials, "
+        f"{search.parallel} at a time, each on replications 0..{search.replications - 1} (the same instances)",
+        f"  parameters        {'; '.join(space(n) for n in sorted(search.params))}",
+        f"  selection         the best {sel.top} trials on fresh replications {search.replications}.."
+        f"{search.replications + sel.replications - 1}: {how}"
+        + (f"; baseline {sel.baseline}" if sel.baseline is not None else ""),
+        f"  simulations       at most {total * search.replications} (trials) + "
+        f"{sel.top * sel.replications + base} (selection)",
+    ]
 
 
 def _identity(spec: SweepSpec) -> dict[str, Any]:
@@ -202,7 +245,14 @@ def records(study: optuna.Study, parallel: int) -> list[TrialRecord]:
             optuna.trial.TrialState.FAIL: "fail",
         }.get(t.state, "running")
         out.append(
-            TrialRecord(t.number, t.number // parallel, dict(t.params), t.user_attrs.get("config_id"), state, t.value)
+            TrialRecord(
+                t.number,
+                int(t.user_attrs.get("batch", t.number // parallel)),
+                dict(t.params),
+                t.user_attrs.get("config_id"),
+                state,
+                t.value,
+            )
         )
     return out
 
@@ -387,13 +437,13 @@ def _search_locked(
     study, told = _open_study(root, spec)
     parallel = search.parallel
     trial_reps = ReplicationsSpec(n=search.replications)
-    batches = math.ceil(total / parallel)
-    for b in range(told, batches):
+    b = told
+    while len(study.trials) < total:  # after the cut, every trial of the study is told
         study.sampler = _sampler(spec, b)
-        asked = [study.ask(dists) for _ in range(min(parallel, total - b * parallel))]
+        asked = [study.ask(dists) for _ in range(min(parallel, total - len(study.trials)))]
         settings = [dict(t.params) for t in asked]
         label = f"trials {asked[0].number + 1}-{asked[-1].number + 1}/{total}"
-        cids = _ids_then_run(runs, study, asked, settings, trial_reps, label, root)
+        cids = _ids_then_run(runs, study, asked, settings, trial_reps, label, root, b)
         values = trial_values(store, sorted(set(cids)), search.metric, search.replications)
         for trial, cid in zip(asked, cids, strict=True):
             if cid in values:
@@ -403,6 +453,7 @@ def _search_locked(
         journal = root / JOURNAL
         _write_trials(root, records(study, parallel))
         _atomic_json(root / STATE, {"batches": b + 1, "journal_bytes": journal.stat().st_size})
+        b += 1
     recs = records(study, parallel)
     _write_trials(root, recs)
     report.trials = len(recs)
@@ -425,6 +476,7 @@ def _ids_then_run(
     reps: ReplicationsSpec,
     label: str,
     root: Path,
+    batch: int,
 ) -> list[str]:
     """Record each asked trial's configuration id (a trial user attribute and
     trials.json, before anything runs: MLflow tags a trial's run with its
@@ -432,6 +484,7 @@ def _ids_then_run(
     ids = runs.ids(settings, reps)
     for trial, cid in zip(asked, ids, strict=True):
         trial.set_user_attr("config_id", cid)
+        trial.set_user_attr("batch", batch)
     _write_trials(root, records(study, len(asked) if runs.spec.search is None else runs.spec.search.parallel))
     runs.run(settings, reps, label)
     return ids

@@ -182,7 +182,9 @@ def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _
         runs.run(settings, fixed, "selection")
     ids = runs.ids(settings, fixed)
     base_id = runs.ids([base], fixed)[0] if base is not None else None
-    outs = _outputs(store, ids + ([base_id] if base_id else []), search.metric, R)
+    outs = {  # at most S fresh replications each (rows beyond are a larger earlier selection's)
+        c: v[:S] for c, v in _outputs(store, ids + ([base_id] if base_id else []), search.metric, R).items()
+    }
     names = [f"trial {r.number}" for r in top]
     x = {names[i]: outs[ids[i]] for i in range(len(top))}
     entries = []
