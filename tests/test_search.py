@@ -151,6 +151,7 @@ def test_plan_shows_the_search(tmp_path):
     assert "epsilon in [0.01, 1, log]; fairness in [0.05, 1]" in result.output
     assert "the best 3 trials on fresh replications 3..8: paired t intervals" in result.output
     assert "at most 24 (trials) + 24 (selection)" in result.output
+    assert "warning" not in result.output  # a search sets its own replications: no "n = 1" lint
 
 
 # ---- the sampler: deterministic, resumable -----------------------------------------------

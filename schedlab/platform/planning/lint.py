@@ -37,7 +37,7 @@ def warnings(spec: SweepSpec, plan: Plan, source: str = "spec") -> list[str]:
                 f"with arrivals at or above its service rate is unstable (no steady state; the MST grows with "
                 f"njobs, so the results measure the run's length, not the policy)"
             )
-    if "replications" not in spec.model_fields_set:
+    if "replications" not in spec.model_fields_set and spec.search is None:  # a search sets its own
         out.append(
             f"{source}: replications: not given, so n = 1: one replication per configuration, no confidence "
             f"interval and no p value; write [replications] n = 1 to mean it, or a larger n"
