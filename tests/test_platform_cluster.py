@@ -41,7 +41,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.processes import kill_session
+from tests.processes import kill_session, session_members
 
 RAY = shutil.which("ray")
 pytestmark = pytest.mark.skipif(RAY is None, reason="the `ray` CLI is not installed")
@@ -129,13 +129,35 @@ class Cluster:
     env: dict[str, str]
     temp_dir: str
     log_dir: Path
+    raylets: list[subprocess.Popen]  # the `ray start --block` processes, each the leader of its session
 
 
-def _start_raylet(args: list[str], env: dict[str, str], log: Path, started: list) -> subprocess.Popen:
+#: docs/cluster.md §4: a `ray start --address` that keeps a 127.0.0.1 address as given. Ray rewrites a
+#: loopback address to the host's routable one unless multi-node clusters are off, and with them off
+#: `ray start --address` refuses to run; this runs Ray's own CLI with the rewrite left out.
+RAY_START_LOOPBACK = [
+    sys.executable,
+    "-c",
+    "import sys, ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
+    "from ray.scripts.scripts import main; sys.exit(main())",
+]
+#: The head of docs/cluster.md §4: multi-node clusters off for its processes, so Ray keeps 127.0.0.1
+#: as its IP and every server of the head listens there only.
+HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def _start_raylet(
+    args: list[str], env: dict[str, str], log: Path, started: list, head: bool = False
+) -> subprocess.Popen:
     fh = open(log, "w")
+    command = [RAY, "start", *args, "--block"] if head else [*RAY_START_LOOPBACK, "start", *args, "--block"]
     try:
         proc = subprocess.Popen(
-            [RAY, "start", *args, "--block"], env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env={**env, **HEAD_ENV} if head else env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     finally:
         fh.close()
@@ -168,6 +190,8 @@ def ray_cluster(log_dir: Path):
         _start_raylet(
             [
                 "--head",
+                "--node-ip-address",
+                "127.0.0.1",
                 "--port",
                 str(gcs),
                 "--resources",
@@ -185,6 +209,7 @@ def ray_cluster(log_dir: Path):
             env,
             log_dir / "ray-head.log",
             started,
+            head=True,
         )
         _start_raylet(
             ["--address", f"127.0.0.1:{gcs}", "--resources", '{"worker2": 1}', *common],
@@ -192,7 +217,7 @@ def ray_cluster(log_dir: Path):
             log_dir / "ray-worker2.log",
             started,
         )
-        yield Cluster(f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dashboard}", env, temp_dir, log_dir)
+        yield Cluster(f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dashboard}", env, temp_dir, log_dir, started)
     finally:
         for proc in reversed(started):
             kill_session(proc)
@@ -230,6 +255,46 @@ def finished_tasks(cluster: Cluster, name: str, want: int) -> list[dict]:
         if len(done) >= want or time.monotonic() > deadline:
             return done
         time.sleep(1)
+
+
+# ---- the one-host recipe stays on loopback --------------------------------------------------
+
+#: Local addresses `ss` prints for loopback listeners (IPv4, IPv4-mapped IPv6, IPv6).
+LOOPBACK = ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]")
+
+
+def listening(pids: set[int]) -> list[tuple[str, str, str]]:
+    """(protocol, local address:port, process) of every TCP/UDP socket that
+    one of ``pids`` listens on (``ss -ltnup``: listening TCP, bound UDP)."""
+    import re
+
+    out = subprocess.run(["ss", "-H", "-l", "-t", "-u", "-n", "-p"], capture_output=True, text=True, check=True)
+    found = []
+    for line in out.stdout.splitlines():
+        owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
+        if owners & pids:
+            fields = line.split()
+            name = re.findall(r'\(\("([^"]+)"', line)
+            found.append((fields[0], fields[4], name[0] if name else "?"))
+    return found
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs `ss` (iproute2) to list listening sockets")
+def test_one_host_recipe_listens_on_loopback_only(tmp_path):
+    """docs/cluster.md §4 as the tests run it: every socket that the head's and
+    the second raylet's processes (GCS, raylets, dashboard and its agents, the
+    Ray Client server, workers) listen on is bound to a loopback address."""
+    with ray_cluster(tmp_path) as cluster:
+        assert len(alive_nodes(cluster, 2)) == 2
+        time.sleep(5.0)  # agents open their ports a moment after `ray start` says it started
+        pids = {pid for proc in cluster.raylets for pid in session_members(proc.pid)}
+        sockets = listening(pids)
+    print("\n".join(f"{proto} {addr} {name}" for proto, addr, name in sockets))
+    gcs_port = cluster.address.rsplit(":", 1)[1]
+    assert any(addr.endswith(f":{gcs_port}") for _, addr, _ in sockets), sockets
+    assert len({name for _, _, name in sockets}) >= 3, sockets  # the GCS, raylets and the dashboard at least
+    outside = [s for s in sockets if s[1].rsplit(":", 1)[0] not in LOOPBACK]
+    assert not outside, f"listening outside loopback: {outside}"
 
 
 # ---- the sweep --------------------------------------------------------------------------
