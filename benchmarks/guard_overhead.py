@@ -102,6 +102,32 @@ def main() -> None:
             now = min(now, best(lambda c=cls: batch_now.simulate_batch(submit, runtime, requested, need, 128, c), 1))
         print(f"  {name:10s} {before:9.3f} {now:9.3f} {now / before:10.3f}")
 
+    from schedlab.policies.dfrs import DFRS_POLICIES
+    from schedlab.sim.dfrs import events as dfrs_now
+
+    dfrs_before = module_at(args.base, "schedlab/sim/dfrs/events.py", "dfrs_events_before")
+    rng = np.random.default_rng(3)
+    n = max(50, args.njobs // 100)
+    release = np.sort(rng.uniform(0, 50_000.0, n))
+    processing = rng.exponential(2000.0, n)
+    tasks = rng.integers(1, 9, n)
+    cpu = rng.choice([0.25, 0.5, 1.0], n)
+    mem = rng.choice([0.1, 0.25, 0.5], n)
+    print(f"DFRS event loop, {n} jobs on 16 nodes (periodic policies: the guard is a check per periodic instant)")
+    for name in ("GreedyPM*/per/OPT=MIN", "MCB8*/per/OPT=MIN"):
+        cls = DFRS_POLICIES[name]
+
+        def once(module, c=cls):
+            return module.simulate_dfrs(release, processing, tasks, cpu, mem, 16, c(), penalty=300.0)
+
+        ra, rb = once(dfrs_before), once(dfrs_now)
+        assert ra.state.end.tobytes() == rb.state.end.tobytes() and ra.events == rb.events, name
+        before = now = float("inf")
+        for _ in range(args.repeat):
+            before = min(before, best(lambda: once(dfrs_before), 1))
+            now = min(now, best(lambda: once(dfrs_now), 1))
+        print(f"  {name:22s} {before:9.3f} {now:9.3f} {now / before:10.3f}  {rb.events} events")
+
 
 if __name__ == "__main__":
     main()

@@ -281,10 +281,27 @@ def test_the_budget_stops_a_loop_and_cannot_be_swallowed():
     with sim_budget(5.0):
         pass  # a quick block leaves nothing armed either
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    # a timer armed before (someone else's) is given back, less the time spent inside
+    signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        with sim_budget(5.0):
+            time.sleep(0.2)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 99.0 < left < 99.9
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
 
 
-def test_the_spec_default_is_the_budget_default():
+def test_the_spec_default_is_the_budget_default_and_bad_values_name_the_field():
+    from schedlab.errors import UserError
+    from schedlab.platform.planning.spec import parse_spec
+
     assert ExecutionSpec().sim_budget_seconds == DEFAULT_SIM_BUDGET_SECONDS
+    base = {"name": "b", "engine": "queue", "policies": ["PS"]}
+    assert parse_spec({**base, "execution": {"sim_budget_seconds": 2.5}}, "b.toml").execution.sim_budget_seconds == 2.5
+    for field in ("sim_budget_seconds", "connect_timeout_seconds"):
+        with pytest.raises(UserError, match=rf"b\.toml: execution\.{field}"):
+            parse_spec({**base, "execution": {field: 0}}, "b.toml")
 
 
 # ---- `schedlab simulate` -----------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ returns to the engine. ``BudgetExceeded`` derives from ``BaseException`` so
 that a policy's ``except Exception`` cannot swallow it, and the timer
 repeats every ``REARM_SECONDS`` until the block exits, in case a bare
 ``except`` did. Signals reach the main thread only: elsewhere (a thread
-pool) the block runs without a budget. Numba kernels are not interrupted
+pool) the block runs without a budget. A timer the process had armed
+(``ITIMER_REAL``) is given back when the block exits. Numba kernels are not interrupted
 (the signal is handled when they return); they are the trusted built-ins.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -62,12 +64,15 @@ def sim_budget(seconds: float | None, where: str = "[execution] sim_budget_secon
         raise BudgetExceeded(budget_message(seconds, where))
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, REARM_SECONDS)
+    outer, outer_every = signal.setitimer(signal.ITIMER_REAL, seconds, REARM_SECONDS)  # someone else's timer
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
+        if outer > 0:  # give it back, less the time spent here (at least a moment: it fires, late)
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3), outer_every)
 
 
 __all__ = ["DEFAULT_SIM_BUDGET_SECONDS", "REARM_SECONDS", "BudgetExceeded", "budget_message", "sim_budget"]
