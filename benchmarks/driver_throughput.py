@@ -166,7 +166,7 @@ def child(config: dict) -> None:
 
     import schedlab
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     spec = parse_spec(config["spec"], "benchmark")
     report = run_sweep(spec, address=config["address"], tracking=False)
@@ -202,7 +202,7 @@ def plan_child(config: dict) -> None:
 
     from schedlab.platform.execution.sizing import TaskSizer
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     spec = parse_spec(config["spec"], "benchmark")
     started = time.perf_counter()

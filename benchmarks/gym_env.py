@@ -59,8 +59,8 @@ def main() -> None:
     import gymnasium
 
     import schedlab.gym  # noqa: F401
+    from schedlab.engines.batch import run_table
     from schedlab.policies.batch import BATCH_POLICIES
-    from schedlab.sim.batch.engine import run_table
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=5)

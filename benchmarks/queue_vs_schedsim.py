@@ -149,7 +149,7 @@ def main() -> None:
                 wall, mst_ss = run_schedsim(mods, name, *arrays)
                 t_ss = min(t_ss, wall)
                 started = time.perf_counter()
-                completion, events = queue_fast.simulate(policy, *arrays)
+                completion, events = queue_fast.simulate(name, *arrays)
                 t_fast = min(t_fast, time.perf_counter() - started)
                 started = time.perf_counter()
                 simulate(*arrays, policy)

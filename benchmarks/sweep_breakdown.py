@@ -91,7 +91,7 @@ def child(config: dict) -> None:
     import ray
 
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import load_spec, parse_spec
+    from schedlab.platform.planning.validate import load_spec, parse_spec
 
     out = Path(config["out"])
     if config["sweep"] == "small":

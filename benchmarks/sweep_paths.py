@@ -35,7 +35,7 @@ import polars as pl
 import schedlab
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import run_sweep
-from schedlab.platform.planning.spec import load_spec
+from schedlab.platform.planning.validate import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = ["sweeps/psbs-shape.toml", "sweeps/packing-fig4.toml", "sweeps/batch-hpc2n-weeks.toml"]
@@ -56,7 +56,7 @@ def specs_of(name: str) -> list[tuple[str, object]]:
     """(label, spec) of a spec file, or of every sweep of ``pipeline:NAME[:SCALE]``."""
     if name.startswith("pipeline:"):
         from schedlab.pipelines.registry import get_pipeline
-        from schedlab.platform.planning.spec import parse_spec
+        from schedlab.platform.planning.validate import parse_spec
 
         _, pipe, *scale = name.split(":")
         datas = get_pipeline(pipe).specs(scale[0] if scale else "smoke", {})

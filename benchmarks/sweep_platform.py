@@ -52,7 +52,7 @@ def child(config: dict) -> None:
     import ray
 
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     spec = parse_spec(config["spec"], "benchmark")
     started = time.perf_counter()

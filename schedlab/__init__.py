@@ -4,7 +4,9 @@ Import-light on purpose: the CLI imports this package at start-up, so nothing
 here may pull in ray, mlflow or polars.
 """
 
-__version__ = "0.1.0"
+from schedlab.version import __version__
+
+__all__ = ["__version__", "compare", "load", "plot"]
 
 
 def load(results_dir, table: str = "summary"):

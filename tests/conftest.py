@@ -24,7 +24,7 @@ def run_both(policy: str, submit, size, estimate=None, weight=None, path: str | 
     if (path or _current[0]) == "fast":
         from schedlab.sim.queue import fast as queue_fast
 
-        out = queue_fast.simulate(cls, submit, size, estimate, weight)
+        out = queue_fast.simulate(policy, submit, size, estimate, weight)  # a built-in's name is its kernel's id
         assert out is not None, f"{policy}: the fast path declined this workload"
         return out
     return simulate(submit, size, estimate, weight, cls)
@@ -54,17 +54,18 @@ def run_policy():
 
 
 def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
-    """``schedlab.sim.batch.engine.run_table(jobs, policy_cls, **system)`` on
+    """``schedlab.engines.batch.run_table(jobs, policy_cls, **system)`` on
     ``path`` (default: the one the `engine_path` fixture selected; the
     reference outside it). On the fast path FCFS and EASY must run on their
     kernel, not fall back: the reference ``simulate_batch`` is made to fail
     for the call (a test of the kernels must run the kernels)."""
+    from schedlab.engines import batch as batch_engine
     from schedlab.policies.batch import BATCH_POLICIES
     from schedlab.sim.batch import engine as batch
 
     path = path or _current[0]
     if path != "fast" or not any(policy_cls is c for c in BATCH_POLICIES.values()):
-        return batch.run_table(jobs, policy_cls, path=path, **system)
+        return batch_engine.run_table(jobs, policy_cls, path=path, **system)
 
     def declined(*args, **kwargs):
         raise AssertionError(f"{policy_cls.name}: the batch fast path declined this workload")
@@ -72,6 +73,6 @@ def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
     reference = batch.simulate_batch
     batch.simulate_batch = declined
     try:
-        return batch.run_table(jobs, policy_cls, path=path, **system)
+        return batch_engine.run_table(jobs, policy_cls, path=path, **system)
     finally:
         batch.simulate_batch = reference

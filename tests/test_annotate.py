@@ -184,7 +184,7 @@ def test_annotation_fields_left_out_of_points_at_their_defaults():
     """Added after sweeps were written: a point omits them at their defaults, so
     the configuration ids of earlier lublin / trace sweeps stay valid."""
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     def plan(**extra):
         return build_plan(

@@ -12,7 +12,7 @@ import pytest
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

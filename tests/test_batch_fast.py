@@ -27,7 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schedlab.engines import batch as batch_engine
 from schedlab.engines import get_engine
+from schedlab.engines.batch import kernel_id
 from schedlab.errors import UserError
 from schedlab.policies.batch import BATCH_POLICIES, EASY, FCFS
 from schedlab.policies.batch import priority as prio
@@ -48,7 +50,7 @@ PRIORITY = sorted(cls.name for cls in PRIORITY_POLICIES)
 def assert_identical(name, submit, runtime, requested, need, capacity):
     cls = BATCH_POLICIES[name]
     ref = simulate_batch(submit, runtime, requested, need, capacity, cls)
-    out = batch_fast.simulate(cls, submit, runtime, requested, need, capacity)
+    out = batch_fast.simulate(kernel_id(cls), submit, runtime, requested, need, capacity)
     assert out is not None, f"{name}: the fast path declined this workload"
     start, end, passes = out
     where = (
@@ -143,7 +145,7 @@ def test_a_constant_key_is_fcfs_and_easy(w):
 
 def test_priority_keys_constants_agree_with_the_kernel():
     assert (batch_fast.UNICEP_EPS, batch_fast.F_SUBMIT_FLOOR) == (prio.UNICEP_EPS, prio.F_SUBMIT_FLOOR)
-    assert all(batch_fast.kernel_for(cls) is batch_fast._priority for cls in PRIORITY_POLICIES)
+    assert all(batch_fast.kernel_for(kernel_id(cls)) is batch_fast._priority for cls in PRIORITY_POLICIES)
     assert len({(cls.kind, cls.backfill) for cls in PRIORITY_POLICIES}) == len(PRIORITY_POLICIES)
 
 
@@ -271,10 +273,10 @@ class _Spy:
 
 
 def test_kernel_for_matches_by_identity():
-    assert batch_fast.kernel_for(FCFS) is batch_fast._fcfs
-    assert batch_fast.kernel_for(EASY) is batch_fast._easy
-    assert batch_fast.kernel_for(MyEASY) is None
-    assert batch_fast.simulate(MyEASY, np.zeros(2), np.ones(2), np.ones(2), np.ones(2, dtype=np.int64), 2) is None
+    assert batch_fast.kernel_for(kernel_id(FCFS)) is batch_fast._fcfs
+    assert batch_fast.kernel_for(kernel_id(EASY)) is batch_fast._easy
+    assert kernel_id(MyEASY) is None and batch_fast.kernel_for(None) is None
+    assert batch_fast.simulate(None, np.zeros(2), np.ones(2), np.ones(2), np.ones(2, dtype=np.int64), 2) is None
 
 
 def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
@@ -288,14 +290,14 @@ def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
     jobs = _table(w)
     system = dict(model="procs", procs=4)
     spy = _Spy(monkeypatch)
-    fast, _ = batch.run_table(jobs, EASY, path="fast", **system)
+    fast, _ = batch_engine.run_table(jobs, EASY, path="fast", **system)
     assert spy.calls == 0  # the built-in itself: the kernel
-    mine, _ = batch.run_table(jobs, MyEASY, path="fast", **system)
+    mine, _ = batch_engine.run_table(jobs, MyEASY, path="fast", **system)
     assert spy.calls == 1
-    recorded, _ = batch.run_table(jobs, EASY, path="fast", record_reservations=True, **system)
+    recorded, _ = batch_engine.run_table(jobs, EASY, path="fast", record_reservations=True, **system)
     assert spy.calls == 2
     assert mine["start"].tolist() == fast["start"].tolist() == recorded["start"].tolist() == [0.0, 10.0, 20.0, 3.0]
-    assert batch_fast.simulate(EASY, *w, params={"record_reservations": True}) is None
+    assert batch_fast.simulate("EASY", *w, params={"record_reservations": True}) is None
 
 
 @pytest.mark.parametrize(
@@ -333,8 +335,8 @@ def test_fast_path_declines_unusual_inputs(bad):
         submit, runtime, requested, need = submit[:0], runtime[:0], requested[:0], need[:0]
     elif bad == "int_submit":
         submit = np.array([0, 1])
-    for cls in (FCFS, EASY):
-        assert batch_fast.simulate(cls, submit, runtime, requested, need, capacity) is None
+    for kernel in ("FCFS", "EASY"):
+        assert batch_fast.simulate(kernel, submit, runtime, requested, need, capacity) is None
 
 
 def test_declined_inputs_get_the_references_answer():
@@ -345,7 +347,7 @@ def test_declined_inputs_get_the_references_answer():
         with pytest.raises(UserError, match="job 1000: runtime is negative"):
             run_batch_table(jobs, EASY, path=path, model="procs", procs=2)
     with pytest.raises(UserError, match="path must be"):
-        batch.run_table(jobs, EASY, path="quick", model="procs", procs=2)
+        batch_engine.run_table(jobs, EASY, path="quick", model="procs", procs=2)
 
 
 def test_engine_declares_the_fast_path():

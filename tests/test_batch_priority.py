@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from schedlab.engines.batch import kernel_id
 from schedlab.policies.batch import BATCH_POLICIES
 from schedlab.sim.batch import fast as batch_fast
 from schedlab.sim.batch.engine import simulate_batch
@@ -20,7 +21,7 @@ def starts(name, submit, runtime, requested, need, capacity):
     cls = BATCH_POLICIES[name]
     args = [np.array(submit, dtype=float), np.array(runtime, dtype=float), np.array(requested, dtype=float)]
     ref = simulate_batch(*args, np.array(need), capacity, cls).start.tolist()
-    fast = batch_fast.simulate(cls, *args, np.array(need, dtype=np.int64), capacity)
+    fast = batch_fast.simulate(kernel_id(cls), *args, np.array(need, dtype=np.int64), capacity)
     assert fast is not None and fast[0].tolist() == ref
     return ref
 

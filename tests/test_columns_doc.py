@@ -10,7 +10,7 @@ from schedlab.docs_columns import METRICS, render
 from schedlab.engines import get_engine
 from schedlab.platform.execution.tasks import run_instances
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 ROOT = Path(__file__).resolve().parent.parent

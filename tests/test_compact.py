@@ -32,7 +32,7 @@ import pytest
 import schedlab
 from schedlab.platform.execution.runner import manifest_for
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.storage.compact import MERGED, ROW_GROUP_ROWS, compact, merged_name
 from schedlab.platform.storage.store import COMPACTING, LockedError, ResultStore
 from schedlab.platform.tracking.data import expected_runs, read_manifest

@@ -41,7 +41,7 @@ import polars as pl
 import pytest
 
 import schedlab
-from schedlab.platform.planning.spec import load_spec, parse_spec
+from schedlab.platform.planning.validate import load_spec, parse_spec
 from schedlab.usercode import source_digest
 from tests.example_checks import EXAMPLES, ROOT, conservative_reference
 

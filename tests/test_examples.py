@@ -19,7 +19,7 @@ import pytest
 from schedlab.api.workloads import check_job_table
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.policies.batch import EASY
 from schedlab.policies.dfrs import GreedyStar
 from schedlab.policies.queue import SRPTE

@@ -19,7 +19,7 @@ import schedlab
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import manifest_for, run_sweep
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.storage.store import LockedError, ResultStore, StoreWriteError
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]

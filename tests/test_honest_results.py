@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from schedlab.cli import main
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.statistics.stats import DOMINANT_SHARE, IDENTICAL_NOTE, identical, summarize
 from schedlab.platform.tracking.data import DOMINATED_TAG, IDENTICAL_TAG, expected_runs, sweep_note
 from tests.test_compare import make_results

@@ -433,7 +433,7 @@ def test_impossible_runtime_cap_is_a_user_error():
 
 def _scaled_plan(same_trace: bool, seed: int = 5):
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     extra = {"same_trace": True} if same_trace else {}
     return build_plan(

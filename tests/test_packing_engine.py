@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.engines.packing import run_table
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
-from schedlab.sim.packing.table import run_table
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FIFOFF = PACKING_POLICIES["FIFO-FF"]

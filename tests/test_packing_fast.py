@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import ENGINE_PATHS, get_engine
+from schedlab.engines.packing import kernel_id, run_table
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.policies.packing.vqs import universal_partition
 from schedlab.sim.packing import fast as packing_fast
 from schedlab.sim.packing.engine import CapacityExceeded, simulate_packing
-from schedlab.sim.packing.table import run_table
+from schedlab.sim.packing.vqs_partition import universal_partition
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FAST = ("FIFO-FF", "BF-J", "BF-S", "BF-J/S")
@@ -69,7 +69,7 @@ def assert_same_result(a, b):
 def both(cls, submit, duration, demand, capacity, params=None, **kw):
     """Run the reference and the kernel; assert they agree to the bit (or
     that the kernel declined a run on which the reference raises)."""
-    fast = packing_fast.simulate(cls, submit, duration, demand, capacity, params=params, **kw)
+    fast = packing_fast.simulate(kernel_id(cls), submit, duration, demand, capacity, params=params, **kw)
     factory = (lambda cluster: cls(cluster, **params)) if params else cls
     if fast is None:  # MISFIT: the reference must reject a placement there
         with pytest.raises(CapacityExceeded):
@@ -542,13 +542,13 @@ def test_user_subclass_and_params_run_on_the_reference(monkeypatch):
     fast = engine.run(jobs, Mine, {}, {"servers": 2}, path="fast")
     ref = engine.run(jobs, "BF-J/S", {}, {"servers": 2}, path="reference")
     assert_same_run(fast, ref)  # same code, reached through the subclass on the reference
-    assert packing_fast.kernel_for(Mine) is None
+    assert kernel_id(Mine) is None
     with pytest.raises(AssertionError, match="the kernel ran"):
         engine.run(jobs, "BF-J/S", {}, {"servers": 2}, path="fast")
     # policy params: the reference, whose policies take none
     with pytest.raises(UserError, match="takes no parameters"):
         engine.run(jobs, "BF-J", {"J": 3}, {"servers": 2}, path="fast")
-    assert packing_fast.simulate(BFJ, [0.0], [1.0], [0.5], [1.0], params={"J": 3}) is None
+    assert packing_fast.simulate(kernel_id(BFJ), [0.0], [1.0], [0.5], [1.0], params={"J": 3}) is None
     # several resources: the reference's error
     two = pl.DataFrame({"job_id": [0], "submit": [0.0], "duration": [1.0], "cpu": [0.5], "mem": [0.2]})
     with pytest.raises(UserError, match="single-resource"):
@@ -567,7 +567,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
         for params in ({}, {"J": 3}, {"J": 24}):
             calls.clear()
             fast = engine.run(jobs, cls, params, {"servers": 3}, path="fast")
-            assert calls == [packing_fast.kernel_for(cls)]
+            assert calls == [packing_fast.kernel_for(kernel_id(cls))]
             assert_same_run(fast, engine.run(jobs, cls, params, {"servers": 3}, path="reference"))
 
         # a subclass runs on the reference: the same numbers through the same code
@@ -575,7 +575,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
             name = "mine"
 
         calls.clear()
-        assert packing_fast.kernel_for(Mine) is None
+        assert kernel_id(Mine) is None
         assert_same_run(
             engine.run(jobs, Mine, {}, {"servers": 3}, path="fast"),
             engine.run(jobs, cls, {}, {"servers": 3}, path="reference"),
@@ -596,7 +596,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
             {"bogus": 1},
             {"J": 3, "bogus": 1},
         ):
-            assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [1.0], params=params) is None
+            assert packing_fast.simulate(kernel_id(cls), [0.0], [1.0], [0.5], [1.0], params=params) is None
             for path in ENGINE_PATHS:
                 with pytest.raises(UserError, match="J|bogus"):
                     engine.run(jobs, cls, params, {"servers": 3}, path=path)
@@ -606,7 +606,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
             ({"servers": 2, "capacity": 1 + 2e-9}, "capacity"),
             ({"servers": 2, "capacity": 0.5}, "capacity"),
         ):
-            assert packing_fast.simulate(cls, [0.0], [1.0], [0.5], [system["capacity"]] * 2) is None
+            assert packing_fast.simulate(kernel_id(cls), [0.0], [1.0], [0.5], [system["capacity"]] * 2) is None
             for path in ENGINE_PATHS:
                 with pytest.raises(UserError, match=match):
                     engine.run(jobs, cls, {}, system, path=path)
@@ -615,7 +615,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
             with pytest.raises(UserError, match="d = 2"):
                 engine.run(two, cls, {}, {"servers": 2}, path=path)
         big = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "duration": [1.0, 1.0], "demand": [0.5, 1 + 2e-9]})
-        assert packing_fast.simulate(cls, [0.0, 1.0], [1.0, 1.0], [0.5, 1 + 2e-9], [1.0]) is None
+        assert packing_fast.simulate(kernel_id(cls), [0.0, 1.0], [1.0, 1.0], [0.5, 1 + 2e-9], [1.0]) is None
         for path in ENGINE_PATHS:
             with pytest.raises(UserError, match="not in"):
                 engine.run(big, cls, {}, {"servers": 2}, path=path)
@@ -629,7 +629,7 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
 
 def test_declines_unusual_inputs():
     ok = ([0.0, 1.0], [1.0, 1.0], [0.5, 0.5], [1.0])
-    assert packing_fast.simulate(BFJS, *ok) is not None
+    assert packing_fast.simulate(kernel_id(BFJS), *ok) is not None
     declined = [
         ([1.0, 0.0], [1.0, 1.0], [0.5, 0.5], [1.0]),  # unsorted submits
         ([0.0, 1.0], [1.0, -1.0], [0.5, 0.5], [1.0]),  # negative duration
@@ -639,10 +639,10 @@ def test_declines_unusual_inputs():
         ([0.0, 1.0], [1.0, 1.0], [0.5, 0.5], [math.inf]),
     ]
     for args in declined:
-        assert packing_fast.simulate(BFJS, *args) is None, args
-    assert packing_fast.simulate(BFJS, *ok, epoch=-1.0) is None
-    assert packing_fast.simulate(BFJS, *ok, group=[0]) is None  # the reference's ValueError
-    assert packing_fast.simulate(PACKING_POLICIES["Tetris"], *ok) is None
+        assert packing_fast.simulate(kernel_id(BFJS), *args) is None, args
+    assert packing_fast.simulate(kernel_id(BFJS), *ok, epoch=-1.0) is None
+    assert packing_fast.simulate(kernel_id(BFJS), *ok, group=[0]) is None  # the reference's ValueError
+    assert packing_fast.simulate(kernel_id(PACKING_POLICIES["Tetris"]), *ok) is None
     for cls in VQS_CLASSES:
         both(cls, *ok)
     with pytest.raises(UserError, match="non-decreasing"):

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import ENGINE_PATHS, get_engine
+from schedlab.engines.packing import kernel_id
 from schedlab.errors import UserError
 from schedlab.policies.packing.tetris import SlotsFair, Tetris
 from schedlab.sim.packing import multi_fast as packing_multi_fast
@@ -27,7 +28,7 @@ CLASSES = (Tetris, SlotsFair)
 def both(cls, submit, duration, demand, capacity, params=None, **kw):
     """Run the reference and the kernel; assert the kernel ran and the two
     agree to the bit. Returns the reference's result."""
-    fast = packing_multi_fast.simulate(cls, submit, duration, demand, capacity, params=params, **kw)
+    fast = packing_multi_fast.simulate(kernel_id(cls), cls, submit, duration, demand, capacity, params=params, **kw)
     assert fast is not None, "the kernel declined"
     factory = (lambda cluster: cls(cluster, **params)) if params else cls
     ref = simulate_packing(submit, duration, demand, capacity, factory, **kw)
@@ -106,7 +107,9 @@ def _run_both(w):
         SlotsFair(_cluster(demand, capacity), **(params["slots"] or {}))
     except UserError:  # a slot larger than every server: the reference's error, on both paths
         assert (
-            packing_multi_fast.simulate(SlotsFair, submit, duration, demand, capacity, params=params["slots"], **kw)
+            packing_multi_fast.simulate(
+                kernel_id(SlotsFair), SlotsFair, submit, duration, demand, capacity, params=params["slots"], **kw
+            )
             is None
         )
         return
@@ -190,7 +193,7 @@ def test_declines_to_the_reference():
     sub, dur, cap = [0.0, 0.0, 1.0], [1.0, 2.0, 1.0], [[1.0, 1.0]]
     # a -0.0 demand would make two bit-different rows one shape: Tetris declines, Slots-Fair takes it
     neg = [[-0.0, 0.5], [0.0, 0.5], [0.5, 0.5]]
-    assert packing_multi_fast.simulate(Tetris, sub, dur, neg, cap) is None
+    assert packing_multi_fast.simulate(kernel_id(Tetris), Tetris, sub, dur, neg, cap) is None
     both(SlotsFair, sub, dur, neg, cap)
     # parameters the policies refuse: the kernel declines, the reference raises
     for cls, params in (
@@ -199,17 +202,17 @@ def test_declines_to_the_reference():
         (SlotsFair, {"slot": 5.0}),
         (SlotsFair, {"slot": [0.5, 0.5, 0.5]}),
     ):
-        assert packing_multi_fast.simulate(cls, sub, dur, [[0.5, 0.5]] * 3, cap, params=params) is None
+        assert packing_multi_fast.simulate(kernel_id(cls), cls, sub, dur, [[0.5, 0.5]] * 3, cap, params=params) is None
         with pytest.raises(UserError):
             simulate_packing(sub, dur, [[0.5, 0.5]] * 3, cap, lambda c, cls=cls, params=params: cls(c, **params))
     # bad inputs and a subclass
-    assert packing_multi_fast.simulate(Tetris, [1.0, 0.0], [1.0, 1.0], [[0.5, 0.5]] * 2, cap) is None
-    assert packing_multi_fast.simulate(Tetris, [], [], np.zeros((0, 2)), cap) is None
+    assert packing_multi_fast.simulate(kernel_id(Tetris), Tetris, [1.0, 0.0], [1.0, 1.0], [[0.5, 0.5]] * 2, cap) is None
+    assert packing_multi_fast.simulate(kernel_id(Tetris), Tetris, [], [], np.zeros((0, 2)), cap) is None
 
     class Mine(Tetris):
         name = "mine"
 
-    assert packing_multi_fast.kernel_for(Mine) is None and packing_multi_fast.simulate(Mine, sub, dur, neg, cap) is None
+    assert kernel_id(Mine) is None and packing_multi_fast.simulate(kernel_id(Mine), Mine, sub, dur, neg, cap) is None
 
 
 def test_row_sum_order_is_checked():
@@ -218,7 +221,7 @@ def test_row_sum_order_is_checked():
     for d in (1, 2, 3, 5, 8, 12):
         demand = rng.choice([0.1, 0.2, 0.3, 1 / 3, 0.7], (30, d)) * rng.choice([1.0, 1e-8, 1e8], (30, d))
         cap = np.full((3, d), 1e8)
-        fast = packing_multi_fast.simulate(Tetris, np.zeros(30), np.ones(30), demand, cap)
+        fast = packing_multi_fast.simulate(kernel_id(Tetris), Tetris, np.zeros(30), np.ones(30), demand, cap)
         if packing_multi_fast._row_sums_in_order(d):
             assert_same_result(simulate_packing(np.zeros(30), np.ones(30), demand, cap, Tetris), fast)
         else:
@@ -327,5 +330,5 @@ def test_slots_fair_huge_slot_counts_decline():
     """Slot counts past 2^52 would not be exact in the kernel's floats: the reference runs."""
     sub, dur, dem, cap = [0.0, 0.0], [1.0, 1.0], [[0.5, 0.5], [1e-17, 0.5]], [[1.0, 1.0]]
     params = {"slot": [1e-17, 1e-17]}
-    assert packing_multi_fast.simulate(SlotsFair, sub, dur, dem, cap, params=params) is None
+    assert packing_multi_fast.simulate(kernel_id(SlotsFair), SlotsFair, sub, dur, dem, cap, params=params) is None
     both(SlotsFair, sub, dur, dem, cap, {"slot": [0.25, 1.0]})

@@ -12,7 +12,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import load_spec, parse_spec
+from schedlab.platform.planning.validate import load_spec, parse_spec
 from schedlab.workloads.registry import workload_kind
 
 SYSTEM = {"servers": 2, "capacity": 1.0, "epoch": 1.0, "sample_every": 500.0}

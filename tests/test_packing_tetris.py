@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schedlab.engines.packing import run_table
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.policies.packing.base import PackingPolicy
 from schedlab.policies.packing.tetris import SlotsFair, Tetris
 from schedlab.sim.packing.engine import FIT_TOL, simulate_packing
-from schedlab.sim.packing.table import run_table
 
 # ---- the talk's example ---------------------------------------------------------------------------
 

@@ -12,17 +12,9 @@ import numpy as np
 import pytest
 
 from schedlab.errors import UserError
-from schedlab.policies.packing.vqs import (
-    FIT_TOL,
-    VQS,
-    VQSBF,
-    job_type,
-    k_red,
-    max_weight,
-    universal_partition,
-    upper_rounded,
-)
+from schedlab.policies.packing.vqs import FIT_TOL, VQS, VQSBF
 from schedlab.sim.packing.engine import simulate_packing
+from schedlab.sim.packing.vqs_partition import job_type, k_red, max_weight, universal_partition, upper_rounded
 
 
 # --------------------------------------------------------------------------------------------

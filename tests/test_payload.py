@@ -15,7 +15,7 @@ import pickle
 from schedlab.platform.execution.payload import Packer, unpack
 from schedlab.platform.execution.tasks import run_instances
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 
 
 def plan_of(tmp_path):

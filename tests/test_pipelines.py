@@ -63,7 +63,7 @@ def test_unknown_scale_exit_2():
 
 
 def test_specs_every_scale_valid():
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     for p in PIPELINES.values():
         for scale in ("smoke", "quick", "paper"):
@@ -93,7 +93,7 @@ def test_resume_is_idempotent(runs):
 def test_new_pipelines_specs_every_scale():
     """The PSBS pipelines added after Figs. 5, 6: valid specs at every scale, the
     paper's settings where stated, overrides merged."""
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     for name in NEW_PIPELINES:
         p = PIPELINES[name]
@@ -130,7 +130,7 @@ def test_slowdown_checks_from_per_job_rows(runs):
 
 def test_pg_fig3_specs_every_scale():
     """Fig. 3: two single-server sweeps per scale, the paper's settings, list values wrapped."""
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     p = PIPELINES["pg-fig3"]
     slots = {"smoke": 40_000, "quick": 300_000, "paper": 1_000_000}
@@ -167,7 +167,7 @@ def test_pg_fig5_specs_every_scale():
     """Fig. 5: the Google prefix setting of sweeps/google-packing.toml at every scale."""
     from pathlib import Path
 
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     fig5 = PIPELINES["pg-fig5"].doc  # the pipeline's data (pg_fig5.toml)
     trace, traffic = fig5["sweeps"][0]["workload"]["path"], fig5["scales"]["paper"]["traffic"]
@@ -194,7 +194,7 @@ def test_ircache_specs_every_scale():
     """Fig. 15: two web-proxy panels by default; a workload.path override (the user's own
     IRCache access.log) gives one squid panel."""
     from schedlab.pipelines import psbs_ircache
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     p = PIPELINES["psbs-ircache"]
     sigmas = {"smoke": [1.0], "quick": [0.25, 1.0, 4.0], "paper": [0.125, 0.25, 0.5, 1.0, 2.0, 4.0]}
@@ -221,7 +221,7 @@ def test_ircache_specs_every_scale():
 def test_ecdf_specs_every_scale():
     """Fig. 4: per-job rows, sigma 0.5, the seven policies, the shape grid per scale."""
     from schedlab.pipelines import psbs_ecdf
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     p = PIPELINES["psbs-ecdf"]
     shapes = {"smoke": [0.25, 1.0], "quick": [0.25, 1.0], "paper": [0.125, 0.25, 0.5, 1.0]}

@@ -23,7 +23,7 @@ from schedlab.pipelines.declare import Declared
 from schedlab.platform.execution.runner import manifest_for
 from schedlab.platform.execution.tasks import run_instances
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.storage.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]

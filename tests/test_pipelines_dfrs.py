@@ -331,7 +331,7 @@ def test_synthetic_sets_share_their_traces():
     """RR-7659 §5.3.2: the scaled traces are the unscaled ones with rescaled
     inter-arrival times -- replication r of both sets seeds one trace."""
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     specs = {d["name"].split("-")[2]: d for d in get_pipeline("dfrs-table").specs("smoke", {}) if d["engine"] == "dfrs"}
     plans = {s: build_plan(parse_spec(specs[s], s)) for s in ("unscaled", "scaled")}

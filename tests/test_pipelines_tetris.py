@@ -142,7 +142,7 @@ def test_trace_group_column(tmp_path):
     one is left out of the workload point, so existing configuration ids do not change."""
     from schedlab.errors import UserError
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
     from schedlab.workloads.registry import workload_kind
 
     def plan(**extra):

@@ -363,7 +363,7 @@ def summary_rows(results_dir: Path) -> pl.DataFrame:
 
 def test_sweep_on_two_node_cluster_matches_local_run(tmp_path):
     from schedlab.platform.planning.plan import Plan, build_plan
-    from schedlab.platform.planning.spec import load_spec
+    from schedlab.platform.planning.validate import load_spec
 
     cluster_spec = write_spec(tmp_path / "cluster.toml", tmp_path / "out-cluster")
     local_spec = write_spec(tmp_path / "local.toml", tmp_path / "out-local")

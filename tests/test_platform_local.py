@@ -15,7 +15,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 TIMING = {"sim_seconds"}  # wall-clock columns: the only ones allowed to differ between runs
@@ -390,7 +390,7 @@ def test_mlflow_at_a_glance(tmp_path):
     leading comment, grid axes, a headline table, the spec)."""
     from mlflow.tracking import MlflowClient
 
-    from schedlab.platform.planning.spec import load_spec
+    from schedlab.platform.planning.validate import load_spec
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     path = tmp_path / "glance.toml"

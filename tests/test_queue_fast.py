@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 import schedlab
 from schedlab.engines import ENGINE_PATHS, get_engine
+from schedlab.engines.queue import kernel_id
 from schedlab.errors import UserError
 from schedlab.policies.queue import QUEUE_POLICIES
 from schedlab.sim.queue import fast as queue_fast
@@ -208,7 +209,7 @@ def test_an_ambiguous_or_stalled_kernel_run_falls_back_to_the_reference(monkeypa
 
         monkeypatch.setitem(queue_fast._FUNCTIONS, "las", fake)
         arrays = [jobs[c].to_numpy() for c in ("submit", "size", "estimate", "weight")]
-        assert queue_fast.simulate(QUEUE_POLICIES["LAS"], *arrays) is None
+        assert queue_fast.simulate("LAS", *arrays) is None
         got = engine.run(jobs, "LAS")
         assert got.jobs["completion"].tolist() == want.jobs["completion"].tolist()
 
@@ -225,13 +226,13 @@ def test_a_kernel_out_of_pool_rows_runs_again_with_the_bound(monkeypatch):
         return real(*args)
 
     monkeypatch.setitem(queue_fast._FUNCTIONS, "srpt", first_full)
-    got = queue_fast.simulate(QUEUE_POLICIES["SRPTE+LAS"], *arrays)
+    got = queue_fast.simulate("SRPTE+LAS", *arrays)
     assert caps == [2 * 400 + 16, 8 * 400 + 16]
     assert got[0].tolist() == reference(*arrays, QUEUE_POLICIES["SRPTE+LAS"])[0].tolist()
 
 
 def test_declines_what_it_does_not_cover():
-    cls = QUEUE_POLICIES["PS"]
+    cls = "PS"  # the kernel's id
     ok = [np.array([0.0, 1.0]), np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([1.0, 1.0])]
     assert queue_fast.simulate(cls, *ok) is not None
     bad = {
@@ -251,12 +252,14 @@ def test_declines_what_it_does_not_cover():
 
 def test_kernels_by_class_identity_only():
     for name, cls in QUEUE_POLICIES.items():
-        assert queue_fast.kernel_for(cls) is not None, name
+        assert kernel_id(cls) == name and queue_fast.kernel_for(kernel_id(cls)) is not None, name
+        assert queue_fast._KERNELS[name][2] == cls.exact_size, name  # the kernel sees what the policy sees
 
     class MyPS(QUEUE_POLICIES["PS"]):
         pass
 
-    assert queue_fast.kernel_for(MyPS) is None
+    assert kernel_id(MyPS) is None and queue_fast.kernel_for(None) is None
+    assert queue_fast.simulate(None, np.array([0.0]), np.ones(1), np.ones(1), np.ones(1)) is None
 
 
 def test_a_subclass_of_a_built_in_runs_on_the_reference(monkeypatch):
@@ -287,7 +290,7 @@ def test_a_subclass_of_a_built_in_runs_on_the_reference(monkeypatch):
     got = get_engine("queue").run(jobs, NewestFirst).jobs["completion"].tolist()
     assert got == [4.0, 2.5, 1.6] and calls == []  # J2 0.6-1.6, J1 1.6-2.5, J0 2.5-4
     get_engine("queue").run(jobs, "FIFO")
-    assert calls == [FIFO]  # a built-in goes to the kernels
+    assert calls == ["FIFO"]  # a built-in goes to the kernels
 
 
 def test_engine_run_paths_agree_and_the_keyword_is_checked():
@@ -315,7 +318,7 @@ def test_engine_run_paths_agree_and_the_keyword_is_checked():
 
 
 def _spec(**execution):
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     data = tomllib.loads((REPO / "sweeps" / "psbs-shape.toml").read_text())
     data["workload"]["njobs"] = 1500  # the test budget; the policies and the shape axis as written
@@ -375,7 +378,7 @@ def test_engine_path_reaches_the_ray_workers(tmp_path):
     import ray
 
     from schedlab.platform.execution import runner
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     (tmp_path / "metric.py").write_text(METRIC)
 

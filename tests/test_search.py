@@ -24,7 +24,7 @@ from polars.testing import assert_frame_equal
 
 import schedlab
 from schedlab.errors import UserError, messages
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from tests.processes import kill_session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,8 +228,8 @@ def test_difference_intervals_match_scipy():
     from scipy import stats
 
     from schedlab.platform.search.figure import best_so_far
-    from schedlab.platform.search.loop import TrialRecord
     from schedlab.platform.search.select import candidates, difference, interval
+    from schedlab.platform.search.space import TrialRecord
 
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 12), rng.normal(1.4, 2.0, 9)

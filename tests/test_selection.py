@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import schedlab
 from schedlab.cli import main
 from schedlab.errors import UserError
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.statistics.selection import kn, kn_constants, log_to_mlflow
 
 TOL = 1e-12

@@ -14,8 +14,9 @@ from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import run_instances
 from schedlab.platform.planning.plan import Plan, build_plan
-from schedlab.platform.planning.spec import parse_spec
-from schedlab.platform.storage.store import ResultStore
+from schedlab.platform.planning.validate import parse_spec
+from schedlab.platform.storage.part import decode
+from schedlab.platform.storage.store import ResultStore, publish
 
 TIMING = ["sim_seconds"]
 
@@ -117,7 +118,7 @@ def test_parts_hold_the_rows_commit_writes_and_keep_only_filters_by_key(tmp_path
 
     by_commit, by_parts = ResultStore(tmp_path / "commit"), ResultStore(tmp_path / "parts")
     by_commit.commit(rows.summary, rows.jobs, rows.failures)
-    parts.publish(by_parts, encoded.parts)
+    publish(by_parts, encoded.parts)
     for table in ("summary", "jobs"):
         keys = ["config_id", "replication"] + (["job_id"] if table == "jobs" else [])
         a = by_commit.scan(table).collect().drop(TIMING, strict=False).sort(keys)
@@ -128,7 +129,7 @@ def test_parts_hold_the_rows_commit_writes_and_keep_only_filters_by_key(tmp_path
     half = set(part.keys[::2])
     kept = parts.keep_only(part, half)
     assert set(kept.keys) == half and kept is not part
-    summary, jobs = parts.decode(kept.files["summary"]), parts.decode(kept.files["jobs"])
+    summary, jobs = decode(kept.files["summary"]), decode(kept.files["jobs"])
     assert set(zip(summary["config_id"].to_pylist(), summary["replication"].to_pylist())) == half
     assert set(zip(jobs["config_id"].to_pylist(), jobs["replication"].to_pylist())) == half
     assert jobs.num_rows == kept.job_rows == 300 * len(half)
@@ -181,13 +182,13 @@ def test_a_part_too_large_to_write_is_not_published_and_leaves_no_temp_file(tmp_
     resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, hard))
     try:
         with pytest.raises(StoreWriteError) as err:
-            parts.publish(store, result.parts)
+            publish(store, result.parts)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert "File too large" in str(err.value) and "not committed" in str(err.value)
     assert not list((store.root / ".tmp").glob("*")), "a temp file left behind"
     assert not list(store.root.glob("*/*/*.parquet")), "a file of an unpublished part"
-    parts.publish(store, result.parts)  # space back: all of it lands, once
+    publish(store, result.parts)  # space back: all of it lands, once
     keys = schedlab.load(store.root).select("config_id", "replication").collect()
     assert keys.height == len(result.delivered()) and keys.is_duplicated().sum() == 0
     jobs = schedlab.load(store.root, "jobs").select("config_id", "replication", "job_id").collect()

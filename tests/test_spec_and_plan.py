@@ -11,7 +11,7 @@ import pytest
 
 from schedlab.errors import UserError
 from schedlab.platform.planning.plan import Plan, build_plan, canonical, digest
-from schedlab.platform.planning.spec import load_spec, parse_spec
+from schedlab.platform.planning.validate import load_spec, parse_spec
 
 BASE = {
     "name": "t",

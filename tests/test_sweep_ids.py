@@ -10,7 +10,7 @@ import pytest
 
 from schedlab.platform.execution.runner import manifest_for
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import load_spec
+from schedlab.platform.planning.validate import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"  # the specs' ../shared/data

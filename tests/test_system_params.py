@@ -28,7 +28,8 @@ import pytest
 from schedlab.engines import ENGINES, get_engine
 from schedlab.errors import UserError
 from schedlab.platform.planning.plan import build_plan, digest
-from schedlab.platform.planning.spec import SweepSpec, parse_spec
+from schedlab.platform.planning.spec import SweepSpec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.sim import system as system_schema
 from schedlab.workloads.registry import workload_kind
 
@@ -356,8 +357,8 @@ def test_rules_that_hold():
 
 def test_run_time_rules_match_plan_time():
     """The engines check the same rules on the real table (direct calls, `simulate`)."""
+    from schedlab.engines.packing import run_table as packing_run
     from schedlab.policies.packing import PACKING_POLICIES
-    from schedlab.sim.packing.table import run_table as packing_run
 
     plan = build_plan(parse_spec(spec_dict("packing", BASE["packing"]["system"]), "t.toml"))
     jobs = _instance(plan)
@@ -450,7 +451,10 @@ def test_run_table_arguments_are_the_declared_fields():
     from schedlab.sim import dfrs
     from schedlab.sim.batch import engine as batch
 
-    for module, schema, extra in ((batch, system_schema.BATCH, {"path"}), (dfrs, system_schema.DFRS, {"check"})):
+    for module, schema, extra in (
+        (batch, system_schema.BATCH, {"path", "kernel"}),
+        (dfrs, system_schema.DFRS, {"check"}),
+    ):
         sig = inspect.signature(module.run_table)
         kw = {n: p for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
         assert set(kw) - extra == set(schema.defaults())

@@ -12,7 +12,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.workloads import transforms as tf
 from schedlab.workloads.traces.registry import read_trace
 

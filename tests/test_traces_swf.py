@@ -426,7 +426,7 @@ def test_cache_roundtrip_and_option_keys(tmp_path, monkeypatch):
 
 def _trace_plan(path: Path, **workload):
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     return build_plan(
         parse_spec(

@@ -26,7 +26,7 @@ import schedlab
 from schedlab.engines import get_engine
 from schedlab.errors import PolicyError, UserError
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 
 POLICIES = Path(schedlab.__file__).parent / "policies"
 #: Columns that may differ between a built-in and its verbatim copy: identity,

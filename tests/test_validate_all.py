@@ -12,7 +12,7 @@ import pytest
 
 from schedlab.engines import get_engine
 from schedlab.errors import UserError, UserErrors
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from schedlab.workloads.registry import workload_kind
 
 ROOT = Path(__file__).resolve().parent.parent

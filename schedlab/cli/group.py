@@ -9,8 +9,8 @@ import sys
 
 import click
 
-from schedlab import __version__
 from schedlab.errors import UserError, messages
+from schedlab.version import __version__
 
 #: Exit codes of `run` and `track` (README, "Exit codes").
 EXIT_FAILURES = 1  # some simulations raised (recorded in failures/)

@@ -20,7 +20,7 @@ def validate(spec_file: Path) -> None:
     of them; what is legal but usually a mistake (an open queue at load >= 1,
     no [replications]) is a "warning:" line (exit 0)."""
     from schedlab.platform.planning.plan import build_plan
-    from schedlab.platform.planning.spec import load_spec
+    from schedlab.platform.planning.validate import load_spec
 
     spec = load_spec(spec_file)
     plan = build_plan(spec, str(spec_file))
@@ -41,7 +41,7 @@ def _warn(spec, plan, spec_file: Path) -> None:
 def plan(spec_file: Path) -> None:
     """Show what a sweep will run: configurations, replications, tasks."""
     from schedlab.platform.planning.plan import Plan, build_plan
-    from schedlab.platform.planning.spec import load_spec
+    from schedlab.platform.planning.validate import load_spec
 
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
@@ -108,7 +108,7 @@ def run(
 ) -> None:
     """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import load_spec
+    from schedlab.platform.planning.validate import load_spec
 
     spec = load_spec(spec_file)
     if tracking_uri:
@@ -129,7 +129,7 @@ def run(
         click.echo(report.compaction.line())
     selection = getattr(report, "selection", None)  # a search's (`schedlab.platform.search`)
     if selection is not None:
-        from schedlab.platform.search.select import describe as describe_search
+        from schedlab.platform.statistics.selection import describe_search
 
         for line in describe_search(selection):
             click.echo(line)

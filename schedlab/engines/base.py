@@ -117,6 +117,14 @@ class Engine:
                 f'(or your own class with use = "file.py:Name")'
             ) from None
 
+    def builtin_name(self, cls: type) -> str | None:
+        """The registry name of ``cls`` if it *is* one of this engine's
+        built-in policy classes (identity, never a subclass: a user's subclass
+        may change anything), else None. An engine's adapter passes it down as
+        the id of the class's compiled kernel: the simulators never import
+        the policies to recognise them."""
+        return next((name for name, builtin in self.policies.items() if cls is builtin), None)
+
     def seam_class(self) -> type:
         """The base class every policy of this engine subclasses."""
         import importlib

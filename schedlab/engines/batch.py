@@ -35,11 +35,35 @@ def run(
     without params run on their compiled kernels (``schedlab.sim.batch.fast``,
     the same start and end times to the bit); everything else, and whatever
     the kernels decline, runs on the reference engine."""
-    from schedlab.sim.batch.engine import run_table
-
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary = run_table(jobs, cls, **sys_params, path=path, **(params or {}))
     return RunResult(per_job, summary)
+
+
+def run_table(
+    jobs: pl.DataFrame, cls: type, *, path: str = "reference", **kwargs: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``schedlab.sim.batch.engine.run_table`` with the kernel of ``cls`` on
+    the fast path: FCFS and EASY themselves (:func:`kernel_id`)."""
+    from schedlab.sim.batch.engine import run_table as simulate_table
+
+    kernel = kernel_id(cls) if path == "fast" else None
+    return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
+
+
+def kernel_id(cls: type) -> str | tuple[str, int, bool] | None:
+    """The id of ``cls``'s compiled kernel in ``schedlab.sim.batch.fast``, if
+    it *is* a built-in batch policy class (identity, never a subclass): FCFS
+    and EASY by name, a priority policy as ("priority", its key code, its
+    backfilling); else None (the reference engine runs it)."""
+    name = ENGINE.builtin_name(cls)
+    if name is None:
+        return None
+    from schedlab.policies.batch.priority import PriorityPolicy
+
+    if issubclass(cls, PriorityPolicy):
+        return ("priority", int(cls.kind), bool(cls.backfill))
+    return name
 
 
 ENGINE = Engine(

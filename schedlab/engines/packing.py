@@ -34,8 +34,6 @@ def run(
     (``schedlab.sim.packing.fast``, the same numbers to the bit), and so do the
     multi-resource Tetris and Slots-Fair (``schedlab.sim.packing.multi_fast``);
     everything else, and whatever a kernel declines, runs on the reference engine."""
-    from schedlab.sim.packing.table import run_table
-
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary, samples = run_table(jobs, cls, path=path, **sys_params, **(params or {}))
     series = None
@@ -49,6 +47,24 @@ def run(
                 for r in range(arr.shape[1]):
                     series[key if arr.shape[1] == 1 else f"{key}_{r}"] = arr[:, r]
     return RunResult(per_job, summary, series)
+
+
+def run_table(
+    jobs: pl.DataFrame, cls: type, *, path: str = "fast", **kwargs: Any
+) -> tuple[dict[str, Any], dict[str, float], dict[str, Any] | None]:
+    """``schedlab.sim.packing.table.run_table`` with the kernel of ``cls`` on
+    the fast path: the built-in classes themselves (:func:`kernel_id`)."""
+    from schedlab.sim.packing.table import run_table as simulate_table
+
+    kernel = kernel_id(cls) if path == "fast" else None
+    return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
+
+
+def kernel_id(cls: type) -> str | None:
+    """The id of ``cls``'s compiled kernel (``schedlab.sim.packing.fast`` or
+    ``multi_fast``): its registry name if it *is* a built-in packing policy
+    class (identity, never a subclass), else None (the reference engine runs it)."""
+    return ENGINE.builtin_name(cls)
 
 
 ENGINE = Engine(
@@ -67,6 +83,7 @@ ENGINE = Engine(
         "sim/packing/table.py",
         "sim/packing/fast",
         "sim/packing/fast_io.py",
+        "sim/packing/vqs_partition.py",
         "sim/packing/multi_fast",
         "sim/packing/tetris_fast.py",
         "sim/common/jit.py",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
@@ -41,11 +40,13 @@ def run(
     estimate = jobs["estimate"].to_numpy()
     weight = jobs["weight"].to_numpy()
     out = None
-    fast = _fast_module(cls) if path == "fast" and not params else None
-    if fast is not None:
-        fast.warm(cls)  # compile or load the kernel outside the timed run
+    kernel = kernel_id(cls) if path == "fast" and not params else None
+    if kernel is not None:  # numba is imported only here
+        from schedlab.sim.queue import fast
+
+        fast.warm(kernel)  # compile or load the kernel outside the timed run
         started = time.perf_counter()
-        out = fast.simulate(cls, submit, size, estimate, weight)
+        out = fast.simulate(kernel, submit, size, estimate, weight)
     if out is None:  # the reference path (or the kernel declined)
         factory = (lambda server: cls(server, **params)) if params else cls
         started = time.perf_counter()
@@ -70,16 +71,11 @@ def run(
     return RunResult(per_job, summary)
 
 
-def _fast_module(cls: type) -> ModuleType | None:
-    """The fast-path module if ``cls`` is one of the built-in queue policy
-    classes (identity), else None. numba is imported only here."""
-    from schedlab.policies.queue import QUEUE_POLICIES
-
-    if not any(cls is builtin for builtin in QUEUE_POLICIES.values()):
-        return None
-    from schedlab.sim.queue import fast as queue_fast
-
-    return queue_fast
+def kernel_id(cls: type) -> str | None:
+    """The id of ``cls``'s compiled kernel in ``schedlab.sim.queue.fast``: its
+    registry name if it *is* a built-in queue policy class (identity, never a
+    subclass), else None (the reference engine runs it)."""
+    return ENGINE.builtin_name(cls)
 
 
 ENGINE = Engine(

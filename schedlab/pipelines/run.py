@@ -90,7 +90,7 @@ def run_pipeline(
     matplotlib.use("Agg")
     from schedlab.pipelines.registry import get_pipeline
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     pipe = get_pipeline(name)
     check_scale(scale)

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from schedlab.engines.base import RunResult
-    from schedlab.platform.execution.parts import Part
     from schedlab.platform.execution.payload import PackedWork
+    from schedlab.platform.storage.part import Part
 
 
 @dataclass
@@ -41,7 +41,7 @@ class TaskResult:
     sim_seconds: float
     series: list[tuple[str, pa.Table]] = field(default_factory=list)  # (policy, time-series rows)
     #: With ``encode=True``: the rows above as Parquet parts, one per policy
-    #: (`parts.Part`), and ``summary``/``jobs``/``series`` left empty.
+    #: (`part.Part`), and ``summary``/``jobs``/``series`` left empty.
     parts: list[Part] = field(default_factory=list)
     #: Seconds per stage inside the task (`STAGES`), from cheap timers: what
     #: the sweep's breakdown (benchmarks/sweep_breakdown.py) and the task
@@ -178,7 +178,7 @@ def run_instances(
 ) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
     (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
-    ``encode``: return the rows as Parquet parts (`parts.encode_result`), so
+    ``encode``: return the rows as Parquet parts (`encode_result`), so
     the Parquet encoding runs here, on the worker, and the driver only writes
     bytes (what a sweep does; direct callers get rows). A sweep sends
     ``work`` packed (`payload`: indices into the plan's points, which the
@@ -191,9 +191,9 @@ def run_instances(
 
         work = unpack(work)
     clock = dict.fromkeys(STAGES, 0.0)
-    from schedlab import __version__
     from schedlab.engines import get_engine
     from schedlab.usercode import worker_load
+    from schedlab.version import __version__
 
     engine = get_engine(engine_name)
     provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
@@ -263,11 +263,41 @@ def run_instances(
                 out.series.append((config.policy, _keyed_table(config, instance.replication, result.series)))
             clock["rows"] += time.perf_counter() - t1
     if encode:
-        from schedlab.platform.execution.parts import encode_result
-
         t0 = time.perf_counter()
         encode_result(out)
         clock["encode"] = time.perf_counter() - t0
     clock["task"] = time.perf_counter() - started
     out.stages = clock
     return out
+
+
+def encode_result(result: TaskResult) -> None:
+    """Turn a `tasks.TaskResult`'s rows into one `Part` per policy (in place:
+    its summary, jobs and series lists are emptied)."""
+    from schedlab.platform.storage.part import Part, encode
+    from schedlab.platform.storage.store import JOBS, SERIES, SUMMARY, _rows_table
+
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for row in result.summary:
+        row = dict(row)
+        by_policy.setdefault(row.pop("policy"), []).append(row)
+    extra: dict[tuple[str, str], list[pa.Table]] = {}
+    for name, pairs in ((JOBS, result.jobs), (SERIES, result.series)):
+        for policy, table in pairs:
+            extra.setdefault((name, policy), []).append(table)
+    for policy, rows in by_policy.items():
+        keys = [(r["config_id"], r["replication"]) for r in rows]
+        summary = _rows_table(rows)
+        if not any(extra.get((name, policy)) for name in (JOBS, SERIES)):
+            result.parts.append(Part(policy, keys, {}, 0, summary))
+            continue
+        files = {SUMMARY: encode(summary)}
+        job_rows = 0
+        for name in (JOBS, SERIES):
+            tables = extra.get((name, policy))
+            if tables:
+                table = pa.concat_tables(tables)
+                job_rows += table.num_rows
+                files[name] = encode(table)
+        result.parts.append(Part(policy, keys, files, job_rows))
+    result.summary, result.jobs, result.series = [], [], []

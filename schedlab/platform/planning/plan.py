@@ -388,6 +388,26 @@ def _metric(
     out.append(MetricSpec(m.name, m.use, dict(m.params), code))
 
 
+#: Columns every row has from the platform itself: no workload parameter or metric may take their names.
+RESERVED_COLUMNS = frozenset(
+    {
+        "config_id",
+        "replication",
+        "engine",
+        "policy",
+        "workload_kind",
+        "seed",
+        "schedlab_version",
+        "schedlab_digest",
+        "code_sha256",
+        "workload_code_sha256",
+    }
+)
+
+#: (policy name, params of one grid point, user code) per policy configuration.
+_PolicyPoints = list[tuple[str, dict[str, Any], CodeRef | None]]
+
+
 def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field.
 
@@ -395,13 +415,35 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     several): the policies, metrics, [system] values and workload grid points
     are checked each on its own; a check that needs another part (the
     workload kind needs the engine, the jobs-fit-the-machine check needs
-    valid [system] values and workload points) runs when that part is sound."""
-    from schedlab.engines import get_engine
+    valid [system] values and workload points) runs when that part is sound.
+    In order: the engine and the workload kind (:func:`_engine_and_kind`),
+    the policies, metrics and [system] grid (:func:`_parts`), the
+    configurations of every workload point (:func:`_expand`), the rules
+    between [system] and the workload's jobs (:func:`_check_points`), the
+    user code and the columns (:func:`_columns`)."""
     from schedlab.errors import Collector
+
+    errors = Collector()
+    engine, kind, kind_name, wl_code, codes = _engine_and_kind(spec, source, errors)
+    policies, policy_integers, metrics, systems = _parts(spec, source, errors, engine, codes)
+    points, configs = _expand(
+        spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers
+    )
+    _check_points(spec, source, errors, engine, kind, points, systems)
+    columns = _columns(source, errors, codes, configs, metrics)
+    errors.raise_any()
+    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)
+
+
+def _engine_and_kind(
+    spec: SweepSpec, source: str, errors: Collector
+) -> tuple[Any, Any, str, CodeRef | None, dict[str, CodeRef]]:
+    """(engine, workload kind, its name, the workload's user code, the user
+    code so far); the engine and the kind are None when wrong (reported)."""
+    from schedlab.engines import get_engine
     from schedlab.usercode import resolve
     from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
-    errors = Collector()
     engine = None
     with errors.check(f"{source}: engine: "):
         engine = get_engine(spec.engine)
@@ -429,8 +471,16 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
                     f'choose from: {", ".join(engine.workload_kinds)} (or your own generator with use = "gen.py:fn")'
                 )
             kind = workload_kind(kind_name, f"{source}: workload.kind")
+    return engine, kind, kind_name, wl_code, codes
 
-    policies: list[tuple[str, dict[str, Any], CodeRef | None]] = []
+
+def _parts(
+    spec: SweepSpec, source: str, errors: Collector, engine: Engine | None, codes: dict[str, CodeRef]
+) -> tuple[_PolicyPoints, dict[str, frozenset[str]], tuple[MetricSpec, ...], list[dict[str, Any]] | None]:
+    """(policy configurations, their integer columns, metrics, [system] grid
+    points or None when the engine or a value is wrong); the user code found
+    is added to ``codes``."""
+    policies: _PolicyPoints = []
     policy_integers: dict[str, frozenset[str]] = {}
     if engine is not None:
         with errors.check():
@@ -445,7 +495,24 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
         with errors.check():
             engine.check_system(spec.system, f"{source}: system")
             systems = _grid(dict(spec.system), [], f"{source}: system")
+    return policies, policy_integers, metrics, systems
 
+
+def _expand(
+    spec: SweepSpec,
+    source: str,
+    errors: Collector,
+    engine: Any,
+    kind: Any,
+    kind_name: str,
+    wl_code: CodeRef | None,
+    codes: dict[str, CodeRef],
+    systems: list[dict[str, Any]] | None,
+    policies: _PolicyPoints,
+    policy_integers: dict[str, frozenset[str]],
+) -> tuple[list[WorkloadPoint], dict[str, Config]]:
+    """The workload points of the grid and, for each, its configurations:
+    every [system] grid point x every policy configuration."""
     points: list[WorkloadPoint] = []
     configs: dict[str, Config] = {}
     integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
@@ -459,53 +526,95 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
         pcode = wl_code or reader_code
         if reader_code is not None:
             codes.setdefault("workload.reader", reader_code)
-        workload_identity = {"kind": kind_name, "params": ident}
-        if pcode is not None:
-            workload_identity["code"] = pcode.identity
-        point_id = digest(workload_identity)
-        excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
-        draw_id = None
-        if excluded:
-            draw_id = digest(
-                {
-                    **workload_identity,
-                    "params": {k: v for k, v in ident.items() if k not in excluded},
-                    "draw_excludes": sorted(excluded),
-                }
-            )
+        workload_identity, point_id, draw_id = _point_ids(kind, kind_name, params, ident, pcode)
         point_configs = []
         for system in systems or ():
             for name, pparams, code in policies:
-                identity: dict[str, Any] = {
-                    "engine": engine.name,
-                    "policy": name,
-                    "policy_params": pparams,
-                    "workload": workload_identity,
-                }
-                if system:  # only engines with system params carry the key (queue ids unchanged)
-                    identity["system"] = system
-                if code is not None:  # only user code carries a digest (built-in ids unchanged)
-                    identity["code"] = code.identity
-                cid = digest(identity)
-                config = Config(
-                    cid,
-                    engine.name,
-                    name,
-                    pparams,
-                    kind_name,
-                    params,
-                    point_id,
-                    system,
-                    code,
-                    integers | policy_integers.get(name, frozenset()),
+                columns = integers | policy_integers.get(name, frozenset())
+                config = _config(
+                    engine, name, pparams, code, kind_name, params, point_id, workload_identity, system, columns
                 )
-                configs[cid] = config
+                configs[config.config_id] = config
                 point_configs.append(config)
         points.append(
             WorkloadPoint(
                 point_id, kind_name, params, tuple(point_configs), pcode, getattr(spec.outputs, "warmup", None), draw_id
             )
         )
+    return points, configs
+
+
+def _point_ids(
+    kind: Any, kind_name: str, params: dict[str, Any], ident: dict[str, Any], pcode: CodeRef | None
+) -> tuple[dict[str, Any], str, str | None]:
+    """(the workload point's identity, its id, its draw id: None when it is
+    the point id, see the module docstring)."""
+    workload_identity = {"kind": kind_name, "params": ident}
+    if pcode is not None:
+        workload_identity["code"] = pcode.identity
+    point_id = digest(workload_identity)
+    excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
+    draw_id = None
+    if excluded:
+        draw_id = digest(
+            {
+                **workload_identity,
+                "params": {k: v for k, v in ident.items() if k not in excluded},
+                "draw_excludes": sorted(excluded),
+            }
+        )
+    return workload_identity, point_id, draw_id
+
+
+def _config(
+    engine: Any,
+    name: str,
+    pparams: dict[str, Any],
+    code: CodeRef | None,
+    kind_name: str,
+    params: dict[str, Any],
+    point_id: str,
+    workload_identity: dict[str, Any],
+    system: dict[str, Any],
+    integers: frozenset[str],
+) -> Config:
+    """One configuration: its id is the digest of its identity (module docstring)."""
+    identity: dict[str, Any] = {
+        "engine": engine.name,
+        "policy": name,
+        "policy_params": pparams,
+        "workload": workload_identity,
+    }
+    if system:  # only engines with system params carry the key (queue ids unchanged)
+        identity["system"] = system
+    if code is not None:  # only user code carries a digest (built-in ids unchanged)
+        identity["code"] = code.identity
+    cid = digest(identity)
+    return Config(
+        cid,
+        engine.name,
+        name,
+        pparams,
+        kind_name,
+        params,
+        point_id,
+        system,
+        code,
+        integers,
+    )
+
+
+def _check_points(
+    spec: SweepSpec,
+    source: str,
+    errors: Collector,
+    engine: Any,
+    kind: Any,
+    points: list[WorkloadPoint],
+    systems: list[dict[str, Any]] | None,
+) -> None:
+    """The rules between [system] and the workload points' jobs, and a grid
+    that repeats a point."""
     if points and systems is not None:
         from schedlab.sim.system import check_jobs_fit
 
@@ -521,28 +630,25 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     if len({p.point_id for p in points}) != len(points):
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
+
+def _columns(
+    source: str,
+    errors: Collector,
+    codes: dict[str, CodeRef],
+    configs: dict[str, Config],
+    metrics: tuple[MetricSpec, ...],
+) -> list[str]:
+    """The parameter columns of the rows; user code that differs under one
+    name, and a column or metric that takes a reserved name, are errors."""
     from schedlab.usercode import check_distinct
 
     with errors.check():
         check_distinct(codes, source)
     columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
-    reserved = {
-        "config_id",
-        "replication",
-        "engine",
-        "policy",
-        "workload_kind",
-        "seed",
-        "schedlab_version",
-        "schedlab_digest",
-        "code_sha256",
-        "workload_code_sha256",
-    }
-    clash = set(columns) & reserved
+    clash = set(columns) & RESERVED_COLUMNS
     if clash:
         errors.add(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
     for i, m in enumerate(metrics):
-        if m.name in reserved or m.name in columns:
+        if m.name in RESERVED_COLUMNS or m.name in columns:
             errors.add(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
-    errors.raise_any()
-    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)
+    return columns

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SweepSpec
-    from schedlab.platform.search.loop import TrialRecord
+    from schedlab.platform.search.space import TrialRecord
 
 
 def best_so_far(values: list[float | None], minimize: bool) -> list[float | None]:

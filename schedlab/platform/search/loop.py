@@ -47,7 +47,14 @@ from schedlab.errors import UserError
 from schedlab.platform.execution.runner import Progress, SweepReport, run_sweep
 from schedlab.platform.planning.plan import canonical
 from schedlab.platform.planning.spec import ReplicationsSpec, SweepSpec
-from schedlab.platform.search.space import distributions, grid_size, grid_space, trials_spec, workload_key
+from schedlab.platform.search.space import (
+    TrialRecord,
+    distributions,
+    grid_size,
+    grid_space,
+    trials_spec,
+    workload_key,
+)
 from schedlab.platform.storage.store import ResultStore
 
 if TYPE_CHECKING:
@@ -76,16 +83,6 @@ class SearchReport(SweepReport):
     figure: str | None = None
     batches_run: int = 0
     per_batch: list[float] = field(default_factory=list)
-
-
-@dataclass
-class TrialRecord:
-    number: int
-    batch: int
-    params: dict[str, Any]
-    config_id: str | None
-    state: str  # "running", "complete" or "fail"
-    value: float | None
 
 
 def _atomic_json(path: Path, doc: Any) -> None:

@@ -29,19 +29,25 @@ parameter puts it on another workload point).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from schedlab.platform.planning.plan import canonical
 from schedlab.platform.planning.spec import ReplicationsSpec
-from schedlab.platform.search.space import workload_key
+from schedlab.platform.search.space import TrialRecord, workload_key
 from schedlab.platform.statistics.selection import SOURCE, kn, write
 
 if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SweepSpec
-    from schedlab.platform.search.loop import TrialRecord, _Runs
     from schedlab.platform.storage.store import ResultStore
+
+
+class _Runs(Protocol):
+    """What the selection asks of the search loop's runner (``loop._Runs``)."""
+
+    def ids(self, settings: list[dict[str, Any]], reps: ReplicationsSpec) -> list[str]: ...
+    def run(self, settings: list[dict[str, Any]], reps: ReplicationsSpec, label: str) -> None: ...
+
 
 PROCEDURE_KN = "search, then KN (Kim & Nelson 2001) on fresh instances"
 PROCEDURE_T = "search, then paired t intervals to the best (Bonferroni) on fresh instances"
@@ -255,65 +261,3 @@ def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _
     doc = _clean(doc)
     write(store.root, doc)
     return doc
-
-
-def describe(doc: dict[str, Any]) -> list[str]:
-    """The selection in a few lines (`schedlab run`, `schedlab results`)."""
-    s = doc.get("search", {})
-    better = "smaller" if doc.get("minimize") else "larger"
-    lines = [
-        f"search: {s.get('trials')} trials ({s.get('sampler')}, {s.get('completed')} completed, "
-        f"{s.get('failed')} failed), {s.get('configurations')} configurations x {s.get('replications')} "
-        f"replications; {doc['metric']}, {better} is better"
-    ]
-    w = doc.get("winner")
-    if not w:
-        lines.append(f"selection: {doc.get('guarantee')}")
-        return lines
-
-    def num(v: Any) -> str:
-        return "nan" if v is None else f"{v:.6g}"
-
-    def iv(d: dict[str, Any]) -> str:
-        return f"{num(d.get('mean'))} [{num(d.get('low'))}, {num(d.get('high'))}] (n = {d.get('n')})"
-
-    params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in w["params"].items())
-    lines.append(
-        f"selection ({doc['procedure']}; 1-alpha = {doc['confidence']:g}"
-        + (f", delta = {doc['delta']:g}" if doc.get("delta") is not None else "")
-        + f", fresh replications {doc['first_replication']}..): "
-        + ("conclusive" if doc.get("conclusive") else "NOT conclusive")
-    )
-    lines.append(f"  winner: trial {w['trial']} {params}: {doc['metric']} {iv(w)}")
-    ru = doc.get("runner_up")
-    if ru:
-        lines.append(f"  vs runner-up trial {ru['trial']}: difference {iv(ru['difference'])}")
-    b = doc.get("baseline")
-    if b:
-        bp = ", ".join(f"{k}={v}" for k, v in b["params"].items())
-        lines.append(f"  vs baseline {bp}: {iv(b)}; difference {iv(b['difference'])}")
-    lines.append(f"  {doc.get('guarantee')}")
-    return lines
-
-
-def mlflow_tags(doc: dict[str, Any]) -> dict[str, str]:
-    """The selection as tags of the search's MLflow parent run."""
-    tags = {
-        "schedlab.selection": str(doc["procedure"]),
-        "schedlab.selection.confidence": f"{doc['confidence']:g}",
-        "schedlab.selection.conclusive": str(bool(doc.get("conclusive"))).lower(),
-        "schedlab.search.trials": str(doc.get("search", {}).get("trials")),
-        "schedlab.search.sampler": str(doc.get("search", {}).get("sampler")),
-    }
-    if doc.get("delta") is not None:
-        tags["schedlab.selection.delta"] = f"{doc['delta']:g}"
-    w = doc.get("winner")
-    if w:
-        tags["schedlab.selection.winner_trial"] = str(w["trial"])
-        tags["schedlab.selection.winner"] = canonical(w["params"])[:5000]
-        tags["schedlab.selection.winner_interval"] = f"{w['mean']:.6g} [{w['low']:.6g}, {w['high']:.6g}] n={w['n']}"
-    for key in ("runner_up", "baseline"):
-        d = (doc.get(key) or {}).get("difference")
-        if d and d.get("mean") is not None and d.get("low") is not None:
-            tags[f"schedlab.selection.vs_{key}"] = f"{d['mean']:.6g} [{d['low']:.6g}, {d['high']:.6g}] n={d['n']}"
-    return tags

@@ -28,6 +28,19 @@ if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SearchParam, SearchSpec, SweepSpec
 
 
+@dataclass
+class TrialRecord:
+    """One trial of a search as the loop records it (``trials.json``), read by the
+    selection and the convergence figure."""
+
+    number: int
+    batch: int
+    params: dict[str, Any]
+    config_id: str | None
+    state: str  # "running", "complete" or "fail"
+    value: float | None
+
+
 @dataclass(frozen=True)
 class Target:
     """Where a searched name's value goes: the policy's params or the workload's."""

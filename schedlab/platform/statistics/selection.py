@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from schedlab.platform.planning.plan import canonical
+
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
@@ -249,8 +251,6 @@ def describe(document: dict[str, Any]) -> list[str]:
     workload point the winner and the elimination order."""
     c = document
     if "search" in c:  # a search's final selection
-        from schedlab.platform.search.select import describe as describe_search
-
         return describe_search(c)
     lines = [
         f"selection ({c['procedure']}; {c['metric']}, {'smaller' if c['minimize'] else 'larger'} is better): "
@@ -282,6 +282,69 @@ def describe(document: dict[str, Any]) -> list[str]:
     return lines
 
 
+def describe_search(doc: dict[str, Any]) -> list[str]:
+    """A search's selection (``schedlab.platform.search.select``) in a few lines
+    (`schedlab run`, `schedlab results`)."""
+    s = doc.get("search", {})
+    better = "smaller" if doc.get("minimize") else "larger"
+    lines = [
+        f"search: {s.get('trials')} trials ({s.get('sampler')}, {s.get('completed')} completed, "
+        f"{s.get('failed')} failed), {s.get('configurations')} configurations x {s.get('replications')} "
+        f"replications; {doc['metric']}, {better} is better"
+    ]
+    w = doc.get("winner")
+    if not w:
+        lines.append(f"selection: {doc.get('guarantee')}")
+        return lines
+
+    def num(v: Any) -> str:
+        return "nan" if v is None else f"{v:.6g}"
+
+    def iv(d: dict[str, Any]) -> str:
+        return f"{num(d.get('mean'))} [{num(d.get('low'))}, {num(d.get('high'))}] (n = {d.get('n')})"
+
+    params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in w["params"].items())
+    lines.append(
+        f"selection ({doc['procedure']}; 1-alpha = {doc['confidence']:g}"
+        + (f", delta = {doc['delta']:g}" if doc.get("delta") is not None else "")
+        + f", fresh replications {doc['first_replication']}..): "
+        + ("conclusive" if doc.get("conclusive") else "NOT conclusive")
+    )
+    lines.append(f"  winner: trial {w['trial']} {params}: {doc['metric']} {iv(w)}")
+    ru = doc.get("runner_up")
+    if ru:
+        lines.append(f"  vs runner-up trial {ru['trial']}: difference {iv(ru['difference'])}")
+    b = doc.get("baseline")
+    if b:
+        bp = ", ".join(f"{k}={v}" for k, v in b["params"].items())
+        lines.append(f"  vs baseline {bp}: {iv(b)}; difference {iv(b['difference'])}")
+    lines.append(f"  {doc.get('guarantee')}")
+    return lines
+
+
+def search_mlflow_tags(doc: dict[str, Any]) -> dict[str, str]:
+    """The selection as tags of the search's MLflow parent run."""
+    tags = {
+        "schedlab.selection": str(doc["procedure"]),
+        "schedlab.selection.confidence": f"{doc['confidence']:g}",
+        "schedlab.selection.conclusive": str(bool(doc.get("conclusive"))).lower(),
+        "schedlab.search.trials": str(doc.get("search", {}).get("trials")),
+        "schedlab.search.sampler": str(doc.get("search", {}).get("sampler")),
+    }
+    if doc.get("delta") is not None:
+        tags["schedlab.selection.delta"] = f"{doc['delta']:g}"
+    w = doc.get("winner")
+    if w:
+        tags["schedlab.selection.winner_trial"] = str(w["trial"])
+        tags["schedlab.selection.winner"] = canonical(w["params"])[:5000]
+        tags["schedlab.selection.winner_interval"] = f"{w['mean']:.6g} [{w['low']:.6g}, {w['high']:.6g}] n={w['n']}"
+    for key in ("runner_up", "baseline"):
+        d = (doc.get(key) or {}).get("difference")
+        if d and d.get("mean") is not None and d.get("low") is not None:
+            tags[f"schedlab.selection.vs_{key}"] = f"{d['mean']:.6g} [{d['low']:.6g}, {d['high']:.6g}] n={d['n']}"
+    return tags
+
+
 def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) -> None:
     """Hook for the tracker: put ``selection.json`` (if the sweep has one) on
     the sweep's MLflow parent run as an artifact, with the winners and KN's
@@ -293,11 +356,9 @@ def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) ->
 
     client.log_artifact(run_id, str(Path(results_dir) / FILE))
     if "search" in doc:  # a search's final selection
-        from schedlab.platform.search.select import mlflow_tags
-
         for figure in sorted((Path(results_dir) / "search").glob("convergence.*")):
             client.log_artifact(run_id, str(figure))
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in mlflow_tags(doc).items()], synchronous=True)
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in search_mlflow_tags(doc).items()], synchronous=True)
         return
     tags = {
         "schedlab.selection": doc["procedure"],

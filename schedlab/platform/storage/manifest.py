@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab import __version__
 from schedlab.platform.planning.plan import digest
+from schedlab.version import __version__
 
 if TYPE_CHECKING:
     from schedlab.platform.planning.plan import Plan

@@ -60,6 +60,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -84,12 +85,16 @@ from schedlab.platform.storage.manifest import _short as _short
 from schedlab.platform.storage.manifest import fingerprint as fingerprint
 from schedlab.platform.storage.manifest import grown_manifest as grown_manifest
 from schedlab.platform.storage.manifest import spec_changes as spec_changes
+from schedlab.platform.storage.part import Part, encode
 
 if TYPE_CHECKING:
-    from schedlab.platform.execution.parts import Part
     from schedlab.usercode import CodeRef
 
 SUMMARY, JOBS, SERIES, FAILURES = "summary", "jobs", "series", "failures"
+
+#: Files fsynced at once when a flush publishes its parts (the disk merges them).
+FSYNC_THREADS = 8
+
 MANIFEST = "manifest.json"
 #: Source of the user code that produced the rows: code/<sha256>/<relative path>.
 CODE = "code"
@@ -404,10 +409,8 @@ class ResultStore:
 
         ``summary`` rows carry a ``policy`` key (the partition); ``jobs`` and
         ``series`` are lists of (policy, table) pairs; ``parts`` (rows a
-        worker encoded, `parts.Part`) are written first, each a batch of its own."""
+        worker encoded, `part.Part`) are written first, each a batch of its own."""
         if parts:
-            from schedlab.platform.execution.parts import publish
-
             publish(self, parts)
         batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -558,3 +561,67 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
+
+
+def publish(store: ResultStore, parts: Sequence[Part]) -> None:
+    """Write each part as its own batch: per-job and series files first, the
+    summary file (the commit record) last; the files of a part whose summary
+    did not land are removed again; summary-only parts of one policy are
+    merged into one file. Every file's bytes are written to
+    ``.tmp/`` and fsynced (concurrently: `FSYNC_THREADS`) before the first
+    rename, as `ResultStore.commit` fsyncs before renaming; a write error is
+    a `StoreWriteError` naming the results dir (parts already renamed into
+    place stay: each is whole)."""
+    rows = sum(len(p.keys) for p in parts)
+    merged: dict[str, list[pa.Table]] = {}  # summary-only parts: one file per policy
+    for p in parts:
+        if p.table is not None:
+            merged.setdefault(p.policy, []).append(p.table)
+    parts = [p for p in parts if p.table is None] + [
+        Part(policy, [], {SUMMARY: encode(pa.concat_tables(tables, promote_options="permissive"))})
+        for policy, tables in merged.items()
+    ]
+    staged: list[tuple[str, list[tuple[Path, Path]]]] = []  # per part: [(tmp, final)], summary last
+    published: list[Path] = []
+    try:
+        with store._writing(store.root, rows=rows):
+            for part in parts:
+                batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+                where = _partition(part.policy)
+                moves: list[tuple[Path, Path]] = []
+                staged.append((where, moves))  # before writing: a failed write's temp file is removed too
+                for name in (JOBS, SERIES, SUMMARY):
+                    data = part.files.get(name)
+                    if data is not None:
+                        final = store.root / name / where / batch
+                        tmp = store._tmp_path(final)
+                        moves.append((tmp, final))
+                        with open(tmp, "wb") as fh:
+                            fh.write(memoryview(data) if isinstance(data, pa.Buffer) else data)
+            tmps = [tmp for _, moves in staged for tmp, _ in moves]
+            with ThreadPoolExecutor(min(FSYNC_THREADS, max(1, len(tmps)))) as pool:
+                list(pool.map(_fsync, tmps))
+            dirs: set[Path] = set()
+            for _, moves in staged:
+                for tmp, final in moves:
+                    if final.parent not in dirs and not final.parent.is_dir():
+                        final.parent.mkdir(parents=True, exist_ok=True)
+                    dirs.add(final.parent)
+                    os.replace(tmp, final)
+                    published.append(final)
+                published.clear()  # the part's summary file landed: committed
+    except BaseException:
+        for path in published:
+            _unlink_quietly(path)
+        for _, moves in staged:
+            for tmp, _ in moves:
+                _unlink_quietly(tmp)
+        raise
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

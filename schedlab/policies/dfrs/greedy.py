@@ -113,6 +113,10 @@ class GreedyStar(DfrsPolicy):
     migrate: ClassVar[bool] = False
     opt: ClassVar[str] = "MIN"
     period: float | None = None  # /per variants: seconds between MCB8 remaps
+    #: Its ``on_completion`` is the Greedy '*' pass (so are its subclasses'):
+    #: the engine's ``star_pass = "instant-end"`` option moves that pass
+    #: (``schedlab.sim.dfrs``), and only for policies that say so here.
+    greedy_star_pass: ClassVar[bool] = True
 
     def __init__(self) -> None:
         pass

@@ -84,8 +84,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -94,12 +93,10 @@ from schedlab.errors import PolicyError, UserError
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
-from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS
+from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS, units_needed
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from schedlab.policies.batch.base import BatchPolicy
 
 MODELS = BATCH_MODELS
 
@@ -121,6 +118,14 @@ class BatchStartError(PolicyError):
     def __init__(self, message: str, job: object = None, now: float | None = None) -> None:
         super().__init__(message)
         self.job, self.now = job, now
+
+
+class BatchPolicy(Protocol):
+    """The seam between the engine and a policy (see ``schedlab.policies.batch.base``)."""
+
+    def arrive(self, job: int) -> None: ...
+    def complete(self, job: int) -> None: ...
+    def schedule(self, now: float) -> list[int]: ...
 
 
 class BatchStalled(PolicyError):
@@ -152,14 +157,6 @@ class BatchResult:
     end: np.ndarray
     events: int
     policy: Any  # the policy instance after the run (tests read its reservations)
-
-
-def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarray:
-    """Units a job holds: procs (model procs) or ceil(procs / tasks_per_node) nodes."""
-    procs = np.asarray(procs, dtype=np.int64)
-    if model == "procs":
-        return procs.copy()
-    return -(-procs // tasks_per_node)
 
 
 class BatchRun:
@@ -291,21 +288,9 @@ def simulate_batch(
     return run.result()
 
 
-def _fast_module(policy_cls: type) -> ModuleType | None:
-    """``schedlab.sim.batch.fast`` if ``policy_cls`` is a built-in policy
-    (identity), else None. numba is imported only here."""
-    from schedlab.policies.batch import BATCH_POLICIES
-
-    if not any(policy_cls is builtin for builtin in BATCH_POLICIES.values()):
-        return None
-    from schedlab.sim.batch import fast as batch_fast
-
-    return batch_fast
-
-
 def run_table(
     jobs: pl.DataFrame,
-    policy_cls: type[BatchPolicy],
+    policy_cls: Any,
     *,
     model: str = "procs",
     procs: int | None = None,
@@ -316,6 +301,7 @@ def run_table(
     bound: bool = False,
     estimates: str = "requested",
     path: str = "reference",
+    kernel: str | tuple[str, int, bool] | None = None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
@@ -330,11 +316,13 @@ def run_table(
     checked against the engine's declaration (``schedlab.sim.system.BATCH``),
     the same one a sweep's plan checks. Other params go to the policy.
     ``path``: "reference" (the default here: :func:`simulate_batch` with the
-    Python policy) or "fast" (what ``Engine.run`` passes by default): FCFS and
-    EASY themselves -- by identity, never a subclass -- without params run on
-    the compiled kernels of ``schedlab.sim.batch.fast`` (the same start and
-    end times to the bit, the same pass count); every other policy, and any
-    input the kernels decline, runs on the reference. Only the simulation
+    Python policy) or "fast" (what ``Engine.run`` passes by default): with
+    ``kernel``, the id of a compiled kernel of ``schedlab.sim.batch.fast``
+    (which the engine registry, ``schedlab.engines.batch``, gives for the
+    built-in classes themselves -- by identity, never a subclass), and
+    no params, the run is the kernel's (the same start and end times to the
+    bit, the same pass count); without a kernel, and for any input the kernel
+    declines, it runs on the reference. Only the simulation
     differs between the paths: the metrics are computed here for both.
     Returns (per-job columns, summary)."""
     if path not in ("fast", "reference"):
@@ -418,11 +406,12 @@ def run_table(
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
     res = None
-    fast = _fast_module(policy_cls) if path == "fast" and not params else None
-    if fast is not None:
-        fast.warm(policy_cls)  # compile or load the kernel outside the timed run
+    if path == "fast" and kernel is not None and not params:  # numba is imported only here
+        from schedlab.sim.batch import fast
+
+        fast.warm(kernel)  # compile or load the kernel outside the timed run
         started = time.perf_counter()
-        out = fast.simulate(policy_cls, submit, runtime, requested, need, capacity)
+        out = fast.simulate(kernel, submit, runtime, requested, need, capacity)
         if out is not None:
             res = BatchResult(out[0], out[1], out[2], None)
     if res is None:  # the reference path (or the kernel declined)

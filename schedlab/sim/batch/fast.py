@@ -62,8 +62,11 @@ paths.
 
 When the fast path is not used
 ------------------------------
-:func:`kernel_for` matches the policy class by identity: a subclass of FCFS
-or EASY (a user's policy) always runs on the reference. :func:`simulate`
+A kernel is named by its id (``Kernel``: "FCFS", "EASY", or a priority
+policy's ("priority", kind, backfill)): the engine registry
+(``schedlab.engines.batch.kernel_id``) gives it for the built-in classes
+themselves, by identity, so a subclass of a built-in (a user's policy) always
+runs on the reference; this module never sees a policy class. :func:`simulate`
 also declines (returns None: the engine runs the reference) for policy
 parameters (EASY's ``record_reservations``, which only the Python policy
 records), no jobs, inputs that are not finite, negative submits or runtimes,
@@ -79,16 +82,12 @@ run. This module imports numba; only the batch engine's fast path imports it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedlab.sim.common.jit import HOT as _HOT
 from schedlab.sim.common.jit import JIT as _JIT
 from schedlab.sim.common.jit import NONE, ZERO, hpop, hpush, njit
-
-if TYPE_CHECKING:
-    from schedlab.policies.batch.base import BatchPolicy
 
 INF = math.inf
 
@@ -465,39 +464,38 @@ def _priority(submit, runtime, requested, need, order, capacity, kind, backfill)
 
 # ---- the Python side ------------------------------------------------------------------
 
+#: A kernel's id, which the engine registry (``schedlab.engines.batch.kernel_id``)
+#: gives for the built-in classes themselves: "FCFS" or "EASY", or for a
+#: priority policy ("priority", its key code ``kind``, its ``backfill``).
+Kernel = str | tuple[str, int, bool]
+
+#: FCFS's and EASY's kernel ids -> their kernels.
 _FUNCTIONS = {"FCFS": _fcfs, "EASY": _easy}
 
 
-def kernel_for(cls: type):
-    """The kernel of ``cls`` if it *is* one of the built-in policies
-    (identity, not subclassing: a user's subclass may change anything), else
-    None: FCFS and EASY have their own, the priority policies share
-    :func:`_priority`."""
-    from schedlab.policies.batch import BATCH_POLICIES
-    from schedlab.policies.batch.priority import PRIORITY_POLICIES
-
-    for name, builtin in BATCH_POLICIES.items():
-        if cls is builtin:
-            return _priority if cls in PRIORITY_POLICIES else _FUNCTIONS.get(name)
-    return None
+def kernel_for(kernel: Kernel | None):
+    """The compiled kernel of id ``kernel``, else None: FCFS and EASY have
+    their own, the priority policies share :func:`_priority`."""
+    if isinstance(kernel, tuple):
+        return _priority if kernel[0] == "priority" else None
+    return _FUNCTIONS.get(kernel) if kernel is not None else None
 
 
-def _extra_args(cls: type) -> tuple:
+def _extra_args(kernel: Kernel | None) -> tuple:
     """The kernel's arguments after capacity: a priority policy's key code and backfilling."""
-    from schedlab.policies.batch.priority import PriorityPolicy
-
-    if kernel_for(cls) is _priority and issubclass(cls, PriorityPolicy):
-        return (np.int64(cls.kind), bool(cls.backfill))
+    if isinstance(kernel, tuple):
+        return (np.int64(kernel[1]), bool(kernel[2]))
     return ()
 
 
-def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=None):
-    """(start, end, passes) of built-in policy ``cls``, bit-identical to
-    ``schedlab.sim.batch.engine.simulate_batch``; or None when the fast path declines
-    (no kernel for ``cls``, policy parameters, inputs outside the kernels'
-    remit, see the module docstring): then run the reference."""
-    kernel = kernel_for(cls)
-    if kernel is None or params:
+def simulate(kernel: Kernel | None, submit, runtime, requested, need, capacity: int, params=None):
+    """(start, end, passes) of kernel ``kernel``, bit-identical to
+    ``schedlab.sim.batch.engine.simulate_batch`` with that built-in policy; or
+    None when the fast path declines (no such kernel, policy parameters,
+    inputs outside the kernels' remit, see the module docstring): then run
+    the reference."""
+    function = kernel_for(kernel)
+    if function is None or params:
         return None
     arrays = [np.asarray(a) for a in (submit, runtime, requested)]
     need = np.asarray(need)
@@ -521,29 +519,34 @@ def simulate(cls: type, submit, runtime, requested, need, capacity: int, params=
         return None
     need = np.require(need, np.int64, ["C", "W"])
     order = np.argsort(submit, kind="stable").astype(np.int64)
-    start, end, passes, status = kernel(submit, runtime, requested, need, order, np.int64(capacity), *_extra_args(cls))
+    start, end, passes, status = function(
+        submit, runtime, requested, need, order, np.int64(capacity), *_extra_args(kernel)
+    )
     if status != OK:
         return None
     return start, end, int(passes)
 
 
-_WARM: set[str] = set()
+_WARM: set[Kernel] = set()
 
 
-def warm(cls: type[BatchPolicy]) -> None:
-    """Compile (or load from the cache) the kernel of built-in policy ``cls``
-    now, so that a timed run excludes it."""
-    kernel = kernel_for(cls)
-    if kernel is not None and cls.name not in _WARM:
+def warm(kernel: Kernel | None) -> None:
+    """Compile (or load from the cache) kernel ``kernel`` now, so that a timed
+    run excludes it."""
+    if kernel is not None and kernel_for(kernel) is not None and kernel not in _WARM:
         simulate(
-            cls, np.array([0.0, 0.5, 0.5]), np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 3.0]), np.array([1, 2, 1]), 2
+            kernel,
+            np.array([0.0, 0.5, 0.5]),
+            np.array([1.0, 0.0, 2.0]),
+            np.array([1.0, 1.0, 3.0]),
+            np.array([1, 2, 1]),
+            2,
         )
-        _WARM.add(cls.name)
+        _WARM.add(kernel)
 
 
 def compile_all() -> None:
     """Compile every kernel (or load it from the on-disk cache)."""
-    from schedlab.policies.batch import BATCH_POLICIES
-
-    for cls in BATCH_POLICIES.values():
-        warm(cls)
+    kernels: list[Kernel] = [*_FUNCTIONS, ("priority", 1, False)]  # the priority policies share one kernel
+    for kernel in kernels:
+        warm(kernel)

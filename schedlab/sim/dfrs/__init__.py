@@ -139,8 +139,9 @@ from schedlab.sim.dfrs.state import (
     DfrsState,
     check_state,
     task_slots,
+    tasks_per_node,
 )
-from schedlab.sim.dfrs.table import _num_column, run_table, tasks_per_node
+from schedlab.sim.dfrs.table import _num_column, run_table
 
 __all__ = [
     "CPU_CHECK_TOL",

@@ -208,7 +208,7 @@ def simulate_dfrs(
 
 def _greedy_family(policy) -> bool:
     """Whether ``policy``'s on_completion is the Greedy '*' pass (the
-    ``star_pass`` option moves only that one)."""
-    from schedlab.policies.dfrs.greedy import GreedyStar
-
-    return isinstance(policy, GreedyStar)
+    ``star_pass`` option moves only that one): the Greedy family's classes
+    say so with ``greedy_star_pass = True`` (``schedlab.policies.dfrs.greedy``),
+    and so every subclass of them does."""
+    return bool(getattr(policy, "greedy_star_pass", False))

@@ -23,6 +23,13 @@ CPU_CHECK_TOL = 1e-6  # tolerance of the check flag on node CPU and yields
 FUTURE, WAITING, RUNNING, PAUSED, DONE = 0, 1, 2, 3, 4
 
 
+def tasks_per_node(memory: np.ndarray) -> np.ndarray:
+    """Tasks of memory ``memory`` (fraction of a node) that fit one node: a
+    job of p tasks fits the empty cluster iff p <= nodes x this (the oversize
+    rule of ``table.run_table``; also checked at plan time, schedlab.sim.system)."""
+    return np.floor((1.0 + MEM_EPS) / np.asarray(memory, dtype=float)).astype(np.int64)
+
+
 class DfrsCapacityError(PolicyError):
     """A placement would exceed a node's memory (a policy bug)."""
 

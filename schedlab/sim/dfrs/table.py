@@ -17,7 +17,7 @@ from schedlab.errors import UserError
 from schedlab.sim.bound.stretch_bound import bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.dfrs.events import simulate_dfrs
-from schedlab.sim.dfrs.state import DEFAULT_PENALTY, MEM_EPS
+from schedlab.sim.dfrs.state import DEFAULT_PENALTY, tasks_per_node
 from schedlab.sim.system import DFRS as DFRS_SYSTEM
 
 
@@ -28,13 +28,6 @@ def _num_column(jobs, name: str, default: float | None) -> np.ndarray:
     if default is None:  # the [system] declaration's rule requires one of the two; a direct call may omit both
         raise UserError(f"dfrs engine: the job table has no {name!r} column and no {name} value was given")
     return np.full(jobs.height, float(default))
-
-
-def tasks_per_node(memory: np.ndarray) -> np.ndarray:
-    """Tasks of memory ``memory`` (fraction of a node) that fit one node: a
-    job of p tasks fits the empty cluster iff p <= nodes x this (the oversize
-    rule of :func:`run_table`; also checked at plan time, schedlab.sim.system)."""
-    return np.floor((1.0 + MEM_EPS) / np.asarray(memory, dtype=float)).astype(np.int64)
 
 
 def run_table(

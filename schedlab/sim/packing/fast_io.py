@@ -1,14 +1,46 @@
 """The Python side shared by the packing engine's compiled paths
 (``packing_fast``: the single-resource policies; ``packing_multi_fast``:
 Tetris and Slots-Fair): which inputs a kernel declines because the reference
-rejects them, and the horizon's ends as the reference holds them. Kept apart
-so that both kernels decline and finish exactly alike; no numba here.
+rejects them, and the horizon's ends as the reference holds them; and the
+kernels' ids and VQS's ``J`` they take, which ``table.run_table`` reads to
+choose a path before importing either. Kept apart so that both kernels
+decline and finish exactly alike; no numba here.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+
+#: The ids of the compiled kernels: the built-in policies' registry names,
+#: which the engine registry (``schedlab.engines.packing.kernel_id``) gives
+#: for those classes themselves (by identity, never a subclass).
+#: ``packing_fast``, without parameters:
+SINGLE_KERNELS = ("FIFO-FF", "BF-J", "BF-S", "BF-J/S")
+#: ``packing_fast``, with the default or an int ``J`` (:func:`fast_vqs_J`):
+VQS_KERNELS = ("VQS", "VQS-BF")
+#: ``packing_multi_fast``, with any parameters (its ``simulate`` declines those
+#: the policies' constructors refuse):
+MULTI_KERNELS = ("Tetris", "Slots-Fair")
+
+#: The largest VQS / VQS-BF ``J`` the compiled path takes (its configuration
+#: weights k·Q, at most 3·2^(J-2) times the queue length, stay exact in int64).
+FAST_VQS_MAX_J = 24
+
+
+def fast_vqs_J(params) -> int | None:
+    """VQS / VQS-BF's ``J`` for the compiled path: the default, or a given
+    int 2 <= J <= FAST_VQS_MAX_J and no other parameter; None otherwise (the
+    reference then runs, or raises its UserError)."""
+    from schedlab.sim.packing.vqs_partition import DEFAULT_J
+
+    params = params or {}
+    if set(params) - {"J"}:
+        return None
+    J = params.get("J", DEFAULT_J)
+    if isinstance(J, bool) or not isinstance(J, int) or not 2 <= J <= FAST_VQS_MAX_J:
+        return None
+    return int(J)
 
 
 def checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until):

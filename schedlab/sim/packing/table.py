@@ -3,13 +3,13 @@
 ``run_table`` turns a job table and the engine's system parameters into a
 ``simulate_packing`` run (or a compiled kernel's: ``_fast_path`` picks
 ``schedlab.sim.packing.fast`` or ``schedlab.sim.packing.multi_fast`` for the
-built-in classes, ``fast_vqs_J`` checks VQS's J). Kept apart from the engine
-itself (``schedlab.sim.packing.engine``), which re-exports these names. Each of
-the two modules imports the other last, so either can be imported first.
+kernel id the engine registry gives, ``fast_io.fast_vqs_J`` checks VQS's J).
+Kept apart from the engine itself (``schedlab.sim.packing.engine``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -18,10 +18,11 @@ import numpy as np
 from schedlab.errors import UserError
 from schedlab.sim import system as system_params
 from schedlab.sim.packing.engine import simulate_packing
+from schedlab.sim.packing.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERNELS, fast_vqs_J
 
 
 def run_table(
-    jobs, policy_cls, *, path: str = "fast", **params: Any
+    jobs, policy_cls, *, path: str = "fast", kernel: str | None = None, **params: Any
 ) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
@@ -33,13 +34,14 @@ def run_table(
     sweep's plan checks. Optional columns ``group`` (task -> multi-task job
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
-    the summary has JCTs. ``path``: "fast" runs a built-in single-resource
-    policy class (FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF
-    with the default or an int ``J`` up to FAST_VQS_MAX_J; by identity: never
-    a subclass) on its compiled kernel (``schedlab.sim.packing.fast``, the same numbers to
-    the bit), and Tetris and Slots-Fair on theirs (``schedlab.sim.packing.multi_fast``),
-    unless the kernel declines; "reference" (and every other policy)
-    runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
+    the summary has JCTs. ``path``: "fast" runs the compiled kernel of id
+    ``kernel`` (the engine registry, ``schedlab.engines.packing``, gives it
+    for the built-in classes themselves, by identity: never a subclass):
+    FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF with the
+    default or an int ``J`` up to FAST_VQS_MAX_J on ``schedlab.sim.packing.fast``
+    (the same numbers to the bit), Tetris and Slots-Fair on
+    ``schedlab.sim.packing.multi_fast``, unless the kernel declines;
+    "reference" (and a run without a kernel) runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
     kernel is compiled or loaded first). Returns (per-job columns, summary,
     sampled series or None)."""
     if path not in ("fast", "reference"):
@@ -69,12 +71,17 @@ def run_table(
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None
-    fast = _fast_path(policy_cls, params) if path == "fast" else None
+    fast = _fast_path(kernel, params) if path == "fast" else None
     if fast is not None:
-        fast.warm()  # compile or load the kernel outside the timed run
+        # compile or load the kernel outside the timed run
+        if kernel in MULTI_KERNELS:  # its tables come from the policy's own constructor: it takes the class
+            fast.warm(kernel, policy_cls)
+            run = functools.partial(fast.simulate, kernel, policy_cls)
+        else:
+            fast.warm()
+            run = functools.partial(fast.simulate, kernel)
         started = time.perf_counter()
-        res = fast.simulate(
-            policy_cls,
+        res = run(
             submit,
             duration,
             demand,
@@ -121,45 +128,20 @@ def run_table(
     return per_job, summary, res.samples
 
 
-#: The largest VQS / VQS-BF ``J`` the compiled path takes (its configuration
-#: weights k·Q, at most 3·2^(J-2) times the queue length, stay exact in int64).
-FAST_VQS_MAX_J = 24
-
-
-def fast_vqs_J(params) -> int | None:
-    """VQS / VQS-BF's ``J`` for the compiled path: the default, or a given
-    int 2 <= J <= FAST_VQS_MAX_J and no other parameter; None otherwise (the
-    reference then runs, or raises its UserError)."""
-    from schedlab.policies.packing.vqs import DEFAULT_J
-
-    params = params or {}
-    if set(params) - {"J"}:
-        return None
-    J = params.get("J", DEFAULT_J)
-    if isinstance(J, bool) or not isinstance(J, int) or not 2 <= J <= FAST_VQS_MAX_J:
-        return None
-    return int(J)
-
-
-def _fast_path(policy_cls, params=None):
-    """``schedlab.sim.packing.fast`` if ``policy_cls`` *is* one of the built-in
-    classes it compiles (identity) with parameters it takes (none; VQS and
-    VQS-BF: ``J``); ``schedlab.sim.packing.multi_fast`` for Tetris and
-    Slots-Fair (any parameters: its ``simulate`` declines those their
-    constructors refuse); else None. numba is imported only here."""
-    from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
-    from schedlab.policies.packing.fifo_ff import FIFOFF
-    from schedlab.policies.packing.tetris import SlotsFair, Tetris
-    from schedlab.policies.packing.vqs import VQS, VQSBF
-
-    if policy_cls is Tetris or policy_cls is SlotsFair:  # their params are checked by their own constructor
+def _fast_path(kernel: str | None, params=None):
+    """``schedlab.sim.packing.fast`` if ``kernel`` is one of the kernels it
+    compiles with parameters it takes (none; VQS and VQS-BF: ``J``);
+    ``schedlab.sim.packing.multi_fast`` for Tetris and Slots-Fair (any
+    parameters: its ``simulate`` declines those their constructors refuse);
+    else None. numba is imported only here."""
+    if kernel in MULTI_KERNELS:
         from schedlab.sim.packing import multi_fast as packing_multi_fast
 
         return packing_multi_fast
-    if any(policy_cls is builtin for builtin in (FIFOFF, BFJ, BFS, BFJS)):
+    if kernel in SINGLE_KERNELS:
         if params:
             return None
-    elif policy_cls is VQS or policy_cls is VQSBF:
+    elif kernel in VQS_KERNELS:
         if fast_vqs_J(params) is None:
             return None
     else:

@@ -44,6 +44,7 @@ from schedlab.sim.system.declarations import (
     SYSTEMS,
     Misfit,
     resources,
+    units_needed,
 )
 from schedlab.sim.system.schema import (
     Columns,
@@ -90,4 +91,5 @@ __all__ = [
     "numbers_per_resource",
     "probe_jobs",
     "resources",
+    "units_needed",
 ]

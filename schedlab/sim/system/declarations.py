@@ -69,6 +69,17 @@ PACKING = SystemSchema(
 
 #: The batch engine's machine models (``schedlab.sim.batch.engine``).
 BATCH_MODELS = ("procs", "nodes")
+
+
+def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarray:
+    """Units a job holds: procs (model procs) or ceil(procs / tasks_per_node) nodes
+    (the batch engine's machine, ``schedlab.sim.batch.engine``, and its oversize rule here)."""
+    procs = np.asarray(procs, dtype=np.int64)
+    if model == "procs":
+        return procs.copy()
+    return -(-procs // tasks_per_node)
+
+
 #: The job-table column a trace gives its machine size in (SWF MaxProcs).
 MACHINE_PROCS = "machine_procs"
 #: Slack of the batch bound rule's tasks_per_node x cpu_need <= 1.
@@ -129,8 +140,6 @@ def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
 
 def _batch_fits(jobs, point) -> Misfit | None:
     """The batch engine's oversize rule (``schedlab.sim.batch.engine.run_table``)."""
-    from schedlab.sim.batch.engine import units_needed
-
     missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:
         return missing
@@ -154,7 +163,7 @@ def _dfrs_fits(jobs, point) -> Misfit | None:
     """The DFRS engine's oversize rule (``schedlab.sim.dfrs.run_table``)."""
     import polars as pl
 
-    from schedlab.sim.dfrs import tasks_per_node
+    from schedlab.sim.dfrs.state import tasks_per_node
 
     missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:

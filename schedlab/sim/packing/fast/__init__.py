@@ -48,9 +48,9 @@ The kernel is a transcription, operation for operation:
   a linked list; BF-J/S's new arrivals the range that arrived this epoch.
 
 * VQS and VQS-BF (``policies/packing/vqs.py``, any J from 2 to
-  ``packing.FAST_VQS_MAX_J``): each job's type is the reference's
+  ``fast_io.FAST_VQS_MAX_J``): each job's type is the reference's
   ``_type_of`` (bisect_left = searchsorted 'left') and K_RED comes from the
-  reference's own ``k_red``/``_split`` as (k_1, j, k_j) triples, renewed by
+  reference's own ``k_red``/``_split`` (``sim/packing/vqs_partition.py``) as (k_1, j, k_j) triples, renewed by
   the same integer ``argmax <k, Q>`` (ties to the first). Per server: the
   configuration (-1 = None), job and per-type counts, and (VQS) the per-type
   sums ``used[s][t]`` with the same ``+=``, ``-=`` and reset to 0.0.
@@ -107,8 +107,11 @@ gives its error.
 
 When the fast path is not used
 ------------------------------
-:func:`kernel_for` matches the policy class by identity: a subclass of a
-built-in (a user's policy) always runs on the reference. :func:`simulate`
+A kernel is named by its id, the built-in policy's registry name: the engine
+registry (``schedlab.engines.packing.kernel_id``) gives it for the built-in
+classes themselves, by identity, so a subclass of a built-in (a user's
+policy) always runs on the reference; this package never sees a policy
+class. :func:`simulate`
 also declines (returns None: the caller runs the reference, which then gives
 its usual answer or error) for policy parameters (FIFO-FF and the BF policies
 take none; VQS and VQS-BF: anything but an int J in 2..24), clusters and jobs
@@ -160,29 +163,19 @@ from schedlab.sim.packing.fast.structures import (  # noqa: F401  (INF, MISFIT: 
     VQS,
     VQS_BF,
 )
-from schedlab.sim.packing.fast_io import checked_inputs, horizon
+from schedlab.sim.packing.fast_io import checked_inputs, fast_vqs_J, horizon
+from schedlab.sim.packing.vqs_partition import TYPE1_RESERVE, _ascending_bounds, _split, k_red
 
 # ---- the Python side ----------------------------------------------------------------------
 
 
-def kernel_for(cls: type) -> int | None:
-    """The kernel mode if ``cls`` *is* one of the six built-in classes
-    (identity, not subclassing: a user's subclass may change anything)."""
-    from schedlab.policies.packing import vqs
-    from schedlab.policies.packing.best_fit import BFJ, BFJS, BFS
-    from schedlab.policies.packing.fifo_ff import FIFOFF
+#: Kernel id (a built-in policy's registry name, see ``fast_io``) -> the kernel's mode.
+_MODES = {"FIFO-FF": FIFO_FF, "BF-J": BF_J, "BF-S": BF_S, "BF-J/S": BF_JS, "VQS": VQS, "VQS-BF": VQS_BF}
 
-    for builtin, mode in (
-        (FIFOFF, FIFO_FF),
-        (BFJ, BF_J),
-        (BFS, BF_S),
-        (BFJS, BF_JS),
-        (vqs.VQS, VQS),
-        (vqs.VQSBF, VQS_BF),
-    ):
-        if cls is builtin:
-            return mode
-    return None
+
+def kernel_for(kernel: str | None) -> int | None:
+    """The kernel mode of kernel id ``kernel``, else None."""
+    return _MODES.get(kernel) if kernel is not None else None
 
 
 def _levels(L: int) -> np.ndarray:
@@ -218,15 +211,13 @@ def _vqs_tables(size: np.ndarray, J: int):
     """VQS's tables for the kernel: each job's type (the reference's
     ``_type_of(min(r, 1.0), asc)``: bisect_left is searchsorted 'left'), K_RED
     as (k_1, j, k_j) triples and VQS's capacity for type j per configuration."""
-    from schedlab.policies.packing import vqs
-
-    asc = np.array(vqs._ascending_bounds(J))
+    asc = np.array(_ascending_bounds(J))
     T = 2 * J
     i = np.searchsorted(asc, np.minimum(size, 1.0), side="left")
     typ = np.where(i == 0, T - 1, T - i).astype(np.int64)
-    info = [vqs._split(k) for k in vqs.k_red(J)]
+    info = [_split(k) for k in k_red(J)]
     cfg = np.array([x for triple in info for x in triple], dtype=np.int64)
-    capj = np.array([1.0 - vqs.TYPE1_RESERVE if k1 else 1.0 for k1, _, _ in info])
+    capj = np.array([1.0 - TYPE1_RESERVE if k1 else 1.0 for k1, _, _ in info])
     return typ, cfg, capj, T
 
 
@@ -275,7 +266,7 @@ def _kernel_call(mode: int, arr_t, dur, size, cap, epoch, until, sample_every, J
 
 
 def simulate(
-    cls: type,
+    kernel: str | None,
     submit,
     duration,
     demand,
@@ -288,12 +279,11 @@ def simulate(
     estimate=None,
     params=None,
 ):
-    """``simulate_packing(...)`` of built-in policy ``cls``: the same
-    :class:`~schedlab.sim.packing.engine.PackingResult`, bit for bit; or None when
-    the fast path declines (module docstring): then run the reference."""
-    from schedlab.sim.packing.table import fast_vqs_J
-
-    mode = kernel_for(cls)
+    """``simulate_packing(...)`` of the built-in policy whose kernel id is
+    ``kernel``: the same :class:`~schedlab.sim.packing.engine.PackingResult`,
+    bit for bit; or None when the fast path declines (module docstring): then
+    run the reference."""
+    mode = kernel_for(kernel)
     if mode is None:
         return None
     J = 0

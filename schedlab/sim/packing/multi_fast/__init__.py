@@ -76,8 +76,10 @@ from the disk cache in 1-2 s.
 
 When the fast path is not used
 ------------------------------
-:func:`kernel_for` matches the class by identity (a subclass runs on the
-reference). :func:`simulate` declines (returns None; the reference then runs
+A kernel is named by its id, "Tetris" or "Slots-Fair": the engine registry
+(``schedlab.engines.packing.kernel_id``) gives it for those classes
+themselves, by identity, so a subclass runs on the reference; the class comes
+along only for its constructor. :func:`simulate` declines (returns None; the reference then runs
 and gives its answer or error) where the reference raises (bad inputs, as
 ``packing_fast_io.checked_inputs``; parameters the policy refuses: the
 reference's own constructor is called to validate them and to compute its
@@ -108,16 +110,13 @@ from schedlab.sim.packing.multi_fast.kernel import MISFIT, OK, SLOTS, TETRIS, _r
 # ---- the Python side ----------------------------------------------------------------------
 
 
-def kernel_for(cls: type) -> int | None:
-    """The kernel mode if ``cls`` *is* Tetris or Slots-Fair (identity, not
-    subclassing: a user's subclass may change anything)."""
-    from schedlab.policies.packing.tetris import SlotsFair, Tetris
+#: Kernel id (a built-in policy's registry name, see ``fast_io``) -> the kernel's mode.
+_MODES = {"Tetris": TETRIS, "Slots-Fair": SLOTS}
 
-    if cls is Tetris:
-        return TETRIS
-    if cls is SlotsFair:
-        return SLOTS
-    return None
+
+def kernel_for(kernel: str | None) -> int | None:
+    """The kernel mode of kernel id ``kernel`` (Tetris or Slots-Fair), else None."""
+    return _MODES.get(kernel) if kernel is not None else None
 
 
 @functools.cache
@@ -236,6 +235,7 @@ def _kernel_call(mode, arr_t, dur, dem, cap, est, epoch, until, sample_every, gi
 
 
 def simulate(
+    kernel: str | None,
     cls: type,
     submit,
     duration,
@@ -249,13 +249,15 @@ def simulate(
     estimate=None,
     params=None,
 ):
-    """``simulate_packing(...)`` of Tetris or Slots-Fair: the same
+    """``simulate_packing(...)`` of Tetris or Slots-Fair (kernel id
+    ``kernel``; ``cls``: that policy's class, whose constructor checks the
+    parameters and computes the tables, as on the reference): the same
     :class:`~schedlab.sim.packing.engine.PackingResult`, bit for bit; or None when
     the fast path declines (module docstring): then run the reference."""
     from schedlab.errors import UserError
     from schedlab.sim.packing.engine import Cluster
 
-    mode = kernel_for(cls)
+    mode = kernel_for(kernel)
     if mode is None:
         return None
     checked = checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until)
@@ -324,12 +326,13 @@ def simulate(
 _WARM: list[bool] = []
 
 
-def warm() -> None:
+def warm(kernel: str | None, cls: type) -> None:
     """Compile (or load from the on-disk cache) the kernel now, so that a
-    timed run excludes it."""
+    timed run excludes it (with kernel ``kernel`` of policy class ``cls``:
+    both policies share one compiled kernel)."""
     if not _WARM:
-        from schedlab.policies.packing.tetris import Tetris
-
         demand = np.array([[0.5, 0.25], [0.5, 0.25], [0.25, 0.5]])
-        simulate(Tetris, [0.0, 0.0, 1.0], [1.0, 2.0, 1.0], demand, np.ones((2, 2)), sample_every=1.0, group=[0, 0, 1])
+        simulate(
+            kernel, cls, [0.0, 0.0, 1.0], [1.0, 2.0, 1.0], demand, np.ones((2, 2)), sample_every=1.0, group=[0, 0, 1]
+        )
         _WARM.append(True)

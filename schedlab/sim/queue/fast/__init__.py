@@ -65,8 +65,11 @@ needs remaining works equal to the last bit with different sizes).
 
 When the fast path is not used
 ------------------------------
-:func:`kernel_for` matches the policy class by identity: a subclass of a
-built-in (a user's policy) always runs on the reference. :func:`simulate`
+A kernel is named by its id, the built-in policy's registry name: the engine
+registry (``schedlab.engines.queue.kernel_id``) gives it for the built-in
+classes themselves, by identity, so a subclass of a built-in (a user's
+policy) always runs on the reference; this package never sees a policy
+class. :func:`simulate`
 also declines (returns None: the engine runs the reference) for inputs that
 are not float64, not finite, not positive (sizes, estimates, weights), not
 sorted by submit time, and for policy parameters (built-ins take none); the
@@ -85,8 +88,6 @@ This package imports numba; only the queue engine's fast path imports it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from schedlab.sim.common.jit import cache_dir  # noqa: F401  (kept in this package's API)
@@ -96,41 +97,36 @@ from schedlab.sim.queue.fast.las import SCR, _ambiguous  # noqa: F401  (for the 
 from schedlab.sim.queue.fast.server import AMBIGUOUS, FT, OK, POOLS_FULL, STALLED, SZ, tie_key  # noqa: F401  (for the tests)  # noqa: F401  (status codes)
 from schedlab.sim.queue.fast.srpt import SRPT_LAS, SRPT_PLAIN, SRPT_PS, _srpt
 
-if TYPE_CHECKING:
-    from schedlab.policies.queue.base import QueuePolicy
-
 # ---- the Python side ------------------------------------------------------------------
 
-#: Built-in policy name -> (kernel, mode). Matched by class identity (see kernel_for).
+#: Kernel id -> (kernel, mode, sees the true sizes). The id is the built-in
+#: policy's registry name: the engine registry (``schedlab.engines.queue``)
+#: gives it for the built-in classes themselves (see the module docstring);
+#: the third field is the class's ``exact_size`` (a test checks they agree).
 _KERNELS = {
-    "FIFO": ("fifo", B_FIFO),
-    "PS": ("ps", B_PS),
-    "GPS": ("ps", B_GPS),
-    "LAS": ("las", B_LAS),
-    "SRPT": ("srpt", SRPT_PLAIN),
-    "SRPTE": ("srpt", SRPT_PLAIN),
-    "SRPTE+PS": ("srpt", SRPT_PS),
-    "SRPTE+LAS": ("srpt", SRPT_LAS),
-    "FSP": ("fsp", FSP_ONE),
-    "FSPE": ("fsp", FSP_ONE),
-    "FSPE+PS": ("fsp", FSP_GPS),
-    "FSPE+LAS": ("fsp", FSP_LAS),
-    "PSBS": ("fsp", FSP_GPS + 8),
+    "FIFO": ("fifo", B_FIFO, False),
+    "PS": ("ps", B_PS, False),
+    "GPS": ("ps", B_GPS, False),
+    "LAS": ("las", B_LAS, False),
+    "SRPT": ("srpt", SRPT_PLAIN, True),
+    "SRPTE": ("srpt", SRPT_PLAIN, False),
+    "SRPTE+PS": ("srpt", SRPT_PS, False),
+    "SRPTE+LAS": ("srpt", SRPT_LAS, False),
+    "FSP": ("fsp", FSP_ONE, True),
+    "FSPE": ("fsp", FSP_ONE, False),
+    "FSPE+PS": ("fsp", FSP_GPS, False),
+    "FSPE+LAS": ("fsp", FSP_LAS, False),
+    "PSBS": ("fsp", FSP_GPS + 8, False),
 }
 
 #: Policy family -> its kernel (FIFO, PS/GPS and LAS share one: see basic.py).
 _FUNCTIONS = {"fifo": _basic, "ps": _basic, "las": _basic, "srpt": _srpt, "fsp": _fsp}
 
 
-def kernel_for(cls: type) -> tuple[str, int] | None:
-    """(kernel, mode) if ``cls`` *is* a built-in queue policy class (identity,
-    not subclassing: a user's subclass may change anything), else None."""
-    from schedlab.policies.queue import QUEUE_POLICIES
-
-    for name, builtin in QUEUE_POLICIES.items():
-        if cls is builtin:
-            return _KERNELS.get(name)
-    return None
+def kernel_for(kernel: str | None) -> tuple[str, int] | None:
+    """(kernel, mode) of kernel id ``kernel`` (a built-in policy's name), else None."""
+    found = _KERNELS.get(kernel) if kernel is not None else None
+    return None if found is None else (found[0], found[1])
 
 
 def _writable(a: np.ndarray) -> np.ndarray:
@@ -140,18 +136,19 @@ def _writable(a: np.ndarray) -> np.ndarray:
 
 
 def simulate(
-    cls: type[QueuePolicy],
+    kernel: str | None,
     submit: np.ndarray,
     size: np.ndarray,
     estimate: np.ndarray,
     weight: np.ndarray,
     params=None,
 ) -> tuple[np.ndarray, int] | None:
-    """(completion times, events) of built-in policy ``cls``, bit-identical to
-    ``schedlab.sim.queue.engine.simulate``; or None when the fast path declines (no
-    kernel for ``cls``, policy parameters, inputs outside the kernels' remit,
-    an AMBIGUOUS or STALLED run): then run the reference."""
-    found = kernel_for(cls)
+    """(completion times, events) of kernel ``kernel`` (a built-in policy's
+    name), bit-identical to ``schedlab.sim.queue.engine.simulate`` with that
+    policy; or None when the fast path declines (no such kernel, policy
+    parameters, inputs outside the kernels' remit, an AMBIGUOUS or STALLED
+    run): then run the reference."""
+    found = _KERNELS.get(kernel) if kernel is not None else None
     if found is None or params:
         return None
     arrays = [np.asarray(a) for a in (submit, size, estimate, weight)]
@@ -162,12 +159,12 @@ def simulate(
     submit, size, estimate, weight = arrays
     if n == 0 or np.any(size <= 0) or np.any(estimate <= 0) or np.any(weight <= 0) or np.any(np.diff(submit) < 0):
         return None
-    kernel, mode = found
-    seen = size if cls.exact_size else estimate
+    family, mode, exact_size = found
+    seen = size if exact_size else estimate
     args = [_writable(a) for a in (submit, size, seen, weight)]
-    completion, events, status = _FUNCTIONS[kernel](*args, mode, _pool_rows(n))
+    completion, events, status = _FUNCTIONS[family](*args, mode, _pool_rows(n))
     if status == POOLS_FULL:  # rare (many preemptions): again with room for every pool a run can create
-        completion, events, status = _FUNCTIONS[kernel](*args, mode, _pool_rows(n, enough=True))
+        completion, events, status = _FUNCTIONS[family](*args, mode, _pool_rows(n, enough=True))
     if status != OK:
         return None
     return completion, int(events)
@@ -186,10 +183,10 @@ def _pool_rows(n: int, enough: bool = False) -> int:
 _WARM: set[str] = set()
 
 
-def warm(cls: type) -> None:
-    """Compile (or load from the cache) the kernel of built-in policy ``cls``
-    now, so that a timed run excludes it."""
-    found = kernel_for(cls)
+def warm(kernel: str | None) -> None:
+    """Compile (or load from the cache) kernel ``kernel`` now, so that a
+    timed run excludes it."""
+    found = kernel_for(kernel)
     if found is not None and found[0] not in _WARM:
         one = np.ones(3)
         _FUNCTIONS[found[0]](np.array([0.0, 0.5, 0.5]), one, one * 0.5, one, found[1], _pool_rows(3))

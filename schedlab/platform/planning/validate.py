@@ -1,0 +1,87 @@
+"""A sweep spec checked completely: the models' checks (``spec``), then the
+plan's (``plan.build_plan``: engine, policies, metrics, every workload grid
+point and ``[system]`` value), so a spec that validates also plans.
+
+Above both: the models know nothing of the plan, and the plan only reads
+the models.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from schedlab.errors import Collector, UserError
+from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.spec import _PLAN_FIELDS, SweepSpec, _pydantic_messages
+
+
+def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path | None = None) -> SweepSpec:
+    """Validate a spec dict (from TOML) completely; raise a UserError naming
+    the field (``UserErrors``, one line each, when there are several
+    independent mistakes). ``base_dir``: the folder relative ``use`` paths
+    start from (default: the current directory)."""
+    errors = Collector()
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        spec = None
+        found = err.errors()
+        for line in _pydantic_messages(err, source):
+            errors.add(line)
+        if not any(e["loc"] and e["loc"][0] in _PLAN_FIELDS for e in found):
+            # The rest of the spec is sound: check the plan too (engine, policies, workload points).
+            partial = {k: data[k] for k in _PLAN_FIELDS if isinstance(data, dict) and k in data}
+            try:
+                checked = SweepSpec.model_validate({"name": "spec", **partial})
+            except ValidationError:
+                checked = None
+            if checked is not None:
+                if base_dir is not None:
+                    checked._base_dir = Path(base_dir).resolve()
+                with errors.check():
+                    build_plan(checked, source)
+        errors.raise_any()
+    if spec is None:  # invariant: a failed validation added its messages above, so raise_any() raised
+        raise AssertionError("spec validation failed without reporting an error")
+    if base_dir is not None:
+        spec._base_dir = Path(base_dir).resolve()
+    # Engine, policies and every workload grid point: checked by plan expansion.
+    build_plan(spec, source)
+    if spec.search is not None:  # the searched parameters against what the policy and workload declare
+        from schedlab.platform.search.space import check_search
+
+        check_search(spec, source)
+    return spec
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: not valid TOML: {err}") from None
+    if "description" not in data:
+        text = leading_comment(path.read_text(errors="replace"))
+        if text:
+            data["description"] = text
+    return parse_spec(data, str(path), path.parent)
+
+
+def leading_comment(text: str) -> str:
+    """The comment lines a TOML file starts with (blank lines before them
+    skipped), without their ``#``: how the sweeps in sweeps/ say what they are."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            out.append(stripped[1:].strip())
+        elif stripped or out:
+            break
+    return " ".join(x for x in out if x)
