@@ -39,6 +39,21 @@ STRETCH_POLICIES = ["GreedyPM*/stretch-per/OPT=MAX/MINVT=600", "MCB8*/stretch-pe
 SKIP_SUMMARY = {"sim_seconds", "bound_seconds"}
 
 
+def blas_kernel() -> str:
+    """The BLAS kernel numpy runs on (OpenBLAS's core type, e.g. "SkylakeX" or
+    "Haswell"; ``OPENBLAS_CORETYPE`` forces one). The DFRS allocations call
+    BLAS (dgemv, dot), whose kernels sum in different orders (FMA, vector
+    width), so the schedules' last bits, and the digests, are pinned per
+    kernel: the frozen reference gives the same bits as the engine on any one
+    kernel, not across kernels."""
+    from threadpoolctl import threadpool_info
+
+    for lib in threadpool_info():
+        if lib.get("internal_api") == "openblas":
+            return str(lib.get("architecture"))
+    return "+".join(sorted(str(lib.get("internal_api")) for lib in threadpool_info() if lib.get("user_api") == "blas"))
+
+
 def lublin(njobs: int, seed: int):
     from schedlab.workloads.registry import workload_kind
 
@@ -119,7 +134,9 @@ def record() -> None:
         t = time.perf_counter()
         out[f"{label}|{pol}"] = digest_run(ref_dfrs, ref_dfrs.run_table, dfrs_reference.REF_POLICIES[pol], jobs)
         print(f"{label} {pol} {time.perf_counter() - t:.1f} s", flush=True)
-    DIGESTS.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    pinned = json.loads(DIGESTS.read_text()) if DIGESTS.exists() else {}
+    pinned[blas_kernel()] = out
+    DIGESTS.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__" and "--record" in sys.argv:
