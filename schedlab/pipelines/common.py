@@ -397,6 +397,14 @@ def emin(items) -> Estimate:
     return Estimate(min(map(float, items)), min(bounds(i)[0] for i in items), min(bounds(i)[1] for i in items))
 
 
+def spread(items) -> Estimate:
+    """max / min - 1 of some positive estimates, with an interval: the quotient of `emax` and
+    `emin`, its lower end clipped at 0 (the largest of several values is never below the smallest)."""
+    items = list(items)
+    gap = emax(items) / emin(items) - 1
+    return Estimate(float(gap), max(gap.low, 0.0), gap.high)
+
+
 def judge(a: Any, op: str, b: Any) -> str:
     """``a op b`` read from the intervals (`OPS`): `HOLDS` when it is true for
     every pair of values the two intervals allow, `FAILS` when it is false

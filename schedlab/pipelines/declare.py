@@ -49,7 +49,6 @@ from schedlab.pipelines.common import (
     Estimate,
     absolute,
     emax,
-    emin,
     estimate,
     every,
     interval_text,
@@ -64,6 +63,9 @@ from schedlab.pipelines.common import (
     values,
     where,
     xs,
+)
+from schedlab.pipelines.common import (
+    spread as spread_of,
 )
 
 
@@ -276,7 +278,7 @@ def spread(data: FigureData, claim: Claim) -> Check | None:
         point[col] = v if v in grid else grid[len(grid) // 2]
     r = values(data.table, data.fig["plot"]["y"])
     vals = {p: r(p, **point) for p in claim.quantity.split(", ")}
-    gap = emax(vals.values()) / emin(vals.values()) - 1
+    gap = spread_of(vals.values())
     detail = ", ".join(f"{p} {interval_text(v)}" for p, v in vals.items()) + f" (spread {gap:.1%}"
     detail += f", between {gap.low:.1%} and {gap.high:.1%})" if math.isfinite(gap.high) else ", no interval)"
     return claim.verdict(judge(gap, "<=", claim.tolerance), detail, **point)

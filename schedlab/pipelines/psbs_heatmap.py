@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
-from schedlab.pipelines.common import emax, emin, every, judge, lookup, md_grid, values, xs
+from schedlab.pipelines.common import emax, every, judge, lookup, md_grid, spread, values, xs
 from schedlab.plotting import save
 
 PROPOSALS = ["SRPTE+PS", "SRPTE+LAS", "FSPE+PS", "FSPE+LAS"]
@@ -94,11 +94,7 @@ def insensitive(data, claim):
     flat = [sh for sh in shapes if sh > 0.5]
     if not flat or len(sigmas) < 2:
         return None
-    var = {
-        (p, sh): emax(r(p, sh, sg) for sg in sigmas) / emin(r(p, sh, sg) for sg in sigmas) - 1
-        for p in data.fig["series"]
-        for sh in flat
-    }
+    var = {(p, sh): spread(r(p, sh, sg) for sg in sigmas) for p in data.fig["series"] for sh in flat}
     return claim.verdict(
         every(judge(v, "<=", claim.tolerance) for v in var.values()),
         "largest variation "

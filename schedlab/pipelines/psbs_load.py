@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import emax, emin, every, judge, values, xs
+from schedlab.pipelines.common import emax, emin, every, judge, spread, values, xs
 
 SIZE_BASED = ["SRPTE", "FSPE", "PSBS"]
 POLICIES = ["PS", "LAS"] + SIZE_BASED
@@ -10,7 +10,7 @@ POLICIES = ["PS", "LAS"] + SIZE_BASED
 
 def stable_over_load(data, claim):
     r, loads = values(data.tables["load"]), xs(data.tables["load"], "load")
-    var = {p: emax(r(p, load=v) for v in loads) / emin(r(p, load=v) for v in loads) - 1 for p in SIZE_BASED}
+    var = {p: spread(r(p, load=v) for v in loads) for p in SIZE_BASED}
     return claim.verdict(
         every(judge(v, "<=", claim.tolerance) for v in var.values()),
         ", ".join(f"{p} varies {v:.0%}" for p, v in var.items()),

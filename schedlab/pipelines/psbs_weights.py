@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schedlab.pipelines.common import POSITIVE_FLOOR, emax, emin, estimate, every, judge, lookup, row_at, xs
+from schedlab.pipelines.common import POSITIVE_FLOOR, estimate, every, judge, lookup, row_at, spread, xs
 from schedlab.plotting import save
 
 POLICIES = ["PSBS", "GPS"]
@@ -84,10 +84,7 @@ def uniform_at_beta_0(data, claim):
     v, shapes, betas = _v(data)
     if 0.0 not in betas:
         return None
-    spreads = {
-        sh: emax(v("PSBS", sh, 0.0, m) for m in METRICS) / emin(v("PSBS", sh, 0.0, m) for m in METRICS) - 1
-        for sh in shapes
-    }
+    spreads = {sh: spread(v("PSBS", sh, 0.0, m) for m in METRICS) for sh in shapes}
     return claim.verdict(
         every(judge(s, "<=", claim.tolerance) for s in spreads.values()),
         ", ".join(f"shape {sh:g}: spread {s:.1%}" for sh, s in spreads.items()),
