@@ -274,3 +274,37 @@ def test_pipeline_tables_mark_identical_and_dominated_cells():
     text = md_sorted(table, ["policy"], ["slowdown_mean"], ["policy", "mean slowdown"])
     assert "| A | 2 (identical) |" in text and "| B | dominated |" in text
     assert IDENTICAL_NOTE in text and "single job's value is more than 50%" in text
+
+
+def test_real_mlflow_holds_no_interval_for_identical_and_no_value_for_dominated(tmp_path):
+    """The results dir of a real run, tracked into a real MLflow store (SQLite): the children of
+    policies whose replications are identical have no ``_ci95`` and the ``schedlab.identical`` tag;
+    SRPTE's mean slowdown at shape 0.125 (dominated by one job) is not logged and is tagged; the parent's
+    table says so instead of "3.781e+27 ± 1e+28"."""
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform.tracking.tracker import track_results
+
+    d = make_results(
+        tmp_path,
+        policies=("PS", "SRPTE"),
+        workload={"kind": "synthetic", "njobs": 2000, "shape": 0.125, "sigma": 0.5, "load": 0.9},
+        n=REPS,
+        name="tracked",
+    )
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    report = track_results(d, uri=uri)
+    assert not report.failed
+    client = MlflowClient(tracking_uri=uri)
+    (exp,) = [e for e in client.search_experiments() if e.name == "tracked"]
+    runs = client.search_runs([exp.experiment_id])
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = {r.data.tags["schedlab.policy"]: r for r in runs if "mlflow.parentRunId" in r.data.tags}
+    srpte, ps = children["SRPTE"], children["PS"]
+    assert srpte.data.tags[DOMINATED_TAG] == "slowdown_mean"
+    assert "slowdown_mean" not in srpte.data.metrics and "slowdown_mean_ci95" not in srpte.data.metrics
+    assert "slowdown_mean" in ps.data.metrics and DOMINATED_TAG not in ps.data.tags
+    # n_jobs is the same in every replication: one sample, no interval
+    assert "n_jobs" in ps.data.tags[IDENTICAL_TAG].split(",") and "n_jobs_ci95" not in ps.data.metrics
+    note = parent.data.tags["mlflow.note.content"]
+    assert "dominated (flagged: not a result)" in note and "e+2" not in note.split("Spec")[0]
