@@ -24,15 +24,15 @@ def validate(spec_file: Path) -> None:
 
     spec = load_spec(spec_file)
     plan = build_plan(spec, str(spec_file))
-    _warn(spec, plan, spec_file)
+    _warn(spec, spec_file)
     click.echo(f"{spec_file}: ok ({len(plan.configs)} configurations, {len(plan.points)} workload points)")
 
 
-def _warn(spec, plan, spec_file: Path) -> None:
+def _warn(spec, spec_file: Path) -> None:
     """The spec's `lint.warnings`, one "warning:" line each on stderr."""
     from schedlab.platform.planning.lint import warnings
 
-    for line in warnings(spec, plan, str(spec_file)):
+    for line in warnings(spec, str(spec_file)):
         click.echo(f"schedlab: warning: {line}", err=True)
 
 
@@ -45,7 +45,7 @@ def plan(spec_file: Path) -> None:
 
     spec = load_spec(spec_file)
     p = build_plan(spec, str(spec_file))
-    _warn(spec, p, spec_file)
+    _warn(spec, spec_file)
     if spec.search is not None:
         from schedlab.platform.search.loop import describe_plan
 

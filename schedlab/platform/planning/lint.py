@@ -1,5 +1,5 @@
 """What is legal in a sweep spec but usually a mistake: `schedlab validate`
-(and `plan`, `run`) print these as ``warning:`` lines and go on (exit 0).
+and `plan` print these as ``warning:`` lines and go on (exit 0).
 
 * An open queue at load >= 1 (engine ``queue``, a workload point's ``load``):
   the arrival rate reaches the service rate, so no steady state exists --
@@ -13,23 +13,25 @@
 
 from __future__ import annotations
 
-from schedlab.platform.planning.plan import Plan
+from typing import Any
+
 from schedlab.platform.planning.spec import SweepSpec
 
 #: Offered load at which an open single-server queue has no steady state.
 UNSTABLE_LOAD = 1.0
 
 
-def warnings(spec: SweepSpec, plan: Plan, source: str = "spec") -> list[str]:
-    """One line per likely mistake, each naming the place (``file: field: ...``)."""
+def warnings(spec: SweepSpec, source: str = "spec") -> list[str]:
+    """One line per likely mistake of a validated spec, each naming the place
+    (``file: field: ...``). Read from the spec alone (the workload's ``load``
+    values, a grid axis or one value; a kind's default load is below 1): no
+    plan expansion needed."""
     out: list[str] = []
     if spec.engine == "queue":
+        given: Any = spec.workload.params().get("load")
+        values = given if isinstance(given, list) else [given]
         loads = sorted(
-            {
-                float(p.params["load"])
-                for p in plan.points
-                if isinstance(p.params.get("load"), (int, float)) and p.params["load"] >= UNSTABLE_LOAD
-            }
+            {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= UNSTABLE_LOAD}
         )
         if loads:
             out.append(
