@@ -263,7 +263,7 @@ def show(kind: str, label: str, r: dict) -> dict[str, float]:
         f"  driver busy {busy:.2f} s (submit {st['submit']:.2f}, fetch {st['get']:.2f}, sink "
         f"{st['sink']:.2f}, commit {st['commit']:.2f}); driver CPU while rounds ran "
         f"{'-' if cpu is None else f'{cpu:.2f} s'}; not counted: joining Ray and the first submission "
-        f"{st['ray_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
+        f"{st['backend_start']:.2f} s, end-of-run compaction {st['compact']:.2f} s, "
         f"driver process CPU {r['cpu']:.1f} s"
     )
     by_cpu = count / max(cpu, 1e-9) if cpu is not None else None

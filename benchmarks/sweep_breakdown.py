@@ -79,7 +79,7 @@ ROWS = [
     ("metrics", ("task_engine_other",)),
     ("rows + encoding", ("task_rows", "task_encode")),
     ("Parquet commit", ("commit", "compact")),
-    ("driver other", ("submit", "get", "sink")),
+    ("driver other", ("submit", "sink")),
     ("tracking", ("tracking",)),
 ]
 

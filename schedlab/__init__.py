@@ -9,6 +9,28 @@ from schedlab.version import __version__
 __all__ = ["__version__", "compare", "load", "plot"]
 
 
+def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None, progress=None):
+    """Run (or resume) a sweep from Python: ``spec`` is a TOML path, a spec
+    dict (as the TOML would give) or a parsed spec. Returns the run's report
+    (``rows_written``, ``failures``, ``backend`` and ``backend_why``, ...).
+    Calling it again in the same process (a notebook) reuses what the first
+    call warmed: the imports and compiled kernels in this process, its local
+    pool of processes, or the Ray it started. ``backend``: "auto" (default:
+    the spec's), "local" or "ray"."""
+    from pathlib import Path
+
+    from schedlab.platform.execution.runner import run_sweep
+    from schedlab.platform.planning.spec import SweepSpec, load_spec, parse_spec
+
+    if isinstance(spec, (str, Path)):
+        spec = load_spec(spec)
+    elif isinstance(spec, dict):
+        spec = parse_spec(spec, "schedlab.run(spec)")
+    elif not isinstance(spec, SweepSpec):
+        raise TypeError(f"schedlab.run: spec must be a path, a dict or a SweepSpec; got {type(spec).__name__}")
+    return run_sweep(spec, backend=backend, address=address, fresh=fresh, tracking=tracking, progress=progress)
+
+
 def load(results_dir, table: str = "summary"):
     """A sweep's results as a polars LazyFrame (table: summary, jobs or failures)."""
     from schedlab.platform.storage.store import load as _load

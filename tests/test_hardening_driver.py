@@ -66,6 +66,7 @@ SWEEP = f"""\
     n = {REPS}
 
     [execution]
+    backend = "ray"
     task_jobs = {NJOBS * len(POLICIES)}
     engine_path = "reference"
     """.replace("'", '"')  # 36 rows, 12 tasks, 1.08M per-job rows: several seconds of simulation on 2 cores

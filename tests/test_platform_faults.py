@@ -1,4 +1,5 @@
-"""Faults with real processes: the driver SIGKILLed mid-sweep (then resumed),
+"""Faults with real processes on Ray (``backend = "ray"``; the local backend's
+are in test_backends.py): the driver SIGKILLed mid-sweep (then resumed),
 and a Ray worker SIGKILLed mid-task (Ray retries it).
 
 Every sweep runs as ``schedlab run`` in a subprocess started in its own
@@ -142,6 +143,7 @@ DRIVER_SWEEP = """\
     n = 10
 
     [execution]
+    backend = "ray"
     task_jobs = 40000
     """  # 80 rows, 800k per-job rows, 20 tasks; ~15 s locally on 2 cores
 
@@ -199,6 +201,7 @@ WORKER_SWEEP = """\
     n = 6
 
     [execution]
+    backend = "ray"
     task_jobs = 120000
     retries = 2
     """  # 36 rows, 6 tasks of 2 instances each (~2 s per task)

@@ -393,7 +393,7 @@ def test_engine_path_reaches_the_ray_workers(tmp_path):
             "replications": {"n": 2},
             "tracking": {"enabled": False},
             "outputs": {"dir": str(tmp_path / name)},
-            "execution": {"num_cpus": 2, **execution},
+            "execution": {"num_cpus": 2, "backend": "ray", **execution},
         }
         report = runner.run_sweep(parse_spec(data, "spec.toml", tmp_path))
         assert not report.failures

@@ -53,7 +53,10 @@ def sweep(spec: dict, folder: Path, fresh: bool = False):
     spec = {
         "tracking": {"enabled": False},
         "outputs": {"dir": str(folder / "results" / spec["name"])},
-        "execution": {"num_cpus": 2},
+        "execution": {
+            "num_cpus": 2,
+            "backend": "ray",
+        },  # user code shipped to Ray's workers (the local backends: test_backends)
         **spec,
     }
     return run_sweep(parse_spec(spec, "spec.toml", folder), fresh=fresh)

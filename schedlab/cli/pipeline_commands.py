@@ -36,7 +36,12 @@ def pipelines_list() -> None:
     metavar="quick|paper",
     help="quick: minutes on a laptop; paper: the paper's settings.",
 )
-@click.option("--address", help="Ray cluster address (default: local Ray started in-process).")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "local", "ray"]),
+    help="Where the sweeps' tasks run (default auto: in-process or a local pool for small work, else Ray).",
+)
+@click.option("--address", help="Ray cluster address (implies Ray; default: none, see --backend).")
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), help="Output dir (default: results/pipelines/NAME)."
 )
@@ -50,7 +55,14 @@ def pipelines_list() -> None:
     "says so and gives 95 % intervals).",
 )
 def pipelines_run(
-    name: str, scale: str, address: str | None, out: Path | None, fresh: bool, no_tracking: bool, subset: float | None
+    name: str,
+    scale: str,
+    backend: str | None,
+    address: str | None,
+    out: Path | None,
+    fresh: bool,
+    no_tracking: bool,
+    subset: float | None,
 ) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale
@@ -72,6 +84,7 @@ def pipelines_run(
             name,
             scale,
             address=address,
+            backend=backend,
             out=out,
             fresh=fresh,
             tracking=not no_tracking,

@@ -1,5 +1,5 @@
-"""A sweep's life: `validate` and `plan` a spec, `run` it (Ray -> Parquet ->
-MLflow), then `track` (re-log into MLflow) and `compact` its results dir."""
+"""A sweep's life: `validate` and `plan` a spec, `run` it (tasks in-process,
+in a local pool or on Ray -> Parquet -> MLflow), then `track` (re-log into MLflow) and `compact` its results dir."""
 
 from __future__ import annotations
 
@@ -82,9 +82,10 @@ def plan(spec_file: Path) -> None:
         click.echo(f"  replications      {reps.n}")
     click.echo(f"  simulations       {len(p.configs) * first}" + (" (first round)" if reps.adaptive else ""))
     if tasks is None:
-        click.echo("  Ray tasks         sized by measurement, ~1 s of work each (set execution.task_jobs to fix them)")
+        click.echo("  tasks             sized by measurement, ~1 s of work each (set execution.task_jobs to fix them)")
     else:
-        click.echo(f"  Ray tasks         {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
+        click.echo(f"  tasks             {len(tasks)}" + (" (first round)" if reps.adaptive else ""))
+    click.echo(f"  backend           {spec.execution.backend} (`schedlab run` prints which ran and why)")
     varying = [k for k in p.param_columns if len({repr(c.flat_params().get(k)) for c in p.configs.values()}) > 1]
     click.echo(f"  grid axes         {', '.join(varying) or '(none)'}")
     if spec.outputs.warmup:
@@ -96,7 +97,16 @@ def plan(spec_file: Path) -> None:
 
 @main.command()
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--address", help="Ray cluster address (default: local Ray started in-process; RAY_ADDRESS is honoured).")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "local", "ray"]),
+    help="Where tasks run (default: the spec's [execution] backend, auto: in-process or a local pool when the "
+    "estimated work is small, else Ray; the summary line says which ran and why).",
+)
+@click.option(
+    "--address",
+    help="Ray cluster address, or 'auto' for a Ray started with `ray start` (RAY_ADDRESS is honoured); implies Ray.",
+)
 @click.option("--fresh", is_flag=True, help="Discard existing results of this sweep first.")
 @click.option("--tracking-uri", help="MLflow tracking URI (overrides the spec).")
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (Parquet only).")
@@ -104,9 +114,15 @@ def plan(spec_file: Path) -> None:
     "--no-progress", is_flag=True, help="No progress line (round, simulations done/total, failed, elapsed, ETA)."
 )
 def run(
-    spec_file: Path, address: str | None, fresh: bool, tracking_uri: str | None, no_tracking: bool, no_progress: bool
+    spec_file: Path,
+    backend: str | None,
+    address: str | None,
+    fresh: bool,
+    tracking_uri: str | None,
+    no_tracking: bool,
+    no_progress: bool,
 ) -> None:
-    """Run (or resume) a sweep: Ray tasks -> Parquet -> MLflow."""
+    """Run (or resume) a sweep: tasks (in-process, a local pool or Ray) -> Parquet -> MLflow."""
     from schedlab.platform.execution.runner import run_sweep
     from schedlab.platform.planning.validate import load_spec
 
@@ -115,7 +131,12 @@ def run(
         spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
     report = ProgressLine(enabled=not no_progress).run(
         lambda progress: run_sweep(
-            spec, address=address, fresh=fresh, tracking=False if no_tracking else None, progress=progress
+            spec,
+            address=address,
+            backend=backend,
+            fresh=fresh,
+            tracking=False if no_tracking else None,
+            progress=progress,
         )
     )
     if report.grew:
@@ -123,7 +144,8 @@ def run(
     click.echo(
         f"{spec.name}: {report.rows_written} rows written, {report.rows_skipped} already on disk, "
         f"{report.configs} configurations, {report.rounds} round(s), {report.tasks} tasks, "
-        f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating -> {report.results_dir}"
+        f"{report.wall_seconds:.1f} s wall, {report.sim_seconds:.1f} s simulating{report.backend_line()} "
+        f"-> {report.results_dir}"
     )
     if report.compaction is not None and report.compaction.groups:
         click.echo(report.compaction.line())

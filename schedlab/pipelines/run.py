@@ -78,6 +78,7 @@ def run_pipeline(
     name: str,
     scale: str = "quick",
     address: str | None = None,
+    backend: str | None = None,
     out: str | Path | None = None,
     fresh: bool = False,
     tracking: bool = True,
@@ -110,7 +111,9 @@ def run_pipeline(
 
     sweeps = []
     for spec in specs:
-        sweeps.append(run_sweep(spec, address=address, fresh=fresh, tracking=tracking, progress=progress))
+        sweeps.append(
+            run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+        )
     results_dirs = {s.name: s.results_dir() for s in specs}
 
     from schedlab.plotting import style

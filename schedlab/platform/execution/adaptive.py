@@ -1,149 +1,73 @@
-"""Adaptive replications: the stopping rules behind ``runner._adaptive``.
+"""The round loops of adaptive replications (one side of the cycle only: the
+runner hands them its ``run_round``; the stopping rules they consult are pure
+functions in `schedlab.platform.statistics.stopping`).
 
-* ``each_satisfied`` -- every configuration's own 95 % CI half-width of the
-  metric within ``rel_halfwidth`` of its mean (the original rule).
-* ``paired_satisfied`` -- ``target = "paired"``: at every workload point (and
-  [system] value), every policy's paired 95 % interval to the baseline
-  (`compare.paired_stats`: rows of the same instance are pairs) is within the
-  target: half-width of the mean difference <= rel_halfwidth x |the
-  baseline's mean|, or with ``ratio = true`` half-width of the mean log ratio
-  <= log(1 + rel_halfwidth) (the interval of the ratio then lies within
-  [g / (1 + rel), g (1 + rel)] of the geometric mean g).
-* ``select_best`` -- ``mode = "select-best"``: Kim & Nelson's procedure KN
-  (`selection.kn`) per workload point and [system] value; eliminated policies
-  get no more replications; ``selection.json`` in the results dir says what
-  was selected, when each policy was eliminated and KN's constants.
-
-Identical replications (every replication of a configuration gave the same
-value, or every paired difference is the same: `stats.IDENTICAL_NOTE`) count
-as done, never as an interval that met its target: their interval is
-undefined, not zero-width, and a further replication would repeat the same
-number (the configuration's result does not depend on the random draw, e.g. a
-fixed trace under a policy that ignores estimates), so running it to ``max``
-would spend max / min times the work to learn nothing. The results then
-report them as one sample.
-
-A comparison cell is one workload point and one [system] grid value: the
-policies run on the same instances there. Its arms are the policies (a policy
-with a grid of params is one arm per setting).
+* `run_adaptive` -- rounds of replications until every configuration's 95 %
+  CI half-width is within target (``target`` unset or "each"), or every
+  policy's paired interval to the baseline is (``target = "paired"``), or
+  ``max`` is reached; ``mode = "select-best"`` goes to `select_best`.
+* `select_best` -- Kim & Nelson's procedure KN (`selection.kn`) per workload
+  point and [system] value; eliminated policies get no more replications;
+  ``selection.json`` in the results dir says what was selected, when each
+  policy was eliminated and KN's constants.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from schedlab.platform.planning.plan import Config, Instance, Plan, canonical
+from schedlab.platform.planning.plan import Config, Instance, Plan
+from schedlab.platform.statistics import stopping
 
 if TYPE_CHECKING:
-    from schedlab.platform.execution.runner import SweepReport
-    from schedlab.platform.planning.spec import ReplicationsSpec, SweepSpec
+    from schedlab.platform.execution.report import SweepReport
+    from schedlab.platform.planning.spec import SweepSpec
     from schedlab.platform.storage.store import ResultStore
 
 
-def _cell(config: Config) -> str:
-    return f"{config.point_id}|{canonical(config.system)}"
-
-
-def _arm(config: Config) -> str:
-    if not config.policy_params:
-        return config.policy
-    return f"{config.policy}[{','.join(f'{k}={v}' for k, v in sorted(config.policy_params.items()))}]"
-
-
-def each_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> set[str]:
-    """Points whose every configuration's CI half-width is within target."""
-    from schedlab.platform.statistics.stats import summarize
-
-    if reps.metric is None or reps.rel_halfwidth is None:  # ReplicationsSpec._one_mode: adaptive has both
-        raise ValueError("adaptive replications need both metric and rel_halfwidth")
-    m = reps.metric
-    stats = summarize(rows.select("config_id", m), ["config_id"], [m])
-    ok = stats.filter(
-        pl.col(f"{m}_identical")
-        | (pl.col(f"{m}_ci95").is_not_null() & (pl.col(f"{m}_ci95") <= reps.rel_halfwidth * pl.col(f"{m}_mean").abs()))
-    )
-    satisfied = set(ok["config_id"].to_list())
-    return {p.point_id for p in plan.points if all(c.config_id in satisfied for c in p.configs)}
-
-
-def paired_table(plan: Plan, rows: pl.DataFrame, metric: str, baseline: str, ratio: bool) -> pl.DataFrame:
-    """`compare.paired_stats` per comparison cell of the plan: columns
-    ``_cell``, ``_arm`` and paired_stats's (``halfwidth``, ``baseline_mean``, ...)."""
-    from schedlab.platform.statistics.compare import paired_stats
-
-    configs = plan.configs
-    known = rows.filter(pl.col("config_id").is_in(list(configs)))
-    cids = known["config_id"].to_list()
-    frame = known.select(
-        pl.Series("_cell", [_cell(configs[c]) for c in cids], dtype=pl.String),
-        pl.Series("_arm", [_arm(configs[c]) for c in cids], dtype=pl.String),
-        pl.col("replication"),
-        pl.col(metric).cast(pl.Float64),
-    )
-    base_arms = {_arm(c) for c in configs.values() if c.policy == baseline}
-    if len(base_arms) != 1:  # spec validation rules this out; a clear error all the same
-        raise ValueError(f"baseline {baseline!r} is {len(base_arms)} configurations per point, not one")
-    return paired_stats(frame, ["_cell"], ["replication"], "_arm", metric, base_arms.pop(), ratio)
-
-
-def paired_satisfied(plan: Plan, rows: pl.DataFrame, reps: ReplicationsSpec) -> set[str]:
-    """Points where every policy's paired interval to the baseline is within
-    the target (see the module docstring)."""
-    if reps.metric is None or reps.rel_halfwidth is None:  # ReplicationsSpec._one_mode: adaptive has both
-        raise ValueError("adaptive replications need both metric and rel_halfwidth")
-    if reps.baseline is None:  # ReplicationsSpec._one_mode: target = "paired" needs the baseline
-        raise ValueError('target = "paired" needs the baseline policy')
-    table = paired_table(plan, rows, reps.metric, reps.baseline, bool(reps.ratio))
-    if reps.ratio:
-        ok_expr = pl.col("halfwidth") <= math.log1p(reps.rel_halfwidth)
-    else:
-        ok_expr = pl.col("halfwidth") <= reps.rel_halfwidth * pl.col("baseline_mean").abs()
-    good = table.filter(
-        pl.col("identical") | (pl.col("halfwidth").is_not_null() & pl.col("halfwidth").is_not_nan() & ok_expr)
-    )
-    ok = set(zip(good["_cell"].to_list(), good["_arm"].to_list()))
-    out = set()
-    for p in plan.points:
-        if all(_arm(c) in {a for cell, a in ok if cell == _cell(c)} for c in p.configs if c.policy != reps.baseline):
-            out.add(p.point_id)
-    return out
-
-
-# --------------------------------------------------------------------------- select-best
-
-
-def _where(plan: Plan) -> dict[str, dict[str, Any]]:
-    """cell -> the parameter values that tell it apart from the other cells."""
-    cells: dict[str, dict[str, Any]] = {}
-    for c in plan.configs.values():
-        cells.setdefault(_cell(c), {**c.workload_params, **{f"system_{k}": v for k, v in c.system.items()}})
-    keys = sorted({k for v in cells.values() for k in v})
-    varying = [k for k in keys if len({canonical(v.get(k)) for v in cells.values()}) > 1]
-    return {cell: {k: v.get(k) for k in varying} for cell, v in cells.items()}
-
-
-def point_where(plan: Plan) -> dict[str, dict[str, Any]]:
-    """point id -> the workload values that tell it apart from the other
-    points (empty for a one-point sweep)."""
-    keys = sorted({k for p in plan.points for k in p.params})
-    varying = [k for k in keys if len({canonical(p.params.get(k)) for p in plan.points}) > 1]
-    return {p.point_id: {k: p.params.get(k) for k in varying} for p in plan.points}
-
-
-def _outputs(rows: pl.DataFrame, config_ids: list[str], metric: str, first: int = 0) -> dict[str, list[float]]:
-    """Each configuration's outputs in replication order from ``first``, up to
-    its first missing replication (a failed simulation ends the usable prefix)."""
-    out: dict[str, list[float]] = {cid: [] for cid in config_ids}
-    sub = rows.filter(pl.col("config_id").is_in(config_ids)).sort("config_id", "replication")
-    for cid, rep, value in sub.select("config_id", "replication", metric).iter_rows():
-        if rep == first + len(out[cid]) and value is not None and value == value:
-            out[cid].append(float(value))
-    return out
+def run_adaptive(
+    spec: SweepSpec, plan: Plan, store: ResultStore, run_round: Callable[[list[Instance]], None], report: SweepReport
+) -> None:
+    """Rounds of replications until every configuration's 95 % CI half-width of
+    the metric is within rel_halfwidth of its mean (``target`` unset or
+    "each"), or every policy's paired interval to the baseline is
+    (``target = "paired"``, `stopping.paired_satisfied`), or max is reached.
+    ``mode = "select-best"`` runs Kim & Nelson's KN instead
+    (`select_best`)."""
+    reps = spec.replications
+    if reps.select_best:
+        select_best(spec, plan, store, run_round, report)
+        return
+    next_r = {p.point_id: 0 for p in plan.points}
+    want = {p.point_id: reps.min for p in plan.points}
+    short: set[str] = set()  # points whose target was not met at the last check
+    while True:
+        instances = [
+            inst for p in plan.points for inst in plan.instances(range(next_r[p.point_id], want[p.point_id]), [p])
+        ]
+        if not instances:
+            where = stopping.point_where(plan)
+            report.at_max = [where[p.point_id] for p in plan.points if p.point_id in short]
+            return
+        for p in plan.points:
+            next_r[p.point_id] = want[p.point_id]
+        run_round(instances)
+        report.rounds += 1
+        rows = store.scan().select("config_id", "replication", reps.metric).collect() if store.has("summary") else None
+        if rows is None or reps.metric not in rows.columns:
+            return
+        if reps.target == "paired":
+            done = stopping.paired_satisfied(plan, rows, reps)
+        else:
+            done = stopping.each_satisfied(plan, rows, reps)
+        short = {p.point_id for p in plan.points if p.point_id not in done}
+        for p in plan.points:
+            if p.point_id not in done and want[p.point_id] < reps.max:
+                want[p.point_id] = min(reps.max, want[p.point_id] + reps.batch)
 
 
 def select_best(
@@ -153,7 +77,7 @@ def select_best(
     run_round: Callable[[list[Instance]], None],
     report: SweepReport,
 ) -> dict[str, Any]:
-    """Kim & Nelson's KN per comparison cell, one round of Ray tasks per
+    """Kim & Nelson's KN per comparison cell, one round of tasks per
     stage (every survivor's next ``step`` replications); returns (and
     writes) the ``selection.json`` document."""
     from schedlab.platform.statistics.selection import SOURCE, kn, write
@@ -165,8 +89,8 @@ def select_best(
     minimize = True if reps.minimize is None else bool(reps.minimize)
     cells: dict[str, list[Config]] = {}
     for c in plan.configs.values():
-        cells.setdefault(_cell(c), []).append(c)
-    where = _where(plan)
+        cells.setdefault(stopping.cell_of(c), []).append(c)
+    where = stopping.cell_where(plan)
     first = reps.first  # replications first, first + 1, ...: KN's outputs 0, 1, ...
     need = {cid: first + reps.min for cid in plan.configs}
     ran = {cid: first for cid in plan.configs}
@@ -193,8 +117,8 @@ def select_best(
         )
         points = []
         for cell, configs in cells.items():
-            names = {c.config_id: _arm(c) for c in configs}
-            outs = _outputs(rows, list(names), reps.metric, first)
+            names = {c.config_id: stopping.arm_of(c) for c in configs}
+            outs = stopping.outputs_prefix(rows, list(names), reps.metric, first)
             sel = kn(
                 {names[cid]: outs[cid] for cid in names},
                 reps.delta,

@@ -408,6 +408,20 @@ RESERVED_COLUMNS = frozenset(
 _PolicyPoints = list[tuple[str, dict[str, Any], CodeRef | None]]
 
 
+def plan_of(spec: SweepSpec) -> Plan:
+    """``build_plan(spec)``, or the plan `validate.parse_spec` already built for
+    this very spec (same fields, same base folder): a run does not expand and
+    check a large grid twice. Not with user code: its files may have been
+    edited since (a notebook), and a run resolves and hashes them anew."""
+    from schedlab.platform.planning.validate import plan_key
+
+    checked = spec._checked_plan
+    if checked is not None and not checked[1].code and checked[0] == plan_key(spec):
+        plan: Plan = checked[1]
+        return plan
+    return build_plan(spec)
+
+
 def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field.
 

@@ -58,7 +58,8 @@ plans it, so every field shown here exists)::
     experiment = "psbs-shape"
 
     [execution]
-    # address = "ray://head:10001"   # a Ray cluster (default: local Ray)
+    backend = "auto"             # "auto": in-process or a local pool for small work, else Ray; "local"; "ray"
+    # address = "ray://head:10001"   # a Ray cluster (default: local Ray when Ray runs)
     max_in_flight = 6
     cpus_per_task = 1
     retries = 3
@@ -306,6 +307,9 @@ class TrackingSpec(_Model):
 
 
 class ExecutionSpec(_Model):
+    #: Where tasks run: "auto" (in the driver's process or a local pool when the
+    #: work is small, else Ray; schedlab.platform.execution.backends), "local" or "ray".
+    backend: Literal["auto", "local", "ray"] = "auto"
     address: str | None = None
     num_cpus: int | None = Field(default=None, ge=1)  # local Ray only: CPUs to start with
     max_in_flight: int | None = Field(default=None, ge=1)
@@ -391,6 +395,9 @@ class SweepSpec(_Model):
 
     #: The folder `use = "file.py:..."` paths are relative to (the spec file's; else the cwd).
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    #: The plan `parse_spec` built to check this spec, with the identity of what it was built
+    #: from (`plan.plan_of` reuses it when the spec has not changed since: no second expansion).
+    _checked_plan: tuple[str, Any] | None = PrivateAttr(default=None)
 
     @property
     def base_dir(self) -> Path:

@@ -50,12 +50,19 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
     if base_dir is not None:
         spec._base_dir = Path(base_dir).resolve()
     # Engine, policies and every workload grid point: checked by plan expansion.
-    build_plan(spec, source)
+    spec._checked_plan = (plan_key(spec), build_plan(spec, source))
     if spec.search is not None:  # the searched parameters against what the policy and workload declare
         from schedlab.platform.search.space import check_search
 
         check_search(spec, source)
     return spec
+
+
+def plan_key(spec: SweepSpec) -> str:
+    """What a plan is built from: the spec but its [tracking] and [execution]
+    tables (which no plan reads), and the folder its paths start from
+    (`plan.plan_of` reuses the plan `parse_spec` built while this key holds)."""
+    return f"{spec.base_dir}\0" + spec.model_dump_json(exclude={"tracking", "execution"})
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -296,12 +296,14 @@ class _Runs:
         report: SearchReport,
         *,
         address: str | None,
+        backend: str | None = None,
         fresh: bool,
         tracking: bool | None,
         progress: Callable[[Progress | TrackProgress], None] | None,
     ) -> None:
         self.spec, self.store, self.report = spec, store, report
         self.address, self.fresh, self.tracking, self.progress = address, fresh, tracking, progress
+        self.backend = backend
         self.done: set[tuple[str, int]] = set() if fresh else store.done_keys()
 
     def sweeps(self, settings: list[dict[str, Any]], reps: ReplicationsSpec) -> list[tuple[SweepSpec, list[str]]]:
@@ -353,6 +355,7 @@ class _Runs:
         got = run_sweep(
             sweep,
             address=self.address,
+            backend=self.backend,
             fresh=self.fresh,
             tracking=self.tracking,
             progress=show,
@@ -368,6 +371,8 @@ class _Runs:
         r.rounds += got.rounds
         r.compaction, r.compaction_error = got.compaction, got.compaction_error or r.compaction_error
         r.tracking = got.tracking if got.tracking is not None else r.tracking
+        if got.backend:  # where the last batch that ran anything ran, and why
+            r.backend, r.backend_why = got.backend, got.backend_why
         r.batches_run += 1
         r.per_batch.append(time.monotonic() - t)
         for k, v in got.stages.items():
@@ -379,6 +384,7 @@ def run_search(
     spec: SweepSpec,
     *,
     address: str | None = None,
+    backend: str | None = None,
     fresh: bool = False,
     tracking: bool | None = None,
     progress: Callable[[Progress | TrackProgress], None] | None = None,
@@ -388,7 +394,9 @@ def run_search(
     store = ResultStore(spec.results_dir())
     store.lock()
     try:
-        return _search_locked(spec, store, address=address, fresh=fresh, tracking=tracking, progress=progress)
+        return _search_locked(
+            spec, store, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress
+        )
     finally:
         store.tidy_tmp()
         store.unlock()
@@ -399,6 +407,7 @@ def _search_locked(
     store: ResultStore,
     *,
     address: str | None,
+    backend: str | None,
     fresh: bool,
     tracking: bool | None,
     progress: Callable[[Progress | TrackProgress], None] | None,
@@ -428,7 +437,9 @@ def _search_locked(
     else:
         _atomic_json(known, identity)
     report = SearchReport(str(store.root), configs=0)
-    runs = _Runs(spec, store, report, address=address, fresh=fresh, tracking=tracking, progress=progress)
+    runs = _Runs(
+        spec, store, report, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress
+    )
     dists = distributions(spec)
     total = planned_trials(spec)
     study, told = _open_study(root, spec)

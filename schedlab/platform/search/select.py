@@ -105,7 +105,7 @@ def difference(a: list[float], b: list[float], confidence: float, paired: bool) 
 def _outputs(store: ResultStore, config_ids: list[str], metric: str, first: int) -> dict[str, list[float]]:
     import polars as pl
 
-    from schedlab.platform.execution.adaptive import _outputs as prefix
+    from schedlab.platform.statistics.stopping import outputs_prefix as prefix
 
     if not store.has("summary"):
         return {c: [] for c in config_ids}
