@@ -392,3 +392,23 @@ def _toml(path: Path) -> dict:
     import tomllib
 
     return tomllib.loads(path.read_text())
+
+
+def test_an_in_process_run_never_imports_ray(tmp_path):
+    """A small sweep from Python: run in-process, Ray never imported (its
+    start-up is what auto saves), and the second call in the process is warm."""
+    code = textwrap.dedent(
+        f"""\
+        import sys, schedlab
+        spec = {{"name": "noray", "engine": "queue", "policies": ["FIFO", "PS"],
+                 "workload": {{"kind": "synthetic", "njobs": 100, "load": [0.5, 0.9]}},
+                 "outputs": {{"dir": {str(tmp_path / "noray")!r}}}, "tracking": {{"enabled": False}}}}
+        a = schedlab.run(spec)
+        b = schedlab.run(spec, fresh=True)
+        print(a.backend, b.backend, a.rows_written, b.rows_written, "ray" in sys.modules, "mlflow" in sys.modules)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["in-process", "in-process", "4", "4", "False", "False"], out.stdout
