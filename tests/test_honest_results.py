@@ -107,7 +107,7 @@ def test_fixed_trace_mlflow_data_has_no_interval_for_identical_replications(fixe
 
 
 def test_adaptive_counts_identical_replications_as_done_not_as_a_zero_width_interval(fixed_trace):
-    from schedlab.platform.execution.adaptive import each_satisfied, paired_satisfied
+    from schedlab.platform.statistics.stopping import each_satisfied, paired_satisfied
 
     def spec(policies=FIXED_POLICIES, **reps):
         doc = {
