@@ -20,7 +20,8 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
     from pathlib import Path
 
     from schedlab.platform.execution.runner import run_sweep
-    from schedlab.platform.planning.spec import SweepSpec, load_spec, parse_spec
+    from schedlab.platform.planning.spec import SweepSpec
+    from schedlab.platform.planning.validate import load_spec, parse_spec
 
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)

@@ -22,10 +22,11 @@ from polars.testing import assert_frame_equal
 import schedlab
 from schedlab.errors import UserError
 from schedlab.platform.execution import backends, local_backend
-from schedlab.platform.execution.backends import Auto, Executor, Lost, Task, TaskCall, choose
+from schedlab.platform.execution.backends import Auto, choose
+from schedlab.platform.execution.executor import Executor, Lost, Task, TaskCall
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.plan import build_plan
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 from tests.processes import kill_session, session_members
 
 TIMING = ["sim_seconds"]  # wall-clock columns: the only ones allowed to differ

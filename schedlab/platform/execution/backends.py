@@ -1,7 +1,7 @@
-"""Where a sweep's tasks run: the backend seam, and the rule that picks one.
+"""Where a sweep's tasks run: the rule that picks a backend, and the backends.
 
-The runner hands tasks (`Task`: instances x the configurations still to do)
-to an `Executor` and takes finished ones back; everything else -- task
+The runner hands tasks (`executor.Task`: instances x the configurations still
+to do) to an `executor.Executor` and takes finished ones back; everything else -- task
 sizing, the sink and its exactly-once commits, failure records, progress,
 adaptive rounds, tracking -- is the runner's, the same whatever runs the
 tasks, and every backend runs the same function (`tasks.run_instances`), so
@@ -39,17 +39,18 @@ from __future__ import annotations
 
 import os
 import sys
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from schedlab.errors import UserError
+from schedlab.platform.execution.executor import Executor, Finished, Task, TaskCall, busy_seconds
 
 if TYPE_CHECKING:
-    from schedlab.platform.execution.tasks import TaskResult
-    from schedlab.platform.planning.plan import Config, Instance, MetricSpec, Plan
+    from schedlab.platform.planning.plan import Plan
     from schedlab.platform.planning.spec import SweepSpec
+
+__all__ = ["Auto", "Choice", "Executor", "Task", "TaskCall", "busy_seconds", "choose", "make_executor"]
 
 #: Estimated seconds of a round's work (on one core) up to which auto stays in the driver's process.
 IN_PROCESS_SECONDS = 3.0
@@ -59,79 +60,6 @@ RAY_SECONDS = 120.0
 Backend = Literal["auto", "local", "ray"]
 Tier = Literal["in-process", "pool", "ray"]
 TIERS: tuple[Tier, ...] = ("in-process", "pool", "ray")
-
-
-@dataclass
-class Task:
-    """One task: workload instances, the configurations each still needs, and
-    its job-runs (the sizing's unit of work)."""
-
-    work: list[tuple[Instance, list[Config]]]
-    units: int
-
-
-@dataclass(frozen=True)
-class TaskCall:
-    """What every task of a sweep is called with besides its work."""
-
-    engine: str
-    per_job: bool
-    metrics: tuple[MetricSpec, ...]
-    engine_path: str
-    sim_budget_seconds: float | None = None  # `budget.sim_budget` of each simulation (None: none)
-
-
-@dataclass(frozen=True)
-class Lost:
-    """A task that could not finish (its worker died, retries exhausted):
-    the text of every failure record it becomes."""
-
-    text: str
-
-
-Finished = tuple[Task, "TaskResult | Lost"]
-
-
-def busy_seconds(result: TaskResult) -> float:
-    """A finished task's busy seconds, first-call warm-up (imports, kernel
-    loading: a one-off cost of a fresh process) and the task's own total excluded."""
-    return sum(v for k, v in result.stages.items() if k not in ("task", "warmup"))
-
-
-class Executor(ABC):
-    """Runs tasks; see the module docstring. ``start_seconds``: time spent
-    starting the backend (Ray, a pool), for the run's stages."""
-
-    name: str = ""
-    start_seconds: float = 0.0
-
-    @abstractmethod
-    def slots(self) -> float:
-        """Tasks that run at once."""
-
-    @abstractmethod
-    def max_in_flight(self) -> int:
-        """Tasks to keep submitted."""
-
-    @property
-    @abstractmethod
-    def in_flight(self) -> int:
-        """Tasks submitted and not yet returned by `wait`."""
-
-    @abstractmethod
-    def submit(self, task: Task) -> None:
-        """Start ``task`` (or queue it)."""
-
-    @abstractmethod
-    def wait(self, timeout: float) -> list[Finished]:
-        """Tasks finished within ``timeout`` seconds (possibly none)."""
-
-    @abstractmethod
-    def cancel(self) -> None:
-        """Ctrl-C: drop every task in flight."""
-
-    def begin_round(self, units: int) -> None:  # noqa: B027 - optional hook: only auto's choice uses it
-        """A round of ``units`` job-runs is about to be submitted."""
 
 
 @dataclass(frozen=True)

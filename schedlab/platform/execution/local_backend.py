@@ -34,7 +34,7 @@ from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
-from schedlab.platform.execution.backends import Executor, Finished, Lost, Task, TaskCall
+from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
 
 if TYPE_CHECKING:
     from schedlab.platform.execution.tasks import TaskResult

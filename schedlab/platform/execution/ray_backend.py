@@ -18,8 +18,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
-from schedlab.platform.execution.backends import Executor, Finished, Lost, Task, TaskCall
 from schedlab.platform.execution.connect import init_bounded, loopback_only
+from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
 from schedlab.platform.execution.payload import Packer, ray_put
 from schedlab.platform.planning.plan import Instance, Plan, shared_input_key
 

@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
-from schedlab.platform.execution.backends import Choice, Executor, Lost, Task, busy_seconds, choose
+from schedlab.platform.execution.backends import Choice, choose
+from schedlab.platform.execution.executor import Executor, Lost, Task, busy_seconds
 from schedlab.platform.execution.parts import keep_only
 from schedlab.platform.execution.ray_backend import _OWNED
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport

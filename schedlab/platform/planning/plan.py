@@ -408,13 +408,18 @@ RESERVED_COLUMNS = frozenset(
 _PolicyPoints = list[tuple[str, dict[str, Any], CodeRef | None]]
 
 
+def plan_key(spec: SweepSpec) -> str:
+    """What a plan is built from: the spec but its [tracking] and [execution]
+    tables (which no plan reads), and the folder its paths start from
+    (`plan_of` reuses the plan `validate.parse_spec` built while this key holds)."""
+    return f"{spec.base_dir}\0" + spec.model_dump_json(exclude={"tracking", "execution"})
+
+
 def plan_of(spec: SweepSpec) -> Plan:
     """``build_plan(spec)``, or the plan `validate.parse_spec` already built for
     this very spec (same fields, same base folder): a run does not expand and
     check a large grid twice. Not with user code: its files may have been
     edited since (a notebook), and a run resolves and hashes them anew."""
-    from schedlab.platform.planning.validate import plan_key
-
     checked = spec._checked_plan
     if checked is not None and not checked[1].code and checked[0] == plan_key(spec):
         plan: Plan = checked[1]

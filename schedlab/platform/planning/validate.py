@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schedlab.errors import Collector, UserError
-from schedlab.platform.planning.plan import build_plan
+from schedlab.platform.planning.plan import build_plan, plan_key
 from schedlab.platform.planning.spec import _PLAN_FIELDS, SweepSpec, _pydantic_messages
 
 
@@ -56,13 +56,6 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
 
         check_search(spec, source)
     return spec
-
-
-def plan_key(spec: SweepSpec) -> str:
-    """What a plan is built from: the spec but its [tracking] and [execution]
-    tables (which no plan reads), and the folder its paths start from
-    (`plan.plan_of` reuses the plan `parse_spec` built while this key holds)."""
-    return f"{spec.base_dir}\0" + spec.model_dump_json(exclude={"tracking", "execution"})
 
 
 def load_spec(path: str | Path) -> SweepSpec:
