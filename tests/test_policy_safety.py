@@ -294,7 +294,7 @@ def test_the_budget_stops_a_loop_and_cannot_be_swallowed():
 
 def test_the_spec_default_is_the_budget_default_and_bad_values_name_the_field():
     from schedlab.errors import UserError
-    from schedlab.platform.planning.spec import parse_spec
+    from schedlab.platform.planning.validate import parse_spec
 
     assert ExecutionSpec().sim_budget_seconds == DEFAULT_SIM_BUDGET_SECONDS
     base = {"name": "b", "engine": "queue", "policies": ["PS"]}
