@@ -47,9 +47,12 @@ import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Bitmap resolution: 300 dpi is the usual minimum for line art in print.
 PNG_DPI = 300
@@ -294,6 +297,33 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
+def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -> pl.DataFrame:
+    """The rows of ``frame`` where every ``col = value`` of ``where`` holds
+    (``--where``): a numeric column equal within 1e-9 relative, any other
+    as text. A column that is not there, or a value no row has, is a
+    `UserError` naming it and the values the column takes. The selector of
+    ``schedlab plot`` and ``schedlab view``."""
+    import polars as pl
+
+    columns = frame.columns
+    for col, value in where.items():
+        if col not in columns:
+            raise UserError(f"--where: {col!r} is not a column of {root}")
+        if frame.schema[col].is_numeric():
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
+            kept = frame.filter((pl.col(col).cast(pl.Float64) - v).abs() <= 1e-9 * max(1.0, abs(v)))
+        else:
+            kept = frame.filter(pl.col(col).cast(pl.String) == str(value))
+        if kept.height == 0:
+            values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
+            raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
+        frame = kept
+    return frame
+
+
 def plot(
     results_dir: str | Path,
     x: str,
@@ -375,23 +405,10 @@ def plot(
     axes_cols = [c for c in (x, by, facet) if c is not None]
     if len(set(axes_cols)) != len(axes_cols):
         raise UserError(f"--x, --by and --facet must be different columns (got {', '.join(axes_cols)})")
-    for col, value in (where or {}).items():
-        if col not in columns:
-            raise UserError(f"--where: {col!r} is not a column of {root}")
+    for col in where or {}:
         if col in axes_cols:
             raise UserError(f"--where: {col!r} is already an axis of the figure")
-        if frame.schema[col].is_numeric():
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-            kept = frame.filter((pl.col(col).cast(pl.Float64) - v).abs() <= 1e-9 * max(1.0, abs(v)))
-        else:
-            kept = frame.filter(pl.col(col).cast(pl.String) == str(value))
-        if kept.height == 0:
-            values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
-            raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
-        frame = kept
+    frame = filter_where(frame, where or {}, root)
     if ratio_to is not None and by != "policy":
         raise UserError("--ratio-to compares policies: use it with --by policy")
 

@@ -10,7 +10,7 @@ The group (`main`, the console script ``schedlab``) and the exit codes are in
 `main` when imported here: `simulation` (policies, simulate, workloads
 inspect), `sweeps` (validate, plan, run, track, compact), `analysis` (results,
 compare, plot), `pipeline_commands` (pipelines list / run), `policy_check`
-(check-policy); `progress` is the status line of a running sweep. Every command
+(check-policy), `views` (view: a run's schedule); `progress` is the status line of a running sweep. Every command
 module imports only click and the standard library at module level.
 """
 
@@ -23,6 +23,7 @@ from schedlab.cli.policy_check import check_policy_cmd
 from schedlab.cli.progress import ProgressLine
 from schedlab.cli.simulation import SYNTHETIC_OPTIONS, inspect_cmd, policies, simulate, workloads
 from schedlab.cli.sweeps import compact, plan, run, track, validate
+from schedlab.cli.views import view_cmd
 
 __all__ = [
     "EXIT_FAILURES",
@@ -46,5 +47,6 @@ __all__ = [
     "simulate",
     "track",
     "validate",
+    "view_cmd",
     "workloads",
 ]

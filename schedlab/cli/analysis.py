@@ -33,6 +33,17 @@ def _failures_note(store) -> str | None:
     return failures_note(store)
 
 
+def parse_where(items: tuple[str, ...]) -> dict[str, str]:
+    """``--where COL=VALUE`` options as a dict (the selector of `plot` and `view`)."""
+    where: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--where {item!r}: expected COL=VALUE (e.g. --where sigma=0.5)")
+        where[key.strip()] = value.strip()
+    return where
+
+
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
@@ -289,12 +300,7 @@ def plot_cmd(
     """
     from schedlab.plotting import plot as draw
 
-    where: dict[str, str] = {}
-    for item in where_items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--where {item!r}: expected COL=VALUE (e.g. --where sigma=0.5)")
-        where[key.strip()] = value.strip()
+    where = parse_where(where_items)
     result = draw(
         results_dir, x=x, y=y, by=by, ratio_to=ratio_to, facet=facet, out=out, logx=logx, logy=logy, where=where
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -170,6 +171,7 @@ def run(
             f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
             f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})"
         )
+        _log_headline(spec, report.results_dir)
     if tr is not None and tr.failed:
         click.echo(
             f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "
@@ -205,6 +207,20 @@ def run(
         sys.exit(EXIT_FAILURES)
     if tr is not None and tr.failed:
         sys.exit(EXIT_TRACKING)
+
+
+def _log_headline(spec: Any, results_dir: Path) -> None:
+    """The sweep's headline figure (`schedlab plot` of its first metric) on
+    its MLflow parent run; only with tracking on, and a failure is a warning."""
+    from schedlab.views.tracking import log_headline
+
+    try:
+        figure = log_headline(results_dir, spec.tracking.uri, spec.experiment(), spec.name)
+    except Exception as err:  # noqa: BLE001 - a picture never fails a sweep
+        click.echo(f"schedlab: warning: headline figure not logged to MLflow: {err}", err=True)
+        return
+    if figure is not None:
+        click.echo(f"MLflow: headline figure {figure.name} on the sweep's parent run (artifacts/figures)")
 
 
 @main.command()

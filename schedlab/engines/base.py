@@ -171,19 +171,24 @@ class Engine:
         system: Mapping[str, Any] | None = None,
         *,
         path: str = "fast",
+        recorder: Any = None,
     ) -> RunResult:
         """Run one policy (a built-in name or a policy class) over a job
         table. A policy that asks for something the engine forbids raises
         :class:`PolicyError` naming the policy, the time and the job.
         ``path``: "fast" (compiled kernels for the built-in policies that have
-        one, the reference otherwise) or "reference" (see ENGINE_PATHS)."""
+        one, the reference otherwise) or "reference" (see ENGINE_PATHS).
+        ``recorder`` (``schedlab.views``): the engine loop's schedule
+        recorder; given, the reference path runs (the only one that records,
+        with the same numbers to the bit). None, the default, records nothing."""
         if path not in ENGINE_PATHS:
             raise UserError(f"engine path must be one of {', '.join(ENGINE_PATHS)}; got {path!r}")
         cls = self.policy(policy) if isinstance(policy, str) else policy
         try:
+            extra = {} if recorder is None else {"recorder": recorder}
             if self.fast_path:
-                return self.adapter(jobs, cls, params, system, path=path)
-            return self.adapter(jobs, cls, params, system)
+                return self.adapter(jobs, cls, params, system, path=path if recorder is None else "reference", **extra)
+            return self.adapter(jobs, cls, params, system, **extra)
         except PolicyError as err:
             label = getattr(cls, "name", "") or cls.__name__
             if not str(err).startswith("policy "):

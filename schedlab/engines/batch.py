@@ -22,6 +22,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     system: Mapping[str, Any] | None = None,
     path: str = "fast",
+    recorder: Any = None,
 ) -> RunResult:
     """Run one batch policy over a rigid-job table: job_id, submit, runtime,
     procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
@@ -34,9 +35,10 @@ def run(
     ``path="fast"``: the built-ins themselves (by identity, never a subclass)
     without params run on their compiled kernels (``schedlab.sim.batch.fast``,
     the same start and end times to the bit); everything else, and whatever
-    the kernels decline, runs on the reference engine."""
+    the kernels decline, runs on the reference engine. ``recorder``: the
+    schedule recorder of ``simulate_batch`` (the reference path runs)."""
     sys_params = {**ENGINE.system_defaults, **(system or {})}
-    per_job, summary = run_table(jobs, cls, **sys_params, path=path, **(params or {}))
+    per_job, summary = run_table(jobs, cls, **sys_params, path=path, recorder=recorder, **(params or {}))
     return RunResult(per_job, summary)
 
 

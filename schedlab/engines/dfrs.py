@@ -15,7 +15,11 @@ if TYPE_CHECKING:
 
 
 def run(
-    jobs: pl.DataFrame, cls: type, params: Mapping[str, Any] | None = None, system: Mapping[str, Any] | None = None
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    recorder: Any = None,
 ) -> RunResult:
     """Run one DFRS policy over a rigid-job table: job_id, submit, runtime,
     procs[, cpu_need, memory] (Lublin, SWF traces; the annotation fields of
@@ -23,11 +27,12 @@ def run(
     rules). System: nodes, penalty (s per pause or migration), cpu_need and
     memory (the per-task values used when the table has no such columns),
     bound (also compute the max-stretch lower bound and the degradation),
-    oversize ("error" or "drop"). Policy params: period (/per)."""
+    oversize ("error" or "drop"). Policy params: period (/per). ``recorder``:
+    the schedule recorder of ``simulate_dfrs``."""
     from schedlab.sim.dfrs import run_table
 
     sys_params = {**ENGINE.system_defaults, **(system or {})}
-    per_job, summary = run_table(jobs, cls, **sys_params, **(params or {}))
+    per_job, summary = run_table(jobs, cls, **sys_params, recorder=recorder, **(params or {}))
     return RunResult(per_job, summary)
 
 

@@ -24,6 +24,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     system: Mapping[str, Any] | None = None,
     path: str = "fast",
+    recorder: Any = None,
 ) -> RunResult:
     """Run one packing policy over a job table: job_id, submit, duration (or
     runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
@@ -33,9 +34,10 @@ def run(
     BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
     (``schedlab.sim.packing.fast``, the same numbers to the bit), and so do the
     multi-resource Tetris and Slots-Fair (``schedlab.sim.packing.multi_fast``);
-    everything else, and whatever a kernel declines, runs on the reference engine."""
+    everything else, and whatever a kernel declines, runs on the reference engine.
+    ``recorder``: the schedule recorder of ``simulate_packing`` (the reference path runs)."""
     sys_params = {**ENGINE.system_defaults, **(system or {})}
-    per_job, summary, samples = run_table(jobs, cls, path=path, **sys_params, **(params or {}))
+    per_job, summary, samples = run_table(jobs, cls, path=path, recorder=recorder, **sys_params, **(params or {}))
     series = None
     if samples is not None:
         series = {}

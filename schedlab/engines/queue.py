@@ -23,13 +23,15 @@ def run(
     params: Mapping[str, Any] | None = None,
     system: Mapping[str, Any] | None = None,
     path: str = "fast",
+    recorder: Any = None,
 ) -> RunResult:
     """Run one queue policy over a canonical job table (see workloads.schema).
 
     ``path="fast"``: a built-in policy class (by identity, never a subclass)
     runs on its compiled kernel (``schedlab.sim.queue.fast``, the same
     completion times to the bit); everything else, and whatever the kernels
-    decline, runs on the reference engine (``schedlab.sim.queue.engine``)."""
+    decline, runs on the reference engine (``schedlab.sim.queue.engine``).
+    ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
     from schedlab.sim.common.metrics import queue_summary, slowdown
     from schedlab.sim.queue.engine import simulate
 
@@ -40,7 +42,7 @@ def run(
     estimate = jobs["estimate"].to_numpy()
     weight = jobs["weight"].to_numpy()
     out = None
-    kernel = kernel_id(cls) if path == "fast" and not params else None
+    kernel = kernel_id(cls) if path == "fast" and not params and recorder is None else None
     if kernel is not None:  # numba is imported only here
         from schedlab.sim.queue import fast
 
@@ -50,7 +52,7 @@ def run(
     if out is None:  # the reference path (or the kernel declined)
         factory = (lambda server: cls(server, **params)) if params else cls
         started = time.perf_counter()
-        out = simulate(submit, size, estimate, weight, factory)
+        out = simulate(submit, size, estimate, weight, factory, recorder=recorder)
     completion, events = out
     wall = time.perf_counter() - started
     sojourn = completion - submit

@@ -31,6 +31,10 @@ reservation computed when it first became the head (``now`` if it started
 right away) in ``self.reservation`` -- tests check that with exact estimates
 no head starts later than that.
 
+After every pass ``self.head_reservation`` is (head, shadow time, head's
+need) when the head could not start, else None: what a schedule view draws
+(one attribute store per pass).
+
 Cost per pass: O(log r) per start (a sorted list of running jobs by requested
 end), O(r) to find the shadow time and O(q) for the backfill scan (q queued
 jobs), as in the canonical algorithm.
@@ -55,6 +59,7 @@ class EASY(BatchPolicy):
         self.running = SortedList()  # (requested end, job)
         self.req_end: dict[int, float] = {}
         self.reservation: dict[int, float] | None = {} if record_reservations else None
+        self.head_reservation: tuple[int, float, int] | None = None
 
     def arrive(self, job: int) -> None:
         self.queue[job] = None
@@ -72,6 +77,7 @@ class EASY(BatchPolicy):
         queue, need = self.queue, self.machine.need
         free = self.machine.free
         record = self.reservation
+        self.head_reservation = None
         while queue:
             head = next(iter(queue))
             nh = need[head]
@@ -84,6 +90,7 @@ class EASY(BatchPolicy):
                 out.append(head)
                 continue
             shadow, extra = reservation(self.running, need, free, now, nh)
+            self.head_reservation = (head, shadow, nh)
             if record is not None and head not in record:
                 record[head] = shadow
             if free > 0:

@@ -265,6 +265,7 @@ def simulate_batch(
     policy_factory: Callable[[Machine], Any],
     *,
     hidden: Callable[[list[float]], Sequence[float]] | None = None,
+    recorder: Callable[[float, list[int], Any], None] | None = None,
 ) -> BatchResult:
     """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
 
@@ -273,11 +274,18 @@ def simulate_batch(
     ``hidden`` (check mode, ``schedlab.checks``): a function applied once to
     the list of actual runtimes, returning the sequence the engine then reads
     -- a guard that refuses reads from outside this module (None, the normal
-    path, adds nothing per pass)."""
+    path, adds nothing per pass).
+    ``recorder`` (schedule views, ``schedlab.views``): called after every pass
+    as ``recorder(t, started, policy)`` (the jobs started at t, in order; the
+    policy, whose ``head_reservation`` an EASY-like policy exposes). None (the
+    normal path) costs one test per pass."""
     run = BatchRun(submit, runtime, requested, need, capacity, policy_factory, hidden=hidden)
     policy = run.policy
     while (t := run.advance()) is not None:
-        run.start(policy.schedule(t), t)
+        starts = policy.schedule(t)
+        run.start(starts, t)
+        if recorder is not None:
+            recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
     n = run.n
     if n and run.started < n:
         queued = [j for j in range(n) if run.state[j] == _QUEUED]
@@ -302,6 +310,7 @@ def run_table(
     estimates: str = "requested",
     path: str = "reference",
     kernel: str | tuple[str, int, bool] | None = None,
+    recorder: Callable[[float, list[int], Any], None] | None = None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
@@ -324,6 +333,8 @@ def run_table(
     bit, the same pass count); without a kernel, and for any input the kernel
     declines, it runs on the reference. Only the simulation
     differs between the paths: the metrics are computed here for both.
+    ``recorder``: given to :func:`simulate_batch` (the reference path then
+    runs: it is the only one that records).
     Returns (per-job columns, summary)."""
     if path not in ("fast", "reference"):
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
@@ -406,7 +417,7 @@ def run_table(
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
     res = None
-    if path == "fast" and kernel is not None and not params:  # numba is imported only here
+    if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
         from schedlab.sim.batch import fast
 
         fast.warm(kernel)  # compile or load the kernel outside the timed run
@@ -417,7 +428,7 @@ def run_table(
     if res is None:  # the reference path (or the kernel declined)
         factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
         started = time.perf_counter()
-        res = simulate_batch(submit, runtime, requested, need, capacity, factory)
+        res = simulate_batch(submit, runtime, requested, need, capacity, factory, recorder=recorder)
     wall = time.perf_counter() - started
     wait = res.start - submit
     stretch = bounded_stretch(submit, runtime, res.end, threshold=BOUNDED_STRETCH_THRESHOLD)

@@ -57,6 +57,7 @@ def simulate_dfrs(
     star_pass: str = "completion",
     victims: str = "prefix",
     stretch_realloc: str = "mapping-change",
+    recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
     ``opt``, ``on_arrival(state, j)``, ``on_completion(state)``). Every job
@@ -195,6 +196,8 @@ def simulate_dfrs(
             st.dirty = False
         if check:
             check_state(st)
+        if recorder is not None:
+            recorder(t, st)
         if snapshots:
             snaps.append((t, st.vt.copy(), list(st.status), st.pen_until.copy(), st.y.copy()))
     times.append(t)

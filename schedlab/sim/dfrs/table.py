@@ -44,6 +44,7 @@ def run_table(
     star_pass: str = "completion",
     victims: str = "prefix",
     stretch_realloc: str = "mapping-change",
+    recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
@@ -123,6 +124,7 @@ def run_table(
         star_pass=star_pass,
         victims=victims,
         stretch_realloc=stretch_realloc,
+        recorder=recorder,
     )
     st = res.state
     n = len(submit)

@@ -290,6 +290,7 @@ def simulate_packing(
     group: ArrayLike | None = None,
     estimate: ArrayLike | None = None,
     hidden: Callable[[list[float]], Sequence[float]] | None = None,
+    recorder: Callable[[float, str, int, int], None] | None = None,
 ) -> PackingResult:
     """Run one packing policy (``policy_factory(cluster)``) over the jobs.
 
@@ -305,6 +306,10 @@ def simulate_packing(
     function applied once to the list of true durations, returning the
     sequence the engine then reads -- a guard that refuses reads from outside
     this module (None, the normal path, adds nothing per epoch).
+    ``recorder`` (schedule views, ``schedlab.views``): called as
+    ``recorder(now, "depart", job, server)`` when a job's demand is freed and
+    ``recorder(now, "place", job, server)`` when one is placed, in the order
+    the engine applies them (None: one test per departure and placement).
     """
     submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
     group, estimate = _as_groups(group, estimate, duration)
@@ -398,6 +403,8 @@ def simulate_packing(
             for k in srange:
                 used[k] -= dj[k]
             policy.depart(j, s)
+            if recorder is not None:
+                recorder(now, "depart", j, s)
         if running == 0:
             used = [0.0] * d  # no drift when the cluster is empty
 
@@ -435,6 +442,8 @@ def simulate_packing(
                 used[k] += dj[k]
             end = now + dur[j]
             heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
+            if recorder is not None:
+                recorder(now, "place", j, s)
         if queued == 0:
             qres = [0.0] * d
         epochs += 1

@@ -22,7 +22,7 @@ from schedlab.sim.packing.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERN
 
 
 def run_table(
-    jobs, policy_cls, *, path: str = "fast", kernel: str | None = None, **params: Any
+    jobs, policy_cls, *, path: str = "fast", kernel: str | None = None, recorder=None, **params: Any
 ) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, duration (or
     runtime) and either demand (one resource) or cpu/mem (whichever present, in
@@ -42,7 +42,8 @@ def run_table(
     (the same numbers to the bit), Tetris and Slots-Fair on
     ``schedlab.sim.packing.multi_fast``, unless the kernel declines;
     "reference" (and a run without a kernel) runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
-    kernel is compiled or loaded first). Returns (per-job columns, summary,
+    kernel is compiled or loaded first). ``recorder`` goes to
+    ``simulate_packing`` (the reference path then runs). Returns (per-job columns, summary,
     sampled series or None)."""
     if path not in ("fast", "reference"):
         raise UserError(f"packing engine: path must be 'fast' or 'reference'; got {path!r}")
@@ -71,7 +72,7 @@ def run_table(
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None
-    fast = _fast_path(kernel, params) if path == "fast" else None
+    fast = _fast_path(kernel, params) if path == "fast" and recorder is None else None
     if fast is not None:
         # compile or load the kernel outside the timed run
         if kernel in MULTI_KERNELS:  # its tables come from the policy's own constructor: it takes the class
@@ -108,6 +109,7 @@ def run_table(
                 until=until,
                 group=group,
                 estimate=estimate,
+                recorder=recorder,
             )
         except ValueError as exc:
             raise UserError(f"packing engine: {exc}") from None

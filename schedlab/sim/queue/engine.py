@@ -174,6 +174,18 @@ class Server:
             raise RuntimeError("no pool holds the server")
         return pool.weight
 
+    def served_shares(self) -> list[tuple[int, float]]:
+        """(job, share) of every job in the pool holding the server, by job:
+        the shares w_i / W of the GPS in force now (empty while idle). O(members);
+        what a schedule recorder reads (``simulate``'s ``recorder``), never the
+        event loop itself."""
+        pool = self._served
+        if pool is None or pool.size == 0:
+            return []
+        entry = self._entry
+        members = sorted(job for _, seq, job in pool.heap if entry[job] == seq)
+        return [(job, self._w[job] / pool.weight) for job in members]
+
     # ---- what a policy may do --------------------------------------------------
     def place(self, job: int, pool: Pool, weight: float = 1.0) -> None:
         """Move ``job`` into ``pool`` with GPS weight ``weight``, keeping the
@@ -322,6 +334,7 @@ def simulate(
     policy_factory: Callable[[Server], Any],
     *,
     hidden: Callable[[list[float]], Sequence[float]] | None = None,
+    recorder: Callable[[float, Server], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Run one policy over one workload; return (completion times, events).
 
@@ -332,6 +345,11 @@ def simulate(
     the list of true sizes, returning the sequence the engine then uses
     (``Server._size`` included) -- a guard that refuses reads from outside
     this module. None (the normal path) adds nothing per event.
+
+    ``recorder`` (schedule views, ``schedlab.views``): called as
+    ``recorder(now, server)`` after every event is applied, so it sees each
+    state the server is in between two events (``Server.served_shares``).
+    None (the normal path) costs one test per event.
     """
     n = len(submit)
     sub = submit.tolist()
@@ -387,6 +405,8 @@ def simulate(
             i += 1
         else:
             break
+        if recorder is not None:
+            recorder(server.now, server)
     if done != n:
         first = next(j for j in range(n) if server._pool[j] is not None)
         raise PolicyStalled(

@@ -57,6 +57,7 @@ READERS = {
     "squid": "schedlab.workloads.traces.squid",
     "bu98": "schedlab.workloads.traces.bu98",
     "google": "schedlab.workloads.traces.google",
+    "batsim": "schedlab.workloads.traces.batsim",
 }
 
 

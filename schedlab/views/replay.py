@@ -1,0 +1,240 @@
+"""Choosing one run of a sweep and re-simulating it with a recorder.
+
+A sweep stores rows, not schedules: a view re-runs the one configuration and
+replication it shows, from the results dir's own manifest (the spec that
+defined the rows), on the same workload instance (the same seed words, so
+common random numbers hold) and the reference engine path, with the
+engine's recorder on. Before anything is drawn the replay's summary is
+compared with the stored row, metric by metric, to the bit (timings aside):
+a view never shows a schedule that is not the one the row measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import UserError
+from schedlab.views.schedule import Schedule
+
+#: Summary values that measure the machine, not the schedule: never compared.
+TIMING_METRICS = ("sim_seconds", "bound_seconds")
+
+
+@dataclass(frozen=True)
+class Selected:
+    """One stored run: its results dir, configuration, replication and row."""
+
+    root: Path
+    config_id: str
+    replication: int
+    row: dict[str, Any]
+    manifest: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """The policy, the sweep's grid values of this configuration (the
+        axes only: a run's name in MLflow reads the same) and the replication."""
+        from schedlab.platform.tracking.data import varying_params
+
+        params = self.manifest.get("configs", {}).get(self.config_id, {}).get("params", {})
+        axes = [a for a in varying_params(self.manifest) if a in params]
+        grid = " ".join(f"{k}={params[k]}" for k in axes)
+        return f"{self.row['policy']}{' ' + grid if grid else ''} r{self.replication}"
+
+
+def select(
+    root: str | Path,
+    *,
+    policy: str | None = None,
+    where: dict[str, Any] | None = None,
+    replication: int | None = None,
+    config_id: str | None = None,
+) -> Selected:
+    """The one stored row the selectors name (``schedlab results``/``plot``'s
+    ``--policy``, ``--where``, ``--replication`` or a config id). Without
+    ``replication`` the lowest one stored. No row, or rows of several
+    configurations, is a `UserError` saying which values to fix."""
+    from schedlab.platform.storage.store import ResultStore
+    from schedlab.plotting import filter_where
+
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such results directory")
+    store = ResultStore(root)
+    manifest = store.read_manifest()
+    if manifest is None:
+        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
+    frame = store.scan().collect()
+    if frame.height == 0:
+        raise UserError(f"{root}: no result rows yet")
+    if config_id is not None:
+        frame = frame.filter(frame["config_id"] == config_id)
+        if frame.height == 0:
+            raise UserError(f"{root}: no configuration {config_id!r}")
+    if policy is not None:
+        kept = frame.filter(frame["policy"] == policy)
+        if kept.height == 0:
+            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(frame['policy'].unique()))}")
+        frame = kept
+    frame = filter_where(frame, where or {}, root)
+    configs = sorted(frame["config_id"].unique().to_list())
+    if len(configs) > 1:
+        params = [c for c in manifest.get("param_columns") or [] if c in frame.columns]
+        varying = [c for c in ["policy", *params] if frame[c].n_unique() > 1]
+        detail = "; ".join(f"{c} takes {', '.join(map(str, sorted(frame[c].unique().to_list())))}" for c in varying)
+        raise UserError(
+            f"{root}: the selection matches {len(configs)} configurations; fix one with --policy / --where ({detail})"
+        )
+    reps = sorted(frame["replication"].unique().to_list())
+    if replication is None:
+        replication = reps[0]
+    elif replication not in reps:
+        raise UserError(f"--replication {replication}: no such replication of {configs[0]}; stored: {_ranges(reps)}")
+    row = frame.filter(frame["replication"] == replication).row(0, named=True)
+    return Selected(root, configs[0], int(replication), row, manifest)
+
+
+def _ranges(values: list[int]) -> str:
+    return f"{values[0]}..{values[-1]}" if values == list(range(values[0], values[-1] + 1)) else str(values)
+
+
+def partner(sel: Selected, policy: str) -> Selected:
+    """The run of ``policy`` on the same instance as ``sel`` (``--vs``): the
+    same workload parameters and system, the same replication."""
+    configs = sel.manifest.get("configs", {})
+    mine = configs.get(sel.config_id, {})
+    point = {k: v for k, v in mine.get("params", {}).items() if not k.startswith("policy_")}
+    match = [
+        cid
+        for cid, c in configs.items()
+        if c.get("policy") == policy
+        and {k: v for k, v in c.get("params", {}).items() if not k.startswith("policy_")} == point
+    ]
+    if not match:
+        raise UserError(f"--vs {policy}: no configuration of {policy} on the same workload point as {sel.label}")
+    if len(match) > 1:
+        raise UserError(f"--vs {policy}: {len(match)} configurations of {policy} there (policy params vary)")
+    return select(sel.root, config_id=match[0], replication=sel.replication)
+
+
+def replay(sel: Selected) -> Schedule:
+    """Re-simulate ``sel`` with the engine's recorder on and check it against
+    the stored row; a mismatch is a `UserError` naming the metric."""
+    from schedlab.engines import get_engine
+    from schedlab.platform.execution.tasks import _build, _extra_metrics, _warmup_hook
+    from schedlab.platform.planning.plan import build_plan, shared_input_key
+    from schedlab.platform.planning.validate import parse_spec
+    from schedlab.usercode import worker_load
+    from schedlab.workloads.registry import workload_kind
+
+    defining = dict(sel.manifest["spec"])
+    outputs = {"per_job": defining.pop("per_job", False)}
+    if "warmup" in defining:
+        outputs["warmup"] = defining.pop("warmup")
+    defining.pop("user_code", None)
+    spec = parse_spec({**defining, "outputs": outputs}, f"{sel.root}/manifest.json")
+    plan = build_plan(spec, f"{sel.root}/manifest.json")
+    config = plan.configs.get(sel.config_id)
+    if config is None:
+        raise UserError(f"{sel.root}: configuration {sel.config_id} is not in the spec of manifest.json")
+    point = next(p for p in plan.points if any(c.config_id == sel.config_id for c in p.configs))
+    (instance,) = plan.instances([sel.replication], [point])
+    shared = None
+    if shared_input_key(point) is not None:
+        kind = workload_kind(point.kind)
+        assert kind.load_shared is not None  # shared_input_key gives a key only to kinds that load one
+        shared = kind.load_shared(point.params)
+    rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
+    engine = get_engine(plan.engine)
+    jobs = _build(plan.engine, point, rng, shared)
+    policy = worker_load(config.code) if config.code is not None else config.policy
+    recorder = _recorder(plan.engine)
+    result = engine.run(jobs, policy, config.policy_params, config.system, recorder=recorder)
+    metric_fns = [(m, m.function()) for m in plan.metrics]
+    summary = {**result.summary, **_extra_metrics(result, metric_fns, plan.engine)}
+    steady = _warmup_hook(plan.engine, instance, jobs, shared)
+    if steady is not None:
+        summary.update(steady(result, metric_fns))
+    check_replay(sel, summary)
+    per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
+    schedule = _schedule(plan.engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
+    schedule.label = sel.label
+    return schedule
+
+
+def check_replay(sel: Selected, summary: dict[str, Any]) -> None:
+    """Every metric of the replay equals the stored row's, to the bit (NaN
+    equals NaN; timings are not compared)."""
+    for key, value in summary.items():
+        if key in TIMING_METRICS or key not in sel.row:
+            continue
+        stored = sel.row[key]
+        if stored is None:
+            continue
+        a, b = float(value), float(stored)
+        if not (a == b or (math.isnan(a) and math.isnan(b))):
+            raise UserError(
+                f"{sel.root}: replay of {sel.label} does not match its stored row: {key} = {a!r}, stored {b!r} "
+                f"(the engine or the inputs changed since the sweep ran)"
+            )
+
+
+def _recorder(engine: str) -> Any:
+    from schedlab.views import record
+
+    return {
+        "queue": record.QueueRecorder,
+        "batch": record.BatchRecorder,
+        "packing": record.PackingRecorder,
+        "dfrs": record.DfrsRecorder,
+    }[engine]()
+
+
+def _schedule(
+    engine: str,
+    recorder: Any,
+    per_job: dict[str, np.ndarray],
+    summary: dict[str, Any],
+    jobs: Any,
+    system: dict[str, Any],
+) -> Schedule:
+    """The engine's recorder and rows as a Schedule."""
+    if engine == "queue":
+        schedule: Schedule = recorder.schedule(per_job, summary)
+    elif engine == "batch":
+        schedule = recorder.schedule(per_job, summary, "processor" if system.get("model") == "procs" else "node")
+    elif engine == "packing":
+        from schedlab.sim.system.declarations import resources
+
+        names = resources(jobs.columns)
+        if names == [""]:
+            demand = jobs["demand"].to_numpy().astype(float)[:, None]
+        else:
+            demand = np.column_stack([jobs[c].to_numpy().astype(float) for c in names])
+        cap = np.broadcast_to(np.atleast_1d(np.asarray(system["capacity"], dtype=float)), (demand.shape[1],))
+        capacity = np.tile(cap, (int(system["servers"]), 1))
+        schedule = recorder.schedule(per_job, summary, demand, capacity, names)
+    else:
+        schedule = recorder.schedule(per_job, summary)
+    return schedule
+
+
+def record_run(
+    engine_name: str, jobs: Any, policy: Any, params: dict[str, Any] | None = None, system: dict[str, Any] | None = None
+) -> Schedule:
+    """One policy on one job table, recorded (no results dir): what tests and
+    the benchmark call, and what ``replay`` does after choosing the run."""
+    from schedlab.engines import get_engine
+
+    engine = get_engine(engine_name)
+    recorder = _recorder(engine_name)
+    result = engine.run(jobs, policy, params or {}, system or {}, recorder=recorder)
+    per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
+    return _schedule(
+        engine_name, recorder, per_job, dict(result.summary), jobs, {**engine.system_defaults, **(system or {})}
+    )
