@@ -3,12 +3,12 @@ network), drawn with Plotly.
 
 Why Plotly: its figures are data (one JSON document) that the same Python
 builds for the page, and plotly.js ships inside the PyPI package, so
-``include_plotlyjs=True`` inlines it and the page opens offline; its WebGL
-traces (``scattergl``) draw 10^5 boxes and its heatmaps 10^6 cells and still
-pan and zoom at interactive rates. Numeric arrays go into the page as
-base64 typed arrays (plotly.py's encoding), not decimal text.
+``include_plotlyjs=True`` inlines it and the page opens offline; numeric
+arrays go into the page as base64 typed arrays (plotly.py's encoding), not
+decimal text (docs/architecture.md, "Schedule views", has the measurements
+behind the choices below).
 
-How a box is drawn: the boxes of one colour are one ``scattergl`` trace of
+How a box is drawn: the boxes of one colour are one SVG ``scatter`` trace of
 closed rectangles separated by gaps (NaN), filled ``toself``; a second,
 nearly invisible marker trace per panel puts one point at each box's centre
 that carries the job's row, and the page's script shows that job's fields
@@ -35,10 +35,14 @@ from schedlab.errors import UserError
 from schedlab.views.schedule import KIND_NAMES, LIFE, PAUSED, PENALTY, RESERVATION, RUN, Schedule
 
 #: Above this many boxes in a panel's window the panel is a raster (module docstring).
-MAX_DETAIL_BOXES = 40_000
+MAX_DETAIL_BOXES = 6_000
 #: The raster's size: time bins across, lanes (grouped when there are more) down.
 RASTER_BINS = 1600
 RASTER_LANES = 600
+#: A step series with more points than this is drawn as its min and max per
+#: time bin (``SERIES_BINS`` bins): peaks stay visible, the page stays small.
+MAX_SERIES_POINTS = 20_000
+SERIES_BINS = 4000
 #: Numeric colour columns are cut into this many quantile bins (one trace each).
 COLOR_BINS = 9
 #: A text column with at most this many values is coloured by category.
@@ -117,6 +121,19 @@ def color_values(schedule: Schedule, column: str) -> tuple[np.ndarray, list[str]
     return codes.astype(np.int64), colors, names
 
 
+def envelope(t: np.ndarray, v: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bin starts, min, max) of the step function (t, v) over ``bins``
+    equal bins of [t[0], t[-1]]: each bin's extremes over every value in
+    force during it (the one carried in from before the bin included)."""
+    edges = np.linspace(t[0], t[-1], bins + 1)
+    first = np.maximum(np.searchsorted(t, edges[:-1], side="right") - 1, 0)
+    # reduceat takes v[first[i]:first[i + 1]]; the value at first[i + 1] may start inside bin i too
+    nxt = v[np.r_[first[1:], len(t) - 1]]
+    low = np.minimum(np.minimum.reduceat(v, first), nxt)
+    high = np.maximum(np.maximum.reduceat(v, first), nxt)
+    return edges[:-1], low, high
+
+
 def _rects(t0: np.ndarray, t1: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x and y of closed rectangles, each followed by a gap (NaN)."""
     n = len(t0)
@@ -186,7 +203,7 @@ def build_figure(
                     fill, line = KIND_STYLE[kind]
                     x, y = _rects(box["t0"][sel], box["t1"][sel], box["y0"][sel], box["y1"][sel])
                     fig.add_trace(
-                        go.Scattergl(
+                        go.Scatter(
                             x=x,
                             y=y,
                             mode="lines",
@@ -207,7 +224,7 @@ def build_figure(
                 sel = rc == c
                 x, y = _rects(box["t0"][run][sel], box["t1"][run][sel], box["y0"][run][sel], box["y1"][run][sel])
                 fig.add_trace(
-                    go.Scattergl(
+                    go.Scatter(
                         x=x,
                         y=y,
                         mode="lines",
@@ -230,8 +247,9 @@ def build_figure(
                     y=(box["y0"][hov] + box["y1"][hov]) / 2,
                     mode="markers",
                     marker=dict(size=6, color="rgba(0,0,0,0.01)"),
-                    customdata=np.column_stack([np.full(hov.sum(), k), box["row"][hov], box["kind"][hov]]),
-                    hovertemplate="job row %{customdata[1]}<extra></extra>",
+                    customdata=box["row"][hov].astype(np.int32),
+                    meta={"s": k},
+                    hovertemplate="job row %{customdata}<extra></extra>",
                     showlegend=False,
                     name="jobs",
                 ),
@@ -250,8 +268,9 @@ def build_figure(
                             mode="markers",
                             marker=dict(symbol="x", size=7, color="black"),
                             name=name,
-                            customdata=np.column_stack([np.full(m.sum(), k), mark["row"][m], np.zeros(m.sum())]),
-                            hovertemplate=f"{name} of job row %{{customdata[1]}} at %{{x}}<extra></extra>",
+                            customdata=mark["row"][m].astype(np.int32),
+                            meta={"s": k},
+                            hovertemplate=f"{name} of job row %{{customdata}} at %{{x}}<extra></extra>",
                         ),
                         row=r,
                         col=1,
@@ -263,6 +282,28 @@ def build_figure(
         for name, (t, v) in s.series.items():
             r_series = series_row[(k, f"series:{name}")]
             if len(t) == 0:
+                continue
+            if window is not None:
+                keep = (t >= window[0]) & (t <= window[1])
+                first = max(int(np.argmax(keep)) - 1, 0) if keep.any() else 0
+                keep[first] = True  # the value in force when the window opens
+                t, v = t[keep], v[keep]
+            if len(t) > MAX_SERIES_POINTS:
+                x, low, high = envelope(t, v, SERIES_BINS)
+                for y, part in ((high, "max"), (low, "min")):
+                    fig.add_trace(
+                        go.Scattergl(
+                            x=x,
+                            y=y,
+                            mode="lines",
+                            line=dict(shape="hv", width=1, color="#444"),
+                            name=f"{name} ({part} per bin)",
+                            showlegend=False,
+                        ),
+                        row=r_series,
+                        col=1,
+                    )
+                notes.append(f"'{name}': min and max per 1/{SERIES_BINS} of the time axis")
                 continue
             fig.add_trace(
                 go.Scattergl(
@@ -287,8 +328,9 @@ def build_figure(
                 mode="markers",
                 marker=dict(size=4, color=np.where(diff > 0, "#d62728", "#2ca02c")),
                 name="finish difference",
-                customdata=np.column_stack([np.ones(len(diff)), np.arange(len(diff)), np.zeros(len(diff))]),
-                hovertemplate="job row %{customdata[1]}: %{y:+.4g} s<extra></extra>",
+                customdata=np.arange(len(diff), dtype=np.int32),
+                meta={"s": 1},
+                hovertemplate="job row %{customdata}: %{y:+.4g} s<extra></extra>",
             ),
             row=len(rows),
             col=1,
@@ -319,8 +361,8 @@ def _raster(fig: Any, r: int, box: dict[str, np.ndarray], lanes: float, codes: n
     nl = int(min(max(math.ceil(lanes), 1), RASTER_LANES))
     scale = nl / max(lanes, 1e-12)
     width = (t_hi - t_lo) / nb if t_hi > t_lo else 1.0
-    z = np.full((nl, nb), np.nan)
-    who = np.full((nl, nb), -1, dtype=np.int64)
+    z = np.full((nl, nb), np.nan, dtype=np.float32)
+    who = np.zeros((nl, nb), dtype=np.uint32)  # job row + 1; 0: no job (base64 of -1 would be all '/', escaped x6)
     centres = t_lo + (np.arange(nb) + 0.5) * width
     run = box["kind"] == RUN
     c0 = np.searchsorted(centres, box["t0"][run], side="left")
@@ -331,16 +373,17 @@ def _raster(fig: Any, r: int, box: dict[str, np.ndarray], lanes: float, codes: n
     for a, b, y0, y1, row in zip(c0.tolist(), c1.tolist(), l0.tolist(), l1.tolist(), rows_.tolist()):
         if b > a:
             z[y0:y1, a:b] = codes[row]
-            who[y0:y1, a:b] = row
+            who[y0:y1, a:b] = row + 1
     fig.add_trace(
         go.Heatmap(
             z=z,
             x=centres,
             y=(np.arange(nl) + 0.5) / scale,
-            customdata=np.stack([np.full(who.shape, k), who, np.zeros(who.shape, dtype=np.int64)], axis=-1),
+            customdata=who,
+            meta={"s": k, "shift": 1},
             colorscale="Viridis",
             showscale=False,
-            hovertemplate="job row %{customdata[1]}<extra></extra>",
+            hovertemplate="job %{z}<extra></extra>",
             hoverongaps=False,
         ),
         row=r,
@@ -367,19 +410,19 @@ _SCRIPT = """
 border:1px solid #999;padding:6px 10px;font:12px monospace;white-space:pre;display:none;z-index:10"></div>
 <script>
 (function () {
-  var JOBS = %(jobs)s, LABELS = %(labels)s, KINDS = %(kinds)s;
+  var JOBS = %(jobs)s, LABELS = %(labels)s;
   var gd = document.getElementsByClassName('plotly-graph-div')[0], box = document.getElementById('job-info');
-  function show(s, row, kind) {
-    var t = JOBS[s], lines = [LABELS[s], 'job row ' + row + (kind ? ' (' + KINDS[kind] + ')' : '')];
+  function show(s, row) {
+    var t = JOBS[s], lines = [LABELS[s], 'job row ' + row];
     for (var c in t) { var v = t[c][row]; lines.push(c + ': ' + (v === null ? 'NaN' : v)); }
     box.textContent = lines.join('\\n'); box.style.display = 'block';
   }
   gd.on('plotly_hover', function (ev) {
-    var p = ev.points[0], d = p.customdata;
-    if (!d) return;
-    var row = d[1];
-    if (row === undefined || row < 0) return;
-    show(String(d[0]), row, d[2]);
+    var p = ev.points[0], meta = p.data.meta;
+    if (!meta || p.customdata === undefined || p.customdata === null) return;
+    var row = p.customdata - (meta.shift || 0);
+    if (row < 0) return;
+    show(String(meta.s), row);
   });
 })();
 </script>
@@ -402,7 +445,6 @@ def write_page(
     script = _SCRIPT % {
         "jobs": json.dumps(tables, allow_nan=False, separators=(",", ":")),
         "labels": json.dumps({str(k): s.label for k, s in enumerate(schedules)}),
-        "kinds": json.dumps({str(k): v for k, v in KIND_NAMES.items()}),
     }
     html = html.replace("</body>", script + "</body>")
     out.parent.mkdir(parents=True, exist_ok=True)
