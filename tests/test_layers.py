@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("schedlab.api", "schedlab.engines"),
     ("schedlab.checks", "schedlab.platform", "schedlab.docs_columns", "schedlab.gym"),
     ("schedlab.plotting",),
+    # schedule views: re-run a stored run through the engines, draw it (plotting's style and --where)
+    ("schedlab.views",),
     ("schedlab",),
     ("schedlab.pipelines",),
     ("schedlab.cli",),

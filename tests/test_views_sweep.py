@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from schedlab.cli import main
-from schedlab.platform.planning.spec import parse_spec
+from schedlab.platform.planning.validate import parse_spec
 
 #: evalys rounds every float of a jobs.csv to 6 decimals (JobSet's float_precision).
 EVALYS_ROUNDING = 0.5e-6
