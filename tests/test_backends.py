@@ -102,6 +102,7 @@ def test_rows_are_bit_identical_in_process_in_a_pool_and_on_ray(tmp_path, ray_ow
     ray.shutdown()
     in_process = run_sweep(spec_of(tmp_path, "inproc", workload=workload), backend="local")
     monkeypatch.setattr(backends, "IN_PROCESS_SECONDS", 0.0)  # any estimate asks for the pool
+    monkeypatch.setattr(backends, "COLD_POOL_SECONDS", 0.0)
     pooled = run_sweep(spec_of(tmp_path, "pool", workload=workload), backend="local")
 
     assert (on_ray.backend, in_process.backend) == ("on Ray", "in-process")
@@ -193,28 +194,32 @@ class _Fake(Executor):
         self.queue.clear()
 
 
-def _auto(per_unit: float, allow_ray: bool = True, cpus: int = 2, cold_first: bool = False) -> tuple[Auto, list]:
+def _auto(
+    per_unit: float, allow_ray: bool = True, cpus: int = 2, cold_first: bool = False, warm: bool = False
+) -> tuple[Auto, list]:
     made: list[str] = []
 
     def make(tier):
         made.append(tier)
         return _Fake(per_unit, cold_first) if tier == "in-process" else _Fake(per_unit)
 
-    return Auto(make, allow_ray=allow_ray, cpus=cpus, why="auto"), made
+    return Auto(make, allow_ray=allow_ray, cpus=cpus, why="auto", pool_warm=lambda: warm), made
 
 
 @pytest.mark.parametrize(
-    "per_unit,allow_ray,cpus,tier,reason",
+    "per_unit,allow_ray,cpus,warm,tier,reason",
     [
-        (1e-6, True, 2, "in-process", "<= 3 s"),  # 1M job-runs x 1 us = 1 s
-        (1e-5, True, 2, "pool", "> 3 s and <= 120 s"),  # 10 s
-        (1e-3, True, 2, "ray", "> 120 s"),  # 1000 s
-        (1e-3, False, 2, "pool", "> 3 s"),  # backend = "local": never Ray
-        (1e-5, True, 1, "in-process", "> 3 s and <= 120 s, but one CPU"),
+        (1e-6, True, 2, False, "in-process", "<= 10 s (a new pool)"),  # 1M job-runs x 1 us = 1 s
+        (5e-6, True, 2, False, "in-process", "<= 10 s (a new pool)"),  # 5 s: not worth a new pool
+        (5e-6, True, 2, True, "pool", "> 3 s and <= 120 s (a warm pool)"),  # ... but worth a warm one
+        (2e-5, True, 2, False, "pool", "> 10 s and <= 120 s (a new pool)"),  # 20 s
+        (1e-3, True, 2, False, "ray", "> 120 s"),  # 1000 s
+        (1e-3, False, 2, False, "pool", "> 10 s (a new pool)"),  # backend = "local": never Ray
+        (2e-5, True, 1, False, "in-process", "> 10 s and <= 120 s, but one CPU"),
     ],
 )
-def test_the_auto_rule(per_unit, allow_ray, cpus, tier, reason):
-    auto, made = _auto(per_unit, allow_ray, cpus)
+def test_the_auto_rule(per_unit, allow_ray, cpus, warm, tier, reason):
+    auto, made = _auto(per_unit, allow_ray, cpus, warm=warm)
     auto.begin_round(1_000_000)
     auto.submit(Task([], 1000))
     auto.wait(1.0)
@@ -229,7 +234,7 @@ def test_the_auto_rule(per_unit, allow_ray, cpus, tier, reason):
 
 
 def test_auto_skips_a_cold_first_task_and_never_moves_down():
-    auto, made = _auto(1e-5, cold_first=True)  # the first task's 100 s are one-off imports: not timed
+    auto, made = _auto(2e-5, cold_first=True)  # the first task's 100 s are one-off imports: not timed
     auto.begin_round(1_000_000)
     auto.submit(Task([], 1000))
     auto.wait(1.0)
@@ -298,7 +303,7 @@ KILL_SWEEP = """\
     use = "slowgen.py:slow"
     njobs = 300
     load = [0.5, 0.7, 0.9]
-    pause = 0.1
+    pause = 0.2
 
     [replications]
     n = 20
@@ -314,7 +319,7 @@ KILL_SWEEP = """\
     backend = "local"
     num_cpus = 2
     task_jobs = 900
-    """  # 60 instances of 0.1 s each, 180 rows: ~6 s in-process, ~3 s in a pool of 2
+    """  # 60 instances of 0.2 s each, 180 rows: ~12 s of work, so a (new) pool of 2 after two tasks in-process
 
 
 def _start(spec: Path, cwd: Path, log: str) -> subprocess.Popen:

@@ -25,7 +25,8 @@ or "ray". The **auto rule**:
    that is not the process's very first (that one pays one-off imports) is
    timed; the round's work is estimated as its job-runs (jobs x
    configurations, the sizing's unit) x the seconds per job-run measured on
-   that task (kernel loading excluded). An estimate up to `IN_PROCESS_SECONDS`
+   that task (kernel loading excluded). An estimate up to `COLD_POOL_SECONDS`
+   (`IN_PROCESS_SECONDS` when a local pool is already warm in this process)
    stays in-process; up to `RAY_SECONDS` goes to a local pool of
    ``num_cpus`` processes (in-process when that is one CPU); beyond, to Ray.
    Each later round (adaptive replications) is estimated again at its start
@@ -52,8 +53,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Auto", "Choice", "Executor", "Task", "TaskCall", "busy_seconds", "choose", "make_executor"]
 
-#: Estimated seconds of a round's work (on one core) up to which auto stays in the driver's process.
+#: Estimated seconds of a round's work (on one core) up to which auto stays in the driver's process
+#: when a local pool is already warm in it ...
 IN_PROCESS_SECONDS = 3.0
+#: ... and when it is not: a new pool's processes first pay imports and kernel loading (1-2 s of
+#: CPU each, measured by benchmarks/instant_sweeps.py), which a few seconds of work does not repay.
+COLD_POOL_SECONDS = 10.0
 #: ... up to which it uses a local pool of num_cpus processes; beyond, Ray.
 RAY_SECONDS = 120.0
 
@@ -133,7 +138,13 @@ def make_executor(spec: SweepSpec, plan: Plan, choice: Choice, address: str | No
         executor = make(choice.tier)
         executor.name, why = _name(executor, choice.tier, cpus), choice.why
         return _Fixed(executor, why)
-    return Auto(make, allow_ray=choice.backend == "auto", cpus=cpus, why=choice.why)
+    return Auto(
+        make,
+        allow_ray=choice.backend == "auto",
+        cpus=cpus,
+        why=choice.why,
+        pool_warm=lambda: local_backend.pool_is_warm(cpus),
+    )
 
 
 def _name(executor: Executor, tier: Tier, cpus: int) -> str:
@@ -185,8 +196,15 @@ class Auto(_Fixed):
     the tier its estimate asks for (moving up only when nothing
     is in flight: at a round's start, or after an in-process task)."""
 
-    def __init__(self, make: Callable[[Tier], Executor], allow_ray: bool, cpus: int, why: str) -> None:
-        self.make, self.allow_ray, self.cpus, self.label = make, allow_ray, cpus, why
+    def __init__(
+        self,
+        make: Callable[[Tier], Executor],
+        allow_ray: bool,
+        cpus: int,
+        why: str,
+        pool_warm: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.make, self.allow_ray, self.cpus, self.label, self.pool_warm = make, allow_ray, cpus, why, pool_warm
         self.tier: Tier = "in-process"
         self.rate: float | None = None  # seconds per job-run, from the first timed task
         self.remaining = 0
@@ -225,14 +243,17 @@ class Auto(_Fixed):
     def want(self, seconds: float) -> tuple[Tier, str]:
         """The tier an estimate of ``seconds`` asks for, and the comparison
         that says why (the module docstring's rule)."""
-        if seconds <= IN_PROCESS_SECONDS:
-            return "in-process", f"<= {IN_PROCESS_SECONDS:g} s"
+        warm = self.cpus > 1 and self.pool_warm()
+        bound = IN_PROCESS_SECONDS if warm else COLD_POOL_SECONDS
+        pool = "a warm pool" if warm else "a new pool"
+        if seconds <= bound:
+            return "in-process", f"<= {bound:g} s ({pool})" if self.cpus > 1 else f"<= {bound:g} s"
         if self.allow_ray and seconds > RAY_SECONDS:
             return "ray", f"> {RAY_SECONDS:g} s"
         upper = f" and <= {RAY_SECONDS:g} s" if self.allow_ray else ""
         if self.cpus <= 1:
-            return "in-process", f"> {IN_PROCESS_SECONDS:g} s{upper}, but one CPU"
-        return "pool", f"> {IN_PROCESS_SECONDS:g} s{upper}"
+            return "in-process", f"> {bound:g} s{upper}, but one CPU"
+        return "pool", f"> {bound:g} s{upper} ({pool})"
 
     def _decide(self) -> None:
         if self.rate is None or self.inner.in_flight:

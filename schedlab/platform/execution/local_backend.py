@@ -136,6 +136,12 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+def pool_is_warm(processes: int) -> bool:
+    """A pool of ``processes`` kept from an earlier sweep of this process (its processes started)."""
+    pool = _POOLS.get((processes, _start_method()))
+    return pool is not None and bool(getattr(pool, "_processes", None))
+
+
 def _worker_init() -> None:
     """In each pool process: Ctrl-C is the driver's; exit when orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
