@@ -483,6 +483,7 @@ SWEEP_IDS = {
     "packing-fig4.toml": "031f49c2eb131db4",
     "psbs-shape.toml": "31e9fdc9b03e9dfb",
     "psbs-sigma.toml": "11d065a3072ccfbb",
+    "tetris-knob.toml": "b1dbc391affa7377",  # a [search] spec (new): its plan's one base configuration
 }
 
 
