@@ -20,8 +20,9 @@ agent picks again, otherwise it is the head: nothing else starts
 that do not delay its reservation (``"easy"``), and time moves on. When no
 waiting job fits nothing is asked (the choice could not change anything).
 
-Observation (``float32``, in [0, 1]): for each of the ``window`` slots
-``JOB_FEATURES`` numbers -- present (1) or empty (all 0), wait so far /
+Observation (``float32``, in [0, 1]; :func:`schedlab.gym.features.batch_observation`,
+which an exported agent calls too): for each of the ``window`` slots
+five numbers -- present (1) or empty (all 0), wait so far /
 ``WAIT_SCALE`` (12 h, RLScheduler's), requested time / the source's largest
 requested time, units needed / nodes, fits in the free units now -- then
 the machine: free units / nodes, waiting jobs beyond the window / window
@@ -39,7 +40,8 @@ metric (equal to it bit for bit); ``"step"``: at each step minus the new
 jobs' bounded slowdowns (or waits) / ``sequence``, so the episode sums to
 minus the metric up to float summation order.
 
-Episodes: ``sequence`` consecutive jobs (submit order) of the trace, the
+Episodes: ``sequence`` consecutive jobs (submit order) of the trace (of its
+jobs ``span = (lo, hi)`` only, if given: the others are held out), the
 first drawn uniformly by the environment's seeded RNG (``reset(seed=...)``;
 ``options={"start": k}`` fixes it), submit times as in the trace (F1..F4
 read them); with no trace and no job table, ``sequence`` fresh jobs of the
@@ -58,16 +60,14 @@ import polars as pl
 from gymnasium import spaces
 
 from schedlab.errors import UserError
+from schedlab.gym import features
 from schedlab.gym.common import REWARD_MODES, check_action, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.features import batch_observation
 from schedlab.policies.batch.priority import PriorityPolicy
 from schedlab.sim.batch.engine import BatchRun, Machine
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch
 
 ENV = "schedlab/Batch-v0"
-JOB_FEATURES = 5
-MACHINE_FEATURES = 2
-#: Waits are scaled by 12 h (RLScheduler's MAX_WAIT_TIME) and clipped at 1.
-WAIT_SCALE = 12 * 3600.0
 #: The generator's requested times are scaled by its runtime cap, e^12 s.
 LUBLIN_RUNTIME_CAP = float(np.exp(12.0))
 REWARDS = ("bsld", "wait", "utilisation")
@@ -131,6 +131,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         backfill: str = "none",
         reward: str = "bsld",
         reward_mode: str = "final",
+        span: tuple[int, int] | None = None,
     ) -> None:
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
@@ -140,6 +141,13 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self.reward_kind == "utilisation" and self.reward_mode == "step":
             raise UserError(f"{ENV}: reward 'utilisation' is given at the end only (reward_mode='final')")
         table, size = load_jobs(ENV, trace, jobs)
+        if span is not None:
+            if table is None:
+                raise UserError(f"{ENV}: span needs a trace or a job table")
+            lo, hi = span
+            if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo < hi <= table.height):
+                raise UserError(f"{ENV}: span must be two job indices 0 <= lo < hi <= {table.height}; got {span!r}")
+            table = table.slice(lo, hi - lo)
         self.source = table
         if nodes is None:
             nodes = size if table is not None else 256
@@ -162,7 +170,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         else:
             self.runtime_scale = LUBLIN_RUNTIME_CAP
         self.action_space = spaces.Discrete(self.window)
-        self.obs_size = self.window * JOB_FEATURES + MACHINE_FEATURES
+        self.obs_size = features.size(self.window)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
         self.episode: pl.DataFrame = pl.DataFrame()
         self._run: BatchRun | None = None
@@ -232,21 +240,18 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         return mask
 
     def _observe(self) -> np.ndarray:
-        obs = np.zeros(self.obs_size, dtype=np.float32)
-        jobs = self._window()
-        if jobs:
-            j = np.asarray(jobs)
-            free = self._policy.free
-            f = obs[: self.window * JOB_FEATURES].reshape(self.window, JOB_FEATURES)
-            k = len(jobs)
-            f[:k, 0] = 1.0
-            f[:k, 1] = np.minimum((self._t - self._submit[j]) / WAIT_SCALE, 1.0)
-            f[:k, 2] = np.minimum(self._requested[j] / self.runtime_scale, 1.0)
-            f[:k, 3] = self._need[j] / self.nodes
-            f[:k, 4] = self._need[j] <= free
-            obs[-2] = free / self.nodes
-            obs[-1] = min((len(self._policy.queue) - k) / self.window, 1.0)
-        return obs
+        return batch_observation(
+            self._window(),
+            len(self._policy.queue),
+            self._t,
+            self._submit,
+            self._requested,
+            self._need,
+            self._policy.free,
+            self.nodes,
+            self.runtime_scale,
+            self.window,
+        )
 
     def _info(self) -> dict[str, Any]:
         jobs = np.full(self.window, -1, dtype=np.int64)

@@ -1,0 +1,209 @@
+"""Train an agent on ``schedlab/Batch-v0`` with sb3-contrib's MaskablePPO,
+log its training curve to MLflow and export it as a batch policy.
+
+    python -m schedlab.gym.train --trace lublin_256.swf --backfill easy --span 3000 10000 \\
+        --timesteps 200000 --out runs/rl-lublin1
+
+writes ``OUT/model.zip`` (Stable-Baselines3's own file, to resume or
+inspect), ``OUT/agent.py`` (``use = "OUT/agent.py:Agent"`` in a sweep: an
+:class:`schedlab.gym.agent.MLPAgent` with the weights inside the file, so
+they are hashed and shipped with the code) and ``OUT/training.json`` (the
+budget: timesteps, episodes, wall and CPU seconds, the last mean episode
+bounded slowdown). Every rollout logs to the MLflow run (experiment
+``schedlab-rl``; ``--tracking-uri``, default a SQLite store in OUT): the mean
+bounded slowdown of the episodes finished (``ep_bsld_mean``: minus the
+mean episode return, which sums to minus the engine's mean bounded slowdown)
+and Stable-Baselines3's training values (losses, entropy, KL, clip
+fraction). ``--span LO HI`` draws training episodes among jobs LO..HI-1 of
+the trace only, so that sequences outside it are held out for the sweep.
+
+Rewards are per step (``reward_mode="step"``: each started job's bounded
+slowdown / sequence, the same sum as the final reward, denser), normalised
+by a running estimate of the return's scale (``VecNormalize``), with no
+discount (gamma = 1: the return is then the episode's mean bounded slowdown).
+Needs ``pip install -e '.[rl]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from schedlab.gym.agent import encode
+
+AGENT_TEMPLATE = '''"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
+(written by schedlab.gym.train; the weights below are part of this file, so a
+sweep hashes and ships them with the code). Training: {about}."""
+
+from schedlab.gym.agent import MLPAgent
+
+
+class Agent(MLPAgent):
+    name = {name!r}
+    summary = "a MaskablePPO agent choosing the head among the first {window} waiting jobs"
+    backfill = {backfill}
+    window = {window}
+    runtime_scale = {runtime_scale!r}
+    weights = (
+{weights}
+    )
+'''
+
+
+def policy_layers(model: Any) -> list[tuple[Any, Any]]:
+    """(W, b) of the actor's hidden layers then of its action layer, as numpy."""
+    import torch
+
+    layers = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+    layers.append(model.policy.action_net)
+    return [(m.weight.detach().cpu().numpy(), m.bias.detach().cpu().numpy()) for m in layers]
+
+
+def export(model: Any, path: Path, *, window: int, runtime_scale: float, backfill: bool, name: str, about: str) -> Path:
+    """Write ``path`` (agent.py): the policy class with the model's actor weights."""
+    text = encode(policy_layers(model))
+    lines = "\n".join(f'        "{text[i : i + 100]}"' for i in range(0, len(text), 100))
+    path.write_text(
+        AGENT_TEMPLATE.format(
+            about=about, name=name, window=window, backfill=backfill, runtime_scale=runtime_scale, weights=lines
+        )
+    )
+    return path
+
+
+def make_env(env_kwargs: dict[str, Any]) -> Any:
+    import gymnasium
+    from sb3_contrib.common.wrappers import ActionMasker
+
+    import schedlab.gym  # noqa: F401  (registers the environments)
+
+    return ActionMasker(gymnasium.make("schedlab/Batch-v0", **env_kwargs), lambda e: e.unwrapped.action_masks())  # type: ignore[attr-defined]
+
+
+def train(
+    env_kwargs: dict[str, Any],
+    *,
+    timesteps: int,
+    out: Path,
+    seed: int = 0,
+    n_envs: int = 4,
+    tracking_uri: str | None = None,
+    name: str = "RL",
+    net: tuple[int, ...] = (64, 64),
+    n_steps: int = 512,
+) -> dict[str, Any]:
+    """Train, log, save and export (module docstring); returns the budget and what it reached."""
+    import mlflow
+    import numpy as np
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize
+
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    env_kwargs = {**env_kwargs, "reward": "bsld", "reward_mode": "step"}
+    monitored = VecMonitor(DummyVecEnv([lambda: make_env(env_kwargs) for _ in range(n_envs)]))
+    monitored.seed(seed)
+    venv = VecNormalize(monitored, norm_obs=False, norm_reward=True, gamma=1.0)
+    model = MaskablePPO(
+        "MlpPolicy",
+        venv,
+        seed=seed,
+        gamma=1.0,
+        n_steps=n_steps,
+        batch_size=256,
+        policy_kwargs={"net_arch": list(net)},
+        verbose=0,
+        device="cpu",
+    )
+    mlflow.set_tracking_uri(tracking_uri or f"sqlite:///{(out / 'mlflow.db').resolve()}")
+    mlflow.set_experiment("schedlab-rl")
+    curve: list[tuple[int, float]] = []
+
+    class Log(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            eps = list(self.model.ep_info_buffer or [])
+            values = {k.replace("/", "_"): float(v) for k, v in self.model.logger.name_to_value.items()}
+            if eps:
+                values["ep_bsld_mean"] = -float(np.mean([e["r"] for e in eps]))
+                curve.append((self.num_timesteps, values["ep_bsld_mean"]))
+            mlflow.log_metrics(values, step=self.num_timesteps)
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    with mlflow.start_run(run_name=f"{name}-seed{seed}") as run:
+        mlflow.log_params({**{k: str(v) for k, v in env_kwargs.items()}, "timesteps": timesteps, "seed": seed})
+        model.learn(total_timesteps=timesteps, callback=Log())
+        budget = {
+            "timesteps": int(model.num_timesteps),
+            "wall_seconds": time.perf_counter() - wall,
+            "cpu_seconds": time.process_time() - cpu,
+            "curve": curve,
+            "last_ep_bsld_mean": curve[-1][1] if curve else None,
+            "mlflow_run_id": run.info.run_id,
+            "env": {k: str(v) for k, v in env_kwargs.items()},
+        }
+        mlflow.log_metrics({"cpu_seconds": budget["cpu_seconds"], "wall_seconds": budget["wall_seconds"]})
+    model.save(out / "model.zip")
+    probe = make_env(env_kwargs).unwrapped
+    about = f"{budget['timesteps']} timesteps, seed {seed}, {budget['cpu_seconds']:.0f} CPU s, env {env_kwargs}"
+    export(
+        model,
+        out / "agent.py",
+        window=probe.window,
+        runtime_scale=probe.runtime_scale,
+        backfill=probe.backfill == "easy",
+        name=name,
+        about=about.replace('"', "'"),
+    )
+    (out / "training.json").write_text(json.dumps(budget, indent=1))
+    return budget
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--trace", default="lublin_256.swf")
+    ap.add_argument("--nodes", type=int, default=None)
+    ap.add_argument("--sequence", type=int, default=256)
+    ap.add_argument("--window", type=int, default=128)
+    ap.add_argument("--backfill", default="easy", choices=["none", "easy"])
+    ap.add_argument("--span", type=int, nargs=2, default=None, metavar=("LO", "HI"))
+    ap.add_argument("--timesteps", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--envs", type=int, default=4)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--tracking-uri", default=None)
+    ap.add_argument("--name", default="RL")
+    a = ap.parse_args(argv)
+    env_kwargs: dict[str, Any] = {
+        "trace": a.trace,
+        "nodes": a.nodes,
+        "sequence": a.sequence,
+        "window": a.window,
+        "backfill": a.backfill,
+        "span": tuple(a.span) if a.span else None,
+    }
+    budget = train(
+        env_kwargs,
+        timesteps=a.timesteps,
+        out=a.out,
+        seed=a.seed,
+        n_envs=a.envs,
+        tracking_uri=a.tracking_uri,
+        name=a.name,
+    )
+    print(
+        f"{budget['timesteps']} timesteps in {budget['wall_seconds']:.0f} s wall, {budget['cpu_seconds']:.0f} CPU s; "
+        f"last mean episode bounded slowdown {budget['last_ep_bsld_mean']}; {a.out / 'agent.py'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

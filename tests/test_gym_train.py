@@ -1,0 +1,70 @@
+"""A short real MaskablePPO training run on schedlab/Batch-v0 (the ``rl``
+extra; skipped without it): the curve reaches MLflow, the exported
+``agent.py`` is a batch policy whose numpy network is the trained actor,
+and the engine running it gives the schedule the same network gives in the
+environment, bit for bit."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+gymnasium = pytest.importorskip("gymnasium")
+
+import schedlab.gym  # noqa: E402,F401
+from schedlab.gym.agent import decode, logits  # noqa: E402
+from schedlab.gym.train import train  # noqa: E402
+from schedlab.sim.batch.engine import run_table  # noqa: E402
+
+LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
+#: numpy's float32 forward pass against torch's: the same weights, summation orders may differ.
+FORWARD_ATOL = 1e-4
+
+
+@pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
+def test_train_log_export_and_run_the_agent(tmp_path):
+    env_kwargs = {"trace": "lublin_256.swf", "sequence": 48, "window": 16, "backfill": "easy", "span": (3000, 10000)}
+    budget = train(env_kwargs, timesteps=512, out=tmp_path, seed=0, n_envs=2, n_steps=128, net=(32, 32))
+    assert budget["timesteps"] >= 512 and budget["curve"] and budget["cpu_seconds"] > 0
+    assert {"model.zip", "agent.py", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
+
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    history = client.get_metric_history(budget["mlflow_run_id"], "ep_bsld_mean")
+    assert [m.value for m in history] == pytest.approx([v for _, v in budget["curve"]])
+
+    spec = importlib.util.spec_from_file_location("trained_agent", tmp_path / "agent.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["trained_agent"] = module
+    spec.loader.exec_module(module)
+    Agent = module.Agent
+
+    # the exported numpy network is the trained actor
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(tmp_path / "model.zip", device="cpu")
+    env = gymnasium.make("schedlab/Batch-v0", **{**env_kwargs, "span": None})
+    obs, info = env.reset(seed=11, options={"start": 200})
+    import torch
+
+    with torch.no_grad():
+        ref = model.policy.get_distribution(torch.as_tensor(obs[None])).distribution.logits.numpy()[0]
+    mine = logits(decode(Agent.weights), obs)
+    assert np.allclose(mine - mine.max(), ref - ref.max(), atol=FORWARD_ATOL)
+
+    # the same network in the environment and as a policy in the engine: one schedule
+    layers = decode(Agent.weights)
+    done = False
+    while not done:
+        out = logits(layers, obs)[: int(info["action_mask"].sum())]
+        obs, r, term, trunc, info = env.step(int(np.argmax(out)))
+        done = term or trunc
+    u = env.unwrapped
+    per_job, summary = run_table(u.episode, Agent, procs=256)
+    assert per_job["start"].tolist() == u.schedule()[0].tolist() and r == -summary["stretch_mean"]
