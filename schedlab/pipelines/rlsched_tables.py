@@ -71,6 +71,7 @@ def load_table(results_dirs: dict[str, Path]):
         .collect()
         .with_columns(pl.lit(trace_of(name)).alias("trace"))
         for name, d in results_dirs.items()
+        if any(name.startswith(prefix) for prefix in TRACES)
     ]
     frame = pl.concat(frames, how="vertical_relaxed")
     committed = pl.col("policy_commit").fill_null(False)
@@ -220,3 +221,121 @@ def setting(data) -> dict[str, Any]:
     """Sequences per trace and jobs per sequence, for paper_says."""
     frame, summary = data.table
     return {"sequences": int(summary["n"].max()), "sequence": int(frame["sequence"].max())}
+
+
+# ---- the trained agent (figure "rl") ---------------------------------------------------------------
+
+RL_SWEEP = "rlsched-rl-lublin1-"
+RL_POLICIES = ["RL", "EASY", "SJF+EASY", "F1+EASY"]
+AGENT = Path(__file__).resolve().parents[2] / "sweeps" / "rl"
+
+
+def rl_table(results_dirs: dict[str, Path]):
+    """(rows of the agent's sweep, summary per policy)."""
+    from schedlab import load
+    from schedlab.platform.statistics.stats import summarize
+
+    (d,) = [d for name, d in results_dirs.items() if name.startswith(RL_SWEEP)]
+    frame = load(d).select(["policy", "replication", "sequence", METRIC]).collect()
+    return frame, summarize(frame, ["policy"], [METRIC])
+
+
+def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
+    rows = paired_ratios(frame, METRIC, policy, other, [], ["replication"]).rows(named=True)
+    return rows[0] if rows else None
+
+
+def rl_measured(data) -> str:
+    frame, summary = data.table
+    rows = []
+    for p in RL_POLICIES:
+        r = summary.filter(summary["policy"] == p).rows(named=True)
+        if r:
+            pub = published("Lublin-1", p) if p != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
+            rows.append([p, fmt_ci(r[0][f"{METRIC}_mean"], r[0][f"{METRIC}_ci95"]), f"{pub:g}" if pub else "–"])
+    pair_rows = []
+    for other in RL_POLICIES[1:]:
+        r = _rl_pair(frame, "RL", other)
+        if r and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
+            pair_rows.append(
+                [f"RL / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
+            )
+    budget = _training()
+    return "\n".join(
+        [
+            md(["policy", "ours (mean ± 95 % CI)", "published (Lublin-1, backfilling)"], rows),
+            "",
+            md(["paired", "geometric mean ratio [95 % CI]", "sequences"], pair_rows),
+            "",
+            f"Training budget of the agent (sweeps/rl/training.json): {budget.get('timesteps')} timesteps, "
+            f"{budget.get('cpu_seconds', float('nan')):.0f} CPU s ({budget.get('wall_seconds', float('nan')):.0f} s "
+            f"wall on a shared machine); environment {budget.get('env')}.",
+        ]
+    )
+
+
+def _training() -> dict[str, Any]:
+    import json
+
+    path = AGENT / "training.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def rl_plot(data, path: Path) -> list[str]:
+    """Per-sequence mean bounded slowdown of each policy / the agent's (log scale), with the mean ratio."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    frame, _ = data.table
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    names = []
+    for i, other in enumerate(RL_POLICIES[1:]):
+        r = _rl_pair(frame, other, "RL")
+        if r is None:
+            continue
+        a = frame.filter(frame["policy"] == other).sort("replication")[METRIC].to_numpy()
+        b = frame.filter(frame["policy"] == "RL").sort("replication")[METRIC].to_numpy()
+        ax.scatter(np.full(len(a), i) + np.linspace(-0.2, 0.2, len(a)), a / b, s=6, alpha=0.5)
+        ax.errorbar(
+            [i],
+            [r["estimate"]],
+            yerr=[[r["estimate"] - r["ci_low"]], [r["ci_high"] - r["estimate"]]],
+            fmt="D",
+            color="k",
+            capsize=4,
+        )
+        names.append(other)
+    ax.axhline(1.0, color="grey", linestyle=":")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)), [f"{n} / RL" for n in names])
+    ax.set_ylabel("mean bounded slowdown ratio (same sequence)")
+    ax.set_title("Lublin-1, held-out sequences: heuristic / agent")
+    ax.grid(True, axis="y", alpha=0.3)
+    save(fig, path)
+    return names
+
+
+def rl_beats(data, claim):
+    """``RL / X`` of ``quantity``: its paired 95 % CI over sequences lies below 1."""
+    frame, _ = data.table
+    a, b = claim.quantity.split(" / ")
+    r = _rl_pair(frame, a, b)
+    hi = r["ci_high"] if r else None
+    ok = r is not None and hi is not None and hi == hi
+    return claim.verdict(
+        bool(ok and hi < 1.0),
+        f"{a} / {b} = {r['estimate']:.3f} [{r['ci_low']:.3f}, {hi:.3f}] over {r['n']} sequences"
+        if ok
+        else "no interval",
+    )
+
+
+def rl_setting(data) -> dict[str, Any]:
+    frame, summary = data.table
+    budget = _training()
+    return {
+        "sequences": int(summary["n"].max()),
+        "sequence": int(frame["sequence"].max()),
+        "timesteps": budget.get("timesteps", "?"),
+        "cpu_seconds": float(budget.get("cpu_seconds", float("nan"))),
+    }
