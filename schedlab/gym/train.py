@@ -36,13 +36,15 @@ from schedlab.gym.agent import encode
 
 AGENT_TEMPLATE = '''"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
 (written by schedlab.gym.train; the weights below are part of this file, so a
-sweep hashes and ships them with the code). Training: {about}."""
+sweep hashes and ships them with the code). Training:
+{about}
+"""
 
 from schedlab.gym.agent import MLPAgent
 
 
 class Agent(MLPAgent):
-    name = {name!r}
+    name = "{name}"
     summary = "a MaskablePPO agent choosing the head among the first {window} waiting jobs"
     backfill = {backfill}
     window = {window}
@@ -64,7 +66,10 @@ def policy_layers(model: Any) -> list[tuple[Any, Any]]:
 
 def export(model: Any, path: Path, *, window: int, runtime_scale: float, backfill: bool, name: str, about: str) -> Path:
     """Write ``path`` (agent.py): the policy class with the model's actor weights."""
+    import textwrap
+
     text = encode(policy_layers(model))
+    about = textwrap.fill(about, width=100)
     lines = "\n".join(f'        "{text[i : i + 100]}"' for i in range(0, len(text), 100))
     path.write_text(
         AGENT_TEMPLATE.format(

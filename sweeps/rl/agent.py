@@ -1,12 +1,16 @@
 """A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
 (written by schedlab.gym.train; the weights below are part of this file, so a
-sweep hashes and ships them with the code). Training: 301056 timesteps, seed 0, 122 CPU s, env {'trace': 'lublin_256.swf', 'nodes': None, 'sequence': 256, 'window': 64, 'backfill': 'easy', 'span': (3000, 10000), 'reward': 'bsld', 'reward_mode': 'step'}."""
+sweep hashes and ships them with the code). Training:
+301056 timesteps, seed 0, 122 CPU s, env {'trace': 'lublin_256.swf', 'nodes': 'None', 'sequence':
+'256', 'window': '64', 'backfill': 'easy', 'span': '(3000, 10000)', 'reward': 'bsld', 'reward_mode':
+'step'}
+"""
 
 from schedlab.gym.agent import MLPAgent
 
 
 class Agent(MLPAgent):
-    name = 'RL'
+    name = "RL"
     summary = "a MaskablePPO agent choosing the head among the first 64 waiting jobs"
     backfill = True
     window = 64
