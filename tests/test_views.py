@@ -287,3 +287,16 @@ def test_envelope_keeps_every_value_in_force():
         carried = v[max(np.searchsorted(t, edges[i], side="right") - 1, 0)]
         vals = np.r_[v[inside], carried]
         assert low[i] <= vals.min() and high[i] >= vals.max()
+
+
+def test_a_windowed_page_carries_only_the_jobs_it_draws():
+    from schedlab.views.page import build_figure
+
+    jobs = _batch_jobs([1] * 40, [5] * 40, [2] * 40, [0] * 40)
+    s = record_run("batch", jobs, "FCFS", system={"procs": 4})
+    _, whole = build_figure([s])
+    _, part = build_figure([s], window=(10.0, 20.0))
+    assert whole["0"]["rows"] is None and len(whole["0"]["cols"]["job_id"]) == 40
+    b = s.boxes
+    drawn = np.unique(b["row"][(b["t1"] >= 10.0) & (b["t0"] <= 20.0)])
+    assert part["0"]["rows"] == drawn.tolist() and part["0"]["cols"]["job_id"] == s.jobs["job_id"][drawn].tolist()

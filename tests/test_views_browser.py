@@ -57,13 +57,14 @@ def browser():
         b.close()
 
 
-def test_page_renders_offline_and_hover_shows_the_job(browser, tmp_path):
+@pytest.mark.parametrize("window", [None, (300.0, 600.0)])
+def test_page_renders_offline_and_hover_shows_the_job(browser, tmp_path, window):
     from PIL import Image
 
     from schedlab.views.page import write_page
 
     a, b = _schedules()
-    page_file = write_page([a, b], tmp_path / "p.html", window=None, color_by="procs", title="EASY vs FCFS")
+    page_file = write_page([a, b], tmp_path / "p.html", window=window, color_by="procs", title="EASY vs FCFS")
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     errors: list[str] = []
     requests: list[str] = []
@@ -84,6 +85,8 @@ def test_page_renders_offline_and_hover_shows_the_job(browser, tmp_path):
 
     # the widest EASY job box: hover its centre, its fields appear
     run = (a.boxes["panel"] == 0) & (a.boxes["kind"] == 0)
+    if window is not None:  # a box wholly inside the window
+        run &= (a.boxes["t0"] >= window[0]) & (a.boxes["t1"] <= window[1])
     k = int(np.argmax(np.where(run, (a.boxes["t1"] - a.boxes["t0"]) * (a.boxes["y1"] - a.boxes["y0"]), -1)))
     tx = float(a.boxes["t0"][k] + a.boxes["t1"][k]) / 2
     ty = float(a.boxes["y0"][k] + a.boxes["y1"][k]) / 2

@@ -182,10 +182,9 @@ def build_figure(
         subplot_titles=[t for _, _, t in rows],
     )
     notes: list[str] = []
-    tables: dict[str, Any] = {}
+    needed: list[list[np.ndarray]] = [[] for _ in schedules]  # job rows the page can hover, per schedule
     for k, s in enumerate(schedules):
         codes, colors, names = color_values(s, color_by)
-        tables[str(k)] = _job_table(s)
         shown_legend: set[int] = set()
         for r, (idx, panel, _) in enumerate(rows, start=1):
             if idx != k or isinstance(panel, str):
@@ -193,6 +192,7 @@ def build_figure(
             pi = s.panels.index(panel)
             mask = (s.boxes["panel"] == pi) & _window_mask(s.boxes, window)
             box = {c: v[mask] for c, v in s.boxes.items()}
+            needed[k].append(box["row"])
             if len(box["t0"]) > MAX_DETAIL_BOXES:
                 _raster(fig, r, box, panel.lanes, codes, window or s.span(), k)
                 notes.append(f"{len(box['t0']):,} boxes in '{panel.name}' drawn as a raster; --window shows boxes")
@@ -320,15 +320,21 @@ def build_figure(
     if len(schedules) == 2:
         a, b = schedules
         ends = "end" if "end" in a.jobs else "completion"
-        diff = np.asarray(b.jobs[ends], dtype=float) - np.asarray(a.jobs[ends], dtype=float)
+        x = np.asarray(a.jobs[ends], dtype=float)
+        diff = np.asarray(b.jobs[ends], dtype=float) - x
+        rows_d = np.arange(len(diff), dtype=np.int32)
+        if window is not None:
+            on = (x >= window[0]) & (x <= window[1])
+            x, diff, rows_d = x[on], diff[on], rows_d[on]
+        needed[1].append(rows_d)
         fig.add_trace(
             go.Scattergl(
-                x=np.asarray(a.jobs[ends], dtype=float),
+                x=x,
                 y=diff,
                 mode="markers",
                 marker=dict(size=4, color=np.where(diff > 0, "#d62728", "#2ca02c")),
                 name="finish difference",
-                customdata=np.arange(len(diff), dtype=np.int32),
+                customdata=rows_d,
                 meta={"s": 1},
                 hovertemplate="job row %{customdata}: %{y:+.4g} s<extra></extra>",
             ),
@@ -336,6 +342,10 @@ def build_figure(
             col=1,
         )
         fig.update_yaxes(title_text="later (+) / earlier (-) s", row=len(rows), col=1)
+    tables = {
+        str(k): _job_table(s, None if window is None else np.unique(np.concatenate([[], *needed[k]]).astype(np.int64)))
+        for k, s in enumerate(schedules)
+    }
     if window is not None:
         fig.update_xaxes(range=list(window))
     fig.update_xaxes(title_text="time (s)", row=len(rows), col=1)
@@ -391,18 +401,19 @@ def _raster(fig: Any, r: int, box: dict[str, np.ndarray], lanes: float, codes: n
     )
 
 
-def _job_table(s: Schedule) -> dict[str, Any]:
-    """Per-job columns for the hover panel, as plain lists (NaN -> null)."""
+def _job_table(s: Schedule, rows: np.ndarray | None) -> dict[str, Any]:
+    """Per-job columns for the hover panel, as plain lists (NaN -> null), of
+    ``rows`` (the jobs a windowed page draws) or of every job (None)."""
     out: dict[str, Any] = {}
     for name, col in s.jobs.items():
-        arr = np.asarray(col)
+        arr = np.asarray(col) if rows is None else np.asarray(col)[rows]
         if arr.dtype.kind == "f":
             out[name] = [None if not math.isfinite(v) else float(f"{v:.10g}") for v in arr.tolist()]
         elif arr.dtype.kind in "iub":
             out[name] = arr.astype(np.int64).tolist()
         else:
             out[name] = [str(v) for v in arr.tolist()]
-    return out
+    return {"rows": None if rows is None else rows.tolist(), "cols": out}
 
 
 _SCRIPT = """
@@ -410,11 +421,16 @@ _SCRIPT = """
 border:1px solid #999;padding:6px 10px;font:12px monospace;white-space:pre;display:none;z-index:10"></div>
 <script>
 (function () {
-  var JOBS = %(jobs)s, LABELS = %(labels)s;
+  var JOBS = %(jobs)s, LABELS = %(labels)s, INDEX = {};
+  for (var s in JOBS) {  // a windowed page carries only its jobs: row -> position
+    INDEX[s] = {};
+    if (JOBS[s].rows !== null) JOBS[s].rows.forEach(function (r, i) { INDEX[s][r] = i; });
+  }
   var gd = document.getElementsByClassName('plotly-graph-div')[0], box = document.getElementById('job-info');
   function show(s, row) {
-    var t = JOBS[s], lines = [LABELS[s], 'job row ' + row];
-    for (var c in t) { var v = t[c][row]; lines.push(c + ': ' + (v === null ? 'NaN' : v)); }
+    var t = JOBS[s], i = t.rows === null ? row : INDEX[s][row], lines = [LABELS[s], 'job row ' + row];
+    if (i === undefined) return;
+    for (var c in t.cols) { var v = t.cols[c][i]; lines.push(c + ': ' + (v === null ? 'NaN' : v)); }
     box.textContent = lines.join('\\n'); box.style.display = 'block';
   }
   gd.on('plotly_hover', function (ev) {
