@@ -316,18 +316,14 @@ def rl_plot(data, path: Path) -> list[str]:
 
 
 def rl_beats(data, claim):
-    """``RL / X`` of ``quantity``: its paired 95 % CI over sequences lies below 1."""
+    """``RL / X`` of ``quantity``: its paired 95 % CI over sequences below 1 (holds), wholly at or
+    above 1 (fails), else inconclusive (`common.judge`)."""
     frame, _ = data.table
     a, b = claim.quantity.split(" / ")
     r = _rl_pair(frame, a, b)
-    hi = r["ci_high"] if r else None
-    ok = r is not None and hi is not None and hi == hi
-    return claim.verdict(
-        bool(ok and hi < 1.0),
-        f"{a} / {b} = {r['estimate']:.3f} [{r['ci_low']:.3f}, {hi:.3f}] over {r['n']} sequences"
-        if ok
-        else "no interval",
-    )
+    ratio = paired_row(r)
+    n = f" over {r['n']} sequences" if r else ""
+    return claim.verdict(judge(ratio, "<", 1.0), f"{a} / {b} = {interval_text(ratio)}{n}")
 
 
 def rl_setting(data) -> dict[str, Any]:
