@@ -76,3 +76,15 @@ def test_unknown_pipeline_and_missing_report(tmp_path):
     assert out.exit_code == 2 and "unknown pipeline" in out.output
     out = CliRunner().invoke(main, ["pipelines", "pages", "--results", str(tmp_path)])
     assert out.exit_code == 2 and "no pipeline output dir" in out.output
+
+
+def test_rows_computed_before_the_log_are_said(twice):
+    root, _, _ = twice
+    page = pages.read_page(NAME, root / NAME)
+    text = pages.render(page, None)
+    assert "computed before the first recorded invocation" not in text  # the log covers every row
+    page.runs = page.runs[1:]  # as if the first invocation had not been recorded
+    assert f"{page.rows:,} of the rows were computed before the first recorded invocation" in pages.render(page, None)
+    page.runs = []
+    text = pages.render(page, None)
+    assert "not recorded: the run predates run logs" in text and "of simulation" in text

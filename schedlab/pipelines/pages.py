@@ -131,7 +131,14 @@ def _command(page: Page) -> str:
 
 def _how_made(page: Page) -> list[str]:
     if not page.runs:
-        return ["How it was made: not recorded (the output dir has no runs.jsonl).", ""]
+        return [
+            "| how it was made | |",
+            "|---|---|",
+            f"| command | `{_command(page)}` |",
+            "| commit, machine, wall | not recorded: the run predates run logs (`runs.jsonl`) |",
+            f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows) |",
+            "",
+        ]
     commits = list(dict.fromkeys(str(r.get("commit")) for r in page.runs))
     m = page.runs[-1].get("machine", {})
     mem = m.get("memory_bytes")
@@ -153,7 +160,15 @@ def _how_made(page: Page) -> list[str]:
         f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
         f"last: {failures} |",
         "",
-    ]
+    ] + (
+        [
+            f"{page.rows - rows_new:,} of the rows were computed before the first recorded invocation: their wall "
+            "time is not in the sum above; the simulation CPU counts every row.",
+            "",
+        ]
+        if page.rows > rows_new
+        else []
+    )
 
 
 def render(page: Page, notes: str | None) -> str:
