@@ -19,9 +19,9 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
     the spec's), "local" or "ray"."""
     from pathlib import Path
 
-    from schedlab.platform.execution.runner import run_sweep
     from schedlab.platform.planning.spec import SweepSpec
     from schedlab.platform.planning.validate import load_spec, parse_spec
+    from schedlab.sweep import run_sweep
 
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)

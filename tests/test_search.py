@@ -227,9 +227,9 @@ def test_a_killed_batch_is_asked_again_exactly(tmp_path, monkeypatch, sampler):
 def test_difference_intervals_match_scipy():
     from scipy import stats
 
-    from schedlab.platform.search.figure import best_so_far
     from schedlab.platform.search.select import candidates, difference, interval
     from schedlab.platform.search.space import TrialRecord
+    from schedlab.search_figure import best_so_far
 
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 12), rng.normal(1.4, 2.0, 9)
@@ -302,6 +302,7 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
     import ray
 
     from schedlab.platform.execution import runner
+    from schedlab.sweep import run_sweep
 
     data = {
         "name": "refused",
@@ -332,7 +333,7 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
         "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db"},
     }
     try:
-        report = runner.run_sweep(parse_spec(data, "s.toml"))
+        report = run_sweep(parse_spec(data, "s.toml"))
     finally:
         if ray.is_initialized():
             ray.shutdown()

@@ -124,8 +124,8 @@ def run(
     no_progress: bool,
 ) -> None:
     """Run (or resume) a sweep: tasks (in-process, a local pool or Ray) -> Parquet -> MLflow."""
-    from schedlab.platform.execution.runner import run_sweep
     from schedlab.platform.planning.validate import load_spec
+    from schedlab.sweep import run_sweep
 
     spec = load_spec(spec_file)
     if tracking_uri:

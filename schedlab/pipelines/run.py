@@ -1,7 +1,7 @@
 """Running a pipeline: its sweeps through the platform, then its figures and report.md.
 
 `run_pipeline` runs every spec of a pipeline through
-`schedlab.platform.execution.runner.run_sweep` (so resume, Ray and MLflow come for
+`schedlab.sweep.run_sweep` (so resume, Ray, MLflow and searches come for
 free), then writes the figures and ``report.md`` to the pipeline's output dir
 and, with tracking on, attaches them to each sweep's MLflow parent run. It
 lives apart from `base` (the pipeline types) so that `base` imports nothing
@@ -90,8 +90,8 @@ def run_pipeline(
 
     matplotlib.use("Agg")
     from schedlab.pipelines.registry import get_pipeline
-    from schedlab.platform.execution.runner import run_sweep
     from schedlab.platform.planning.validate import parse_spec
+    from schedlab.sweep import run_sweep
 
     pipe = get_pipeline(name)
     check_scale(scale)

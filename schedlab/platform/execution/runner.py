@@ -175,13 +175,11 @@ def run_sweep(
     ``backend`` ("auto", "local", "ray"; default the spec's) and ``address``
     choose where tasks run (`backends`). ``progress`` is called with a
     `Progress` at each round's start and after each finished task. A spec
-    with ``[search]`` runs its search (`schedlab.platform.search`), which runs
-    its trials through here with ``store``: the results dir, whose lock the
-    caller holds."""
+    with ``[search]`` comes here only from its search (`schedlab.platform.search`,
+    started by `schedlab.sweep.run_sweep`), with ``store``: the results dir,
+    whose lock the search holds."""
     if spec.search is not None and store is None:
-        from schedlab.platform.search.loop import run_search
-
-        return run_search(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+        raise ValueError("a spec with [search] runs through schedlab.sweep.run_sweep (the search drives this runner)")
     started = time.monotonic()
     plan = plan_of(spec)  # the one parse_spec built, when the spec is unchanged since
     planned = time.monotonic() - started

@@ -71,6 +71,8 @@ IDENTITY = "identity.json"
 #: A word in the sampler's seed sequence that instance seeds never have
 #: (theirs are [seed, point id, replication]).
 SAMPLER_WORD = 0x5EA4C4
+#: Draws the convergence figure: (spec, trial records, selection document, PNG path) -> the files written.
+Draw = Callable[["SweepSpec", "list[TrialRecord]", "dict[str, Any] | None", Path], "list[Path]"]
 
 
 @dataclass
@@ -388,14 +390,17 @@ def run_search(
     fresh: bool = False,
     tracking: bool | None = None,
     progress: Callable[[Progress | TrackProgress], None] | None = None,
+    draw: Draw | None = None,
 ) -> SearchReport:
     """Run (or resume) ``spec``'s search, then its final selection (`select`)
-    and the convergence figure; returns a `SearchReport`."""
+    and, with ``draw`` (`schedlab.search_figure.convergence`, handed down by
+    `schedlab.sweep`: figures sit above the platform), the convergence figure
+    before tracking logs it; returns a `SearchReport`."""
     store = ResultStore(spec.results_dir())
     store.lock()
     try:
         return _search_locked(
-            spec, store, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress
+            spec, store, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, draw=draw
         )
     finally:
         store.tidy_tmp()
@@ -411,6 +416,7 @@ def _search_locked(
     fresh: bool,
     tracking: bool | None,
     progress: Callable[[Progress | TrackProgress], None] | None,
+    draw: Draw | None,
 ) -> SearchReport:
     import optuna
 
@@ -467,7 +473,7 @@ def _search_locked(
     report.trials = len(recs)
     report.configs = len({r.config_id for r in recs if r.config_id})
     report.selection = select(spec, store, recs, runs)
-    report.figure = _figure(spec, store, recs, report.selection)
+    report.figure = _figure(spec, store, recs, report.selection, draw)
     if (spec.tracking.enabled if tracking is None else tracking) and report.selection is not None:
         from schedlab.platform.tracking.tracker import track_results
 
@@ -502,8 +508,10 @@ def _write_trials(root: Path, recs: list[TrialRecord]) -> None:
     _atomic_json(root / TRIALS, [dataclasses.asdict(r) for r in recs])
 
 
-def _figure(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], doc: dict[str, Any] | None) -> str | None:
-    from schedlab.platform.search.figure import convergence
-
-    paths = convergence(spec, recs, doc, store.root / FOLDER / "convergence.png")
+def _figure(
+    spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], doc: dict[str, Any] | None, draw: Draw | None
+) -> str | None:
+    if draw is None:
+        return None
+    paths = draw(spec, recs, doc, store.root / FOLDER / "convergence.png")
     return str(paths[-1]) if paths else None

@@ -1,0 +1,42 @@
+"""Running a sweep spec, whatever it asks for: `run_sweep`.
+
+A plain spec goes to the runner (`schedlab.platform.execution.runner`); a
+spec with ``[search]`` goes to its search (`schedlab.platform.search.loop`),
+which runs its trials through the runner and is handed the convergence
+figure's drawing (`schedlab.search_figure`). This choice lives here, above
+the platform and the figures, so that the runner never imports the search
+that drives it and the platform never imports plotting: the CLI,
+`schedlab.run` and the pipelines call this function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from schedlab.platform.execution.runner import SweepReport
+    from schedlab.platform.planning.spec import SweepSpec
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    address: str | None = None,
+    backend: str | None = None,
+    fresh: bool = False,
+    tracking: bool | None = None,
+    progress: Callable[[Any], None] | None = None,
+) -> SweepReport:
+    """Run (or resume) ``spec``: its search when it has ``[search]``, else its
+    sweep; returns the run's report (a `SearchReport` for a search)."""
+    if spec.search is not None:
+        from schedlab.platform.search.loop import run_search
+        from schedlab.search_figure import convergence
+
+        return run_search(
+            spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, draw=convergence
+        )
+    from schedlab.platform.execution.runner import run_sweep as run_plain
+
+    return run_plain(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
