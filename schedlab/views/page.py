@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import UserError
+from schedlab.plotting import COLOURS
 from schedlab.views.schedule import KIND_NAMES, LIFE, PAUSED, PENALTY, RESERVATION, RUN, Schedule
 
 #: Above this many boxes in a panel's window the panel is a raster (module docstring).
@@ -47,20 +48,8 @@ SERIES_BINS = 4000
 COLOR_BINS = 9
 #: A text column with at most this many values is coloured by category.
 MAX_CATEGORIES = 12
-PALETTE = [
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-    "#393b79",
-    "#637939",
-]
+#: plotting's ten colours (the figures' own, in their order), then two more for up to MAX_CATEGORIES values.
+PALETTE = [*COLOURS, "#393b79", "#637939"]
 SEQUENTIAL = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
 KIND_STYLE = {
     LIFE: ("rgba(160,160,160,0.6)", "rgba(160,160,160,0.6)"),
