@@ -324,6 +324,25 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
     return frame
 
 
+def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataFrame]:
+    """A results dir, its manifest and its summary rows (what `plot` and
+    `schedlab view` read); a `UserError` naming the dir when it is missing, is
+    not a results dir or holds no row yet."""
+    from schedlab.platform.storage.store import ResultStore
+
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such results directory")
+    store = ResultStore(root)
+    manifest = store.read_manifest()
+    if manifest is None:
+        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
+    frame = store.scan().collect()
+    if frame.height == 0:
+        raise UserError(f"{root}: no result rows yet")
+    return root, manifest, frame
+
+
 def plot(
     results_dir: str | Path,
     x: str,
@@ -372,20 +391,9 @@ def plot(
     drawn points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
-    from schedlab.platform.storage.store import ResultStore
-
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise UserError(f"{root}: no such results directory")
+    root, manifest, frame = stored_rows(results_dir)
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
-    store = ResultStore(root)
-    manifest = store.read_manifest()
-    if manifest is None:
-        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
-    frame = store.scan().collect()
-    if frame.height == 0:
-        raise UserError(f"{root}: no result rows yet")
     columns = frame.columns
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     for option, col in (("--x", x), ("--by", by), ("--facet", facet)):

@@ -59,19 +59,9 @@ def select(
     ``--policy``, ``--where``, ``--replication`` or a config id). Without
     ``replication`` the lowest one stored. No row, or rows of several
     configurations, is a `UserError` saying which values to fix."""
-    from schedlab.platform.storage.store import ResultStore
-    from schedlab.plotting import filter_where
+    from schedlab.plotting import filter_where, stored_rows
 
-    root = Path(root)
-    if not root.is_dir():
-        raise UserError(f"{root}: no such results directory")
-    store = ResultStore(root)
-    manifest = store.read_manifest()
-    if manifest is None:
-        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
-    frame = store.scan().collect()
-    if frame.height == 0:
-        raise UserError(f"{root}: no result rows yet")
+    root, manifest, frame = stored_rows(root)
     if config_id is not None:
         frame = frame.filter(frame["config_id"] == config_id)
         if frame.height == 0:
