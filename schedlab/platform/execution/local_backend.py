@@ -182,7 +182,34 @@ def _pool(processes: int) -> ProcessPoolExecutor:
         if key[1] == "forkserver":  # workers forked with the task function's modules already imported
             context.set_forkserver_preload(["schedlab.platform.execution.local_backend", "schedlab.engines"])
         pool = _POOLS[key] = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_init)
+        _started(pool, processes)
     return pool
+
+
+def _ready() -> int:
+    """A pool process's first task: it has started (see `_started`)."""
+    time.sleep(READY_SECONDS)
+    return os.getpid()
+
+
+def _started(pool: ProcessPoolExecutor, processes: int) -> None:
+    """Start every process of a new pool now and wait until each has booted.
+    concurrent.futures starts them on demand, one per submission while none is
+    idle; a process still booting when the driver leaves (a Ctrl-C just after
+    the first tasks) would find the pool's queues and locks gone and print a
+    traceback over the driver's one line. ``processes`` tasks that each hold
+    their process ``READY_SECONDS`` make the pool start all of them."""
+    with _main_not_reimported():
+        futures = [pool.submit(_ready) for _ in range(processes)]
+    for future in futures:
+        future.result()
+
+
+#: How long each process of a new pool holds its first task (`_started`): long enough that every
+#: one of the pool's first tasks lands on a process of its own.
+READY_SECONDS = 0.2
+#: How long `_drop` waits for each killed worker to be gone before it shuts the pool down.
+KILL_JOIN_SECONDS = 2.0
 
 
 def _drop(pool: ProcessPoolExecutor, kill: bool) -> None:
@@ -192,11 +219,16 @@ def _drop(pool: ProcessPoolExecutor, kill: bool) -> None:
         if known is pool:
             del _POOLS[key]
     processes = dict(getattr(pool, "_processes", None) or {})  # concurrent.futures keeps them there
-    pool.shutdown(wait=False, cancel_futures=True)
-    if kill:
+    if kill:  # before the shutdown: a worker still starting must not outlive the queues and locks it unpickles
         for proc in processes.values():
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 proc.kill()
+        for proc in processes.values():
+            with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
+                proc.join(KILL_JOIN_SECONDS)
+    # Not cancel_futures: Python 3.11's pool thread then sets BrokenProcessPool on the futures it finds
+    # pending, and one already cancelled makes it raise InvalidStateError (a traceback on stderr).
+    pool.shutdown(wait=False)
 
 
 class Pool(Executor):
@@ -247,8 +279,8 @@ class Pool(Executor):
         return out
 
     def cancel(self) -> None:
-        for future in self.futures:
-            future.cancel()
         if any(not f.done() for f in self.futures):
-            _drop(self.pool, kill=True)  # tasks still running: stop them now (the next sweep starts a new pool)
+            # tasks still queued or running: stop the pool's processes now (the next sweep starts a new pool);
+            # its futures end as BrokenProcessPool, which nobody reads (not cancelled: see `_drop`)
+            _drop(self.pool, kill=True)
         self.futures.clear()
