@@ -69,6 +69,10 @@ def test_failing_verdicts_need_a_note(twice, tmp_path):
     assert "Not explained yet" not in explained
     page.verdicts = Counter({"holds": 3})
     assert "Why verdicts do not hold" not in pages.render(page, None)
+    page.verdicts = Counter({"holds": 2, "inconclusive": 1})  # its interval is its reason: no note asked
+    text = pages.render(page, None)
+    assert "1 verdict(s) are inconclusive" in text and "Why verdicts do not hold" not in text
+    assert "## Notes on the verdicts" in pages.render(page, "what the interval says, measured")
 
 
 def test_unknown_pipeline_and_missing_report(tmp_path):

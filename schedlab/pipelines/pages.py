@@ -43,6 +43,9 @@ VERDICT_LINE = re.compile(r"^- \*\*([^*]+)\*\*", re.M)
 HOLDS_SECTION = re.compile(r"^### Holds\?\n(.*?)(?=^#|\Z)", re.M | re.S)
 #: The verdicts that count as holding; every other label (does not hold, fails, inconclusive) does not.
 HOLDS = "holds"
+#: The verdict of a claim whose interval straddles its bound: neither holds nor fails at the
+#: replications run; its interval is on the page, and no explanation is asked of it.
+INCONCLUSIVE = "inconclusive"
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
 LINK = re.compile(r"\]\(([^)/]+\.(?:png|pdf|svg|csv))\)")
 
@@ -74,7 +77,12 @@ class Page:
 
     @property
     def failing(self) -> int:
-        return sum(n for v, n in self.verdicts.items() if v != HOLDS)
+        """Verdicts that fail ("fails", or a report's older "does not hold"): each needs a measured reason."""
+        return sum(n for v, n in self.verdicts.items() if v not in (HOLDS, INCONCLUSIVE))
+
+    @property
+    def inconclusive(self) -> int:
+        return self.verdicts.get(INCONCLUSIVE, 0)
 
 
 def verdict_counts(report: str) -> Counter[str]:
@@ -179,16 +187,23 @@ def render(page: Page, notes: str | None) -> str:
     title, rest = (lines[0], lines[1:]) if lines and lines[0].startswith("# ") else (f"# {page.name}", lines)
     counts = ", ".join(f"{n} {v}" for v, n in sorted(page.verdicts.items()))
     out = [title, "", f"Verdicts: {counts or 'none'}.", "", *_how_made(page), *rest, ""]
-    if page.failing:
-        out += ["## Why verdicts do not hold", ""]
-        if notes:
-            out += [notes.strip(), ""]
-        else:
-            out += [
-                f"**Not explained yet:** {page.failing} verdict(s) do not hold and no measured explanation is "
-                f"recorded (`{PAGES_DIR / NOTES_DIR / (page.name + '.md')}`).",
-                "",
-            ]
+    if page.inconclusive:
+        out += [
+            f"{page.inconclusive} verdict(s) are inconclusive: their interval straddles the claim's bound at the "
+            "replications run (each is shown with its verdict above), so the run neither confirms nor refutes "
+            "them; more replications or instances would decide them.",
+            "",
+        ]
+    if notes:  # measured reasons: required of every failing verdict, kept for any other the notes discuss
+        out += ["## Why verdicts do not hold" if page.failing else "## Notes on the verdicts", "", notes.strip(), ""]
+    elif page.failing:
+        out += [
+            "## Why verdicts do not hold",
+            "",
+            f"**Not explained yet:** {page.failing} verdict(s) do not hold and no measured explanation is "
+            f"recorded (`{PAGES_DIR / NOTES_DIR / (page.name + '.md')}`).",
+            "",
+        ]
     return "\n".join(out)
 
 
