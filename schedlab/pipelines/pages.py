@@ -225,6 +225,7 @@ def write_page(page: Page, pages_dir: Path = PAGES_DIR) -> Path:
         "wall_seconds": page.wall_seconds,
         "sim_seconds": round(page.sim_seconds, 3),
         "rows": page.rows,
+        "rows_logged": sum(int(r.get("rows_new", 0)) for r in page.runs),
         "verdicts": dict(sorted(page.verdicts.items())),
     }
     (fig_dir / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
@@ -257,9 +258,11 @@ def write_index(pages_dir: Path = PAGES_DIR) -> Path:
         page = json.loads(meta.read_text())
         totals.update(page["verdicts"])
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(page["verdicts"].items()))
+        logged = page.get("rows_logged", page["rows"])
+        wall = _duration(page["wall_seconds"]) if logged >= page["rows"] else "not recorded (rows from before run logs)"
         rows.append(
             f"| [{name}]({name}.md) | {pipe.paper}, {pipe.figure} | {page['scale']} "
-            f"| {_duration(page['wall_seconds'])} | {_duration(page['sim_seconds'])} | {page['rows']:,} | {verdicts} |"
+            f"| {wall} | {_duration(page['sim_seconds'])} | {page['rows']:,} | {verdicts} |"
         )
     rows += ["", "All verdicts: " + (", ".join(f"{n} {v}" for v, n in sorted(totals.items())) or "none") + ".", ""]
     path = Path(pages_dir) / INDEX
