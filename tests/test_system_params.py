@@ -29,7 +29,7 @@ from schedlab.engines import ENGINES, get_engine
 from schedlab.errors import UserError
 from schedlab.platform.planning.plan import build_plan, digest
 from schedlab.platform.planning.spec import SweepSpec
-from schedlab.platform.planning.validate import parse_spec
+from schedlab.platform.planning.validate import load_spec, parse_spec
 from schedlab.sim import system as system_schema
 from schedlab.workloads.registry import workload_kind
 
@@ -452,8 +452,8 @@ def test_run_table_arguments_are_the_declared_fields():
     from schedlab.sim.batch import engine as batch
 
     for module, schema, extra in (
-        (batch, system_schema.BATCH, {"path", "kernel"}),
-        (dfrs, system_schema.DFRS, {"check"}),
+        (batch, system_schema.BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay
+        (dfrs, system_schema.DFRS, {"check", "recorder"}),
     ):
         sig = inspect.signature(module.run_table)
         kw = {n: p for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
@@ -483,6 +483,7 @@ SWEEP_IDS = {
     "packing-fig4.toml": "031f49c2eb131db4",
     "psbs-shape.toml": "31e9fdc9b03e9dfb",
     "psbs-sigma.toml": "11d065a3072ccfbb",
+    "rl-lublin1.toml": "023dab84d39a595f",  # a trained agent (user code) against the heuristics (new)
     "tetris-knob.toml": "b1dbc391affa7377",  # a [search] spec (new): its plan's one base configuration
 }
 
@@ -496,7 +497,7 @@ def test_example_sweeps_validate_and_keep_their_config_ids():
     assert {p.name for p in Path("sweeps").glob("*.toml")} == set(SWEEP_IDS)
     for name, expected in SWEEP_IDS.items():
         path = Path("sweeps") / name
-        plan = build_plan(SweepSpec.model_validate(tomllib.loads(path.read_text())), str(path))
+        plan = build_plan(load_spec(path), str(path))  # load_spec: user code resolved beside the spec
         assert _ids_digest(plan) == expected, name
         _assert_system_is_the_spec_grid(plan, tomllib.loads(path.read_text()).get("system", {}))
 
@@ -519,6 +520,8 @@ def _assert_system_is_the_spec_grid(plan, table: dict) -> None:
         }
         if config.system:
             identity["system"] = config.system
+        if config.code is not None:  # a user's policy (e.g. a trained agent): its code's digest is in the id
+            identity["code"] = config.code.identity
         assert digest(identity) == config.config_id
 
 
