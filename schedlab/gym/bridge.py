@@ -74,3 +74,29 @@ class EngineThread:
         if self._thread.is_alive():
             self._to_engine.put(_ABORT)
             self._thread.join()
+
+
+class AgentSteps:
+    """What the environments that run their engine's loop in an `EngineThread`
+    (Packing-v0, Queue-v0) share: the current action mask (``_mask``, set when
+    the engine asks), `action_masks` for sb3-contrib, ``info``, and the start
+    of a step: refuse a step after the episode, check the action against the
+    mask, hand it to the engine and take the engine's next question."""
+
+    env_id: str
+    _mask: Any
+    _thread: EngineThread | None
+
+    def action_masks(self) -> Any:
+        return self._mask.copy()
+
+    def _info(self) -> dict[str, Any]:
+        return {"action_mask": self.action_masks()}
+
+    def _answer(self, action: Any) -> tuple[str, Any]:
+        from schedlab.errors import UserError
+        from schedlab.gym.common import check_action
+
+        if self._thread is None:
+            raise UserError(f"{self.env_id}: step() after the episode ended; call reset()")
+        return self._thread.answer(check_action(self.env_id, action, self._mask))

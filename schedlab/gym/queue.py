@@ -38,8 +38,8 @@ import polars as pl
 from gymnasium import spaces
 
 from schedlab.errors import UserError
-from schedlab.gym.bridge import EngineThread
-from schedlab.gym.common import REWARD_MODES, check_action, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.bridge import AgentSteps, EngineThread
+from schedlab.gym.common import REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.sim.common.metrics import slowdown
 from schedlab.sim.queue.engine import Server
@@ -124,8 +124,10 @@ def _load(trace: str | Path | None, jobs: pl.DataFrame | None) -> pl.DataFrame |
     return jobs.sort("submit", maintain_order=True)
 
 
-class QueueEnv(gymnasium.Env[np.ndarray, np.int64]):
+class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
     """``schedlab/Queue-v0`` (module docstring)."""
+
+    env_id = ENV
 
     metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it so)
 
@@ -206,17 +208,8 @@ class QueueEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._mask[:filled] = True
         return obs, departed
 
-    def action_masks(self) -> np.ndarray:
-        return self._mask.copy()
-
-    def _info(self) -> dict[str, Any]:
-        return {"action_mask": self.action_masks()}
-
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self._thread is None:
-            raise UserError(f"{ENV}: step() after the episode ended; call reset()")
-        a = check_action(ENV, action, self._mask)
-        kind, payload = self._thread.answer(a)
+        kind, payload = self._answer(action)
         obs, departed = self._take(kind, payload)
         terminated = self.result is not None
         if self.reward_mode == "step":
