@@ -1,0 +1,273 @@
+"""schedlab's DFRS engine against the authors' own simulator (vcsim) on one shared annotated trace.
+
+Prints figures; asserts nothing. Issue 32: FCFS agrees with vcsim, the /per
+algorithms did not; this script measures by how much, per job, and where the
+two first diverge, with schedlab's default and with any [system] options.
+
+What it does: builds one Lublin trace (the DFRS paper's synthetic setting:
+128 nodes, annotation ``"dfrs-synthetic"``), rounds it to what vcsim's reader
+keeps (integer submit and runtime seconds, CPU and memory in integer percent:
+the annotation's values already are), writes it in vcsim's ``.dat`` input
+format (one line per job: id, submit, tasks, CPU need, memory, runtime --
+``sim.py``'s reader, ``Job(int, int, int, float, float, int)``), runs vcsim's
+``results/scripts/sim.py`` on it under Python 2 and schedlab's engines on the
+same rounded table, and compares per job.
+
+Setup that worked (2026-11, this machine; repeat it to run the comparison):
+
+1. vcsim: ``fetch github:marklee77/vcsim``, then
+   ``git --git-dir=<mirror>/repo archive HEAD | tar -x -C /work/vcsim-run/src``
+   (any directory; pass ``--vcsim DIR`` or set ``VCSIM_DIR``). Its HEAD
+   (d9465bc) writes its summary to stdout: no MySQL is needed to run it (only
+   the report scripts read a database).
+2. Python 2.7 (``/root/.pyenv/versions/2.7.18/bin/python`` here; ``--python``
+   or ``VCSIM_PYTHON``). ``psyco`` is optional in ``sim.py``.
+3. ``pymprog`` (GLPK) is imported at the top of ``sim.py`` but only called
+   by ``allocate_cpu_and_start`` for ``opttarget:util`` / ``avgyield`` and by
+   ``allocate_cpu_and_start_stretch`` for ``avgstretch``: the ``maxminyield``
+   branch (OPT=MIN) and the ``fcfs`` scheduler return before any LP. This
+   script puts a stand-in ``pymprog`` module (raising if ``model`` is ever
+   called) on the Python 2 path, so no LP solver is installed and an
+   OPT=AVG run would fail loudly rather than silently.
+4. Per-job completion times: vcsim prints only its summary; a small driver
+   (written by this script to a temporary directory, not vcsim code) runs
+   ``sim.py`` with ``execfile`` and then writes each job's id, submit and
+   ``endtime`` from the simulator's own ``jobs`` list.
+
+Usage::
+
+    python benchmarks/vcsim_compare.py [--njobs 300] [--seed 1] [--load 0]
+        [--origin first|trace] [--policies FCFS,Greedy*/per/OPT=MIN,...]
+        [--option star_pass=instant-end --option victims=put-back ...]
+
+``--origin first`` (default) shifts the trace so that its first submission is
+at t = 0, where both simulators start the periodic grid (vcsim: k x period
+from the file's t = 0; schedlab: first release + k x period);
+``--origin trace`` keeps the model's times, so the grids differ by the first
+submission's offset (docs/dfrs.md row 5). Each ``--option`` is added to the
+dfrs engine's [system] table; several ``--variant`` strings
+(``"name:key=value,key=value"``) run several option sets side by side.
+vcsim's runs take seconds to minutes (pure Python 2 MCB8); pin them to a core
+(``taskset -c 0``) on a shared machine.
+
+If vcsim or Python 2 is not found, the script says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from schedlab.engines import get_engine
+from schedlab.sim.bound.stretch_bound import bounded_stretch
+from schedlab.workloads.registry import workload_kind
+
+PENALTY = 300  # s: the paper's penalty (vcsim's restart_delay)
+NODES = 128  # the paper's synthetic cluster
+END_TOL = 1e-6  # s: completion times closer than this are "equal" (vcsim's are integers)
+
+#: schedlab policy name -> vcsim scheduler and its words (reports/scripts/fixnames.sh maps them back).
+VCSIM_ALGOS: dict[str, list[str]] = {
+    "FCFS": ["fcfs"],
+    "Greedy*/per/OPT=MIN": ["smart", "greedy", "activeres", "per:600", "opttarget:maxminyield"],
+    "GreedyP*/per/OPT=MIN": ["smart", "greedy-pmtn", "activeres", "per:600", "opttarget:maxminyield"],
+    "GreedyPM*/per/OPT=MIN/MINVT=600": [
+        "smart",
+        "greedy-pmtn-migr",
+        "activeres",
+        "per:600",
+        "minvt:600",
+        "opttarget:maxminyield",
+    ],
+    "MCB8*/per/OPT=MIN/MINVT=600": ["mcb8", "activeres", "per:600", "minvt:600", "opttarget:maxminyield"],
+    "Greedy*/OPT=MIN": ["smart", "greedy", "activeres", "opttarget:maxminyield"],
+    "GreedyP*/OPT=MIN": ["smart", "greedy-pmtn", "activeres", "opttarget:maxminyield"],
+    "GreedyPM*/OPT=MIN": ["smart", "greedy-pmtn-migr", "activeres", "opttarget:maxminyield"],
+}
+DEFAULT_POLICIES = [
+    "FCFS",
+    "Greedy*/per/OPT=MIN",
+    "GreedyP*/per/OPT=MIN",
+    "GreedyPM*/per/OPT=MIN/MINVT=600",
+    "MCB8*/per/OPT=MIN/MINVT=600",
+]
+
+# Stand-in for pymprog: never called on the OPT=MIN / FCFS paths (module docstring, step 3).
+PYMPROG_SHIM = """def model(*args, **kwargs):
+    raise RuntimeError("pymprog stand-in: an LP target was requested; install pymprog/GLPK for it")
+"""
+
+# Python 2 driver: run vcsim's sim.py unchanged, then write its jobs' completion times.
+DRIVER = """import sys
+out, sim = sys.argv[1], sys.argv[2]
+sys.argv = [sim] + sys.argv[3:]
+g = {"__name__": "__main__", "__file__": sim}
+execfile(sim, g)
+f = open(out, "w")
+for job in g["jobs"]:
+    f.write("%d %d %d\\n" % (job.id, job.subtime, job.endtime))
+f.close()
+"""
+
+
+def build_trace(njobs: int, seed: int, load: float, origin: str) -> pl.DataFrame:
+    """The Lublin trace, annotated and rounded to vcsim's input precision."""
+    kind = workload_kind("lublin")
+    params = kind.complete(
+        {"njobs": njobs, "nodes": NODES, "load": load, "annotation": "dfrs-synthetic"}, "vcsim_compare"
+    )
+    kind.check(params)
+    shared = kind.load_shared(params) if kind.load_shared else None
+    jobs = kind.build(np.random.default_rng(np.random.SeedSequence(seed)), params, shared)
+    submit = np.rint(jobs["submit"].to_numpy())
+    if origin == "first":
+        submit -= submit.min()
+    runtime = np.maximum(1.0, np.rint(jobs["runtime"].to_numpy()))
+    cpu = np.rint(100 * jobs["cpu_need"].to_numpy()) / 100
+    mem = np.rint(100 * jobs["memory"].to_numpy()) / 100
+    return pl.DataFrame(
+        {
+            "job_id": np.arange(1, jobs.height + 1),
+            "submit": submit,
+            "runtime": runtime,
+            "procs": jobs["procs"].to_numpy(),
+            "cpu_need": cpu,
+            "memory": mem,
+        }
+    )
+
+
+def write_dat(jobs: pl.DataFrame, path: Path) -> None:
+    """vcsim's .dat: id submit tasks cpu mem runtime, one job a line (';' lines are comments)."""
+    lines = ["; written by schedlab benchmarks/vcsim_compare.py: id submit tasks cpu mem runtime"]
+    for r in jobs.iter_rows(named=True):
+        lines.append(
+            f"{r['job_id']} {int(r['submit'])} {r['procs']} {r['cpu_need']:.2f} {r['memory']:.2f} {int(r['runtime'])}"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_vcsim(python: str, sim: Path, work: Path, dat: Path, words: list[str]) -> tuple[dict[int, int], str, float]:
+    """vcsim's completion time per job id, its printed output and the wall time."""
+    out = work / "ends.txt"
+    env = {**os.environ, "PYTHONPATH": str(work / "shim")}
+    env.pop("PYTHONHOME", None)
+    t = time.perf_counter()
+    with dat.open() as stdin:
+        proc = subprocess.run(
+            [python, str(work / "driver.py"), str(out), str(sim), str(NODES), str(PENALTY), *words],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"vcsim failed ({' '.join(words)}): {proc.stderr.strip()[-2000:]}")
+    ends = {}
+    for line in out.read_text().split("\n"):
+        if line.strip():
+            i, _sub, end = (int(x) for x in line.split())
+            ends[i] = end
+    return ends, proc.stdout, wall
+
+
+def run_schedlab(jobs: pl.DataFrame, policy: str, options: dict[str, str]) -> tuple[np.ndarray, dict]:
+    if policy == "FCFS":
+        system = {"model": "nodes", "nodes": NODES, "tasks_per_node": 1, "estimates": "exact"}
+        res = get_engine("batch").run(jobs, policy, None, system)
+    else:
+        res = get_engine("dfrs").run(jobs, policy, None, {"nodes": NODES, "penalty": PENALTY, **options})
+    per_job = res.jobs
+    order = np.argsort(np.asarray(per_job["job_id"]))
+    return np.asarray(per_job["end"], dtype=float)[order], res.summary
+
+
+def describe(label: str, jobs: pl.DataFrame, end: np.ndarray, ref: np.ndarray | None) -> str:
+    submit = jobs["submit"].to_numpy()
+    runtime = jobs["runtime"].to_numpy()
+    s = bounded_stretch(submit, runtime, end)
+    text = f"    {label:28s} avg stretch {s.mean():9.3f}  max stretch {s.max():9.3f}"
+    if ref is not None:
+        diff = end - ref
+        differ = np.abs(diff) > END_TOL
+        text += f"  jobs differing {int(differ.sum()):4d}"
+        if differ.any():
+            text += f"  |dC| mean {np.abs(diff).mean():8.1f} s  max {np.abs(diff).max():8.0f} s"
+            first = np.flatnonzero(differ)
+            k = first[np.argmin(np.minimum(end, ref)[first])]
+            text += (
+                f"  first: job {int(jobs['job_id'][int(k)])} (submit {submit[k]:.0f}) C {end[k]:.1f} vs {ref[k]:.0f}"
+            )
+    return text
+
+
+def parse_variants(args) -> list[tuple[str, dict[str, str]]]:
+    variants = [("schedlab default", {})]
+    if args.option:
+        variants.append(("schedlab + options", dict(o.split("=", 1) for o in args.option)))
+    for v in args.variant or []:
+        name, _, rest = v.partition(":")
+        variants.append((name, dict(o.split("=", 1) for o in rest.split(",") if o)))
+    return variants
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vcsim", default=os.environ.get("VCSIM_DIR", "/work/vcsim-run/src"))
+    ap.add_argument("--python", default=os.environ.get("VCSIM_PYTHON", "/root/.pyenv/versions/2.7.18/bin/python"))
+    ap.add_argument("--njobs", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--load", type=float, default=0.0, help="0: the model's own arrivals (the unscaled set)")
+    ap.add_argument("--origin", choices=("first", "trace"), default="first")
+    ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES))
+    ap.add_argument("--option", action="append", help="key=value added to the dfrs [system] table")
+    ap.add_argument("--variant", action="append", help='"name:key=value,key=value": one more option set')
+    ap.add_argument("--keep", help="directory to keep the .dat and vcsim's outputs in")
+    args = ap.parse_args()
+
+    sim = Path(args.vcsim) / "results" / "scripts" / "sim.py"
+    if not sim.is_file() or not Path(args.python).is_file():
+        print(f"vcsim not set up (need {sim} and Python 2 at {args.python}): see this script's docstring; skipped.")
+        return
+    policies = [p for p in args.policies.split(",") if p]
+    unknown = [p for p in policies if p not in VCSIM_ALGOS]
+    if unknown:
+        print(f"--policies: no vcsim equivalent known for {unknown}; choose from {sorted(VCSIM_ALGOS)}")
+        sys.exit(2)
+    variants = parse_variants(args)
+
+    jobs = build_trace(args.njobs, args.seed, args.load, args.origin)
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vcsim-compare-"))
+    (work / "shim").mkdir(parents=True, exist_ok=True)
+    (work / "shim" / "pymprog.py").write_text(PYMPROG_SHIM)
+    (work / "driver.py").write_text(DRIVER)
+    dat = work / "trace.dat"
+    write_dat(jobs, dat)
+    print(
+        f"Lublin trace: {jobs.height} jobs, seed {args.seed}, load {args.load:g}, {NODES} nodes, "
+        f"annotation dfrs-synthetic, first submission {jobs['submit'].min():.0f} s (origin {args.origin}); "
+        f"penalty {PENALTY} s; vcsim {sim} ({dat})"
+    )
+    for policy in policies:
+        words = VCSIM_ALGOS[policy]
+        ends, _out, wall = run_vcsim(args.python, sim, work, dat, words)
+        ref = np.array([ends[int(i)] for i in jobs["job_id"]], dtype=float)
+        print(f"  {policy}   (vcsim: {' '.join(words)}; {wall:.1f} s)")
+        print(describe("vcsim", jobs, ref, None))
+        for name, options in variants if policy != "FCFS" else variants[:1]:
+            end, _summary = run_schedlab(jobs, policy, options)
+            print(describe(name, jobs, end, ref), flush=True)
+
+
+if __name__ == "__main__":
+    main()
