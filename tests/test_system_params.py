@@ -70,6 +70,8 @@ BASE = {
             "star_pass": "completion",
             "victims": "prefix",
             "stretch_realloc": "mapping-change",
+            "mcb8_rules": "schedlab",
+            "relabel": "memory",
         },
     },
 }
@@ -127,6 +129,8 @@ VALID = {
         "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
         "victims": lambda v: v in ("prefix", "put-back") and type(v) is str,
         "stretch_realloc": lambda v: v in ("mapping-change", "every-instant") and type(v) is str,
+        "mcb8_rules": lambda v: v in ("schedlab", "vcsim") and type(v) is str,
+        "relabel": lambda v: v in ("memory", "none") and type(v) is str,
     },
 }
 
@@ -284,7 +288,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 21 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 23 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

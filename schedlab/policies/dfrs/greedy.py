@@ -314,17 +314,32 @@ def _pinned(st: DfrsState, minvt: float | None, minft: float | None) -> dict[int
 
 def mcb8_remap(st: DfrsState, minvt: float | None = None, minft: float | None = None) -> None:
     """One MCB8 remapping of all running and pending jobs (see ``PeriodicMCB8``),
-    with the running jobs below the MINVT / MINFT bound pinned."""
+    with the running jobs below the MINVT / MINFT bound pinned.
+
+    Two engine options change it (docs/dfrs.md, measured against the authors'
+    simulator by ``benchmarks/vcsim_compare.py``): ``state.mcb8_rules ==
+    "vcsim"`` packs with that simulator's rules (``mcb8_vcsim``: integer
+    percent, ties to the later job, bisection midpoints) instead of
+    ``mcb8.mcb8``; ``state.relabel == "none"`` keeps MCB8's node numbers as
+    they come (that simulator renumbers nothing, so a remap migrates most
+    running jobs) instead of ``_relabel``'s memory-keeping permutation."""
     from schedlab.policies.dfrs.mcb8 import mcb8
+    from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim
 
     jobs = sorted(st.running | st.pending)
     if not jobs:
         return
     pinned = _pinned(st, minvt, minft)
-    res = mcb8([(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs], st.nodes, pinned=pinned)
-    fixed = {k for j in pinned if j in res.mapping for k in res.mapping[j]}
-    relabel = _relabel(st, res.mapping, fixed).tolist()  # Python ints: cheaper to index and to convert back
-    mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
+    table = [(j, st.tasks[j], st.cpu[j], st.mem[j], st.priority(j)) for j in jobs]
+    res = (
+        mcb8_vcsim(table, st.nodes, pinned=pinned) if st.mcb8_rules == "vcsim" else mcb8(table, st.nodes, pinned=pinned)
+    )
+    if st.relabel == "none":
+        mapping = res.mapping
+    else:
+        fixed = {k for j in pinned if j in res.mapping for k in res.mapping[j]}
+        relabel = _relabel(st, res.mapping, fixed).tolist()  # Python ints: cheaper to index and to convert back
+        mapping = {j: [relabel[b] for b in bins] for j, bins in res.mapping.items()}
     pauses = [j for j in res.dropped if st.status[j] == RUNNING]
     moves = {j: nodes for j, nodes in mapping.items() if st.status[j] == RUNNING}
     places = {j: nodes for j, nodes in mapping.items() if st.status[j] != RUNNING}

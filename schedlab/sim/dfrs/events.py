@@ -57,6 +57,8 @@ def simulate_dfrs(
     star_pass: str = "completion",
     victims: str = "prefix",
     stretch_realloc: str = "mapping-change",
+    mcb8_rules: str = "schedlab",
+    relabel: str = "memory",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -70,7 +72,9 @@ def simulate_dfrs(
     reads -- a guard that refuses reads from outside this module (None, the
     normal path, adds nothing per event). ``victims``: GreedyP / GreedyPM's
     victim rule, "prefix" or "put-back" (``schedlab.policies.dfrs.greedy``),
-    read by the policy from ``state.victims``.
+    read by the policy from ``state.victims``; ``mcb8_rules`` and ``relabel``
+    likewise (``state.mcb8_rules``, ``state.relabel``: the MCB8 remap,
+    ``schedlab.policies.dfrs.greedy.mcb8_remap``).
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -78,6 +82,8 @@ def simulate_dfrs(
     authors' simulator; docs/dfrs.md row 18)."""
     st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
     st.victims = victims
+    st.mcb8_rules = mcb8_rules
+    st.relabel = relabel
     late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
         st.processing = hidden(st.processing)

@@ -98,6 +98,8 @@ class DfrsState:
         self.dirty = False
         # GreedyP / GreedyPM's victim rule, an engine option ("prefix" or "put-back"; schedlab.policies.dfrs.greedy)
         self.victims = "prefix"
+        self.mcb8_rules = "schedlab"  # the MCB8 remap's rules ([system] mcb8_rules)
+        self.relabel = "memory"  # the MCB8 remap's node renumbering ([system] relabel)
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:

@@ -44,6 +44,8 @@ def run_table(
     star_pass: str = "completion",
     victims: str = "prefix",
     stretch_realloc: str = "mapping-change",
+    mcb8_rules: str = "schedlab",
+    relabel: str = "memory",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -56,7 +58,8 @@ def run_table(
     do not fit on the empty cluster (procs > nodes x floor(1/memory));
     ``star_pass``: when the Greedy '*' pass runs (module docstring);
     ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.policies.dfrs.greedy``);
-    ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``). The
+    ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``); ``mcb8_rules`` /
+    ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -70,6 +73,8 @@ def run_table(
             "star_pass": star_pass,
             "victims": victims,
             "stretch_realloc": stretch_realloc,
+            "mcb8_rules": mcb8_rules,
+            "relabel": relabel,
         },
         "dfrs engine",
         jobs.columns,
@@ -124,6 +129,8 @@ def run_table(
         star_pass=star_pass,
         victims=victims,
         stretch_realloc=stretch_realloc,
+        mcb8_rules=mcb8_rules,
+        relabel=relabel,
         recorder=recorder,
     )
     st = res.state

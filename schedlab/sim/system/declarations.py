@@ -268,6 +268,20 @@ DFRS = SystemSchema(
             "changes (default) or, as the authors' simulator does, at every instant, the horizon "
             "shrinking to the next period (docs/dfrs.md)",
         ),
+        choice(
+            "mcb8_rules",
+            "schedlab",
+            ("schedlab", "vcsim"),
+            doc="the MCB8 remap's packing and yield search: schedlab's (default) or the authors' simulator's "
+            "(integer percent, ties to the later job, bisection midpoints; docs/dfrs.md)",
+        ),
+        choice(
+            "relabel",
+            "memory",
+            ("memory", "none"),
+            doc="after an MCB8 remap, renumber its nodes to keep the most running memory in place (default) "
+            "or, as the authors' simulator does, take its node numbers as they are (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )

@@ -1,0 +1,131 @@
+"""The dfrs engine's MCB8-remap options (docs/dfrs.md rows 11, 12 and 20):
+``mcb8_rules = "vcsim"`` packs with the authors' simulator's rules
+(``schedlab.policies.dfrs.mcb8_vcsim``) and ``relabel = "none"`` keeps
+MCB8's node numbers as they come. Hand-worked cases, and a property test of
+the vcsim-rule packing's capacities."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.engines import get_engine
+from schedlab.errors import UserError
+from schedlab.policies.dfrs.mcb8 import mcb8
+from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim, pack_vcsim
+
+
+def test_vcsim_rules_hand_example():
+    """Two nodes; jobs a (id 0) and b (id 1), one task each, need 1, memory
+    0.5; a has the higher priority.
+
+    schedlab (``mcb8``): tasks laid out in priority order, Y on the grid
+    k/100 up to 1: at Y = 1 each task (CPU 1, memory .5) fills a node's CPU,
+    a goes to node 0 and b to node 1; yield 1.
+
+    vcsim rules: bisection midpoints of (0, 1). Y = .5: CPU 50 % = memory
+    50 %, so both are in the memory list, sorted (memory, CPU, id) descending:
+    b first on node 0 (50/50), then a fits beside it (100/100): success.
+    Y = .75, .875, .9375, .96875, .984375, .9921875: CPU (75 ... 99 %) >
+    memory, the CPU list, (CPU, memory, id) descending: b on node 0, a does
+    not fit there (CPU > 100), a on node 1: every one succeeds. Then
+    hi - lo = 1 - 127/128 < .01: yield 127/128, b on node 0, a on node 1 --
+    the later job first on ties, whatever the priorities."""
+    jobs = [(0, 1, 1.0, 0.5, 2.0), (1, 1, 1.0, 0.5, 1.0)]
+    ours = mcb8(jobs, 2)
+    assert ours.yield_ == 1.0 and ours.mapping == {0: [0], 1: [1]}
+    theirs = mcb8_vcsim(jobs, 2)
+    assert theirs.yield_ == 127 / 128 and theirs.mapping == {1: [0], 0: [1]} and theirs.dropped == []
+
+
+def test_vcsim_rules_drop_by_total_memory_first():
+    """One node, two one-task jobs of memory .6 (120 % > 100 % in total): the
+    lower-priority one (id 1) is dropped before any packing; the other packs
+    at every midpoint (CPU 25 % x Y), yield 127/128."""
+    res = mcb8_vcsim([(0, 1, 0.25, 0.6, 5.0), (1, 1, 0.25, 0.6, 1.0)], 1)
+    assert res.dropped == [1] and res.mapping == {0: [0]} and res.yield_ == 127 / 128
+
+
+def test_vcsim_rules_integer_percent_and_pinning():
+    """One node holding a pinned job p (need 1, memory .2) and a free job f
+    (need .25, memory .2). At Y: p takes int(100 Y) %, f max(1, int(25 Y)) %
+    (CPU 25 Y > 20 % only from Y > .8). Both fit while
+    int(100 Y) + int(25 Y) <= 100: Y = .5 (50 + 12), .75 (75 + 18), .875
+    (87 + 21 = 108) fails, .8125 (81 + 20 = 101) fails, .78125 (78 + 19 = 97)
+    fits, .796875 (79 + 19 = 98) fits, .8046875 (80 + 20 = 100) fits; stop:
+    yield .8046875 (103/128), f on node 0."""
+    res = mcb8_vcsim([(0, 1, 1.0, 0.2, 1.0), (1, 1, 0.25, 0.2, 2.0)], 1, pinned={0: [0]})
+    assert res.mapping == {0: [0], 1: [0]} and res.yield_ == 103 / 128
+
+
+def per_example() -> pl.DataFrame:
+    """Two nodes; A (job 0) at t = 0 and B (job 1) at t = 1, one task each,
+    need 1, memory .6 (no two on a node), runtime 1000. Greedy*/per with a
+    period of 10 s, penalty 100 s.
+
+    Greedy: A -> node 0, B -> node 1. The remap at t = 10: priorities
+    flow / virtual^2 = 10/100 for A, 9/81 for B: B first. MCB8 (either
+    rules) puts B in bin 0 and A in bin 1. ``relabel = "memory"`` renumbers
+    the bins so both stay (no migration: A ends at 1000, B at 1001);
+    ``"none"`` moves both: each pays 100 s, A ends at 1100, B at 1101. Later
+    remaps keep B first (its flow time and virtual time trail A's by 1 s,
+    and x / (x - 100)^2 decreases), so nobody moves again."""
+    return pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [0.0, 1.0],
+            "runtime": [1000.0, 1000.0],
+            "procs": [1, 1],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.6, 0.6],
+        }
+    )
+
+
+def run_per(**system) -> dict[str, list]:
+    res = get_engine("dfrs").run(
+        per_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, {"nodes": 2, "penalty": 100.0, **system}
+    )
+    return {k: np.asarray(res.jobs[k]).tolist() for k in ("migrations", "end")}
+
+
+@pytest.mark.parametrize("rules", ["schedlab", "vcsim"])
+def test_relabel_keeps_jobs_in_place(rules):
+    for system in ({"mcb8_rules": rules}, {"mcb8_rules": rules, "relabel": "memory"}):
+        assert run_per(**system) == {"migrations": [0, 0], "end": [1000.0, 1001.0]}
+
+
+@pytest.mark.parametrize("rules", ["schedlab", "vcsim"])
+def test_no_relabel_migrates_both(rules):
+    assert run_per(mcb8_rules=rules, relabel="none") == {"migrations": [1, 1], "end": [1100.0, 1101.0]}
+
+
+def test_bad_values_are_one_line():
+    for key in ("mcb8_rules", "relabel"):
+        with pytest.raises(UserError, match=key):
+            run_per(**{key: "other"})
+
+
+_job = st.tuples(st.integers(1, 4), st.integers(1, 100), st.integers(1, 100))
+
+
+@settings(max_examples=150, deadline=None)
+@given(jobs=st.lists(_job, min_size=1, max_size=8), nodes=st.integers(1, 4))
+def test_pack_vcsim_respects_capacities(jobs, nodes):
+    """A packing, when there is one, puts every task on a node and no node
+    above 100 % CPU or memory."""
+    table = [(i, tasks, cpu, mem) for i, (tasks, cpu, mem) in enumerate(jobs)]
+    out = pack_vcsim(table, nodes)
+    if out is None:
+        return
+    cpu = [0] * nodes
+    mem = [0] * nodes
+    for job_id, tasks, c, m in table:
+        assert len(out[job_id]) == tasks
+        for k in out[job_id]:
+            cpu[k] += c
+            mem[k] += m
+    assert max(cpu) <= 100 and max(mem) <= 100
