@@ -16,6 +16,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.policies.dfrs.mcb8 import mcb8
 from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim, pack_vcsim
+from schedlab.sim.dfrs.allocation import percent_yields
 
 
 def test_vcsim_rules_hand_example():
@@ -104,7 +105,7 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel"):
+    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves"):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -129,3 +130,67 @@ def test_pack_vcsim_respects_capacities(jobs, nodes):
             cpu[k] += c
             mem[k] += m
     assert max(cpu) <= 100 and max(mem) <= 100
+
+
+def test_percent_yields_hand_values():
+    """Level 1/3 -> .33; need 1 -> 33 % (yield .33); need .25 -> floor(8.25) = 8 % (yield .32); need .75
+    at level .5 -> 37 % (yield 37/75); a tiny level still gets 1 %; OPT=AVG (no level step) floors only the
+    CPU: yield .999 of need 1 -> 99 %."""
+    y = percent_yields(np.array([1 / 3, 1 / 3, 0.5, 0.001]), np.array([1.0, 0.25, 0.75, 1.0]), level_step=True)
+    assert y.tolist() == pytest.approx([0.33, 0.32, 37 / 75, 0.01], abs=1e-12)
+    assert percent_yields(np.array([0.999]), np.array([1.0]), level_step=False).tolist() == pytest.approx([0.99])
+
+
+def test_cpu_units_percent_on_the_engine():
+    """One node, three one-task jobs of need 1 and runtime 33 at t = 0: real yields 1/3 end them all at 99 s;
+    in whole percents each gets 33 % and ends at 100 s."""
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1, 2],
+            "submit": [0.0] * 3,
+            "runtime": [33.0] * 3,
+            "procs": [1] * 3,
+            "cpu_need": [1.0] * 3,
+            "memory": [0.1] * 3,
+        }
+    )
+    for units, end in (("real", 99.0), ("percent", 100.0)):
+        res = get_engine("dfrs").run(jobs, "Greedy*/OPT=MIN", None, {"nodes": 1, "cpu_units": units})
+        assert np.asarray(res.jobs["end"]).tolist() == pytest.approx([end] * 3, abs=1e-9)
+
+
+def fresh_example() -> pl.DataFrame:
+    """Two nodes; A (job 0) at t = 0 and B (job 1) at t = 10, one task each,
+    need 1, memory .6, runtime 1000. Greedy*/per, period 10 s, penalty 100 s,
+    ``mcb8_rules = "vcsim"`` and ``relabel = "none"``.
+
+    t = 0: Greedy puts A on node 0. t = 10, B arrives at the periodic
+    instant: Greedy puts it on node 1; then the remap: equal jobs, so the
+    vcsim rules take the later one first: B -> node 0, A -> node 1 (and so at
+    every later remap while both run). A migrates (it ran 10 s) and, its
+    penalty over at 110, would end at 10 + 100 + 990 = 1100. B started at
+    this very instant: ``fresh_moves = "penalty"`` counts a migration and B
+    ends at 10 + 100 + 1000 = 1110, after A: nothing moves again.
+    ``"free"`` counts nothing: B ends at 1010; the remap at 1020 finds A
+    alone, puts it on node 0 (a second migration, 80 s of work left):
+    A ends at 1020 + 100 + 80 = 1200."""
+    return pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [0.0, 10.0],
+            "runtime": [1000.0, 1000.0],
+            "procs": [1, 1],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.6, 0.6],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "fresh,migrations,end", [("penalty", [1, 1], [1100.0, 1110.0]), ("free", [2, 0], [1200.0, 1010.0])]
+)
+def test_fresh_moves(fresh, migrations, end):
+    system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "fresh_moves": fresh}
+    res = get_engine("dfrs").run(fresh_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
+    assert np.asarray(res.jobs["migrations"]).tolist() == migrations
+    assert np.asarray(res.jobs["end"]).tolist() == end

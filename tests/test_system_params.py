@@ -72,6 +72,8 @@ BASE = {
             "stretch_realloc": "mapping-change",
             "mcb8_rules": "schedlab",
             "relabel": "memory",
+            "cpu_units": "real",
+            "fresh_moves": "penalty",
         },
     },
 }
@@ -131,6 +133,8 @@ VALID = {
         "stretch_realloc": lambda v: v in ("mapping-change", "every-instant") and type(v) is str,
         "mcb8_rules": lambda v: v in ("schedlab", "vcsim") and type(v) is str,
         "relabel": lambda v: v in ("memory", "none") and type(v) is str,
+        "cpu_units": lambda v: v in ("real", "percent") and type(v) is str,
+        "fresh_moves": lambda v: v in ("penalty", "free") and type(v) is str,
     },
 }
 
@@ -288,7 +292,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 23 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 25 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -91,5 +91,27 @@ def allocate(state: DfrsState, opt: str) -> int:
             y = np.clip(res.x, 0.0, 1.0)
         else:
             failed = 1
+    if state.cpu_units == "percent":
+        y = percent_yields(y, state.cpu_arr[hit], level_step=opt == "MIN")
     state.y[hit] = y
     return failed
+
+
+PERCENT_EPS = 1e-9  # a yield within this of a percent step counts as on it (floats of 0.66 may read 0.6599...)
+
+
+def percent_yields(y: np.ndarray, need: np.ndarray, *, level_step: bool) -> np.ndarray:
+    """``[system] cpu_units = "percent"``: the allocation in whole percents of
+    a node, as the authors' simulator gives it (docs/dfrs.md row 1): a job of
+    CPU need c (``round(100 c)`` percent) gets ``max(1, floor(y x 100 c))``
+    percent, i.e. yield ``max(1, floor(y 100 c)) / (100 c)`` -- never more
+    than y, so every node stays within its CPU. With ``level_step``
+    (OPT=MIN) the max-min level is first floored to 0.01, as that simulator's
+    progressive filling computes its levels. This floors the exact max-min
+    yields; that simulator floors at each filling step, so its later levels
+    can be a step higher (measured against it: ``benchmarks/vcsim_compare.py``)."""
+    pct = np.rint(100.0 * need)
+    if level_step:
+        y = np.floor(100.0 * y + PERCENT_EPS) / 100.0
+    cpu = np.maximum(1.0, np.floor(y * pct + PERCENT_EPS))
+    return np.minimum(cpu / pct, 1.0)

@@ -59,6 +59,8 @@ def simulate_dfrs(
     stretch_realloc: str = "mapping-change",
     mcb8_rules: str = "schedlab",
     relabel: str = "memory",
+    cpu_units: str = "real",
+    fresh_moves: str = "penalty",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -74,7 +76,11 @@ def simulate_dfrs(
     victim rule, "prefix" or "put-back" (``schedlab.policies.dfrs.greedy``),
     read by the policy from ``state.victims``; ``mcb8_rules`` and ``relabel``
     likewise (``state.mcb8_rules``, ``state.relabel``: the MCB8 remap,
-    ``schedlab.policies.dfrs.greedy.mcb8_remap``).
+    ``schedlab.policies.dfrs.greedy.mcb8_remap``); ``cpu_units``
+    (``state.cpu_units``): "percent" floors the engine's OPT=MIN / OPT=AVG
+    yields to whole percents of a node (``allocation.percent_yields``);
+    ``fresh_moves`` (``state.fresh_moves``): "free" makes a move in the
+    instant of a job's first start cost nothing (``DfrsState.apply``).
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -84,6 +90,8 @@ def simulate_dfrs(
     st.victims = victims
     st.mcb8_rules = mcb8_rules
     st.relabel = relabel
+    st.cpu_units = cpu_units
+    st.fresh_moves = fresh_moves
     late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
         st.processing = hidden(st.processing)

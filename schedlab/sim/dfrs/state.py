@@ -100,6 +100,8 @@ class DfrsState:
         self.victims = "prefix"
         self.mcb8_rules = "schedlab"  # the MCB8 remap's rules ([system] mcb8_rules)
         self.relabel = "memory"  # the MCB8 remap's node renumbering ([system] relabel)
+        self.cpu_units = "real"  # the allocation's units ([system] cpu_units; allocation.percent_yields)
+        self.fresh_moves = "penalty"  # a move in the instant of the first start ([system] fresh_moves; apply)
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
@@ -153,6 +155,11 @@ class DfrsState:
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
         the moved jobs on their new nodes, in dict order. A move to the same
         multiset of nodes is no migration (no penalty, nothing counted).
+        With ``fresh_moves == "free"`` ([system] fresh_moves; docs/dfrs.md) a
+        job first started at this very instant has made no progress anywhere
+        yet: moving it (or pausing and placing it again) in the same instant
+        is neither a migration nor a resume -- no penalty, nothing counted --
+        as in the authors' simulator, which discards a zero-length allocation.
 
         The node arithmetic runs in three compiled calls for the whole change
         (``schedlab.sim.dfrs.state_fast``: the per-job kernels' additions in
@@ -189,7 +196,8 @@ class DfrsState:
         new = self._acquire_all(acquire_rows, [*places.items(), *moves.items()])
         for j in places:
             if self.status[j] == PAUSED:
-                self.pen_until[j] = self.now + self.penalty
+                if not (self.fresh_moves == "free" and self.start[j] == self.now):
+                    self.pen_until[j] = self.now + self.penalty
             else:
                 self.start[j] = self.now
             self.status[j] = RUNNING
@@ -200,7 +208,7 @@ class DfrsState:
             flat_new, new_ptr = new
             moved = moved_rows(flat_old, old_ptr, flat_new, new_ptr[len(places) :], self.nodes).tolist()
             for j, k in zip(moves, moved):
-                if k:
+                if k and not (self.fresh_moves == "free" and self.start[j] == self.now):
                     self.migrations[j] += 1
                     self.migrated_tasks[j] += k
                     self.mem_moved[j] += self.mem[j] * k

@@ -46,6 +46,8 @@ def run_table(
     stretch_realloc: str = "mapping-change",
     mcb8_rules: str = "schedlab",
     relabel: str = "memory",
+    cpu_units: str = "real",
+    fresh_moves: str = "penalty",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -59,7 +61,9 @@ def run_table(
     ``star_pass``: when the Greedy '*' pass runs (module docstring);
     ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.policies.dfrs.greedy``);
     ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``); ``mcb8_rules`` /
-    ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``). The
+    ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``);
+    ``cpu_units``: "percent" floors the yields to whole percents (``allocation.percent_yields``);
+    ``fresh_moves``: "free" makes a move in the instant of a first start cost nothing (``DfrsState.apply``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -75,6 +79,8 @@ def run_table(
             "stretch_realloc": stretch_realloc,
             "mcb8_rules": mcb8_rules,
             "relabel": relabel,
+            "cpu_units": cpu_units,
+            "fresh_moves": fresh_moves,
         },
         "dfrs engine",
         jobs.columns,
@@ -131,6 +137,8 @@ def run_table(
         stretch_realloc=stretch_realloc,
         mcb8_rules=mcb8_rules,
         relabel=relabel,
+        cpu_units=cpu_units,
+        fresh_moves=fresh_moves,
         recorder=recorder,
     )
     st = res.state

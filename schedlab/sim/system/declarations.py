@@ -282,6 +282,20 @@ DFRS = SystemSchema(
             doc="after an MCB8 remap, renumber its nodes to keep the most running memory in place (default) "
             "or, as the authors' simulator does, take its node numbers as they are (docs/dfrs.md)",
         ),
+        choice(
+            "cpu_units",
+            "real",
+            ("real", "percent"),
+            doc="the OPT=MIN / OPT=AVG allocation in real numbers (default) or, as the authors' simulator "
+            "gives it, floored to whole percents of a node, at least 1 % (docs/dfrs.md)",
+        ),
+        choice(
+            "fresh_moves",
+            "penalty",
+            ("penalty", "free"),
+            doc="a job moved (or paused and placed again) in the instant it first started: a migration that "
+            "pays the penalty (default) or, as the authors' simulator counts it, no move at all (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
