@@ -47,6 +47,8 @@ HOLDS = "holds"
 #: replications run; its interval is on the page, and no explanation is asked of it.
 INCONCLUSIVE = "inconclusive"
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
+#: What a row's ``sim_seconds`` times, said on every page beside their sum.
+ENGINE_TIME = "the engines' own time, without loading or compiling a kernel, building workloads or writing rows"
 LINK = re.compile(r"\]\(([^)/]+\.(?:png|pdf|svg|csv))\)")
 
 
@@ -122,6 +124,13 @@ def read_page(name: str, out_dir: Path) -> Page:
 
 
 def _duration(seconds: float) -> str:
+    """Seconds said to two significant digits below 10 s (a compiled engine's
+    simulations of a whole figure may take 0.07 s: never shown as "0 s"), whole
+    seconds, minutes or hours above."""
+    if seconds == 0:
+        return "0 s"
+    if seconds < 10:
+        return f"{seconds:.2g} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -144,7 +153,8 @@ def _how_made(page: Page) -> list[str]:
             "|---|---|",
             f"| command | `{_command(page)}` |",
             "| commit, machine, wall | not recorded: the run predates run logs (`runs.jsonl`) |",
-            f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows) |",
+            f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows: "
+            f"{ENGINE_TIME}) |",
             "",
         ]
     commits = list(dict.fromkeys(str(r.get("commit")) for r in page.runs))
@@ -163,8 +173,8 @@ def _how_made(page: Page) -> list[str]:
         f"{m.get('system', '')}, Python {m.get('python', '?')} |",
         f"| invocations | {len(page.runs)}, first {page.runs[0].get('started')}, last {page.runs[-1].get('started')} |",
         f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
-        f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows); "
-        f"driver {_duration(cpu)} |",
+        f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows: "
+        f"{ENGINE_TIME}); driver {_duration(cpu)} |",
         f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
         f"last: {failures} |",
         "",
