@@ -92,3 +92,22 @@ def test_rows_computed_before_the_log_are_said(twice):
     page.runs = []
     text = pages.render(page, None)
     assert "not recorded: the run predates run logs" in text and "of simulation" in text
+
+
+def test_short_simulation_times_are_not_rounded_to_zero(twice):
+    """pg-fig3's six compiled simulations take 0.07 s together: the page says so, not "0 s"."""
+    assert [pages._duration(s) for s in (0.0, 0.0701, 3.46, 42.4, 600.0, 9000.0)] == [
+        "0 s",
+        "0.07 s",
+        "3.5 s",
+        "42 s",
+        "10.0 min",
+        "2.50 h",
+    ]
+    root, _, _ = twice
+    page = pages.read_page(NAME, root / NAME)
+    page.sim_seconds = 0.0701
+    text = pages.render(page, None)
+    assert "| CPU | 0.07 s of simulation" in text and pages.ENGINE_TIME in text
+    page.runs = []  # a run from before run logs says it too
+    assert "| CPU | 0.07 s of simulation" in pages.render(page, None)
