@@ -51,6 +51,7 @@ def test_page_and_index(twice, tmp_path):
     assert summary["rows"] == sum(r.rows_written for r in first.sweeps)
     assert f"schedlab pipelines run {NAME}" in page or "| command |" in page
     assert "| invocations | 2," in page
+    assert "(from the repository root; resumes: rows on disk are kept)" in page  # run twice, resuming
     for f in first.figures:  # figures copied beside the page and linked there
         assert (tmp_path / NAME / f.png.name).read_bytes() == f.png.read_bytes()
         assert f"]({NAME}/{f.png.name})" in page
@@ -91,7 +92,7 @@ def test_rows_computed_before_the_log_are_said(twice):
     assert f"{page.rows:,} of the rows were computed before the first recorded invocation" in pages.render(page, None)
     page.runs = []
     text = pages.render(page, None)
-    assert "not recorded: the run predates run logs" in text and "of simulation" in text
+    assert "not recorded: the run predates run logs" in text and "| simulation |" in text
 
 
 def test_short_simulation_times_are_not_rounded_to_zero(twice):
@@ -107,7 +108,9 @@ def test_short_simulation_times_are_not_rounded_to_zero(twice):
     root, _, _ = twice
     page = pages.read_page(NAME, root / NAME)
     page.sim_seconds = 0.0701
+    page.runs[-1]["command"] = f"schedlab pipelines run {NAME} --scale paper --fresh --out x"
     text = pages.render(page, None)
-    assert "| CPU | 0.07 s of simulation" in text and pages.ENGINE_TIME in text
+    assert "`--fresh`: its sweeps' earlier rows were discarded first" in text and "resumes:" not in text
+    assert "| simulation | 0.07 s (`sim_seconds`" in text and pages.ENGINE_TIME in text
     page.runs = []  # a run from before run logs says it too
-    assert "| CPU | 0.07 s of simulation" in pages.render(page, None)
+    assert "| simulation | 0.07 s (`sim_seconds`" in pages.render(page, None)

@@ -10,7 +10,7 @@ cost and verdict counts, or "not run" for one without output.
 A page is data produced by the command it names: the report's own text (the
 paper's setting and words, our numbers, each verdict with its interval),
 headed by how it was made (exact command, commits, machine, invocations,
-wall, driver CPU and the simulations' own seconds summed over the rows),
+wall, driver CPU and the simulations' own wall seconds summed over the rows),
 and followed by the explanation of every verdict that does not hold, read
 from ``docs/reproductions/notes/<name>.md`` -- hand-written, each reason shown
 by a measured case with the command that measures it. A page with failing
@@ -48,7 +48,10 @@ HOLDS = "holds"
 INCONCLUSIVE = "inconclusive"
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
 #: What a row's ``sim_seconds`` times, said on every page beside their sum.
-ENGINE_TIME = "the engines' own time, without loading or compiling a kernel, building workloads or writing rows"
+ENGINE_TIME = (
+    "the engines' own wall-clock time, without loading or compiling a kernel, building workloads or writing "
+    "rows; on a core shared with other work it exceeds their CPU time"
+)
 LINK = re.compile(r"\]\(([^)/]+\.(?:png|pdf|svg|csv))\)")
 
 
@@ -153,7 +156,7 @@ def _how_made(page: Page) -> list[str]:
             "|---|---|",
             f"| command | `{_command(page)}` |",
             "| commit, machine, wall | not recorded: the run predates run logs (`runs.jsonl`) |",
-            f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows: "
+            f"| simulation | {_duration(page.sim_seconds)} (`sim_seconds` summed over the {page.rows:,} rows: "
             f"{ENGINE_TIME}) |",
             "",
         ]
@@ -164,24 +167,32 @@ def _how_made(page: Page) -> list[str]:
     cpu = sum(r.get("driver_cpu_seconds", 0.0) for r in page.runs)
     rows_new = sum(r.get("rows_new", 0) for r in page.runs)
     failures = page.runs[-1].get("failures", 0)
+    command = _command(page)
+    started = (
+        "`--fresh`: its sweeps' earlier rows were discarded first"
+        if "--fresh" in command.split()
+        else "resumes: rows on disk are kept"
+    )
     return [
         "| how it was made | |",
         "|---|---|",
-        f"| command | `{_command(page)}` (from the repository root; resumes: rows on disk are kept) |",
+        f"| command | `{command}` (from the repository root; {started}) |",
         f"| commit | {', '.join(f'`{c}`' for c in commits)} |",
         f"| machine | {m.get('cores', '?')} cores{mem_s}, {m.get('processor') or 'processor not known'}; "
         f"{m.get('system', '')}, Python {m.get('python', '?')} |",
         f"| invocations | {len(page.runs)}, first {page.runs[0].get('started')}, last {page.runs[-1].get('started')} |",
         f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
-        f"| CPU | {_duration(page.sim_seconds)} of simulation (`sim_seconds` summed over the {page.rows:,} rows: "
-        f"{ENGINE_TIME}); driver {_duration(cpu)} |",
+        f"| simulation | {_duration(page.sim_seconds)} (`sim_seconds` summed over the {page.rows:,} rows: "
+        f"{ENGINE_TIME}) |",
+        f"| driver CPU | {_duration(cpu)} summed over the invocations (the `schedlab` process and the children it "
+        "waited for; Ray's workers are not among them) |",
         f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
         f"last: {failures} |",
         "",
     ] + (
         [
             f"{page.rows - rows_new:,} of the rows were computed before the first recorded invocation: their wall "
-            "time is not in the sum above; the simulation CPU counts every row.",
+            "time is not in the sum above; the simulation time counts every row.",
             "",
         ]
         if page.rows > rows_new
@@ -256,7 +267,7 @@ def write_index(pages_dir: Path = PAGES_DIR) -> Path:
         "written by `schedlab pipelines pages --results DIR` from the pipelines' output dirs (which stay out "
         "of git).",
         "",
-        "| pipeline | paper, figure | scale | wall | simulation CPU | rows | verdicts |",
+        "| pipeline | paper, figure | scale | wall | simulation (engine wall) | rows | verdicts |",
         "|---|---|---|---|---|---|---|",
     ]
     totals = Counter[str]()
