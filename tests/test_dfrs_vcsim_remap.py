@@ -105,7 +105,7 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves"):
+    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves", "period_origin"):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -192,5 +192,34 @@ def fresh_example() -> pl.DataFrame:
 def test_fresh_moves(fresh, migrations, end):
     system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "fresh_moves": fresh}
     res = get_engine("dfrs").run(fresh_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
+    assert np.asarray(res.jobs["migrations"]).tolist() == migrations
+    assert np.asarray(res.jobs["end"]).tolist() == end
+
+
+@pytest.mark.parametrize(
+    "origin,migrations,end", [("first-release", [0, 1], [13.0, 206.0]), ("zero", [1, 1], [113.0, 206.0])]
+)
+def test_period_origin(origin, migrations, end):
+    """Two nodes; A (job 0, runtime 8) at t = 5 and B (job 1, runtime 100) at
+    t = 6, need 1, memory .6: Greedy puts A on node 0, B on node 1.
+    Greedy*/per, period 10 s, penalty 100 s, vcsim rules, no relabel (the
+    later job packs first, on node 0).
+
+    "first-release": instants at 15, 25, ...; A ends at 13 before the first;
+    at 15 B alone goes to node 0 (a migration; 9 s done): 15 + 100 + 91 = 206.
+    "zero": instants at 10, 20, ...; at 10 B -> node 0, A -> node 1, both
+    migrate: A ends at 10 + 100 + 3 = 113, B at 10 + 100 + 96 = 206."""
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [5.0, 6.0],
+            "runtime": [8.0, 100.0],
+            "procs": [1, 1],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.6, 0.6],
+        }
+    )
+    system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "period_origin": origin}
+    res = get_engine("dfrs").run(jobs, "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
     assert np.asarray(res.jobs["migrations"]).tolist() == migrations
     assert np.asarray(res.jobs["end"]).tolist() == end

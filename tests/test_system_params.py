@@ -74,6 +74,7 @@ BASE = {
             "relabel": "memory",
             "cpu_units": "real",
             "fresh_moves": "penalty",
+            "period_origin": "first-release",
         },
     },
 }
@@ -135,6 +136,7 @@ VALID = {
         "relabel": lambda v: v in ("memory", "none") and type(v) is str,
         "cpu_units": lambda v: v in ("real", "percent") and type(v) is str,
         "fresh_moves": lambda v: v in ("penalty", "free") and type(v) is str,
+        "period_origin": lambda v: v in ("first-release", "zero") and type(v) is str,
     },
 }
 
@@ -292,7 +294,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 25 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 26 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -38,7 +38,9 @@ order), then -- if any job completed -- ONE ``policy.on_completion(state)``,
 then the arrivals at t one by one (submission order), each followed by
 ``policy.on_arrival(state, job)``; then, at the periodic instants
 r_min + k x ``policy.period`` (policies with a period, the paper's /per:
-k = 1, 2, ...), ONE ``policy.on_period(state)``; then, if the mapping
+k = 1, 2, ...; with ``period_origin = "zero"``, a [system] option, k x
+``policy.period`` from time 0 as the authors' simulator places them),
+ONE ``policy.on_period(state)``; then, if the mapping
 changed, the resource allocation (``policy.opt``: "MIN" or "AVG")
 recomputes the yields -- or, when the policy has an ``allocate`` method,
 ``policy.allocate(state, next_period)`` does (it sets ``state.y`` for the

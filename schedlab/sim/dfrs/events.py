@@ -61,6 +61,7 @@ def simulate_dfrs(
     relabel: str = "memory",
     cpu_units: str = "real",
     fresh_moves: str = "penalty",
+    period_origin: str = "first-release",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -80,7 +81,9 @@ def simulate_dfrs(
     (``state.cpu_units``): "percent" floors the engine's OPT=MIN / OPT=AVG
     yields to whole percents of a node (``allocation.percent_yields``);
     ``fresh_moves`` (``state.fresh_moves``): "free" makes a move in the
-    instant of a job's first start cost nothing (``DfrsState.apply``).
+    instant of a job's first start cost nothing (``DfrsState.apply``);
+    ``period_origin = "zero"`` puts the periodic instants at k x period
+    from time 0 instead of from the first release.
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -116,9 +119,12 @@ def simulate_dfrs(
     period = getattr(policy, "period", None)
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
     realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
-    t0 = t
-    k_per = 1
-    t_per = t0 + period if period else math.inf
+    # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
+    # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
+    # instant equal to the first release runs right after it).
+    t0 = 0.0 if period_origin == "zero" else t
+    k_per = max(0, math.ceil(t / period)) if period and period_origin == "zero" else 1
+    t_per = t0 + k_per * period if period else math.inf
     inf = math.inf
     # The livelock guard (STALL_FACTOR): only periodic calls can repeat forever.
     stall = STALL_FACTOR * (float(rel.max() - rel.min() + p.sum()) + n * st.penalty + period) if period and n else inf

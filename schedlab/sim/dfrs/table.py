@@ -48,6 +48,7 @@ def run_table(
     relabel: str = "memory",
     cpu_units: str = "real",
     fresh_moves: str = "penalty",
+    period_origin: str = "first-release",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -63,7 +64,8 @@ def run_table(
     ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``); ``mcb8_rules`` /
     ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``);
     ``cpu_units``: "percent" floors the yields to whole percents (``allocation.percent_yields``);
-    ``fresh_moves``: "free" makes a move in the instant of a first start cost nothing (``DfrsState.apply``). The
+    ``fresh_moves``: "free" makes a move in the instant of a first start cost nothing (``DfrsState.apply``);
+    ``period_origin``: the periodic grid from the first release or from time 0 (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -81,6 +83,7 @@ def run_table(
             "relabel": relabel,
             "cpu_units": cpu_units,
             "fresh_moves": fresh_moves,
+            "period_origin": period_origin,
         },
         "dfrs engine",
         jobs.columns,
@@ -139,6 +142,7 @@ def run_table(
         relabel=relabel,
         cpu_units=cpu_units,
         fresh_moves=fresh_moves,
+        period_origin=period_origin,
         recorder=recorder,
     )
     st = res.state

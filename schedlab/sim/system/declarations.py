@@ -296,6 +296,13 @@ DFRS = SystemSchema(
             doc="a job moved (or paused and placed again) in the instant it first started: a migration that "
             "pays the penalty (default) or, as the authors' simulator counts it, no move at all (docs/dfrs.md)",
         ),
+        choice(
+            "period_origin",
+            "first-release",
+            ("first-release", "zero"),
+            doc="the periodic instants (/per, /stretch-per): first release + k x period, k >= 1 (default), or, "
+            "as the authors' simulator places them, k x period from the job table's time 0 (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
