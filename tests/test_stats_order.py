@@ -157,3 +157,28 @@ def test_group_moments_of_one_or_two_values_are_mean_sd_bits(rows):
         mean, sd = mean_sd([x for k, x in rows if k == rec["k"]])
         assert _same(rec["x_mean"], mean), (rec, mean)
         assert _same(rec["x_std"], sd if rec["n"] >= 2 else None), (rec, sd)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(2, 100_000),
+    st.floats(0.5, 0.9999),
+    st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=40),
+    st.integers(200, 2_000),
+)
+def test_student_t_is_scipy_stats_bit_for_bit(n: int, confidence: float, d: list[float], m: int) -> None:
+    """stats computes Student's t with scipy.special (no scipy.stats import at start-up): the
+    quantile, the paired test's p value and the batch-means interval (fractional degrees of
+    freedom) must be exactly what scipy.stats.t gives."""
+    from scipy import special
+    from scipy import stats as scipy_stats
+
+    from schedlab.platform.statistics.stats import t_quantile
+
+    assert t_quantile(n, confidence) == float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))
+    got = paired(d)
+    if math.isfinite(got.p_value):
+        se = got.sd / math.sqrt(got.n)
+        assert got.p_value == float(2.0 * scipy_stats.t.sf(abs(got.mean) / se, got.n - 1))
+    dof = 1.5 * (m / 7 - 1)  # obm's fractional degrees of freedom: it calls stdtrit directly
+    assert float(special.stdtrit(dof, 0.5 + confidence / 2)) == float(scipy_stats.t.ppf(0.5 + confidence / 2, dof))
