@@ -302,7 +302,9 @@ def killed_at(target, path: Path, delay: float) -> bool:
 STORE_KILLS = int(os.environ.get("SCHEDLAB_STORE_KILLS", "2"))
 
 
-def test_store_creation_killed_at_any_moment_is_usable_without_manual_steps(tmp_path):
+def test_store_creation_killed_at_any_moment_is_usable_without_manual_steps(tmp_path, monkeypatch):
+    # MLflow's own build (no template: a copy of one is too quick for the kills to land in it)
+    monkeypatch.setattr("schedlab.platform.tracking.store.template_path", lambda: None)
     d = make_results(tmp_path / "results")
     rng = random.Random(SEED)
     fractions = [(i + rng.uniform(0.05, 0.95)) / STORE_KILLS for i in range(STORE_KILLS)]
@@ -338,6 +340,50 @@ def test_store_creation_killed_at_any_moment_is_usable_without_manual_steps(tmp_
     uri = f"sqlite:///{tmp_path}/inplace0/mlflow.db"
     assert track_results(d, uri=uri) == TrackReport(3, False, None)
     assert_mirrors(uri, d)
+
+
+def _schema(db: Path) -> tuple[list[str], list[tuple[str, ...]]]:
+    con = sqlite3.connect(db)
+    try:
+        sql = sorted(r[0] for r in con.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        return sql, con.execute("SELECT version_num FROM alembic_version").fetchall()
+    finally:
+        con.close()
+
+
+def test_new_stores_are_copies_of_a_template_that_mlflow_completes(tmp_path, monkeypatch):
+    """The first store built on a machine is kept (without its Default experiment) as the template;
+    the next store is a copy, which MLflow completes on first open as it would any store, with the
+    Default experiment's artifact location from the opener's working dir; it tracks a sweep. A
+    damaged template is not used, and is replaced by a sound one."""
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform.tracking.store import template_path
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path / "cache"))
+    template = template_path()
+    assert template is not None and template.parent == tmp_path / "cache" / "mlflow"
+    built = tmp_path / "built" / "mlflow.db"
+    ensure_sqlite_store(built)  # built by MLflow, kept as the template
+    assert template.is_file() and inspect_sqlite_store(template)[0] is None
+    with sqlite3.connect(template) as con:
+        assert con.execute("SELECT COUNT(*) FROM experiments").fetchone()[0] == 0
+    copied = tmp_path / "copied" / "mlflow.db"
+    ensure_sqlite_store(copied)
+    assert _schema(copied) == _schema(built)
+    monkeypatch.chdir(copied.parent)
+    default = MlflowClient(tracking_uri=f"sqlite:///{copied}").get_experiment("0")
+    assert default.name == "Default"
+    assert default.artifact_location.rstrip("/").endswith(str(copied.parent / "mlruns" / "0"))
+    d = make_results(tmp_path / "results")
+    uri = f"sqlite:///{copied}"
+    assert track_results(d, uri=uri) == TrackReport(3, False, None)
+    assert_mirrors(uri, d)
+    template.write_bytes(b"not a database")
+    again = tmp_path / "again" / "mlflow.db"
+    ensure_sqlite_store(again)
+    assert inspect_sqlite_store(again)[0] is None and _schema(again) == _schema(built)
+    assert inspect_sqlite_store(template)[0] is None  # rebuilt and kept again
 
 
 def test_half_migrated_store_with_runs_is_not_thrown_away(tmp_path):

@@ -21,12 +21,22 @@ of this process loses nothing, and a power cut can only lose the last
 commits, never corrupt the file -- and what MLflow holds is a function of
 the results dir, re-logged by the next run or ``schedlab track``.
 
+Template. Building a store is MLflow's ~270 Alembic migrations: about 1 s,
+paid by the first tracked run in every new folder (the README's first
+command). The first build on a machine is kept, with its ``Default``
+experiment removed, as a template (`template_path`: per MLflow version and
+schema head); later stores are a copy of it, which MLflow completes on its
+first open exactly as it does any store without a ``Default`` experiment
+(it creates that row, with its artifact location from the opener's working
+dir). A template that is damaged or of another schema is not used.
+
 ``mlflow`` is imported inside functions only.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 import urllib.error
@@ -272,6 +282,59 @@ def _create_atomically(path: Path) -> None:
 
 
 def _create_schema(tmp: Path) -> None:
+    """A complete store in ``tmp``: a copy of the template (`template_path`)
+    when there is a sound one, else built by MLflow (and kept as the template)."""
+    template = template_path()
+    if template is not None and template.is_file() and inspect_sqlite_store(template)[0] is None:
+        shutil.copyfile(template, tmp)
+        return
+    _build_schema(tmp)
+    if template is not None:
+        _save_template(tmp, template)
+
+
+def template_path() -> Path | None:
+    """Where this machine keeps the template store: ``$SCHEDLAB_CACHE_DIR/mlflow``,
+    else ``~/.cache/schedlab/mlflow``, one file per MLflow version and schema
+    head; None when the head is unknown (no template then)."""
+    from importlib.metadata import version
+
+    head = _head_revision()
+    if head is None:
+        return None
+    env = os.environ.get("SCHEDLAB_CACHE_DIR")
+    root = Path(env) if env else Path.home() / ".cache" / "schedlab"
+    return root / "mlflow" / f"store-{version('mlflow')}-{head}.db"
+
+
+def _save_template(store: Path, template: Path) -> None:
+    """Keep a copy of the fresh ``store`` as the template, its ``Default``
+    experiment deleted (MLflow re-creates it for each store's opener). Written
+    beside and renamed into place; any failure only means no template."""
+    part = template.with_name(f".{template.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(store, part)
+        con = sqlite3.connect(str(part), timeout=SQLITE_TIMEOUT)
+        try:
+            with con:
+                con.execute("DELETE FROM experiments WHERE experiment_id = 0")
+            con.execute("VACUUM")
+        finally:
+            con.close()
+        if inspect_sqlite_store(part)[0] is None:
+            os.replace(part, template)
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            try:
+                os.unlink(f"{part}{suffix}")
+            except OSError:
+                pass
+
+
+def _build_schema(tmp: Path) -> None:
     """Let MLflow build its whole schema (and Default experiment) in ``tmp``,
     exactly as it would for the real URI."""
     import logging
