@@ -15,13 +15,16 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
     (``rows_written``, ``failures``, ``backend`` and ``backend_why``, ...).
     Calling it again in the same process (a notebook) reuses what the first
     call warmed: the imports and compiled kernels in this process, its local
-    pool of processes, or the Ray it started. ``backend``: "auto" (default:
-    the spec's), "local" or "ray"."""
+    pool of processes, or the Ray it started, and its tracking process
+    (MLflow imported, the store open). With tracking on, the headline figure
+    goes to the sweep's MLflow parent run, as with ``schedlab run``.
+    ``backend``: "auto" (default: the spec's), "local" or "ray"."""
     from pathlib import Path
 
     from schedlab.platform.planning.spec import SweepSpec
     from schedlab.platform.planning.validate import load_spec, parse_spec
     from schedlab.sweep import run_sweep
+    from schedlab.views.tracking import headline_figure
 
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
@@ -29,7 +32,15 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
         spec = parse_spec(spec, "schedlab.run(spec)")
     elif not isinstance(spec, SweepSpec):
         raise TypeError(f"schedlab.run: spec must be a path, a dict or a SweepSpec; got {type(spec).__name__}")
-    return run_sweep(spec, backend=backend, address=address, fresh=fresh, tracking=tracking, progress=progress)
+    return run_sweep(
+        spec,
+        backend=backend,
+        address=address,
+        fresh=fresh,
+        tracking=tracking,
+        progress=progress,
+        figures=headline_figure,
+    )
 
 
 def load(results_dir, table: str = "summary"):

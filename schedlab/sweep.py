@@ -12,6 +12,7 @@ that drives it and the platform never imports plotting: the CLI,
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,9 +28,12 @@ def run_sweep(
     fresh: bool = False,
     tracking: bool | None = None,
     progress: Callable[[Any], None] | None = None,
+    figures: Callable[[Path], list[Path]] | None = None,
 ) -> SweepReport:
     """Run (or resume) ``spec``: its search when it has ``[search]``, else its
-    sweep; returns the run's report (a `SearchReport` for a search)."""
+    sweep; returns the run's report (a `SearchReport` for a search).
+    ``figures``: a plain sweep's figures for its MLflow parent run, drawn
+    from its results dir while tracking catches up (the runner's ``figures``)."""
     if spec.search is not None:
         from schedlab.platform.search.loop import run_search
         from schedlab.search_figure import convergence
@@ -39,4 +43,6 @@ def run_sweep(
         )
     from schedlab.platform.execution.runner import run_sweep as run_plain
 
-    return run_plain(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+    return run_plain(
+        spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, figures=figures
+    )

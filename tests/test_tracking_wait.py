@@ -3,7 +3,8 @@ while tracking makes progress, reports it, gives up only after a stall
 interval without any, and a Ctrl-C there stops waiting with a message naming
 `schedlab track`. Real stores: a SQLite file, and an HTTP server on
 127.0.0.1 that answers /health and then never answers MLflow's API (a hung
-tracking server)."""
+tracking server). Each test runs the in-process `Tracker` and the
+`TrackingProcess` that runs use (the same tracker, in a child process)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import pytest
 
 from schedlab.platform.execution.runner import Interrupted, _wait_for_tracking
 from schedlab.platform.storage.store import ResultStore
+from schedlab.platform.tracking.process import TrackingProcess
 from schedlab.platform.tracking.tracker import HTTP_ENV_DEFAULTS, Tracker, TrackProgress, TrackReport
 from tests.test_hardening_tracking import assert_mirrors, make_results
 
 STALL = 2.0  # seconds without progress before close() gives up, in these tests
+KINDS = pytest.mark.parametrize("kind", [Tracker, TrackingProcess], ids=["thread", "process"])
 
 
 @pytest.fixture(autouse=True)
@@ -67,10 +70,11 @@ def hung_server():
     srv.server_close()
 
 
-def test_close_reports_progress_and_waits_until_done(tmp_path):
+@KINDS
+def test_close_reports_progress_and_waits_until_done(kind, tmp_path):
     d = make_results(tmp_path / "results")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    tracker = Tracker(uri, None, d)
+    tracker = kind(uri, None, d)
     tracker.start()
     tracker.submit(["c1", "c2", "c3"])
     seen: list[TrackProgress] = []
@@ -85,9 +89,10 @@ def test_close_reports_progress_and_waits_until_done(tmp_path):
         assert "schedlab track" in p.line()
 
 
-def test_close_gives_up_only_after_a_stall(tmp_path, hung_server):
+@KINDS
+def test_close_gives_up_only_after_a_stall(kind, tmp_path, hung_server):
     d = make_results(tmp_path / "results")
-    tracker = Tracker(hung_server, None, d)
+    tracker = kind(hung_server, None, d)
     tracker.start()
     tracker.submit(["c1"])
     seen: list[TrackProgress] = []
@@ -98,9 +103,10 @@ def test_close_gives_up_only_after_a_stall(tmp_path, hung_server):
     assert tracker.close() is not None  # a second close does not wait again
 
 
-def test_ctrl_c_while_waiting_names_schedlab_track(tmp_path, hung_server):
+@KINDS
+def test_ctrl_c_while_waiting_names_schedlab_track(kind, tmp_path, hung_server):
     d = make_results(tmp_path / "results")
-    tracker = Tracker(hung_server, None, d)
+    tracker = kind(hung_server, None, d)
     tracker.start()
     tracker.submit(["c1"])
     calls = []
@@ -112,7 +118,10 @@ def test_ctrl_c_while_waiting_names_schedlab_track(tmp_path, hung_server):
 
     t0 = time.monotonic()
     with pytest.raises(Interrupted) as err:
-        _wait_for_tracking(tracker, ResultStore(d), ctrl_c)
+        _wait_for_tracking(tracker, ResultStore(d), ctrl_c, [])
     assert len(calls) == 3 and time.monotonic() - t0 < 60  # stopped at the Ctrl-C, not at the stall interval
     assert f"`schedlab track {d}` finishes MLflow" in str(err.value)
-    assert tracker._stop  # the thread was told to stop
+    if kind is Tracker:
+        assert tracker._stop  # the thread was told to stop
+    else:
+        assert not tracker._proc.is_alive()  # the process was ended

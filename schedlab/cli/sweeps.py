@@ -126,6 +126,7 @@ def run(
     """Run (or resume) a sweep: tasks (in-process, a local pool or Ray) -> Parquet -> MLflow."""
     from schedlab.platform.planning.validate import load_spec
     from schedlab.sweep import run_sweep
+    from schedlab.views.tracking import headline_figure
 
     spec = load_spec(spec_file)
     if tracking_uri:
@@ -138,6 +139,7 @@ def run(
             fresh=fresh,
             tracking=False if no_tracking else None,
             progress=progress,
+            figures=headline_figure,
         )
     )
     if report.grew:
@@ -171,7 +173,14 @@ def run(
             f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
             f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})"
         )
-        _log_headline(spec, report.results_dir)
+        if tr.figures:
+            click.echo(
+                f"MLflow: headline figure {Path(tr.figures[0]).name} on the sweep's parent run (artifacts/figures)"
+            )
+        elif tr.figures_error:
+            click.echo(f"schedlab: warning: headline figure not logged to MLflow: {tr.figures_error}", err=True)
+        elif spec.search is not None:
+            _log_headline(spec, report.results_dir)
     if tr is not None and tr.failed:
         click.echo(
             f"schedlab: MLflow is not up to date ({tr.error}); results are complete in Parquet: "

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
+from schedlab.platform.tracking.sync import FIGURES_DIR  # the headline figure's folder on the parent run
 
-#: Artifact folders: the headline figure on the parent, schedule pages on a child.
-FIGURES_DIR = "figures"
+#: Artifact folder of schedule pages on a child run.
 VIEWS_DIR = "views"
 
 
@@ -53,10 +53,10 @@ def headline_axes(manifest: dict[str, Any], columns: list[str]) -> tuple[str, st
     return metric, axes[0], axes[1] if len(axes) == 2 else None
 
 
-def log_headline(results_dir: str | Path, uri: str | None, experiment: str, sweep: str) -> Path | None:
-    """Draw ``schedlab plot`` of the headline metric (`headline_axes`) and log
-    its PNG and PDF to the sweep's parent run; the figure's path, or None
-    when the sweep has nothing to draw."""
+def headline_figure(results_dir: str | Path) -> list[Path]:
+    """Draw ``schedlab plot`` of the sweep's headline metric (`headline_axes`):
+    [its PNG, its PDF], or [] when the sweep has nothing to draw. The run
+    hands these to its tracker, which adds them to the parent run."""
     from schedlab.platform.storage.store import ResultStore
     from schedlab.plotting import plot
 
@@ -64,16 +64,27 @@ def log_headline(results_dir: str | Path, uri: str | None, experiment: str, swee
     manifest = store.read_manifest() or {}
     axes = headline_axes(manifest, store.scan().collect_schema().names())
     if axes is None:
-        return None
+        return []
     metric, x, facet = axes
     result = plot(results_dir, x=x, y=metric, facet=facet)
+    return [Path(result.png), Path(result.vector)]
+
+
+def log_headline(results_dir: str | Path, uri: str | None, experiment: str, sweep: str) -> Path | None:
+    """Draw the headline figure (`headline_figure`) and log its PNG and PDF
+    to the sweep's parent run, found in MLflow by its tag; the figure's
+    path, or None when the sweep has nothing to draw. (A run passes the
+    figure to its tracker instead; this serves a search's results.)"""
+    figures = headline_figure(results_dir)
+    if not figures:
+        return None
     client, found = _client_and_runs(uri, experiment, sweep)
     parents = [r for r in found[1:] if "mlflow.parentRunId" not in r.data.tags]
     if not parents:
         raise UserError(f"MLflow has no parent run of sweep {sweep!r}")
-    for p in (result.png, result.vector):
+    for p in figures:
         client.log_artifact(parents[0].info.run_id, str(p), artifact_path=FIGURES_DIR)
-    return Path(result.png)
+    return figures[0]
 
 
 def log_page(page: Path, uri: str | None, experiment: str, sweep: str, config_id: str) -> str:

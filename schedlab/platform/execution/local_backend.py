@@ -23,17 +23,14 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
+from schedlab.platform.children import become_child, main_not_reimported, start_method
 from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
 
 if TYPE_CHECKING:
@@ -45,8 +42,6 @@ CACHED_SHARED = 2
 _SHARED: OrderedDict[str, Any] = OrderedDict()
 #: Tasks run in this process so far (the first pays one-off imports: `InProcess.cold`).
 _TASKS_RUN = [0]
-#: Seconds between a pool worker's checks that its parent is still alive.
-ORPHAN_CHECK_SECONDS = 1.0
 
 
 def run_task(call: TaskCall, work: list[tuple[Instance, list[Config]]]) -> TaskResult:
@@ -132,56 +127,20 @@ class InProcess(Executor):
 _POOLS: dict[tuple[int, str], ProcessPoolExecutor] = {}
 
 
-def _start_method() -> str:
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-
-
 def pool_is_warm(processes: int) -> bool:
     """A pool of ``processes`` kept from an earlier sweep of this process (its processes started)."""
-    pool = _POOLS.get((processes, _start_method()))
+    pool = _POOLS.get((processes, start_method()))
     return pool is not None and bool(getattr(pool, "_processes", None))
 
 
-def _worker_init() -> None:
-    """In each pool process: Ctrl-C is the driver's; exit when orphaned."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_CHECK_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="schedlab-orphan-watch", daemon=True).start()
-
-
-@contextlib.contextmanager
-def _main_not_reimported() -> Iterator[None]:
-    """While pool processes start: hide the driver's ``__main__`` file, which
-    a forkserver or spawn child would otherwise run again (a script calling
-    ``schedlab.run`` without an ``if __name__ == "__main__"`` guard would run
-    its sweep in every worker). Tasks never need it: user code is loaded by
-    its own path (`usercode`)."""
-    main = sys.modules.get("__main__")
-    file = getattr(main, "__file__", None)
-    if main is None or file is None or getattr(main, "__spec__", None) is not None:
-        yield  # `python -m ...` (a module spec): multiprocessing does not run a __main__ module again
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = file
-
-
 def _pool(processes: int) -> ProcessPoolExecutor:
-    key = (processes, _start_method())
+    key = (processes, start_method())
     pool = _POOLS.get(key)
     if pool is None:
         context = multiprocessing.get_context(key[1])
         if key[1] == "forkserver":  # workers forked with the task function's modules already imported
             context.set_forkserver_preload(["schedlab.platform.execution.local_backend", "schedlab.engines"])
-        pool = _POOLS[key] = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_init)
+        pool = _POOLS[key] = ProcessPoolExecutor(processes, mp_context=context, initializer=become_child)
         _started(pool, processes)
     return pool
 
@@ -199,7 +158,7 @@ def _started(pool: ProcessPoolExecutor, processes: int) -> None:
     the first tasks) would find the pool's queues and locks gone and print a
     traceback over the driver's one line. ``processes`` tasks that each hold
     their process ``READY_SECONDS`` make the pool start all of them."""
-    with _main_not_reimported():
+    with main_not_reimported():
         futures = [pool.submit(_ready) for _ in range(processes)]
     for future in futures:
         future.result()
@@ -254,7 +213,7 @@ class Pool(Executor):
         return len(self.futures)
 
     def submit(self, task: Task, attempt: int = 0) -> None:
-        with _main_not_reimported():  # the pool starts its processes on demand, here
+        with main_not_reimported():  # the pool starts its processes on demand, here
             future = self.pool.submit(run_task, self.call, task.work)
         self.futures[future] = (task, attempt, self.pool)
 

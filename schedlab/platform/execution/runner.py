@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from schedlab.platform.execution.parts import Part
+    from schedlab.platform.tracking.process import TrackingProcess
     from schedlab.platform.tracking.sync import TrackReport
-    from schedlab.platform.tracking.tracker import Tracker, TrackProgress
+    from schedlab.platform.tracking.tracker import TrackProgress
 
 __all__ = [
     "_OWNED",
@@ -170,6 +172,7 @@ def run_sweep(
     tracking: bool | None = None,
     progress: Callable[[Progress | TrackProgress], None] | None = None,
     store: ResultStore | None = None,
+    figures: Callable[[Path], list[Path]] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; returns what happened. Failures do not raise.
     ``backend`` ("auto", "local", "ray"; default the spec's) and ``address``
@@ -177,7 +180,9 @@ def run_sweep(
     `Progress` at each round's start and after each finished task. A spec
     with ``[search]`` comes here only from its search (`schedlab.platform.search`,
     started by `schedlab.sweep.run_sweep`), with ``store``: the results dir,
-    whose lock the search holds."""
+    whose lock the search holds. ``figures`` (with tracking on) draws the
+    sweep's figures from its results dir once every round is done, while
+    tracking catches up; the tracker adds them to the sweep's parent run."""
     if spec.search is not None and store is None:
         raise ValueError("a spec with [search] runs through schedlab.sweep.run_sweep (the search drives this runner)")
     started = time.monotonic()
@@ -188,7 +193,7 @@ def run_sweep(
     store = store if store is not None else ResultStore(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
-        report = _run_locked(_Sweep(spec, plan, store, started, choice, address, progress), fresh, tracking)
+        report = _run_locked(_Sweep(spec, plan, store, started, choice, address, progress), fresh, tracking, figures)
         report.stages["plan"] = planned
         return report
     finally:
@@ -197,16 +202,20 @@ def run_sweep(
             store.unlock()
 
 
-def _run_locked(sweep: _Sweep, fresh: bool, tracking: bool | None) -> SweepReport:
-    """Prepare the results dir, run the rounds, wait for tracking, compact."""
+def _run_locked(
+    sweep: _Sweep, fresh: bool, tracking: bool | None, figures: Callable[[Path], list[Path]] | None
+) -> SweepReport:
+    """Prepare the results dir, run the rounds, draw the figures and wait for
+    tracking, compact."""
     spec, store, report = sweep.spec, sweep.store, sweep.report
     sweep.prepare(fresh)
     if spec.tracking.enabled if tracking is None else tracking:
-        from schedlab.platform.tracking.tracker import Tracker
+        from schedlab.platform.tracking.process import TrackingProcess
 
-        sweep.tracker = Tracker(spec.tracking.uri, spec.experiment(), store.root)
-        # returns at once: its thread creates store, experiment and parent run, re-logs runs behind Parquet
+        sweep.tracker = TrackingProcess(spec.tracking.uri, spec.experiment(), store.root)
+        # returns at once: its process creates store, experiment and parent run, re-logs runs behind Parquet
         sweep.tracker.start()
+    drawn: tuple[list[str], str | None] = ([], None)
     try:
         if not spec.replications.adaptive:
             first = spec.replications.first
@@ -216,10 +225,13 @@ def _run_locked(sweep: _Sweep, fresh: bool, tracking: bool | None) -> SweepRepor
             from schedlab.platform.execution.adaptive import run_adaptive
 
             run_adaptive(spec, sweep.plan, store, sweep.run_round, report)
+        if sweep.tracker is not None and figures is not None:
+            drawn = _draw(figures, store.root)
     finally:
         sweep.finish_backend()
         if sweep.tracker is not None:
-            report.tracking = _wait_for_tracking(sweep.tracker, store, sweep.progress)
+            report.tracking = _wait_for_tracking(sweep.tracker, store, sweep.progress, drawn[0])
+            report.tracking.figures_error = report.tracking.figures_error or drawn[1]
     t = time.perf_counter()
     _compact_at_end(store, report)
     report.stages["compact"] = time.perf_counter() - t
@@ -245,7 +257,7 @@ class _Sweep:
         self.spec, self.plan, self.store, self.started = spec, plan, store, started
         self.choice, self.address, self.progress = choice, address, progress
         self.report = SweepReport(str(store.root), configs=len(plan.configs))
-        self.tracker: Tracker | None = None
+        self.tracker: TrackingProcess | None = None
         self.executor: Executor | None = None
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
@@ -405,14 +417,26 @@ class _Sweep:
         self.tell()
 
 
+def _draw(figures: Callable[[Path], list[Path]], root: Path) -> tuple[list[str], str | None]:
+    """The sweep's figures (files), or why not: a picture never fails a sweep."""
+    try:
+        return [str(p) for p in figures(root)], None
+    except Exception as err:  # noqa: BLE001 - reported as a warning
+        return [], f"{type(err).__name__}: {err}"
+
+
 def _wait_for_tracking(
-    tracker: Tracker, store: ResultStore, progress: Callable[[Progress | TrackProgress], None] | None
+    tracker: TrackingProcess,
+    store: ResultStore,
+    progress: Callable[[Progress | TrackProgress], None] | None,
+    figures: list[str],
 ) -> TrackReport:
     """The sweep's one wait on MLflow, at its end: as long as tracking makes
-    progress (shown through ``progress``). Ctrl-C stops waiting: every row is
-    in Parquet, and ``schedlab track DIR`` brings MLflow up to date."""
+    progress (shown through ``progress``); it adds ``figures`` to the parent
+    run. Ctrl-C stops waiting: every row is in Parquet, and ``schedlab track
+    DIR`` brings MLflow up to date."""
     try:
-        return tracker.close(progress=progress)
+        return tracker.close(progress=progress, figures=figures)
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted while MLflow caught up: rows are committed to {store.root}; "

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ from schedlab.platform.tracking.mirror import (
 from schedlab.platform.tracking.store import is_http, prepare_store
 
 READ_ATTEMPTS = 3
+#: The parent run's artifact folder of a sweep's figures (the headline figure, `Sync.log_figures`).
+FIGURES_DIR = "figures"
 #: Configurations logged at once into an MLflow server (one MLflow client call in flight per thread).
 LOG_THREADS = 8
 
@@ -55,6 +57,9 @@ class TrackReport:
     logged: int = 0
     failed: bool = False
     error: str | None = None
+    #: figures added to the sweep's parent run (artifact paths, `FIGURES_DIR`/name), and why not, if not
+    figures: list[str] = field(default_factory=list)
+    figures_error: str | None = None
 
 
 def describe_error(err: Exception) -> str:
@@ -318,3 +323,16 @@ class Sync:
             except Exception as err:
                 self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
         return self.report()
+
+    def log_figures(self, paths: list[str]) -> tuple[list[str], str | None]:
+        """Add the files ``paths`` to the sweep's parent run under
+        `FIGURES_DIR`; (their artifact paths, None) or ([], why not). A
+        picture never fails tracking: nothing is recorded."""
+        if self.dead or self.mirror is None:
+            return [], "tracking is not connected"
+        try:
+            for path in paths:
+                self.mirror.client.log_artifact(self.mirror.parent.run_id, path, artifact_path=FIGURES_DIR)
+        except Exception as err:  # noqa: BLE001 - reported as a warning by the caller
+            return [], describe_error(err)
+        return [f"{FIGURES_DIR}/{Path(p).name}" for p in paths], None

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,16 +190,27 @@ class Tracker:
         return TrackProgress(sync.uri, sync.stage, sync.logged_total, sync.queued_total + queued, waited, idle)
 
     def close(
-        self, stall: float = STALL_SECONDS, progress: Callable[[TrackProgress], None] | None = None
+        self,
+        stall: float = STALL_SECONDS,
+        progress: Callable[[TrackProgress], None] | None = None,
+        figures: Sequence[str | Path] = (),
     ) -> TrackReport:
         """Wait for tracking to finish (drain, final reconcile, verify) as
         long as it makes progress; give up after ``stall`` seconds without
         any (the report then says so). ``progress`` gets a `TrackProgress`
-        every `POLL_SECONDS`. Ctrl-C: the thread is told to stop and the
-        KeyboardInterrupt propagates (MLflow is then behind the disk, which
-        ``schedlab track DIR`` or the next run's tracker repairs)."""
-        if self._report is not None:
-            return self._report
+        every `POLL_SECONDS`. Then, if MLflow matches the disk, the files
+        ``figures`` are added to the sweep's parent run (`Sync.log_figures`;
+        the report lists them, or says why not). Ctrl-C: the thread is told
+        to stop and the KeyboardInterrupt propagates (MLflow is then behind
+        the disk, which ``schedlab track DIR`` or the next run's tracker
+        repairs)."""
+        if self._report is None:
+            self._report = self._wait(stall, progress)
+            if figures and not self._report.failed:
+                self._report.figures, self._report.figures_error = self._sync.log_figures([str(f) for f in figures])
+        return self._report
+
+    def _wait(self, stall: float, progress: Callable[[TrackProgress], None] | None) -> TrackReport:
         with self._cond:
             self._closing = True
             self._cond.notify()
@@ -235,6 +246,4 @@ class Tracker:
                 self._cond.notify()
             self._sync.record("interrupted while waiting for tracking", fatal=True)
             raise
-        if self._report is None:
-            self._report = self._sync.report()
-        return self._report
+        return self._report if self._report is not None else self._sync.report()
