@@ -46,7 +46,8 @@ from the file's t = 0; schedlab: first release + k x period);
 ``--origin trace`` keeps the model's times, so the grids differ by the first
 submission's offset (docs/dfrs.md row 5). Each ``--option`` is added to the
 dfrs engine's [system] table; several ``--variant`` strings
-(``"name:key=value,key=value"``) run several option sets side by side.
+(``"name:key=value,key=value"``) run several option sets side by side;
+``--variant vcsim`` is every option that follows vcsim (``VCSIM_OPTIONS``).
 vcsim's runs take seconds to minutes (pure Python 2 MCB8); pin them to a core
 (``taskset -c 0``) on a shared machine.
 
@@ -92,6 +93,17 @@ VCSIM_ALGOS: dict[str, list[str]] = {
     "Greedy*/OPT=MIN": ["smart", "greedy", "activeres", "opttarget:maxminyield"],
     "GreedyP*/OPT=MIN": ["smart", "greedy-pmtn", "activeres", "opttarget:maxminyield"],
     "GreedyPM*/OPT=MIN": ["smart", "greedy-pmtn-migr", "activeres", "opttarget:maxminyield"],
+}
+#: Every dfrs [system] option that follows the authors' simulator (docs/dfrs.md): ``--variant vcsim``.
+VCSIM_OPTIONS = {
+    "mcb8_rules": "vcsim",
+    "relabel": "none",
+    "cpu_units": "percent",
+    "fresh_moves": "free",
+    "period_origin": "zero",
+    "time_units": "seconds",
+    "star_pass": "instant-end",
+    "victims": "put-back",
 }
 DEFAULT_POLICIES = [
     "FCFS",
@@ -220,6 +232,9 @@ def parse_variants(args) -> list[tuple[str, dict[str, str]]]:
         variants.append(("schedlab + options", dict(o.split("=", 1) for o in args.option)))
     for v in args.variant or []:
         name, _, rest = v.partition(":")
+        if name == "vcsim" and not rest:
+            variants.append(("every vcsim option", dict(VCSIM_OPTIONS)))
+            continue
         variants.append((name, dict(o.split("=", 1) for o in rest.split(",") if o)))
     return variants
 

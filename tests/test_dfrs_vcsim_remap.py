@@ -105,7 +105,7 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves", "period_origin"):
+    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves", "period_origin", "time_units"):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -223,3 +223,23 @@ def test_period_origin(origin, migrations, end):
     res = get_engine("dfrs").run(jobs, "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
     assert np.asarray(res.jobs["migrations"]).tolist() == migrations
     assert np.asarray(res.jobs["end"]).tolist() == end
+
+
+@pytest.mark.parametrize("units,end", [("real", [20.8, 30.4]), ("seconds", [21.0, 31.0])])
+def test_time_units(units, end):
+    """One node, two jobs of need 1 at t = 0, runtimes 10.4 and 20: yields .5
+    each. Real time: job 0 ends at 20.8, job 1 (10.4 done) then runs alone:
+    30.4. Whole seconds: job 0 holds its half of the CPU until 21, job 1 has
+    10.5 done then and runs alone: 30.5, rounded up to 31."""
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [0.0, 0.0],
+            "runtime": [10.4, 20.0],
+            "procs": [1, 1],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.1, 0.1],
+        }
+    )
+    res = get_engine("dfrs").run(jobs, "Greedy*/OPT=MIN", None, {"nodes": 1, "time_units": units})
+    assert np.asarray(res.jobs["end"]).tolist() == pytest.approx(end, abs=1e-9)

@@ -75,6 +75,7 @@ BASE = {
             "cpu_units": "real",
             "fresh_moves": "penalty",
             "period_origin": "first-release",
+            "time_units": "real",
         },
     },
 }
@@ -137,6 +138,7 @@ VALID = {
         "cpu_units": lambda v: v in ("real", "percent") and type(v) is str,
         "fresh_moves": lambda v: v in ("penalty", "free") and type(v) is str,
         "period_origin": lambda v: v in ("first-release", "zero") and type(v) is str,
+        "time_units": lambda v: v in ("real", "seconds") and type(v) is str,
     },
 }
 
@@ -294,7 +296,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 26 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 27 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -41,6 +41,25 @@ class DfrsResult:
     snapshots: list = field(default_factory=list)
 
 
+SECOND_EPS = 1e-6  # s: a predicted completion within this above a whole second is on it (float residue)
+
+
+def _whole_second_completions(t_c: np.ndarray, pen_until: np.ndarray, t: float) -> tuple[np.ndarray, float]:
+    """``time_units = "seconds"``: the authors' simulator keeps time in whole
+    seconds and ends an allocation at the first whole second at which its
+    work is done, the job holding its CPU and memory until then
+    (docs/dfrs.md row 1). So each predicted completion is rounded up, and the
+    next event is the earliest rounded completion or penalty end. With
+    integer submissions, period and penalty every event time is then an
+    integer, so no other event falls strictly inside a rounding and a job's
+    virtual time overshoots its processing time only in its completing step
+    (where the engine sets it to p)."""
+    t_c = np.ceil(t_c - SECOND_EPS)
+    pen = pen_until[pen_until > t]
+    t_ahead = min(float(t_c.min()) if len(t_c) else math.inf, float(pen.min()) if len(pen) else math.inf)
+    return t_c, t_ahead
+
+
 def simulate_dfrs(
     release,
     processing,
@@ -62,6 +81,7 @@ def simulate_dfrs(
     cpu_units: str = "real",
     fresh_moves: str = "penalty",
     period_origin: str = "first-release",
+    time_units: str = "real",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -83,7 +103,9 @@ def simulate_dfrs(
     ``fresh_moves`` (``state.fresh_moves``): "free" makes a move in the
     instant of a job's first start cost nothing (``DfrsState.apply``);
     ``period_origin = "zero"`` puts the periodic instants at k x period
-    from time 0 instead of from the first release.
+    from time 0 instead of from the first release; ``time_units =
+    "seconds"`` rounds every completion up to a whole second
+    (``_whole_second_completions``).
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -119,6 +141,7 @@ def simulate_dfrs(
     period = getattr(policy, "period", None)
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
     realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
+    whole_seconds = time_units == "seconds"
     # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
     # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
     # instant equal to the first release runs right after it).
@@ -140,6 +163,8 @@ def simulate_dfrs(
             # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
             # earliest completion or penalty end: compiled (schedlab.sim.dfrs.fast.horizon_kernel)
             rate, t_c, t_ahead = horizon_kernel(run, st.pen_until, st.y, p, st.vt, t)
+            if whole_seconds:
+                t_c, t_ahead = _whole_second_completions(t_c, st.pen_until[run], t)
             t_next = min(t_next, t_ahead)
         if period and (st.running or st.pending):
             t_next = min(t_next, t_per)

@@ -49,6 +49,7 @@ def run_table(
     cpu_units: str = "real",
     fresh_moves: str = "penalty",
     period_origin: str = "first-release",
+    time_units: str = "real",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -65,7 +66,8 @@ def run_table(
     ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``);
     ``cpu_units``: "percent" floors the yields to whole percents (``allocation.percent_yields``);
     ``fresh_moves``: "free" makes a move in the instant of a first start cost nothing (``DfrsState.apply``);
-    ``period_origin``: the periodic grid from the first release or from time 0 (``simulate_dfrs``). The
+    ``period_origin``: the periodic grid from the first release or from time 0; ``time_units``: "seconds"
+    rounds completions up to whole seconds (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -84,6 +86,7 @@ def run_table(
             "cpu_units": cpu_units,
             "fresh_moves": fresh_moves,
             "period_origin": period_origin,
+            "time_units": time_units,
         },
         "dfrs engine",
         jobs.columns,
@@ -143,6 +146,7 @@ def run_table(
         cpu_units=cpu_units,
         fresh_moves=fresh_moves,
         period_origin=period_origin,
+        time_units=time_units,
         recorder=recorder,
     )
     st = res.state

@@ -303,6 +303,13 @@ DFRS = SystemSchema(
             doc="the periodic instants (/per, /stretch-per): first release + k x period, k >= 1 (default), or, "
             "as the authors' simulator places them, k x period from the job table's time 0 (docs/dfrs.md)",
         ),
+        choice(
+            "time_units",
+            "real",
+            ("real", "seconds"),
+            doc="completion times in real numbers (default) or, as the authors' simulator keeps time, rounded "
+            "up to the next whole second, the job holding its resources until then (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
