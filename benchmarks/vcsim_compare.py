@@ -99,7 +99,7 @@ VCSIM_OPTIONS = {
     "mcb8_rules": "vcsim",
     "relabel": "none",
     "cpu_units": "percent",
-    "fresh_moves": "free",
+    "penalties": "instant-net",
     "period_origin": "zero",
     "time_units": "seconds",
     "star_pass": "instant-end",

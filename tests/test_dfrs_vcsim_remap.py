@@ -16,6 +16,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import UserError
 from schedlab.policies.dfrs.mcb8 import mcb8
 from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim, pack_vcsim
+from schedlab.sim.dfrs import WAITING, DfrsState
 from schedlab.sim.dfrs.allocation import percent_yields
 
 
@@ -105,7 +106,7 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel", "cpu_units", "fresh_moves", "period_origin", "time_units"):
+    for key in ("mcb8_rules", "relabel", "cpu_units", "penalties", "period_origin", "time_units"):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -169,9 +170,9 @@ def fresh_example() -> pl.DataFrame:
     vcsim rules take the later one first: B -> node 0, A -> node 1 (and so at
     every later remap while both run). A migrates (it ran 10 s) and, its
     penalty over at 110, would end at 10 + 100 + 990 = 1100. B started at
-    this very instant: ``fresh_moves = "penalty"`` counts a migration and B
+    this very instant: ``penalties = "each-change"`` counts a migration and B
     ends at 10 + 100 + 1000 = 1110, after A: nothing moves again.
-    ``"free"`` counts nothing: B ends at 1010; the remap at 1020 finds A
+    ``"instant-net"`` counts nothing (B is first started in that instant): B ends at 1010; the remap at 1020 finds A
     alone, puts it on node 0 (a second migration, 80 s of work left):
     A ends at 1020 + 100 + 80 = 1200."""
     return pl.DataFrame(
@@ -187,10 +188,10 @@ def fresh_example() -> pl.DataFrame:
 
 
 @pytest.mark.parametrize(
-    "fresh,migrations,end", [("penalty", [1, 1], [1100.0, 1110.0]), ("free", [2, 0], [1200.0, 1010.0])]
+    "fresh,migrations,end", [("each-change", [1, 1], [1100.0, 1110.0]), ("instant-net", [2, 0], [1200.0, 1010.0])]
 )
-def test_fresh_moves(fresh, migrations, end):
-    system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "fresh_moves": fresh}
+def test_penalties_first_start(fresh, migrations, end):
+    system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "penalties": fresh}
     res = get_engine("dfrs").run(fresh_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
     assert np.asarray(res.jobs["migrations"]).tolist() == migrations
     assert np.asarray(res.jobs["end"]).tolist() == end
@@ -243,3 +244,30 @@ def test_time_units(units, end):
     )
     res = get_engine("dfrs").run(jobs, "Greedy*/OPT=MIN", None, {"nodes": 1, "time_units": units})
     assert np.asarray(res.jobs["end"]).tolist() == pytest.approx(end, abs=1e-9)
+
+
+@pytest.mark.parametrize("rule", ["each-change", "instant-net"])
+def test_penalties_net_change_of_an_instant(rule):
+    """Two nodes, two one-task jobs (memory .5), penalty 50. t = 0: job 0 on
+    node 0, job 1 on node 1 (first starts: no penalty either way). t = 10:
+    job 0 is paused and placed back on node 0, job 1 moves to node 0.
+    "each-change": job 0 pays a resume (penalty until 60, one pause), job 1 a
+    migration. "instant-net": job 0 ends the instant where it began, so
+    nothing is charged or counted for it; job 1 really moved and pays."""
+    s = DfrsState(2, [0.0, 0.0], [100.0, 100.0], [1, 1], [1.0, 1.0], [0.5, 0.5], 50.0)
+    s.penalties = rule
+    for j in (0, 1):
+        s.status[j] = WAITING
+        s.pending.add(j)
+    s.apply(places={0: [0], 1: [1]})
+    s.settle_instant()
+    assert s.pen_until.tolist() == [-np.inf, -np.inf]
+    s.now = 10.0
+    s.apply(pauses=[0])
+    s.apply(places={0: [0]}, moves={1: [0]})
+    s.settle_instant()
+    assert s.migrations.tolist() == [0, 1] and s.pen_until[1] == 60.0
+    if rule == "each-change":
+        assert s.pauses.tolist() == [1, 0] and s.pen_until[0] == 60.0
+    else:
+        assert s.pauses.tolist() == [0, 0] and s.pen_until[0] == -np.inf

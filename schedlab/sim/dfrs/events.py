@@ -79,7 +79,7 @@ def simulate_dfrs(
     mcb8_rules: str = "schedlab",
     relabel: str = "memory",
     cpu_units: str = "real",
-    fresh_moves: str = "penalty",
+    penalties: str = "each-change",
     period_origin: str = "first-release",
     time_units: str = "real",
     recorder=None,
@@ -100,8 +100,8 @@ def simulate_dfrs(
     ``schedlab.policies.dfrs.greedy.mcb8_remap``); ``cpu_units``
     (``state.cpu_units``): "percent" floors the engine's OPT=MIN / OPT=AVG
     yields to whole percents of a node (``allocation.percent_yields``);
-    ``fresh_moves`` (``state.fresh_moves``): "free" makes a move in the
-    instant of a job's first start cost nothing (``DfrsState.apply``);
+    ``penalties`` (``state.penalties``): "instant-net" charges penalties by
+    each instant's net change (``DfrsState.settle_instant``);
     ``period_origin = "zero"`` puts the periodic instants at k x period
     from time 0 instead of from the first release; ``time_units =
     "seconds"`` rounds every completion up to a whole second
@@ -116,7 +116,7 @@ def simulate_dfrs(
     st.mcb8_rules = mcb8_rules
     st.relabel = relabel
     st.cpu_units = cpu_units
-    st.fresh_moves = fresh_moves
+    st.penalties = penalties
     late_star = star_pass == "instant-end" and _greedy_family(policy)
     if hidden is not None:
         st.processing = hidden(st.processing)
@@ -142,6 +142,7 @@ def simulate_dfrs(
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
     realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
     whole_seconds = time_units == "seconds"
+    net_penalties = penalties == "instant-net"
     # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
     # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
     # instant equal to the first release runs right after it).
@@ -233,6 +234,8 @@ def simulate_dfrs(
             policy.on_completion(st)
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
+        if net_penalties:
+            st.settle_instant()
         if st.dirty or (realloc_each and st.running):
             if own_allocate is not None:
                 lp_failures += int(own_allocate(st, t_per))

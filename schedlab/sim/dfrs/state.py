@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -101,7 +102,10 @@ class DfrsState:
         self.mcb8_rules = "schedlab"  # the MCB8 remap's rules ([system] mcb8_rules)
         self.relabel = "memory"  # the MCB8 remap's node renumbering ([system] relabel)
         self.cpu_units = "real"  # the allocation's units ([system] cpu_units; allocation.percent_yields)
-        self.fresh_moves = "penalty"  # a move in the instant of the first start ([system] fresh_moves; apply)
+        # Penalties by each change (default) or by the net change of an instant ([system] penalties;
+        # settle_instant): under "instant-net", each job's state before its first change of the instant.
+        self.penalties = "each-change"
+        self._before: dict[int, tuple[Any, ...]] = {}
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
@@ -155,11 +159,8 @@ class DfrsState:
         then place ``places`` ({job: nodes}; waiting or paused jobs) and put
         the moved jobs on their new nodes, in dict order. A move to the same
         multiset of nodes is no migration (no penalty, nothing counted).
-        With ``fresh_moves == "free"`` ([system] fresh_moves; docs/dfrs.md) a
-        job first started at this very instant has made no progress anywhere
-        yet: moving it (or pausing and placing it again) in the same instant
-        is neither a migration nor a resume -- no penalty, nothing counted --
-        as in the authors' simulator, which discards a zero-length allocation.
+        Under ``penalties == "instant-net"`` each job's state before its
+        first change of the instant is kept for :meth:`settle_instant`.
 
         The node arithmetic runs in three compiled calls for the whole change
         (``schedlab.sim.dfrs.state_fast``: the per-job kernels' additions in
@@ -177,6 +178,19 @@ class DfrsState:
                 if self.status[j] != RUNNING or j in off:
                     raise DfrsCapacityError(f"t={self.now}: {kind} of job {j}, which is not running")
                 off.add(j)
+        if self.penalties == "instant-net":
+            for j in (*pauses, *moves, *places):
+                if j not in self._before:
+                    where = self.where[j]
+                    self._before[j] = (
+                        None if where is None else np.sort(where),
+                        self.status[j],
+                        self.pen_until[j],
+                        self.pauses[j],
+                        self.migrations[j],
+                        self.migrated_tasks[j],
+                        self.mem_moved[j],
+                    )
         old = [self.nodes_of(j) for j in moves]
         if off:
             self._rows(release_rows, pauses + list(moves), [self.nodes_of(j) for j in pauses] + old)
@@ -196,8 +210,7 @@ class DfrsState:
         new = self._acquire_all(acquire_rows, [*places.items(), *moves.items()])
         for j in places:
             if self.status[j] == PAUSED:
-                if not (self.fresh_moves == "free" and self.start[j] == self.now):
-                    self.pen_until[j] = self.now + self.penalty
+                self.pen_until[j] = self.now + self.penalty
             else:
                 self.start[j] = self.now
             self.status[j] = RUNNING
@@ -208,13 +221,35 @@ class DfrsState:
             flat_new, new_ptr = new
             moved = moved_rows(flat_old, old_ptr, flat_new, new_ptr[len(places) :], self.nodes).tolist()
             for j, k in zip(moves, moved):
-                if k and not (self.fresh_moves == "free" and self.start[j] == self.now):
+                if k:
                     self.migrations[j] += 1
                     self.migrated_tasks[j] += k
                     self.mem_moved[j] += self.mem[j] * k
                     self.pen_until[j] = self.now + self.penalty
         if pauses or moves or places:
             self.dirty = True
+
+    def settle_instant(self) -> None:
+        """``[system] penalties = "instant-net"`` (docs/dfrs.md row 21): charge
+        the penalties of this instant by its *net* change, as the authors'
+        simulator does (it applies an instant's decisions at its end and keeps
+        an allocation that is "logically the same"; a zero-length one it
+        discards). A job running at the end of the instant on the same node
+        multiset it ran on at its start -- e.g. paused by the periodic remap
+        and placed back where it was by the '*' pass -- or first started in
+        this instant pays no new penalty and counts no pause or migration for
+        it: its penalty end and counters are those before the instant. Called
+        by the engine once per instant, before the allocation."""
+        for j, (nodes, status, pen, pauses, migrations, tasks_moved, mem_moved) in self._before.items():
+            if self.status[j] != RUNNING:
+                continue
+            fresh = status in (WAITING, FUTURE)
+            same = status == RUNNING and nodes is not None and np.array_equal(nodes, np.sort(self.nodes_of(j)))
+            if fresh or same:
+                self.pen_until[j] = pen
+                self.pauses[j], self.migrations[j] = pauses, migrations
+                self.migrated_tasks[j], self.mem_moved[j] = tasks_moved, mem_moved
+        self._before.clear()
 
     def _rows(self, kernel: Callable[..., None], jobs: list[int], nodes: list[np.ndarray]) -> None:
         flat, ptr = _concat(nodes)

@@ -47,7 +47,7 @@ def run_table(
     mcb8_rules: str = "schedlab",
     relabel: str = "memory",
     cpu_units: str = "real",
-    fresh_moves: str = "penalty",
+    penalties: str = "each-change",
     period_origin: str = "first-release",
     time_units: str = "real",
     recorder=None,
@@ -65,7 +65,7 @@ def run_table(
     ``stretch_realloc``: when a policy's own allocation runs (``simulate_dfrs``); ``mcb8_rules`` /
     ``relabel``: the MCB8 remap's rules and node numbering (``schedlab.policies.dfrs.greedy.mcb8_remap``);
     ``cpu_units``: "percent" floors the yields to whole percents (``allocation.percent_yields``);
-    ``fresh_moves``: "free" makes a move in the instant of a first start cost nothing (``DfrsState.apply``);
+    ``penalties``: "instant-net" charges penalties by an instant's net change (``DfrsState.settle_instant``);
     ``period_origin``: the periodic grid from the first release or from time 0; ``time_units``: "seconds"
     rounds completions up to whole seconds (``simulate_dfrs``). The
     system parameters are checked against the engine's declaration
@@ -84,7 +84,7 @@ def run_table(
             "mcb8_rules": mcb8_rules,
             "relabel": relabel,
             "cpu_units": cpu_units,
-            "fresh_moves": fresh_moves,
+            "penalties": penalties,
             "period_origin": period_origin,
             "time_units": time_units,
         },
@@ -144,7 +144,7 @@ def run_table(
         mcb8_rules=mcb8_rules,
         relabel=relabel,
         cpu_units=cpu_units,
-        fresh_moves=fresh_moves,
+        penalties=penalties,
         period_origin=period_origin,
         time_units=time_units,
         recorder=recorder,

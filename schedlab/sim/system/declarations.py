@@ -290,11 +290,12 @@ DFRS = SystemSchema(
             "gives it, floored to whole percents of a node, at least 1 % (docs/dfrs.md)",
         ),
         choice(
-            "fresh_moves",
-            "penalty",
-            ("penalty", "free"),
-            doc="a job moved (or paused and placed again) in the instant it first started: a migration that "
-            "pays the penalty (default) or, as the authors' simulator counts it, no move at all (docs/dfrs.md)",
+            "penalties",
+            "each-change",
+            ("each-change", "instant-net"),
+            doc="penalties charged at each pause or migration (default) or, as the authors' simulator does, by "
+            "an instant's net change: a job back on its nodes, or first started, at the instant's end pays "
+            "nothing new (docs/dfrs.md)",
         ),
         choice(
             "period_origin",
