@@ -5,6 +5,8 @@ hand-made tables where the paper's statements hold and where they fail."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -53,6 +55,39 @@ def test_fig1_rerun_resumes(fig1):
         (c.holds, c.detail) for f in fig1.figures for c in f.checks
     ]
     assert "Full trace sets of this scale" in again.report_md.read_text()
+
+
+def test_a_run_cut_short_reports_the_instances_every_algorithm_finished(fig1, tmp_path):
+    """A DFRS run stopped part-way (rows of one part file of its DFRS sweep never written):
+    `--report-only` writes the report from what is on disk, running nothing and logging no
+    run; every algorithm is shown on the same instances -- the finished ones -- and the
+    coverage line says how many."""
+    import shutil
+
+    from schedlab.pipelines.run import run_pipeline
+    from schedlab.pipelines.runlog import read_runs
+
+    out = tmp_path / "cut"
+    shutil.copytree(fig1.out_dir, out)
+    dirs = {name: out / Path(d).name for name, d in fig1.results_dirs.items()}
+    full = dc.rows(dirs, "dfrs-fig1", "scaled")
+    dfrs_sweep = next(d for name, d in dirs.items() if "-dfrs-" in name)
+    part = sorted((dfrs_sweep / "summary").rglob("*.parquet"))[0]  # one policy's rows (hive-partitioned)
+    rows = pl.read_parquet(part, hive_partitioning=False)
+    lost = rows.select("replication", "load").unique().sort("replication", "load").head(1)
+    rows.join(lost, on=["replication", "load"], how="anti").write_parquet(part)  # never committed, as if cut short
+    cut = dc.rows(dirs, "dfrs-fig1", "scaled")
+    kept = cut.select("replication", "load").unique()
+    assert kept.height == full.select("replication", "load").unique().height - lost.height > 0
+    assert kept.join(lost, on=["replication", "load"], how="semi").height == 0
+    per = cut.group_by("policy").agg(pl.len().alias("n"))
+    assert set(per["policy"]) == set(dfrs_fig1.POLICIES) and per["n"].n_unique() == 1  # paired: same instances
+    runs = len(read_runs(out))
+    again = run_pipeline("dfrs-fig1", "smoke", out=out, tracking=False, report_only=True)
+    assert again.sweeps == [] and len(read_runs(out)) == runs
+    md = again.report_md.read_text()
+    assert "written from the rows on disk, without running" in md
+    assert f"scaled synthetic {kept.height} of the paper's" in md
 
 
 @pytest.mark.full
@@ -375,3 +410,27 @@ def test_table_smoke_subset_report(tmp_path):
         assert md.count(f"| {p} | ") == 3 + (1 if p in pub.TABLE4 else 0)
     checks = res.figures[0].checks
     assert len(checks) == 9 and sum(line.startswith("- ") and " — " in line for line in md.splitlines()) >= 9
+
+
+def test_an_interrupted_pipeline_run_is_logged_with_what_it_committed(tmp_path):
+    """Ctrl-C part-way: the invocation's record says so, with the rows it committed and its cost,
+    so a long paper run stopped and resumed across sessions still adds up."""
+    from schedlab import load
+    from schedlab.pipelines.run import run_pipeline
+    from schedlab.pipelines.runlog import read_runs
+    from schedlab.platform.execution.runner import Interrupted
+
+    calls = []
+
+    def ctrl_c(progress) -> None:
+        calls.append(progress)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises((KeyboardInterrupt, Interrupted)):
+        run_pipeline("dfrs-fig1", "smoke", out=tmp_path, tracking=False, backend="local", progress=ctrl_c)
+    (record,) = read_runs(tmp_path)
+    on_disk = sum(
+        load(d).select(pl.len()).collect().item() for d in tmp_path.iterdir() if (d / "manifest.json").exists()
+    )
+    assert record["interrupted"] is True and record["rows_new"] == on_disk and record["wall_seconds"] > 0

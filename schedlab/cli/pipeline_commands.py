@@ -54,6 +54,12 @@ def pipelines_list() -> None:
     help="DFRS pipelines: a seeded fraction of each trace set's traces (own sweep names; the report "
     "says so and gives 95 % intervals).",
 )
+@click.option(
+    "--report-only",
+    is_flag=True,
+    help="Run nothing: write the figures and report.md from the rows on disk (a long run cut short; the "
+    "DFRS reports then use the instances every algorithm has finished, and say how many).",
+)
 def pipelines_run(
     name: str,
     scale: str,
@@ -63,6 +69,7 @@ def pipelines_run(
     fresh: bool,
     no_tracking: bool,
     subset: float | None,
+    report_only: bool,
 ) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale
@@ -90,6 +97,7 @@ def pipelines_run(
             tracking=not no_tracking,
             progress=progress,
             overrides=overrides,
+            report_only=report_only,
         )
     )
     from schedlab.pipelines.base import tally

@@ -57,6 +57,7 @@ scale: `specs` turns these into sweep specs.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -180,9 +181,11 @@ def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[di
     subset, overrides = split_subset(overrides)
     policies = doc.get("policies") or doc["figures"][0]["plot"]["series"]
     params = {"period": list(doc["periods"][scale])} if "periods" in doc else None
+    # The batch baselines first: seconds per set, so a DFRS sweep cut short (hours) still has
+    # them on every instance it finished (`complete`).
     by_engine = {
-        "dfrs": [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH],
         "batch": [p for p in policies if p in BATCH],
+        "dfrs": [p if params is None else {"name": p, "params": params} for p in policies if p not in BATCH],
     }
     suffix = "" if subset is None else f"-sub{subset:g}"
     out = []
@@ -227,17 +230,65 @@ def read(module: str) -> dict[str, Any]:
 def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     """Summary rows of a set's DFRS and batch sweeps in one polars frame
     (columns: policy, replication, load or window, degradation,
-    underutilization, stretch_max, policy_period where present)."""
+    underutilization, stretch_max, policy_period where present), of its
+    complete instances only (`complete`)."""
     import polars as pl
 
     from schedlab import load
 
-    frames = [
-        load(d).collect() for name, d in sorted(results_dirs.items()) if name.startswith(f"{prefix}-{trace_set}-")
-    ]
-    if not frames:
+    dirs = [d for name, d in sorted(results_dirs.items()) if name.startswith(f"{prefix}-{trace_set}-")]
+    if not dirs:
         raise ValueError(f"no results for trace set {trace_set!r} of {prefix}")
-    return pl.concat(frames, how="diagonal_relaxed")
+    started = [d for d in dirs if (Path(d) / "manifest.json").exists()]
+    frame = complete(pl.concat([load(d).collect() for d in started], how="diagonal_relaxed"), started, trace_set)
+    if len(started) < len(dirs) or frame.height == 0:
+        raise UserError(
+            f"{prefix}: no instance of the {TITLES[trace_set]} set is finished by every algorithm yet "
+            f"(results in {Path(dirs[0]).parent}): run the pipeline longer"
+        )
+    return frame
+
+
+def complete(frame, dirs: list[Path], trace_set: str):
+    """The rows of the instances (a replication at a window or load) that
+    every configuration planned for them has finished -- a row or a failure
+    record. A run cut short (hours of DFRS traces, resumed across sessions)
+    then reports the instances it finished, every algorithm on the same
+    ones, so every comparison stays paired; a finished run loses nothing.
+    The synthetic traces are independent draws, run in replication order:
+    the finished ones are a random sample, and `coverage` says how many."""
+    import polars as pl
+
+    from schedlab import load
+
+    key = instance_key(trace_set)[0]
+    planned: dict[Any, int] = {}
+    done = []
+    for d in dirs:
+        manifest = json.loads((Path(d) / "manifest.json").read_text())
+        for config in manifest["configs"].values():
+            point = config["params"].get(key)
+            planned[point] = planned.get(point, 0) + 1
+        try:
+            failed = load(d, "failures").collect()
+        except Exception:  # noqa: BLE001 - no failures table: nothing failed
+            failed = None
+        if failed is not None and failed.height:
+            done.append(failed.select("config_id", "replication", key))
+    if frame.height == 0:
+        return frame
+    done.append(frame.select("config_id", "replication", key))
+    finished = (
+        pl.concat(done, how="diagonal_relaxed")
+        .unique(["config_id", "replication"])
+        .group_by("replication", key)
+        .agg(pl.len().alias("finished"))
+    )
+    want = pl.DataFrame({key: list(planned), "planned": list(planned.values())}, strict=False)
+    whole = finished.join(want.cast({key: finished.schema[key]}), on=key).filter(
+        pl.col("finished") == pl.col("planned")
+    )
+    return frame.join(whole.select("replication", key), on=["replication", key], how="semi")
 
 
 def subset_of(results_dirs: dict[str, Path]) -> float | None:

@@ -47,6 +47,20 @@ def instances_per_point(results_dir: Path) -> int | None:
     return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
 
 
+def _rows_on_disk(results_dir: Path) -> int:
+    """Summary rows committed in a results dir (0 when it has none yet)."""
+    import polars as pl
+
+    from schedlab import load
+
+    if not (Path(results_dir) / "manifest.json").exists():
+        return 0
+    try:
+        return int(load(results_dir).select(pl.len()).collect().item())
+    except Exception:  # noqa: BLE001 - a count for the record, never a reason to fail
+        return 0
+
+
 def _attach_artifacts(spec, paths: list[Path]) -> None:
     """Log figures and report.md to the sweep's MLflow parent run; warn on any failure."""
     try:
@@ -84,8 +98,14 @@ def run_pipeline(
     tracking: bool = True,
     overrides: dict[str, Any] | None = None,
     progress: Callable[[Any], None] | None = None,
+    report_only: bool = False,
 ) -> PipelineResult:
-    """Run every sweep of a pipeline (resuming), then write its figures and report.md."""
+    """Run every sweep of a pipeline (resuming), then write its figures and
+    report.md. ``report_only``: run nothing, write them from the rows on
+    disk (a long run cut short: the DFRS reports then use the instances
+    every algorithm has finished, and say how many). An invocation that
+    runs sweeps is logged in ``OUT/runs.jsonl`` (`runlog`), also when it is
+    interrupted (Ctrl-C, an error): the rows it committed and its cost."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -100,7 +120,7 @@ def run_pipeline(
     out_dir.mkdir(parents=True, exist_ok=True)
     from schedlab.pipelines.runlog import Invocation
 
-    invocation = Invocation.start(out_dir, scale, overrides)
+    invocation = None if report_only else Invocation.start(out_dir, scale, overrides)
 
     specs = []
     for data in pipe.specs(scale, overrides or {}):
@@ -109,12 +129,19 @@ def run_pipeline(
         )
         specs.append(parse_spec(data, f"pipeline {name} ({data['name']})"))
 
-    sweeps = []
-    for spec in specs:
-        sweeps.append(
-            run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
-        )
+    sweeps: list[Any] = []
     results_dirs = {s.name: s.results_dir() for s in specs}
+    if invocation is not None:
+        before = sum(_rows_on_disk(d) for d in results_dirs.values())
+        try:
+            for spec in specs:
+                sweeps.append(
+                    run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+                )
+        except BaseException:  # Ctrl-C, Interrupted, an error: what it committed, and its cost, are on record
+            after = sum(_rows_on_disk(d) for d in results_dirs.values())
+            invocation.finish(rows_new=max(0, after - before), rows_resumed=before, failures=0, interrupted=True)
+            raise
 
     from schedlab.plotting import style
 
@@ -126,17 +153,20 @@ def run_pipeline(
             f.replications = min(counts)
     failures = sum(len(r.failures) for r in sweeps)
     report_md = out_dir / "report.md"
+    if invocation is not None:
+        ran = ", ".join(
+            f"`{s.name}` ({r.configs} configurations, {r.rows_written} rows new, {r.rows_skipped} resumed)"
+            for s, r in zip(specs, sweeps)
+        )
+    else:
+        ran = ", ".join(f"`{s.name}` ({_rows_on_disk(d)} rows on disk)" for s, d in zip(specs, results_dirs.values()))
+        ran += " -- **written from the rows on disk, without running** (`--report-only`)"
     header = [
         f"# {pipe.name}: {pipe.paper}, {pipe.figure}",
         "",
         pipe.description,
         "",
-        f"Scale `{scale}`; sweeps: "
-        + ", ".join(
-            f"`{s.name}` ({r.configs} configurations, {r.rows_written} rows new, {r.rows_skipped} resumed)"
-            for s, r in zip(specs, sweeps)
-        )
-        + ".",
+        f"Scale `{scale}`; sweeps: {ran}.",
         "",
     ]
     if failures:
@@ -152,11 +182,12 @@ def run_pipeline(
         ]
     report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
 
-    invocation.finish(
-        rows_new=sum(r.rows_written for r in sweeps),
-        rows_resumed=sum(r.rows_skipped for r in sweeps),
-        failures=failures,
-    )
+    if invocation is not None:
+        invocation.finish(
+            rows_new=sum(r.rows_written for r in sweeps),
+            rows_resumed=sum(r.rows_skipped for r in sweeps),
+            failures=failures,
+        )
     if tracking:
         artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
         for spec in specs:

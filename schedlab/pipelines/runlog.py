@@ -93,8 +93,10 @@ class Invocation:
     def start(cls, out_dir: Path, scale: str, overrides: dict[str, Any] | None) -> Invocation:
         return cls(Path(out_dir), scale, dict(overrides or {}), time.time(), time.monotonic(), cpu_seconds())
 
-    def finish(self, rows_new: int, rows_resumed: int, failures: int) -> dict[str, Any]:
-        """Append this invocation's record to ``OUT/runs.jsonl`` and return it."""
+    def finish(self, rows_new: int, rows_resumed: int, failures: int, interrupted: bool = False) -> dict[str, Any]:
+        """Append this invocation's record to ``OUT/runs.jsonl`` and return it
+        (``interrupted``: a run cut short by Ctrl-C or an error, whose rows
+        so far are committed: its cost counts too)."""
         import schedlab
 
         record = {
@@ -104,6 +106,7 @@ class Invocation:
             "rows_new": rows_new,
             "rows_resumed": rows_resumed,
             "failures": failures,
+            **({"interrupted": True} if interrupted else {}),
             "scale": self.scale,
             "overrides": self.overrides,
             "command": " ".join(["schedlab", *sys.argv[1:]]) if Path(sys.argv[0]).name == "schedlab" else None,
