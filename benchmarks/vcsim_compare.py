@@ -205,10 +205,20 @@ def run_schedlab(jobs: pl.DataFrame, policy: str, options: dict[str, str]) -> tu
     return np.asarray(per_job["end"], dtype=float)[order], res.summary
 
 
-def describe(label: str, jobs: pl.DataFrame, end: np.ndarray, ref: np.ndarray | None) -> str:
+TABLE: list[tuple[str, str, float, float, str, str]] = []  # the closing table's rows
+
+
+def describe(label: str, jobs: pl.DataFrame, end: np.ndarray, ref: np.ndarray | None, policy: str = "") -> str:
     submit = jobs["submit"].to_numpy()
     runtime = jobs["runtime"].to_numpy()
     s = bounded_stretch(submit, runtime, end)
+    if ref is None:
+        TABLE.append((policy, label, float(s.mean()), float(s.max()), "", ""))
+    else:
+        d = np.abs(end - ref)
+        TABLE.append(
+            (policy, label, float(s.mean()), float(s.max()), f"{d.mean():.1f}", str(int((d > SECOND_TOL).sum())))
+        )
     text = f"    {label:28s} avg stretch {s.mean():9.3f}  max stretch {s.max():9.3f}"
     if ref is not None:
         diff = end - ref
@@ -230,6 +240,12 @@ def parse_variants(args) -> list[tuple[str, dict[str, str]]]:
     variants = [("schedlab default", {})]
     if args.option:
         variants.append(("schedlab + options", dict(o.split("=", 1) for o in args.option)))
+    if args.ablation:
+        variants.append(("every vcsim option", dict(VCSIM_OPTIONS)))
+        for key, value in VCSIM_OPTIONS.items():
+            variants.append((f"only {key}", {key: value}))
+        for key in VCSIM_OPTIONS:
+            variants.append((f"all but {key}", {k: v for k, v in VCSIM_OPTIONS.items() if k != key}))
     for v in args.variant or []:
         name, _, rest = v.partition(":")
         if name == "vcsim" and not rest:
@@ -251,6 +267,9 @@ def main() -> None:
     ap.add_argument("--option", action="append", help="key=value added to the dfrs [system] table")
     ap.add_argument("--variant", action="append", help='"name:key=value,key=value": one more option set')
     ap.add_argument("--keep", help="directory to keep the .dat and vcsim's outputs in")
+    ap.add_argument(
+        "--ablation", action="store_true", help="every vcsim option, each alone, and all but each (VCSIM_OPTIONS)"
+    )
     args = ap.parse_args()
 
     sim = Path(args.vcsim) / "results" / "scripts" / "sim.py"
@@ -281,10 +300,14 @@ def main() -> None:
         ends, _out, wall = run_vcsim(args.python, sim, work, dat, words)
         ref = np.array([ends[int(i)] for i in jobs["job_id"]], dtype=float)
         print(f"  {policy}   (vcsim: {' '.join(words)}; {wall:.1f} s)")
-        print(describe("vcsim", jobs, ref, None))
+        print(describe("vcsim", jobs, ref, None, policy))
         for name, options in variants if policy != "FCFS" else variants[:1]:
             end, _summary = run_schedlab(jobs, policy, options)
-            print(describe(name, jobs, end, ref), flush=True)
+            print(describe(name, jobs, end, ref, policy), flush=True)
+    print("\n| algorithm | run | avg stretch | max stretch | mean abs(C - C_vcsim) (s) | jobs off by > 1 s |")
+    print("|---|---|---|---|---|---|")
+    for policy, label, avg, mx, dc, off in TABLE:
+        print(f"| {policy} | {label} | {avg:.3f} | {mx:.3f} | {dc} | {off} |")
 
 
 if __name__ == "__main__":

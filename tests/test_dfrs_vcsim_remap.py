@@ -17,7 +17,7 @@ from schedlab.errors import UserError
 from schedlab.policies.dfrs.mcb8 import mcb8
 from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim, pack_vcsim
 from schedlab.sim.dfrs import WAITING, DfrsState
-from schedlab.sim.dfrs.allocation import percent_yields
+from schedlab.sim.dfrs.allocation import percent_max_min, percent_yields
 
 
 def test_vcsim_rules_hand_example():
@@ -271,3 +271,18 @@ def test_penalties_net_change_of_an_instant(rule):
         assert s.pauses.tolist() == [1, 0] and s.pen_until[0] == 60.0
     else:
         assert s.pauses.tolist() == [0, 0] and s.pen_until[0] == -np.inf
+
+
+def test_percent_max_min_floors_at_each_step():
+    """Job a has a task on node 0 and one on node 1; b and c are on node 0,
+    d on node 1; every need is 1 (100 %). Node 0 (300 %) offers
+    floor(10000 / 300) / 100 = .33, node 1 (200 %) .5: a, b, c get 33 %.
+    Node 1 then has 67 % left for d's 100 %: level floor(100 x 67 / 100) / 100
+    = .67, so d gets 67 %. (The exact max-min gives d 2/3, floored
+    afterwards .66: the step-wise floor is what the authors' simulator does.)"""
+    A = np.array([[1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]])
+    y = percent_max_min(A, np.ones(4))
+    assert y.tolist() == pytest.approx([0.33, 0.33, 0.33, 0.67], abs=1e-12)
+    quarter = percent_max_min(np.array([[0.25, 1.0, 1.0]]), np.array([0.25, 1.0, 1.0]))
+    # 225 %: level floor(10000 / 225) / 100 = .44; 25 % x .44 = 11 %, 100 % x .44 = 44 %
+    assert quarter.tolist() == pytest.approx([0.44, 0.44, 0.44], abs=1e-12)

@@ -92,24 +92,62 @@ def allocate(state: DfrsState, opt: str) -> int:
         else:
             failed = 1
     if state.cpu_units == "percent":
-        y = percent_yields(y, state.cpu_arr[hit], level_step=opt == "MIN")
+        need = state.cpu_arr[hit]
+        y = percent_max_min(A, need) if opt == "MIN" and not failed else percent_yields(y, need, level_step=False)
     state.y[hit] = y
     return failed
+
+
+def percent_max_min(A: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """``[system] cpu_units = "percent"``, OPT=MIN: progressive filling in
+    whole percents, as the authors' simulator computes it (docs/dfrs.md rows
+    1 and 9). ``A``: the overloaded nodes' incidence (need x tasks per node),
+    ``need``: the jobs' CPU needs; both in integer percent after rounding.
+    At each step every open node offers the level
+    ``floor(100 (100 - load) / remaining need) / 100`` (at most 1), the
+    lowest level fixes the jobs on the nodes offering it at
+    ``max(1, int(level x need%))`` percent, whose CPU then counts as load --
+    so a later level uses what the earlier floors left (the exact max-min
+    floored afterwards would not). The float products are those of that
+    simulator (``int(0.29 * 100)`` is 28 there too). Returns the yields
+    CPU / need."""
+    pct = np.rint(100.0 * need).astype(np.int64)
+    counts = np.rint(A / need).astype(np.int64)  # tasks of job i on overloaded node r
+    rows, jobs = counts.shape
+    needs = (counts * pct).sum(axis=1)
+    loads = np.zeros(rows, dtype=np.int64)
+    cpu = np.zeros(jobs, dtype=np.int64)
+    active = np.ones(jobs, dtype=bool)
+    open_rows = np.ones(rows, dtype=bool)
+    while active.any():
+        open_rows &= needs > 0
+        levels = {
+            r: min(1.0, float((100 * (100 - int(loads[r]))) // int(needs[r])) / 100) for r in np.flatnonzero(open_rows)
+        }
+        level = min(levels.values())
+        filled = [r for r, v in levels.items() if v == level]
+        bound = np.flatnonzero(active & (counts[filled].sum(axis=0) > 0))
+        for i in bound:
+            cpu[i] = max(1, int(level * int(pct[i])))
+            loads += cpu[i] * counts[:, i]
+            needs -= pct[i] * counts[:, i]
+        open_rows[filled] = False
+        active[bound] = False
+    return np.minimum(cpu / pct, 1.0)
 
 
 PERCENT_EPS = 1e-9  # a yield within this of a percent step counts as on it (floats of 0.66 may read 0.6599...)
 
 
 def percent_yields(y: np.ndarray, need: np.ndarray, *, level_step: bool) -> np.ndarray:
-    """``[system] cpu_units = "percent"``: the allocation in whole percents of
-    a node, as the authors' simulator gives it (docs/dfrs.md row 1): a job of
-    CPU need c (``round(100 c)`` percent) gets ``max(1, floor(y x 100 c))``
-    percent, i.e. yield ``max(1, floor(y 100 c)) / (100 c)`` -- never more
-    than y, so every node stays within its CPU. With ``level_step``
-    (OPT=MIN) the max-min level is first floored to 0.01, as that simulator's
-    progressive filling computes its levels. This floors the exact max-min
-    yields; that simulator floors at each filling step, so its later levels
-    can be a step higher (measured against it: ``benchmarks/vcsim_compare.py``)."""
+    """``[system] cpu_units = "percent"`` for OPT=AVG (and a failed LP): the
+    allocation in whole percents of a node, as the authors' simulator
+    truncates its LP's values (docs/dfrs.md row 10): a job of CPU need c
+    (``round(100 c)`` percent) gets ``max(1, floor(y x 100 c))`` percent,
+    i.e. yield ``max(1, floor(y 100 c)) / (100 c)`` -- never more than y, so
+    every node stays within its CPU. ``level_step`` first floors y to 0.01
+    (a level). OPT=MIN uses :func:`percent_max_min`, which floors at each
+    filling step as that simulator does."""
     pct = np.rint(100.0 * need)
     if level_step:
         y = np.floor(100.0 * y + PERCENT_EPS) / 100.0
