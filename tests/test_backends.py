@@ -418,3 +418,66 @@ def test_an_in_process_run_never_imports_ray(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["in-process", "in-process", "4", "4", "False", "False"], out.stdout
+
+
+# ---- a Ctrl-C that the running task swallows still stops an in-process run -------------------------
+SWALLOWING_GENERATOR = """\
+import time
+
+import numpy as np
+import polars as pl
+
+
+def swallow(rng, *, njobs: int = 100, pause: float = 0.0):
+    # catches Ctrl-C, as numba's kernel loading does inside a ctypes callback (it prints and drops it)
+    end = time.monotonic() + pause
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
+    submit = np.cumsum(rng.exponential(1.25, njobs))
+    size = rng.exponential(1.0, njobs)
+    return pl.DataFrame({"job_id": np.arange(njobs), "submit": submit, "size": size, "estimate": size})
+"""
+
+SWALLOW_SWEEP = """\
+    name = "swallow"
+    engine = "queue"
+    seed = 4
+    policies = ["FIFO", "PS"]
+
+    [workload]
+    use = "swallowgen.py:swallow"
+    pause = 0.25
+
+    [replications]
+    n = 60
+
+    [outputs]
+    dir = "{out}"
+
+    [tracking]
+    enabled = false
+
+    [execution]
+    backend = "local"
+    num_cpus = 1
+    """  # 60 instances of 0.25 s in the driver's process: 15 s of work
+
+
+def test_a_ctrl_c_the_task_swallows_still_stops_an_in_process_run(tmp_path):
+    (tmp_path / "swallowgen.py").write_text(SWALLOWING_GENERATOR)
+    out = tmp_path / "out"
+    spec = tmp_path / "swallow.toml"
+    spec.write_text(textwrap.dedent(SWALLOW_SWEEP).format(out=out))
+    proc = _start(spec, tmp_path, "swallow.log")
+    try:
+        _wait_for_rows(out, 0, proc)
+        os.kill(proc.pid, signal.SIGINT)  # lands, almost surely, while the generator sleeps
+        assert proc.wait(timeout=60) == 130
+    finally:
+        kill_session(proc)
+    text = (tmp_path / "swallow.log").read_text()
+    assert "interrupted" in text and "run again to resume" in text and "Traceback" not in text, text[-3000:]
+    assert 0 < schedlab.load(out).select(pl.len()).collect().item() < 120
