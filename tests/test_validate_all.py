@@ -274,13 +274,20 @@ def test_validate_warns_on_an_unstable_queue_and_a_silent_single_replication(tmp
         load = [0.5, 1.0, 1.5]
     """)
     )
-    for command in ("validate", "plan"):
-        out = subprocess.run([sys.executable, "-m", "schedlab.cli", command, str(spec)], capture_output=True, text=True)
+    for command in ("validate", "plan", "run"):  # run: warned before it starts, and it runs
+        extra = ["--no-tracking", "--no-progress"] if command == "run" else []
+        out = subprocess.run(
+            [sys.executable, "-m", "schedlab.cli", command, str(spec), *extra],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stderr
         warnings = [line for line in out.stderr.splitlines() if line.startswith("schedlab: warning: ")]
         assert len(warnings) == 2, out.stderr
         assert f"{spec}: workload.load: 1, 1.5 >= 1: an open queue" in warnings[0] and "unstable" in warnings[0]
         assert f"{spec}: replications: not given, so n = 1" in warnings[1]
+    assert (tmp_path / "results" / "warn" / "manifest.json").exists()
     spec.write_text(spec.read_text().replace("load = [0.5, 1.0, 1.5]", "load = 0.9") + "[replications]\nn = 1\n")
     out = subprocess.run([sys.executable, "-m", "schedlab.cli", "validate", str(spec)], capture_output=True, text=True)
     assert out.returncode == 0 and "warning" not in out.stderr, out.stderr

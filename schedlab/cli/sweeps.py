@@ -129,6 +129,7 @@ def run(
     from schedlab.views.tracking import headline_figure
 
     spec = load_spec(spec_file)
+    _warn(spec, spec_file)
     if tracking_uri:
         spec = spec.model_copy(update={"tracking": spec.tracking.model_copy(update={"uri": tracking_uri})})
     report = ProgressLine(enabled=not no_progress).run(

@@ -1,5 +1,6 @@
-"""What is legal in a sweep spec but usually a mistake: `schedlab validate`
-and `plan` print these as ``warning:`` lines and go on (exit 0).
+"""What is legal in a sweep spec but usually a mistake: `schedlab validate`,
+`plan` and `run` print these as ``warning:`` lines and go on (exit 0; `run`
+runs the sweep).
 
 * An open queue at load >= 1 (engine ``queue``, a workload point's ``load``):
   the arrival rate reaches the service rate, so no steady state exists --
