@@ -102,7 +102,7 @@ VCSIM_OPTIONS = {
     "penalties": "instant-net",
     "period_origin": "zero",
     "time_units": "seconds",
-    "star_pass": "instant-end",
+    "star_pass": "vcsim",
     "victims": "put-back",
 }
 DEFAULT_POLICIES = [

@@ -286,3 +286,31 @@ def test_percent_max_min_floors_at_each_step():
     quarter = percent_max_min(np.array([[0.25, 1.0, 1.0]]), np.array([0.25, 1.0, 1.0]))
     # 225 %: level floor(10000 / 225) / 100 = .44; 25 % x .44 = 11 %, 100 % x .44 = 44 %
     assert quarter.tolist() == pytest.approx([0.44, 0.44, 0.44], abs=1e-12)
+
+
+@pytest.mark.parametrize("star,end", [("instant-end", [1990.0, 2015.0, 110.0]), ("vcsim", [1000.0, 1150.0, 110.0])])
+def test_star_pass_vcsim_leaves_this_instants_victims(star, end):
+    """Two nodes, GreedyP*/OPT=MIN, put-back victims, penalty 50 s. A (job 0)
+    and B (job 1), memory .5, need 1, runtime 1000, at t = 0: A on node 0, B
+    on node 1. t = 10: J (job 2, memory .6, runtime 100) fits nowhere; A and
+    B tie, B (the later) is the lowest priority: B is paused and J takes
+    node 1; B cannot go back (.4 free there).
+
+    "instant-end": the '*' pass at the end of t = 10 puts B on node 0 beside
+    A (a resume, penalty to 60); A and B share node 0 at yield .5: A ends at
+    10 + 990 / .5 = 1990, B (975 done then) at 2015. "vcsim": B, paused as a
+    victim in this instant, waits; at 110 (J done) the pass puts it on the
+    empty node 1 (penalty to 160): B ends at 1150, A alone at 1000."""
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1, 2],
+            "submit": [0.0, 0.0, 10.0],
+            "runtime": [1000.0, 1000.0, 100.0],
+            "procs": [1, 1, 1],
+            "cpu_need": [1.0, 1.0, 1.0],
+            "memory": [0.5, 0.5, 0.6],
+        }
+    )
+    system = {"nodes": 2, "penalty": 50.0, "victims": "put-back", "star_pass": star}
+    res = get_engine("dfrs").run(jobs, "GreedyP*/OPT=MIN", None, system)
+    assert np.asarray(res.jobs["end"]).tolist() == pytest.approx(end, abs=1e-9)

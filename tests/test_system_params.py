@@ -130,7 +130,7 @@ VALID = {
         "memory": lambda v: _num(v) and 0 < v <= 1,
         "bound": lambda v: type(v) is bool,
         "oversize": lambda v: v in ("error", "drop") and type(v) is str,
-        "star_pass": lambda v: v in ("completion", "instant-end") and type(v) is str,
+        "star_pass": lambda v: v in ("completion", "instant-end", "vcsim") and type(v) is str,
         "victims": lambda v: v in ("prefix", "put-back") and type(v) is str,
         "stretch_realloc": lambda v: v in ("mapping-change", "every-instant") and type(v) is str,
         "mcb8_rules": lambda v: v in ("schedlab", "vcsim") and type(v) is str,

@@ -133,7 +133,8 @@ class GreedyStar(DfrsPolicy):
             self._preempt(st, j)
 
     def on_completion(self, st: DfrsState) -> None:
-        for j in st.by_priority(st.pending):
+        # star_pass = "vcsim": this instant's victims wait for the next instant (``_preempt``)
+        for j in st.by_priority(st.pending - st.star_skip):
             nodes = self._greedy(st, j)
             if nodes is not None:
                 st.apply(places={j: nodes})
@@ -146,6 +147,8 @@ class GreedyStar(DfrsPolicy):
         victims, nodes, free, load = chosen
         if not self.migrate:
             st.apply(pauses=victims, places={j: nodes})
+            if st.star_pass == "vcsim":  # the authors' simulator drops its victims only after its '*' pass
+                st.star_skip.update(victims)
             return
         moves: dict[int, list[int]] = {}
         pauses: list[int] = []
@@ -157,6 +160,8 @@ class GreedyStar(DfrsPolicy):
                 moves[v] = nv
                 _take(free, load, nv, st.mem[v], st.cpu[v], 1.0)
         st.apply(pauses=pauses, moves=moves, places={j: nodes})
+        if st.star_pass == "vcsim":
+            st.star_skip.update(pauses)
 
 
 Victims = tuple[list[int], list[int], np.ndarray, np.ndarray]

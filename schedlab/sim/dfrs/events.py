@@ -117,7 +117,8 @@ def simulate_dfrs(
     st.relabel = relabel
     st.cpu_units = cpu_units
     st.penalties = penalties
-    late_star = star_pass == "instant-end" and _greedy_family(policy)
+    late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
+    st.star_pass = star_pass
     if hidden is not None:
         st.processing = hidden(st.processing)
     n = st.n
@@ -232,6 +233,7 @@ def simulate_dfrs(
                 t_per = t0 + k_per * period
         if late_star and acted:
             policy.on_completion(st)
+        st.star_skip.clear()
         if not st.running and not st.pending:
             demand = 0.0  # drop round-off
         if net_penalties:

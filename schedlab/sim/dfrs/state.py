@@ -104,6 +104,10 @@ class DfrsState:
         self.cpu_units = "real"  # the allocation's units ([system] cpu_units; allocation.percent_yields)
         # Penalties by each change (default) or by the net change of an instant ([system] penalties;
         # settle_instant): under "instant-net", each job's state before its first change of the instant.
+        # The '*' pass's rule ([system] star_pass) and, under "vcsim", the jobs paused as victims in this
+        # instant, which the pass leaves for the next instant (schedlab.policies.dfrs.greedy; cleared by the engine).
+        self.star_pass = "completion"
+        self.star_skip: set[int] = set()
         self.penalties = "each-change"
         self._before: dict[int, tuple[Any, ...]] = {}
 

@@ -247,10 +247,11 @@ DFRS = SystemSchema(
         choice(
             "star_pass",
             "completion",
-            ("completion", "instant-end"),
+            ("completion", "instant-end", "vcsim"),
             doc="when the Greedy '*' pass runs: right after completions (default) or, as the authors' "
-            "simulator does, at the end of every instant, after arrivals and the periodic remap "
-            "(docs/dfrs.md)",
+            "simulator does, at the end of every instant, after arrivals and the periodic remap; "
+            "'vcsim' also leaves the jobs paused as GreedyP / GreedyPM victims in that instant for the "
+            "next one, as that simulator does (docs/dfrs.md)",
         ),
         choice(
             "victims",
