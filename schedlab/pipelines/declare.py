@@ -78,6 +78,8 @@ class FigureData:
     tables: dict[str, Any]
     dirs: dict[str, Path]
     fig: dict[str, Any] = field(default_factory=dict)  # the figure's TOML table
+    #: what several of the figure's checks need, computed by the first and kept for the others
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def results_dir(self) -> Path:
