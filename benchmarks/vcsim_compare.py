@@ -51,6 +51,19 @@ dfrs engine's [system] table; several ``--variant`` strings
 vcsim's runs take seconds to minutes (pure Python 2 MCB8); pin them to a core
 (``taskset -c 0``) on a shared machine.
 
+``--ablation`` runs every vcsim option, each alone and all but each, and
+the closing table sums it up (mean |C - C_vcsim| per job, jobs off by more
+than vcsim's 1-s rounding).
+
+Measured (1,000-job traces, origin trace; docs/dfrs.md, "The /per
+difference, measured", has the tables): FCFS equal on every job; with
+``--variant vcsim`` Greedy*/per, GreedyP*/per and GreedyPM*/per equal to
+vcsim on every job of seed 1 (schedlab's defaults: 13,000-18,000 s mean
+error per job), Greedy*/per, GreedyP*/per and MCB8*/per on every job of
+seed 2; MCB8*/per (seed 1, 84 jobs), GreedyPM*/per (seed 2, 32 jobs) and
+all four at load 0.9 (seed 3) part from vcsim at one periodic remap whose
+packing differs (not explained).
+
 If vcsim or Python 2 is not found, the script says so and exits 0.
 """
 
