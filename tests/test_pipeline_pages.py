@@ -114,3 +114,43 @@ def test_short_simulation_times_are_not_rounded_to_zero(twice):
     assert "| simulation | 0.07 s (`sim_seconds`" in text and pages.ENGINE_TIME in text
     page.runs = []  # a run from before run logs says it too
     assert "| simulation | 0.07 s (`sim_seconds`" in pages.render(page, None)
+
+
+def test_a_subset_or_a_run_in_progress_is_said_first_and_other_sweeps_are_not_counted(twice, tmp_path):
+    """A DFRS report's scope (a seeded subset, a run in progress) heads the page; rows of sweeps the
+    report does not show (a smaller subset run first in the same dir, to measure its cost) and the
+    invocations that ran them are not the page's cost, and the page says so."""
+    import shutil
+
+    root, first, _ = twice
+    out = tmp_path / NAME
+    shutil.copytree(root / NAME, out)
+    (sweep,) = [d.name for d in out.iterdir() if (d / "manifest.json").exists()]
+    assert pages.report_sweeps(first.report_md.read_text()) == [sweep]
+    shutil.copytree(out / sweep, out / f"{sweep}-sub0.02")  # another fraction's sweep beside it
+    probe = {**read_runs(out)[0], "overrides": {"subset": 0.02}, "wall_seconds": 61.0}
+    with open(out / "runs.jsonl", "a") as fh:
+        fh.write(json.dumps(probe) + "\n")
+    page = pages.read_page(NAME, out)
+    assert page.rows == sum(r.rows_written for r in first.sweeps) and len(page.runs) == 2
+    assert page.other_runs == [probe]
+    text = pages.render(page, None)
+    assert "1 other invocation(s) in the same output dir ran other sweeps (`--subset 0.02`, 61 s wall)" in text
+    scope = "**Run in progress** (not every instance ...): instances scaled synthetic 36 of the paper's 900."
+    cost = "Simulation cost: 5.2 h measured ...; **extrapolated ..., an extrapolation, not a measurement**: ..."
+    page.report = page.report.replace("### Measured\n", f"### Measured\n\n{scope}\n\n{cost}\n", 1)
+    lines = pages.render(page, None).splitlines()
+    assert lines[2].startswith("Verdicts:") and lines[4:7] == [scope, "", cost]
+    assert lines[8] == "| how it was made | |"
+
+
+def test_which_invocations_ran_a_reports_sweeps():
+    full, sub = ["dfrs-fig1-scaled-dfrs-paper"], ["dfrs-fig1-scaled-dfrs-paper-sub0.1"]
+    assert pages.ran_sweeps({"overrides": {}}, full) and not pages.ran_sweeps({"overrides": {}}, sub)
+    assert pages.ran_sweeps({"overrides": {"subset": 0.1}}, sub)
+    assert not pages.ran_sweeps({"overrides": {"subset": 0.02}}, sub)
+    assert not pages.ran_sweeps({"overrides": {"subset": 0.1}}, full)
+    assert pages.ran_sweeps({"overrides": {"subset": 1}}, full)  # a fraction of 1 is the full run
+    assert pages.ran_sweeps({}, [])  # a report without a sweeps line: every invocation is its own
+    md = "Scale `paper`; sweeps: `a-sub0.1` (2 configurations, 0 rows new, 4 resumed), `b-sub0.1` (1 rows on disk)."
+    assert pages.report_sweeps(md) == ["a-sub0.1", "b-sub0.1"]

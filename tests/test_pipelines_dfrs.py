@@ -88,6 +88,51 @@ def test_a_run_cut_short_reports_the_instances_every_algorithm_finished(fig1, tm
     md = again.report_md.read_text()
     assert "written from the rows on disk, without running" in md
     assert f"scaled synthetic {kept.height} of the paper's" in md
+    # a run in progress, said as such, with its cost: measured (every row on disk) and the rest extrapolated
+    assert "**Run in progress**" in md and "Full trace sets" not in md
+    every_row = pl.concat(
+        [
+            pl.read_parquet(f, hive_partitioning=False).select("sim_seconds")
+            for d in dirs.values()
+            for f in (d / "summary").rglob("*.parquet")
+        ]
+    )
+    cost = dc.extrapolate(dirs, "dfrs-fig1", "scaled")
+    assert cost.spent == pytest.approx(every_row["sim_seconds"].sum())
+    assert (cost.finished, cost.planned, cost.full) == (
+        kept.height,
+        full.select("replication", "load").unique().height,
+        2,
+    )
+    # hand-worked: smoke has one trace at loads 0.3 and 0.9; the instance lost is at the first load, which
+    # then has no finished instance: counted at the other load's cost (a lower bound), minus what the
+    # lost instance's remaining rows already spent
+    assert lost["load"][0] == 0.3 and cost.unmeasured == [0.3]
+    other = cut.filter(pl.col("load") == 0.9)["sim_seconds"].sum()
+    spent_on_lost = cost.spent - cut["sim_seconds"].sum()
+    assert cost.estimate == pytest.approx(max(0.0, other - spent_on_lost))
+    assert "scaled synthetic at least" in md and "an extrapolation, not a measurement" in md
+
+
+def test_finished_run_cost_is_measured_not_extrapolated(fig1):
+    cost = dc.extrapolate(fig1.results_dirs, "dfrs-fig1", "scaled")
+    rows = dc.rows(fig1.results_dirs, "dfrs-fig1", "scaled")
+    assert cost.finished == cost.planned == cost.full == 2 and cost.estimate == pytest.approx(0.0)
+    assert cost.spent == pytest.approx(rows["sim_seconds"].sum()) and cost.unmeasured == []
+    line = dc.coverage(fig1.results_dirs, "dfrs-fig1", ["scaled"])
+    assert "Full trace sets of this scale" in line and "extrapolat" not in line
+
+
+def test_stratum_total_by_hand():
+    """n x mean, with the t interval n t_{0.975, k-1} s / sqrt(k) sqrt(1 - k / n): per-instance seconds 1, 2, 3
+    (mean 2, s 1) of a stratum of 10 -> 20 ± 10 x 4.3027 / sqrt(3) x sqrt(0.7); what is left: 20 - 6."""
+    hw = 10 * 4.302652729911275 / 3**0.5 * 0.7**0.5
+    assert dc.stratum_total([1.0, 2.0, 3.0], 10, own=True, left=False) == pytest.approx((20.0, hw))
+    assert dc.stratum_total([1.0, 2.0, 3.0], 10, own=True, left=True) == pytest.approx((14.0, hw))
+    # another stratum's sample, borrowed: no finite-population correction, nothing subtracted
+    assert dc.stratum_total([1.0, 2.0, 3.0], 10, own=False, left=True) == pytest.approx((20.0, hw / 0.7**0.5))
+    assert dc.stratum_total([5.0], 4, own=True, left=False) == (20.0, 0.0)  # one value: no interval
+    assert dc.stratum_total([2.0, 4.0], 2, own=True, left=True) == pytest.approx((0.0, 0.0))  # all run
 
 
 @pytest.mark.full

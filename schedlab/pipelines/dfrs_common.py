@@ -60,6 +60,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -227,11 +228,8 @@ def read(module: str) -> dict[str, Any]:
     return Declared(Path(__file__).parent / f"{module.rsplit('.', 1)[-1]}.toml").doc
 
 
-def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
-    """Summary rows of a set's DFRS and batch sweeps in one polars frame
-    (columns: policy, replication, load or window, degradation,
-    underutilization, stretch_max, policy_period where present), of its
-    complete instances only (`complete`)."""
+def _set_rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
+    """(the set's sweep dirs, those started, every row of the started ones, finished instance or not)."""
     import polars as pl
 
     from schedlab import load
@@ -240,7 +238,17 @@ def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     if not dirs:
         raise ValueError(f"no results for trace set {trace_set!r} of {prefix}")
     started = [d for d in dirs if (Path(d) / "manifest.json").exists()]
-    frame = complete(pl.concat([load(d).collect() for d in started], how="diagonal_relaxed"), started, trace_set)
+    every_row = pl.concat([load(d).collect() for d in started], how="diagonal_relaxed") if started else pl.DataFrame()
+    return dirs, started, every_row
+
+
+def rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
+    """Summary rows of a set's DFRS and batch sweeps in one polars frame
+    (columns: policy, replication, load or window, degradation,
+    underutilization, stretch_max, policy_period where present), of its
+    complete instances only (`complete`)."""
+    dirs, started, every_row = _set_rows(results_dirs, prefix, trace_set)
+    frame = complete(every_row, started, trace_set)
     if len(started) < len(dirs) or frame.height == 0:
         raise UserError(
             f"{prefix}: no instance of the {TITLES[trace_set]} set is finished by every algorithm yet "
@@ -298,20 +306,224 @@ def subset_of(results_dirs: dict[str, Path]) -> float | None:
 
 
 def coverage(results_dirs: dict[str, Path], prefix: str, sets: list[str]) -> str:
-    """One line saying whether a report shows full trace sets or a seeded
-    subset, and how many instances of the paper's each set holds."""
-    counts = []
+    """Whether a report shows full trace sets, a seeded subset or a run in
+    progress, how many instances of the paper's each set holds (of the
+    scale's, when not all), and what its simulations cost: measured so far,
+    and extrapolated (`extrapolate`) to the full sets (a subset) or to the
+    instances not yet finished (a run in progress)."""
+    counts, costs = [], []
     for trace_set in sets:
         frame = rows(results_dirs, prefix, trace_set)
         k = frame.select(["replication", *instance_key(trace_set)]).unique().height
-        counts.append(f"{TITLES[trace_set]} {k} of the paper's {PAPER_INSTANCES[trace_set]}")
+        est = extrapolate(results_dirs, prefix, trace_set)
+        counts.append(
+            f"{TITLES[trace_set]} {k} of the paper's {PAPER_INSTANCES[trace_set]}"
+            + (f" ({k} of the {est.planned} this run plans{est.loads_note})" if k < est.planned else "")
+        )
+        costs.append(est)
     f = subset_of(results_dirs)
+    in_progress = f is None and any(c.finished < c.planned for c in costs)
     kind = (
         f"**Seeded subset** (fraction {f:g} of each set's traces; averages with 95 % t intervals)"
         if f is not None
+        else "**Run in progress** (not every instance of this scale is finished yet; the averages, intervals "
+        "and verdicts below are over the finished instances only)"
+        if in_progress
         else "Full trace sets of this scale"
     )
-    return f"{kind}: instances " + ", ".join(counts) + "."
+    line = f"{kind}: instances " + ", ".join(counts) + ".\n\n" + cost_line(costs, subset=f is not None)
+    return line + (subset_wall(results_dirs, f, costs) if f is not None else "")
+
+
+def subset_wall(results_dirs: dict[str, Path], fraction: float, costs: list[Cost]) -> str:
+    """The subset's wall time per engine second, from its logged invocations
+    (`runlog`; only when they computed every row on disk), and the full
+    sets' extrapolated engine time at that ratio: what the full run would
+    take on the same machine with the same parallelism ("" otherwise)."""
+    from schedlab.pipelines.runlog import read_runs
+
+    out_dir = Path(next(iter(results_dirs.values()))).parent
+    runs = [r for r in read_runs(out_dir) if (r.get("overrides") or {}).get(SUBSET_KEY) == fraction]
+    wall = sum(float(r.get("wall_seconds", 0.0)) for r in runs)
+    rows_logged = sum(int(r.get("rows_new", 0)) for r in runs)
+    spent = sum(c.spent for c in costs)
+    on_disk = sum(_rows_on_disk(d) for d in results_dirs.values())
+    if not (wall > 0 and spent > 0 and rows_logged == on_disk) or any(c.estimate is None for c in costs):
+        return ""
+    r = wall / spent
+    est, lo, hi = (r * sum(getattr(c, a) or 0.0 for c in costs) for a in ("estimate", "low", "high"))
+    return (
+        f" The subset's invocations took {_d(wall)} of wall for {_d(spent)} of engine time (x{r:.2f}): at that "
+        f"ratio the full sets would take about {_d(est)} [{_d(lo)}, {_d(hi)}] of wall on the same machine "
+        "(extrapolated)."
+    )
+
+
+def _rows_on_disk(results_dir: Path) -> int:
+    """Summary rows committed in a sweep's results dir (0 before it starts)."""
+    import polars as pl
+
+    from schedlab import load
+
+    if not (Path(results_dir) / "manifest.json").exists():
+        return 0
+    return int(load(results_dir).select(pl.len()).collect().item())
+
+
+def _d(s: float) -> str:
+    """Seconds as hours, minutes or seconds (the cost lines)."""
+    return f"{s / 3600:.2f} h" if s >= 7200 else f"{s / 60:.1f} min" if s >= 120 else f"{s:.0f} s"
+
+
+#: Confidence of the extrapolated costs' intervals.
+COST_CONFIDENCE = 0.95
+
+
+@dataclass
+class Cost:
+    """The simulation cost of one trace set (engine seconds, `sim_seconds` summed over rows)."""
+
+    trace_set: str
+    spent: float  # every row on disk, finished instance or not
+    finished: int  # instances every algorithm finished
+    planned: int  # instances this run plans (a subset's, or the scale's)
+    full: int  # instances of the full set at this scale
+    #: Extrapolated seconds of the full set (a subset) or of what is left (a run in progress), with the
+    #: 95 % interval; None where no stratum has a finished instance.
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    #: strata (loads) with no finished instance: counted at the highest finished load's cost (a lower bound
+    #: where the cost grows with the load), so the estimate is "at least"
+    unmeasured: list[Any] = field(default_factory=list)
+    loads_note: str = ""
+
+
+def extrapolate(results_dirs: dict[str, Path], prefix: str, trace_set: str) -> Cost:
+    """The set's simulation cost: seconds spent (every row) and, from the
+    finished instances (each one's seconds summed over every algorithm), the
+    cost of the full set -- for a subset -- or of the planned instances not
+    yet finished -- for a run in progress (minus what their rows already
+    spent). Stratified by load on the scaled set (a trace's cost grows with
+    its load; each load is its own stratum), one stratum elsewhere; each
+    stratum's total is N x its mean per instance with a Student t interval
+    (finite-population corrected), and the strata's intervals are added
+    (a conservative union). The subset's instances are a random sample of
+    the set (`subset_windows`, independent synthetic draws), so its mean is
+    unbiased; a run in progress finishes replications in order within a load."""
+    import polars as pl
+
+    dirs, started, every_row = _set_rows(results_dirs, prefix, trace_set)
+    key = instance_key(trace_set)[0]
+    planned: set[tuple[int, Any]] = set()
+    for d in started:
+        manifest = json.loads((Path(d) / "manifest.json").read_text())
+        n = int(manifest["spec"]["replications"]["n"])
+        planned |= {(r, c["params"].get(key)) for c in manifest["configs"].values() for r in range(n)}
+    scale = _scale_of(dirs[0])
+    full = full_instances(trace_set, scale)
+    spent = float(every_row["sim_seconds"].cast(pl.Float64).fill_null(0.0).sum()) if every_row.height else 0.0
+    done = complete(every_row, started, trace_set)
+    cost = Cost(trace_set, spent, done.select("replication", key).unique().height, len(planned), full)
+    if done.height == 0:
+        return cost
+    per = done.group_by("replication", key).agg(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum().alias("s"))
+    stratified = trace_set == "scaled"
+    strata = sorted({k for _, k in planned}) if stratified else [None]
+    subset = cost.planned < full
+    est = low = high = 0.0
+    measured = [x for x in strata if x is None or per.filter(pl.col(key) == x).height]
+    for x in strata:
+        sample = per if x is None else per.filter(pl.col(key) == x)
+        # the stratum's population: the full set's share for a subset, else the instances this run plans
+        n = (full // len(strata)) if subset else sum(1 for _, k in planned if x is None or k == x)
+        own = sample.height > 0
+        if not own:
+            cost.unmeasured.append(x)
+            sample = per.filter(pl.col(key) == measured[-1])
+        total, hw = stratum_total(sample["s"].to_list(), n, own, left=not subset)
+        est, low, high = est + total, low + max(0.0, total - hw), high + total + hw
+    if not subset and cost.finished < cost.planned:  # what the unfinished instances' rows already spent
+        already = cost.spent - float(per["s"].sum())
+        est, low, high = (max(0.0, v - already) for v in (est, low, high))
+    cost.estimate, cost.low, cost.high = est, low, high
+    if stratified and cost.finished < cost.planned:
+        loads = sorted({float(v) for v in per[key].to_list()})
+        cost.loads_note = (
+            "; finished at load " + ", ".join(f"{v:g}" for v in loads) + " only" if (len(loads) < len(strata)) else ""
+        )
+    return cost
+
+
+def stratum_total(values: list[float], n: int, own: bool, left: bool) -> tuple[float, float]:
+    """(total, 95 % half-width) of a stratum of ``n`` instances from the
+    per-instance seconds ``values`` of ``k`` of them: n x mean, with the
+    Student t interval n t s / sqrt(k) sqrt(1 - k / n) (finite population:
+    the sample is part of the stratum -- ``own``; otherwise it is another
+    stratum's sample, borrowed, and no correction applies); ``left``: minus
+    the sample's own sum (the instances still to run). No interval below
+    two values."""
+    from schedlab.platform.statistics.stats import mean_sd, t_quantile
+
+    k = len(values)
+    m, sd = mean_sd(values)
+    fpc = max(0.0, 1 - k / n) ** 0.5 if own else 1.0
+    hw = n * t_quantile(k, COST_CONFIDENCE) * sd / k**0.5 * fpc if k >= 2 else 0.0
+    return n * m - (math.fsum(values) if own and left else 0.0), hw
+
+
+def cost_line(costs: list[Cost], subset: bool) -> str:
+    """The measured and the extrapolated simulation cost of a report's sets, in one paragraph."""
+    d = _d
+
+    spent = sum(c.spent for c in costs)
+    parts = []
+    for c in costs:
+        if not subset and c.finished == c.planned:
+            parts.append(f"{TITLES[c.trace_set]} finished")
+            continue
+        if c.estimate is None:
+            parts.append(f"{TITLES[c.trace_set]}: no finished instance to extrapolate from")
+            continue
+        at_least = "at least " if c.unmeasured else ""
+        lower = (
+            f" (loads {', '.join(f'{x:g}' for x in c.unmeasured)} have no finished instance: counted at the "
+            "highest finished load's cost, a lower bound where the cost grows with the load)"
+            if c.unmeasured
+            else ""
+        )
+        parts.append(f"{TITLES[c.trace_set]} {at_least}{d(c.estimate)} [{d(c.low or 0.0)}, {d(c.high or 0.0)}]{lower}")
+    what = (
+        "extrapolated to the full sets of this scale (each set's mean per finished instance times its full count)"
+        if subset
+        else "extrapolated for the instances not finished yet (each set's mean per finished instance times the "
+        "instances left, minus what their rows already spent)"
+    )
+    done = all(c.finished == c.planned for c in costs)
+    if done and not subset:
+        return f"Simulation cost: {d(spent)} (`sim_seconds` summed over every row: the engines' own wall time)."
+    return (
+        f"Simulation cost: {d(spent)} measured (`sim_seconds` summed over every row on disk: the engines' own wall "
+        f"time); **{what}, an extrapolation, not a measurement** ({COST_CONFIDENCE * 100:g} % intervals): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def _scale_of(results_dir: Path) -> str:
+    """The scale a DFRS sweep ran at, from its name (``{prefix}-{set}-{engine}-{scale}[-subF]``)."""
+    name = _SUB_RE.sub("", Path(results_dir).name)
+    return name.rsplit("-", 1)[-1]
+
+
+def full_instances(trace_set: str, scale: str) -> int:
+    """Instances of a full set at a scale (the paper's at paper scale)."""
+    if scale == "paper":
+        return PAPER_INSTANCES[trace_set]
+    s = SCALES[scale]
+    if trace_set == "hpc2n":
+        return len(hpc2n_windows(scale))
+    return s["n"] * (len(s["loads"]) if trace_set == "scaled" else 1)
 
 
 def counts(ns: dict[str, Any]) -> str:

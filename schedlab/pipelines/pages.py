@@ -53,6 +53,12 @@ ENGINE_TIME = (
     "rows; on a core shared with other work it exceeds their CPU time"
 )
 LINK = re.compile(r"\]\(([^)/]+\.(?:png|pdf|svg|csv))\)")
+#: report.md's line naming the sweeps it shows: ``Scale `paper`; sweeps: `name` (...), `name` (...)``.
+SWEEPS_LINE = re.compile(r"^Scale `[^`]+`; sweeps: (.*)$", re.M)
+SWEEP_NAME = re.compile(r"`([^`]+)` \(")
+#: What a report shows when it is not a finished full run (the DFRS pipelines' coverage line, `dfrs_common`):
+#: a seeded subset or a run in progress, with its cost paragraph; lifted to the top of the page.
+SCOPE = re.compile(r"^\*\*(?:Seeded subset|Run in progress)\*\*.*?(?:\n\nSimulation cost:[^\n]*)?$", re.M | re.S)
 
 
 @dataclass
@@ -67,6 +73,9 @@ class Page:
     sim_seconds: float
     rows: int
     figures: list[str] = field(default_factory=list)
+    #: Invocations logged in the same output dir that ran other sweeps (a subset of another fraction,
+    #: e.g. the small one that measured the cost first): not this page's cost, but said on it.
+    other_runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def scale(self) -> str:
@@ -108,22 +117,46 @@ def read_page(name: str, out_dir: Path) -> Page:
     if not report_path.exists():
         raise UserError(f"{report_path}: no report.md (run `schedlab pipelines run {name}` first)")
     report = report_path.read_text()
+    shown = report_sweeps(report)
     sim, rows = 0.0, 0
     for manifest in sorted(out_dir.glob("*/manifest.json")):
+        if shown and manifest.parent.name not in shown:
+            continue  # another sweep in the same dir (a subset of another fraction): not this report's
         frame = load(manifest.parent).collect()
         rows += frame.height
         if "sim_seconds" in frame.columns and frame.height:
             sim += float(frame.select(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum()).item())
+    runs = read_runs(out_dir)
+    mine = [r for r in runs if ran_sweeps(r, shown)]
     return Page(
         name=name,
         out_dir=out_dir,
         report=report,
-        runs=read_runs(out_dir),
+        runs=mine,
         verdicts=verdict_counts(report),
         sim_seconds=sim,
         rows=rows,
         figures=sorted({m.group(1) for m in LINK.finditer(report)}),
+        other_runs=[r for r in runs if r not in mine],
     )
+
+
+def report_sweeps(report: str) -> list[str]:
+    """The sweeps a report shows, from its ``Scale ...; sweeps:`` line ([] when it has none)."""
+    m = SWEEPS_LINE.search(report)
+    return SWEEP_NAME.findall(m.group(1)) if m else []
+
+
+def ran_sweeps(run: dict[str, Any], sweeps: list[str]) -> bool:
+    """Whether a logged invocation ran the report's ``sweeps``: a DFRS subset
+    of fraction F runs sweeps named ``...-subF``, a full run sweeps without;
+    an invocation of another fraction in the same dir ran other sweeps."""
+    if not sweeps:
+        return True
+    f = (run.get("overrides") or {}).get("subset")
+    suffix = f"-sub{float(f):g}" if f not in (None, 1, 1.0) else None
+    subsets = {m.group(1) for s in sweeps if (m := re.search(r"-sub([0-9.e-]+)$", s))}
+    return (suffix is None and not subsets) or (suffix is not None and all(s.endswith(suffix) for s in sweeps))
 
 
 def _duration(seconds: float) -> str:
@@ -173,31 +206,51 @@ def _how_made(page: Page) -> list[str]:
         if "--fresh" in command.split()
         else "resumes: rows on disk are kept"
     )
-    return [
-        "| how it was made | |",
-        "|---|---|",
-        f"| command | `{command}` (from the repository root; {started}) |",
-        f"| commit | {', '.join(f'`{c}`' for c in commits)} |",
-        f"| machine | {m.get('cores', '?')} cores{mem_s}, {m.get('processor') or 'processor not known'}; "
-        f"{m.get('system', '')}, Python {m.get('python', '?')} |",
-        f"| invocations | {len(page.runs)}, first {page.runs[0].get('started')}, last {page.runs[-1].get('started')} |",
-        f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
-        f"| simulation | {_duration(page.sim_seconds)} (`sim_seconds` summed over the {page.rows:,} rows: "
-        f"{ENGINE_TIME}) |",
-        f"| driver CPU | {_duration(cpu)} summed over the invocations (the `schedlab` process and the children it "
-        "waited for; Ray's workers are not among them) |",
-        f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
-        f"last: {failures} |",
-        "",
-    ] + (
+    first, last = page.runs[0].get("started"), page.runs[-1].get("started")
+    return (
         [
-            f"{page.rows - rows_new:,} of the rows were computed before the first recorded invocation: their wall "
-            "time is not in the sum above; the simulation time counts every row.",
+            "| how it was made | |",
+            "|---|---|",
+            f"| command | `{command}` (from the repository root; {started}) |",
+            f"| commit | {', '.join(f'`{c}`' for c in commits)} |",
+            f"| machine | {m.get('cores', '?')} cores{mem_s}, {m.get('processor') or 'processor not known'}; "
+            f"{m.get('system', '')}, Python {m.get('python', '?')} |",
+            f"| invocations | {len(page.runs)}, first {first}, last {last} |",
+            f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
+            f"| simulation | {_duration(page.sim_seconds)} (`sim_seconds` summed over the {page.rows:,} rows: "
+            f"{ENGINE_TIME}) |",
+            f"| driver CPU | {_duration(cpu)} summed over the invocations (the `schedlab` process and the children it "
+            "waited for; Ray's workers are not among them) |",
+            f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
+            f"last: {failures} |",
             "",
         ]
-        if page.rows > rows_new
-        else []
+        + (
+            [
+                f"{page.rows - rows_new:,} of the rows were computed before the first recorded invocation: their wall "
+                "time is not in the sum above; the simulation time counts every row.",
+                "",
+            ]
+            if page.rows > rows_new
+            else []
+        )
+        + _other_runs(page)
     )
+
+
+def _other_runs(page: Page) -> list[str]:
+    """A line on the invocations of the same output dir that ran other sweeps ([] when none)."""
+    if not page.other_runs:
+        return []
+    said = []
+    for r in page.other_runs:
+        f = (r.get("overrides") or {}).get("subset")
+        said.append(f"{f'`--subset {f}`' if f else 'the full sets'}, {_duration(r.get('wall_seconds', 0.0))} wall")
+    return [
+        f"{len(page.other_runs)} other invocation(s) in the same output dir ran other sweeps ({'; '.join(said)}): "
+        "not counted above.",
+        "",
+    ]
 
 
 def render(page: Page, notes: str | None) -> str:
@@ -207,7 +260,11 @@ def render(page: Page, notes: str | None) -> str:
     lines = body.splitlines()
     title, rest = (lines[0], lines[1:]) if lines and lines[0].startswith("# ") else (f"# {page.name}", lines)
     counts = ", ".join(f"{n} {v}" for v, n in sorted(page.verdicts.items()))
-    out = [title, "", f"Verdicts: {counts or 'none'}.", "", *_how_made(page), *rest, ""]
+    out = [title, "", f"Verdicts: {counts or 'none'}.", ""]
+    scope = SCOPE.search(page.report)
+    if scope:  # not a finished full run: said before anything else
+        out += [scope.group(0), ""]
+    out += [*_how_made(page), *rest, ""]
     if page.inconclusive:
         out += [
             f"{page.inconclusive} verdict(s) are inconclusive: their interval straddles the claim's bound at the "
