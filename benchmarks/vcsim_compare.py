@@ -115,6 +115,7 @@ VCSIM_OPTIONS = {
     "penalties": "instant-net",
     "period_origin": "zero",
     "time_units": "seconds",
+    "priority_units": "ms",
     "star_pass": "vcsim",
     "victims": "put-back",
 }

@@ -106,7 +106,7 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel", "cpu_units", "penalties", "period_origin", "time_units"):
+    for key in ("mcb8_rules", "relabel", "cpu_units", "penalties", "period_origin", "time_units", "priority_units"):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -314,3 +314,21 @@ def test_star_pass_vcsim_leaves_this_instants_victims(star, end):
     system = {"nodes": 2, "penalty": 50.0, "victims": "put-back", "star_pass": star}
     res = get_engine("dfrs").run(jobs, "GreedyP*/OPT=MIN", None, system)
     assert np.asarray(res.jobs["end"]).tolist() == pytest.approx(end, abs=1e-9)
+
+
+@pytest.mark.parametrize("units,order", [("real", [2, 1, 0]), ("ms", [2, 0, 1])])
+def test_priority_units(units, order):
+    """At t = 100, jobs released at 0 with virtual times 10.0004 s (job 0),
+    10 s (job 1) and 0 (job 2). Floats: 100 / 100.008 < 100 / 100, so job 1
+    ranks before job 0; job 2 (no virtual time) first. Whole milliseconds:
+    both have vt = 10,000 ms, 10,000^2 // 100,000 = 1,000: a tie, the earlier
+    job (0) first; job 2's value is 0, the smallest, first."""
+    s = DfrsState(1, [0.0] * 3, [50.0] * 3, [1] * 3, [1.0] * 3, [0.1] * 3, 0.0)
+    s.priority_units = units
+    s.now = 100.0
+    s.vt[:] = [10.0004, 10.0, 0.0]
+    assert s.by_priority([0, 1, 2]) == order
+    if units == "real":
+        assert s.priority(1) > s.priority(0)
+    else:
+        assert s.priority(1) == s.priority(0) == -1000.0

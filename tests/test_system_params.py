@@ -76,6 +76,7 @@ BASE = {
             "penalties": "each-change",
             "period_origin": "first-release",
             "time_units": "real",
+            "priority_units": "real",
         },
     },
 }
@@ -139,6 +140,7 @@ VALID = {
         "penalties": lambda v: v in ("each-change", "instant-net") and type(v) is str,
         "period_origin": lambda v: v in ("first-release", "zero") and type(v) is str,
         "time_units": lambda v: v in ("real", "seconds") and type(v) is str,
+        "priority_units": lambda v: v in ("real", "ms") and type(v) is str,
     },
 }
 
@@ -296,7 +298,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 27 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 28 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

@@ -82,6 +82,7 @@ def simulate_dfrs(
     penalties: str = "each-change",
     period_origin: str = "first-release",
     time_units: str = "real",
+    priority_units: str = "real",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -105,7 +106,8 @@ def simulate_dfrs(
     ``period_origin = "zero"`` puts the periodic instants at k x period
     from time 0 instead of from the first release; ``time_units =
     "seconds"`` rounds every completion up to a whole second
-    (``_whole_second_completions``).
+    (``_whole_second_completions``); ``priority_units = "ms"`` ranks jobs
+    as that simulator does (``DfrsState._vcsim_value``).
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -117,6 +119,7 @@ def simulate_dfrs(
     st.relabel = relabel
     st.cpu_units = cpu_units
     st.penalties = penalties
+    st.priority_units = priority_units
     late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
     st.star_pass = star_pass
     if hidden is not None:

@@ -19,6 +19,7 @@ from schedlab.errors import PolicyError
 DEFAULT_PENALTY = 300.0
 MEM_EPS = 1e-9  # memory tolerance (node-memory units)
 CPU_CHECK_TOL = 1e-6  # tolerance of the check flag on node CPU and yields
+PRIORITY_MS_EPS = 1e-6  # ms: a virtual time this close below a whole millisecond counts as on it (float residue)
 
 # job status
 FUTURE, WAITING, RUNNING, PAUSED, DONE = 0, 1, 2, 3, 4
@@ -109,13 +110,17 @@ class DfrsState:
         self.star_pass = "completion"
         self.star_skip: set[int] = set()
         self.penalties = "each-change"
+        self.priority_units = "real"  # [system] priority_units: floats (default) or vcsim's whole milliseconds
         self._before: dict[int, tuple[Any, ...]] = {}
 
     # -- priority ------------------------------------------------------------
     def priority(self, j: int) -> float:
         """Flow time / virtual time^2; infinite for a job with zero virtual
         time or one so small that its square underflows (the limit as the
-        virtual time goes to 0+)."""
+        virtual time goes to 0+). Under ``priority_units == "ms"``: minus
+        :meth:`_vcsim_value` (higher = more important in both)."""
+        if self.priority_units == "ms":
+            return -float(self._vcsim_value(j))
         v = float(self.vt[j])
         v2 = v * v
         if v2 <= 0.0:
@@ -125,6 +130,8 @@ class DfrsState:
     def priority_key(self, j: int) -> tuple[int, float, float, int]:
         """Sort key, highest priority first; ties by submission (release, job).
         Every infinite priority (see :meth:`priority`) ranks first."""
+        if self.priority_units == "ms":
+            return (0, float(self._vcsim_value(j)), self.release[j], j)
         v = float(self.vt[j])
         v2 = v * v
         if v2 > 0.0:
@@ -132,6 +139,19 @@ class DfrsState:
             if p < math.inf:
                 return (1, -p, self.release[j], j)
         return (0, 0.0, self.release[j], j)
+
+    def _vcsim_value(self, j: int) -> int:
+        """``[system] priority_units = "ms"`` (docs/dfrs.md row 6): the
+        authors' simulator ranks jobs by vt^2 / ft in whole milliseconds with
+        integer division, the *smallest* value first (0 for a job with no
+        virtual time or no flow time), ties by job id -- the paper's order,
+        but near-ties that floats would separate are equal there and go to the
+        earlier job. Virtual time is truncated to whole milliseconds here
+        (that simulator truncates it at each allocation change, so the two
+        can differ by a few ms)."""
+        vt_ms = math.floor(float(self.vt[j]) * 1000.0 + PRIORITY_MS_EPS)
+        ft_ms = round((self.now - self.release[j]) * 1000.0)
+        return (vt_ms * vt_ms) // ft_ms if ft_ms > 0 else 0
 
     def by_priority(self, jobs: Iterable[int]) -> list[int]:
         return sorted(jobs, key=self.priority_key)

@@ -50,6 +50,7 @@ def run_table(
     penalties: str = "each-change",
     period_origin: str = "first-release",
     time_units: str = "real",
+    priority_units: str = "real",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -67,7 +68,8 @@ def run_table(
     ``cpu_units``: "percent" floors the yields to whole percents (``allocation.percent_yields``);
     ``penalties``: "instant-net" charges penalties by an instant's net change (``DfrsState.settle_instant``);
     ``period_origin``: the periodic grid from the first release or from time 0; ``time_units``: "seconds"
-    rounds completions up to whole seconds (``simulate_dfrs``). The
+    rounds completions up to whole seconds (``simulate_dfrs``); ``priority_units``: "ms" ranks jobs in whole
+    milliseconds (``DfrsState._vcsim_value``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -87,6 +89,7 @@ def run_table(
             "penalties": penalties,
             "period_origin": period_origin,
             "time_units": time_units,
+            "priority_units": priority_units,
         },
         "dfrs engine",
         jobs.columns,
@@ -147,6 +150,7 @@ def run_table(
         penalties=penalties,
         period_origin=period_origin,
         time_units=time_units,
+        priority_units=priority_units,
         recorder=recorder,
     )
     st = res.state

@@ -312,6 +312,13 @@ DFRS = SystemSchema(
             doc="completion times in real numbers (default) or, as the authors' simulator keeps time, rounded "
             "up to the next whole second, the job holding its resources until then (docs/dfrs.md)",
         ),
+        choice(
+            "priority_units",
+            "real",
+            ("real", "ms"),
+            doc="the priority flow time / virtual time^2 in floats (default) or, as the authors' simulator "
+            "ranks jobs, virtual time^2 / flow time in whole milliseconds, ties to the earlier job (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
