@@ -116,6 +116,7 @@ VCSIM_OPTIONS = {
     "period_origin": "zero",
     "time_units": "seconds",
     "priority_units": "ms",
+    "arrival_at_period": "remap",
     "star_pass": "vcsim",
     "victims": "put-back",
 }

@@ -106,7 +106,16 @@ def test_no_relabel_migrates_both(rules):
 
 
 def test_bad_values_are_one_line():
-    for key in ("mcb8_rules", "relabel", "cpu_units", "penalties", "period_origin", "time_units", "priority_units"):
+    for key in (
+        "mcb8_rules",
+        "relabel",
+        "cpu_units",
+        "penalties",
+        "period_origin",
+        "time_units",
+        "priority_units",
+        "arrival_at_period",
+    ):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
 
@@ -332,3 +341,19 @@ def test_priority_units(units, order):
         assert s.priority(1) > s.priority(0)
     else:
         assert s.priority(1) == s.priority(0) == -1000.0
+
+
+@pytest.mark.parametrize(
+    "rule,migrations,end", [("placed", [1, 1], [1100.0, 1110.0]), ("remap", [2, 0], [1200.0, 1010.0])]
+)
+def test_arrival_at_period(rule, migrations, end):
+    """``fresh_example`` (B arrives at the periodic instant t = 10), penalties
+    each change. "placed": Greedy puts B on node 1, the remap moves it to node
+    0 (a migration): as in ``test_penalties_first_start``, ends 1100 / 1110.
+    "remap": Greedy does not run for B; the remap's packing is the same (B on
+    node 0, A on node 1) but B's is a first start: B ends at 1010, and at
+    1020 A, alone, moves to node 0 again: 1020 + 100 + 80 = 1200."""
+    system = {"nodes": 2, "penalty": 100.0, "mcb8_rules": "vcsim", "relabel": "none", "arrival_at_period": rule}
+    res = get_engine("dfrs").run(fresh_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
+    assert np.asarray(res.jobs["migrations"]).tolist() == migrations
+    assert np.asarray(res.jobs["end"]).tolist() == end

@@ -41,6 +41,19 @@ class DfrsResult:
     snapshots: list = field(default_factory=list)
 
 
+def _periodic_instant(t: float, t0: float, k: int, period: float | None) -> bool:
+    """Whether ``t`` is one of the periodic instants t0 + k' x period,
+    k' >= k (the engine's grid; the loop below skips instants passed while
+    idle in the same way)."""
+    if not period:
+        return False
+    t_per = t0 + k * period
+    while t_per < t:
+        k += 1
+        t_per = t0 + k * period
+    return t_per == t
+
+
 SECOND_EPS = 1e-6  # s: a predicted completion within this above a whole second is on it (float residue)
 
 
@@ -83,6 +96,7 @@ def simulate_dfrs(
     period_origin: str = "first-release",
     time_units: str = "real",
     priority_units: str = "real",
+    arrival_at_period: str = "placed",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -107,7 +121,9 @@ def simulate_dfrs(
     from time 0 instead of from the first release; ``time_units =
     "seconds"`` rounds every completion up to a whole second
     (``_whole_second_completions``); ``priority_units = "ms"`` ranks jobs
-    as that simulator does (``DfrsState._vcsim_value``).
+    as that simulator does (``DfrsState._vcsim_value``);
+    ``arrival_at_period = "remap"`` does not call ``on_arrival`` for a job
+    released at a periodic instant: that instant's remap maps it.
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -146,6 +162,7 @@ def simulate_dfrs(
     own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
     realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
     whole_seconds = time_units == "seconds"
+    remap_arrivals = arrival_at_period == "remap" and bool(period)
     net_penalties = penalties == "instant-net"
     # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
     # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
@@ -204,6 +221,9 @@ def simulate_dfrs(
         if len(done) and not late_star:
             policy.on_completion(st)
         acted = bool(len(done))
+        # arrival_at_period = "remap": an arrival at a periodic instant is left to that instant's remap
+        # (the authors' simulator does not run its submission policy then; docs/dfrs.md row 3)
+        skip_arrival = remap_arrivals and _periodic_instant(t, t0, k_per, period)
         while i < n and rel[order[i]] <= t:
             acted = True
             j = order[i]
@@ -211,7 +231,8 @@ def simulate_dfrs(
             st.status[j] = WAITING
             st.pending.add(j)
             demand += demand_j[j]
-            policy.on_arrival(st, j)
+            if not skip_arrival:
+                policy.on_arrival(st, j)
         if acted:
             moved = t
         if t_per <= t:

@@ -51,6 +51,7 @@ def run_table(
     period_origin: str = "first-release",
     time_units: str = "real",
     priority_units: str = "real",
+    arrival_at_period: str = "placed",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -69,7 +70,8 @@ def run_table(
     ``penalties``: "instant-net" charges penalties by an instant's net change (``DfrsState.settle_instant``);
     ``period_origin``: the periodic grid from the first release or from time 0; ``time_units``: "seconds"
     rounds completions up to whole seconds (``simulate_dfrs``); ``priority_units``: "ms" ranks jobs in whole
-    milliseconds (``DfrsState._vcsim_value``). The
+    milliseconds (``DfrsState._vcsim_value``); ``arrival_at_period``: "remap" leaves an arrival at a periodic
+    instant to that instant's remap. The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -90,6 +92,7 @@ def run_table(
             "period_origin": period_origin,
             "time_units": time_units,
             "priority_units": priority_units,
+            "arrival_at_period": arrival_at_period,
         },
         "dfrs engine",
         jobs.columns,
@@ -151,6 +154,7 @@ def run_table(
         period_origin=period_origin,
         time_units=time_units,
         priority_units=priority_units,
+        arrival_at_period=arrival_at_period,
         recorder=recorder,
     )
     st = res.state

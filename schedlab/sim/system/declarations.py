@@ -319,6 +319,13 @@ DFRS = SystemSchema(
             doc="the priority flow time / virtual time^2 in floats (default) or, as the authors' simulator "
             "ranks jobs, virtual time^2 / flow time in whole milliseconds, ties to the earlier job (docs/dfrs.md)",
         ),
+        choice(
+            "arrival_at_period",
+            "placed",
+            ("placed", "remap"),
+            doc="a job released at a periodic instant: placed by the policy's submission rule, then remapped "
+            "(default), or, as the authors' simulator does, left to that instant's remap (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )
