@@ -112,6 +112,9 @@ def test_a_run_cut_short_reports_the_instances_every_algorithm_finished(fig1, tm
     spent_on_lost = cost.spent - cut["sim_seconds"].sum()
     assert cost.estimate == pytest.approx(max(0.0, other - spent_on_lost))
     assert "scaled synthetic at least" in md and "an extrapolation, not a measurement" in md
+    # "too few" is read from the finished instances per point, not from the rows on disk
+    assert dc.instances_per_point(dirs, "dfrs-fig1", ["scaled"], per_load=True) == 1
+    assert all(f.replications == 1 for f in again.figures)
 
 
 def test_finished_run_cost_is_measured_not_extrapolated(fig1):

@@ -299,6 +299,33 @@ def complete(frame, dirs: list[Path], trace_set: str):
     return frame.join(whole.select("replication", key), on=["replication", key], how="semi")
 
 
+def instances_per_point(results_dirs: dict[str, Path], prefix: str, sets: list[str], per_load: bool = False) -> int:
+    """Fewest finished instances (`complete`) behind a point of a DFRS
+    report: a set's count (its averages pool the set's instances), or with
+    ``per_load`` the fewest at one load of the scaled set (a figure by load).
+    The report's verdicts are marked "too few" below `MIN_REPLICATIONS` by
+    this count, not by the rows on disk: a run in progress has a few rows of
+    its next instances on disk, which no average uses."""
+    counts = []
+    for trace_set in sets:
+        frame = rows(results_dirs, prefix, trace_set).select(["replication", *instance_key(trace_set)]).unique()
+        if per_load and trace_set == "scaled":
+            counts.append(int(frame.group_by("load").len()["len"].min()))
+        else:
+            counts.append(frame.height)
+    return min(counts)
+
+
+def report(declared, dirs: dict[str, Path], out_dir: Path, prefix: str, sets: list[str], per_load: bool = False):
+    """A DFRS pipeline's figure reports (`Declared.figure_report`), each with
+    its finished instances per point (`instances_per_point`)."""
+    figures = [declared.figure_report(fig, dirs, out_dir) for fig in declared.doc["figures"]]
+    n = instances_per_point(dirs, prefix, sets, per_load)
+    for f in figures:
+        f.replications = n
+    return figures
+
+
 def subset_of(results_dirs: dict[str, Path]) -> float | None:
     """The subset fraction a pipeline's sweeps ran with (from their names), None for full sets."""
     found = {m.group(1) for name in results_dirs if (m := _SUB_RE.search(name))}

@@ -89,3 +89,8 @@ def measured(data) -> str:
         + f".\n\n{panel['caption']}:\n\n"
         + md_table(data.table, "load", POLICIES, METRIC, panel["x_label"])
     )
+
+
+def report(declared, dirs: dict[str, Path], out_dir: Path):
+    """The figure reports, each with its finished instances per point (`dfrs_common.report`)."""
+    return dc.report(declared, dirs, out_dir, "dfrs-fig1", ["scaled"], per_load=True)

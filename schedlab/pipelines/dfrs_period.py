@@ -120,3 +120,8 @@ def above_easy(data, claim):
         every(judge(u["hpc2n"][p], ">", easy["hpc2n"]) for p in u["hpc2n"]),
         f"EASY {easy['hpc2n']:.3f}; DFRS " + ", ".join(f"{p:g} s: {v:.3f}" for p, v in sorted(u["hpc2n"].items())),
     )
+
+
+def report(declared, dirs: dict[str, Path], out_dir: Path):
+    """The figure reports, each with its finished instances per point (`dfrs_common.report`)."""
+    return dc.report(declared, dirs, out_dir, "dfrs-period", SETS)

@@ -229,3 +229,8 @@ def measured(data) -> str:
         + "\n\nAverage normalized underutilization next to RR-7659 Table 4 (§6.4.2):\n\n"
         + underutil_markdown(data.table)
     )
+
+
+def report(declared, dirs: dict[str, Path], out_dir: Path):
+    """The figure reports, each with its finished instances per point (`dfrs_common.report`)."""
+    return dc.report(declared, dirs, out_dir, "dfrs-table", SETS)
