@@ -57,12 +57,10 @@ than vcsim's 1-s rounding).
 
 Measured (1,000-job traces, origin trace; docs/dfrs.md, "The /per
 difference, measured", has the tables): FCFS equal on every job; with
-``--variant vcsim`` Greedy*/per, GreedyP*/per and GreedyPM*/per equal to
-vcsim on every job of seed 1 (schedlab's defaults: 13,000-18,000 s mean
-error per job), Greedy*/per, GreedyP*/per and MCB8*/per on every job of
-seed 2; MCB8*/per (seed 1, 84 jobs), GreedyPM*/per (seed 2, 32 jobs) and
-all four at load 0.9 (seed 3) part from vcsim at one periodic remap whose
-packing differs (not explained).
+``--variant vcsim`` Greedy*/per, GreedyP*/per, GreedyPM*/per and MCB8*/per
+equal to vcsim on every job of seeds 1 and 2 (the model's arrivals) and of
+seed 3 at ``--load 0.9`` (schedlab's defaults: 120-17,900 s mean error per
+job). Each run of the four against vcsim takes ~2-3 min on one core.
 
 If vcsim or Python 2 is not found, the script says so and exits 0.
 """
