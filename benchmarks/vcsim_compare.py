@@ -36,11 +36,13 @@ Setup that worked (2026-11, this machine; repeat it to run the comparison):
 
 Usage::
 
-    python benchmarks/vcsim_compare.py [--njobs 300] [--seed 1] [--load 0]
+    python benchmarks/vcsim_compare.py [--njobs 300] [--seed 1] [--load 0] [--hpc2n-week K]
         [--origin first|trace] [--policies FCFS,Greedy*/per/OPT=MIN,...]
         [--option star_pass=instant-end --option victims=put-back ...]
 
-``--origin first`` (default) shifts the trace so that its first submission is
+``--hpc2n-week K`` takes HPC2N week K instead (the DFRS pipelines' cut and
+``"dfrs-hpc2n"`` annotation, 120 nodes; memory rounded to whole percents, at
+least 1 %, in both simulators' input). ``--origin first`` (default) shifts the trace so that its first submission is
 at t = 0, where both simulators start the periodic grid (vcsim: k x period
 from the file's t = 0; schedlab: first release + k x period);
 ``--origin trace`` keeps the model's times, so the grids differ by the first
@@ -84,6 +86,7 @@ from schedlab.workloads.registry import workload_kind
 
 PENALTY = 300  # s: the paper's penalty (vcsim's restart_delay)
 NODES = 128  # the paper's synthetic cluster
+HPC2N_NODES = 120  # the paper's HPC2N cluster (dual-core nodes)
 END_TOL = 1e-6  # s: completion times closer than this are "equal" (vcsim's are integers)
 SECOND_TOL = 1.0 + 1e-6  # s: vcsim rounds every completion up to a whole second; a difference above this is more
 
@@ -144,12 +147,18 @@ f.close()
 """
 
 
-def build_trace(njobs: int, seed: int, load: float, origin: str) -> pl.DataFrame:
-    """The Lublin trace, annotated and rounded to vcsim's input precision."""
-    kind = workload_kind("lublin")
-    params = kind.complete(
-        {"njobs": njobs, "nodes": NODES, "load": load, "annotation": "dfrs-synthetic"}, "vcsim_compare"
-    )
+def build_trace(njobs: int, seed: int, load: float, origin: str, hpc2n_week: int | None = None) -> pl.DataFrame:
+    """The Lublin trace (or HPC2N week ``hpc2n_week``, the DFRS pipelines' cut and annotation),
+    annotated and rounded to vcsim's input precision."""
+    if hpc2n_week is None:
+        kind = workload_kind("lublin")
+        spec = {"njobs": njobs, "nodes": NODES, "load": load, "annotation": "dfrs-synthetic"}
+    else:
+        from schedlab.pipelines.dfrs_common import workload
+
+        kind = workload_kind("trace")
+        spec = {k: v for k, v in workload("hpc2n", "paper").items() if k != "kind"} | {"window": hpc2n_week}
+    params = kind.complete(spec, "vcsim_compare")
     kind.check(params)
     shared = kind.load_shared(params) if kind.load_shared else None
     jobs = kind.build(np.random.default_rng(np.random.SeedSequence(seed)), params, shared)
@@ -158,7 +167,7 @@ def build_trace(njobs: int, seed: int, load: float, origin: str) -> pl.DataFrame
         submit -= submit.min()
     runtime = np.maximum(1.0, np.rint(jobs["runtime"].to_numpy()))
     cpu = np.rint(100 * jobs["cpu_need"].to_numpy()) / 100
-    mem = np.rint(100 * jobs["memory"].to_numpy()) / 100
+    mem = np.maximum(0.01, np.rint(100 * jobs["memory"].to_numpy()) / 100)  # vcsim's percent; at least 1 %
     return pl.DataFrame(
         {
             "job_id": np.arange(1, jobs.height + 1),
@@ -181,7 +190,9 @@ def write_dat(jobs: pl.DataFrame, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def run_vcsim(python: str, sim: Path, work: Path, dat: Path, words: list[str]) -> tuple[dict[int, int], str, float]:
+def run_vcsim(
+    python: str, sim: Path, work: Path, dat: Path, words: list[str], nodes: int = NODES
+) -> tuple[dict[int, int], str, float]:
     """vcsim's completion time per job id, its printed output and the wall time."""
     out = work / "ends.txt"
     env = {**os.environ, "PYTHONPATH": str(work / "shim")}
@@ -189,7 +200,7 @@ def run_vcsim(python: str, sim: Path, work: Path, dat: Path, words: list[str]) -
     t = time.perf_counter()
     with dat.open() as stdin:
         proc = subprocess.run(
-            [python, str(work / "driver.py"), str(out), str(sim), str(NODES), str(PENALTY), *words],
+            [python, str(work / "driver.py"), str(out), str(sim), str(nodes), str(PENALTY), *words],
             stdin=stdin,
             capture_output=True,
             text=True,
@@ -207,12 +218,14 @@ def run_vcsim(python: str, sim: Path, work: Path, dat: Path, words: list[str]) -
     return ends, proc.stdout, wall
 
 
-def run_schedlab(jobs: pl.DataFrame, policy: str, options: dict[str, str]) -> tuple[np.ndarray, dict]:
+def run_schedlab(
+    jobs: pl.DataFrame, policy: str, options: dict[str, str], nodes: int = NODES
+) -> tuple[np.ndarray, dict]:
     if policy == "FCFS":
-        system = {"model": "nodes", "nodes": NODES, "tasks_per_node": 1, "estimates": "exact"}
+        system = {"model": "nodes", "nodes": nodes, "tasks_per_node": 1, "estimates": "exact"}
         res = get_engine("batch").run(jobs, policy, None, system)
     else:
-        res = get_engine("dfrs").run(jobs, policy, None, {"nodes": NODES, "penalty": PENALTY, **options})
+        res = get_engine("dfrs").run(jobs, policy, None, {"nodes": nodes, "penalty": PENALTY, **options})
     per_job = res.jobs
     order = np.argsort(np.asarray(per_job["job_id"]))
     return np.asarray(per_job["end"], dtype=float)[order], res.summary
@@ -276,6 +289,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--load", type=float, default=0.0, help="0: the model's own arrivals (the unscaled set)")
     ap.add_argument("--origin", choices=("first", "trace"), default="first")
+    ap.add_argument("--hpc2n-week", type=int, help="HPC2N week K (the DFRS pipelines' cut) instead of Lublin")
     ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES))
     ap.add_argument("--option", action="append", help="key=value added to the dfrs [system] table")
     ap.add_argument("--variant", action="append", help='"name:key=value,key=value": one more option set')
@@ -296,7 +310,8 @@ def main() -> None:
         sys.exit(2)
     variants = parse_variants(args)
 
-    jobs = build_trace(args.njobs, args.seed, args.load, args.origin)
+    jobs = build_trace(args.njobs, args.seed, args.load, args.origin, args.hpc2n_week)
+    nodes = NODES if args.hpc2n_week is None else HPC2N_NODES
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vcsim-compare-"))
     (work / "shim").mkdir(parents=True, exist_ok=True)
     (work / "shim" / "pymprog.py").write_text(PYMPROG_SHIM)
@@ -304,18 +319,22 @@ def main() -> None:
     dat = work / "trace.dat"
     write_dat(jobs, dat)
     print(
-        f"Lublin trace: {jobs.height} jobs, seed {args.seed}, load {args.load:g}, {NODES} nodes, "
-        f"annotation dfrs-synthetic, first submission {jobs['submit'].min():.0f} s (origin {args.origin}); "
+        (
+            f"Lublin trace: {jobs.height} jobs, seed {args.seed}, load {args.load:g}, annotation dfrs-synthetic, "
+            if args.hpc2n_week is None
+            else f"HPC2N week {args.hpc2n_week}: {jobs.height} jobs, annotation dfrs-hpc2n, "
+        )
+        + f"{nodes} nodes, first submission {jobs['submit'].min():.0f} s (origin {args.origin}); "
         f"penalty {PENALTY} s; vcsim {sim} ({dat})"
     )
     for policy in policies:
         words = VCSIM_ALGOS[policy]
-        ends, _out, wall = run_vcsim(args.python, sim, work, dat, words)
+        ends, _out, wall = run_vcsim(args.python, sim, work, dat, words, nodes)
         ref = np.array([ends[int(i)] for i in jobs["job_id"]], dtype=float)
         print(f"  {policy}   (vcsim: {' '.join(words)}; {wall:.1f} s)")
         print(describe("vcsim", jobs, ref, None, policy))
         for name, options in variants if policy != "FCFS" else variants[:1]:
-            end, _summary = run_schedlab(jobs, policy, options)
+            end, _summary = run_schedlab(jobs, policy, options, nodes)
             print(describe(name, jobs, end, ref, policy), flush=True)
     print("\n| algorithm | run | avg stretch | max stretch | mean abs(C - C_vcsim) (s) | jobs off by > 1 s |")
     print("|---|---|---|---|---|---|")
