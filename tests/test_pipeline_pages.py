@@ -142,6 +142,9 @@ def test_a_subset_or_a_run_in_progress_is_said_first_and_other_sweeps_are_not_co
     lines = pages.render(page, None).splitlines()
     assert lines[2].startswith("Verdicts:") and lines[4:7] == [scope, "", cost]
     assert lines[8] == "| how it was made | |"
+    assert page.scale == "smoke, run in progress"  # what the index shows
+    page.runs[0]["overrides"] = {"subset": 0.1}
+    assert page.scale == "smoke, subset 0.1, run in progress"
 
 
 def test_which_invocations_ran_a_reports_sweeps():

@@ -83,7 +83,11 @@ class Page:
         if not scales:  # a report from before run logs: its header names the scale
             m = re.search(r"^Scale `([^`]+)`", self.report, re.M)
             scales = [m.group(1)] if m else ["?"]
-        return "/".join(scales)
+        subsets = sorted({str(f) for r in self.runs if (f := (r.get("overrides") or {}).get("subset"))})
+        in_progress = "**Run in progress**" in (m.group(0) if (m := SCOPE.search(self.report)) else "")
+        return (
+            "/".join(scales) + "".join(f", subset {f}" for f in subsets) + (", run in progress" if in_progress else "")
+        )
 
     @property
     def wall_seconds(self) -> float:
