@@ -62,7 +62,10 @@ difference, measured", has the tables): FCFS equal on every job; with
 ``--variant vcsim`` Greedy*/per, GreedyP*/per, GreedyPM*/per and MCB8*/per
 equal to vcsim on every job of seeds 1 and 2 (the model's arrivals) and of
 seed 3 at ``--load 0.9`` (schedlab's defaults: 120-17,900 s mean error per
-job). Each run of the four against vcsim takes ~2-3 min on one core.
+job). HPC2N week 109: Greedy*/per and GreedyP*/per equal on every job,
+GreedyPM*/per and MCB8*/per not (mean error 121 s and 2,017 s; not traced).
+Each run of the four against vcsim takes ~2-3 min on one core (HPC2N
+week: ~6 min).
 
 If vcsim or Python 2 is not found, the script says so and exits 0.
 """
