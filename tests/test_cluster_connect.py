@@ -47,6 +47,9 @@ def write_spec(folder: Path, timeout: float) -> Path:
         kind = "synthetic"
         njobs = 100
 
+        [replications]
+        n = 1
+
         [outputs]
         dir = "{folder / "out"}"
 
