@@ -274,11 +274,16 @@ def _create_atomically(path: Path) -> None:
     except OSError as err:
         raise TrackingError(f"{path}: cannot create the MLflow store ({err.strerror or err})") from None
     finally:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(f"{tmp}{suffix}")
-            except OSError:
-                pass
+        _remove_with_journals(tmp)
+
+
+def _remove_with_journals(path: Path) -> None:
+    """Delete a temporary SQLite file and its journal, WAL and shared-memory files, if any."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except OSError:
+            pass
 
 
 def _create_schema(tmp: Path) -> None:
@@ -327,11 +332,7 @@ def _save_template(store: Path, template: Path) -> None:
     except (OSError, sqlite3.Error):
         pass
     finally:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(f"{part}{suffix}")
-            except OSError:
-                pass
+        _remove_with_journals(part)
 
 
 def _build_schema(tmp: Path) -> None:
