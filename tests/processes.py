@@ -56,3 +56,11 @@ def kill_session(proc: subprocess.Popen, timeout: float = 15.0) -> None:
             break
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+
+
+def sigint_as_at_a_terminal() -> None:
+    """``preexec_fn`` of a driver a test will Ctrl-C: SIGINT's default action,
+    as a command typed at a terminal has. A test suite run in the background
+    (``nohup``, ``cmd &``) starts with SIGINT ignored, every child inherits
+    that, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -27,7 +27,7 @@ from schedlab.platform.execution.executor import Executor, Lost, Task, TaskCall
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.plan import build_plan
 from schedlab.platform.planning.validate import parse_spec
-from tests.processes import kill_session, session_members
+from tests.processes import kill_session, session_members, sigint_as_at_a_terminal
 
 TIMING = ["sim_seconds"]  # wall-clock columns: the only ones allowed to differ
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
@@ -332,6 +332,7 @@ def _start(spec: Path, cwd: Path, log: str) -> subprocess.Popen:
             stdout=fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=sigint_as_at_a_terminal,
         )
 
 

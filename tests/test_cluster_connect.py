@@ -27,6 +27,7 @@ from schedlab.platform.execution.connect import (
     is_loopback,
 )
 from schedlab.platform.planning.spec import ExecutionSpec
+from tests.processes import sigint_as_at_a_terminal
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 #: The spec's connect_timeout_seconds, and what a run may take beyond it
@@ -171,6 +172,7 @@ def test_ctrl_c_while_connecting_ends_at_once(tmp_path):
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            preexec_fn=sigint_as_at_a_terminal,
         )
         try:
             assert connected.wait(STARTUP), "the driver never tried the address"

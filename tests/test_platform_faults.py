@@ -31,7 +31,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import schedlab
-from tests.processes import cmdline, kill_session, proc_stat, session_members
+from tests.processes import cmdline, kill_session, proc_stat, session_members, sigint_as_at_a_terminal
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 TIMING = ["sim_seconds"]  # wall-clock columns: the only ones allowed to differ
@@ -76,6 +76,7 @@ def sweep_process(spec: Path, env: dict[str, str], cwd: Path, *extra: str):
         stderr=err,
         text=True,
         start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     try:
         yield proc
@@ -293,6 +294,7 @@ def test_ctrl_c_stops_a_pipeline_with_one_line_and_exit_130(tmp_path, ray_env):
         stderr=err,
         text=True,
         start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     try:
         wait_for(
