@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.processes import kill_session  # noqa: E402
+from tests.processes import checkout_env, kill_session  # noqa: E402
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 LOADS = [round(0.3 + 0.03 * i, 2) for i in range(20)]
@@ -98,8 +98,9 @@ def median_of(repeat: int, run) -> tuple[float, float, str]:
 
 
 def local_env() -> dict[str, str]:
-    """No inherited Ray address: each command decides for itself (auto)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    """No inherited Ray address: each command decides for itself (auto); this
+    checkout's schedlab (`checkout_env`)."""
+    return checkout_env({k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")})
 
 
 def line(name: str, wall: float, cpu: float, note: str = "") -> None:

@@ -25,6 +25,9 @@ import textwrap
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.processes
+from tests.processes import checkout_env  # noqa: E402
+
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 SPEC = """\
     name = "startup"
@@ -44,7 +47,7 @@ SPEC = """\
 def timed(args: list[str], cwd: Path) -> float:
     started = time.perf_counter()
     out = subprocess.run(
-        [*SCHEDLAB, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "RAY_ADDRESS": ""}
+        [*SCHEDLAB, *args], cwd=cwd, capture_output=True, text=True, env=checkout_env({**os.environ, "RAY_ADDRESS": ""})
     )
     wall = time.perf_counter() - started
     if out.returncode != 0:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.processes
-from tests.processes import kill_session  # noqa: E402
+from tests.processes import checkout_env, kill_session  # noqa: E402
 
 POLICIES_10 = ["FIFO", "PS", "GPS", "LAS", "SRPT", "SRPTE", "FSP", "FSPE", "FSPE+PS", "PSBS"]
 GRID_20 = {"shape": [0.125, 0.25, 0.5, 1.0, 2.0], "sigma": [0.25, 0.5, 1.0, 2.0]}  # 5 x 4 points
@@ -93,7 +93,7 @@ def child(config: dict) -> None:
 def run_child(spec: dict, timeout: float = 900) -> dict:
     """One sweep in a fresh Python process (fresh Ray), private RAY_TMPDIR."""
     ray_tmp = tempfile.mkdtemp(prefix="slbench-", dir="/tmp")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    env = checkout_env({k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")})
     env.update(RAY_TMPDIR=ray_tmp, RAY_USAGE_STATS_ENABLED="0")
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", json.dumps({"spec": spec})],

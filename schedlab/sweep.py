@@ -34,6 +34,10 @@ def run_sweep(
     sweep; returns the run's report (a `SearchReport` for a search).
     ``figures``: a plain sweep's figures for its MLflow parent run, drawn
     from its results dir while tracking catches up (the runner's ``figures``)."""
+    if spec.tracking.enabled if tracking is None else tracking:
+        from schedlab.platform.tracking.process import warm
+
+        warm()  # its MLflow import overlaps with planning (`schedlab.platform.tracking.process`)
     if spec.search is not None:
         from schedlab.platform.search.loop import run_search
         from schedlab.search_figure import convergence

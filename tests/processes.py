@@ -11,6 +11,21 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
+from pathlib import Path
+
+#: The checkout these helpers belong to.
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def checkout_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with this checkout first
+    on ``PYTHONPATH``: a subprocess then runs the schedlab of the checkout it
+    was started from, not whichever one pip installed (a benchmark run from
+    a second worktree measured the installed one)."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CHECKOUT), env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def proc_stat(pid: int) -> tuple[str, int] | None:

@@ -1,5 +1,6 @@
 """Live tracking in a process of its own (`schedlab.platform.tracking.process`):
-a tracked `schedlab run` never imports MLflow in the driver, its headline
+a tracked `schedlab run` never imports MLflow in the driver and starts its
+tracking process before it plans, its headline
 figure reaches the sweep's parent run, a second sweep in one Python session
 reuses the warm tracking process, and a tracking process that dies mid-sweep
 costs the sweep nothing (reported; `schedlab track` repairs). Real MLflow
@@ -119,6 +120,60 @@ def test_a_second_sweep_in_one_session_reuses_the_warm_tracking_process(tmp_path
     assert got["pids"][0] == got["pids"][1]
     _mlflow_matches(f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ta", "ta")
     _mlflow_matches(f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "tb", "tb")
+
+
+def test_the_tracking_process_starts_before_the_plan_and_imports_mlflow_beside_it(tmp_path):
+    """A tracked run starts its tracking process before it plans (`process.warm`), and the process's
+    import of MLflow, begun at once, does not race its tracker's connect: the sweep is tracked."""
+    spec = _toml(tmp_path, "tw")
+    got = _python(
+        f"""
+        import json
+        import schedlab
+        from schedlab.platform.execution import runner
+        from schedlab.platform.tracking import process
+        seen = []
+        plan_of = runner.plan_of
+        def spying(spec):
+            seen.append([p.pid for p, _ in process._CHILD])
+            return plan_of(spec)
+        runner.plan_of = spying
+        report = schedlab.run("{spec}")
+        print(json.dumps({{"at_plan": seen, "now": process._CHILD[0][0].pid, "failed": report.tracking.failed,
+                          "error": report.tracking.error}}))
+        """,
+        tmp_path,
+    )
+    assert not got["failed"], got["error"]
+    assert got["at_plan"] == [[got["now"]]], "the tracking process was not up when the run planned"
+    _mlflow_matches(f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "tw", "tw")
+
+
+def test_the_cli_starts_the_tracking_process_only_for_a_spec_that_tracks(tmp_path):
+    """`schedlab run` starts the tracking process before validating the spec, but only when the file
+    asks for tracking (the default): not for ``enabled = false``, nor for a file that does not parse."""
+    on = _toml(tmp_path, "on")
+    off = tmp_path / "off.toml"
+    off.write_text(on.read_text().replace("enabled = true", "enabled = false"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [")
+    default = tmp_path / "default.toml"
+    default.write_text(on.read_text().replace("enabled = true\n", ""))
+    got = _python(
+        f"""
+        import json
+        from schedlab.cli.sweeps import _warm_tracking
+        from schedlab.platform.tracking import process
+        seen = {{}}
+        for name in ["{off}", "{bad}", "{default}", "{on}"]:
+            _warm_tracking(name)
+            seen[name.rsplit("/", 1)[1]] = [p.pid for p, _ in process._CHILD]
+        print(json.dumps(seen))
+        """,
+        tmp_path,
+    )
+    assert got["off.toml"] == [] and got["bad.toml"] == []
+    assert len(got["default.toml"]) == 1 and got["on.toml"] == got["default.toml"]
 
 
 def test_a_tracking_process_that_dies_costs_the_sweep_nothing(tmp_path, monkeypatch):

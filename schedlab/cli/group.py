@@ -4,6 +4,8 @@ the package that imports them."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 
@@ -38,3 +40,10 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="schedlab")
 def main() -> None:
     """Scheduling-policy simulations and sweeps (queue engine: the PSBS paper)."""
+    # At exit (after the command, before the interpreter's teardown) the
+    # objects still alive are moved out of the garbage collector's reach, so
+    # the interpreter's final collection does not walk them. With matplotlib, polars and the compiled
+    # kernels loaded that walk took 0.35-0.5 s of every command's wall; the
+    # memory is the OS's to free a moment later. Files are closed by then:
+    # results are committed (and fsynced) before a command returns.
+    atexit.register(gc.freeze)

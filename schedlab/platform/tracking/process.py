@@ -20,6 +20,12 @@ report says so (MLflow is a function of Parquet: ``schedlab track DIR`` or
 the next run finishes the job), and a Ctrl-C while the driver waits for it
 ends it at once (the same promise).
 
+The child begins importing MLflow (`sync.preload`) the moment it starts,
+before it is told which sweep to track, and a run starts it as soon as it
+knows that it will track (`warm`, before planning): for a small sweep that
+import, not the logging, is most of tracking's cost, and this way it runs
+beside the driver's own start-up.
+
 Messages, driver to child: ``("open", uri, experiment, results_dir)``,
 ``("submit", ids)``, ``("close", stall, figures)``; child to driver, only
 after a close: ``("progress", TrackProgress)`` every `POLL_SECONDS`, then
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
@@ -38,7 +45,7 @@ from typing import Any
 
 from schedlab.platform.children import become_child, main_not_reimported, sigint_ignored
 from schedlab.platform.tracking.store import resolve_uri
-from schedlab.platform.tracking.sync import TrackReport
+from schedlab.platform.tracking.sync import TrackReport, preload
 from schedlab.platform.tracking.tracker import POLL_SECONDS, STALL_SECONDS, Tracker, TrackProgress
 
 #: Seconds the driver waits for a word from the child, beyond the child's own
@@ -55,6 +62,7 @@ def serve(conn: Connection) -> None:
     """The child: track the sweeps the driver opens, one after another, until
     the driver closes the pipe or is gone."""
     become_child()
+    threading.Thread(target=preload, name="schedlab-tracking-preload", daemon=True).start()
     tracker: Tracker | None = None
     while True:
         try:
@@ -72,6 +80,13 @@ def serve(conn: Connection) -> None:
             _, stall, figures = message
             conn.send(("report", tracker.close(stall, lambda p: conn.send(("progress", p)), figures)))
             tracker = None
+
+
+def warm() -> None:
+    """Start the kept tracking child now (if none is alive), so that it
+    imports MLflow while the driver plans: a run calls this as soon as it
+    knows it will track. Cheap when the child is already up."""
+    _child()
 
 
 def _child() -> tuple[Any, Connection]:

@@ -19,6 +19,7 @@ recorded and the others are still logged.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Iterable
@@ -67,6 +68,32 @@ def describe_error(err: Exception) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"[:500]
 
 
+#: What connecting imports, first of all: MLflow's client and SQL store
+#: (about 1.5 s) and the storage layer that reads the results dir.
+PRELOAD = (
+    "mlflow.tracking",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "mlflow.store.db.utils",
+    "schedlab.platform.storage.store",
+)
+_PRELOADING = threading.Lock()
+
+
+def preload() -> None:
+    """Import `PRELOAD`, one thread at a time: the tracking process starts
+    this the moment it is spawned (`tracking.process`), and `Sync.connect`
+    calls it again, which waits for an import in progress instead of racing
+    it (two threads importing MLflow's package at once can each see the other's
+    half-initialized module). A failure is left for connecting to meet and
+    report."""
+    with _PRELOADING:
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - connect's own imports report it
+                return
+
+
 class Sync:
     """Reads the results dir and mirrors it; records failures instead of raising
     (a damaged part file is a `UserError`, raised). One caller at a time (the
@@ -111,6 +138,7 @@ class Sync:
         return TrackReport(logged=len(self.logged), failed=self.failed, error=self.error)
 
     def connect(self) -> bool:
+        preload()
         try:
             if self.manifest is None:
                 self.manifest = read_manifest(self.results_dir)
