@@ -160,6 +160,7 @@ def instances(draw):
     duration = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
     demand = draw(st.lists(st.one_of(st.sampled_from(SIZES), st.floats(0.05, 1.0)), min_size=n, max_size=n))
     capacity = draw(st.lists(st.sampled_from([0.5, 0.7, 1.0]), min_size=1, max_size=4))
+    demand = [min(r, max(capacity)) for r in demand]  # every job fits an empty server (the engine refuses others)
     return submit, duration, demand, capacity
 
 

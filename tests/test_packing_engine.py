@@ -173,6 +173,7 @@ def instances(draw):
     duration = draw(st.lists(st.integers(1, 5), min_size=n, max_size=n))
     demand = draw(st.lists(st.sampled_from(SIZES), min_size=n, max_size=n))
     capacity = draw(st.lists(st.sampled_from([0.5, 0.7, 1.0]), min_size=1, max_size=3))
+    demand = [min(r, max(capacity)) for r in demand]  # every job fits an empty server (the engine refuses others)
     return submit, duration, demand, capacity
 
 
@@ -194,13 +195,9 @@ def test_every_policy_respects_capacity_and_little(inst):
             continue
         r = run(cls, submit, duration, demand, capacity, check=True)  # check: invariant after every epoch
         assert_capacity_respected(submit, duration, demand, capacity, r)
-        fits = np.asarray(demand) <= max(capacity) + FIT_TOL
-        if name == "FIFO-FF":  # a head that fits nowhere blocks everything behind it forever
-            fits = np.logical_and.accumulate(fits)
-        assert np.all(~np.isnan(r.start) == fits), name  # every job that fits somewhere eventually runs
-        ok = fits
-        assert np.all(r.wait[ok] >= 0) and np.all(r.start[ok] == np.floor(r.start[ok]))
-        if ok.all() and len(submit):
+        assert not np.isnan(r.start).any(), name  # every job runs (else the engine raises PackingStalled)
+        assert np.all(r.wait >= 0) and np.all(r.start == np.floor(r.start))
+        if len(submit):
             # integer slots: queue area = Σ wait, queued-resource area = Σ demand·wait, held = Σ demand·duration
             h = r.horizon[1] - r.horizon[0]
             if h > 0:

@@ -23,7 +23,7 @@ from schedlab.engines.packing import kernel_id, run_table
 from schedlab.errors import UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.sim.packing import fast as packing_fast
-from schedlab.sim.packing.engine import CapacityExceeded, simulate_packing
+from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, simulate_packing
 from schedlab.sim.packing.vqs_partition import universal_partition
 from schedlab.workloads.packing_synthetic import packing_workload
 
@@ -64,6 +64,19 @@ def assert_same_result(a, b):
     assert (a.groups is None) == (b.groups is None)
     if a.groups is not None:
         assert a.groups.tobytes() == b.groups.tobytes() and a.jct.tobytes() == b.jct.tobytes()
+
+
+def fitting(demand, capacity):
+    """``demand`` with every row that fits no empty server cut to the first
+    server's capacity: the engine refuses a job no server can hold (that
+    refusal has its own tests), so generated workloads keep to ones it runs."""
+    dem = np.array(demand, dtype=float).reshape(len(demand), -1)
+    cap = np.array(capacity, dtype=float).reshape(len(capacity), -1)
+    ok = np.zeros(len(dem), dtype=bool)
+    for c in cap:
+        ok |= ~np.any(dem > c + FIT_TOL, axis=1)
+    dem[~ok] = np.minimum(dem[~ok], cap[0])
+    return dem.reshape(np.shape(demand)).tolist()
 
 
 def both(cls, submit, duration, demand, capacity, params=None, **kw):
@@ -142,7 +155,7 @@ def workloads(draw, max_jobs=40, max_servers=4):
         capacity = [1.0] * L  # equal free capacities: ties between servers
     else:
         capacity = draw(st.lists(st.sampled_from(CAPACITIES), min_size=L, max_size=L))
-    return submit, duration, demand, capacity, {"epoch": epoch, **engine_options(draw, n)}
+    return submit, duration, fitting(demand, capacity), capacity, {"epoch": epoch, **engine_options(draw, n)}
 
 
 @settings(max_examples=120, deadline=None)
@@ -249,7 +262,7 @@ def vqs_workloads(draw, max_jobs=40, max_servers=6):
     return (
         submit,
         duration,
-        demand,
+        fitting(demand, capacity),
         capacity,
         {"epoch": epoch, "params": None if J is None else {"J": J}, **engine_options(draw, n)},
     )
@@ -356,9 +369,11 @@ def test_hand_worked_scenarios_both_paths():
     assert both(BFJS, *args).start.tolist() == [0, 10, 2]
     r = both(BFJS, [0, 0, 1, 1], [3, 9, 1, 1], [0.9, 0.7, 0.4, 0.5], [1.0, 1.0])
     assert r.server.tolist() == [0, 1, 0, 0] and r.start.tolist() == [0, 0, 3, 3]
-    # a job larger than every server never runs (and blocks FIFO-FF's queue)
+    # a job larger than every server could never run: refused up front (the kernel declines)
     for cls in CLASSES:
-        both(cls, [0, 1, 1], [1, 1, 1], [1.5, 0.2, 0.2], [1.0])
+        assert packing_fast.simulate(kernel_id(cls), [0, 1, 1], [1, 1, 1], [1.5, 0.2, 0.2], [1.0]) is None
+        with pytest.raises(ValueError, match=r"^job 0 has demand \[1.5\], which fits no server even when empty"):
+            simulate_packing([0, 1, 1], [1, 1, 1], [1.5, 0.2, 0.2], [1.0], cls)
     # no epoch at all before `until`
     for cls in CLASSES:
         r = both(cls, [5.0], [1.0], [0.5], [1.0], until=2.0, sample_every=1.0)
@@ -616,14 +631,10 @@ def test_vqs_subclass_params_and_refused_clusters_as_on_the_reference(monkeypatc
                 engine.run(two, cls, {}, {"servers": 2}, path=path)
         big = pl.DataFrame({"job_id": [0, 1], "submit": [0.0, 1.0], "duration": [1.0, 1.0], "demand": [0.5, 1 + 2e-9]})
         assert packing_fast.simulate(kernel_id(cls), [0.0, 1.0], [1.0, 1.0], [0.5, 1 + 2e-9], [1.0]) is None
-        for path in ENGINE_PATHS:
-            with pytest.raises(UserError, match="not in"):
-                engine.run(big, cls, {}, {"servers": 2}, path=path)
-        # ... unless the reference never sees that job (until): then it runs, on the reference
-        assert_same_run(
-            engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="fast"),
-            engine.run(big, cls, {}, {"servers": 2, "until": 0.5}, path="reference"),
-        )
+        for path in ENGINE_PATHS:  # no server could hold it, whatever the policy: the engine refuses it first
+            for system in ({"servers": 2}, {"servers": 2, "until": 0.5}):
+                with pytest.raises(UserError, match=r"job_id 1 \(row 1\) has demand \[1.000000002\], which fits no"):
+                    engine.run(big, cls, {}, system, path=path)
         assert calls == []
 
 

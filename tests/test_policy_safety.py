@@ -3,10 +3,9 @@
 * the engines stop what ``schedlab check-policy`` detects with the same
   message: a clock that stops (a queue policy's ``next_event_time()`` in the
   past or at the current instant, forever), a stall with work present (queue,
-  batch, DFRS), a livelock of pauses (DFRS), a capacity breach (every engine).
-  Packing's loop is driven by arrivals and departures alone, so it ends by
-  itself; a job left queued there stays a NaN start (a head-of-line FIFO-FF
-  or Slots-Fair legitimately leaves some), as ``check-policy`` reports it;
+  batch, DFRS; packing: jobs still queued on an empty cluster when nothing
+  is left to arrive), a livelock of pauses (DFRS), a capacity breach (every
+  engine);
 * a wall-clock budget per simulation (``[execution] sim_budget_seconds``,
   ``schedlab simulate --budget``) turns what no rule can tell from a slow run
   into a failure, and a policy's ``except Exception`` cannot swallow it;
@@ -32,7 +31,7 @@ import polars as pl
 import pytest
 
 import schedlab
-from schedlab.api import batch, dfrs, queue
+from schedlab.api import batch, dfrs, packing, queue
 from schedlab.checks import check_policy
 from schedlab.engines import get_engine
 from schedlab.errors import PolicyError
@@ -144,6 +143,34 @@ class BNarrowOnly(batch.Policy):
         return out
 
 
+class PNoLarge(packing.Policy):
+    """First fit in arrival order that never places a job larger than one half."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self.queue = []
+
+    def arrive(self, job):
+        self.queue.append(job)
+
+    def depart(self, job, server):
+        pass
+
+    def schedule(self):
+        free = [self.cluster.free(s).copy() for s in range(self.cluster.servers)]
+        out, keep = [], []
+        for job in self.queue:
+            dem = self.cluster.demand(job)
+            s = next((s for s in range(len(free)) if dem.max() <= 0.5 and packing.fits(dem, free[s])), None)
+            if s is None:
+                keep.append(job)
+            else:
+                free[s] = free[s] - dem
+                out.append((job, s))
+        self.queue = keep
+        return out
+
+
 class DChurn(dfrs.Policy):
     """Greedy placement, and every period (50 s, under the 300 s penalty) each
     running job paused and resumed at once: no job ever leaves its penalty."""
@@ -225,8 +252,9 @@ def _engine_message(engine: str, cls, workload) -> str:
         ("queue", QPast, "internal events at this instant with no job arriving or leaving"),
         ("batch", BNarrowOnly, "never starts"),
         ("dfrs", DChurn, "a livelock of jobs kept paused"),
+        ("packing", PNoLarge, "each of them fits an empty server, so the policy never places them"),
     ],
-    ids=["queue-past-time", "batch-stall", "dfrs-livelock"],
+    ids=["queue-past-time", "batch-stall", "dfrs-livelock", "packing-stall"],
 )
 def test_engines_refuse_what_check_policy_finds_with_its_message(engine, cls, fragment):
     report = check_policy(engine, cls, examples=EXAMPLES, seed=0)

@@ -10,6 +10,15 @@ each must fit the server's free capacity after the earlier placements of the
 same list (the engine raises ``CapacityExceeded``, naming the policy, the
 time, the job and the server, otherwise).
 
+A policy must eventually place every job. The engine refuses up front a job
+that fits no server even when empty (the workload's problem); every other
+job fits an empty server, so a run (without ``until``) that ends with jobs
+still queued -- nothing running, nothing left to arrive -- is a policy bug,
+a ``schedule()`` that forgets a queue say: the engine raises
+``PackingStalled``, naming the policy, the time, how many jobs are queued
+and the first. In a sweep it fails that configuration only (a record in
+``failures/``); ``schedlab check-policy`` reports it as ``completes``.
+
 What a policy may read through its :class:`Cluster` handle:
 ``cluster.servers`` (L), ``cluster.resources`` (d), ``cluster.capacity(s)``,
 ``cluster.free(s)``, ``cluster.demand(job)`` (read-only numpy vectors),
@@ -25,7 +34,7 @@ sorted by size) instead of scanning every server or every queued job.
 
 from schedlab.policies.packing.base import PackingPolicy as Policy
 from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, Cluster, PlacementError, fits
+from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, Cluster, PackingStalled, PlacementError, fits
 
 __all__ = [
     "FIT_TOL",
@@ -33,6 +42,7 @@ __all__ = [
     "Cluster",
     "JobsBySize",
     "MaxSegmentTree",
+    "PackingStalled",
     "PlacementError",
     "Policy",
     "ServersByFree",

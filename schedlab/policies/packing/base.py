@@ -31,6 +31,11 @@ A policy implements four methods:
   duration: only policies that model known durations, like Tetris's SRTF term,
   read it).
 
+A policy must eventually place every job: every job fits an empty server
+(the engine refuses one that fits none before the run), so jobs still queued
+when nothing runs and nothing is left to arrive are a policy bug, and the
+engine raises ``PackingStalled`` (runs without ``until``).
+
 Jobs are ints (their index in the job table, i.e. arrival order); servers are
 ints 0..L-1. Cost per decision: a policy keeps sorted structures (see
 ``schedlab.policies.packing.structures``) instead of scanning every server or

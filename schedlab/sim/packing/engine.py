@@ -38,6 +38,20 @@ is a policy bug: the engine raises :class:`CapacityExceeded` /
 ``ceil(x / Δ - EPOCH_TOL * max(1, x / Δ))`` so that a time that is a multiple
 of Δ up to rounding lands on that multiple.
 
+Every job must fit some empty server (``demand <= capacity + FIT_TOL`` in
+every dimension): a job that fits none could never run under any policy, so
+the inputs are refused up front (``ValueError``, naming the job; the table
+adapter's ``UserError``): that is the workload's problem, not the policy's.
+
+Stalls
+------
+Without ``until`` the run ends when nothing is left to arrive or depart. Jobs
+still queued then face an empty cluster and each fits an empty server, so a
+policy that leaves them there has a bug (its ``schedule()`` forgets a queue,
+say): the engine raises :class:`PackingStalled` instead of returning a
+result whose waits cover the started jobs only. With ``until``, jobs queued
+at that time are normal.
+
 Metrics
 -------
 The queue and cluster state is piecewise constant between epochs, so the
@@ -113,9 +127,34 @@ class PlacementError(PolicyError):
     """A policy placed a job that is not queued, or on a server that does not exist."""
 
 
+class PackingStalled(PolicyError):
+    """A run without ``until`` ended with jobs the policy never placed
+    although each fits an empty server, and the cluster was empty (nothing
+    running, nothing left to arrive): a policy bug (``schedlab
+    check-policy``'s ``completes`` invariant, with this message)."""
+
+
 def fits(demand: Iterable[float], free: Iterable[float]) -> bool:
     """The engine's fit test, for policies that want to ask it verbatim."""
     return all(r <= f + FIT_TOL for r, f in zip(demand, free))
+
+
+def misfit(demand: np.ndarray, capacity: np.ndarray, job_ids: Any = None) -> str | None:
+    """Why the first job (row of ``demand``, n x d) that fits no empty server
+    (a row of ``capacity``, L x d) by the engine's fit test cannot run,
+    named by its index or its entry in ``job_ids``; None if every job fits one."""
+    ok = np.zeros(len(demand), dtype=bool)
+    for cap in np.unique(capacity, axis=0):  # identical servers (the usual case): one pass
+        ok |= ~np.any(demand > cap + FIT_TOL, axis=1)  # the engine's test (a NaN is refused elsewhere)
+    bad = np.flatnonzero(~ok)
+    if not len(bad):
+        return None
+    j = int(bad[0])
+    name = f"job {j}" if job_ids is None else f"job_id {job_ids[j]} (row {j})"
+    return (
+        f"{name} has demand {demand[j].tolist()}, which fits no server even when empty (the largest capacity "
+        f"per resource is {capacity.max(axis=0).tolist()}, tolerance {FIT_TOL}): no policy could ever run it"
+    )
 
 
 class Cluster:
@@ -273,6 +312,9 @@ def _as_inputs(
         raise ValueError("durations and demands must be >= 0")
     if not np.all(capacity > 0):
         raise ValueError("capacities must be > 0")
+    why = misfit(demand, capacity)
+    if why is not None:
+        raise ValueError(why)
     return submit, duration, demand, capacity
 
 
@@ -490,6 +532,9 @@ def simulate_packing(
         started,
         epochs,
         series,
+        policy=getattr(type(policy), "name", "") or type(policy).__name__,
+        until=until,
+        demand=demand,
     )
 
 
@@ -519,15 +564,31 @@ def finish_result(
     started: int,
     epochs: int,
     series: dict[str, np.ndarray] | None,
+    *,
+    policy: str,
+    until: float | None,
+    demand: np.ndarray,
 ) -> PackingResult:
     """The :class:`PackingResult` of a run from its event loop's outcome:
     per-job starts and servers, the horizon [t0, t1], the time integrals
     (``area_qres``/``area_used``: one per resource), the counters and the
-    sampled series. Shared by the reference loop and the compiled one
-    (``schedlab.sim.packing.fast``), so every derived metric is computed by
-    the same code from the same numbers."""
+    sampled series. Shared by the reference loop and the compiled ones
+    (``schedlab.sim.packing.fast``, ``multi_fast``), so every derived metric
+    is computed by the same code from the same numbers, and both raise the
+    same :class:`PackingStalled` (``policy``: its name in the message) for a
+    run without ``until`` that leaves jobs unplaced: the loops end only when
+    nothing is left to arrive or run, so those jobs are queued on an empty
+    cluster, and each fits an empty server (``_as_inputs``)."""
     d = capacity.shape[1]
     n = len(submit)
+    if until is None and started < n:
+        never = np.flatnonzero(np.isnan(start_a))
+        j = int(never[0])
+        raise PackingStalled(
+            f"policy {policy!r}: t={t1 + 0.0}: {len(never)} of {n} jobs are still queued when nothing runs and nothing "
+            f"is left to arrive, first job {j} (demand {demand[j].tolist()}); each of them fits an empty server, "
+            f"so the policy never places them"
+        )
     horizon = t1 - t0
     end_a = start_a + duration
     wait_a = start_a - submit

@@ -17,7 +17,7 @@ import numpy as np
 
 from schedlab.errors import UserError
 from schedlab.sim import system as system_params
-from schedlab.sim.packing.engine import simulate_packing
+from schedlab.sim.packing.engine import misfit, simulate_packing
 from schedlab.sim.packing.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERNELS, fast_vqs_J
 
 
@@ -69,6 +69,9 @@ def run_table(
     capacity = np.tile(cap_v, (servers, 1))
     submit = jobs["submit"].to_numpy().astype(float)
     duration = jobs[dur_col].to_numpy().astype(float)
+    why = misfit(demand, capacity, jobs["job_id"])
+    if why is not None:  # the workload's problem, on either path (the engine's ValueError would name the row)
+        raise UserError(f"packing engine: {why}")
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None

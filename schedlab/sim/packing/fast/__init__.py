@@ -284,7 +284,7 @@ def simulate(
     bit for bit; or None when the fast path declines (module docstring): then
     run the reference."""
     mode = kernel_for(kernel)
-    if mode is None:
+    if kernel is None or mode is None:
         return None
     J = 0
     if mode == VQS or mode == VQS_BF:
@@ -342,6 +342,9 @@ def simulate(
         started,
         epochs,
         series,
+        policy=kernel,
+        until=until,
+        demand=demand,
     )
 
 

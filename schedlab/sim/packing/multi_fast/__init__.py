@@ -258,7 +258,7 @@ def simulate(
     from schedlab.sim.packing.engine import Cluster
 
     mode = kernel_for(kernel)
-    if mode is None:
+    if kernel is None or mode is None:
         return None
     checked = checked_inputs(submit, duration, demand, capacity, group, estimate, epoch, sample_every, until)
     if checked is None:
@@ -320,6 +320,9 @@ def simulate(
         started,
         epochs,
         series,
+        policy=kernel,
+        until=until,
+        demand=demand,
     )
 
 
