@@ -19,33 +19,24 @@ from schedlab.errors import UserError
 from schedlab.policies.packing.tetris import SlotsFair, Tetris
 from schedlab.sim.packing import multi_fast as packing_multi_fast
 from schedlab.sim.packing.engine import PackingStalled, simulate_packing
-from tests.test_packing_fast import assert_same_result, assert_same_run, fitting
+from tests.test_packing_fast import assert_same_result, assert_same_run, fitting, outcome
 from tests.test_packing_tetris import SLIDES_CAP, SLIDES_DEMAND, SLIDES_GROUP, instances
 
 CLASSES = (Tetris, SlotsFair)
-
-
-def _outcome(run):
-    """A run's result, or the text of its PackingStalled (Slots-Fair with a
-    slot size whose count a task exceeds on every server never places it)."""
-    try:
-        return run()
-    except PackingStalled as err:
-        return str(err)
 
 
 def both(cls, submit, duration, demand, capacity, params=None, **kw):
     """Run the reference and the kernel; assert the kernel ran and the two
     agree to the bit, or raise the same PackingStalled. Returns the
     reference's result (None for a stall)."""
-    fast = _outcome(
+    fast = outcome(
         lambda: packing_multi_fast.simulate(
             kernel_id(cls), cls, submit, duration, demand, capacity, params=params, **kw
         )
     )
     assert fast is not None, "the kernel declined"
     factory = (lambda cluster: cls(cluster, **params)) if params else cls
-    ref = _outcome(lambda: simulate_packing(submit, duration, demand, capacity, factory, **kw))
+    ref = outcome(lambda: simulate_packing(submit, duration, demand, capacity, factory, **kw))
     if isinstance(ref, str) or isinstance(fast, str):
         assert cls is SlotsFair and ref == fast  # the same message from the shared finish_result
         return None

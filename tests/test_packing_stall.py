@@ -24,6 +24,7 @@ from schedlab.checks import check_policy
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.errors import PolicyError, UserError
 from schedlab.policies.packing import PACKING_POLICIES
+from schedlab.sim.packing import fast as packing_fast
 from schedlab.sim.packing.engine import PackingStalled, simulate_packing
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
@@ -308,3 +309,23 @@ def test_check_policy_reports_the_engines_message():
     assert not report.ok and report.failure.invariant.name == "completes", report.render()
     assert report.failure.message.startswith("policy 'Forgets': t=")
     assert "first job 0 " in report.failure.message
+
+
+def test_a_builtin_whose_fit_test_refuses_a_job_within_fit_tol_stalls_alike_on_both_paths():
+    """Found by hypothesis: 0.7 + 1e-9 (as rounded) fits a server of 0.7 by
+    the engine's test (size <= free + FIT_TOL) but not by BF-J's (free >=
+    size - FIT_TOL, which rounds the other way): BF-J never places it. It
+    used to end as a NaN start; now both paths raise the same stall."""
+    demand = [0.1] * 8 + [0.2, 0.7000000009999999] + [0.1] * 5
+    submit, duration, capacity = [0.0] * 15, [0.0] * 15, [0.7]
+    messages = []
+    for run in (
+        lambda: simulate_packing(submit, duration, demand, capacity, PACKING_POLICIES["BF-J"]),
+        lambda: packing_fast.simulate("BF-J", submit, duration, demand, capacity),
+    ):
+        with pytest.raises(PackingStalled) as err:
+            run()
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("policy 'BF-J': t=0.0: 1 of 15 jobs are still queued")
+    assert "first job 9 (demand [0.7000000009999999])" in messages[0]
