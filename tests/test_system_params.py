@@ -55,6 +55,7 @@ BASE = {
             "cpu_need": 1.0,
             "bound": False,
             "estimates": "requested",
+            "easy_backfill": "canonical",
         },
     },
     "dfrs": {
@@ -124,6 +125,7 @@ VALID = {
         "cpu_need": lambda v: _num(v) and 0 < v <= 1,
         "bound": lambda v: type(v) is bool,
         "estimates": lambda v: v in ("requested", "exact") and type(v) is str,
+        "easy_backfill": lambda v: v in ("canonical", "vcsim") and type(v) is str,
     },
     "dfrs": {
         "nodes": lambda v: _int(v) and v >= 1,
@@ -300,7 +302,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 29 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 30 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

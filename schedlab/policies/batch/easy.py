@@ -35,6 +35,30 @@ After every pass ``self.head_reservation`` is (head, shadow time, head's
 need) when the head could not start, else None: what a schedule view draws
 (one attribute store per pass).
 
+The authors' simulator's rule (``[system] easy_backfill = "vcsim"``, read
+from ``machine.easy_backfill``; docs/dfrs.md): vcsim (github
+marklee77/vcsim, ``easy_sched`` in ``results/scripts/sim.py``) pins the
+head's reservation to *hosts* when it is made and keeps it until it starts:
+
+2'. The reservation's units are the head's need taken from the running jobs
+    ending (requested end) by the shadow time, latest end first (ties: the
+    later job first), the rest from the free units; it is made once and kept
+    (its shadow time too) until the head starts, at the first pass at or
+    after the shadow time where it fits.
+3'. While it is held, a later job starts now only if its need is <= the free
+    units *outside* the reservation (the free units minus the reserved units
+    already free), whatever its length: vcsim's test for rule (a),
+    ``time + job.runtime <= resalloc.starttime``, compares with the
+    reservation's start time, which is ``None`` until it starts, and in
+    Python 2 a number is never ``<= None``; so rule (a) never applies, and
+    every backfilled job takes units outside the reservation, as rule (b)
+    does, without being counted against ``extra`` (the reservation's units
+    are known individually).
+
+With exact estimates, the shadow time is the same as the canonical rule's
+and the head starts then in both; only the backfilled jobs differ (a short
+job that fits in the free units but not outside the reservation waits).
+
 Cost per pass: O(log r) per start (a sorted list of running jobs by requested
 end), O(r) to find the shadow time and O(q) for the backfill scan (q queued
 jobs), as in the canonical algorithm.
@@ -42,11 +66,15 @@ jobs), as in the canonical algorithm.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
 from schedlab.policies.batch.base import BatchPolicy
+
+#: ``[system] easy_backfill`` values (``schedlab.sim.system.BATCH``): the canonical rule, or the DFRS authors'.
+CANONICAL, VCSIM = "canonical", "vcsim"
 
 
 class EASY(BatchPolicy):
@@ -55,6 +83,12 @@ class EASY(BatchPolicy):
 
     def __init__(self, machine, *, record_reservations: bool = False) -> None:
         super().__init__(machine)
+        self.vcsim = getattr(machine, "easy_backfill", CANONICAL) == VCSIM
+        #: vcsim's rule: the held reservation (head, shadow time) or None, the reserved units of each
+        #: running job (job -> units) and the reserved units already free.
+        self.held: tuple[int, float] | None = None
+        self.reserved_busy: dict[int, int] = {}
+        self.reserved_free = 0
         self.queue: dict[int, None] = {}  # insertion-ordered: submit order, O(1) removal
         self.running = SortedList()  # (requested end, job)
         self.req_end: dict[int, float] = {}
@@ -66,6 +100,8 @@ class EASY(BatchPolicy):
 
     def complete(self, job: int) -> None:
         self.running.remove((self.req_end.pop(job), job))
+        if self.held is not None:
+            self.reserved_free += self.reserved_busy.pop(job, 0)
 
     def _start(self, job: int, now: float) -> None:
         e = now + self.machine.requested[job]
@@ -73,6 +109,8 @@ class EASY(BatchPolicy):
         self.running.add((e, job))
 
     def schedule(self, now: float) -> list[int]:
+        if self.vcsim:
+            return self._schedule_vcsim(now)
         out: list[int] = []
         queue, need = self.queue, self.machine.need
         free = self.machine.free
@@ -103,6 +141,75 @@ class EASY(BatchPolicy):
                 out.extend(started)
             break
         return out
+
+    def _schedule_vcsim(self, now: float) -> list[int]:
+        """One pass under vcsim's rule (2' and 3' of the module docstring)."""
+        out: list[int] = []
+        queue, need = self.queue, self.machine.need
+        free = self.machine.free
+        record = self.reservation
+        self.head_reservation = None
+        while queue:
+            head = next(iter(queue))
+            nh = need[head]
+            held = self.held
+            if held is None and nh <= free or held is not None and now >= held[1] and nh <= free:
+                if record is not None and head not in record:
+                    record[head] = now
+                self.held = None
+                self.reserved_busy = {}
+                self.reserved_free = 0
+                del queue[head]
+                free -= nh
+                self._start(head, now)
+                out.append(head)
+                continue
+            if held is None:
+                shadow, _extra = reservation(self.running, need, free, now, nh)
+                self.held = held = (head, shadow)
+                self.reserved_busy, self.reserved_free = reserve(self.running, need, shadow, nh)
+                if record is not None and head not in record:
+                    record[head] = shadow
+            self.head_reservation = (head, held[1], nh)
+            outside = free - self.reserved_free
+            if outside > 0:
+                it = iter(queue)
+                next(it)
+                started = []
+                for job in it:
+                    nj = need[job]
+                    if nj <= outside:
+                        outside -= nj
+                        started.append(job)
+                        if outside == 0:
+                            break
+                for job in started:
+                    del queue[job]
+                    self._start(job, now)
+                out.extend(started)
+            break
+        return out
+
+
+def reserve(running: SortedList, need: list[int], shadow: float, nh: int) -> tuple[dict[int, int], int]:
+    """vcsim's reserved units for a head of need ``nh`` and its shadow time
+    (rule 2'): (units of each running job, units taken from the free ones).
+    vcsim sorts the hosts by (available time, host) and takes the ``nh``
+    latest-available hosts among those available by the shadow time: the
+    running jobs ending by then, latest first (ties: the later job first;
+    with exact estimates tied jobs end together, so the choice does not
+    matter; a job past its requested end counts as running), then free
+    hosts."""
+    busy: dict[int, int] = {}
+    left = nh
+    k = running.bisect_right((shadow, math.inf)) - 1
+    while left > 0 and k >= 0:
+        j = running[k][1]
+        take = min(left, need[j])
+        busy[j] = take
+        left -= take
+        k -= 1
+    return busy, left
 
 
 def reservation(running: SortedList, need: list[int], free: int, now: float, nh: int) -> tuple[float, int]:

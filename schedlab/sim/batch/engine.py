@@ -138,11 +138,21 @@ class Machine:
     """The handle a batch policy is built with. ``free`` is the number of free
     units at the start of the current pass (the engine updates it after the
     pass's starts); ``need``, ``requested`` and ``submit`` are Python lists
-    indexed by job (do not modify them)."""
+    indexed by job (do not modify them). ``easy_backfill`` is the ``[system]``
+    option of that name (``"canonical"`` or ``"vcsim"``), read by EASY
+    (``schedlab.policies.batch.easy``)."""
 
-    __slots__ = ("capacity", "free", "now", "need", "requested", "submit")
+    __slots__ = ("capacity", "free", "now", "need", "requested", "submit", "easy_backfill")
 
-    def __init__(self, capacity: int, need: list[int], requested: list[float], submit: list[float]) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        need: list[int],
+        requested: list[float],
+        submit: list[float],
+        easy_backfill: str = "canonical",
+    ) -> None:
+        self.easy_backfill = easy_backfill
         self.capacity = int(capacity)
         self.free = int(capacity)
         self.now = 0.0
@@ -180,6 +190,7 @@ class BatchRun:
         policy_factory: Callable[[Machine], Any],
         *,
         hidden: Callable[[list[float]], Sequence[float]] | None = None,
+        easy_backfill: str = "canonical",
     ) -> None:
         submit_a = np.asarray(submit, dtype=float)
         self.n = n = len(submit_a)
@@ -190,7 +201,11 @@ class BatchRun:
         self.run_l = run_l
         self.need_l = np.asarray(need, dtype=np.int64).tolist()
         self.machine = Machine(
-            capacity, list(self.need_l), np.asarray(requested, dtype=float).tolist(), list(self.sub_l)
+            capacity,
+            list(self.need_l),
+            np.asarray(requested, dtype=float).tolist(),
+            list(self.sub_l),
+            easy_backfill,
         )
         self.policy = policy_factory(self.machine)
         self.order = np.argsort(submit_a, kind="stable").tolist()
@@ -266,6 +281,7 @@ def simulate_batch(
     *,
     hidden: Callable[[list[float]], Sequence[float]] | None = None,
     recorder: Callable[[float, list[int], Any], None] | None = None,
+    easy_backfill: str = "canonical",
 ) -> BatchResult:
     """Replay jobs (arrays in job order) on a machine of ``capacity`` units.
 
@@ -278,8 +294,11 @@ def simulate_batch(
     ``recorder`` (schedule views, ``schedlab.views``): called after every pass
     as ``recorder(t, started, policy)`` (the jobs started at t, in order; the
     policy, whose ``head_reservation`` an EASY-like policy exposes). None (the
-    normal path) costs one test per pass."""
-    run = BatchRun(submit, runtime, requested, need, capacity, policy_factory, hidden=hidden)
+    normal path) costs one test per pass. ``easy_backfill``: the machine's
+    ``easy_backfill`` (:class:`Machine`)."""
+    run = BatchRun(
+        submit, runtime, requested, need, capacity, policy_factory, hidden=hidden, easy_backfill=easy_backfill
+    )
     policy = run.policy
     while (t := run.advance()) is not None:
         starts = policy.schedule(t)
@@ -308,6 +327,7 @@ def run_table(
     cpu_need: float = 1.0,
     bound: bool = False,
     estimates: str = "requested",
+    easy_backfill: str = "canonical",
     path: str = "reference",
     kernel: str | tuple[str, int, bool] | None = None,
     recorder: Callable[[float, list[int], Any], None] | None = None,
@@ -316,7 +336,10 @@ def run_table(
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent, or ``estimates="exact"``: requested =
     runtime, exact estimates -- what the DFRS authors' simulator gave EASY,
-    docs/dfrs.md).
+    docs/dfrs.md). ``easy_backfill``: EASY's backfilling rule, ``"canonical"``
+    or ``"vcsim"`` (the DFRS authors' simulator's, ``schedlab.policies.batch.easy``);
+    other policies ignore it, and EASY under ``"vcsim"`` runs on the reference
+    engine (its kernel implements the canonical rule only).
     Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
     table's ``machine_procs`` column, an SWF header's MaxProcs), or
     ``model="nodes"`` with ``nodes`` nodes and ``tasks_per_node``.
@@ -348,6 +371,7 @@ def run_table(
             "cpu_need": cpu_need,
             "bound": bound,
             "estimates": estimates,
+            "easy_backfill": easy_backfill,
         },
         "batch engine",
         jobs.columns,
@@ -417,6 +441,8 @@ def run_table(
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
     res = None
+    if easy_backfill != "canonical" and kernel == "EASY":
+        kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
     if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
         from schedlab.sim.batch import fast
 
@@ -428,7 +454,9 @@ def run_table(
     if res is None:  # the reference path (or the kernel declined)
         factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
         started = time.perf_counter()
-        res = simulate_batch(submit, runtime, requested, need, capacity, factory, recorder=recorder)
+        res = simulate_batch(
+            submit, runtime, requested, need, capacity, factory, recorder=recorder, easy_backfill=easy_backfill
+        )
     wall = time.perf_counter() - started
     wait = res.start - submit
     stretch = bounded_stretch(submit, runtime, res.end, threshold=BOUNDED_STRETCH_THRESHOLD)

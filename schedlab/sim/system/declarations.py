@@ -215,6 +215,14 @@ BATCH = SystemSchema(
             ("requested", "exact"),
             doc="the runtime the scheduler sees: the table's requested_time, or the actual runtime (exact)",
         ),
+        choice(
+            "easy_backfill",
+            "canonical",
+            ("canonical", "vcsim"),
+            doc="EASY's backfilling: canonical (a job backfills if it ends by the head's reservation or fits the "
+            "units the reservation leaves), or, as the DFRS authors' simulator does, only onto free units outside "
+            "the reservation, which is pinned when made (docs/dfrs.md); other policies ignore it",
+        ),
     ),
     rules=(
         Rule("nodes", "model 'nodes' needs nodes >= 1", _nodes_for_model),
