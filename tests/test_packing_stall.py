@@ -228,6 +228,11 @@ def test_a_job_no_server_holds_is_refused_up_front_naming_it():
     assert engine.run(jobs, "Tetris", system={"servers": 2, "capacity": 2.0}).summary["started"] == 3
     with pytest.raises(ValueError, match=r"^job 1 has demand \[1.5\], which fits no server even when empty"):
         simulate_packing([0.0, 0.0], [1.0, 1.0], [0.5, 1.5], [1.0, 0.5], Forgets)
+    # different servers: a job needs one server that holds it in every resource, not the largest per resource
+    unlike = [[1.0, 0.5], [0.5, 1.0]]
+    assert simulate_packing([0.0, 0.0], [1.0, 1.0], [[0.2, 1.0], [1.0, 0.2]], unlike, Forgets).started == 2
+    with pytest.raises(ValueError, match=r"^job 0 has demand \[0.9, 0.9\], which fits no server"):
+        simulate_packing([0.0], [1.0], [[0.9, 0.9]], unlike, Forgets)
     # within FIT_TOL of the capacity still fits ...
     assert simulate_packing([0.0], [1.0], [1 + 5e-10], [1.0], Forgets).started == 1
     # ... but not in Slots-Fair's 18 slots (ceil(18 (1 + 5e-10)) = 19): its own limit, reported as a stall

@@ -143,8 +143,10 @@ def misfit(demand: np.ndarray, capacity: np.ndarray, job_ids: Any = None) -> str
     """Why the first job (row of ``demand``, n x d) that fits no empty server
     (a row of ``capacity``, L x d) by the engine's fit test cannot run,
     named by its index or its entry in ``job_ids``; None if every job fits one."""
+    if not len(demand) or np.any(np.all(demand.max(axis=0) <= capacity + FIT_TOL, axis=1)):
+        return None  # one server holds the largest demand of every resource: the usual case, one reduction
     ok = np.zeros(len(demand), dtype=bool)
-    for cap in np.unique(capacity, axis=0):  # identical servers (the usual case): one pass
+    for cap in np.unique(capacity, axis=0):
         ok |= ~np.any(demand > cap + FIT_TOL, axis=1)  # the engine's test (a NaN is refused elsewhere)
     bad = np.flatnonzero(~ok)
     if not len(bad):

@@ -192,7 +192,7 @@ def _tables(mode: int, policy, demand, gidx, G):
         x = (demand * np.array(policy.inv_slot)).max(axis=1) * (1 - 1e-12)
     if not np.all(np.isfinite(x)):
         return None  # the reference's math.ceil raises OverflowError
-    most = max(policy.slots) + 1  # a task needing more never runs: any larger count acts the same
+    most = max(policy.slots) + 1  # a task needing more never runs (PackingStalled): any larger count acts the same
     if most * L >= 2**52:
         return None  # slot counts the kernel's floats would not hold exactly (the reference's are ints)
     k = np.minimum(np.maximum(1.0, np.ceil(x)), float(most)).astype(np.int64)
