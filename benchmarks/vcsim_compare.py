@@ -67,6 +67,14 @@ GreedyPM*/per and MCB8*/per not (mean error 121 s and 2,017 s; not traced).
 Each run of the four against vcsim takes ~2-3 min on one core (HPC2N
 week: ~6 min).
 
+EASY (vcsim's ``easy``) runs on the batch engine as FCFS does (whole nodes,
+``estimates = "exact"``), with schedlab's canonical rule and with
+``easy_backfill = "vcsim"`` (``BATCH_VCSIM_OPTIONS``; the dfrs options and
+variants do not apply to FCFS and EASY). Measured (docs/dfrs.md, "EASY,
+measured"): with ``easy_backfill = "vcsim"`` equal to vcsim on every job of
+Lublin seeds 1, 2 (1,000 jobs), seed 3 at load 0.9, the 300-job default and
+HPC2N weeks 1, 50 and 109; the canonical rule differs on 0-848 jobs.
+
 If vcsim or Python 2 is not found, the script says so and exits 0.
 """
 

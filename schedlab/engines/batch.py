@@ -29,8 +29,12 @@ def run(
     "nodes"), procs (model procs; 0 = the trace's machine size from a
     ``machine_procs`` column if the table carries one), nodes (model nodes),
     tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
-    has no such column) and bound (the DFRS view: underutilization and Theorem
-    1's max-stretch lower bound, see ``schedlab.sim.batch.engine``).
+    has no such column), bound (the DFRS view: underutilization and Theorem
+    1's max-stretch lower bound, see ``schedlab.sim.batch.engine``),
+    estimates ("requested" or "exact": the runtimes EASY plans with) and
+    easy_backfill ("canonical" or "vcsim": EASY's backfilling rule, the DFRS
+    authors' simulator's with "vcsim", ``schedlab.policies.batch.easy``; EASY
+    then runs on the reference engine).
 
     ``path="fast"``: the built-ins themselves (by identity, never a subclass)
     without params run on their compiled kernels (``schedlab.sim.batch.fast``,

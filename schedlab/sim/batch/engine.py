@@ -44,6 +44,16 @@ same list: a job that does not fit, or is not queued, raises
 :class:`BatchCapacityExceeded` / :class:`BatchStartError` (a policy bug, never
 repaired).
 
+EASY's backfilling rule
+-----------------------
+``easy_backfill = "canonical"`` (the default) is the textbook rule; ``"vcsim"``
+is the DFRS authors' simulator's (docs/dfrs.md row 22): the head's reservation
+is pinned to units when made, and a later job backfills only onto the free
+units outside it, whatever its length (``schedlab.policies.batch.easy``). The
+policy reads it from :class:`Machine`; other policies ignore it. EASY's
+compiled kernel implements the canonical rule only, so EASY under ``"vcsim"``
+runs on the reference engine (FCFS keeps its kernel).
+
 Metrics
 -------
 Per job: wait = start - submit; bounded stretch = max(end - submit, tau) /

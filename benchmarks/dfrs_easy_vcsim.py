@@ -1,0 +1,110 @@
+"""EASY's degradation from bound on the dfrs-table pipeline's own instances,
+with the canonical backfilling rule and with the DFRS authors' simulator's
+(``[system] easy_backfill = "vcsim"``), next to RR-7659's Table 2 (prints a
+table; asserts nothing).
+
+The instances and the figure are the pipeline's: the batch sweep spec
+``dfrs_common.specs`` builds for each set at paper scale (same seed,
+workload, replications, system: whole nodes, ``estimates = "exact"``,
+``bound = true``), with EASY alone and the ``easy_backfill`` axis added; its
+instances are run in this process by the sweep's own task function
+(``run_instances``, fast path), and the rows are summarised by the function
+``dfrs_table.stats`` uses (mean, std, 95 % t half-width of the
+degradation = max stretch / Theorem 1's bound; max over the instances).
+Nothing is written to disk.
+
+Usage::
+
+    python benchmarks/dfrs_easy_vcsim.py [--sets hpc2n,unscaled,scaled] [--subset F]
+
+``--subset F`` takes the pipeline's seeded subset (``--subset`` of the CLI:
+the first ceil(F n) synthetic traces, every load of each, and a seeded
+sample of the HPC2N weeks); without it, the full sets (182 weeks, 100
+unscaled traces, 900 scaled instances). Pin it to a core on a shared
+machine (``taskset -c 0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from schedlab.pipelines import dfrs_common as dc
+
+RULES = ["canonical", "vcsim"]
+
+
+def batch_spec(trace_set: str, subset: float | None) -> dict:
+    """The dfrs-table pipeline's batch sweep of ``trace_set`` (paper scale), EASY only, both rules."""
+    from schedlab.pipelines import dfrs_table
+
+    overrides = {} if subset is None else {dc.SUBSET_KEY: subset}
+    doc = {**dfrs_table.DOC, "sets": [trace_set]}
+    (spec,) = [s for s in dfrs_table.specs(doc, "paper", overrides) if s["engine"] == "batch"]
+    spec["policies"] = ["EASY"]
+    spec["system"] = {**spec["system"], "easy_backfill": RULES}
+    spec["tracking"] = {"enabled": False}
+    return spec
+
+
+def run_set(trace_set: str, subset: float | None):
+    """(summary rows of EASY under both rules on the set's instances, instances, wall seconds)."""
+    import polars as pl
+
+    from schedlab.platform.execution.tasks import run_instances
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.validate import parse_spec
+    from schedlab.workloads.registry import workload_kind
+
+    t0 = time.perf_counter()
+    spec = parse_spec(batch_spec(trace_set, subset), f"dfrs-table {trace_set} batch")
+    plan = build_plan(spec)
+    n = spec.replications.n
+    instances = list(plan.instances(range(n)))
+    kind = workload_kind(instances[0].point.kind)
+    shared = kind.load_shared(instances[0].point.params) if kind.load_shared else None  # one trace file per set
+    frames = []
+    for inst in instances:
+        res = run_instances(plan.engine, [(inst, list(inst.point.configs))], shared, False, plan.metrics)
+        if res.failures:
+            raise RuntimeError(f"{trace_set}: {res.failures[0]}")
+        frames.append(pl.DataFrame(res.summary))
+    rows = pl.concat(frames, how="diagonal_relaxed")
+    return rows, len(instances), time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", default="hpc2n,unscaled,scaled")
+    ap.add_argument("--subset", type=float, help="the pipeline's seeded subset fraction F (default: full sets)")
+    args = ap.parse_args()
+
+    import polars as pl
+
+    from schedlab.pipelines.dfrs_table import METRIC
+    from schedlab.platform.statistics.stats import summarize
+
+    doc = dc.read("schedlab.pipelines.dfrs_table")
+    (easy,) = [row[1:] for row in doc["published"]["table2"] if row[0] == "EASY"]  # Table 2's EASY row
+    print("| set | instances | rule | avg (± 95 %) | std | max | published avg / std / max | ours / published avg |")
+    print("|---|---|---|---|---|---|---|---|")
+    for trace_set in args.sets.split(","):
+        rows, count, wall = run_set(trace_set, args.subset)
+        stats = summarize(rows, ["system_easy_backfill"], [METRIC], std=True).join(
+            rows.group_by("system_easy_backfill").agg(pl.col(METRIC).max().alias("max")), on="system_easy_backfill"
+        )
+        k = doc["sets"].index(trace_set)  # Table 2's column order: real-world, unscaled, scaled
+        pa, ps, pm = easy[3 * k : 3 * k + 3]
+        for rule in RULES:
+            r = stats.filter(pl.col("system_easy_backfill") == rule).row(0, named=True)
+            m = r[f"{METRIC}_mean"]
+            print(
+                f"| {trace_set} | {count} | {rule} | {m:,.1f} ± {r[f'{METRIC}_ci95']:,.1f} | "
+                f"{r[f'{METRIC}_std']:,.1f} | {r['max']:,.1f} | {pa:,.1f} / {ps:,.1f} / {pm:,.1f} | {m / pa:.2f} |",
+                flush=True,
+            )
+        print(f"<!-- {trace_set}: {count} instances x 2 rules, {wall:.1f} s wall -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()
