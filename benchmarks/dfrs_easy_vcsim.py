@@ -22,6 +22,11 @@ the first ceil(F n) synthetic traces, every load of each, and a seeded
 sample of the HPC2N weeks); without it, the full sets (182 weeks, 100
 unscaled traces, 900 scaled instances). Pin it to a core on a shared
 machine (``taskset -c 0``).
+
+Measured (full sets, 114.6 s wall on one shared core; docs/dfrs.md, "EASY,
+measured"): average degradation canonical -> vcsim 1,777.6 -> 2,393.9
+(HPC2N), 1,571.3 -> 4,351.6 (unscaled), 1,596.3 -> 4,274.9 (scaled), against
+Table 2's 3,041.9, 4,955.4 and 5,262.0.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 
 from schedlab.engines import get_engine
 from schedlab.errors import UserError
+from schedlab.policies.batch.easy import EASY
+from schedlab.sim.batch.engine import simulate_batch
 
 SYSTEM = {"model": "nodes", "nodes": 6, "tasks_per_node": 1, "estimates": "exact"}
 VCSIM = {**SYSTEM, "easy_backfill": "vcsim"}
@@ -181,6 +183,29 @@ def test_vcsim_rule_equals_vcsims_easy_sched(inst):
     theirs = vcsim_easy(cap, jobs)
     ours = starts(table, {**VCSIM, "nodes": cap})
     assert ours == [float(theirs[j]) for j, *_ in jobs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(), st.lists(st.integers(-5, 10), min_size=9, max_size=9))
+def test_vcsim_rule_schedules_are_valid_and_heads_keep_their_reservation(inst, slack):
+    """Any estimates: every job runs, never on more units than the machine has
+    (the engine checks each start; a run that leaves a job queued raises).
+    Exact estimates: every head starts exactly at its reservation's time."""
+    cap, jobs = inst
+    submit = np.array([s for _, s, _, _ in jobs], float)
+    runtime = np.array([r for *_, r in jobs], float)
+    procs = np.array([p for _, _, p, _ in jobs])
+    requested = np.maximum(1.0, runtime + np.array(slack[: len(jobs)], float))
+    for req, exact in ((runtime, True), (requested, False)):
+        res = simulate_batch(
+            submit, runtime, req, procs, cap, lambda m: EASY(m, record_reservations=True), easy_backfill="vcsim"
+        )
+        assert np.all(res.start >= submit) and np.array_equal(res.end, res.start + runtime)
+        for t in np.unique(res.start):
+            assert procs[(res.start <= t) & (res.end > t)].sum() <= cap
+        if exact:
+            for job, reserved in res.policy.reservation.items():
+                assert res.start[job] == reserved, (job, reserved, res.start.tolist())
 
 
 def test_transliteration_on_the_hand_worked_case():

@@ -43,8 +43,12 @@ head's reservation to *hosts* when it is made and keeps it until it starts:
 2'. The reservation's units are the head's need taken from the running jobs
     ending (requested end) by the shadow time, latest end first (ties: the
     later job first), the rest from the free units; it is made once and kept
-    (its shadow time too) until the head starts, at the first pass at or
-    after the shadow time where it fits.
+    (its shadow time too) until the head starts, at the first pass where it
+    fits: with exact estimates that is its shadow time, when vcsim starts it
+    (before then fewer than its need are free: the units free by any earlier
+    time number fewer than its need); with requested times (vcsim has
+    none) jobs ending early may let it start sooner, and it never waits for
+    an instant with no event.
 3'. While it is held, a later job starts now only if its need is <= the free
     units *outside* the reservation (the free units minus the reserved units
     already free), whatever its length: vcsim's test for rule (a),
@@ -153,7 +157,7 @@ class EASY(BatchPolicy):
             head = next(iter(queue))
             nh = need[head]
             held = self.held
-            if held is None and nh <= free or held is not None and now >= held[1] and nh <= free:
+            if nh <= free:
                 if record is not None and head not in record:
                     record[head] = now
                 self.held = None
