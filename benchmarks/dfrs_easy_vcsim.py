@@ -13,9 +13,18 @@ instances are run in this process by the sweep's own task function
 degradation = max stretch / Theorem 1's bound; max over the instances).
 Nothing is written to disk.
 
+``--pipeline dfrs-period --results DIR`` does the same for the dfrs-period
+pipeline's instances (its seeds) and its other figure, EASY's average
+normalized underutilization (Figs. 2-3), and sets it beside the DFRS
+curve of that pipeline's rows in DIR (a `pipelines run dfrs-period --out
+DIR`): per period, the DFRS average and whether its interval lies below,
+above or across each EASY's -- the claim "periods larger than 900 s give a
+lower underutilization than EASY" read under both EASY rules.
+
 Usage::
 
     python benchmarks/dfrs_easy_vcsim.py [--sets hpc2n,unscaled,scaled] [--subset F]
+    python benchmarks/dfrs_easy_vcsim.py --pipeline dfrs-period --results DIR [--sets unscaled,scaled]
 
 ``--subset F`` takes the pipeline's seeded subset (``--subset`` of the CLI:
 the first ceil(F n) synthetic traces, every load of each, and a seeded
@@ -39,20 +48,21 @@ from schedlab.pipelines import dfrs_common as dc
 RULES = ["canonical", "vcsim"]
 
 
-def batch_spec(trace_set: str, subset: float | None) -> dict:
-    """The dfrs-table pipeline's batch sweep of ``trace_set`` (paper scale), EASY only, both rules."""
-    from schedlab.pipelines import dfrs_table
+def batch_spec(trace_set: str, subset: float | None, pipeline: str = "dfrs-table") -> dict:
+    """The pipeline's batch sweep of ``trace_set`` (paper scale), EASY only, both rules."""
+    import importlib
 
+    module = importlib.import_module(f"schedlab.pipelines.{pipeline.replace('-', '_')}")
     overrides = {} if subset is None else {dc.SUBSET_KEY: subset}
-    doc = {**dfrs_table.DOC, "sets": [trace_set]}
-    (spec,) = [s for s in dfrs_table.specs(doc, "paper", overrides) if s["engine"] == "batch"]
+    doc = {**module.DOC, "sets": [trace_set]}
+    (spec,) = [s for s in dc.specs(doc, "paper", overrides) if s["engine"] == "batch"]
     spec["policies"] = ["EASY"]
     spec["system"] = {**spec["system"], "easy_backfill": RULES}
     spec["tracking"] = {"enabled": False}
     return spec
 
 
-def run_set(trace_set: str, subset: float | None):
+def run_set(trace_set: str, subset: float | None, pipeline: str = "dfrs-table"):
     """(summary rows of EASY under both rules on the set's instances, instances, wall seconds)."""
     import polars as pl
 
@@ -62,7 +72,7 @@ def run_set(trace_set: str, subset: float | None):
     from schedlab.workloads.registry import workload_kind
 
     t0 = time.perf_counter()
-    spec = parse_spec(batch_spec(trace_set, subset), f"dfrs-table {trace_set} batch")
+    spec = parse_spec(batch_spec(trace_set, subset, pipeline), f"{pipeline} {trace_set} batch")
     plan = build_plan(spec)
     n = spec.replications.n
     instances = list(plan.instances(range(n)))
@@ -78,11 +88,52 @@ def run_set(trace_set: str, subset: float | None):
     return rows, len(instances), time.perf_counter() - t0
 
 
+def period_main(sets: list[str], subset: float | None, results: str) -> None:
+    """EASY's underutilization under both rules beside the dfrs-period run's DFRS curve (module docstring)."""
+    from pathlib import Path
+
+    from schedlab.pipelines import dfrs_period
+    from schedlab.platform.statistics.stats import summarize
+
+    dirs = {p.name: p for p in Path(results).iterdir() if p.is_dir()}
+    dfrs_tables = dfrs_period.tables(dirs)
+    col = "underutilization"
+    for trace_set in sets:
+        rows, count, wall = run_set(trace_set, subset, "dfrs-period")
+        easy = {
+            r["system_easy_backfill"]: (r[f"{col}_mean"], r[f"{col}_ci95"])
+            for r in summarize(rows, ["system_easy_backfill"], [col]).iter_rows(named=True)
+        }
+        print(
+            f"\n{trace_set} ({count} instances, {wall:.1f} s): EASY's average underutilization (± 95 %): "
+            + ", ".join(f"{rule} {m:.3f} ± {h:.3f}" for rule, (m, h) in easy.items()),
+            flush=True,
+        )
+        print(f"| period (s) | {dfrs_period.dc.BEST} (± 95 %) | " + " | ".join(f"vs EASY {r}" for r in RULES) + " |")
+        print("|---|---|" + "---|" * len(RULES))
+        dfrs = dfrs_tables[trace_set][0].sort("policy_period")
+        for r in dfrs.iter_rows(named=True):
+            m, h = r[f"{col}_mean"], r[f"{col}_ci95"] or 0.0
+            sides = []
+            for rule in RULES:
+                em, eh = easy[rule]
+                side = "below" if m + h < em - eh else "above" if m - h > em + eh else "overlap"
+                sides.append(f"{side} ({'<' if m < em else '>='} its average)")
+            print(f"| {r['policy_period']:g} | {m:.3f} ± {h:.3f} | " + " | ".join(sides) + " |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="hpc2n,unscaled,scaled")
     ap.add_argument("--subset", type=float, help="the pipeline's seeded subset fraction F (default: full sets)")
+    ap.add_argument("--pipeline", choices=["dfrs-table", "dfrs-period"], default="dfrs-table")
+    ap.add_argument("--results", help="dfrs-period: the dir of a `pipelines run dfrs-period --out DIR`")
     args = ap.parse_args()
+    if args.pipeline == "dfrs-period":
+        if not args.results:
+            ap.error("--pipeline dfrs-period needs --results DIR")
+        period_main(args.sets.split(","), args.subset, args.results)
+        return
 
     import polars as pl
 
