@@ -626,7 +626,8 @@ def test_normal_runs_have_no_guard():
 
 def test_handles_expose_no_durations():
     """Batch: the Machine holds exactly capacity, free, now, need, requested,
-    submit. Packing: the Cluster's only per-job float list is the estimate."""
+    submit and easy_backfill (the [system] rule, a word). Packing: the
+    Cluster's only per-job float list is the estimate."""
     from schedlab.checks.batch import MACHINE_FIELDS
     from schedlab.sim.batch.engine import Machine
     from schedlab.sim.packing.engine import Cluster

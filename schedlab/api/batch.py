@@ -14,7 +14,9 @@ What a policy may read through its :class:`Machine` handle:
 ``machine.capacity``, ``machine.free``, ``machine.now``, and per job (lists
 indexed by job) ``machine.need`` (units), ``machine.requested`` (the user's
 requested time, the only runtime a real batch scheduler knows) and
-``machine.submit``. Never a job's actual runtime.
+``machine.submit``; and ``machine.easy_backfill``, the ``[system]``
+backfilling rule EASY follows ("canonical" or "vcsim"). Never a job's
+actual runtime.
 
 Parameters: keyword arguments of ``__init__`` after ``machine``, typed, with
 defaults.
