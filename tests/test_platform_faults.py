@@ -14,6 +14,7 @@ which would stop every Ray on the host).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -314,3 +315,28 @@ def test_ctrl_c_stops_a_pipeline_with_one_line_and_exit_130(tmp_path, ray_env):
     assert "Traceback" not in text
     said = [line for line in text.splitlines() if line.startswith("schedlab: ")]
     assert len(said) == 1 and "run again to resume" in said[0], text[-3000:]
+
+
+def test_ctrl_c_while_a_sweep_compacts_stops_the_pipeline_before_its_next_sweep(tmp_path, monkeypatch):
+    """Ctrl-C that lands while a sweep compacts its part files (after its last
+    commit) leaves that sweep complete and reported; a pipeline must then stop
+    with `Interrupted` instead of starting its next sweep (it went on, and
+    `pipelines run` exited 0 after a Ctrl-C). The compaction is our own seam:
+    it raises the KeyboardInterrupt the signal handler would."""
+    from schedlab.pipelines.registry import get_pipeline
+    from schedlab.pipelines.run import run_pipeline
+    from schedlab.platform.execution.report import Interrupted
+    from schedlab.platform.storage import compact
+
+    def interrupted(store):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compact, "compact_locked", interrupted)
+    first, second = [s["name"] for s in get_pipeline("pg-fig3").specs("smoke", {})]
+    out = tmp_path / "pipe"
+    with pytest.raises(Interrupted, match="run again to resume"):
+        run_pipeline("pg-fig3", scale="smoke", out=out, tracking=False, backend="local")
+    assert len(schedlab.load(out / first).collect()) > 0  # the first sweep is complete on disk
+    assert not (out / second).exists(), "the pipeline started its next sweep after a Ctrl-C"
+    logged = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert logged[-1]["interrupted"] is True

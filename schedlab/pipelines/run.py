@@ -110,6 +110,7 @@ def run_pipeline(
 
     matplotlib.use("Agg")
     from schedlab.pipelines.registry import get_pipeline
+    from schedlab.platform.execution.report import Interrupted
     from schedlab.platform.planning.validate import parse_spec
     from schedlab.sweep import run_sweep
 
@@ -138,6 +139,8 @@ def run_pipeline(
                 sweeps.append(
                     run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
                 )
+                if sweeps[-1].interrupted:  # Ctrl-C while it compacted: it is complete; the next one must not start
+                    raise Interrupted(f"interrupted: {spec.name} is complete in {out_dir}; run again to resume")
         except BaseException:  # Ctrl-C, Interrupted, an error: what it committed, and its cost, are on record
             after = sum(_rows_on_disk(d) for d in results_dirs.values())
             invocation.finish(rows_new=max(0, after - before), rows_resumed=before, failures=0, interrupted=True)

@@ -34,6 +34,10 @@ class SweepReport:
     #: stopped if it did (the rows are intact either way; `schedlab compact` retries).
     compaction: Any = None
     compaction_error: str | None = None
+    #: Ctrl-C arrived while compacting, after the last commit: this sweep is
+    #: complete, but a caller that runs several sweeps (a pipeline, a search)
+    #: must stop there rather than go on to the next one.
+    interrupted: bool = False
     #: Where the tasks ran ("in-process", "local pool of 2 processes", "ray") and why
     #: (`backends`); empty when nothing needed to run (a complete sweep resumed).
     backend: str = ""

@@ -452,7 +452,8 @@ def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
     that check still holds. Not after an interrupt or an error (those
     propagate before this point). A failure here (disk full, ...) or a
     Ctrl-C leaves every row in place and is reported, not raised: the sweep
-    itself is complete."""
+    itself is complete (a Ctrl-C also sets ``report.interrupted``, on which a
+    pipeline or a search stops instead of starting its next sweep)."""
     from schedlab.platform.storage.compact import compact_locked
 
     try:
@@ -461,3 +462,4 @@ def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
         report.compaction_error = str(err)
     except KeyboardInterrupt:
         report.compaction_error = "interrupted"
+        report.interrupted = True  # a pipeline or a search stops here (`SweepReport.interrupted`)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import UserError
-from schedlab.platform.execution.runner import Progress, SweepReport, run_sweep
+from schedlab.platform.execution.runner import Interrupted, Progress, SweepReport, run_sweep
 from schedlab.platform.planning.plan import canonical
 from schedlab.platform.planning.spec import ReplicationsSpec, SweepSpec
 from schedlab.platform.search.space import (
@@ -364,6 +364,10 @@ class _Runs:
             store=self.store,
         )
         self.fresh = False
+        if got.interrupted:  # Ctrl-C while the batch compacted: its rows are complete; no next batch
+            raise Interrupted(
+                f"interrupted: {got.rows_written} rows committed to {self.store.root}; run again to resume"
+            )
         r = self.report
         r.rows_written += got.rows_written
         r.rows_skipped += got.rows_skipped
