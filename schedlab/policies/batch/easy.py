@@ -112,37 +112,40 @@ class EASY(BatchPolicy):
         self.req_end[job] = e
         self.running.add((e, job))
 
+    def _note(self, job: int, when: float) -> None:
+        """Record ``job``'s first reservation (its start, or the shadow time), when recording."""
+        if self.reservation is not None and job not in self.reservation:
+            self.reservation[job] = when
+
+    def _launch(self, jobs: list[int], now: float, out: list[int]) -> None:
+        """Start the queued ``jobs`` now, in order, and add them to ``out``."""
+        for job in jobs:
+            del self.queue[job]
+            self._start(job, now)
+        out.extend(jobs)
+
     def schedule(self, now: float) -> list[int]:
         if self.vcsim:
             return self._schedule_vcsim(now)
         out: list[int] = []
         queue, need = self.queue, self.machine.need
         free = self.machine.free
-        record = self.reservation
         self.head_reservation = None
         while queue:
             head = next(iter(queue))
             nh = need[head]
             if nh <= free:
-                if record is not None and head not in record:
-                    record[head] = now
-                del queue[head]
+                self._note(head, now)
+                self._launch([head], now, out)
                 free -= nh
-                self._start(head, now)
-                out.append(head)
                 continue
             shadow, extra = reservation(self.running, need, free, now, nh)
             self.head_reservation = (head, shadow, nh)
-            if record is not None and head not in record:
-                record[head] = shadow
+            self._note(head, shadow)
             if free > 0:
                 it = iter(queue)
                 next(it)
-                started = backfill(it, need, self.machine.requested, free, now, shadow, extra)
-                for job in started:
-                    del queue[job]
-                    self._start(job, now)
-                out.extend(started)
+                self._launch(backfill(it, need, self.machine.requested, free, now, shadow, extra), now, out)
             break
         return out
 
@@ -151,29 +154,24 @@ class EASY(BatchPolicy):
         out: list[int] = []
         queue, need = self.queue, self.machine.need
         free = self.machine.free
-        record = self.reservation
         self.head_reservation = None
         while queue:
             head = next(iter(queue))
             nh = need[head]
             held = self.held
             if nh <= free:
-                if record is not None and head not in record:
-                    record[head] = now
+                self._note(head, now)
                 self.held = None
                 self.reserved_busy = {}
                 self.reserved_free = 0
-                del queue[head]
+                self._launch([head], now, out)
                 free -= nh
-                self._start(head, now)
-                out.append(head)
                 continue
             if held is None:
                 shadow, _extra = reservation(self.running, need, free, now, nh)
                 self.held = held = (head, shadow)
                 self.reserved_busy, self.reserved_free = reserve(self.running, need, shadow, nh)
-                if record is not None and head not in record:
-                    record[head] = shadow
+                self._note(head, shadow)
             self.head_reservation = (head, held[1], nh)
             outside = free - self.reserved_free
             if outside > 0:
@@ -187,10 +185,7 @@ class EASY(BatchPolicy):
                         started.append(job)
                         if outside == 0:
                             break
-                for job in started:
-                    del queue[job]
-                    self._start(job, now)
-                out.extend(started)
+                self._launch(started, now, out)
             break
         return out
 
