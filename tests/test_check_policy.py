@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from schedlab.api import batch, dfrs, packing, queue
+from schedlab.api import batch, dfrs, queue
 from schedlab.checks import check_policy
 from schedlab.checks.common import Violation
 from schedlab.cli import main
 from schedlab.engines import ENGINES
+from tests.packing_policies import FirstFit as PFirstFit
 
 #: Workloads per built-in: enough to meet ties, contention and wide jobs,
 #: small enough for the whole file to take well under a minute.
@@ -190,42 +191,6 @@ class QBadWeight(QFifo):
 
 
 # ---- packing: broken policies --------------------------------------------------------------------------------
-
-
-class PFirstFit(packing.Policy):
-    """First-fit over servers, queue in arrival order, own free copy."""
-
-    def __init__(self, cluster):
-        super().__init__(cluster)
-        self.queue = []
-
-    def arrive(self, job):
-        self.queue.append(job)
-
-    def depart(self, job, server):
-        pass
-
-    def eligible(self, job):
-        return True
-
-    def server_order(self):
-        return range(self.cluster.servers)
-
-    def schedule(self):
-        c = self.cluster
-        free = [c.free(s).copy() for s in range(c.servers)]
-        out = []
-        for job in list(self.queue):
-            if not self.eligible(job):
-                continue
-            d = c.demand(job)
-            for s in self.server_order():
-                if packing.fits(d, free[s]):
-                    free[s] -= d
-                    out.append((job, s))
-                    self.queue.remove(job)
-                    break
-        return out
 
 
 class PAllOnZero(PFirstFit):

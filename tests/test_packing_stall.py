@@ -26,6 +26,7 @@ from schedlab.errors import PolicyError, UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.sim.packing import fast as packing_fast
 from schedlab.sim.packing.engine import PackingStalled, simulate_packing
+from tests.packing_policies import FirstFit
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 
@@ -67,37 +68,15 @@ class ForgetfulFF(packing.Policy):
 '''
 
 
-class Forgets(packing.Policy):
+class Forgets(FirstFit):
     """First fit in arrival order over several resources, except that the
     jobs in ``forgotten`` are never placed (its ``schedule()`` skips them)."""
 
     name = "Forgets"
     forgotten: frozenset[int] = frozenset()
 
-    def __init__(self, cluster):
-        super().__init__(cluster)
-        self.queue: list[int] = []
-
-    def arrive(self, job):
-        if job not in self.forgotten:
-            self.queue.append(job)
-
-    def depart(self, job, server):
-        pass
-
-    def schedule(self):
-        free = [self.cluster.free(s).copy() for s in range(self.cluster.servers)]
-        out, keep = [], []
-        for job in self.queue:
-            dem = self.cluster.demand(job)
-            s = next((s for s in range(len(free)) if packing.fits(dem, free[s])), None)
-            if s is None:
-                keep.append(job)
-            else:
-                free[s] = free[s] - dem
-                out.append((job, s))
-        self.queue = keep
-        return out
+    def eligible(self, job):
+        return job not in self.forgotten
 
 
 def forgetting(jobs):

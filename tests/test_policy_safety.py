@@ -31,12 +31,13 @@ import polars as pl
 import pytest
 
 import schedlab
-from schedlab.api import batch, dfrs, packing, queue
+from schedlab.api import batch, dfrs, queue
 from schedlab.checks import check_policy
 from schedlab.engines import get_engine
 from schedlab.errors import PolicyError
 from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS, BudgetExceeded, sim_budget
 from schedlab.platform.planning.spec import ExecutionSpec
+from tests.packing_policies import FirstFit
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 #: check-policy search size for the message comparisons (each finds its bug in a few workloads).
@@ -143,32 +144,11 @@ class BNarrowOnly(batch.Policy):
         return out
 
 
-class PNoLarge(packing.Policy):
+class PNoLarge(FirstFit):
     """First fit in arrival order that never places a job larger than one half."""
 
-    def __init__(self, cluster):
-        super().__init__(cluster)
-        self.queue = []
-
-    def arrive(self, job):
-        self.queue.append(job)
-
-    def depart(self, job, server):
-        pass
-
-    def schedule(self):
-        free = [self.cluster.free(s).copy() for s in range(self.cluster.servers)]
-        out, keep = [], []
-        for job in self.queue:
-            dem = self.cluster.demand(job)
-            s = next((s for s in range(len(free)) if dem.max() <= 0.5 and packing.fits(dem, free[s])), None)
-            if s is None:
-                keep.append(job)
-            else:
-                free[s] = free[s] - dem
-                out.append((job, s))
-        self.queue = keep
-        return out
+    def eligible(self, job):
+        return self.cluster.demand(job).max() <= 0.5
 
 
 class DChurn(dfrs.Policy):
