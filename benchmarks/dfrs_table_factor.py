@@ -284,7 +284,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--weeks", type=int, default=0, help="a seeded sample of this many weeks (0: all)")
     ap.add_argument("--dfrs", action="store_true", help="also re-divide the background run's DFRS rows")
-    ap.add_argument("--results", default="/work/paper-results/dfrs-table/dfrs-table-hpc2n-dfrs-paper")
+    ap.add_argument("--results", default="results/pipelines/dfrs-table/dfrs-table-hpc2n-dfrs-paper")
     ap.add_argument("--inputs", action="store_true", help="also the input hypotheses (week origin, jobs kept)")
     ap.add_argument("--dfrs-weeks", type=int, default=0, help="run the DFRS algorithms on this many seeded weeks")
     ap.add_argument("--skip-bounds", action="store_true", help="only the default bound (the input hypotheses)")

@@ -20,8 +20,8 @@ the table's 22), so the ratio is an assumption, said as such; the
 per-load means and counts are printed so the reader can judge it.
 
 Usage: python benchmarks/dfrs_table_rest.py --table DIR --profile DIR
-(DIR: a pipeline's output dir, e.g. /work/paper-results/dfrs-table and
-/work/paper-results-v3/dfrs-fig1-sub).
+(DIR: a pipeline's output dir, e.g. results/pipelines/dfrs-table and
+results/pipelines/dfrs-fig1-sub).
 """
 
 from __future__ import annotations

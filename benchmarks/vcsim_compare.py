@@ -16,11 +16,11 @@ same rounded table, and compares per job.
 Setup that worked (2026-11, this machine; repeat it to run the comparison):
 
 1. vcsim: ``fetch github:marklee77/vcsim``, then
-   ``git --git-dir=<mirror>/repo archive HEAD | tar -x -C /work/vcsim-run/src``
+   ``git --git-dir=<mirror>/repo archive HEAD | tar -x -C vcsim-run/src``
    (any directory; pass ``--vcsim DIR`` or set ``VCSIM_DIR``). Its HEAD
    (d9465bc) writes its summary to stdout: no MySQL is needed to run it (only
    the report scripts read a database).
-2. Python 2.7 (``/root/.pyenv/versions/2.7.18/bin/python`` here; ``--python``
+2. Python 2.7 (``python2.7``; ``--python``
    or ``VCSIM_PYTHON``). ``psyco`` is optional in ``sim.py``.
 3. ``pymprog`` (GLPK) is imported at the top of ``sim.py`` but only called
    by ``allocate_cpu_and_start`` for ``opttarget:util`` / ``avgyield`` and by
@@ -300,8 +300,8 @@ def parse_variants(args) -> list[tuple[str, dict[str, str]]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vcsim", default=os.environ.get("VCSIM_DIR", "/work/vcsim-run/src"))
-    ap.add_argument("--python", default=os.environ.get("VCSIM_PYTHON", "/root/.pyenv/versions/2.7.18/bin/python"))
+    ap.add_argument("--vcsim", default=os.environ.get("VCSIM_DIR", "vcsim-run/src"))
+    ap.add_argument("--python", default=os.environ.get("VCSIM_PYTHON", "python2.7"))
     ap.add_argument("--njobs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--load", type=float, default=0.0, help="0: the model's own arrivals (the unscaled set)")

@@ -26,7 +26,7 @@ from schedlab.sim.batch.engine import (
 )
 from tests.conftest import run_batch_table
 
-HPC2N = Path("/work/shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz")
+HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"
 
 
 def table(rows, requested=None):

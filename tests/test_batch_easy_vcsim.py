@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import importlib.util
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -218,8 +219,8 @@ def test_transliteration_on_the_hand_worked_case():
 
 # --- the real vcsim (Python 2.7), when present -------------------------------------------------------
 
-VCSIM_DIR = Path(os.environ.get("VCSIM_DIR", "/work/vcsim-run/src"))
-VCSIM_PYTHON = Path(os.environ.get("VCSIM_PYTHON", "/root/.pyenv/versions/2.7.18/bin/python"))
+VCSIM_DIR = Path(os.environ.get("VCSIM_DIR", "vcsim-run/src"))
+VCSIM_PYTHON = Path(os.environ.get("VCSIM_PYTHON") or shutil.which("python2.7") or "python2.7")
 SIM = VCSIM_DIR / "results" / "scripts" / "sim.py"
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "vcsim_compare.py"
 

@@ -39,7 +39,7 @@ from schedlab.sim.batch import fast as batch_fast
 from schedlab.sim.batch.engine import simulate_batch, units_needed
 from tests.conftest import run_batch_table
 
-HPC2N = Path("/work/shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz")
+HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"
 POLICIES = sorted(BATCH_POLICIES)
 #: FCFS and EASY get their own hypothesis runs; the 14 priority policies share
 #: one kernel and one run that draws the policy with the workload.
@@ -380,7 +380,7 @@ def test_reference_runs_and_user_policies_do_not_import_numba():
     assert out.stdout.strip() == "[]"
 
 
-LUBLIN = Path("/work/shared/data/lublin/lublin_256.swf.gz")
+LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
 
 
 @pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")

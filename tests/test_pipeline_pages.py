@@ -4,7 +4,9 @@ pipeline, twice (the second resumes), read back into a page and the index."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -157,3 +159,25 @@ def test_which_invocations_ran_a_reports_sweeps():
     assert pages.ran_sweeps({}, [])  # a report without a sweeps line: every invocation is its own
     md = "Scale `paper`; sweeps: `a-sub0.1` (2 configurations, 0 rows new, 4 resumed), `b-sub0.1` (1 rows on disk)."
     assert pages.report_sweeps(md) == ["a-sub0.1", "b-sub0.1"]
+
+
+def test_a_page_names_a_command_a_reader_can_rerun():
+    """An absolute ``--out`` (a folder on the machine that ran it) is dropped, so the command runs from the
+    repository root into the default results/pipelines/NAME; a relative one is kept."""
+    assert pages.rerunnable("schedlab pipelines run a --scale paper --out /srv/x/a") == (
+        "schedlab pipelines run a --scale paper"
+    )
+    assert pages.rerunnable("schedlab pipelines run a --out=/srv/x/a --fresh") == "schedlab pipelines run a --fresh"
+    assert pages.rerunnable("schedlab pipelines run a --out runs/a") == "schedlab pipelines run a --out runs/a"
+
+
+def test_checked_in_pages_name_no_machine_paths():
+    root = Path(__file__).resolve().parents[1]
+    machine = re.compile(r"(?<![\w.])/(?:work|root|home)/")  # where a machine keeps its checkouts
+    found = [
+        f"{f.relative_to(root)}:{i}"
+        for f in sorted((root / "docs").rglob("*.md"))
+        for i, line in enumerate(f.read_text().splitlines(), 1)
+        if machine.search(line)
+    ]
+    assert not found, found

@@ -178,10 +178,31 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
 
 
+def rerunnable(command: str) -> str:
+    """``command`` as a reader can run it from the repository root: an ``--out``
+    naming an absolute path (a folder on the machine that ran it) is dropped, so
+    the pipeline writes to its default ``results/pipelines/NAME``; a relative
+    ``--out`` is kept."""
+    words = command.split()
+    kept: list[str] = []
+    skip = False
+    for i, w in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if w == "--out" and i + 1 < len(words) and Path(words[i + 1]).expanduser().is_absolute():
+            skip = True
+            continue
+        if w.startswith("--out=") and Path(w.removeprefix("--out=")).expanduser().is_absolute():
+            continue
+        kept.append(w)
+    return " ".join(kept)
+
+
 def _command(page: Page) -> str:
     for r in page.runs:
         if r.get("command"):
-            return str(r["command"])
+            return rerunnable(str(r["command"]))
     subset = next((r["overrides"].get("subset") for r in page.runs if r.get("overrides", {}).get("subset")), None)
     return f"schedlab pipelines run {page.name} --scale {page.scale}" + (f" --subset {subset}" if subset else "")
 

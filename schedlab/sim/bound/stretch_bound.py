@@ -1,7 +1,7 @@
 """Offline max-stretch lower bound of a DFRS or batch schedule (DFRS paper).
 
 Source: Stillwell, Vivien, Casanova, "Dynamic Fractional Resource Scheduling
-vs. Batch Scheduling", TPDS 2012 (/work/shared/papers/dfrs-vs-batch-scheduling.md),
+vs. Batch Scheduling", TPDS 2012 (../shared/papers/dfrs-vs-batch-scheduling.md),
 §2 (model, bounded stretch), §3 (Theorem 1, linear system (1)) and §5.3.1
 (underutilization).
 

@@ -1,7 +1,7 @@
 """The DFRS engine: dynamic fractional resource scheduling of parallel jobs on
 a homogeneous cluster with VM time-sharing (Stillwell, Vivien, Casanova,
 "Dynamic Fractional Resource Scheduling vs. Batch Scheduling", TPDS 2012,
-/work/shared/papers/dfrs-vs-batch-scheduling.md, §2, §4, §5). Every point
+../shared/papers/dfrs-vs-batch-scheduling.md, §2, §4, §5). Every point
 where this engine and its policies differ from the authors' own simulator
 (marklee77/vcsim) is listed, with why, in docs/dfrs.md.
 

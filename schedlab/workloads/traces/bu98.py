@@ -1,7 +1,7 @@
 """BU 1998 proxy trace reader (webcachesim ``seq id size`` form), plain or gzip.
 
 The Boston University CS 1998 proxy trace as converted by webcachesim's
-``rewrite_trace_http.cc`` (see /work/shared/data/web-proxy/bu98-proxy-trace/
+``rewrite_trace_http.cc`` (see ../shared/data/web-proxy/bu98-proxy-trace/
 PROVENANCE.md): one request per line, three whitespace-separated integers::
 
     seq object_id size_bytes        e.g.  2 1 7454
