@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -24,6 +26,7 @@ from schedlab.cli import main
 from schedlab.errors import UserError
 from schedlab.platform.execution.runner import run_sweep
 from schedlab.platform.planning.validate import parse_spec
+from schedlab.platform.storage.store import ResultStore
 from schedlab.views import replay as rp
 
 POLICY = '''
@@ -143,10 +146,12 @@ def test_a_comment_or_docstring_edit_reruns_nothing(project):
 
 def test_a_real_edit_reruns_only_that_policy_and_moves_its_rows_aside(project):
     spec = spec_of(project, ["PS", MINE, OTHER])
+    spec["outputs"]["per_job"] = True
     first = sweep(spec, project)
     root = Path(first.results_dir)
-    before, failed = summary(root), failures(root)
-    assert set(failed["policy"]) == {"MyFIFO", "Other"}  # one failures file holds both: it is split below
+    before, failed, jobs = summary(root), failures(root), schedlab.load(root, "jobs").collect()
+    mixed = [f for f in (root / "failures").glob("*.parquet") if pl.read_parquet(f)["policy"].n_unique() == 2]
+    assert mixed  # a failures file holds MyFIFO's and Other's: it is split below
     old_sha = manifest(root)["user_code"]["policies[1].use"]["sha256"]
     (project / "pol.py").write_text(EDITED)
     heard: list[str] = []
@@ -175,6 +180,11 @@ def test_a_real_edit_reruns_only_that_policy_and_moves_its_rows_aside(project):
     moved = root / record[0]["dir"]
     assert summary(moved).select(before.columns).equals(before.filter(mine))
     assert failures(moved).select(failed.columns).equals(failed.filter(mine))
+    job_key = ["config_id", "replication", "job_id"]
+    moved_jobs = schedlab.load(moved, "jobs").collect()
+    assert moved_jobs.select(jobs.columns).sort(job_key).equals(jobs.filter(mine).sort(job_key))
+    kept_jobs = schedlab.load(root, "jobs").collect().filter(~mine)
+    assert kept_jobs.select(jobs.columns).sort(job_key).equals(jobs.filter(~mine).sort(job_key))
     assert set(manifest(moved)["configs"]) == set(record[0]["configs"])
     # Run again: a plain resume, nothing moves twice.
     third = sweep(spec, project)
@@ -267,3 +277,43 @@ def test_an_edited_generator_reruns_its_configurations(project):
     assert again.rows_written == before.height
     assert summary(root / "superseded" / "1").select(before.columns).equals(before)
     assert not set(summary(root)["config_id"]) & set(before["config_id"])
+
+
+def test_a_mixed_part_file_is_split_once(tmp_path):
+    """A file with rows of moved and kept configurations (a workload's code
+    reaches every policy; failures are not partitioned): the moved rows are
+    written aside once, the file keeps the others; doing it again (a run
+    killed half-way) moves nothing twice."""
+    store = ResultStore(tmp_path / "r")
+    rows = pa.table({"config_id": ["a", "b", "a", "c"], "replication": [0, 0, 1, 0], "mst": [1.5, 2.5, 3.5, 4.5]})
+    part = tmp_path / "r" / "summary" / "policy=P" / "part-1.parquet"
+    part.parent.mkdir(parents=True)
+    pq.write_table(rows, part)
+    dest = tmp_path / "r" / "superseded" / "1" / "summary" / "policy=P" / "part-1.parquet"
+    ids = pa.array(["a"], pa.string())
+    assert store._move_rows(part, ids, dest) == 2
+    assert pq.read_table(dest).equals(rows.filter(pa.array([True, False, True, False])))
+    assert pq.read_table(part).equals(rows.filter(pa.array([False, True, False, True])))
+    assert store._move_rows(part, ids, dest) == 0
+    assert store._move_rows(part, pa.array(["b", "c"], pa.string()), dest.with_name("part-2.parquet")) == 2
+    assert not part.exists()  # only moved rows left: the file itself moved
+
+
+def test_an_edited_metric_is_refused_naming_it(project):
+    (project / "metric.py").write_text("def share(jobs, *, threshold: float = 5.0):\n    return 0.5\n")
+    spec = spec_of(project, ["PS"])
+    spec["metrics"] = [{"name": "share", "use": "metric.py:share"}]
+    sweep(spec, project)
+    (project / "metric.py").write_text("def share(jobs, *, threshold: float = 5.0):\n    return 0.25\n")
+    with pytest.raises(UserError, match=r"the code of metrics\[0\]\.use \(metric\.py:share\): sha256 \w{12} -> "):
+        sweep(spec, project)
+
+
+def test_results_and_compare_read_the_stored_rows_after_an_edit(project):
+    spec = spec_of(project, ["PS", {"name": "MyFIFO", "use": "pol.py:MyFIFO"}])
+    root = Path(sweep(spec, project).results_dir)
+    (project / "pol.py").write_text(EDITED)  # not re-run
+    shown = CliRunner().invoke(main, ["results", str(root)])
+    assert shown.exit_code == 0 and "MyFIFO" in shown.output, shown.output
+    paired = CliRunner().invoke(main, ["compare", str(root), "--baseline", "PS"])
+    assert paired.exit_code == 0 and "MyFIFO" in paired.output, paired.output

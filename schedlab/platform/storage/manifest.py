@@ -103,13 +103,18 @@ def superseded_entry(
     }
 
 
-def rerun_note(root: Path, changes: list[CodeChange], rerun: int, moved: int, where: str) -> str:
-    """The line `schedlab run` prints before it starts: what will re-run and why."""
+def rerun_note(root: Path, changes: list[CodeChange], rerun: int, moved: int, where: str | None) -> str:
+    """The line `schedlab run` prints before it starts: what will re-run and
+    why, and where the old rows go (``where`` None: none are on disk)."""
+    s = "s" if moved != 1 else ""
+    gone = (
+        f"the {moved} old row{s} of that code move to {root / where} (schedlab.load of that folder reads them)"
+        if where is not None
+        else "no row of the old code is on disk"
+    )
     return (
         f"{root}: your code changed since these rows were written ({'; '.join(c.line() for c in changes)}): "
-        f"its {rerun} configuration{'s' if rerun != 1 else ''} re-run; the {moved} old "
-        f"row{'s' if moved != 1 else ''} of that code move to {root / where} (schedlab.load of that folder "
-        f"reads them); every other row is kept"
+        f"its {rerun} configuration{'s' if rerun != 1 else ''} re-run; {gone}; every other row is kept"
     )
 
 

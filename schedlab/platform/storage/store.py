@@ -303,11 +303,12 @@ class ResultStore:
         new: dict[str, Any],
         changes: list[CodeChange],
         announce: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         """Move the rows of configurations computed with code that has
         changed since (``changes``) out of the tables into
         ``superseded/<n>/`` -- kept, never mixed with the new code's rows --
-        and return the manifest's record of the move (`superseded_entry`).
+        and return the manifest's record of the move (`superseded_entry`;
+        None when no row or failure of that code is on disk).
 
         The configurations are those the old manifest lists with a stale
         digest and those whose summary rows carry one (``code_sha256``,
@@ -338,19 +339,20 @@ class ResultStore:
         )
         self.clean()  # a compaction step under way is finished first: its journal names the files
         ids = pa.array(sorted(moved), pa.string())
+        if announce is not None:
+            announce(rerun_note(self.root, changes, rerun, self._count(ids), where if moved else None))
+        if not moved:
+            return None
         target = self.root / where
-        counts = {SUMMARY: 0}
         with self._writing(target):
-            if announce is not None:
-                announce(rerun_note(self.root, changes, rerun, self._count(ids), where))
             if not (target / MANIFEST).exists():  # the old manifest, restricted to what moved there
                 target.mkdir(parents=True, exist_ok=True)
                 described = {**old, "configs": moved}
                 self._atomic_bytes(target / MANIFEST, json.dumps(described, indent=2, sort_keys=True).encode())
             for table in (JOBS, SERIES, SUMMARY, FAILURES):
                 for f in sorted((self.root / table).glob("**/*.parquet")):
-                    counts[table] = counts.get(table, 0) + self._move_rows(f, ids, target / f.relative_to(self.root))
-        return superseded_entry(changes, moved, where, counts[SUMMARY])
+                    self._move_rows(f, ids, target / f.relative_to(self.root))
+        return superseded_entry(changes, moved, where, ResultStore(target)._count(ids))
 
     def _count(self, ids: pa.Array) -> int:
         """Summary rows of the configurations ``ids``."""
