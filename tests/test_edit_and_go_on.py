@@ -317,3 +317,31 @@ def test_results_and_compare_read_the_stored_rows_after_an_edit(project):
     assert shown.exit_code == 0 and "MyFIFO" in shown.output, shown.output
     paired = CliRunner().invoke(main, ["compare", str(root), "--baseline", "PS"])
     assert paired.exit_code == 0 and "MyFIFO" in paired.output, paired.output
+
+
+def test_a_run_killed_while_moving_rows_aside_finishes_the_move(project, monkeypatch):
+    """Killed after every summary row moved, before the failures did and
+    before the manifest recorded the move: the next run finishes it."""
+    spec = spec_of(project, [MINE])
+    root = Path(sweep(spec, project).results_dir)
+    before, failed = summary(root), failures(root)
+    (project / "pol.py").write_text(EDITED)
+    real = ResultStore._move_rows
+
+    def killed(self, f, ids, dest):
+        if f.parent.name == "failures":
+            raise KeyboardInterrupt
+        return real(self, f, ids, dest)
+
+    with monkeypatch.context() as m:
+        m.setattr(ResultStore, "_move_rows", killed)
+        with pytest.raises(KeyboardInterrupt):
+            sweep(spec, project)
+    assert not ResultStore(root).has("summary") and "superseded" not in manifest(root)
+    again = sweep(spec, project)
+    assert again.reruns is not None and again.rows_written == before.height
+    moved = root / "superseded" / "1"
+    assert summary(moved).select(before.columns).equals(before)  # each old row once
+    assert failures(moved).select(failed.columns).equals(failed)
+    assert [r["dir"] for r in manifest(root)["superseded"]] == ["superseded/1"]
+    assert manifest(root)["superseded"][0]["rows"] == before.height

@@ -186,9 +186,11 @@ def stored_code(defining: dict[str, Any], manifest: dict[str, Any], root: Path) 
     works from any folder) where that copy exists."""
     import copy
 
+    from schedlab.platform.storage.store import CODE
+
     out = copy.deepcopy(defining)
     for field_, info in (manifest.get("user_code") or {}).items():
-        folder = Path(root).resolve() / "code" / str(info.get("sha256"))
+        folder = Path(root).resolve() / CODE / str(info.get("sha256"))
         module, files = str(info.get("module", "")), set(info.get("files") or [])
         rel = next(
             (f for f in (module.replace(".", "/") + ".py", module.replace(".", "/") + "/__init__.py") if f in files),

@@ -238,7 +238,8 @@ class ResultStore:
                 raise
             existing = None  # --fresh discards it anyway
         grew = None
-        rows = existing is not None and not fresh and self.has(SUMMARY)  # what an old spec already computed
+        # rows an old spec computed (on disk, or some already moved aside by a run killed meanwhile)
+        rows = existing is not None and not fresh and (self.has(SUMMARY) or self._moving(existing))
         if rows:
             assert existing is not None  # rows is only true when existing is not None
             changed_input = _changed_inputs(existing, manifest)
@@ -353,6 +354,12 @@ class ResultStore:
                 for f in sorted((self.root / table).glob("**/*.parquet")):
                     self._move_rows(f, ids, target / f.relative_to(self.root))
         return superseded_entry(changes, moved, where, ResultStore(target)._count(ids))
+
+    def _moving(self, existing: dict[str, Any]) -> bool:
+        """A move to ``superseded/`` began under ``existing`` (the manifest
+        on disk) and was killed before the manifest recorded it: the rows
+        an old spec computed are (partly) there, the move must finish."""
+        return (self.root / SUPERSEDED / str(len(existing.get("superseded") or []) + 1)).is_dir()
 
     def _count(self, ids: pa.Array) -> int:
         """Summary rows of the configurations ``ids``."""
