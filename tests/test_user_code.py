@@ -417,7 +417,9 @@ def test_configuration_ids_hold_the_code_digest_not_the_path(tmp_path):
     spec = {"name": "s", "engine": "queue", "policies": ["PS", {"name": "M", "use": "mine.py:Mine"}]}
     ids = [set(build_plan(parse_spec(spec, "s", tmp_path / d)).configs) for d in ("a", "b")]
     assert ids[0] == ids[1]  # the same code in another folder: the same configurations
-    (tmp_path / "b" / "mine.py").write_text(GOOD + "\n# edited\n")
+    (tmp_path / "b" / "mine.py").write_text(GOOD + "\n# a comment is not an edit\n")
+    assert set(build_plan(parse_spec(spec, "s", tmp_path / "b")).configs) == ids[0]
+    (tmp_path / "b" / "mine.py").write_text(GOOD + "\nEDITED = True\n")
     changed = set(build_plan(parse_spec(spec, "s", tmp_path / "b")).configs)
     assert len(changed & ids[0]) == 1  # PS keeps its id; the edited policy gets a new one
     builtin_only = set(build_plan(parse_spec({**spec, "policies": ["PS"]}, "s", tmp_path / "a")).configs)
