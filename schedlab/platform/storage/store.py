@@ -350,8 +350,17 @@ class ResultStore:
                 target.mkdir(parents=True, exist_ok=True)
                 described = {**old, "configs": moved}
                 self._atomic_bytes(target / MANIFEST, json.dumps(described, indent=2, sort_keys=True).encode())
-            for table in (JOBS, SERIES, SUMMARY, FAILURES):
-                for f in sorted((self.root / table).glob("**/*.parquet")):
+            policies = {str(c["policy"]) for c in moved.values() if c.get("policy")}
+            if self.has(SUMMARY):
+                owners = self.scan().filter(pl.col("config_id").is_in(ids.to_pylist())).select("policy").unique()
+                policies |= set(owners.collect()["policy"].to_list())
+            for table in (JOBS, SERIES, SUMMARY, FAILURES):  # a policy's partition only when it has such rows
+                folders = (
+                    [self.root / FAILURES]
+                    if table == FAILURES
+                    else [self.root / table / _partition(p) for p in sorted(policies)]
+                )
+                for f in sorted(f for folder in folders for f in folder.glob("*.parquet")):
                     self._move_rows(f, ids, target / f.relative_to(self.root))
         return superseded_entry(changes, moved, where, ResultStore(target)._count(ids))
 
@@ -370,17 +379,18 @@ class ResultStore:
     def _move_rows(self, f: Path, ids: pa.Array, dest: Path) -> int:
         """Move the rows of ``f`` whose config_id is in ``ids`` to ``dest``
         (see `supersede`); returns how many."""
-        table = pq.ParquetFile(f).read()
-        if "config_id" not in table.column_names:
+        part = pq.ParquetFile(f)
+        if "config_id" not in part.schema_arrow.names:
             return 0
-        mask = pc.is_in(table["config_id"], value_set=ids)
+        mask = pc.is_in(part.read(columns=["config_id"])["config_id"], value_set=ids)  # the ids first: cheap
         n = pc.sum(mask).as_py() or 0
         if n == 0:
             return 0
-        if n == table.num_rows:
+        if n == len(mask):
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(f, dest)
             return int(n)
+        table = part.read()
         if not dest.exists():
             self._atomic_table(dest, table.filter(mask))
         self._atomic_table(f, table.filter(pc.invert(mask)))
