@@ -29,11 +29,13 @@ def run_sweep(
     tracking: bool | None = None,
     progress: Callable[[Any], None] | None = None,
     figures: Callable[[Path], list[Path]] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> SweepReport:
     """Run (or resume) ``spec``: its search when it has ``[search]``, else its
     sweep; returns the run's report (a `SearchReport` for a search).
     ``figures``: a plain sweep's figures for its MLflow parent run, drawn
-    from its results dir while tracking catches up (the runner's ``figures``)."""
+    from its results dir while tracking catches up (the runner's ``figures``);
+    ``notify``: the runner's, a line said before a plain sweep starts."""
     if spec.tracking.enabled if tracking is None else tracking:
         from schedlab.platform.tracking.process import warm
 
@@ -48,5 +50,12 @@ def run_sweep(
     from schedlab.platform.execution.runner import run_sweep as run_plain
 
     return run_plain(
-        spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, figures=figures
+        spec,
+        address=address,
+        backend=backend,
+        fresh=fresh,
+        tracking=tracking,
+        progress=progress,
+        figures=figures,
+        notify=notify,
     )

@@ -5,10 +5,20 @@ A reference names an attribute of a Python module, given either as a file
 path (relative to the spec's folder; ``~`` is expanded) or as an importable
 module name. Resolving it (driver side, at ``validate``/``plan`` time) yields a
 :class:`CodeRef`: what to import, what to ship to Ray workers and the SHA-256
-of the source that defines it. That digest is part of the identity of every
+of the code that defines it. That digest is part of the identity of every
 configuration the code takes part in, so a result row can always be traced
-back to the exact source that produced it, and an edit is never silently
+back to the exact code that produced it, and an edit is never silently
 mixed with results of the code before it.
+
+The digest is of what the code *does*, not of its bytes (`source_digest`):
+each Python file counts as its syntax tree (``ast.dump`` of the parsed
+module, docstrings stripped), so adding a comment, a docstring or
+reformatting leaves every configuration id -- and the rows on disk -- as
+they are, while any edit to a statement changes them (`schedlab run` then
+re-runs exactly the configurations of that code: `schedlab.platform.storage.manifest`).
+A file that does not parse counts by its bytes. The syntax tree is Python's
+own, so a digest holds for one Python minor version (what a Ray cluster
+requires of its nodes anyway).
 
 What is hashed and shipped:
 
@@ -30,6 +40,7 @@ it imported against the driver's, so the code that ran is the code hashed.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.abc
@@ -94,10 +105,45 @@ def _sources(root: Path) -> dict[str, bytes]:
     return out
 
 
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of the module and of every class and
+    function removed (in place): documentation, not behaviour."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    node.body = body[1:]
+    return tree
+
+
+def code_form(rel: str, data: bytes) -> bytes:
+    """What the digest covers of one source file: a Python file's syntax
+    tree without docstrings (comments and layout are not in it), or the
+    file's bytes when it is not Python or does not parse."""
+    if rel.endswith(".py"):
+        try:
+            tree = ast.parse(data, filename=rel)
+        except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
+            return data
+        return b"ast\0" + ast.dump(_without_docstrings(tree), include_attributes=False).encode()
+    return data
+
+
 def source_digest(root: Path) -> str:
-    """SHA-256 over (relative path, NUL, content, NUL) of every source file,
-    in sorted path order: a file's name and its bytes, nothing else (no
-    timestamps), so the same code hashes the same on every machine."""
+    """SHA-256 over (relative path, NUL, `code_form`, NUL) of every source
+    file, in sorted path order: a file's name and its code, nothing else (no
+    timestamps, comments, docstrings or formatting), so the same code hashes
+    the same on every machine (with the same Python minor version)."""
+    h = hashlib.sha256()
+    for rel, data in _sources(root).items():
+        h.update(rel.encode() + b"\0" + code_form(rel, data) + b"\0")
+    return h.hexdigest()
+
+
+def file_digest(root: Path) -> str:
+    """SHA-256 over (relative path, NUL, bytes, NUL) of every source file:
+    the bytes themselves (schedlab's own engine digest, ``schedlab_digest``)."""
     h = hashlib.sha256()
     for rel, data in _sources(root).items():
         h.update(rel.encode() + b"\0" + data + b"\0")
@@ -327,4 +373,13 @@ def user_frames_traceback(err: BaseException, *, fallback: bool = True) -> str:
     return text
 
 
-__all__ = ["CodeRef", "is_reference", "resolve", "source_digest", "user_frames_traceback", "worker_load"]
+__all__ = [
+    "CodeRef",
+    "code_form",
+    "file_digest",
+    "is_reference",
+    "resolve",
+    "source_digest",
+    "user_frames_traceback",
+    "worker_load",
+]

@@ -10,7 +10,6 @@ ship the user code), and is shut down at the end.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from schedlab.engines import get_engine
 from schedlab.errors import PolicyError, UserError
 from schedlab.platform.planning.plan import build_plan
 from schedlab.platform.planning.validate import parse_spec
+from schedlab.usercode import source_digest
 
 POLICIES = Path(schedlab.__file__).parent / "policies"
 #: Columns that may differ between a built-in and its verbatim copy: identity,
@@ -131,7 +131,7 @@ def test_a_verbatim_copy_of_a_builtin_gives_identical_rows(
     assert not report.failures
     df = rows(report)
     same_rows(df, builtin, "Copy")
-    sha = hashlib.sha256(b"copied.py\0" + (tmp_path / "copied.py").read_bytes() + b"\0").hexdigest()
+    sha = source_digest(tmp_path / "copied.py")
     assert df.filter(pl.col("policy") == "Copy")["code_sha256"].unique().to_list() == [sha]
     assert df.filter(pl.col("policy") == builtin)["code_sha256"].null_count() == df.height // 2
     assert (Path(report.results_dir) / "code" / sha / "copied.py").read_bytes() == (tmp_path / "copied.py").read_bytes()
@@ -243,19 +243,25 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     for info in manifest["user_code"].values():
         assert (Path(report.results_dir) / "code" / info["sha256"]).is_dir()
 
-    # Editing the policy is refused, naming the code that changed; --fresh recomputes with the new digest.
+    # Editing only the policy's docstring changes nothing: a plain resume.
     (project / "lifo.py").write_text(POLICY.replace("Preemptive LIFO", "Preemptive LIFO (edited)"))
-    with pytest.raises(UserError, match=r"the code of policies\[1\]\.use \(lifo\.py:LIFO\) changed"):
-        sweep(spec, project)
-    again = sweep(spec, project, fresh=True)
+    same = sweep(spec, project)
+    assert (same.rows_written, same.reruns) == (0, None)
+    # A real edit re-runs the policy's configurations only; its old rows and failures move aside.
+    (project / "lifo.py").write_text(POLICY.replace('"crash_at reached"', '"crash_at hit"'))
+    again = sweep(spec, project)
+    assert again.reruns and "policies[1].use (lifo.py:LIFO)" in again.reruns
     df2 = rows(again)
-    assert df2.height == 8
+    assert df2.height == 8 and again.rows_written == 4
     assert set(df2.filter(pl.col("policy") == "LIFO")["code_sha256"]) != set(
         df.filter(pl.col("policy") == "LIFO")["code_sha256"]
     )
-    assert set(df2.filter(pl.col("policy") == "PS")["config_id"]) == set(
-        df.filter(pl.col("policy") == "PS")["config_id"]
-    )
+    ps = ["config_id", "replication"]
+    assert df2.filter(pl.col("policy") == "PS").sort(ps).equals(df.filter(pl.col("policy") == "PS").sort(ps))
+    old = schedlab.load(Path(report.results_dir) / "superseded" / "1").collect()
+    assert old.sort(ps).equals(df.filter(pl.col("policy") == "LIFO").sort(ps).select(old.columns))
+    failures = schedlab.load(again.results_dir, "failures").collect()
+    assert set(failures["error"]) == {"ZeroDivisionError: crash_at hit"}
 
 
 def test_a_user_trace_reader(tmp_path, ray_owner):
@@ -411,7 +417,9 @@ def test_configuration_ids_hold_the_code_digest_not_the_path(tmp_path):
     spec = {"name": "s", "engine": "queue", "policies": ["PS", {"name": "M", "use": "mine.py:Mine"}]}
     ids = [set(build_plan(parse_spec(spec, "s", tmp_path / d)).configs) for d in ("a", "b")]
     assert ids[0] == ids[1]  # the same code in another folder: the same configurations
-    (tmp_path / "b" / "mine.py").write_text(GOOD + "\n# edited\n")
+    (tmp_path / "b" / "mine.py").write_text(GOOD + "\n# a comment is not an edit\n")
+    assert set(build_plan(parse_spec(spec, "s", tmp_path / "b")).configs) == ids[0]
+    (tmp_path / "b" / "mine.py").write_text(GOOD + "\nEDITED = True\n")
     changed = set(build_plan(parse_spec(spec, "s", tmp_path / "b")).configs)
     assert len(changed & ids[0]) == 1  # PS keeps its id; the edited policy gets a new one
     builtin_only = set(build_plan(parse_spec({**spec, "policies": ["PS"]}, "s", tmp_path / "a")).configs)

@@ -166,6 +166,7 @@ def run(
             tracking=False if no_tracking else None,
             progress=progress,
             figures=headline_figure,
+            notify=click.echo,
         )
     )
     if report.grew:

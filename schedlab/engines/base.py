@@ -79,12 +79,12 @@ class Engine:
         if self.name not in _DIGESTS:
             from pathlib import Path
 
-            from schedlab.usercode import source_digest
+            from schedlab.usercode import file_digest
 
             root = Path(__file__).resolve().parent.parent  # the schedlab package
             h = hashlib.sha256()
             for rel in sorted(self.sources):
-                h.update(rel.encode() + b"\0" + source_digest(root / rel).encode())
+                h.update(rel.encode() + b"\0" + file_digest(root / rel).encode())
             _DIGESTS[self.name] = h.hexdigest()[:16]
         return _DIGESTS[self.name]
 

@@ -7,11 +7,18 @@ common random numbers hold) and the reference engine path, with the
 engine's recorder on. Before anything is drawn the replay's summary is
 compared with the stored row, metric by metric, to the bit (timings aside):
 a view never shows a schedule that is not the one the row measured.
+
+User code (a policy, a generator, a reader, a metric) is replayed from the
+copy the results dir keeps of it (``code/<sha256>/``), not from the file the
+spec names: a view of a run still works after that file was edited, and from
+any folder. A results dir without that copy re-simulates with the user's file
+as it is now, and a mismatch names the field and file whose code changed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,10 +134,22 @@ def replay(sel: Selected) -> Schedule:
     if "warmup" in defining:
         outputs["warmup"] = defining.pop("warmup")
     defining.pop("user_code", None)
+    defining = stored_code(defining, sel.manifest, sel.root)
     spec = parse_spec({**defining, "outputs": outputs}, f"{sel.root}/manifest.json")
     plan = build_plan(spec, f"{sel.root}/manifest.json")
     config = plan.configs.get(sel.config_id)
     if config is None:
+        changed = [
+            f"{field_} ({info.get('use')}): sha256 {str(info.get('sha256'))[:12]} in manifest.json, "
+            f"{plan.code[field_].sha256[:12]} of {plan.code[field_].root}"
+            for field_, info in sorted((sel.manifest.get("user_code") or {}).items())
+            if field_ in plan.code and plan.code[field_].sha256 != info.get("sha256")
+        ]
+        if changed:
+            raise UserError(
+                f"{sel.root}: cannot re-simulate {sel.label}: its code is not the code the rows came from "
+                f"({'; '.join(changed)}); `schedlab run` on the spec re-runs it with the code as it is now"
+            )
         raise UserError(f"{sel.root}: configuration {sel.config_id} is not in the spec of manifest.json")
     point = next(p for p in plan.points if any(c.config_id == sel.config_id for c in p.configs))
     (instance,) = plan.instances([sel.replication], [point])
@@ -155,6 +174,40 @@ def replay(sel: Selected) -> Schedule:
     schedule = _schedule(plan.engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
     schedule.label = sel.label
     return schedule
+
+
+_FIELD = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def stored_code(defining: dict[str, Any], manifest: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The manifest's spec with each piece of user code (``user_code``:
+    spec field -> use, module, attr, digest) referring to the copy the
+    results dir keeps under ``code/<sha256>/`` (absolute, so the replay
+    works from any folder) where that copy exists."""
+    import copy
+
+    from schedlab.platform.storage.store import CODE
+
+    out = copy.deepcopy(defining)
+    for field_, info in (manifest.get("user_code") or {}).items():
+        folder = Path(root).resolve() / CODE / str(info.get("sha256"))
+        module, files = str(info.get("module", "")), set(info.get("files") or [])
+        rel = next(
+            (f for f in (module.replace(".", "/") + ".py", module.replace(".", "/") + "/__init__.py") if f in files),
+            None,
+        )
+        if rel is None or not (folder / rel).is_file():
+            continue
+        keys = [int(i) if i else name for name, i in _FIELD.findall(field_)]
+        node: Any = out
+        try:
+            for key in keys[:-1]:
+                node = node[key]
+            if node[keys[-1]] == info.get("use"):
+                node[keys[-1]] = f"{folder / rel}:{info['attr']}"
+        except (KeyError, IndexError, TypeError):
+            continue  # a field this spec does not have as written: replayed from the file as the spec names it
+    return out
 
 
 def check_replay(sel: Selected, summary: dict[str, Any]) -> None:

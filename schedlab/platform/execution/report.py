@@ -27,6 +27,8 @@ class SweepReport:
     tracking: Any = None
     #: One line when this run grew the results dir (the spec gained policies, points or replications).
     grew: str | None = None
+    #: One line when user code changed since the rows on disk: what re-runs, why, where the old rows went.
+    reruns: str | None = None
     #: Adaptive sweeps: the workload points (their distinguishing values) that
     #: reached ``max`` replications with some interval still above the target.
     at_max: list[dict[str, Any]] = field(default_factory=list)

@@ -173,6 +173,7 @@ def run_sweep(
     progress: Callable[[Progress | TrackProgress], None] | None = None,
     store: ResultStore | None = None,
     figures: Callable[[Path], list[Path]] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; returns what happened. Failures do not raise.
     ``backend`` ("auto", "local", "ray"; default the spec's) and ``address``
@@ -182,7 +183,9 @@ def run_sweep(
     started by `schedlab.sweep.run_sweep`), with ``store``: the results dir,
     whose lock the search holds. ``figures`` (with tracking on) draws the
     sweep's figures from its results dir once every round is done, while
-    tracking catches up; the tracker adds them to the sweep's parent run."""
+    tracking catches up; the tracker adds them to the sweep's parent run.
+    ``notify`` gets, before any work starts, the line saying what re-runs
+    because user code changed (`ResultStore.prepare`; also ``report.reruns``)."""
     if spec.search is not None and store is None:
         raise ValueError("a spec with [search] runs through schedlab.sweep.run_sweep (the search drives this runner)")
     started = time.monotonic()
@@ -193,7 +196,9 @@ def run_sweep(
     store = store if store is not None else ResultStore(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
-        report = _run_locked(_Sweep(spec, plan, store, started, choice, address, progress), fresh, tracking, figures)
+        report = _run_locked(
+            _Sweep(spec, plan, store, started, choice, address, progress, notify), fresh, tracking, figures
+        )
         report.stages["plan"] = planned
         return report
     finally:
@@ -253,8 +258,10 @@ class _Sweep:
         choice: Choice,
         address: str | None,
         progress: Callable[[Progress | TrackProgress], None] | None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.spec, self.plan, self.store, self.started = spec, plan, store, started
+        self.notify = notify
         self.choice, self.address, self.progress = choice, address, progress
         self.report = SweepReport(str(store.root), configs=len(plan.configs))
         self.tracker: TrackingProcess | None = None
@@ -276,11 +283,17 @@ class _Sweep:
             previous = store.read_manifest()
         except UserError:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
-        report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh)
+        report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh, self.announce)
         store.save_code(self.plan.code.values())
         self.sink.written |= store.done_keys()  # a damaged part file stops here, before any work
         report.stages.update(dict.fromkeys(DRIVER_STAGES, 0.0), **{f"task_{k}": 0.0 for k in STAGES})
         report.stages["prepare"] = time.monotonic() - t0
+
+    def announce(self, line: str) -> None:
+        """What re-runs because user code changed, said before it starts."""
+        self.report.reruns = line
+        if self.notify is not None:
+            self.notify(line)
 
     @contextlib.contextmanager
     def timed(self, stage: str) -> Iterator[None]:

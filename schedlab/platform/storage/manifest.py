@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,19 +22,100 @@ if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SweepSpec
 
 
+@dataclass(frozen=True)
+class CodeChange:
+    """User code named by the same ``use`` in both manifests whose digest
+    differs: an edit that changes what the code does (`schedlab.usercode`:
+    comments, docstrings and formatting do not count)."""
+
+    field: str  # the spec field in the new manifest, e.g. "policies[1].use"
+    use: str  # as written in the spec, e.g. "pol.py:MyFIFO"
+    old: str  # the digest the rows on disk were computed with
+    new: str  # the digest of the code now
+
+    def line(self) -> str:
+        return f"{self.field} ({self.use}): sha256 {self.old[:12]} -> {self.new[:12]}"
+
+
+def code_changes(old: dict[str, Any], new: dict[str, Any]) -> list[CodeChange]:
+    """The user code whose digest changed between two manifests, matched by
+    its ``use`` (not by field: adding a policy before it renumbers the field)."""
+    before = {info.get("use"): info for info in (old.get("user_code") or {}).values()}
+    out = []
+    for field_, info in sorted((new.get("user_code") or {}).items()):
+        was = before.get(info["use"])
+        if was is not None and was.get("sha256") != info["sha256"]:
+            out.append(CodeChange(field_, info["use"], str(was.get("sha256", "")), info["sha256"]))
+    return out
+
+
 def _changed_code(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """Which user code changed between two manifests, said plainly (None if
     the difference is elsewhere in the spec)."""
-    before = old.get("user_code") or {}
-    after = new.get("user_code") or {}
-    for field_, info in after.items():
-        was = before.get(field_)
-        if was is not None and was.get("use") == info["use"] and was.get("sha256") != info["sha256"]:
-            return (
-                f"the code of {field_} ({info['use']}) changed since these results were written "
-                f"(sha256 {was.get('sha256', '')[:12]} -> {info['sha256'][:12]})"
-            )
-    return None
+    changes = code_changes(old, new)
+    if not changes:
+        return None
+    c = changes[0]
+    return (
+        f"the code of {c.field} ({c.use}) changed since these results were written "
+        f"(sha256 {c.old[:12]} -> {c.new[:12]})"
+    )
+
+
+#: Code whose edit changes every row (a metric runs on every configuration's
+#: jobs): not re-run configuration by configuration, an error unless --fresh.
+EVERY_ROW_CODE = ("metrics",)
+
+#: Where rows of code that has changed since are moved: superseded/<n>/, laid
+#: out as a results dir (summary/, jobs/, series/, failures/, manifest.json).
+SUPERSEDED = "superseded"
+
+
+def stale_digests(changes: list[CodeChange], new: dict[str, Any]) -> set[str]:
+    """The digests of code that changed, except any the new spec still uses."""
+    current = {info["sha256"] for info in (new.get("user_code") or {}).values()}
+    return {c.old for c in changes} - current
+
+
+def superseded_configs(old: dict[str, Any], stale: set[str]) -> dict[str, dict[str, Any]]:
+    """The old manifest's configurations computed with ``stale`` code: their
+    policy's or their workload's digest (``code_sha256``,
+    ``workload_code_sha256``) is one of them."""
+    return {
+        cid: c
+        for cid, c in (old.get("configs") or {}).items()
+        if c.get("code_sha256") in stale or c.get("workload_code_sha256") in stale
+    }
+
+
+def superseded_entry(
+    changes: list[CodeChange], moved: dict[str, dict[str, Any]], where: str, rows: int
+) -> dict[str, Any]:
+    """What the manifest records of one move: the folder, why (each code
+    change), the configurations moved (as the old manifest described them)
+    and how many summary rows went there."""
+    return {
+        "dir": where,
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "code": [{"field": c.field, "use": c.use, "old": c.old, "new": c.new} for c in changes],
+        "configs": moved,
+        "rows": rows,
+    }
+
+
+def rerun_note(root: Path, changes: list[CodeChange], rerun: int, moved: int, where: str | None) -> str:
+    """The line `schedlab run` prints before it starts: what will re-run and
+    why, and where the old rows go (``where`` None: none are on disk)."""
+    s = "s" if moved != 1 else ""
+    gone = (
+        f"the {moved} old row{s} of that code move to {root / where} (schedlab.load of that folder reads them)"
+        if where is not None
+        else "no row of the old code is on disk"
+    )
+    return (
+        f"{root}: your code changed since these rows were written ({'; '.join(c.line() for c in changes)}): "
+        f"its {rerun} configuration{'s' if rerun != 1 else ''} re-run; {gone}; every other row is kept"
+    )
 
 
 #: Result-defining spec fields that only add (or drop) configurations or
@@ -83,6 +165,7 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             else {}
         ),
         "history": history,
+        **({"superseded": old["superseded"]} if old.get("superseded") else {}),
     }
 
 
@@ -134,6 +217,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
     old_inputs = (previous or {}).get("inputs") or {}
     inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
     defining = spec.result_defining()
+    wcode = {c.config_id: p.code.sha256 for p in plan.points if p.code is not None for c in p.configs}
     if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
         defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
     return {
@@ -153,6 +237,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
                 "workload_kind": c.workload_kind,
                 "params": c.flat_params(),
                 **({"code_sha256": c.code.sha256} if c.code is not None else {}),
+                **({"workload_code_sha256": wcode[cid]} if cid in wcode else {}),
             }
             for cid, c in plan.configs.items()
         },

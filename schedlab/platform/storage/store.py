@@ -7,6 +7,9 @@ Layout of a results dir::
     jobs/policy=<p>/part-<batch>.parquet    optional per-job rows
     series/policy=<p>/part-<batch>.parquet  sampled time series (engines that sample one)
     failures/part-<batch>.parquet           simulations that raised (config, replication, error)
+    code/<sha256>/                          the source of the user code the rows came from
+    superseded/<n>/                         rows of user code edited since (`ResultStore.supersede`),
+                                            laid out as a results dir of their own
 
 Partitions are hive-style (``policy=FSPE%2BPS`` is URI-quoted; polars and
 pyarrow decode it), so ``pl.scan_parquet(..., hive_partitioning=True)`` gives
@@ -60,7 +63,7 @@ import shutil
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +71,7 @@ from urllib.parse import quote
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
@@ -79,6 +83,16 @@ from schedlab.platform.storage.damage import collect_checked as collect_checked
 from schedlab.platform.storage.damage import explain_read_error as explain_read_error
 from schedlab.platform.storage.damage import part_schema as part_schema
 from schedlab.platform.storage.durable import fsync_dir as _fsync_dir
+from schedlab.platform.storage.manifest import (
+    EVERY_ROW_CODE,
+    SUPERSEDED,
+    CodeChange,
+    code_changes,
+    rerun_note,
+    stale_digests,
+    superseded_configs,
+    superseded_entry,
+)
 from schedlab.platform.storage.manifest import GROWABLE as GROWABLE
 from schedlab.platform.storage.manifest import _changed_code as _changed_code
 from schedlab.platform.storage.manifest import _changed_inputs as _changed_inputs
@@ -192,19 +206,27 @@ class ResultStore:
             self._lock_fd = None
             os.close(fd)  # closing the last descriptor releases the flock
 
-    def prepare(self, manifest: dict[str, Any], fresh: bool) -> str | None:
+    def prepare(
+        self, manifest: dict[str, Any], fresh: bool, announce: Callable[[str], None] | None = None
+    ) -> str | None:
         """Create or reopen the results dir for ``manifest``'s spec.
 
         Reopening with a spec whose result-defining part changed:
 
         * no summary row on disk yet (e.g. the earlier run failed before its
           first commit): the new spec simply replaces the old one;
+        * user code of a policy or a workload edited in place (its digest
+          changed, `manifest.code_changes`): ``announce`` gets one line saying
+          what will re-run and why, then the rows of that code's
+          configurations move to ``superseded/<n>/`` (`supersede`; recorded in
+          the manifest's ``superseded``), and the dir grows as below: every
+          other row is kept, the edited code's configurations run again;
         * only fields in `GROWABLE` changed (policies, grid values,
           replications, ...): the dir grows -- rows of configurations still in
           the spec are kept and resumed, new ones are computed, rows of
           configurations no longer named stay on disk; returns one line
           saying what changed;
-        * user code edited in place, an input file (trace) whose content
+        * a metric's code edited, an input file (trace) whose content
           changed (``manifest["inputs"]``: path -> `fingerprint`), or a field
           that changes what every row means (seed, per_job, warmup, metrics,
           name, engine): an error naming the field(s), unless ``fresh`` (which
@@ -216,7 +238,8 @@ class ResultStore:
                 raise
             existing = None  # --fresh discards it anyway
         grew = None
-        rows = existing is not None and not fresh and self.has(SUMMARY)  # what an old spec already computed
+        # rows an old spec computed (on disk, or some already moved aside by a run killed meanwhile)
+        rows = existing is not None and not fresh and (self.has(SUMMARY) or self._moving(existing))
         if rows:
             assert existing is not None  # rows is only true when existing is not None
             changed_input = _changed_inputs(existing, manifest)
@@ -226,14 +249,16 @@ class ResultStore:
                     f"outputs.dir to keep both"
                 )
         if existing is not None and existing.get("spec_hash") != manifest["spec_hash"] and not fresh:
-            changed = _changed_code(existing, manifest)
-            changes = spec_changes(existing, manifest)
+            code = code_changes(existing, manifest)
+            every_row = [c for c in code if c.field.startswith(EVERY_ROW_CODE)]
+            changes = [c for c in spec_changes(existing, manifest) if not c.startswith("user_code:")]
             fixed = [c for c in changes if c.split(":", 1)[0] not in GROWABLE]
             if not rows:
                 existing = None  # nothing computed under the old spec: the corrected spec takes its place
-            elif changed:
+            elif every_row:
                 raise UserError(
-                    f"{self.root}: {changed}; run with --fresh to discard the old results, or set "
+                    f"{self.root}: the code of {every_row[0].line()} changed since these results were written, "
+                    f"and a metric's code changes every row; run with --fresh to discard the old results, or set "
                     f"outputs.dir to keep both"
                 )
             elif fixed:
@@ -242,26 +267,134 @@ class ResultStore:
                     f"every row on disk means; run with --fresh to discard them, or set outputs.dir to keep both"
                 )
             else:
+                assert existing is not None  # rows is only true when existing is not None
+                entry = self.supersede(existing, manifest, code, announce) if code else None
                 manifest = grown_manifest(existing, manifest)
-                grew = (
-                    f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): "
-                    f"rows on disk are kept, new configurations and replications are added"
-                )
+                if entry is not None:
+                    manifest["configs"] = {k: v for k, v in manifest["configs"].items() if k not in entry["configs"]}
+                    manifest["superseded"] = [*manifest.get("superseded", []), entry]
+                uses = {i.get("use") for i in (existing.get("user_code") or {}).values()}
+                if uses != {i.get("use") for i in (manifest.get("user_code") or {}).values()}:
+                    changes.append("user_code: ")  # code added or dropped (an edit is announced above)
+                if changes:
+                    grew = (
+                        f"{self.root}: the spec grew ({'; '.join(c.split(':', 1)[0] for c in changes)} changed): "
+                        f"rows on disk are kept, new configurations and replications are added"
+                    )
+                existing = None  # grown above
         if fresh:
-            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, ".tmp", COMPACTING, MANIFEST):
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, SUPERSEDED, ".tmp", COMPACTING, MANIFEST):
                 target = self.root / name
                 if target.is_dir():
                     shutil.rmtree(target)
                 elif target.exists():
                     target.unlink()
             existing = None
-        if existing is not None and grew is None:  # the same spec again (a resume)
+        if existing is not None:  # the same spec again (a resume)
             manifest = grown_manifest(existing, manifest)
         with self._writing(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
             self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
             self.clean()
         return grew
+
+    def supersede(
+        self,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        changes: list[CodeChange],
+        announce: Callable[[str], None] | None = None,
+    ) -> dict[str, Any] | None:
+        """Move the rows of configurations computed with code that has
+        changed since (``changes``) out of the tables into
+        ``superseded/<n>/`` -- kept, never mixed with the new code's rows --
+        and return the manifest's record of the move (`superseded_entry`;
+        None when no row or failure of that code is on disk).
+
+        The configurations are those the old manifest lists with a stale
+        digest and those whose summary rows carry one (``code_sha256``,
+        ``workload_code_sha256``). A part file holding only such rows is
+        renamed there; one that mixes them with other rows (a workload's
+        code reaches every policy's partition; ``failures/`` is not
+        partitioned) is split: the moved rows are written there first (once:
+        a file already there is whole), then the file is rewritten in place
+        with the other rows, untouched, per-job and series twins before their
+        summary. The old manifest stays on disk until the caller writes the
+        new one, so a run killed half-way moves the rest next time, into the
+        same folder (``<n>`` counts the moves the old manifest records).
+        Only under the lock."""
+        stale = stale_digests(changes, new)
+        moved = superseded_configs(old, stale)
+        if self.has(SUMMARY):
+            columns = self.scan().collect_schema().names()
+            digests = [c for c in ("code_sha256", "workload_code_sha256") if c in columns]
+            if digests:
+                hit = pl.any_horizontal(pl.col(c).is_in(sorted(stale)) for c in digests)
+                found = self.scan().filter(hit).select("config_id").unique().collect()["config_id"].to_list()
+                moved.update({cid: (old.get("configs") or {}).get(cid, {}) for cid in found if cid not in moved})
+        where = f"{SUPERSEDED}/{len(old.get('superseded') or []) + 1}"
+        rerun = sum(
+            1
+            for c in (new.get("configs") or {}).values()
+            if {c.get("code_sha256"), c.get("workload_code_sha256")} & {ch.new for ch in changes}
+        )
+        self.clean()  # a compaction step under way is finished first: its journal names the files
+        ids = pa.array(sorted(moved), pa.string())
+        if announce is not None:
+            announce(rerun_note(self.root, changes, rerun, self._count(ids), where if moved else None))
+        if not moved:
+            return None
+        target = self.root / where
+        with self._writing(target):
+            if not (target / MANIFEST).exists():  # the old manifest, restricted to what moved there
+                target.mkdir(parents=True, exist_ok=True)
+                described = {**old, "configs": moved}
+                self._atomic_bytes(target / MANIFEST, json.dumps(described, indent=2, sort_keys=True).encode())
+            policies = {str(c["policy"]) for c in moved.values() if c.get("policy")}
+            if self.has(SUMMARY):
+                owners = self.scan().filter(pl.col("config_id").is_in(ids.to_pylist())).select("policy").unique()
+                policies |= set(owners.collect()["policy"].to_list())
+            for table in (JOBS, SERIES, SUMMARY, FAILURES):  # a policy's partition only when it has such rows
+                folders = (
+                    [self.root / FAILURES]
+                    if table == FAILURES
+                    else [self.root / table / _partition(p) for p in sorted(policies)]
+                )
+                for f in sorted(f for folder in folders for f in folder.glob("*.parquet")):
+                    self._move_rows(f, ids, target / f.relative_to(self.root))
+        return superseded_entry(changes, moved, where, ResultStore(target)._count(ids))
+
+    def _moving(self, existing: dict[str, Any]) -> bool:
+        """A move to ``superseded/`` began under ``existing`` (the manifest
+        on disk) and was killed before the manifest recorded it: the rows
+        an old spec computed are (partly) there, the move must finish."""
+        return (self.root / SUPERSEDED / str(len(existing.get("superseded") or []) + 1)).is_dir()
+
+    def _count(self, ids: pa.Array) -> int:
+        """Summary rows of the configurations ``ids``."""
+        if not self.has(SUMMARY) or len(ids) == 0:
+            return 0
+        return int(self.scan().filter(pl.col("config_id").is_in(ids.to_pylist())).select(pl.len()).collect().item())
+
+    def _move_rows(self, f: Path, ids: pa.Array, dest: Path) -> int:
+        """Move the rows of ``f`` whose config_id is in ``ids`` to ``dest``
+        (see `supersede`); returns how many."""
+        part = pq.ParquetFile(f)
+        if "config_id" not in part.schema_arrow.names:
+            return 0
+        mask = pc.is_in(part.read(columns=["config_id"])["config_id"], value_set=ids)  # the ids first: cheap
+        n = pc.sum(mask).as_py() or 0
+        if n == 0:
+            return 0
+        if n == len(mask):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, dest)
+            return int(n)
+        table = part.read()
+        if not dest.exists():
+            self._atomic_table(dest, table.filter(mask))
+        self._atomic_table(f, table.filter(pc.invert(mask)))
+        return int(n)
 
     def clean(self) -> int:
         """Delete crash leftovers: finish or roll back a compaction step that
