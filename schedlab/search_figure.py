@@ -81,7 +81,7 @@ def convergence_figure(spec: SweepSpec, recs: list[TrialRecord], doc: dict[str, 
     """The figure (see the module docstring), not saved; None when no trial completed.
     Its axes: one per searched parameter (x label: its name), then the trial axis."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     from schedlab.platform.search.space import distributions
@@ -117,6 +117,9 @@ def convergence_figure(spec: SweepSpec, recs: list[TrialRecord], doc: dict[str, 
             ax.set_xticks(range(len(choices)), [_label(c) for c in choices])
         elif isinstance(d, (FloatDistribution, IntDistribution)) and d.log:
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # a range within a decade or two:
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.02, 0.05, 0.1, ... as numbers
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(name + (" (log scale)" if getattr(d, "log", False) else ""))
     ax = axes[len(names)]
     xs = [r.number for r in recs]  # Optuna's trial numbers, as trials.json and MLflow give them

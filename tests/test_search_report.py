@@ -56,15 +56,11 @@ def test_the_intervals_do_not_depend_on_the_order_of_the_replications():
 # ---- a search whose replications are one instance: a fixed job table -------------------------------------
 
 
-@pytest.fixture(scope="module")
-def fixed_search(tmp_path_factory):
+def fixed_data(root: Path, **select) -> dict:
     """AgedSRPT's alpha searched on a job table read from a file: every
     replication is the same instance, so every candidate's paired differences
     are equal (the old numpy intervals had zero width there and called the
     selection conclusive)."""
-    from schedlab.sweep import run_sweep
-
-    root = tmp_path_factory.mktemp("fixed")
     rng = np.random.default_rng(0)
     n = 200
     size = rng.pareto(1.5, n) + 0.1
@@ -77,7 +73,7 @@ def fixed_search(tmp_path_factory):
             "weight": np.ones(n),
         }
     ).write_csv(root / "jobs.csv")
-    data = {
+    return {
         "name": "fixed",
         "engine": "queue",
         "seed": 3,
@@ -90,12 +86,19 @@ def fixed_search(tmp_path_factory):
             "parallel": 4,
             "replications": 2,
             "params": {"alpha": {"choices": ALPHAS}},
-            "select": {"top": 3, "replications": 3, "n0": 2, "baseline": {"alpha": 0.5}},
+            "select": {"top": 3, "replications": 3, "n0": 2, "baseline": {"alpha": 0.5}, **select},
         },
         "outputs": {"dir": str(root / "res")},
         "tracking": {"enabled": False},
     }
-    spec = parse_spec(data, "s.toml")
+
+
+@pytest.fixture(scope="module")
+def fixed_search(tmp_path_factory):
+    from schedlab.sweep import run_sweep
+
+    root = tmp_path_factory.mktemp("fixed")
+    spec = parse_spec(fixed_data(root), "s.toml")
     report = run_sweep(spec, backend="local")
     return spec, report, root / "res"
 
@@ -199,3 +202,14 @@ def test_two_searched_parameters_get_a_panel_each():
     assert axes[0].get_xscale() == "log"
     best = max(axes[2].get_lines(), key=lambda line: len(line.get_xdata()))
     assert best.get_xdata()[-1] >= 5  # through the last trial, a failed one
+
+
+def test_kn_on_equal_paired_differences_is_not_conclusive(tmp_path):
+    """KN's variance of a pair whose differences are all equal is 0, so it
+    drops the worse one at its first stage: one left, but on one sample."""
+    from schedlab.sweep import run_sweep
+
+    sel = run_sweep(parse_spec(fixed_data(tmp_path, delta=1.0), "s.toml"), backend="local").selection
+    assert sel["procedure"].startswith("search, then KN") and sel["kn"]["stopped"] == "one left"
+    assert sel["conclusive"] is False
+    assert sel["guarantee"].startswith("inconclusive: no interval separates the winner from trial ")
