@@ -25,7 +25,7 @@ from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.errors import PolicyError, UserError
 from schedlab.policies.packing import PACKING_POLICIES
 from schedlab.sim.packing import fast as packing_fast
-from schedlab.sim.packing.engine import PackingStalled, simulate_packing
+from schedlab.sim.packing.engine import PackingStalled, arrival_epochs, simulate_packing
 from tests.packing_policies import FirstFit
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
@@ -93,15 +93,16 @@ def test_hand_worked_stall_names_policy_time_count_and_first_job():
     with pytest.raises(PackingStalled) as err:
         simulate_packing(submit, duration, demand, [1.0, 1.0], forgetting({1, 3}))
     assert str(err.value) == (
-        "policy 'Forgets': t=2.0: 2 of 4 jobs are still queued when nothing runs and nothing is left to arrive, "
-        "first job 1 (demand [0.8]); each of them fits an empty server, so the policy never places them"
+        "policy 'Forgets': t=2.0: 2 of 4 jobs are still queued when nothing runs, first job 1 (demand [0.8]) "
+        "waits while every server is idle since t=2.0; each of them fits an empty server, so the policy never "
+        "places them"
     )
     assert isinstance(err.value, PolicyError)  # the family a sweep records as the configuration's failure
     # with `until` a queue at the end is normal: the result, the forgotten jobs unstarted
     r = simulate_packing(submit, duration, demand, [1.0, 1.0], forgetting({1, 3}), until=10.0)
     assert r.start.tolist()[0::2] == [0.0, 1.0] and np.isnan(r.start[[1, 3]]).all() and r.started == 2
-    # a policy that places nothing stalls at the last arrival
-    with pytest.raises(PackingStalled, match=r"^policy 'Forgets': t=1.0: 4 of 4 jobs .* first job 0 \(demand"):
+    # a policy that places nothing stalls at the first epoch, not at the last arrival
+    with pytest.raises(PackingStalled, match=r"^policy 'Forgets': t=0.0: 2 of 4 jobs .* first job 0 \(demand"):
         simulate_packing(submit, duration, demand, [1.0, 1.0], forgetting(range(4)))
 
 
@@ -126,7 +127,8 @@ def forgetful_runs(draw):
 def test_the_guard_fires_exactly_when_jobs_are_forgotten(w):
     """First fit places every job it sees (each fits an empty server), so the
     jobs never placed are exactly the forgotten ones: the run raises iff
-    there are some, naming how many and the first."""
+    there are some, at the first epoch that leaves the cluster empty with one
+    of them queued, naming the first and how many of them had arrived then."""
     submit, duration, demand, capacity, forgotten, epoch = w
     policy = forgetting(forgotten)
     if not forgotten:
@@ -136,8 +138,20 @@ def test_the_guard_fires_exactly_when_jobs_are_forgotten(w):
     first = min(forgotten)
     with pytest.raises(PackingStalled) as err:
         simulate_packing(submit, duration, demand, capacity, policy, epoch=epoch, check=True)
-    assert f": {len(forgotten)} of {len(submit)} jobs are still queued " in str(err.value)
+    t = float(str(err.value).split(": t=")[1].split(":")[0])
+    arrived = arrival_epochs(np.asarray(submit, dtype=float), epoch)
+    queued = [j for j in forgotten if arrived[j] <= t]
+    assert f": {len(queued)} of {len(submit)} jobs are still queued " in str(err.value)
     assert f"first job {first} (demand {np.asarray(demand[first], dtype=float).tolist()})" in str(err.value)
+    # at t nothing runs (the same run cut at t: every job started by t has left by t), and never before
+    # with a forgotten job queued
+    r = simulate_packing(submit, duration, demand, capacity, policy, epoch=epoch, until=t)
+    ok = ~np.isnan(r.start)
+    leave = arrival_epochs(r.end[ok], epoch)
+    assert (leave <= t).all() and arrived[first] <= t
+    for u in np.unique(np.concatenate([arrived, leave])):
+        if arrived[first] <= u < t:
+            assert ((r.start[ok] <= u) & (leave > u)).any(), u
 
 
 # ---- built-ins never trip it, on either path ------------------------------------------------------------

@@ -68,6 +68,7 @@ JOURNAL = "study.journal"
 STATE = "state.json"
 TRIALS = "trials.json"
 IDENTITY = "identity.json"
+REPORT = "report.md"
 #: A word in the sampler's seed sequence that instance seeds never have
 #: (theirs are [seed, point id, replication]).
 SAMPLER_WORD = 0x5EA4C4
@@ -424,7 +425,7 @@ def _search_locked(
 ) -> SearchReport:
     import optuna
 
-    from schedlab.platform.search.select import select
+    from schedlab.platform.search.select import report_markdown, select
 
     started = time.monotonic()
     search = spec.search
@@ -478,6 +479,9 @@ def _search_locked(
     report.configs = len({r.config_id for r in recs if r.config_id})
     report.selection = select(spec, store, recs, runs)
     report.figure = _figure(spec, store, recs, report.selection, draw)
+    if report.selection is not None:
+        figure = Path(report.figure).name if report.figure else None
+        (store.root / FOLDER / REPORT).write_text(report_markdown(report.selection, figure))
     if (spec.tracking.enabled if tracking is None else tracking) and report.selection is not None:
         from schedlab.platform.tracking.tracker import track_results
 

@@ -24,6 +24,14 @@ instances), its paired difference to the runner-up (the last candidate KN
 eliminated, else the second-best mean) and to ``baseline`` (a named setting
 run on the same fresh instances; unpaired, Welch, when a searched workload
 parameter puts it on another workload point).
+
+The intervals are `statistics.stats`'s, the machinery ``schedlab compare``
+uses: sums correctly rounded (the same bits in any order), and n equal
+values or paired differences are *one* sample (``identical``,
+``n_effective`` 1: no interval, not a zero-width one). A comparison whose
+interval is degenerate -- no interval, zero width, or ``n_effective`` < 2
+-- never makes a selection conclusive, with KN too (its variance estimate
+of that pair is 0): the guarantee then says which candidate and why.
 """
 
 from __future__ import annotations
@@ -67,39 +75,90 @@ def candidates(recs: list[TrialRecord], top: int, minimize: bool) -> list[TrialR
     return ranked[:top]
 
 
-def _t(n: int, confidence: float) -> float:
-    from schedlab.platform.statistics.stats import t_quantile
-
-    return t_quantile(n, confidence)
-
-
 def interval(x: list[float], confidence: float) -> dict[str, Any]:
-    """Mean and t interval of ``x``."""
+    """Mean and t interval of ``x`` (`stats.mean_sd`: order-independent);
+    n equal values are one sample: no interval, ``n_effective`` 1."""
+    from schedlab.platform.statistics.stats import identical, mean_sd, t_quantile
+
     a = np.asarray(x, dtype=float)
     n = int(a.size)
-    mean = float(a.mean()) if n else math.nan
-    half = _t(n, confidence) * float(a.std(ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
-    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
+    mean, sd = mean_sd(a)
+    same = identical(a)
+    half = t_quantile(n, confidence) * sd / math.sqrt(n) if n >= 2 and not same else math.nan
+    if same:
+        mean = float(a[0])
+    return {
+        "mean": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "n": n,
+        "n_effective": 1 if same else n,
+        "identical": same,
+    }
 
 
 def difference(a: list[float], b: list[float], confidence: float, paired: bool) -> dict[str, Any]:
-    """Interval of mean(a) - mean(b): paired over their common replications,
-    else Welch's (independent instances)."""
+    """Interval of mean(a) - mean(b): paired over their common replications
+    (`stats.paired`, as ``schedlab compare``: identical differences are one
+    sample, no interval), else Welch's (independent instances; two samples
+    each of identical values have no interval either)."""
+    from schedlab.platform.statistics.stats import identical, mean_sd
+    from schedlab.platform.statistics.stats import paired as paired_t
+
     if paired:
         n = min(len(a), len(b))
-        out = interval([x - y for x, y in zip(a[:n], b[:n], strict=True)], confidence)
-        return {**out, "paired": True}
+        p = paired_t([x - y for x, y in zip(a[:n], b[:n], strict=True)], confidence)
+        return {
+            "mean": p.mean,
+            "low": p.low,
+            "high": p.high,
+            "n": p.n,
+            "n_effective": p.n_effective,
+            "identical": p.identical,
+            "paired": True,
+        }
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = int(min(xa.size, xb.size))
+    same = identical(xa) and identical(xb)
+    nan = {"low": math.nan, "high": math.nan, "n": n, "n_effective": 1 if same else n, "identical": same}
     if xa.size < 2 or xb.size < 2:
-        return {"mean": math.nan, "low": math.nan, "high": math.nan, "n": int(min(xa.size, xb.size)), "paired": False}
-    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
+        return {"mean": math.nan, **nan, "paired": False}
+    (ma, sa), (mb, sb) = mean_sd(xa), mean_sd(xb)
+    mean = float(ma - mb)
+    va, vb = sa * sa / xa.size, sb * sb / xb.size
     se = math.sqrt(va + vb)
-    dof = (va + vb) ** 2 / ((va**2 / (xa.size - 1) if va else 0) + (vb**2 / (xb.size - 1) if vb else 0) or 1e-300)
+    if same or se == 0.0:
+        return {"mean": mean, **nan, "paired": False}
+    dof = (va + vb) ** 2 / ((va**2 / (xa.size - 1) if va else 0) + (vb**2 / (xb.size - 1) if vb else 0))
     from scipy import stats
 
-    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se if se > 0 else 0.0
-    mean = float(xa.mean() - xb.mean())
-    return {"mean": mean, "low": mean - half, "high": mean + half, "n": int(min(xa.size, xb.size)), "paired": False}
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
+    return {
+        "mean": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "n": n,
+        "n_effective": n,
+        "identical": False,
+        "paired": False,
+    }
+
+
+def degenerate(d: dict[str, Any]) -> str | None:
+    """Why the interval ``d`` (of `interval` or `difference`) cannot decide
+    anything, or None when it can: every value or paired difference equal
+    (one sample), fewer than two independent samples, no interval, or one
+    of zero width."""
+    low, high = d.get("low"), d.get("high")
+    if d.get("identical"):
+        return "every paired difference equal" if d.get("paired") else "every value equal"
+    if (d.get("n_effective") or 0) < 2:
+        return f"n_eff = {d.get('n_effective') or 0} < 2"
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "no interval"
+    if low == high:
+        return "a zero-width interval"
+    return None
 
 
 def _outputs(store: ResultStore, config_ids: list[str], metric: str, first: int) -> dict[str, list[float]]:
@@ -122,6 +181,28 @@ def _clean(v: Any) -> Any:
     if isinstance(v, list):
         return [_clean(x) for x in v]
     return v
+
+
+def _pair_degenerate(a: list[float], b: list[float]) -> str | None:
+    """Why the paired differences of ``a`` and ``b`` cannot separate them
+    (`degenerate`), None when they can."""
+    return degenerate(difference(a, b, 0.5, paired=True))  # the width's level does not matter here
+
+
+def _inconclusive(flat: list[tuple[str, str]], entries: list[dict[str, Any]]) -> str:
+    """The guarantee of a selection that a degenerate comparison keeps from
+    being conclusive: which candidates, with their parameters, and why."""
+    by_name = {e["name"]: e for e in entries}
+    parts = [f"{nm} ({params_text(by_name[nm]['params'])}): {why}" for nm, why in flat]
+    return (
+        "inconclusive: no interval separates the winner from " + "; ".join(parts) + " (equal differences are one "
+        "sample, not a zero-width interval)"
+    )
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """``name=value, ...`` of a setting, floats to 6 significant digits."""
+    return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
 def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _Runs) -> dict[str, Any] | None:
@@ -212,9 +293,13 @@ def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _
         k_sel = kn(x, sel_spec.delta, conf, sel_spec.n0, minimize, 1, S)
         kn_doc = k_sel.to_dict()
         winner = k_sel.winner or names[0]
-        conclusive = k_sel.stopped == "one left"
         runner = k_sel.order[-1] if k_sel.order else None
         guarantee = kn_doc["guarantee"]
+        # KN's variance of a pair whose differences are all equal is 0: its elimination then rests on one sample
+        flat = [(nm, why) for nm in names if nm != winner for why in [_pair_degenerate(x[winner], x[nm])] if why]
+        conclusive = k_sel.stopped == "one left" and not flat
+        if k_sel.stopped == "one left" and flat:
+            guarantee = _inconclusive(flat, entries)
     else:
         sign = 1.0 if minimize else -1.0
         means = {nm: (sign * float(np.mean(v)) if v else math.inf) for nm, v in x.items()}
@@ -223,17 +308,26 @@ def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _
         runner = min(others, key=lambda nm: (means[nm], names.index(nm))) if others else None
         level = 1.0 - (1.0 - conf) / max(len(others), 1)
         worse = []
+        flat = []
         for nm in others:
             d = difference(x[nm], x[winner], level, same_point)
-            worse.append(d["low"] > 0 if minimize else d["high"] < 0)
+            why = degenerate(d)
+            if why:
+                flat.append((nm, why))
+            worse.append(not why and (d["low"] > 0 if minimize else d["high"] < 0))
         conclusive = bool(others) and all(worse)
         guarantee = (
             f"each other candidate is worse than the winner with simultaneous confidence >= {conf:g} "
             f"(paired t, Bonferroni over {len(others)} comparisons)"
             if conclusive
+            else _inconclusive(flat, entries)
+            if flat
             else "not conclusive: some candidate's interval of the difference to the winner contains 0"
         )
     w = names.index(winner)
+    for e in entries:  # each candidate's own difference to the winner, for the report (at ``confidence``)
+        if e["name"] != winner:
+            e["vs_winner"] = difference(x[e["name"]], x[winner], conf, same_point)
     doc["candidates"] = entries
     doc["winner"] = entries[w]
     doc["conclusive"] = conclusive
@@ -261,3 +355,62 @@ def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _
     doc = _clean(doc)
     write(store.root, doc)
     return doc
+
+
+def report_markdown(doc: dict[str, Any], figure: str | None = None) -> str:
+    """``search/report.md``: the selection for people -- every candidate with
+    its parameter values, its search value, its mean and interval on the
+    fresh instances and its difference to the winner; the winner, the
+    runner-up and the baseline with theirs; the guarantee in words."""
+    from schedlab.platform.statistics.selection import describe_search
+
+    metric = doc["metric"]
+    lines = [f"# Search: {metric}, {'smaller' if doc.get('minimize') else 'larger'} is better", ""]
+    lines += ["```", *describe_search(doc), "```", ""]
+    cands = doc.get("candidates") or []
+    if cands:
+        names = list(dict.fromkeys(k for c in cands for k in c["params"]))
+        conf = f"{doc['confidence']:.0%}"
+        head = ["trial", *names, "search value", f"fresh: mean [{conf} CI]", f"minus the winner [{conf} CI]"]
+        rows = []
+        win = (doc.get("winner") or {}).get("trial")
+        for c in cands:
+            role = " (winner)" if c["trial"] == win else ""
+            rows.append(
+                [
+                    f"{c['trial']}{role}",
+                    *(_cell(c["params"].get(n)) for n in names),
+                    _cell(c.get("search_value")),
+                    _interval_text(c),
+                    "–" if c["trial"] == win else _interval_text(c.get("vs_winner") or {}),
+                ]
+            )
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    b = doc.get("baseline")
+    if b:
+        lines += [
+            f"Baseline {params_text(b['params'])}: {_interval_text(b)}; winner minus baseline: "
+            f"{_interval_text(b['difference'])}.",
+            "",
+        ]
+    lines += [f"Guarantee: {doc.get('guarantee')}.", ""]
+    if figure:
+        lines += [f"![convergence]({figure})", ""]
+    return "\n".join(lines)
+
+
+def _cell(v: Any) -> str:
+    return "–" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _interval_text(d: dict[str, Any]) -> str:
+    if d.get("mean") is None:
+        return "–"
+    if d.get("identical"):
+        what = "paired difference" if d.get("paired") else "value"
+        return f"{d['mean']:.6g} (no interval: every {what} equal, n = {d.get('n')})"
+    if d.get("low") is None or d.get("high") is None:
+        return f"{d['mean']:.6g} (no interval, n = {d.get('n')})"
+    return f"{d['mean']:.6g} [{d['low']:.6g}, {d['high']:.6g}] (n = {d.get('n')})"

@@ -301,23 +301,34 @@ def describe_search(doc: dict[str, Any]) -> list[str]:
         return "nan" if v is None else f"{v:.6g}"
 
     def iv(d: dict[str, Any]) -> str:
+        if d.get("identical"):
+            what = "paired difference" if d.get("paired") else "value"
+            return f"{num(d.get('mean'))}, no interval: every {what} equal, one sample (n = {d.get('n')})"
         return f"{num(d.get('mean'))} [{num(d.get('low'))}, {num(d.get('high'))}] (n = {d.get('n')})"
 
-    params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in w["params"].items())
+    def setting(p: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
+
+    params = setting(w["params"])
     lines.append(
         f"selection ({doc['procedure']}; 1-alpha = {doc['confidence']:g}"
         + (f", delta = {doc['delta']:g}" if doc.get("delta") is not None else "")
         + f", fresh replications {doc['first_replication']}..): "
         + ("conclusive" if doc.get("conclusive") else "NOT conclusive")
     )
-    lines.append(f"  winner: trial {w['trial']} {params}: {doc['metric']} {iv(w)}")
     ru = doc.get("runner_up")
+    lines.append(f"  candidates ({doc['metric']} on the fresh instances; search value in the trial's own):")
+    for c in doc.get("candidates") or []:
+        role = " (winner)" if c["trial"] == w["trial"] else " (runner-up)" if ru and c["trial"] == ru["trial"] else ""
+        lines.append(
+            f"    trial {c['trial']}{role} {setting(c['params'])}: {iv(c)}; search {num(c.get('search_value'))}"
+        )
+    lines.append(f"  winner: trial {w['trial']} {params}: {doc['metric']} {iv(w)}")
     if ru:
-        lines.append(f"  vs runner-up trial {ru['trial']}: difference {iv(ru['difference'])}")
+        lines.append(f"  vs runner-up trial {ru['trial']} {setting(ru['params'])}: difference {iv(ru['difference'])}")
     b = doc.get("baseline")
     if b:
-        bp = ", ".join(f"{k}={v}" for k, v in b["params"].items())
-        lines.append(f"  vs baseline {bp}: {iv(b)}; difference {iv(b['difference'])}")
+        lines.append(f"  vs baseline {setting(b['params'])}: {iv(b)}; difference {iv(b['difference'])}")
     lines.append(f"  {doc.get('guarantee')}")
     return lines
 
@@ -337,7 +348,11 @@ def search_mlflow_tags(doc: dict[str, Any]) -> dict[str, str]:
     if w:
         tags["schedlab.selection.winner_trial"] = str(w["trial"])
         tags["schedlab.selection.winner"] = canonical(w["params"])[:5000]
-        tags["schedlab.selection.winner_interval"] = f"{w['mean']:.6g} [{w['low']:.6g}, {w['high']:.6g}] n={w['n']}"
+        tags["schedlab.selection.winner_interval"] = (
+            f"{w['mean']:.6g} [{w['low']:.6g}, {w['high']:.6g}] n={w['n']}"
+            if w.get("low") is not None and w.get("high") is not None
+            else f"{w['mean']:.6g} (no interval) n={w['n']}"
+        )
     for key in ("runner_up", "baseline"):
         d = (doc.get(key) or {}).get("difference")
         if d and d.get("mean") is not None and d.get("low") is not None:

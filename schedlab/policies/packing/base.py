@@ -33,8 +33,8 @@ A policy implements four methods:
 
 A policy must eventually place every job: every job fits an empty server
 (the engine refuses one that fits none before the run), so jobs still queued
-when nothing runs and nothing is left to arrive are a policy bug, and the
-engine raises ``PackingStalled`` (runs without ``until``).
+when nothing runs are a policy bug, and the engine raises ``PackingStalled``
+at that epoch (runs without ``until``).
 
 Jobs are ints (their index in the job table, i.e. arrival order); servers are
 ints 0..L-1. Cost per decision: a policy keeps sorted structures (see

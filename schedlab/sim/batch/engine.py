@@ -139,9 +139,11 @@ class BatchPolicy(Protocol):
 
 
 class BatchStalled(PolicyError):
-    """The run ended with jobs the policy never started although each fits
-    the empty machine (``schedlab check-policy``'s ``completes`` invariant,
-    with this message): the machine sat idle with them queued."""
+    """The machine sat idle with jobs queued although each fits the empty
+    machine (``schedlab check-policy``'s ``completes`` invariant, with this
+    message). :func:`simulate_batch` raises it at the instant it happens: at
+    the end of a pass that leaves nothing running and a job queued (O(1) per
+    pass: the running and queued counts), not when the workload runs out."""
 
 
 class Machine:
@@ -315,13 +317,12 @@ def simulate_batch(
         run.start(starts, t)
         if recorder is not None:
             recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
-    n = run.n
-    if n and run.started < n:
-        queued = [j for j in range(n) if run.state[j] == _QUEUED]
-        raise BatchStalled(
-            f"t={run.machine.now}: job {queued[0]} never starts ({len(queued)} of {n} jobs) although it fits the "
-            f"empty machine: the policy left it queued with every unit free"
-        )
+        if not run.heap and run.started < run.i:  # nothing running, a job queued: idle from this instant on
+            queued = [j for j in range(run.n) if run.state[j] == _QUEUED]  # once, on the way out
+            raise BatchStalled(
+                f"t={t}: job {queued[0]} never starts ({len(queued)} of {run.n} jobs queued) although it fits the "
+                f"empty machine: the policy left it queued with every unit free since t={t}"
+            )
     return run.result()
 
 

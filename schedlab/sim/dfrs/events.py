@@ -27,6 +27,14 @@ from schedlab.sim.dfrs.state import DEFAULT_PENALTY, WAITING, DfrsState, check_s
 #: check-policy``'s ``completes`` invariant, with this message).
 STALL_FACTOR = 10.0
 
+# An idle cluster with jobs pending is a stall from the instant it happens:
+# every job fits the empty cluster, so a policy that leaves one pending with
+# nothing running has a bug. The loop tests it at the end of each instant
+# (O(1): the sizes of the running and pending sets). A policy without a
+# period is stopped at that instant; a periodic one may leave its pending
+# jobs to its next periodic call, so it is stopped at the end of that call if
+# the cluster is still idle -- at most one period later.
+
 
 class DfrsLivelock(PolicyError):
     """A periodic policy keeps every job from progressing (see STALL_FACTOR)."""
@@ -174,6 +182,7 @@ def simulate_dfrs(
     # The livelock guard (STALL_FACTOR): only periodic calls can repeat forever.
     stall = STALL_FACTOR * (float(rel.max() - rel.min() + p.sum()) + n * st.penalty + period) if period and n else inf
     moved = -inf  # time of the last progress, arrival or completion
+    idle_at = inf  # since when the cluster has been idle with jobs pending (a periodic policy's grace)
     vt_seen = -1.0
     from schedlab.sim.dfrs.fast import horizon_kernel  # numba: loaded when a DFRS run starts
 
@@ -235,6 +244,7 @@ def simulate_dfrs(
                 policy.on_arrival(st, j)
         if acted:
             moved = t
+        periodic = False  # this instant ran the policy's periodic call
         if t_per <= t:
             assert period  # t_per is finite only with a period
             while t_per < t:  # instants passed while idle are skipped
@@ -252,7 +262,7 @@ def simulate_dfrs(
                             f"another): a livelock of jobs kept paused, waiting or in their migration penalty"
                         )
                     policy.on_period(st)
-                    acted = True
+                    acted = periodic = True
                 k_per += 1
                 t_per = t0 + k_per * period
         if late_star and acted:
@@ -270,6 +280,15 @@ def simulate_dfrs(
             st.dirty = False
         if check:
             check_state(st)
+        if st.pending and not st.running:
+            if not period:
+                raise _stalled(t, st, t, "")
+            if idle_at == inf:
+                idle_at = t
+            if periodic:
+                raise _stalled(t, st, idle_at, " after its periodic call")
+        else:
+            idle_at = inf
         if recorder is not None:
             recorder(t, st)
         if snapshots:
@@ -281,6 +300,15 @@ def simulate_dfrs(
         alloc.append(0.0)
     prof = UsageProfile(np.asarray(times), np.maximum(np.asarray(dem), 0.0), np.asarray(alloc))
     return DfrsResult(st, events, prof, lp_failures, snaps)
+
+
+def _stalled(t: float, st: DfrsState, since: float, when: str) -> PolicyError:
+    """The error of an idle cluster with jobs pending at the end of the
+    instant ``t`` (finding the first pending job scans them once, on the way out)."""
+    return PolicyError(
+        f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs since t={since}"
+        f"{when} (the policy left an idle cluster with jobs it never places)"
+    )
 
 
 def _greedy_family(policy) -> bool:

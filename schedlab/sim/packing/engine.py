@@ -45,12 +45,19 @@ adapter's ``UserError``): that is the workload's problem, not the policy's.
 
 Stalls
 ------
-Without ``until`` the run ends when nothing is left to arrive or depart. Jobs
-still queued then face an empty cluster and each fits an empty server, so a
-policy that leaves them there has a bug (its ``schedule()`` forgets a queue,
-say): the engine raises :class:`PackingStalled` instead of returning a
-result whose waits cover the started jobs only. With ``until``, jobs queued
-at that time are normal.
+Every queued job fits an empty server, so a decision epoch that ends with
+nothing running and a job queued is a policy bug (its ``schedule()`` forgets
+a queue, say): without ``until`` the engine raises :class:`PackingStalled`
+at that epoch -- the instant every server went idle with the job waiting --
+instead of running on to the end and returning a result whose waits cover
+the started jobs only. The reference loop tests it after each epoch's
+decisions (O(1): the running and queued counts); the compiled loops, which
+run only built-ins, return their schedule and, when a job was never
+placed, ``finish_result`` finds the same first such epoch in it, so both
+paths raise the same message. (A built-in never leaves the empty cluster
+idle with a job it places later -- the hypothesis tests comparing the two
+paths would show it -- so a run that placed every job is not scanned.) With
+``until`` (a window of a longer run) a queue is normal and nothing is raised.
 
 Metrics
 -------
@@ -128,10 +135,50 @@ class PlacementError(PolicyError):
 
 
 class PackingStalled(PolicyError):
-    """A run without ``until`` ended with jobs the policy never placed
-    although each fits an empty server, and the cluster was empty (nothing
-    running, nothing left to arrive): a policy bug (``schedlab
-    check-policy``'s ``completes`` invariant, with this message)."""
+    """A run without ``until`` reached a decision epoch that left jobs queued
+    and nothing running, although each fits an empty server: a policy bug
+    (``schedlab check-policy``'s ``completes`` invariant, with this message),
+    raised at that epoch (see Stalls in the module docstring)."""
+
+
+def _stalled(policy: str, t: float, queue: np.ndarray, n: int, demand: np.ndarray) -> PackingStalled:
+    """The :class:`PackingStalled` of the epoch at ``t`` that left the jobs
+    ``queue`` (ascending) queued on an idle cluster: one text for the
+    reference loop and ``finish_result``."""
+    j = int(queue[0])
+    return PackingStalled(
+        f"policy {policy!r}: t={float(t) + 0.0}: {len(queue)} of {n} jobs are still queued when nothing runs, "
+        f"first job {j} (demand {demand[j].tolist()}) waits while every server is idle since t={float(t) + 0.0}; "
+        f"each of them fits an empty server, so the policy never places them"
+    )
+
+
+def first_stall(
+    arrival: np.ndarray, start: np.ndarray, duration: np.ndarray, epoch: float | None
+) -> tuple[float, np.ndarray] | None:
+    """The first decision epoch of a finished schedule that left jobs queued
+    and nothing running, and the jobs queued then; None if there is none.
+
+    The loops' epochs are the arrival epochs and the departure epochs of the
+    started jobs; after the last epoch at time t the running jobs are those
+    started by t that depart after t (a job departing at its own start epoch
+    makes one more epoch at t), and the queued ones arrived by t and not
+    started by t. O(n log n), vectorised: run once per compiled run."""
+    ok = ~np.isnan(start)
+    departs = arrival_epochs(start[ok] + duration[ok], epoch)
+    starts = np.sort(start[ok])
+    arrived = np.sort(arrival)
+    departs.sort()
+    times = np.unique(np.concatenate([arrived, departs]))
+    started_by = np.searchsorted(starts, times, side="right")
+    idle = (started_by == np.searchsorted(departs, times, side="right")) & (
+        np.searchsorted(arrived, times, side="right") > started_by
+    )
+    if not idle.any():
+        return None
+    t = times[int(np.argmax(idle))]
+    waiting = (arrival <= t) & ~(start <= t)  # NaN start: never started
+    return float(t), np.flatnonzero(waiting)
 
 
 def fits(demand: Iterable[float], free: Iterable[float]) -> bool:
@@ -490,6 +537,9 @@ def simulate_packing(
                 recorder(now, "place", j, s)
         if queued == 0:
             qres = [0.0] * d
+        elif running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
+            queue = np.array([j for j in range(i) if state[j] == _QUEUED])  # once, on the way out
+            raise _stalled(getattr(type(policy), "name", "") or type(policy).__name__, now, queue, n, demand)
         epochs += 1
         if check:
             _check_cluster(cluster, demand, now)
@@ -537,6 +587,7 @@ def simulate_packing(
         policy=getattr(type(policy), "name", "") or type(policy).__name__,
         until=until,
         demand=demand,
+        epoch=epoch,
     )
 
 
@@ -570,6 +621,7 @@ def finish_result(
     policy: str,
     until: float | None,
     demand: np.ndarray,
+    epoch: float | None,
 ) -> PackingResult:
     """The :class:`PackingResult` of a run from its event loop's outcome:
     per-job starts and servers, the horizon [t0, t1], the time integrals
@@ -578,19 +630,16 @@ def finish_result(
     (``schedlab.sim.packing.fast``, ``multi_fast``), so every derived metric
     is computed by the same code from the same numbers, and both raise the
     same :class:`PackingStalled` (``policy``: its name in the message) for a
-    run without ``until`` that leaves jobs unplaced: the loops end only when
-    nothing is left to arrive or run, so those jobs are queued on an empty
-    cluster, and each fits an empty server (``_as_inputs``)."""
+    run without ``until`` with an epoch that left jobs queued and nothing
+    running (:func:`first_stall`; the reference loop raises it at that epoch
+    itself, so here it is found in a compiled loop's schedule): each queued
+    job fits an empty server (``_as_inputs``)."""
     d = capacity.shape[1]
     n = len(submit)
-    if until is None and started < n:
-        never = np.flatnonzero(np.isnan(start_a))
-        j = int(never[0])
-        raise PackingStalled(
-            f"policy {policy!r}: t={t1 + 0.0}: {len(never)} of {n} jobs are still queued when nothing runs and nothing "
-            f"is left to arrive, first job {j} (demand {demand[j].tolist()}); each of them fits an empty server, "
-            f"so the policy never places them"
-        )
+    if until is None and started < n:  # a job never placed: find where the stall began (a correct run pays nothing)
+        stall = first_stall(arrival_epochs(submit, epoch), start_a, duration, epoch)
+        assert stall is not None  # the loops' last epoch ends with nothing running, the never-placed job queued
+        raise _stalled(policy, stall[0], stall[1], n, demand)
     horizon = t1 - t0
     end_a = start_a + duration
     wait_a = start_a - submit

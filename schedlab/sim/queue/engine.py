@@ -299,7 +299,16 @@ class Server:
 
 
 class PolicyStalled(PolicyError):
-    """A policy left jobs in the system with nothing scheduled: a policy bug."""
+    """A policy left jobs in the system with nothing scheduled: a policy bug.
+
+    Raised at the instant it happens, not when the workload runs out: as soon
+    as the clock would move on while the server is idle (no pool holding jobs
+    is served), jobs are present and the policy announces no internal event
+    (``next_event_time()`` is ``INF``), so only an arrival could wake it. A
+    policy that declares ``work_conserving = False`` may wait for an arrival
+    on purpose ("a better job"); it is stopped when no arrival is left. The
+    test is O(1) per loop turn; the message names the instant, the first job
+    waiting and since when the server has been idle with jobs present."""
 
 
 #: Loop turns at one instant with no job arriving or leaving, beyond
@@ -368,6 +377,8 @@ def simulate(
     i = 0
     events = 0
     done = 0
+    conserving = getattr(policy, "work_conserving", True)
+    idle_at = -INF  # since when the server has been idle with jobs present (-INF: it is not)
     same = 0  # loop turns at this instant without an arrival or departure (see STALL_EVENTS)
     stall = STALL_EVENTS + STALL_PER_JOB * n
     while True:
@@ -381,6 +392,12 @@ def simulate(
             # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
             if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served_weight:
                 t_done = t_other if t_other > server.now else server.now
+            idle_at = -INF
+        elif i > done:
+            if idle_at == -INF:
+                idle_at = server.now
+            if t_policy == INF and t_arrival > server.now and (conserving or i == n):
+                raise _stalled(server, n, i - done, idle_at)
         if t_done <= t_policy and t_done <= t_arrival and job >= 0:
             server.now = t_done
             complete(job)
@@ -407,10 +424,14 @@ def simulate(
             break
         if recorder is not None:
             recorder(server.now, server)
-    if done != n:
-        first = next(j for j in range(n) if server._pool[j] is not None)
-        raise PolicyStalled(
-            f"t={server.now}: job {first}: the server is idle with {n - done} jobs unserved "
-            f"(the policy serves no pool that holds jobs)"
-        )
     return np.asarray(completion, dtype=np.float64), events
+
+
+def _stalled(server: Server, n: int, present: int, since: float) -> PolicyStalled:
+    """The :class:`PolicyStalled` of a server idle with ``present`` jobs in
+    the system; finding the first of them scans the table once, on the way out."""
+    first = next(j for j in range(n) if server._pool[j] is not None)
+    return PolicyStalled(
+        f"t={server.now}: job {first}: the server is idle with {present} jobs unserved since t={since} "
+        f"(the policy serves no pool that holds jobs and announces no event)"
+    )

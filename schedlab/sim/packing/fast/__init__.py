@@ -345,6 +345,7 @@ def simulate(
         policy=kernel,
         until=until,
         demand=demand,
+        epoch=epoch,
     )
 
 

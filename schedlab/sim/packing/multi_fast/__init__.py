@@ -323,6 +323,7 @@ def simulate(
         policy=kernel,
         until=until,
         demand=demand,
+        epoch=epoch,
     )
 
 
