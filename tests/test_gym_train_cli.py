@@ -1,0 +1,66 @@
+"""`python -m schedlab.gym.train` is a command-line tool like the others:
+``--help`` documents every option with its default, bad input is one line
+and exit code 2, and ``training.json`` keeps typed values (ints, nulls,
+lists), not their str(). The training run needs the ``rl`` extra and the
+Lublin log (skipped without them, saying which)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schedlab.gym.train import parser
+from tests.processes import checkout_env
+
+TRAIN = [sys.executable, "-m", "schedlab.gym.train"]
+LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
+
+
+def test_help_documents_every_option_with_its_default():
+    out = subprocess.run([*TRAIN, "--help"], capture_output=True, text=True, env=checkout_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    options = [a for a in parser()._actions if a.dest != "help"]
+    assert len(options) == 14
+    for action in options:
+        assert action.help, action.dest
+        assert action.option_strings[0] in text
+        assert "default" in action.help, action.dest  # a value, or what none means
+    for shown in ("(default: lublin_256.swf)", "(default: 256)", "(default: 100000)", "(default: 64 64)"):
+        assert shown in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sb3_contrib") is None, reason="needs the rl extra (sb3-contrib)")
+@pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
+def test_the_command_line_trains_and_writes_typed_training_json(tmp_path):
+    args = ["--sequence", "48", "--window", "16", "--span", "3000", "10000", "--timesteps", "256"]
+    args += ["--envs", "2", "--n-steps", "128", "--net", "16", "16", "--out", str(tmp_path)]
+    out = subprocess.run([*TRAIN, *args], capture_output=True, text=True, env=checkout_env(), timeout=600)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "training.json").read_text())
+    assert doc["env"] == {
+        "trace": "lublin_256.swf",
+        "nodes": None,
+        "sequence": 48,
+        "window": 16,
+        "backfill": "easy",
+        "span": [3000, 10000],
+        "reward": "bsld",
+        "reward_mode": "step",
+    }
+    assert (doc["seed"], doc["n_envs"], doc["net"], doc["n_steps"]) == (0, 2, [16, 16], 128)
+    assert isinstance(doc["timesteps"], int) and doc["timesteps"] >= 256
+    bad = subprocess.run(
+        [*TRAIN, "--sequence", "48", "--span", "10", "5", "--timesteps", "1", "--out", str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        env=checkout_env(),
+        timeout=600,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert bad.stderr.strip().count("\n") == 0 and "span must be two job indices" in bad.stderr
