@@ -64,3 +64,10 @@ def test_the_command_line_trains_and_writes_typed_training_json(tmp_path):
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
     assert bad.stderr.strip().count("\n") == 0 and "span must be two job indices" in bad.stderr
+
+
+def test_the_readme_says_how_to_run_the_training_test():
+    """`.[test]` alone skips tests/test_gym_train.py (sb3-contrib is in `[rl]`): the README says so, in one line."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if "tests/test_gym_train.py" in line)
+    assert "pip install -e '.[test,rl]'" in line and "python -m pytest -q tests/test_gym_train.py" in line
