@@ -51,7 +51,7 @@ class TaskResult:
     job_runs: int = 0
     #: The Arrow type of each column only some rows carry (`point_columns`):
     #: a part whose rows all lack it still has it, typed, all null.
-    column_types: dict[str, pa.DataType] = field(default_factory=dict)
+    column_types: dict[str, pa.DataType | None] = field(default_factory=dict)
 
     def delivered(self) -> list[tuple[str, int]]:
         """(config id, replication) of every row this result carries."""
@@ -88,7 +88,7 @@ def _column_value(v: Any, integer: bool = False) -> Any:
 CODE_COLUMNS = ("code_sha256", "workload_code_sha256")
 
 
-def point_columns(point: WorkloadPoint) -> dict[str, pa.DataType]:
+def point_columns(point: WorkloadPoint) -> dict[str, pa.DataType | None]:
     """The parameter and code columns of a workload point's summary rows, in
     row order, with their Arrow types: the union over the point's
     configurations (every policy of the sweep), so that a policy without a
@@ -96,21 +96,27 @@ def point_columns(point: WorkloadPoint) -> dict[str, pa.DataType]:
     policy (``code_sha256``), still has the column, null. Every Parquet part
     of a sweep then has the same columns and types, and any reader
     (``pl.read_parquet(DIR/"summary")``, DuckDB's ``read_parquet``) reads
-    the directory as it is. A column whose every value is null is typed
-    string."""
-    types: dict[str, pa.DataType] = {}
+    the directory as it is. A column no configuration gives a value has no
+    type (None): it is null, untyped, in every part alike."""
+    types: dict[str, pa.DataType | None] = {}
     for config in point.configs:
         for k, v in config.flat_params().items():
-            value = _column_value(v, k in config.integers)
-            if value is not None and pa.types.is_null(types.get(k, pa.null())):
-                types[k] = pa.scalar(value).type
-            else:
-                types.setdefault(k, pa.null())
+            if types.get(k) is None:
+                types[k] = _arrow_type(_column_value(v, k in config.integers))
     if any(c.code is not None for c in point.configs):
         types["code_sha256"] = pa.string()
     if point.code is not None:
         types["workload_code_sha256"] = pa.string()
-    return {k: pa.string() if pa.types.is_null(t) else t for k, t in types.items()}
+    return types
+
+
+def _arrow_type(value: Any) -> pa.DataType | None:
+    """The Arrow type ``pa.Table.from_pydict`` gives a column of `_column_value`
+    values (bool, int64, float64, string; None for None: not known from it)."""
+    for kind, arrow in ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string())):
+        if isinstance(value, kind):
+            return arrow
+    return None if value is None else pa.array([value]).type
 
 
 def _keyed_table(config: Config, replication: int, columns: dict[str, Any]) -> pa.Table:
@@ -232,6 +238,7 @@ def run_instances(
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)
+    known: dict[str, dict[str, pa.DataType | None]] = {}  # point id -> `point_columns`
     for instance, configs in work:
         point = instance.point
         try:
@@ -246,8 +253,10 @@ def run_instances(
             text = f"building the workload failed: {line}"
             out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
             continue
-        columns = point_columns(point)
-        out.column_types.update(columns)
+        if point.point_id not in known:  # a task's instances share few points (one per replication each)
+            known[point.point_id] = point_columns(point)
+        columns = known[point.point_id]
+        out.column_types.update({k: t for k, t in columns.items() if t is not None})
         for config in configs:
             try:
                 policy = config.policy
@@ -308,10 +317,10 @@ def run_instances(
     return out
 
 
-def _typed(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
+def _typed(table: pa.Table, types: dict[str, pa.DataType | None]) -> pa.Table:
     """``table`` with each all-null column of ``types`` cast to its type (`point_columns`)."""
     for i, f in enumerate(table.schema):
-        if pa.types.is_null(f.type) and f.name in types:
+        if pa.types.is_null(f.type) and types.get(f.name) is not None:
             table = table.set_column(i, f.name, table.column(i).cast(types[f.name]))
     return table
 
