@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.gym.train import parser
+from schedlab.gym.train import main, parser
 from tests.processes import checkout_env
 
 TRAIN = [sys.executable, "-m", "schedlab.gym.train"]
@@ -37,11 +37,11 @@ def test_help_documents_every_option_with_its_default():
 
 @pytest.mark.skipif(importlib.util.find_spec("sb3_contrib") is None, reason="needs the rl extra (sb3-contrib)")
 @pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
-def test_the_command_line_trains_and_writes_typed_training_json(tmp_path):
+def test_the_command_line_trains_and_writes_typed_training_json(tmp_path, capsys):
+    """The command line's `main`, in this process (a subprocess would import torch a second time)."""
     args = ["--sequence", "48", "--window", "16", "--span", "3000", "10000", "--timesteps", "256"]
-    args += ["--envs", "2", "--n-steps", "128", "--net", "16", "16", "--out", str(tmp_path)]
-    out = subprocess.run([*TRAIN, *args], capture_output=True, text=True, env=checkout_env(), timeout=600)
-    assert out.returncode == 0, out.stderr
+    main([*args, "--envs", "2", "--n-steps", "128", "--net", "16", "16", "--out", str(tmp_path)])
+    assert "256 timesteps" in capsys.readouterr().out
     doc = json.loads((tmp_path / "training.json").read_text())
     assert doc["env"] == {
         "trace": "lublin_256.swf",
@@ -55,15 +55,20 @@ def test_the_command_line_trains_and_writes_typed_training_json(tmp_path):
     }
     assert (doc["seed"], doc["n_envs"], doc["net"], doc["n_steps"]) == (0, 2, [16, 16], 128)
     assert isinstance(doc["timesteps"], int) and doc["timesteps"] >= 256
+
+
+@pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
+def test_bad_input_is_one_line_and_exit_2_before_training(tmp_path):
     bad = subprocess.run(
-        [*TRAIN, "--sequence", "48", "--span", "10", "5", "--timesteps", "1", "--out", str(tmp_path / "bad")],
+        [*TRAIN, "--sequence", "48", "--span", "10", "5", "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         env=checkout_env(),
-        timeout=600,
+        timeout=300,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
     assert bad.stderr.strip().count("\n") == 0 and "span must be two job indices" in bad.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_readme_says_how_to_run_the_training_test():

@@ -259,6 +259,9 @@ def run(a: argparse.Namespace) -> None:
         "backfill": a.backfill,
         "span": tuple(a.span) if a.span else None,
     }
+    from schedlab.gym.batch import BatchEnv
+
+    BatchEnv(**env_kwargs)  # bad input fails here, in a second, not after importing torch and MLflow
     budget = train(
         env_kwargs,
         timesteps=a.timesteps,
