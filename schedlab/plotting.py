@@ -324,6 +324,20 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
     return frame
 
 
+def parameter_columns(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+    """The sweep's parameter columns (the manifest's ``param_columns``) that ``frame`` has."""
+    return [c for c in (manifest.get("param_columns") or []) if c in frame.columns]
+
+
+def swept(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+    """The parameters that take more than one value among ``frame``'s rows
+    (after ``--where``): with the policy, what tells one configuration from
+    another. `plot` never averages over them (each must be an axis, a line,
+    a panel or held fixed), and ``schedlab results`` shows one row per
+    policy and combination of them unless ``--by`` says what to pool."""
+    return [c for c in parameter_columns(frame, manifest) if frame[c].n_unique() > 1]
+
+
 def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataFrame]:
     """A results dir, its manifest and its summary rows (what `plot` and
     `schedlab view` read); a `UserError` naming the dir when it is missing, is
@@ -395,7 +409,7 @@ def plot(
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
     columns = frame.columns
-    params = [c for c in (manifest.get("param_columns") or []) if c in columns]
+    params = parameter_columns(frame, manifest)
     for option, col in (("--x", x), ("--by", by), ("--facet", facet)):
         if col is not None and col not in columns:
             raise UserError(
@@ -423,7 +437,7 @@ def plot(
     # Line labels: the by column, or the policy with its gridded parameters.
     from schedlab.platform.statistics.compare import _arm_labels
 
-    varying = [c for c in params if frame[c].n_unique() > 1]
+    varying = swept(frame, manifest)
     pparams = [c for c in varying if c.startswith("policy_") and c not in axes_cols] if by == "policy" else []
     label = _arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
     frame = frame.with_columns(label.alias("_line"))

@@ -44,49 +44,183 @@ def parse_where(items: tuple[str, ...]) -> dict[str, str]:
     return where
 
 
+#: Significant digits of a 95 % half-width in `format_estimate` (the mean is
+#: rounded to the same decimal place: more digits than the interval's would be noise).
+HALFWIDTH_DIGITS = 2
+#: Significant digits of a value without an interval (n = 1, identical replications).
+VALUE_DIGITS = 6
+#: Magnitudes shown in fixed notation; outside, scientific with one exponent for mean and half-width.
+FIXED_RANGE = (1e-3, 1e6)
+
+
+def _fixed(x: float) -> bool:
+    return x == 0.0 or FIXED_RANGE[0] <= abs(x) < FIXED_RANGE[1]
+
+
+def format_value(x: float | None) -> str:
+    """A number without an interval: `VALUE_DIGITS` significant digits, fixed
+    notation inside `FIXED_RANGE`, scientific outside; "–" for none / NaN."""
+    import math
+
+    if x is None or x != x:
+        return "–"
+    if math.isinf(x) or not _fixed(x):
+        return f"{x:.{VALUE_DIGITS - 1}e}"
+    decimals = max(VALUE_DIGITS - 1 - math.floor(math.log10(abs(x))), 0) if x else VALUE_DIGITS - 1
+    return f"{x:.{decimals}f}"
+
+
+def format_estimate(mean: float | None, halfwidth: float | None) -> str:
+    """``mean ± halfwidth`` in one notation, both to the same decimal place:
+    the half-width's `HALFWIDTH_DIGITS` significant digits (9.4 ± 1.4,
+    2600 ± 1900, 0.0123 ± 0.0045). Fixed notation when both magnitudes are
+    inside `FIXED_RANGE`, otherwise one shared exponent, "(2.62 ± 0.19)e+07",
+    never a fixed mean beside an e-notation half-width. No interval (None,
+    NaN, 0): `format_value`."""
+    import math
+
+    if mean is None or mean != mean or math.isinf(mean):
+        return format_value(mean)
+    if halfwidth is None or halfwidth != halfwidth or halfwidth <= 0 or math.isinf(halfwidth):
+        return format_value(mean)
+    place = math.floor(math.log10(halfwidth)) - (HALFWIDTH_DIGITS - 1)  # 10**place: the last digit shown
+    if _fixed(mean) and _fixed(halfwidth):
+        decimals = max(-place, 0)
+        return f"{round(mean, -place):.{decimals}f} ± {round(halfwidth, -place):.{decimals}f}"
+    exponent = math.floor(math.log10(max(abs(mean), halfwidth)))
+    scale = 10.0**exponent
+    decimals = max(exponent - place, 0)
+    return f"({mean / scale:.{decimals}f} ± {halfwidth / scale:.{decimals}f})e{exponent:+03d}"
+
+
+def _cell(value) -> str:
+    """A group key in the table: a float as %g (0.25, 4), none as "–" (a
+    parameter this row's policy does not take), anything else as text."""
+    if value is None:
+        return "–"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
+    """One row per group of ``keys`` and replication: each metric's mean over
+    the grid cells of ``pooled`` (the parameters the user left out of
+    ``--by``), and whether any of them was dominated (`stats.dominated`).
+    A replication is one independent sample of that mean only when it has a
+    row in every cell its group has: incomplete replications are left out.
+    Returns (frame, how many replications were left out)."""
+    import polars as pl
+
+    from schedlab.platform.statistics.stats import dominated
+
+    flags = [f for f in (dominated(frame, m) for m in dict.fromkeys(metrics)) if f is not None]
+    frame = frame.with_columns(flags)
+    per = keys + (["replication"] if "replication" not in keys else [])
+    cells = frame.group_by(keys).agg(pl.struct(pooled).n_unique().alias("_cells"))
+    reps = frame.group_by(per).agg(
+        [pl.col(m).cast(pl.Float64).mean() for m in dict.fromkeys(metrics)]
+        + [pl.col(f.name).any() for f in flags]
+        + [pl.struct(pooled).n_unique().alias("_have")]
+    )
+    reps = reps.join(cells, on=keys, how="left", nulls_equal=True)
+    complete = reps.filter(pl.col("_have") == pl.col("_cells"))
+    return complete.drop("_have", "_cells"), reps.height - complete.height
+
+
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--by", default="policy", show_default=True, help="Comma-separated columns to group by.")
+@click.option(
+    "--by",
+    default=None,
+    help="Comma-separated columns to group by (default: the policy and every parameter the sweep varies, one row "
+    "per configuration); what you leave out is pooled: each replication's mean over it, and the header says so.",
+)
 @click.option(
     "--metric", "metrics", multiple=True, default=["mst"], show_default=True, help="Metric column (repeatable)."
 )
+@click.option("--policy", help="Only this policy's rows.")
+@click.option(
+    "--where",
+    "where_items",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Only the rows where a parameter takes this value (repeatable), as for `plot` and `view`.",
+)
+@click.option("--config", "config_id", help="Only this configuration id's rows.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
-def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) -> None:
-    """Mean, 95% CI half-width and n of metrics over replications.
+def results(
+    results_dir: Path,
+    by: str | None,
+    metrics: tuple[str, ...],
+    policy: str | None,
+    where_items: tuple[str, ...],
+    config_id: str | None,
+    as_csv: bool,
+) -> None:
+    """Mean, 95% CI half-width and n replications of metrics, per configuration.
 
+    Nothing is averaged that you did not ask for: by default one row per
+    policy and combination of the parameters the sweep varies (what `plot`
+    draws as a point). --by chooses the groups; the parameters it leaves out
+    are pooled (each replication's mean over their values, then the interval
+    over replications: n counts replications), and the header says which.
     Replications that all gave the same value are one sample: no interval
     (marked "identical"). Failed simulations are counted, with where to look."""
     import polars as pl
 
     from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
-    from schedlab.platform.storage.store import explain_read_error
+    from schedlab.platform.storage.store import explain_read_error, mixed_digests
+    from schedlab.plotting import filter_where, swept
 
     store = _open_store(results_dir)
     failed = _failures_note(store)
     lf = store.scan()  # a damaged part file: UserError naming it
-    from schedlab.platform.storage.store import mixed_digests
-
     warning = mixed_digests(lf)
     if warning:
         click.echo(f"schedlab: warning: {warning}", err=True)
     columns = lf.collect_schema().names()
-    keys = [k.strip() for k in by.split(",") if k.strip()]
+    keys = [k.strip() for k in (by or "").split(",") if k.strip()]
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
     try:
-        table = summarize(lf, keys, list(metrics))
+        frame = lf.collect()
     except (pl.exceptions.PolarsError, OSError) as err:
         raise explain_read_error(store.files(), err) from None
+    if config_id is not None:
+        frame = frame.filter(pl.col("config_id") == config_id)
+        if frame.height == 0:
+            raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
+    if policy is not None:
+        kept = frame.filter(pl.col("policy") == policy)
+        if kept.height == 0:
+            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(frame['policy'].unique()))}")
+        frame = kept
+    frame = filter_where(frame, parse_where(where_items), results_dir)
+    varying = ["policy"] + swept(frame, store.read_manifest() or {})
+    if not keys:
+        keys = varying
+    pooled = [c for c in varying if c not in keys and frame[c].n_unique() > 1]
+    notes = []
+    if pooled:
+        values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(frame[c].unique().drop_nulls())))})" for c in pooled)
+        frame, dropped = pooled_means(frame, keys, pooled, list(metrics))
+        notes.append(
+            f"pooled over {values}: each replication's mean over them, then the interval over replications (n)"
+        )
+        if dropped:
+            notes.append(f"{dropped} replication(s) without a row in every pooled cell left out")
+    table = summarize(frame, keys, list(metrics))
     if as_csv:
         click.echo(table.write_csv(), nl=False)
-        if failed:
-            click.echo(f"schedlab: warning: {failed}", err=True)
+        for line in notes + ([failed] if failed else []):
+            click.echo(f"schedlab: warning: {line}", err=True)
         return
+    for line in notes:
+        click.echo(line)
     header = keys + [f"{m} (mean ± 95% CI)" for m in metrics] + ["n"]
     rows = []
     for rec in table.iter_rows(named=True):
-        cells = [str(rec[k]) for k in keys]
+        cells = [_cell(rec[k]) for k in keys]
         for m in metrics:
             ci, mean = rec[f"{m}_ci95"], rec[f"{m}_mean"]
             if mean is None:
@@ -94,9 +228,9 @@ def results(results_dir: Path, by: str, metrics: tuple[str, ...], as_csv: bool) 
             elif rec[f"{m}_dominated"]:
                 cells.append("dominated")
             elif rec[f"{m}_identical"]:
-                cells.append(f"{mean:.6g} (identical)")
+                cells.append(f"{format_value(mean)} (identical)")
             else:
-                cells.append(f"{mean:.6g} ± {ci:.3g}" if ci is not None and ci == ci else f"{mean:.6g}")
+                cells.append(format_estimate(mean, ci))
         cells.append(str(rec["n"]))
         rows.append(cells)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]

@@ -11,6 +11,10 @@ import click
 from schedlab.cli.group import main
 from schedlab.cli.progress import ProgressLine
 from schedlab.errors import UserError
+from schedlab.pipelines.base import HIDDEN_SCALES, SCALES
+
+#: Every scale `pipelines run --scale` accepts, as its help lists them.
+ALL_SCALES = SCALES + HIDDEN_SCALES
 
 
 @main.group()
@@ -20,11 +24,14 @@ def pipelines() -> None:
 
 @pipelines.command("list")
 def pipelines_list() -> None:
-    """List the pipelines: name, paper, figure, one line each."""
+    """List the pipelines: name, figure, paper, one line each, in aligned columns."""
     from schedlab.pipelines.registry import PIPELINES
 
-    for p in PIPELINES.values():
-        click.echo(f"{p.name:12s} {p.figure:8s} {p.paper}")
+    listed = list(PIPELINES.values())
+    name_width = max((len(p.name) for p in listed), default=0)
+    figure_width = max((len(p.figure) for p in listed), default=0)
+    for p in listed:
+        click.echo(f"{p.name:<{name_width}}  {p.figure:<{figure_width}}  {p.paper}")
 
 
 @pipelines.command("run")
@@ -33,8 +40,9 @@ def pipelines_list() -> None:
     "--scale",
     default="quick",
     show_default=True,
-    metavar="quick|paper",
-    help="quick: minutes on a laptop; paper: the paper's settings.",
+    metavar="|".join(ALL_SCALES),
+    help="quick: minutes on a laptop; paper: the paper's settings; smoke: seconds, the smallest run that goes "
+    "through every step (the test suite's: its numbers mean nothing).",
 )
 @click.option(
     "--backend",
@@ -76,6 +84,8 @@ def pipelines_run(
     from schedlab.pipelines.registry import get_pipeline
     from schedlab.pipelines.run import run_pipeline
 
+    if scale not in ALL_SCALES:
+        raise UserError(f"--scale: unknown scale {scale!r}; choose one of: {', '.join(ALL_SCALES)}")
     check_scale(scale)
     get_pipeline(name)  # unknown name: UserError listing the names, before Ray starts
     overrides = None

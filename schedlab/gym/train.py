@@ -8,8 +8,9 @@ writes ``OUT/model.zip`` (Stable-Baselines3's own file, to resume or
 inspect), ``OUT/agent.py`` (``use = "OUT/agent.py:Agent"`` in a sweep: an
 :class:`schedlab.gym.agent.MLPAgent` with the weights inside the file, so
 they are hashed and shipped with the code) and ``OUT/training.json`` (the
-budget: timesteps, episodes, wall and CPU seconds, the last mean episode
-bounded slowdown). Every rollout logs to the MLflow run (experiment
+budget: timesteps, wall and CPU seconds, the curve, the last mean episode
+bounded slowdown; the environment's and the training's settings as typed
+JSON values). Every rollout logs to the MLflow run (experiment
 ``schedlab-rl``; ``--tracking-uri``, default a SQLite store in OUT): the mean
 bounded slowdown of the episodes finished (``ep_bsld_mean``: minus the
 mean episode return, which sums to minus the engine's mean bounded slowdown)
@@ -28,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from schedlab.errors import UserError
 from schedlab.gym.agent import encode
 
 AGENT_TEMPLATE = '''"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
@@ -153,7 +156,11 @@ def train(
             "curve": curve,
             "last_ep_bsld_mean": curve[-1][1] if curve else None,
             "mlflow_run_id": run.info.run_id,
-            "env": {k: str(v) for k, v in env_kwargs.items()},
+            "env": _json_values(env_kwargs),
+            "seed": seed,
+            "n_envs": n_envs,
+            "net": list(net),
+            "n_steps": n_steps,
         }
         mlflow.log_metrics({"cpu_seconds": budget["cpu_seconds"], "wall_seconds": budget["wall_seconds"]})
     model.save(out / "model.zip")
@@ -172,21 +179,78 @@ def train(
     return budget
 
 
+def _json_values(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as JSON keeps them: tuples as lists, None as null, numbers as numbers (never their str())."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: every option with its meaning and default (``--help``)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m schedlab.gym.train",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog='Writes OUT/model.zip, OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent") and '
+        "OUT/training.json. Needs pip install -e '.[rl]'.",
+    )
+    ap.add_argument(
+        "--trace", default="lublin_256.swf", help="SWF trace the episodes are drawn from (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--nodes", type=int, default=None, help="processors of the machine (default: the trace's MaxProcs / MaxNodes)"
+    )
+    ap.add_argument("--sequence", type=int, default=256, help="jobs per training episode (default: %(default)s)")
+    ap.add_argument(
+        "--window", type=int, default=128, help="waiting jobs the agent chooses among (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--backfill",
+        default="easy",
+        choices=["none", "easy"],
+        help="backfilling behind the agent (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--span",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("LO", "HI"),
+        help="draw episodes among jobs LO..HI-1 of the trace only (default: the whole trace)",
+    )
+    ap.add_argument(
+        "--timesteps", type=int, default=100_000, help="environment steps to train for (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--seed", type=int, default=0, help="seed of the environments and the network (default: %(default)s)"
+    )
+    ap.add_argument("--envs", type=int, default=4, help="environments stepped side by side (default: %(default)s)")
+    ap.add_argument(
+        "--net", type=int, nargs="+", default=[64, 64], help="hidden layer widths of the actor (default: 64 64)"
+    )
+    ap.add_argument(
+        "--n-steps", type=int, default=512, help="steps per environment in each rollout (default: %(default)s)"
+    )
+    ap.add_argument("--out", type=Path, required=True, help="output dir (required; no default)")
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: a SQLite store OUT/mlflow.db)")
+    ap.add_argument(
+        "--name", default="RL", help="the exported policy's name (its rows' policy column) (default: %(default)s)"
+    )
+    return ap
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--trace", default="lublin_256.swf")
-    ap.add_argument("--nodes", type=int, default=None)
-    ap.add_argument("--sequence", type=int, default=256)
-    ap.add_argument("--window", type=int, default=128)
-    ap.add_argument("--backfill", default="easy", choices=["none", "easy"])
-    ap.add_argument("--span", type=int, nargs=2, default=None, metavar=("LO", "HI"))
-    ap.add_argument("--timesteps", type=int, default=100_000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--envs", type=int, default=4)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--tracking-uri", default=None)
-    ap.add_argument("--name", default="RL")
+    """The command line; bad input (a trace, a span, a size the environment
+    refuses) is one line naming it and exit code 2, as for ``schedlab``."""
+    ap = parser()
     a = ap.parse_args(argv)
+    try:
+        run(a)
+    except UserError as err:
+        print(f"{ap.prog}: error: {err}", file=sys.stderr)
+        sys.exit(UserError.exit_code)
+
+
+def run(a: argparse.Namespace) -> None:
+    """Train with the parsed options ``a`` and print what it cost and reached."""
     env_kwargs: dict[str, Any] = {
         "trace": a.trace,
         "nodes": a.nodes,
@@ -195,6 +259,9 @@ def main(argv: list[str] | None = None) -> None:
         "backfill": a.backfill,
         "span": tuple(a.span) if a.span else None,
     }
+    from schedlab.gym.batch import BatchEnv
+
+    BatchEnv(**env_kwargs)  # bad input fails here, in a second, not after importing torch and MLflow
     budget = train(
         env_kwargs,
         timesteps=a.timesteps,
@@ -203,6 +270,8 @@ def main(argv: list[str] | None = None) -> None:
         n_envs=a.envs,
         tracking_uri=a.tracking_uri,
         name=a.name,
+        net=tuple(a.net),
+        n_steps=a.n_steps,
     )
     print(
         f"{budget['timesteps']} timesteps in {budget['wall_seconds']:.0f} s wall, {budget['cpu_seconds']:.0f} CPU s; "

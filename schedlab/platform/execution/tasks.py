@@ -49,6 +49,9 @@ class TaskResult:
     stages: dict[str, float] = field(default_factory=dict)
     #: Job-runs simulated (jobs x configurations): the sizing's unit of work.
     job_runs: int = 0
+    #: The Arrow type of each column only some rows carry (`point_columns`):
+    #: a part whose rows all lack it still has it, typed, all null.
+    column_types: dict[str, pa.DataType | None] = field(default_factory=dict)
 
     def delivered(self) -> list[tuple[str, int]]:
         """(config id, replication) of every row this result carries."""
@@ -79,6 +82,41 @@ def _column_value(v: Any, integer: bool = False) -> Any:
     if integer and float(v).is_integer():
         return int(v)
     return float(v)
+
+
+#: Columns only rows of user code carry (null in every other row of the sweep).
+CODE_COLUMNS = ("code_sha256", "workload_code_sha256")
+
+
+def point_columns(point: WorkloadPoint) -> dict[str, pa.DataType | None]:
+    """The parameter and code columns of a workload point's summary rows, in
+    row order, with their Arrow types: the union over the point's
+    configurations (every policy of the sweep), so that a policy without a
+    parameter another one has (``policy_k``), or a built-in beside a user
+    policy (``code_sha256``), still has the column, null. Every Parquet part
+    of a sweep then has the same columns and types, and any reader
+    (``pl.read_parquet(DIR/"summary")``, DuckDB's ``read_parquet``) reads
+    the directory as it is. A column no configuration gives a value has no
+    type (None): it is null, untyped, in every part alike."""
+    types: dict[str, pa.DataType | None] = {}
+    for config in point.configs:
+        for k, v in config.flat_params().items():
+            if types.get(k) is None:
+                types[k] = _arrow_type(_column_value(v, k in config.integers))
+    if any(c.code is not None for c in point.configs):
+        types["code_sha256"] = pa.string()
+    if point.code is not None:
+        types["workload_code_sha256"] = pa.string()
+    return types
+
+
+def _arrow_type(value: Any) -> pa.DataType | None:
+    """The Arrow type ``pa.Table.from_pydict`` gives a column of `_column_value`
+    values (bool, int64, float64, string; None for None: not known from it)."""
+    for kind, arrow in ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string())):
+        if isinstance(value, kind):
+            return arrow
+    return None if value is None else pa.array([value]).type
 
 
 def _keyed_table(config: Config, replication: int, columns: dict[str, Any]) -> pa.Table:
@@ -200,6 +238,7 @@ def run_instances(
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)
+    known: dict[str, dict[str, pa.DataType | None]] = {}  # point id -> `point_columns`
     for instance, configs in work:
         point = instance.point
         try:
@@ -214,6 +253,10 @@ def run_instances(
             text = f"building the workload failed: {line}"
             out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
             continue
+        if point.point_id not in known:  # a task's instances share few points (one per replication each)
+            known[point.point_id] = point_columns(point)
+        columns = known[point.point_id]
+        out.column_types.update({k: t for k, t in columns.items() if t is not None})
         for config in configs:
             try:
                 policy = config.policy
@@ -240,6 +283,7 @@ def run_instances(
                 continue
             out.sim_seconds += sim
             out.job_runs += jobs.height if hasattr(jobs, "height") else len(jobs)
+            params = config.flat_params()
             row = {
                 "config_id": config.config_id,
                 "replication": instance.replication,
@@ -247,15 +291,17 @@ def run_instances(
                 "engine": engine_name,
                 "workload_kind": point.kind,
                 "seed": instance.seed_label,
-                **{k: _column_value(v, k in config.integers) for k, v in config.flat_params().items()},
+                **{k: _column_value(params[k], k in config.integers) if k in params else None for k in columns},
                 **{k: float(v) for k, v in result.summary.items()},
                 **extra,
                 **provenance,
             }
-            if config.code is not None:
-                row["code_sha256"] = config.code.sha256
-            if point.code is not None:
-                row["workload_code_sha256"] = point.code.sha256
+            for k in CODE_COLUMNS:
+                row.pop(k, None)  # after the provenance, as they always were
+            if "code_sha256" in columns:
+                row["code_sha256"] = config.code.sha256 if config.code is not None else None
+            if "workload_code_sha256" in columns:
+                row["workload_code_sha256"] = point.code.sha256 if point.code is not None else None
             out.summary.append(row)
             if per_job:
                 out.jobs.append((config.policy, _keyed_table(config, instance.replication, result.jobs)))
@@ -269,6 +315,14 @@ def run_instances(
     clock["task"] = time.perf_counter() - started
     out.stages = clock
     return out
+
+
+def _typed(table: pa.Table, types: dict[str, pa.DataType | None]) -> pa.Table:
+    """``table`` with each all-null column of ``types`` cast to its type (`point_columns`)."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_null(f.type) and types.get(f.name) is not None:
+            table = table.set_column(i, f.name, table.column(i).cast(types[f.name]))
+    return table
 
 
 def encode_result(result: TaskResult) -> None:
@@ -287,7 +341,7 @@ def encode_result(result: TaskResult) -> None:
             extra.setdefault((name, policy), []).append(table)
     for policy, rows in by_policy.items():
         keys = [(r["config_id"], r["replication"]) for r in rows]
-        summary = _rows_table(rows)
+        summary = _typed(_rows_table(rows), result.column_types)
         if not any(extra.get((name, policy)) for name in (JOBS, SERIES)):
             result.parts.append(Part(policy, keys, {}, 0, summary))
             continue
