@@ -25,14 +25,17 @@ import numpy as np
 import polars as pl
 import pytest
 
+from schedlab.platform.tracking.data import Expected
 from schedlab.platform.tracking.tracker import track_results
 from schedlab.platform.tracking.ui import (
     EXPERIMENT_KIND_TAG,
+    MAX_VIEW,
     MODEL_TRAINING,
     RESULTS_CSV,
     VIEW_TAG,
     browse_hint,
     experiment_url,
+    view_state,
 )
 
 SWEEP = "ui-sweep"
@@ -99,6 +102,24 @@ def test_links_name_the_runs_tab_in_machine_learning_mode():
     hint = browse_hint("sqlite:///some/mlflow.db", "7")
     assert f"--backend-store-uri sqlite:///{Path('some/mlflow.db').resolve()}" in hint
     assert hint.endswith(experiment_url("http://127.0.0.1:5000", "7"))
+
+
+def test_the_view_of_a_very_wide_sweep_fits_an_experiment_tag():
+    """Forty axes with MLflow's longest parameter names: the view stays within the tag's limit
+    (MLflow would refuse it, and the tracking would fail), still sorted by the metric."""
+    from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, MAX_EXPERIMENT_TAG_VAL_LENGTH
+
+    assert MAX_VIEW == MAX_EXPERIMENT_TAG_VAL_LENGTH
+    keys = [f"{i:02d}".ljust(MAX_ENTITY_KEY_LENGTH, "x") for i in range(40)]
+    configs = {f"c{j}": {"policy": "P", "params": {k: j for k in keys}} for j in range(2)}
+    manifest = {"engine": "queue", "configs": configs}
+    expected = {
+        cid: Expected(cid, {k: str(j) for k in keys} | {"policy": "P"}, {}, {"mst": 1.0 + j, "n": 2.0}, 2)
+        for j, cid in enumerate(configs)
+    }
+    view = view_state(manifest, expected)
+    assert len(view) <= MAX_VIEW
+    assert json.loads(view)["orderByKey"] == "metrics.`mst`"
 
 
 def test_sqlite_experiment_view_artifacts_and_indexes(tmp_path, monkeypatch):

@@ -43,6 +43,10 @@ VIEW_KEY = "schedlab"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 #: What ``mlflow ui`` listens on unless told otherwise (its ``--host``/``--port`` defaults).
 DEFAULT_UI = "http://127.0.0.1:5000"
+#: Grid axes the saved view shows as columns and charts (the first ones; more make neither readable).
+MAX_VIEW_AXES = 12
+#: The saved view's length limit: an experiment tag's value (mlflow.utils.validation.MAX_EXPERIMENT_TAG_VAL_LENGTH).
+MAX_VIEW = 20000
 #: The parent run's results table (an artifact at its root).
 RESULTS_CSV = "results.csv"
 
@@ -59,7 +63,7 @@ def view_state(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
     several) as parameter columns, the headline metrics with their CI
     half-widths and ``n`` as metric columns, every run drawn in the charts."""
     metrics = headline_metrics(manifest, expected)
-    axes = [a for a in varying_params(manifest) if any(a in e.params for e in expected.values())]
+    axes = [a for a in varying_params(manifest) if any(a in e.params for e in expected.values())][:MAX_VIEW_AXES]
     if len({e.params.get("policy") for e in expected.values()}) > 1:
         axes = ["policy", *axes]
     have = {k for e in expected.values() for k in e.values}
@@ -77,7 +81,15 @@ def view_state(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
         numeric = [a for a in axes if a != "policy"]
         state["compareRunSections"] = [{"uuid": SECTION, "name": "schedlab", "display": True, "isReordered": False}]
         state["compareRunCharts"] = _charts(numeric or axes, metrics)
-    return json.dumps(state, sort_keys=True)
+    text = json.dumps(state, sort_keys=True)
+    if len(text) > MAX_VIEW:  # very long parameter names: the table's view without the charts
+        state.pop("compareRunCharts", None)
+        state.pop("compareRunSections", None)
+        text = json.dumps(state, sort_keys=True)
+    if len(text) > MAX_VIEW:  # still too long: sorted by the metric, MLflow's own columns
+        state["selectedColumns"] = state["columnOrder"] = [_column("metrics", m) for m in shown]
+        text = json.dumps(state, sort_keys=True)
+    return text
 
 
 #: The saved view's chart section and charts (fixed ids: the view is a function of the rows).
