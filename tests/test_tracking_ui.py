@@ -278,5 +278,8 @@ def test_the_printed_link_opens_the_runs_with_every_configuration_a_row(tmp_path
                 charts.wait_for_selector("svg .xtitle >> text=shape", timeout=PAGE_SECONDS * 1000)
             finally:
                 charts.screenshot(path=str(shots / "charts.png"))
+            # A numeric axis: ticks of its own (0, 5, 10, 15), not one category per logged value ("16.0").
+            ticks = charts.locator("svg .xtick text").all_text_contents()
+            assert "10" in ticks and "16.0" not in ticks, ticks
         finally:
             browser.close()
