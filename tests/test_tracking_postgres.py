@@ -277,6 +277,7 @@ def test_bulk_runs_equal_client_runs_in_postgres(tmp_path, monkeypatch, recipe):
     from tests.test_tracking import make_results as three_configurations
     from tests.test_tracking_bulk import assert_bulk_equals_client
 
+    monkeypatch.chdir(tmp_path)  # a database store's artifacts go to ./mlflow-artifacts (tracking_ui.artifact_root)
     uris = {bulk: fresh_database(recipe.pg_port, "bulk" if bulk else "client") for bulk in (True, False)}
     # (assert_bulk_equals_client also checks that each path was the one taken)
     assert_bulk_equals_client(three_configurations(tmp_path / "results"), uris, monkeypatch)

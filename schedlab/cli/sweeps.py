@@ -200,6 +200,8 @@ def run(
             f"MLflow: {tr.logged} configuration runs match {report.results_dir} in "
             f"{resolve_uri(spec.tracking.uri)} (experiment {spec.experiment()})"
         )
+        if tr.browse:
+            click.echo(f"MLflow: browse the runs: {tr.browse}")
         if tr.figures:
             click.echo(
                 f"MLflow: headline figure {Path(tr.figures[0]).name} on the sweep's parent run (artifacts/figures)"
@@ -280,6 +282,8 @@ def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
         click.echo(f"schedlab: MLflow is not up to date: {report.error}", err=True)
         sys.exit(EXIT_TRACKING)
     click.echo(f"{report.logged} configuration runs match {results_dir}")
+    if report.browse:
+        click.echo(f"MLflow: browse the runs: {report.browse}")
 
 
 @main.command()

@@ -331,6 +331,19 @@ def code_digest(code_dir: Path) -> str | None:
     return h.hexdigest()[:16]
 
 
+def headline_metrics(manifest: dict[str, Any], expected: dict[str, Expected]) -> list[str]:
+    """The sweep's headline metrics, at most two: the spec's replication
+    metric, then the engine's `HEADLINE` ones, those the runs hold (logged,
+    or flagged as dominated)."""
+    reps = (manifest.get("spec") or {}).get("replications") or {}
+    wanted = [reps["metric"]] if reps.get("metric") else []
+    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    have = {k for e in expected.values() for k in e.values} | {
+        m for e in expected.values() for m in e.tags.get(DOMINATED_TAG, "").split(",") if m
+    }
+    return [m for m in dict.fromkeys(wanted) if m in have][:2]
+
+
 def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
     """Markdown for the parent run: description, grid axes, a table of the
     headline metrics (mean ± 95 % CI, n) per configuration, the spec."""
@@ -341,13 +354,7 @@ def sweep_note(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
         f"**Grid axes:** {', '.join(['policy', *axes]) if axes else 'policy'}; "
         f"**configurations with rows:** {len(expected)}."
     )
-    reps = spec.get("replications") or {}
-    wanted = [reps["metric"]] if reps.get("metric") else []
-    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
-    have = {k for e in expected.values() for k in e.values} | {
-        m for e in expected.values() for m in e.tags.get(DOMINATED_TAG, "").split(",") if m
-    }
-    metrics = [m for m in dict.fromkeys(wanted) if m in have][:2]
+    metrics = headline_metrics(manifest, expected)
     rows = []
     if metrics:
         head = ["run", *[f"{m} (mean ± 95 % CI)" for m in metrics], "n"]

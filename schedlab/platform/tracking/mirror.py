@@ -35,7 +35,16 @@ from schedlab.platform.tracking.data import (
     code_digest,
     sweep_note,
 )
-from schedlab.platform.tracking.store import TrackingError
+from schedlab.platform.tracking.store import TrackingError, ensure_indexes
+from schedlab.platform.tracking.ui import (
+    EXPERIMENT_KIND_TAG,
+    MODEL_TRAINING,
+    RESULTS_CSV,
+    VIEW_TAG,
+    artifact_root,
+    results_csv,
+    view_state,
+)
 
 if TYPE_CHECKING:
     from mlflow.entities import Metric, Param, Run, RunTag
@@ -51,6 +60,8 @@ SWEEP_TAG = "schedlab.sweep"
 NOTE_TAG = "mlflow.note.content"
 CODE_ARTIFACTS_TAG = "schedlab.code_artifacts"
 CODE_DIR = "code"
+#: The parent run's tag: digest of the results table it holds (`RESULTS_CSV`), logged again only when it changes.
+RESULTS_TAG = "schedlab.results_csv"
 #: Runs per page of a search (MLflow's maximum for search_runs).
 SEARCH_PAGE = 1000
 
@@ -151,6 +162,8 @@ class Mirror:
         #: Called after every page of a search: progress for a caller that watches for stalls.
         self.tick: Callable[[], None] = lambda: None
         self.client = MlflowClient(tracking_uri=uri)
+        self.uri = uri
+        ensure_indexes(self.client)
         self.sweep = str(manifest["name"])
         self.experiment_id = self._experiment(experiment or self.sweep)
         self.parent = self._parent(manifest)
@@ -162,16 +175,24 @@ class Mirror:
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException
 
+        """The experiment's id, created if absent: tagged for model training
+        (MLflow's UI opens it on its runs, `tracking_ui`), its artifacts beside
+        the store (`tracking_ui.artifact_root`; an experiment's artifact
+        location is fixed at its creation)."""
         exp = self.client.get_experiment_by_name(name)
         if exp is None:
             try:
-                return self.client.create_experiment(name)
+                return self.client.create_experiment(
+                    name, artifact_location=artifact_root(self.uri), tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
+                )
             except MlflowException as err:  # created meanwhile by another process
                 exp = self.client.get_experiment_by_name(name)
                 if exp is None:
                     raise err
         if exp.lifecycle_stage != "active":
             raise TrackingError(f"MLflow experiment {name!r} is deleted: restore it or choose another name")
+        if exp.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:  # made by an older schedlab, or by hand
+            self.client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)
         return exp.experiment_id
 
     def _search(self, flt: str) -> list[Run]:
@@ -332,16 +353,37 @@ class Mirror:
     def describe(self, manifest: dict[str, Any], expected: dict[str, Expected]) -> None:
         """The parent's and the experiment's descriptions (MLflow notes): what
         the sweep is for, its grid axes, the headline metrics per
-        configuration and the result-defining spec. Set only when changed."""
+        configuration and the result-defining spec; the experiment's saved
+        view (`tracking_ui.view_state`); the parent's results table. Set only
+        when changed."""
         text = sweep_note(manifest, expected)
         if self.parent.tags.get(NOTE_TAG) != text:
             self.client.set_tag(self.parent.run_id, NOTE_TAG, text)
             self.parent.tags[NOTE_TAG] = text
         about = str(manifest.get("description") or "")
-        if about:
-            exp = self.client.get_experiment(self.experiment_id)
-            if exp.tags.get(NOTE_TAG) != about:
-                self.client.set_experiment_tag(self.experiment_id, NOTE_TAG, about)
+        exp = self.client.get_experiment(self.experiment_id)
+        if about and exp.tags.get(NOTE_TAG) != about:
+            self.client.set_experiment_tag(self.experiment_id, NOTE_TAG, about)
+        view = view_state(manifest, expected)
+        if exp.tags.get(VIEW_TAG) != view:
+            self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, view)
+        self._log_results(results_csv(manifest, expected))
+
+    def _log_results(self, table: str) -> None:
+        """The results table (`RESULTS_CSV`) on the parent run, unless it
+        already holds this exact table (tag `RESULTS_TAG`)."""
+        import hashlib
+        import tempfile
+
+        digest = hashlib.sha256(table.encode()).hexdigest()[:16]
+        if self.parent.tags.get(RESULTS_TAG) == digest:
+            return
+        with tempfile.TemporaryDirectory(prefix="schedlab-mlflow-") as tmp:
+            path = Path(tmp) / RESULTS_CSV
+            path.write_text(table)
+            self.client.log_artifact(self.parent.run_id, str(path))
+        self.client.set_tag(self.parent.run_id, RESULTS_TAG, digest)
+        self.parent.tags[RESULTS_TAG] = digest
 
     def sync_code(self, results_dir: Path) -> None:
         """Log the results dir's ``code/`` folder under the parent's ``code/``

@@ -383,3 +383,54 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# --------------------------------------------------------------------------- indexes for searches
+
+#: Indexes schedlab adds to an MLflow database (SQLite or PostgreSQL) for the
+#: searches a sweep's user runs: "runs where a swept value equals x (a param
+#: or tag), ordered by a metric". MLflow's own keys on these tables are
+#: (key, run_uuid): a filter on a value read every run's row of that key.
+#: A PostgreSQL btree entry must fit in a third of a page and MLflow's values
+#: may be 8000 characters long, so there the value index is a hash index
+#: (equality only, any length; MLflow's ``=`` filters are what it serves).
+SEARCH_INDEXES = {
+    "sqlite": (
+        "CREATE INDEX IF NOT EXISTS schedlab_params_key_value ON params (key, value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_tags_key_value ON tags (key, value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_latest_metrics_key_value ON latest_metrics (key, value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_runs_experiment_start ON runs (experiment_id, start_time)",
+    ),
+    "postgresql": (
+        "CREATE INDEX IF NOT EXISTS schedlab_params_value ON params USING hash (value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_tags_value ON tags USING hash (value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_latest_metrics_key_value ON latest_metrics (key, value)",
+        "CREATE INDEX IF NOT EXISTS schedlab_runs_experiment_start ON runs (experiment_id, start_time)",
+    ),
+}
+#: Stores (database URIs) this process has already given `SEARCH_INDEXES`.
+_INDEXED: set[str] = set()
+
+
+def ensure_indexes(client: object) -> None:
+    """Give the database behind an MLflow client (a SQL store: not a server,
+    which owns its database) `SEARCH_INDEXES`, once per process and store;
+    idempotent (``IF NOT EXISTS``). A store that refuses (read-only, a
+    role without the right, a lock held too long) is searched without them:
+    slower, never wrong."""
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    engine, db_type = getattr(store, "engine", None), getattr(store, "db_type", None)
+    if engine is None or db_type not in SEARCH_INDEXES:
+        return
+    key = str(getattr(store, "db_uri", id(store)))
+    if key in _INDEXED:
+        return
+    from sqlalchemy import text
+
+    try:
+        with engine.begin() as con:
+            for statement in SEARCH_INDEXES[db_type]:
+                con.execute(text(statement))
+    except Exception:  # noqa: BLE001 - an optimisation only: see the docstring
+        return
+    _INDEXED.add(key)

@@ -41,6 +41,7 @@ from schedlab.platform.tracking.mirror import (
     up_to_date,
 )
 from schedlab.platform.tracking.store import is_http, prepare_store
+from schedlab.platform.tracking.ui import browse_hint
 
 READ_ATTEMPTS = 3
 #: The parent run's artifact folder of a sweep's figures (the headline figure, `Sync.log_figures`).
@@ -61,6 +62,9 @@ class TrackReport:
     #: figures added to the sweep's parent run (artifact paths, `FIGURES_DIR`/name), and why not, if not
     figures: list[str] = field(default_factory=list)
     figures_error: str | None = None
+    #: where to look at the runs in MLflow's UI (`tracking_ui.browse_hint`), once connected;
+    #: a hint, not part of the outcome (reports compare equal without it)
+    browse: str | None = field(default=None, compare=False)
 
 
 def describe_error(err: Exception) -> str:
@@ -135,7 +139,8 @@ class Sync:
                 self.dead = True
 
     def report(self) -> TrackReport:
-        return TrackReport(logged=len(self.logged), failed=self.failed, error=self.error)
+        browse = browse_hint(self.uri, self.mirror.experiment_id) if self.mirror is not None else None
+        return TrackReport(logged=len(self.logged), failed=self.failed, error=self.error, browse=browse)
 
     def connect(self) -> bool:
         preload()
