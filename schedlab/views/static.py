@@ -21,7 +21,7 @@ def _rgba(text: str) -> tuple[float, float, float, float]:
 
 
 def write_static(
-    schedules: list[Schedule], out: Path, *, window: tuple[float, float] | None, color_by: str, title: str
+    schedules: list[Schedule], out: Path, *, window: tuple[float, float] | None, color_by: str | None, title: str
 ) -> list[Path]:
     """Draw every panel and series of ``schedules`` (stacked, one time
     axis) into ``out`` (.pdf, .svg or .png; the PNG goes beside a vector)."""
