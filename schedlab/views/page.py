@@ -477,23 +477,28 @@ def page_parts(
             x, diff, rows_d = x[on], diff[on], rows_d[on]
         if not overview:
             needed[1].append(rows_d)
-        for sign, colour, what in ((1, "#d62728", "later"), (-1, "#2ca02c", "earlier or equal")):
-            on = diff > 0 if sign > 0 else ~(diff > 0)
-            fig.add_trace(
-                go.Scattergl(
-                    x=x[on],
-                    y=diff[on],
-                    mode="markers",
-                    marker=dict(size=4, color=colour),
-                    name=f"finish {what}",
-                    customdata=rows_d[on],
-                    meta={"s": 1},
-                    hovertemplate=f"job row %{{customdata}}: %{{y:+.4g}} {unit}<extra></extra>",
-                    showlegend=False,
+        fig.add_trace(
+            go.Scattergl(
+                x=x,
+                y=diff,
+                mode="markers",
+                # later red, earlier or equal green: a 0/1 code on a two-colour scale (not a string per job)
+                marker=dict(
+                    size=4,
+                    color=(diff > 0).astype(np.int8),
+                    colorscale=[[0, "#2ca02c"], [1, "#d62728"]],
+                    cmin=0,
+                    cmax=1,
                 ),
-                row=len(rows),
-                col=1,
-            )
+                name="finish difference",
+                customdata=rows_d,
+                meta={"s": 1},
+                hovertemplate=f"job row %{{customdata}}: %{{y:+.4g}} {unit}<extra></extra>",
+                showlegend=False,
+            ),
+            row=len(rows),
+            col=1,
+        )
         fig.update_yaxes(title_text=unit if len(unit) < 12 else "time", row=len(rows), col=1)
     tables = {
         str(k): _job_table(s, None if detail is None else np.unique(np.concatenate([[], *needed[k]]).astype(np.int64)))
