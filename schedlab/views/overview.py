@@ -85,10 +85,13 @@ def class_load(
 
 def score(schedules: list[Schedule], edges: np.ndarray) -> np.ndarray:
     """Per bin: |difference| of the two runs' first series (time-averaged), or for
-    one run the series itself: where the job-level drawing has the most to show."""
+    one run (or two identical there) the series itself: where the job-level
+    drawing has the most to show."""
     first = [next(iter(s.series.values()), (np.zeros(0), np.zeros(0))) for s in schedules]
     values = [binned_mean(t, v, edges) for t, v in first]
-    return np.abs(values[1] - values[0]) if len(values) == 2 else values[0]
+    if len(values) == 2 and np.any(values[1] != values[0]):
+        return np.abs(values[1] - values[0])
+    return values[0]  # one run, or two that never differ there: where it is busiest
 
 
 def propose_windows(schedules: list[Schedule], k: int = PROPOSED) -> list[tuple[float, float]]:
