@@ -26,6 +26,8 @@ OVERVIEW_BINS = 600
 SCORE_BINS = 2000
 #: A proposed window holds about this many arrivals: what a job-level drawing shows legibly.
 WINDOW_JOBS = 150
+#: A proposed window spans at most this share of the run (a small run: its busiest quarter).
+MAX_WINDOW_SHARE = 0.25
 #: Windows proposed.
 PROPOSED = 3
 
@@ -96,14 +98,15 @@ def score(schedules: list[Schedule], edges: np.ndarray) -> np.ndarray:
 
 def propose_windows(schedules: list[Schedule], k: int = PROPOSED) -> list[tuple[float, float]]:
     """Up to ``k`` disjoint windows, in time order, each holding about
-    `WINDOW_JOBS` arrivals, where `score` sums highest (ties: the earliest)."""
+    `WINDOW_JOBS` arrivals (at most `MAX_WINDOW_SHARE` of the run), where
+    `score` sums highest (ties: the earliest)."""
     s = schedules[0]
     lo, hi = min(x.span()[0] for x in schedules), max(x.span()[1] for x in schedules)
     if not hi > lo:
         return []
     edges = np.linspace(lo, hi, SCORE_BINS + 1)
     per_bin = score(schedules, edges) * np.diff(edges)
-    width = (hi - lo) * min(1.0, WINDOW_JOBS / max(s.n_jobs, 1))
+    width = (hi - lo) * min(MAX_WINDOW_SHARE, WINDOW_JOBS / max(s.n_jobs, 1))
     m = int(min(max(math.ceil(width / (edges[1] - edges[0])), 1), SCORE_BINS))
     sums = np.convolve(per_bin, np.ones(m), mode="valid")  # sums[i]: bins i .. i + m - 1
     taken = np.zeros(len(sums), dtype=bool)

@@ -39,6 +39,10 @@ from schedlab.views.schedule import KIND_NAMES, LIFE, PAUSED, PENALTY, RESERVATI
 
 #: Above this many boxes in a panel's window the panel is a raster (module docstring).
 MAX_DETAIL_BOXES = 6_000
+#: Pixels between subplots: a subplot's one-line title fits there.
+TITLE_GAP = 34
+#: Up to this many job boxes in a panel are outlined.
+OUTLINED_BOXES = 1_000
 #: The raster's size: time bins across, lanes (grouped when there are more) down.
 RASTER_BINS = 1600
 RASTER_LANES = 600
@@ -283,11 +287,13 @@ def page_parts(
     heights = [
         1.0 if str(p).startswith(("series:", "diff")) else 2.0 if isinstance(p, str) else 3.0 for _, p, _ in rows
     ]
+    height = max(600, int(220 * sum(heights) / 2))
     fig = make_subplots(
         rows=len(rows),
         cols=1,
         shared_xaxes=True,
-        vertical_spacing=0.04 if len(rows) < 5 else 0.1 / len(rows),
+        # room for each subplot's title (TITLE_GAP px), at most a third of the page in all
+        vertical_spacing=min(TITLE_GAP / height, 1 / (3 * max(len(rows) - 1, 1))),
         row_heights=heights,
         subplot_titles=[t for _, _, t in rows],
     )
@@ -374,7 +380,8 @@ def page_parts(
                         mode="lines",
                         fill="toself",
                         fillcolor=colors[c],
-                        line=dict(color="rgba(0,0,0,0.35)", width=0.5),
+                        # outlines only while boxes are few: thousands of them turn a panel black
+                        line=dict(color="rgba(0,0,0,0.35)", width=0.5 if run.sum() <= OUTLINED_BOXES else 0),
                         name=names[c],
                         legendgroup=names[c],
                         showlegend=int(c) not in shown_legend,
@@ -512,7 +519,7 @@ def page_parts(
     legend = color_title(schedules[0], column)
     fig.update_layout(
         title=dict(text=title),
-        height=max(600, int(220 * sum(heights) / 2)),
+        height=height,
         dragmode="pan",
         hovermode="closest",
         legend=dict(orientation="v", title=dict(text=legend.replace(", ", "<br>", 1))),
@@ -704,7 +711,7 @@ def notes_html(parts: PageParts, command: str | None) -> str:
     items = [f"<b>{html.escape(parts.legend)}</b> (legend on the right; click an entry to hide it)"]
     items += [html.escape(n) for n in parts.notes]
     if parts.windows:
-        how = "the buttons above the plot zoom to them" if parts.fig.layout.updatemenus else "job by job"
+        how = "the buttons above the plot zoom to them" if parts.fig.layout.updatemenus else "a command per window"
         cmds = [
             f"<code>{html.escape(command + ' --window ' + window_text(a, b)) if command else window_text(a, b)}</code>"
             for a, b in parts.windows
