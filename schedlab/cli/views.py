@@ -23,7 +23,7 @@ from schedlab.errors import UserError
 @click.option(
     "--vs", "vs_policy", help="Stack this policy's schedule of the same instance, with each job's difference."
 )
-@click.option("--window", help="Time window START:END in seconds (either side may be empty).")
+@click.option("--window", help="Time window START:END in the run's time unit (either side may be empty).")
 @click.option("--color-by", help="Job column the boxes are coloured by (default: the engine's: size, procs or demand).")
 @click.option(
     "--out",

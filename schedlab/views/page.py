@@ -80,7 +80,7 @@ def parse_window(text: str | None, schedule: Schedule) -> tuple[float, float] | 
         a = float(a_text) if a_text.strip() else lo
         b = float(b_text) if b_text.strip() else hi
     except ValueError:
-        raise UserError(f"--window {text!r}: expected START:END in seconds (e.g. 86400:172800)") from None
+        raise UserError(f"--window {text!r}: expected START:END in {time_unit(schedule)} (e.g. 86400:172800)") from None
     if not sep or not (a < b) or not (math.isfinite(a) and math.isfinite(b)):
         raise UserError(f"--window {text!r}: expected START:END with START < END")
     if b <= lo or a >= hi:
