@@ -133,6 +133,55 @@ METRICS: dict[str, tuple[Column, ...]] = {
     ),
 }
 
+#: How a metric's unit is spelled when it is "the engine's unit of time" (docs/columns.md
+#: keeps the general spelling; a figure of one sweep says which one it is: `figure_unit`).
+TIME_UNITS = ("time units of the workload (s for traces)", "time units", "slots / s")
+
+
+@dataclass(frozen=True)
+class EngineUnits:
+    """What an engine's figures and schedule views call its time and its load, declared
+    with its columns: a figure labels an axis in these, never in another engine's units."""
+
+    time: str  # the unit of time under a generated workload
+    trace_time: str  # the unit of time under a trace (the trace's own clock)
+    load: str  # what an offered load (``load``, ``arrival_load``) is a fraction of
+    color_by: str  # the job column a schedule view colours by unless told (``--color-by``)
+    color_meaning: str  # what that colour says, for the view's legend title
+
+
+UNITS: dict[str, EngineUnits] = {
+    "queue": EngineUnits("time units of the workload", "s", "fraction of the server", "size", "job size"),
+    "packing": EngineUnits("slots", "slots", "fraction of the servers' capacity", "demand", "job demand"),
+    "batch": EngineUnits("s", "s", "fraction of the machine", "procs", "job width (processors)"),
+    "dfrs": EngineUnits("s", "s", "fraction of the machine", "procs", "job width (processors)"),
+}
+
+
+def time_unit(engine: str | None, workload_kind: str | None = None) -> str:
+    """The unit of time of a run of ``engine`` on ``workload_kind`` (s for traces
+    where the engine runs on the trace's clock; slots for packing)."""
+    units = UNITS.get(engine or "")
+    if units is None:
+        return TIME_UNITS[0]
+    return units.trace_time if workload_kind == "trace" else units.time
+
+
+def figure_unit(column: Column, engine: str | None, workload_kind: str | None = None) -> str:
+    """``column``'s unit in a figure of one sweep: the engine's time unit for a time, the
+    engine's load for an offered load, the declared unit otherwise."""
+    if engine not in UNITS:
+        return column.unit
+    if column.unit in TIME_UNITS:
+        return time_unit(engine, workload_kind)
+    if column.unit == "jobs per time unit":
+        unit = time_unit(engine, workload_kind)
+        return f"jobs per {'slot' if unit == 'slots' else unit}"
+    if column.unit.startswith("fraction of") and column.name in ("load", "arrival_load"):
+        return UNITS[engine].load
+    return column.unit
+
+
 #: Workload parameter columns per kind: (unit, meaning); dtype from the kind's declaration.
 WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
     "synthetic": {

@@ -214,6 +214,49 @@ def floor_interval(mean: float | None, halfwidth: float | None, floor: float | N
     return (floor + excess / k, floor + excess * k)
 
 
+#: Fewer replications than this and a point's 95 % interval is not drawn: a t interval
+#: of 2 values has t = 12.7, a bar that swamps the figure and says little.
+MIN_BAR_N = 3
+#: The plotted range a bar is measured against is at least this fraction of the largest
+#: |mean| (a factor 1 + this on a log axis): lines of nearly equal means keep their bars.
+MIN_PLOTTED_SPAN = 0.5
+#: Why a point's interval was left out, as the caption says it (`bar_caption`).
+FEW, WIDE = "few", "wide"
+
+
+def unreadable_bar(low: float, high: float, n: int | None, plotted: tuple[float, float], logy: bool) -> str | None:
+    """Why the interval (low, high) of a point would swamp its figure: `FEW` (n below
+    `MIN_BAR_N`), `WIDE` (wider than ``plotted``, the range the means span on the y
+    scale drawn); None when it can be drawn. Such a point is drawn hollow, without
+    its bar, and the caption says why (`bar_caption`); its interval stays in the CSV."""
+    if n is not None and n < MIN_BAR_N and low == low and high == high and high > low:
+        return FEW
+    if not (low == low and high == high) or high <= low:
+        return None
+    a, b = plotted
+    if not (a == a and b == b):
+        return None
+    if logy:
+        if low <= 0 or a <= 0:
+            return WIDE
+        width, span = math.log(high / low), max(math.log(b / a), math.log(1.0 + MIN_PLOTTED_SPAN))
+    else:
+        width, span = high - low, max(b - a, MIN_PLOTTED_SPAN * max(abs(a), abs(b)))
+    return WIDE if span > 0 and width > span else None
+
+
+def bar_caption(dropped: dict[str, int]) -> str:
+    """The caption's sentence for the points drawn hollow (`unreadable_bar`), '' when none."""
+    parts = []
+    if dropped.get(FEW):
+        parts.append(f"{dropped[FEW]} from fewer than {MIN_BAR_N} replications")
+    if dropped.get(WIDE):
+        parts.append(f"{dropped[WIDE]} wider than the range the means span")
+    if not parts:
+        return ""
+    return f"Hollow markers: no interval drawn ({'; '.join(parts)}): such a bar would swamp the figure."
+
+
 def errorbar(
     ax, x: Sequence, mean: Sequence[float], halfwidth: Sequence[float | None], floor: float | None = None, **kwargs
 ) -> list[tuple[float, float]]:
@@ -228,20 +271,73 @@ def errorbar(
     return bounds
 
 
-def column_label(name: str, engine: str | None = None) -> str:
-    """An axis label for a result column: its documented meaning and unit
-    (`schedlab.docs_columns`: a metric of ``engine`` or any engine, a
-    workload or [system] parameter), e.g. "mean sojourn time [time units of
-    the workload (s for traces)]"; the column name for a column nobody
+def readable_errorbar(
+    ax,
+    x: Sequence,
+    mean: Sequence[float],
+    low: Sequence[float],
+    high: Sequence[float],
+    n: Sequence[int | None],
+    plotted: tuple[float, float],
+    logy: bool,
+    dropped: dict[str, int],
+    **kwargs,
+) -> None:
+    """One line with its 95 % intervals (low, high), except the points whose bar would
+    swamp the figure (`unreadable_bar`): those are drawn hollow, without a bar, and
+    counted in ``dropped`` for the caption (`bar_caption`)."""
+    why = [unreadable_bar(lo, hi, k, plotted, logy) for lo, hi, k in zip(low, high, n)]
+    yerr = [
+        [max(m - lo, 0.0) if lo == lo and w is None else 0.0 for m, lo, w in zip(mean, low, why)],
+        [max(hi - m, 0.0) if hi == hi and w is None else 0.0 for m, hi, w in zip(mean, high, why)],
+    ]
+    ax.errorbar(list(x), list(mean), yerr=yerr, **kwargs)
+    hollow = [i for i, w in enumerate(why) if w is not None]
+    for i in hollow:
+        dropped[str(why[i])] = dropped.get(str(why[i]), 0) + 1
+    if hollow:
+        colour = kwargs.get("color")
+        ax.plot(
+            [list(x)[i] for i in hollow],
+            [list(mean)[i] for i in hollow],
+            linestyle="none",
+            marker=kwargs.get("marker", "o"),
+            markersize=kwargs.get("markersize", 5) + 1,
+            markerfacecolor="white",
+            markeredgecolor=colour,
+            zorder=3,
+        )
+
+
+def plotted_range(values: Sequence[float], logy: bool) -> tuple[float, float]:
+    """The range the means span (positive ones on a log axis): what a bar may not exceed."""
+    vals = [float(v) for v in values if v is not None and v == v and (v > 0 or not logy)]
+    return (min(vals), max(vals)) if vals else (math.nan, math.nan)
+
+
+def column_label(name: str, engine: str | None = None, workload_kind: str | None = None) -> str:
+    """An axis label for a result column, in one line: its documented meaning and unit
+    (`schedlab.docs_columns`: a metric of ``engine`` or any engine, a workload or
+    [system] parameter), the unit as this engine on this workload kind has it
+    (`docs_columns.figure_unit`: "mean sojourn time [s]" on a trace, "[slots]" for
+    packing, an offered load as a fraction of the machine for batch), e.g. "mean
+    sojourn time [time units of the workload]"; the column name for a column nobody
     documented (your own metric)."""
     from schedlab import docs_columns as dc
 
     columns = [c for e, cols in dc.METRICS.items() if engine in (None, e) for c in cols]
-    columns += [dc.Column(k, "", unit, meaning) for kind in dc.WORKLOAD.values() for k, (unit, meaning) in kind.items()]
+    kinds = [workload_kind] if workload_kind in dc.WORKLOAD else []
+    if engine is not None:
+        from schedlab.engines import ENGINES
+
+        if engine in ENGINES:
+            kinds += [k for k in ENGINES[engine].workload_kinds if k not in kinds]
+    kinds += [k for k in dc.WORKLOAD if k not in kinds]
+    columns += [dc.Column(k, "", unit, meaning) for kind in kinds for k, (unit, meaning) in dc.WORKLOAD[kind].items()]
     for c in columns:
         if c.name == name:
-            unit = "" if c.unit in ("-", "") else f" [{c.unit}]"
-            return f"{c.meaning}{unit}"
+            unit = dc.figure_unit(c, engine, workload_kind)
+            return f"{c.meaning}" + ("" if unit in ("-", "") else f" [{unit}]")
     return name
 
 
@@ -496,16 +592,22 @@ def plot(
                 f"{', '.join(file_types())}"
             )
     engine = str(manifest.get("engine") or "") or None
-    what = textwrap.fill(column_label(y, engine), 40)
-    ylabel = f"{what}, / {ratio_to} (geometric mean, paired 95 % CI)" if ratio_to else f"{what} (mean, 95 % CI)"
-    xlabel = column_label(x, engine)
+    kind = str((manifest.get("spec") or {}).get("workload", {}).get("kind") or "") or None
+    # one line each; how the points and intervals are made is the caption's (``method``)
+    what = column_label(y, engine, kind)
+    ylabel = f"{what.split(' [')[0]} / {ratio_to}" if ratio_to else what
+    xlabel = column_label(x, engine, kind)
     caption = _caption(frame, params, axes_cols + pparams, table, method)
     spec_policies = [
         p if isinstance(p, str) else p.get("name", "") for p in (manifest.get("spec") or {}).get("policies", [])
     ]
     order = spec_policies if by == "policy" else [str(v) for v in sorted(frame[by].unique().drop_nulls().to_list())]
     with style():
-        fig = _draw(table, x, by, facet, xlabel, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None, order)
+        dropped: dict[str, int] = {}
+        fig = _draw(
+            table, x, by, facet, xlabel, ylabel, use_logx, use_logy, numeric_x, ratio_to is not None, order, dropped
+        )
+        caption = " ".join(t for t in (caption, bar_caption(dropped)) if t)
         add_caption(fig, caption)
         vector, png = save(fig, vector)
     csv = (vector if vector.suffix.lower() not in BITMAP_SUFFIXES else png).with_suffix(".csv")
@@ -613,8 +715,10 @@ def _draw(
     numeric_x: bool,
     ratio: bool,
     order: list[str],
+    dropped: dict[str, int],
 ):
-    """The figure: a row (wrapped at 4) of panels sharing the y axis, a line's look from
+    """The figure (``dropped``: the points drawn without their bar, `readable_errorbar`):
+    a row (wrapped at 4) of panels sharing the y axis, a line's look from
     `line_style` in ``order``; variants of one policy (``PSBS[beta=2]``) differ by line style."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
@@ -628,6 +732,7 @@ def _draw(
     rank = {p: i for i, p in enumerate(order)}
     lines = sorted(table["line"].unique().to_list(), key=lambda n: (rank.get(str(n).split("[", 1)[0], len(rank)), n))
     variant = {name: [n for n in lines if n.split("[", 1)[0] == name.split("[", 1)[0]].index(name) for name in lines}
+    plotted = plotted_range(table["value"].to_list(), logy)  # the panels share y
     for k, (ax, panel) in enumerate(zip(axes.flat, panels)):
         sub = table if panel is None else table.filter(table[facet] == panel)
         for name in lines:
@@ -636,14 +741,16 @@ def _draw(
                 continue
             xv = s[x].to_list() if numeric_x else [position[v] for v in s[x].to_list()]
             mean, low, high = s["value"].to_list(), s["low"].to_list(), s["high"].to_list()
-            yerr = [
-                [max(m - lo, 0.0) if lo == lo else 0.0 for m, lo in zip(mean, low)],
-                [max(hi - m, 0.0) if hi == hi else 0.0 for m, hi in zip(mean, high)],
-            ]
-            ax.errorbar(
+            readable_errorbar(
+                ax,
                 xv,
                 mean,
-                yerr=yerr,
+                low,
+                high,
+                s["n"].to_list(),
+                plotted,
+                logy,
+                dropped,
                 label=f"{name}" if by == "policy" else f"{by} = {name}",
                 linestyle=LINESTYLES[variant[name] % len(LINESTYLES)],
                 **line_style(str(name), order),
@@ -667,4 +774,22 @@ def _draw(
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     axes[0][0].legend()
+    fit_label(axes[0][0])
     return fig
+
+
+#: The smallest size (points) `fit_label` shrinks an axis label to.
+MIN_LABEL_SIZE = 6.0
+
+
+def fit_label(ax) -> None:
+    """Shrink ``ax``'s y label (one line) until it is no taller than the axes, down to
+    `MIN_LABEL_SIZE`: a label longer than its axis runs past the figure's top and
+    leaves an empty band there."""
+    label = ax.yaxis.label
+    renderer = ax.figure.canvas.get_renderer()
+    height = ax.get_window_extent(renderer).height
+    size = float(label.get_fontsize())
+    while size > MIN_LABEL_SIZE and label.get_window_extent(renderer).height > height:
+        size = max(MIN_LABEL_SIZE, size - 0.5)
+        label.set_fontsize(size)

@@ -23,8 +23,8 @@ from schedlab.errors import UserError
 @click.option(
     "--vs", "vs_policy", help="Stack this policy's schedule of the same instance, with each job's difference."
 )
-@click.option("--window", help="Time window START:END in seconds (either side may be empty).")
-@click.option("--color-by", default="job_id", show_default=True, help="Job column the boxes are coloured by.")
+@click.option("--window", help="Time window START:END in the run's time unit (either side may be empty).")
+@click.option("--color-by", help="Job column the boxes are coloured by (default: the engine's: size, procs or demand).")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -52,7 +52,7 @@ def view_cmd(
     config_id: str | None,
     vs_policy: str | None,
     window: str | None,
-    color_by: str,
+    color_by: str | None,
     out: Path | None,
     static_out: Path | None,
     batsim_csv: Path | None,
@@ -90,7 +90,10 @@ def view_cmd(
     if out is None:
         stem = f"{sel.row['policy']}-{sel.config_id}-r{sel.replication}" + (f"-vs-{vs_policy}" if vs_policy else "")
         out = results_dir / "views" / (stem.replace("/", "_").replace("*", "star").replace("=", "") + ".html")
-    page = write_page(schedules, out, window=span, color_by=color_by, title=title)
+    command = f"schedlab view {results_dir} --config {sel.config_id} --replication {sel.replication}" + (
+        f" --vs {vs_policy}" if vs_policy else ""
+    )
+    page = write_page(schedules, out, window=span, color_by=color_by, title=title, command=command)
     click.echo(f"{page} ({page.stat().st_size} bytes; {sum(s.n_jobs for s in schedules)} jobs; replay matches the row)")
     if static_out is not None:
         from schedlab.views.static import write_static

@@ -190,33 +190,52 @@ def ci_or_zero(values) -> list[float]:
     return [c if c is not None and c == c else 0.0 for c in values]
 
 
-def plot_lines(ax, table, x: str, col: str, policies: list[str], floor: float | None = None) -> list[str]:
+def plot_lines(
+    ax,
+    table,
+    x: str,
+    col: str,
+    policies: list[str],
+    floor: float | None = None,
+    dropped: dict[str, int] | None = None,
+    logy: bool = False,
+) -> list[str]:
     """One line per policy (mean, with 95 % CI error bars); returns the series
     names plotted. ``floor``: the value the quantity cannot go below
     (`RATIO_FLOOR`, `POSITIVE_FLOOR`); the bars are then the log-transformed
     interval of (mean - floor) (`schedlab.plotting.floor_interval`), which
-    never crosses it; None: the symmetric t interval (a linear axis)."""
-    from schedlab.plotting import errorbar
+    never crosses it; None: the symmetric t interval (a linear axis). A bar
+    that would swamp the figure (n < 3, or wider than the means' range on
+    the ``logy`` or linear scale) is left out, its point hollow, and counted
+    in ``dropped`` for the caption (`schedlab.plotting.readable_errorbar`)."""
+    from schedlab.plotting import floor_interval, plotted_range, readable_errorbar
 
-    plotted = []
-    for p in policies:
+    dropped = {} if dropped is None else dropped
+    shown = table.filter(table["policy"].is_in(policies))
+    plotted = plotted_range(shown[f"{col}_mean"].to_list(), logy)
+    plotted_ = [p for p in policies if p in set(shown["policy"].to_list())]
+    for p in plotted_:
         sub = table.filter(table["policy"] == p).sort(x)
-        if sub.height == 0:
-            continue
-        errorbar(
+        mean = sub[f"{col}_mean"].to_list()
+        bounds = [floor_interval(m, h, floor) for m, h in zip(mean, sub[f"{col}_ci95"].to_list())]
+        n = sub["n"].to_list() if "n" in sub.columns else [None] * sub.height
+        readable_errorbar(
             ax,
             sub[x].to_list(),
-            sub[f"{col}_mean"].to_list(),
-            sub[f"{col}_ci95"].to_list(),
-            floor,
+            mean,
+            [b[0] for b in bounds],
+            [b[1] for b in bounds],
+            n,
+            plotted,
+            logy,
+            dropped,
             label=p,
             **look(p),
             markersize=5,
             capsize=2,
             linewidth=1.2,
         )
-        plotted.append(p)
-    return plotted
+    return plotted_
 
 
 def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, Any], path: Path) -> list[str]:
@@ -232,7 +251,7 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
     series plotted (policy names, in order)."""
     import matplotlib.pyplot as plt
 
-    from schedlab.plotting import save
+    from schedlab.plotting import add_caption, bar_caption, save
 
     fig, axes = plt.subplots(
         1,
@@ -242,9 +261,11 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
         squeeze=False,
     )
     series: list[str] = []
+    dropped: dict[str, int] = {}
     for ax, (source, table, panel) in zip(axes[0], panels):
         x = panel["x"] if "x" in panel else plot["x"]
-        for name in plot_lines(ax, table, x, plot["y"], plot["series"], plot.get("floor")):
+        logy = plot.get("yscale") == "log"
+        for name in plot_lines(ax, table, x, plot["y"], plot["series"], plot.get("floor"), dropped, logy):
             if name not in series:
                 series.append(name)
         if "reference" in plot:
@@ -268,6 +289,8 @@ def line_figure(panels: list[tuple[Any, Any, dict[str, Any]]], plot: dict[str, A
         ax.grid(True, which=plot.get("grid", "major"), alpha=0.3)
     axes[0][0].set_ylabel(plot["ylabel"])
     axes[0][0].legend(**plot.get("legend", {"fontsize": 8}))
+    if bar_caption(dropped):
+        add_caption(fig, bar_caption(dropped))
     save(fig, path)
     return series
 

@@ -228,7 +228,11 @@ class PackingRecorder:
         names = [r or "demand" for r in resources]
         return Schedule(
             engine="packing",
-            jobs={**jobs, "hold_end": hold_end, **{f"demand_{r}": demand[:, k] for k, r in enumerate(names)}},
+            jobs={
+                **jobs,
+                "hold_end": hold_end,
+                **{f"demand_{r}" if r else "demand": demand[:, k] for k, r in enumerate(resources)},
+            },
             summary=summary,
             panels=[Panel(f"servers x time: {r}", "server", servers) for r in names],
             boxes=boxes.arrays(),

@@ -122,6 +122,7 @@ def partner(sel: Selected, policy: str) -> Selected:
 def replay(sel: Selected) -> Schedule:
     """Re-simulate ``sel`` with the engine's recorder on and check it against
     the stored row; a mismatch is a `UserError` naming the metric."""
+    from schedlab.docs_columns import time_unit
     from schedlab.engines import get_engine
     from schedlab.platform.execution.tasks import _build, _extra_metrics, _warmup_hook
     from schedlab.platform.planning.plan import build_plan, shared_input_key
@@ -173,6 +174,7 @@ def replay(sel: Selected) -> Schedule:
     per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
     schedule = _schedule(plan.engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
     schedule.label = sel.label
+    schedule.time_unit = time_unit(plan.engine, point.kind)
     return schedule
 
 

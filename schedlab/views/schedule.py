@@ -53,6 +53,8 @@ class Schedule:
     allocation: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     capacity: float = 0.0
     label: str = ""
+    #: The run's unit of time ("" : the engine's own, `docs_columns.time_unit`).
+    time_unit: str = ""
 
     @property
     def n_jobs(self) -> int:

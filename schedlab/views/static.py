@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.views.page import KIND_STYLE, _window_mask, color_values
+from schedlab.views.page import KIND_STYLE, _window_mask, color_title, color_values, default_color, time_unit
 from schedlab.views.schedule import LIFE, RESERVATION, RUN, Panel, Schedule
 
 
@@ -21,7 +21,7 @@ def _rgba(text: str) -> tuple[float, float, float, float]:
 
 
 def write_static(
-    schedules: list[Schedule], out: Path, *, window: tuple[float, float] | None, color_by: str, title: str
+    schedules: list[Schedule], out: Path, *, window: tuple[float, float] | None, color_by: str | None, title: str
 ) -> list[Path]:
     """Draw every panel and series of ``schedules`` (stacked, one time
     axis) into ``out`` (.pdf, .svg or .png; the PNG goes beside a vector)."""
@@ -77,16 +77,28 @@ def write_static(
                 ax.add_collection(
                     PolyCollection(verts[res], facecolors="none", edgecolors="black", linewidths=0.6, linestyles=":")
                 )
-            ax.set_ylim(0 if panel.lanes <= 2 else -0.6, panel.lanes)
+            ax.set_ylim(-0.6 if panel.y_title == "job" else 0.0, panel.lanes)
             if window is not None and panel.y_title == "job" and (b["kind"] == RUN).any():
                 ax.set_ylim(float(b["y0"].min()) - 0.6, float(b["y1"].max()) + 0.6)
             ax.set_ylabel(panel.y_title)
             ax.set_title(tag + panel.name, fontsize=8)
+            if ax is axes[0, 0]:  # what the colours mean, once
+                from matplotlib.patches import Patch
+
+                _, _, names = color_values(s, color_by)
+                ax.legend(
+                    handles=[Patch(facecolor=c, label=n) for c, n in zip(colors, names)],
+                    title=color_title(s, color_by or default_color(s)),
+                    fontsize=6,
+                    title_fontsize=6,
+                    loc="upper left",
+                    bbox_to_anchor=(1.0, 1.0),
+                )
         lo, hi = (
             window if window is not None else (min(s.span()[0] for s in schedules), max(s.span()[1] for s in schedules))
         )
         axes[-1, 0].set_xlim(lo, hi)
-        axes[-1, 0].set_xlabel("time (s)")
+        axes[-1, 0].set_xlabel(f"time [{time_unit(schedules[0])}]")
         if title:
             fig.suptitle(title, fontsize=9)
         fig.tight_layout()
