@@ -18,6 +18,7 @@ on, and the report says so (the CLI then exits non-zero).
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 import time
@@ -37,11 +38,13 @@ from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.manifest import manifest_for
 from schedlab.platform.storage.store import ResultStore
+from schedlab.sim.common.compiling import compiling as compiling_now
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from schedlab.platform.execution.parts import Part
+    from schedlab.platform.execution.precompile import Background
     from schedlab.platform.tracking.process import TrackingProcess
     from schedlab.platform.tracking.sync import TrackReport
     from schedlab.platform.tracking.tracker import TrackProgress
@@ -66,7 +69,10 @@ DRIVER_STAGES = (
     "tracking",
     "compact",
     "driver_cpu",
+    "precompile",
 )
+#: What the progress line says while kernels are compiled beside the sweep (`precompile`).
+COMPILING_NOTE = "compiling kernels beside the sweep (the reference loop runs meanwhile)"
 #: Commit when this many per-job rows are buffered (bounds driver memory).
 FLUSH_JOB_ROWS = 200_000
 #: ... or this many summary rows ...
@@ -259,6 +265,7 @@ class _Sweep:
         self.report = SweepReport(str(store.root), configs=len(plan.configs))
         self.tracker: TrackingProcess | None = None
         self.executor: Executor | None = None
+        self.compiler: Background | None = None  # kernels compiled beside the sweep (`precompile`)
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
@@ -301,8 +308,9 @@ class _Sweep:
         if self.progress:
             c = self.counts
             elapsed = time.monotonic() - self.started
+            note = COMPILING_NOTE if self.compiler is not None and compiling_now() else ""
             self.progress(
-                Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"])
+                Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"], note)
             )
 
     def start_backend(self) -> Executor:
@@ -319,10 +327,33 @@ class _Sweep:
                 execution.sim_budget_seconds,
             )
             self.executor = make_executor(spec, self.plan, self.choice, self.address, call)
+            if self.choice.tier is None and execution.engine_path == "fast":  # tasks start in this process
+                self.compile_beside()
         return self.executor
+
+    def compile_beside(self) -> None:
+        """The kernels this sweep's built-in policies run on that the cache
+        lacks, compiled by a child meanwhile (`precompile`)."""
+        from schedlab.platform.execution.precompile import Background, cold_units
+        from schedlab.sim.common import compiling
+
+        compiling.reset()
+        builtin = {
+            (c.policy, json.dumps(c.policy_params, sort_keys=True))
+            for c in self.plan.configs.values()
+            if c.code is None
+        }
+        with self.timed("precompile"):
+            cold = cold_units(self.plan.engine, sorted((p, json.loads(params)) for p, params in builtin))
+            if cold:
+                self.compiler = Background(self.plan.engine, cold)
 
     def finish_backend(self) -> None:
         """What ran the tasks, and why, into the report."""
+        if self.compiler is not None:
+            self.compiler.stop()
+            self.report.kernels = self.compiler.line(self.counts["done"])
+            self.compiler = None
         if self.executor is not None:
             self.report.backend, self.report.backend_why = self.executor.name, getattr(self.executor, "why", "")
             self.report.stages["backend_start"] = self.executor.start_seconds
@@ -403,7 +434,8 @@ class _Sweep:
         report.failures += got.failures
         for k, v in got.stages.items():
             stages[f"task_{k}"] = stages.get(f"task_{k}", 0.0) + v
-        pending.observe(task.units, busy_seconds(got))
+        if not got.reference_runs:  # a task run on the reference while kernels compiled: not their cost
+            pending.observe(task.units, busy_seconds(got))
         with self.timed("sink"):
             for cid, rep in got.delivered():
                 self.unsettled.get(cid, set()).discard(rep)
