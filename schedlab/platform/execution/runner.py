@@ -213,6 +213,15 @@ def _run_locked(
 ) -> SweepReport:
     """Prepare the results dir, run the rounds, draw the figures and wait for
     tracking, compact."""
+    try:
+        return _run_rounds(sweep, fresh, tracking, figures)
+    finally:
+        sweep.stop_compiler()
+
+
+def _run_rounds(
+    sweep: _Sweep, fresh: bool, tracking: bool | None, figures: Callable[[Path], list[Path]] | None
+) -> SweepReport:
     spec, store, report = sweep.spec, sweep.store, sweep.report
     sweep.prepare(fresh)
     if spec.tracking.enabled if tracking is None else tracking:
@@ -350,13 +359,18 @@ class _Sweep:
 
     def finish_backend(self) -> None:
         """What ran the tasks, and why, into the report."""
+        if self.executor is not None:
+            self.report.backend, self.report.backend_why = self.executor.name, getattr(self.executor, "why", "")
+            self.report.stages["backend_start"] = self.executor.start_seconds
+
+    def stop_compiler(self) -> None:
+        """At the run's very end (after tracking's wait and the compaction,
+        which the compile overlaps): the child stopped if it still compiles,
+        and what it did into the report."""
         if self.compiler is not None:
             self.compiler.stop()
             self.report.kernels = self.compiler.line(self.counts["done"])
             self.compiler = None
-        if self.executor is not None:
-            self.report.backend, self.report.backend_why = self.executor.name, getattr(self.executor, "why", "")
-            self.report.stages["backend_start"] = self.executor.start_seconds
 
     def round_work(self, instances: list[Instance]) -> list[tuple[Instance, list[Config]]]:
         """The (instance, configurations not on disk) pairs of a round; counts them."""
