@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -137,28 +136,29 @@ def test_a_task_run_on_the_reference_while_kernels_compile_is_not_timed():
     assert auto.rate == pytest.approx(1e-6)
 
 
-def test_cold_units_are_those_the_cache_lacks(tmp_path):
-    """In a fresh process on an empty cache every unit is cold; after the
-    child compiled one, that one is not."""
-    code = textwrap.dedent(
-        """
-        import subprocess, sys
-        from schedlab.platform.execution.precompile import cold_units
-        print(sorted(cold_units("queue", [("FIFO", {}), ("PS", {}), ("PSBS", {})])))
-        subprocess.run([sys.executable, "-m", "schedlab.platform.execution.precompile", "queue", "FIFO"], check=True)
-        """
-    )
-    env = checkout_env({**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+@pytest.fixture(scope="module")
+def basic_cache(tmp_path_factory):
+    """A kernel cache holding the queue engine's _basic kernel (FIFO, PS), compiled by the child."""
+    cache = tmp_path_factory.mktemp("warm")
+    env = checkout_env({**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+    child = [sys.executable, "-m", "schedlab.platform.execution.precompile", "queue", "FIFO"]
+    out = subprocess.run(child, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.startswith("compiled queue._basic "), out.stderr
+    return cache
+
+
+def _cold(cache) -> str:
+    code = "from schedlab.platform.execution.precompile import cold_units; "
+    code += "print(sorted(cold_units('queue', [('FIFO', {}), ('PS', {}), ('PSBS', {})])))"
+    env = checkout_env({**os.environ, "NUMBA_CACHE_DIR": str(cache)})
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0] == "['queue._basic', 'queue._fsp']"
-    assert out.stdout.splitlines()[1].startswith("compiled queue._basic ")
-    again = subprocess.run(
-        [sys.executable, "-c", "from schedlab.platform.execution.precompile import cold_units; "
-         "print(sorted(cold_units('queue', [('FIFO', {}), ('PSBS', {})])))"],
-        env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert again.stdout.strip() == "['queue._fsp']", again.stderr
+    return out.stdout.strip()
+
+
+def test_cold_units_are_those_the_cache_lacks(tmp_path, basic_cache):
+    assert _cold(tmp_path / "empty") == "['queue._basic', 'queue._fsp']"
+    assert _cold(basic_cache) == "['queue._fsp']"
     assert cold_units("queue", [("FIFO", {"x": 1})]) == {}  # a policy with params runs on the reference
 
 
@@ -205,19 +205,14 @@ def _sweep(folder, cache):
     return out + err, rows.drop("sim_seconds").sort("config_id", "replication"), left
 
 
-def test_a_sweep_on_an_empty_cache_says_so_and_gives_the_warm_rows(tmp_path):
+def test_a_sweep_on_an_empty_cache_says_so_and_gives_the_warm_rows(tmp_path, basic_cache):
     (tmp_path / "spec.toml").write_text(SWEEP)
     text, cold, left = _sweep(tmp_path, tmp_path / "empty")
     assert not left, "the compile child outlived the sweep"
     assert "compiling kernels beside the sweep (the reference loop runs meanwhile)" in text
     summary = next(line for line in text.splitlines() if " rows written" in line)
     assert "kernels: " in summary and "simulations ran on the reference loop meanwhile" in summary
-    warm = tmp_path / "warm"
-    env = checkout_env({**os.environ, "NUMBA_CACHE_DIR": str(warm)})
-    subprocess.run(
-        [sys.executable, "-m", "schedlab.platform.execution.precompile", "queue", "FIFO"], env=env, check=True
-    )
-    text, hot, left = _sweep(tmp_path, warm)
+    text, hot, left = _sweep(tmp_path, basic_cache)
     summary = next(line for line in text.splitlines() if " rows written" in line)
     assert "kernels:" not in summary and "compiling kernels" not in text  # every kernel loaded from the cache
     assert not left
