@@ -18,7 +18,7 @@ tracking off). Targets: the README sweep cold <= 3 s of wall; a small sweep
 cold <= 2 s + its simulating seconds (warm); the README sweep warm <= 1.5 x
 its simulating seconds + 2 s.
 
-    python benchmarks/cold_start.py [--repeat N] [--only NAME ...]
+    python benchmarks/cold_start.py [--repeat N] [--only NAME ...] [--baseline CHECKOUT]
 """
 
 from __future__ import annotations
@@ -134,10 +134,14 @@ def summary_figures(text: str) -> tuple[float, float, str]:
     return float(m.group(1)), float(m.group(2)), kernels.group(1) if kernels else "kernels from the cache"
 
 
-def run(spec: str, folder: Path, cache: Path) -> tuple[float, float, float, str]:
-    """(wall outside, wall of its line, simulating, kernels note) of one fresh run."""
+def run(spec: str, folder: Path, cache: Path, checkout: Path | None = None) -> tuple[float, float, float, str]:
+    """(wall outside, wall of its line, simulating, kernels note) of one fresh
+    run of this checkout's schedlab (or ``checkout``'s: no bytecode written there)."""
     env = checkout_env({k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")})
     env["NUMBA_CACHE_DIR"] = str(cache)
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     for stale in folder.glob("mlflow.db*"):
         stale.unlink()
     shutil.rmtree(folder / "results", ignore_errors=True)
@@ -174,6 +178,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="readme, queue, packing, batch, dfrs")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. `git archive` of the commit before): its cold runs alternate with these",
+    )
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     folder = Path(tempfile.mkdtemp(prefix="schedlab-cold-"))
@@ -191,15 +200,20 @@ def main() -> None:
             run(spec, folder, warm)
         print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.repeat} runs each")
         for name, spec in specs.items():
-            cold, hot = [], []
+            cold, hot, base = [], [], []
             for k in range(args.repeat):  # alternating
                 cold.append(run(spec, folder, folder / f"cold-{name}-{k}"))
                 hot.append(run(spec, folder, warm))
+                if args.baseline is not None:
+                    base.append(run(spec, folder, folder / f"base-{name}-{k}", args.baseline))
             warm_sim = statistics.median(r[2] for r in hot)
             print(f"{name} ({spec}):")
             print(f"  cold: {figures(name, cold)} wall; its lines: {', '.join(f'{r[1]:.1f}' for r in cold)} s")
             print(f"        last: {cold[-1][3]}")
             print(f"  warm: {figures(name, hot)} wall; simulating (median) {warm_sim:.2f} s")
+            if base:
+                ratio = statistics.median(r[0] for r in cold) / statistics.median(r[0] for r in base)
+                print(f"  cold, baseline checkout: {figures(name, base)} wall; new / baseline median {ratio:.2f}")
             cold_min = min(r[0] for r in cold)
             cold_med = statistics.median(r[0] for r in cold)
             if name == "readme":

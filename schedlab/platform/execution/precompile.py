@@ -11,8 +11,14 @@ which writes the cache and reports each one as it lands; meanwhile every
 simulation whose kernel is not there yet runs on the reference loop, the
 same numbers to the bit (`schedlab.sim.common.compiling`, the gate the
 engines consult), and the next simulation after a report loads the kernel
-from the cache. No simulation waits for a compile, and the rows are those
-of an all-kernel run.
+from the cache. The rows are those of an all-kernel run.
+
+The reference loop is tens of times slower than a kernel, so it is worth
+running only when it finishes the round's work before the compile would
+(a small sweep); otherwise it would take CPU from the compile for nothing. So
+the runner times the first task run on the reference and, when the round's
+remaining work at that rate would outlast the compile (`Background.seconds_left`),
+waits for the kernels instead (the progress line says so meanwhile).
 
 The child ignores Ctrl-C and ends with its parent (`children.become_child`);
 the sweep stops it (SIGTERM, by its PID) at its end if it is still
@@ -39,6 +45,11 @@ from schedlab.sim.common import compiling
 
 #: Seconds the sweep's end waits for the stopped child to exit before it kills it.
 STOP_SECONDS = 5.0
+#: Seconds of wall one unit's compile is expected to take before one has finished (the queue
+#: engine's three took 7.7 s on an idle 2-core machine, numba's one-off set-up included).
+COMPILE_UNIT_SECONDS = 3.0
+#: How often a sweep that waits for the kernels looks whether they are there.
+POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,7 @@ class Background:
         self.started = time.monotonic()
         self.ended: float | None = None
         self.left: list[str] = []
+        self.waited = 0.0  # seconds the sweep waited for the compile (`wait`)
         compiling.begin(list(units))
         root = str(Path(__file__).resolve().parents[3])  # this schedlab's folder first, as in the driver
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
@@ -136,6 +148,24 @@ class Background:
         self.ended = time.monotonic()
         self.left = compiling.stopped()  # a child that died early: the rest compile on first use
 
+    def seconds_left(self) -> float:
+        """Expected seconds until every unit is compiled: the units still
+        pending at the time per unit seen so far (`COMPILE_UNIT_SECONDS`, or
+        the time already spent, before the first one lands)."""
+        elapsed = time.monotonic() - self.started
+        done = len(compiling.compiled())
+        per_unit = elapsed / done if done else max(COMPILE_UNIT_SECONDS, elapsed)
+        return max(len(self.units) * per_unit - elapsed, 0.0)
+
+    def wait(self) -> None:
+        """Until every unit is compiled (or the child is gone)."""
+        t0 = time.monotonic()
+        while compiling.compiling() and self.proc.poll() is None:
+            time.sleep(POLL_SECONDS)
+        self.waited += time.monotonic() - t0
+        if self.proc.poll() is not None:
+            self.reader.join(STOP_SECONDS)  # its last reports read, the rest released
+
     def stop(self) -> None:
         """End the child if it is still compiling (its PID: SIGTERM, then
         SIGKILL after `STOP_SECONDS`), and its reader."""
@@ -154,6 +184,8 @@ class Background:
         done = compiling.compiled()
         ran = compiling.reference_runs()
         meanwhile = f"{ran} of {simulations} simulations ran on the reference loop meanwhile"
+        if self.waited:
+            meanwhile += f", then the sweep waited {self.waited:.1f} s for the kernels"
         if self.left:
             return (
                 f"kernels: {len(done)} of {len(self.units)} compiled beside the sweep, the rest stopped at its "

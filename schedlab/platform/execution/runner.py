@@ -73,6 +73,8 @@ DRIVER_STAGES = (
 )
 #: What the progress line says while kernels are compiled beside the sweep (`precompile`).
 COMPILING_NOTE = "compiling kernels beside the sweep (the reference loop runs meanwhile)"
+#: ... and while the sweep waits for them (`_Sweep.await_kernels`).
+WAITING_NOTE = "waiting for the kernels compiled beside the sweep (the reference loop would take longer)"
 #: Commit when this many per-job rows are buffered (bounds driver memory).
 FLUSH_JOB_ROWS = 200_000
 #: ... or this many summary rows ...
@@ -275,6 +277,9 @@ class _Sweep:
         self.tracker: TrackingProcess | None = None
         self.executor: Executor | None = None
         self.compiler: Background | None = None  # kernels compiled beside the sweep (`precompile`)
+        #: Job-runs and busy seconds of the tasks run on the reference while kernels compiled.
+        self.reference: tuple[int, float] = (0, 0.0)
+        self.waiting = False  # `await_kernels` is waiting for the compile
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
@@ -317,7 +322,9 @@ class _Sweep:
         if self.progress:
             c = self.counts
             elapsed = time.monotonic() - self.started
-            note = COMPILING_NOTE if self.compiler is not None and compiling_now() else ""
+            note = (
+                "" if self.compiler is None or not compiling_now() else WAITING_NOTE if self.waiting else COMPILING_NOTE
+            )
             self.progress(
                 Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"], note)
             )
@@ -402,6 +409,7 @@ class _Sweep:
         cpu = time.process_time()
         try:
             while pending or executor.in_flight:
+                self.await_kernels(executor, pending)
                 self.submit_more(executor, pending)
                 with self.timed("wait"):
                     finished = executor.wait(FLUSH_SECONDS)
@@ -419,6 +427,23 @@ class _Sweep:
             raise Interrupted(
                 f"interrupted: {self.report.rows_written} rows committed to {self.store.root}; run again to resume"
             ) from None
+
+    def await_kernels(self, executor: Executor, pending: TaskSizer) -> None:
+        """While kernels compile beside an in-process sweep: wait for them
+        when the round's remaining work on the reference loop, at the rate
+        its tasks so far ran, would outlast the compile (`precompile`)."""
+        if self.compiler is None or not self.reference[0] or executor.in_flight or not compiling_now():
+            return
+        if executor.name != "in-process":
+            return
+        units, seconds = self.reference
+        if pending.remaining * seconds / units > self.compiler.seconds_left():
+            self.waiting = True
+            try:
+                self.tell()
+                self.compiler.wait()
+            finally:
+                self.waiting = False
 
     def submit_more(self, executor: Executor, pending: TaskSizer) -> None:
         """Keep ``max_in_flight`` tasks submitted; progress says what runs now."""
@@ -450,6 +475,8 @@ class _Sweep:
             stages[f"task_{k}"] = stages.get(f"task_{k}", 0.0) + v
         if not got.reference_runs:  # a task run on the reference while kernels compiled: not their cost
             pending.observe(task.units, busy_seconds(got))
+        elif task.units > 0:  # the reference's cost, which `await_kernels` weighs against the compile's
+            self.reference = (self.reference[0] + task.units, self.reference[1] + busy_seconds(got))
         with self.timed("sink"):
             for cid, rep in got.delivered():
                 self.unsettled.get(cid, set()).discard(rep)
