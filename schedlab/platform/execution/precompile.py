@@ -119,7 +119,8 @@ class Background:
     runs on it), its reports read by a thread into `compiling`."""
 
     def __init__(self, engine: str, units: dict[str, str]) -> None:
-        self.units = dict(units)
+        self.engine, self.units = engine, dict(units)
+        self.mine: set[str] = set()  # units this process compiles itself (`wait`)
         self.started = time.monotonic()
         self.ended: float | None = None
         self.left: list[str] = []
@@ -158,10 +159,23 @@ class Background:
         return max(len(self.units) * per_unit - elapsed, 0.0)
 
     def wait(self) -> None:
-        """Until every unit is compiled (or the child is gone)."""
+        """Until every unit is compiled (or the child is gone). Meanwhile this
+        process compiles the pending units from the last one backwards (the
+        child takes them from the first, and skips those it finds cached), so
+        that both cores compile: all but the one the child is on."""
         t0 = time.monotonic()
         while compiling.compiling() and self.proc.poll() is None:
-            time.sleep(POLL_SECONDS)
+            order = [u for u in self.units if compiling.is_pending(u) and u not in self.mine]
+            if len(order) < 2:
+                time.sleep(POLL_SECONDS)
+                continue
+            unit = order[-1]
+            self.mine.add(unit)
+            found = unit_of(self.engine, self.units[unit])
+            started = time.perf_counter()
+            if found is not None:
+                found.warm()  # writes the cache as the child would, and loads it here
+            compiling.finished(unit, time.perf_counter() - started)
         self.waited += time.monotonic() - t0
         if self.proc.poll() is not None:
             self.reader.join(STOP_SECONDS)  # its last reports read, the rest released
@@ -204,7 +218,7 @@ def main(argv: list[str]) -> None:
     engine, *policies = argv
     for policy in policies:
         unit = unit_of(engine, policy)
-        if unit is None:
+        if unit is None or unit.cached():  # the parent compiled it meanwhile (`Background.wait`)
             continue
         t0 = time.perf_counter()
         unit.warm()

@@ -79,6 +79,12 @@ def ready(unit: str | None) -> bool:
         return False
 
 
+def is_pending(unit: str) -> bool:
+    """Whether ``unit`` is being compiled by another process now (not counted)."""
+    with _LOCK:
+        return unit in _STATE.pending
+
+
 def compiling() -> bool:
     """Whether any unit is being compiled by another process now."""
     with _LOCK:
