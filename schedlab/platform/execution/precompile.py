@@ -45,9 +45,11 @@ from schedlab.sim.common import compiling
 
 #: Seconds the sweep's end waits for the stopped child to exit before it kills it.
 STOP_SECONDS = 5.0
-#: Seconds of wall one unit's compile is expected to take before one has finished (the queue
-#: engine's three took 7.7 s on an idle 2-core machine, numba's one-off set-up included).
+#: Seconds of CPU one unit's compile is expected to take before one has finished, on an idle
+#: machine, numba's one-off set-up included: the queue engine's three took 7.7 s, the batch
+#: engine's about 1 s each; the packing kernels are larger (docs/architecture.md, "Compiled fast paths").
 COMPILE_UNIT_SECONDS = 3.0
+COMPILE_SECONDS = {"packing.fast": 20.0, "packing.multi_fast": 10.0, "batch._fcfs": 1.0, "batch._easy": 1.0}
 #: How often a sweep that waits for the kernels looks whether they are there.
 POLL_SECONDS = 0.05
 
@@ -149,14 +151,17 @@ class Background:
         self.ended = time.monotonic()
         self.left = compiling.stopped()  # a child that died early: the rest compile on first use
 
-    def seconds_left(self) -> float:
-        """Expected seconds until every unit is compiled: the units still
-        pending at the time per unit seen so far (`COMPILE_UNIT_SECONDS`, or
-        the time already spent, before the first one lands)."""
+    def seconds_left(self, slowdown: float = 1.0) -> float:
+        """Expected seconds of wall until every unit is compiled: each
+        unit's expected CPU (`COMPILE_SECONDS`, else `COMPILE_UNIT_SECONDS`)
+        x ``slowdown`` (wall per CPU second on this machine now), less the
+        time already spent; at least what the units landed so far took."""
         elapsed = time.monotonic() - self.started
-        done = len(compiling.compiled())
-        per_unit = elapsed / done if done else max(COMPILE_UNIT_SECONDS, elapsed)
-        return max(len(self.units) * per_unit - elapsed, 0.0)
+        done = compiling.compiled()
+        total = sum(COMPILE_SECONDS.get(u, COMPILE_UNIT_SECONDS) for u in self.units) * slowdown
+        if done and len(done) < len(self.units):
+            total = max(total, elapsed * len(self.units) / len(done))
+        return max(total - elapsed, 0.0)
 
     def wait(self) -> None:
         """Until every unit is compiled (or the child is gone). Meanwhile this

@@ -280,6 +280,8 @@ class _Sweep:
         #: Job-runs and busy seconds of the tasks run on the reference while kernels compiled.
         self.reference: tuple[int, float] = (0, 0.0)
         self.waiting = False  # `await_kernels` is waiting for the compile
+        #: Wall and CPU seconds of this process's in-process tasks while kernels compiled.
+        self.reference_clock: tuple[float, float] = (0.0, 0.0)
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
@@ -411,8 +413,13 @@ class _Sweep:
             while pending or executor.in_flight:
                 self.await_kernels(executor, pending)
                 self.submit_more(executor, pending)
+                wall, cpu = time.perf_counter(), time.process_time()
                 with self.timed("wait"):
                     finished = executor.wait(FLUSH_SECONDS)
+                if self.compiler is not None and executor.name == "in-process" and finished:
+                    clock = self.reference_clock  # an in-process task: its wall per CPU second
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    self.reference_clock = (clock[0] + wall, clock[1] + cpu)
                 for task, result in finished:
                     self.receive(task, result, pending)
                 if self.sink.due():
@@ -437,7 +444,9 @@ class _Sweep:
         if executor.name != "in-process":
             return
         units, seconds = self.reference
-        if pending.remaining * seconds / units > self.compiler.seconds_left():
+        wall, cpu = self.reference_clock
+        slowdown = max(wall / cpu, 1.0) if cpu > 0 else 1.0  # a loaded machine: the compile is slower too
+        if pending.remaining * seconds / units > self.compiler.seconds_left(slowdown):
             self.waiting = True
             try:
                 self.tell()
