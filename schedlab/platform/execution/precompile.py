@@ -105,6 +105,20 @@ def unit_of(engine: str, policy: str, params: dict[str, Any] | None = None) -> U
     return None
 
 
+#: Seconds per job-run of the reference loops, the prior `worth_a_child` weighs before any is
+#: timed (the queue engine's, in-process on the README sweep: 9.2 us).
+REFERENCE_SECONDS_PER_JOB_RUN = 1e-5
+
+
+def worth_a_child(units: list[str], work_units: int) -> bool:
+    """Whether a child should compile ``units`` while the reference loop runs
+    the round's ``work_units`` job-runs: yes when that work would take no
+    longer on the reference than the compile (`COMPILE_SECONDS`), at the
+    priors; otherwise the kernels compile in the driver on first use."""
+    compile_seconds = sum(COMPILE_SECONDS.get(u, COMPILE_UNIT_SECONDS) for u in units)
+    return work_units * REFERENCE_SECONDS_PER_JOB_RUN <= compile_seconds
+
+
 def cold_units(engine: str, policies: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, str]:
     """Of the (built-in policy, params) pairs, the compiled functions missing
     from the cache: unit name -> a policy that runs on it."""

@@ -73,6 +73,8 @@ DRIVER_STAGES = (
 )
 #: What the progress line says while kernels are compiled beside the sweep (`precompile`).
 COMPILING_NOTE = "compiling kernels beside the sweep (the reference loop runs meanwhile)"
+#: ... and while the first task compiles them in-process (the reference would take longer) ...
+INLINE_NOTE = "compiling kernels (numba, cached for later runs)"
 #: ... and while the sweep waits for them (`_Sweep.await_kernels`).
 WAITING_NOTE = "waiting for the kernels compiled beside the sweep (the reference loop would take longer)"
 #: Commit when this many per-job rows are buffered (bounds driver memory).
@@ -282,6 +284,8 @@ class _Sweep:
         self.waiting = False  # `await_kernels` is waiting for the compile
         #: Wall and CPU seconds of this process's in-process tasks while kernels compiled.
         self.reference_clock: tuple[float, float] = (0.0, 0.0)
+        self.first_round = False  # the next round is the first in this process: `compile_beside` decides
+        self.inline = 0  # kernels the cache lacked that compile in this process on first use
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
@@ -324,9 +328,12 @@ class _Sweep:
         if self.progress:
             c = self.counts
             elapsed = time.monotonic() - self.started
-            note = (
-                "" if self.compiler is None or not compiling_now() else WAITING_NOTE if self.waiting else COMPILING_NOTE
-            )
+            if self.inline and not c["done"]:
+                note = INLINE_NOTE
+            elif self.compiler is None or not compiling_now():
+                note = ""
+            else:
+                note = WAITING_NOTE if self.waiting else COMPILING_NOTE
             self.progress(
                 Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"], note)
             )
@@ -345,16 +352,20 @@ class _Sweep:
                 execution.sim_budget_seconds,
             )
             self.executor = make_executor(spec, self.plan, self.choice, self.address, call)
-            if self.choice.tier is None and execution.engine_path == "fast":  # tasks start in this process
-                self.compile_beside()
+            self.first_round = self.choice.tier is None and execution.engine_path == "fast"  # tasks start here
         return self.executor
 
-    def compile_beside(self) -> None:
+    def compile_beside(self, work_units: int) -> None:
         """The kernels this sweep's built-in policies run on that the cache
-        lacks, compiled by a child meanwhile (`precompile`)."""
-        from schedlab.platform.execution.precompile import Background, cold_units
+        lacks, compiled by a child meanwhile (`precompile`) -- unless the
+        round's ``work_units`` (job-runs) on the reference loop would outlast
+        their compile at the priors (`precompile.worth_a_child`): then they
+        compile here on first use, as without a child (no reference runs,
+        no second process's start-up and numba set-up)."""
+        from schedlab.platform.execution.precompile import Background, cold_units, worth_a_child
         from schedlab.sim.common import compiling
 
+        self.first_round = False
         compiling.reset()
         builtin = {
             (c.policy, json.dumps(c.policy_params, sort_keys=True))
@@ -363,8 +374,10 @@ class _Sweep:
         }
         with self.timed("precompile"):
             cold = cold_units(self.plan.engine, sorted((p, json.loads(params)) for p, params in builtin))
-            if cold:
+            if cold and worth_a_child(list(cold), work_units):
                 self.compiler = Background(self.plan.engine, cold)
+            elif cold:
+                self.inline = len(cold)
 
     def finish_backend(self) -> None:
         """What ran the tasks, and why, into the report."""
@@ -380,6 +393,12 @@ class _Sweep:
             self.compiler.stop()
             self.report.kernels = self.compiler.line(self.counts["done"])
             self.compiler = None
+        elif self.inline:
+            seconds = self.report.stages.get("task_warmup", 0.0)
+            self.report.kernels = (
+                f"kernels: {self.inline} compiled in-process before the simulations on them, in {seconds:.1f} s "
+                f"with the first calls' imports (the reference loop would have taken longer)"
+            )
 
     def round_work(self, instances: list[Instance]) -> list[tuple[Instance, list[Config]]]:
         """The (instance, configurations not on disk) pairs of a round; counts them."""
@@ -404,6 +423,8 @@ class _Sweep:
         work = self.round_work(instances)
         executor = self.start_backend() if work else None
         pending = TaskSizer(work, self.spec.execution.task_jobs)
+        if executor is not None and self.first_round:
+            self.compile_beside(pending.remaining)
         self.tell()
         if executor is None:
             return
