@@ -76,7 +76,7 @@ class ProgressLine:
         return (
             f"{p.sweep}: round {p.round}, {p.done}/{p.total} simulations, {p.failed} failed, "
             f"{getattr(p, 'running', 0)} running, {_seconds(p.elapsed)} elapsed, "
-            f"ETA {_seconds(eta) if eta is not None else '?'}"
+            f"ETA {_seconds(eta) if eta is not None else '?'}" + (f"; {p.note}" if getattr(p, "note", "") else "")
         )
 
     def update(self, p) -> None:

@@ -29,8 +29,10 @@ def run(
 
     ``path="fast"``: a built-in policy class (by identity, never a subclass)
     runs on its compiled kernel (``schedlab.sim.queue.fast``, the same
-    completion times to the bit); everything else, and whatever the kernels
-    decline, runs on the reference engine (``schedlab.sim.queue.engine``).
+    completion times to the bit); everything else, whatever the kernels
+    decline, and a kernel another process is compiling right now
+    (``schedlab.sim.common.compiling``) run on the reference engine
+    (``schedlab.sim.queue.engine``).
     ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
     from schedlab.sim.common.metrics import queue_summary, slowdown
     from schedlab.sim.queue.engine import simulate
@@ -44,11 +46,13 @@ def run(
     out = None
     kernel = kernel_id(cls) if path == "fast" and not params and recorder is None else None
     if kernel is not None:  # numba is imported only here
+        from schedlab.sim.common import compiling
         from schedlab.sim.queue import fast
 
-        fast.warm(kernel)  # compile or load the kernel outside the timed run
-        started = time.perf_counter()
-        out = fast.simulate(kernel, submit, size, estimate, weight)
+        if compiling.ready(fast.unit(kernel)):  # else compiled beside this process now: the reference runs
+            fast.warm(kernel)  # compile or load the kernel outside the timed run
+            started = time.perf_counter()
+            out = fast.simulate(kernel, submit, size, estimate, weight)
     if out is None:  # the reference path (or the kernel declined)
         factory = (lambda server: cls(server, **params)) if params else cls
         started = time.perf_counter()

@@ -25,7 +25,9 @@ or "ray". The **auto rule**:
    that is not the process's very first (that one pays one-off imports) is
    timed; the round's work is estimated as its job-runs (jobs x
    configurations, the sizing's unit) x the seconds per job-run measured on
-   that task (kernel loading excluded). An estimate up to `COLD_POOL_SECONDS`
+   that task (kernel loading excluded; a task that ran simulations on the
+   reference loop while their kernels compiled, `precompile`, is not timed).
+   An estimate up to `COLD_POOL_SECONDS`
    (`IN_PROCESS_SECONDS` when a local pool is already warm in this process)
    stays in-process; up to `RAY_SECONDS` goes to a local pool of
    ``num_cpus`` processes (in-process when that is one CPU); beyond, to Ray.
@@ -231,6 +233,8 @@ class Auto(_Fixed):
             from schedlab.platform.execution.tasks import TaskResult
 
             for task, result in got:
+                if isinstance(result, TaskResult) and result.reference_runs:
+                    continue  # its kernels were being compiled: not their speed (`precompile`)
                 busy = busy_seconds(result) if isinstance(result, TaskResult) else 0.0
                 if task.units > 0 and busy > 0:
                     self.rate = busy / task.units

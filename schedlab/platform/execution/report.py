@@ -50,10 +50,15 @@ class SweepReport:
     #: work and the backend's threads in it, whatever else the machine runs) and, summed over
     #: tasks, the workers' ("task_" + `tasks.STAGES`).
     stages: dict[str, float] = field(default_factory=dict)
+    #: Kernels compiled beside the sweep (`precompile`): what was compiled, in how long, and how many
+    #: simulations ran on the reference loop meanwhile; empty when the cache had every kernel.
+    kernels: str = ""
 
     def backend_line(self) -> str:
-        """ ", ran in-process (auto: ...)" for the summary line; empty if nothing ran."""
-        return f", ran {self.backend} ({self.backend_why})" if self.backend else ""
+        """ ", ran in-process (auto: ...)" for the summary line (and, after it,
+        `kernels`); empty if nothing ran."""
+        line = f", ran {self.backend} ({self.backend_why})" if self.backend else ""
+        return f"{line}; {self.kernels}" if self.kernels else line
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class Progress:
     failed: int
     elapsed: float
     running: int = 0
+    #: What else the sweep is doing now (kernels compiled beside it, `precompile`), or empty.
+    note: str = ""
 
     @property
     def eta(self) -> float | None:

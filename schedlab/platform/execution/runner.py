@@ -18,6 +18,7 @@ on, and the report says so (the CLI then exits non-zero).
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 import time
@@ -37,11 +38,13 @@ from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.manifest import manifest_for
 from schedlab.platform.storage.store import ResultStore
+from schedlab.sim.common.compiling import compiling as compiling_now
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from schedlab.platform.execution.parts import Part
+    from schedlab.platform.execution.precompile import Background
     from schedlab.platform.tracking.process import TrackingProcess
     from schedlab.platform.tracking.sync import TrackReport
     from schedlab.platform.tracking.tracker import TrackProgress
@@ -66,7 +69,14 @@ DRIVER_STAGES = (
     "tracking",
     "compact",
     "driver_cpu",
+    "precompile",
 )
+#: What the progress line says while kernels are compiled beside the sweep (`precompile`).
+COMPILING_NOTE = "compiling kernels beside the sweep (the reference loop runs meanwhile)"
+#: ... and while the first task compiles them in-process (the reference would take longer) ...
+INLINE_NOTE = "compiling kernels (numba, cached for later runs)"
+#: ... and while the sweep waits for them (`_Sweep.await_kernels`).
+WAITING_NOTE = "waiting for the kernels compiled beside the sweep (the reference loop would take longer)"
 #: Commit when this many per-job rows are buffered (bounds driver memory).
 FLUSH_JOB_ROWS = 200_000
 #: ... or this many summary rows ...
@@ -212,6 +222,15 @@ def _run_locked(
 ) -> SweepReport:
     """Prepare the results dir, run the rounds, draw the figures and wait for
     tracking, compact."""
+    try:
+        return _run_rounds(sweep, fresh, tracking, figures)
+    finally:
+        sweep.stop_compiler()
+
+
+def _run_rounds(
+    sweep: _Sweep, fresh: bool, tracking: bool | None, figures: Callable[[Path], list[Path]] | None
+) -> SweepReport:
     spec, store, report = sweep.spec, sweep.store, sweep.report
     sweep.prepare(fresh)
     if spec.tracking.enabled if tracking is None else tracking:
@@ -266,6 +285,14 @@ class _Sweep:
         self.report = SweepReport(str(store.root), configs=len(plan.configs))
         self.tracker: TrackingProcess | None = None
         self.executor: Executor | None = None
+        self.compiler: Background | None = None  # kernels compiled beside the sweep (`precompile`)
+        #: Job-runs and busy seconds of the tasks run on the reference while kernels compiled.
+        self.reference: tuple[int, float] = (0, 0.0)
+        self.waiting = False  # `await_kernels` is waiting for the compile
+        #: Wall and CPU seconds of this process's in-process tasks while kernels compiled.
+        self.reference_clock: tuple[float, float] = (0.0, 0.0)
+        self.first_round = False  # the next round is the first in this process: `compile_beside` decides
+        self.inline = 0  # kernels the cache lacked that compile in this process on first use
         self.sink = _Sink(store, self.settled)
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
@@ -314,8 +341,14 @@ class _Sweep:
         if self.progress:
             c = self.counts
             elapsed = time.monotonic() - self.started
+            if self.inline and not c["done"]:
+                note = INLINE_NOTE
+            elif self.compiler is None or not compiling_now():
+                note = ""
+            else:
+                note = WAITING_NOTE if self.waiting else COMPILING_NOTE
             self.progress(
-                Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"])
+                Progress(self.spec.name, c["round"], c["done"], c["total"], c["failed"], elapsed, c["running"], note)
             )
 
     def start_backend(self) -> Executor:
@@ -332,13 +365,53 @@ class _Sweep:
                 execution.sim_budget_seconds,
             )
             self.executor = make_executor(spec, self.plan, self.choice, self.address, call)
+            self.first_round = self.choice.tier is None and execution.engine_path == "fast"  # tasks start here
         return self.executor
+
+    def compile_beside(self, work_units: int) -> None:
+        """The kernels this sweep's built-in policies run on that the cache
+        lacks, compiled by a child meanwhile (`precompile`) -- unless the
+        round's ``work_units`` (job-runs) on the reference loop would outlast
+        their compile at the priors (`precompile.worth_a_child`): then they
+        compile here on first use, as without a child (no reference runs,
+        no second process's start-up and numba set-up)."""
+        from schedlab.platform.execution.precompile import Background, cold_units, worth_a_child
+        from schedlab.sim.common import compiling
+
+        self.first_round = False
+        compiling.reset()
+        builtin = {
+            (c.policy, json.dumps(c.policy_params, sort_keys=True))
+            for c in self.plan.configs.values()
+            if c.code is None
+        }
+        with self.timed("precompile"):
+            cold = cold_units(self.plan.engine, sorted((p, json.loads(params)) for p, params in builtin))
+            if cold and worth_a_child(list(cold), work_units):
+                self.compiler = Background(self.plan.engine, cold)
+            elif cold:
+                self.inline = len(cold)
 
     def finish_backend(self) -> None:
         """What ran the tasks, and why, into the report."""
         if self.executor is not None:
             self.report.backend, self.report.backend_why = self.executor.name, getattr(self.executor, "why", "")
             self.report.stages["backend_start"] = self.executor.start_seconds
+
+    def stop_compiler(self) -> None:
+        """At the run's very end (after tracking's wait and the compaction,
+        which the compile overlaps): the child stopped if it still compiles,
+        and what it did into the report."""
+        if self.compiler is not None:
+            self.compiler.stop()
+            self.report.kernels = self.compiler.line(self.counts["done"])
+            self.compiler = None
+        elif self.inline:
+            seconds = self.report.stages.get("task_warmup", 0.0)
+            self.report.kernels = (
+                f"kernels: {self.inline} compiled in-process before the simulations on them, in {seconds:.1f} s "
+                f"with the first calls' imports (the reference loop would have taken longer)"
+            )
 
     def round_work(self, instances: list[Instance]) -> list[tuple[Instance, list[Config]]]:
         """The (instance, configurations not on disk) pairs of a round; counts them."""
@@ -363,6 +436,8 @@ class _Sweep:
         work = self.round_work(instances)
         executor = self.start_backend() if work else None
         pending = TaskSizer(work, self.spec.execution.task_jobs)
+        if executor is not None and self.first_round:
+            self.compile_beside(pending.remaining)
         self.tell()
         if executor is None:
             return
@@ -370,9 +445,15 @@ class _Sweep:
         cpu = time.process_time()
         try:
             while pending or executor.in_flight:
+                self.await_kernels(executor, pending)
                 self.submit_more(executor, pending)
+                wall, cpu = time.perf_counter(), time.process_time()
                 with self.timed("wait"):
                     finished = executor.wait(FLUSH_SECONDS)
+                if self.compiler is not None and executor.name == "in-process" and finished:
+                    clock = self.reference_clock  # an in-process task: its wall per CPU second
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    self.reference_clock = (clock[0] + wall, clock[1] + cpu)
                 for task, result in finished:
                     self.receive(task, result, pending)
                 if self.sink.due():
@@ -387,6 +468,25 @@ class _Sweep:
             raise Interrupted(
                 f"interrupted: {self.report.rows_written} rows committed to {self.store.root}; run again to resume"
             ) from None
+
+    def await_kernels(self, executor: Executor, pending: TaskSizer) -> None:
+        """While kernels compile beside an in-process sweep: wait for them
+        when the round's remaining work on the reference loop, at the rate
+        its tasks so far ran, would outlast the compile (`precompile`)."""
+        if self.compiler is None or not self.reference[0] or executor.in_flight or not compiling_now():
+            return
+        if executor.name != "in-process":
+            return
+        units, seconds = self.reference
+        wall, cpu = self.reference_clock
+        slowdown = max(wall / cpu, 1.0) if cpu > 0 else 1.0  # a loaded machine: the compile is slower too
+        if pending.remaining * seconds / units > self.compiler.seconds_left(slowdown):
+            self.waiting = True
+            try:
+                self.tell()
+                self.compiler.wait()
+            finally:
+                self.waiting = False
 
     def submit_more(self, executor: Executor, pending: TaskSizer) -> None:
         """Keep ``max_in_flight`` tasks submitted; progress says what runs now."""
@@ -416,7 +516,10 @@ class _Sweep:
         report.failures += got.failures
         for k, v in got.stages.items():
             stages[f"task_{k}"] = stages.get(f"task_{k}", 0.0) + v
-        pending.observe(task.units, busy_seconds(got))
+        if not got.reference_runs:  # a task run on the reference while kernels compiled: not their cost
+            pending.observe(task.units, busy_seconds(got))
+        elif task.units > 0:  # the reference's cost, which `await_kernels` weighs against the compile's
+            self.reference = (self.reference[0] + task.units, self.reference[1] + busy_seconds(got))
         with self.timed("sink"):
             for cid, rep in got.delivered():
                 self.unsettled.get(cid, set()).discard(rep)

@@ -364,8 +364,9 @@ def run_table(
     (which the engine registry, ``schedlab.engines.batch``, gives for the
     built-in classes themselves -- by identity, never a subclass), and
     no params, the run is the kernel's (the same start and end times to the
-    bit, the same pass count); without a kernel, and for any input the kernel
-    declines, it runs on the reference. Only the simulation
+    bit, the same pass count); without a kernel, for any input the kernel
+    declines, and while another process compiles the kernel
+    (``schedlab.sim.common.compiling``), it runs on the reference. Only the simulation
     differs between the paths: the metrics are computed here for both.
     ``recorder``: given to :func:`simulate_batch` (the reference path then
     runs: it is the only one that records).
@@ -456,12 +457,14 @@ def run_table(
         kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
     if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
         from schedlab.sim.batch import fast
+        from schedlab.sim.common import compiling
 
-        fast.warm(kernel)  # compile or load the kernel outside the timed run
-        started = time.perf_counter()
-        out = fast.simulate(kernel, submit, runtime, requested, need, capacity)
-        if out is not None:
-            res = BatchResult(out[0], out[1], out[2], None)
+        if compiling.ready(fast.unit(kernel)):  # else compiled beside this process now: the reference runs
+            fast.warm(kernel)  # compile or load the kernel outside the timed run
+            started = time.perf_counter()
+            out = fast.simulate(kernel, submit, runtime, requested, need, capacity)
+            if out is not None:
+                res = BatchResult(out[0], out[1], out[2], None)
     if res is None:  # the reference path (or the kernel declined)
         factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
         started = time.perf_counter()

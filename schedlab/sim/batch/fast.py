@@ -88,6 +88,7 @@ import numpy as np
 from schedlab.sim.common.jit import HOT as _HOT
 from schedlab.sim.common.jit import JIT as _JIT
 from schedlab.sim.common.jit import NONE, ZERO, hpop, hpush, njit
+from schedlab.sim.common.jit import cached as _cached
 
 INF = math.inf
 
@@ -525,6 +526,20 @@ def simulate(kernel: Kernel | None, submit, runtime, requested, need, capacity: 
     if status != OK:
         return None
     return start, end, int(passes)
+
+
+def unit(kernel: Kernel | None) -> str | None:
+    """The compiled function kernel id ``kernel`` runs on, named for
+    ``schedlab.sim.common.compiling`` ("batch._easy"), else None."""
+    function = kernel_for(kernel)
+    return None if function is None else f"batch.{function.__name__}"
+
+
+def cached(kernel: Kernel | None) -> bool:
+    """Whether kernel ``kernel``'s compiled code is in the on-disk cache
+    (`schedlab.sim.common.jit.cached`); True for no kernel."""
+    function = kernel_for(kernel)
+    return function is None or _cached(function)
 
 
 _WARM: set[Kernel] = set()

@@ -107,6 +107,19 @@ ZERO = np.int64(0)
 INF = math.inf
 
 
+def cached(dispatcher: Any) -> bool:
+    """Whether numba's on-disk cache holds compiled code of ``dispatcher`` (a
+    ``cache=True`` kernel) for its current source: its index file exists,
+    is stamped with the source file's modification time and size, and lists
+    an entry -- so calling it loads instead of compiling. Read through numba's
+    cache object (not a public API: on any surprise, True, and the caller
+    loads or compiles on first use as it always did)."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - see the docstring
+        return True
+
+
 @njit(**HOT)
 def hpush(hk, hi, hs, key, item):
     """Push (key, item) onto the heap of size ``hs`` in ``hk``/``hi``; return

@@ -17,6 +17,7 @@ import numpy as np
 
 from schedlab.errors import UserError
 from schedlab.sim import system as system_params
+from schedlab.sim.common import compiling
 from schedlab.sim.packing.engine import misfit, simulate_packing
 from schedlab.sim.packing.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERNELS, fast_vqs_J
 
@@ -40,7 +41,8 @@ def run_table(
     FIFO-FF, BF-J, BF-S, BF-J/S without params, VQS and VQS-BF with the
     default or an int ``J`` up to FAST_VQS_MAX_J on ``schedlab.sim.packing.fast``
     (the same numbers to the bit), Tetris and Slots-Fair on
-    ``schedlab.sim.packing.multi_fast``, unless the kernel declines;
+    ``schedlab.sim.packing.multi_fast``, unless the kernel declines or
+    another process is compiling it right now (``schedlab.sim.common.compiling``);
     "reference" (and a run without a kernel) runs ``simulate_packing``. ``sim_seconds`` times the simulation only (the
     kernel is compiled or loaded first). ``recorder`` goes to
     ``simulate_packing`` (the reference path then runs). Returns (per-job columns, summary,
@@ -76,6 +78,8 @@ def run_table(
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None
     fast = _fast_path(kernel, params) if path == "fast" and recorder is None else None
+    if fast is not None and not compiling.ready(fast.UNIT):  # compiled beside this process now: the reference runs
+        fast = None
     if fast is not None:
         # compile or load the kernel outside the timed run
         if kernel in MULTI_KERNELS:  # its tables come from the policy's own constructor: it takes the class

@@ -349,6 +349,19 @@ def simulate(
     )
 
 
+#: The one compiled function every kernel id of this package runs on, named
+#: for ``schedlab.sim.common.compiling``.
+UNIT = "packing.fast"
+
+
+def cached() -> bool:
+    """Whether the kernel's compiled code is in the on-disk cache
+    (`schedlab.sim.common.jit.cached`)."""
+    from schedlab.sim.common.jit import cached as in_cache
+
+    return in_cache(_run)
+
+
 _WARM: list[bool] = []
 
 

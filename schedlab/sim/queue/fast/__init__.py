@@ -91,6 +91,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.sim.common.jit import cache_dir  # noqa: F401  (kept in this package's API)
+from schedlab.sim.common.jit import cached as _cached
 from schedlab.sim.queue.fast.basic import B_FIFO, B_GPS, B_LAS, B_PS, _basic
 from schedlab.sim.queue.fast.fsp import FSP_GPS, FSP_LAS, FSP_ONE, _fsp
 from schedlab.sim.queue.fast.las import SCR, _ambiguous  # noqa: F401  (for the tests)
@@ -178,6 +179,20 @@ def _pool_rows(n: int, enough: bool = False) -> int:
     pools a run creates without recycling (7 n + 2), is a safety net: a kernel
     that ran out would return POOLS_FULL and run again with it."""
     return 8 * n + 16 if enough else 2 * n + 16
+
+
+def unit(kernel: str | None) -> str | None:
+    """The compiled function kernel id ``kernel`` runs on, named for
+    ``schedlab.sim.common.compiling`` ("queue._fsp"), else None."""
+    found = _KERNELS.get(kernel) if kernel is not None else None
+    return None if found is None else f"queue.{_FUNCTIONS[found[0]].__name__}"
+
+
+def cached(kernel: str | None) -> bool:
+    """Whether kernel ``kernel``'s compiled code is in the on-disk cache
+    (`schedlab.sim.common.jit.cached`); True for no kernel."""
+    found = _KERNELS.get(kernel) if kernel is not None else None
+    return found is None or _cached(_FUNCTIONS[found[0]])
 
 
 _WARM: set[str] = set()
