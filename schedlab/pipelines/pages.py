@@ -46,6 +46,8 @@ HOLDS = "holds"
 #: The verdict of a claim whose interval straddles its bound: neither holds nor fails at the
 #: replications run; its interval is on the page, and no explanation is asked of it.
 INCONCLUSIVE = "inconclusive"
+#: The section `decide` adds to the report of a run with ``--decide`` (the replications each claim took).
+DECIDED = "## Replications per claim"
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
 #: What a row's ``sim_seconds`` times, said on every page beside their sum.
 ENGINE_TIME = (
@@ -290,7 +292,14 @@ def render(page: Page, notes: str | None) -> str:
     if scope:  # not a finished full run: said before anything else
         out += [scope.group(0), ""]
     out += [*_how_made(page), *rest, ""]
-    if page.inconclusive:
+    if page.inconclusive and DECIDED in page.report:
+        out += [
+            f"{page.inconclusive} verdict(s) are still inconclusive at the budget of replications of `--decide`: "
+            "the section *Replications per claim* gives for each how close its interval came to the bound and "
+            "the replications the trend predicts (an extrapolation).",
+            "",
+        ]
+    elif page.inconclusive:
         out += [
             f"{page.inconclusive} verdict(s) are inconclusive: their interval straddles the claim's bound at the "
             "replications run (each is shown with its verdict above), so the run neither confirms nor refutes "

@@ -1,0 +1,117 @@
+"""`schedlab pipelines run --decide`: real smoke-scale runs of pg-fig3 (seeded, so the
+verdicts per round are facts of the run): an inconclusive claim gets more replications
+of the sweeps it reads and becomes decided, the budget stops the rounds and the page
+says how close each claim came and what budget the trend predicts, a one-sample-path
+claim is judged on the share of paths with its exact interval, and a run interrupted
+between two sweeps resumes running only the missing replications."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from schedlab.cli import main
+from schedlab.pipelines import decide, pages
+from schedlab.pipelines.base import Straddle
+from schedlab.pipelines.common import share
+from schedlab.pipelines.runlog import read_runs
+
+NAME = "pg-fig3"
+FLAT = "(a) BF-J/S and VQS-BF stay flat"  # inconclusive up to 8 paths at smoke scale, holds at 16
+GROWS_B = "(b) BF-J/S grows"  # fails at 16 paths at smoke scale
+
+
+def claims(state, prefix):
+    """(replications, verdict) of the claim starting with ``prefix``, per round."""
+    return [(s["n"], s["outcome"]) for r in state["rounds"] for c, s in r["claims"].items() if c.startswith(prefix)]
+
+
+@pytest.fixture(scope="module")
+def budget_4(tmp_path_factory):
+    """pg-fig3 at smoke scale with --decide and a budget of 4 paths."""
+    out = tmp_path_factory.mktemp("decide") / NAME
+    result = decide.decide_pipeline(NAME, "smoke", 4, out=out, tracking=False, backend="local")
+    return out, result
+
+
+def test_budget_stops_the_rounds_and_the_page_says_how_close(budget_4, tmp_path):
+    out, result = budget_4
+    state = json.loads((out / decide.DECIDE_FILE).read_text())
+    assert state["grown"] == {"pg-fig3a-smoke": 4, "pg-fig3b-smoke": 4}
+    assert claims(state, FLAT) == [(1, "inconclusive"), (2, "inconclusive"), (4, "inconclusive")]
+    report = result.report_md.read_text()
+    assert decide.SECTION in report and "| 1 → 2 → 4 |" in report
+    written = pages.write_pages(out.parent, [NAME], tmp_path)
+    page = written[0].read_text()
+    line = next(x for x in page.splitlines() if x.startswith(f"- {FLAT}") and "replications per point" in x)
+    # the interval and bound are the flat claim's share of paths, and the predicted budget is n (h / d)^2
+    last = state["rounds"][-1]["claims"]
+    s = Straddle(**next(v["straddle"] for c, v in last.items() if c.startswith(FLAT)))
+    assert s.bound == 0.5 and s.low < 0.5 < s.high
+    assert f"[{s.low:.4g}, {s.high:.4g}] around the bound 0.5" in line
+    assert f"about {math.ceil(4 * (s.half_width / s.distance) ** 2):,} replications per point" in line
+    assert "an extrapolation" in line
+    assert "the section *Replications per claim*" in page
+
+
+def test_more_replications_decide_and_only_new_ones_run(budget_4):
+    """Raising the budget resumes the same dir: replications 4..15 run, 0..3 are kept;
+    the flat claim holds at 16 paths and BF-J/S's growth in (b) fails."""
+    out, _ = budget_4
+    before = len(read_runs(out))
+    result = decide.decide_pipeline(NAME, "smoke", 16, out=out, tracking=False, backend="local")
+    state = json.loads((out / decide.DECIDE_FILE).read_text())
+    assert claims(state, FLAT)[-2:] == [(8, "inconclusive"), (16, "holds")]
+    assert claims(state, GROWS_B)[-1] == (16, "fails")
+    new = read_runs(out)[before:]
+    # 3 policies x 2 sweeps: the resumed round at 4 runs nothing, then 4 and 8 new paths
+    assert [r["rows_new"] for r in new] == [0, 3 * 2 * 4, 3 * 2 * 8]
+    check = next(c for f in result.figures for c in f.checks if c.claim.startswith(FLAT))
+    k = int(check.detail.split("holds on ")[1].split(" of ")[0])
+    want = share(k, 16)
+    assert f"{k} of 16 sample paths (share {want:.2f} [{want.low:.2f}, {want.high:.2f}]" in check.detail
+    assert want.low > 0.5  # holds: the share's interval lies above the declared 0.5
+
+
+def test_share_is_clopper_pearson():
+    from scipy.stats import beta
+
+    s = share(11, 16)
+    assert float(s) == 11 / 16
+    assert s.low == pytest.approx(beta.ppf(0.025, 11, 6)) and s.high == pytest.approx(beta.ppf(0.975, 12, 5))
+    assert share(8, 8).high == 1.0 and share(0, 8).low == 0.0
+
+
+def test_interrupted_between_sweeps_resumes_only_missing_replications(tmp_path, monkeypatch):
+    """A round killed after its first sweep grew: the next invocation runs only the second sweep's new paths."""
+    from schedlab.pipelines import run
+
+    real = run.run_pipeline
+    calls = []
+
+    def killed_in_round_2(name, scale, grow=None, **kw):
+        calls.append(dict(grow or {}))
+        if len(calls) == 2:  # round 2 asked both sweeps for 2 paths: the first grows, then the run dies
+            real(name, scale, grow={"pg-fig3a-smoke": 2}, **kw)
+            raise KeyboardInterrupt
+        return real(name, scale, grow=grow, **kw)
+
+    monkeypatch.setattr(run, "run_pipeline", killed_in_round_2)
+    out = tmp_path / NAME
+    with pytest.raises(KeyboardInterrupt):
+        decide.decide_pipeline(NAME, "smoke", 2, out=out, tracking=False, backend="local")
+    assert json.loads((out / decide.DECIDE_FILE).read_text())["grown"] == {"pg-fig3a-smoke": 2, "pg-fig3b-smoke": 2}
+    monkeypatch.setattr(run, "run_pipeline", real)
+    decide.decide_pipeline(NAME, "smoke", 2, out=out, tracking=False, backend="local")
+    last = read_runs(out)[-1]
+    assert (last["rows_new"], last["rows_resumed"]) == (3, 9)  # (b)'s second path only; (a)'s two and (b)'s first kept
+
+
+def test_cli_budget_needs_decide():
+    res = CliRunner().invoke(main, ["pipelines", "run", NAME, "--budget", "8"])
+    assert res.exit_code == 2 and "--budget: only with --decide" in res.output
+    res = CliRunner().invoke(main, ["pipelines", "run", NAME, "--decide", "--report-only"])
+    assert res.exit_code == 2 and "not with --report-only" in res.output
