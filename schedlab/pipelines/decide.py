@@ -102,7 +102,7 @@ def decide_pipeline(
             state["rounds"].append(this)
         grow: dict[str, int] = {}
         for c in checks:
-            if c.outcome != INCONCLUSIVE:
+            if c.outcome != INCONCLUSIVE or not growable(c, claims[c.claim]["n"]):
                 continue
             for s in _reads(c, list(have)):
                 target = min(budget, 2 * max(have[s], 1))
@@ -114,6 +114,15 @@ def decide_pipeline(
     write_state(out_dir, state)
     result.report_md.write_text(result.report_md.read_text().rstrip("\n") + "\n\n" + section(state) + "\n")
     return result
+
+
+def growable(check: Check, n: int) -> bool:
+    """Whether more replications can decide an inconclusive claim: it has an
+    interval that straddles its bound, or fewer than 2 replications per point
+    (no interval yet). One without an interval at 2 or more rests on
+    identical replications (a deterministic replay) or a dominated mean:
+    more of the same would not change it."""
+    return n < 2 or (check.straddle is not None and math.isfinite(check.straddle.predicted(n)))
 
 
 def _straddle(s: Straddle | None) -> dict[str, float] | None:
@@ -143,7 +152,7 @@ def section(state: dict[str, Any]) -> str:
         lines.append(f"| {claim.replace('|', '/')} | {ns} | {outcomes} |")
     open_ = [(c, s) for c, s in last.items() if s["outcome"] == INCONCLUSIVE]
     if open_:
-        lines += ["", f"Still inconclusive at the budget ({len(open_)}):", ""]
+        lines += ["", f"Still inconclusive ({len(open_)}):", ""]
         for claim, s in open_:
             lines.append(f"- {claim}: {closeness(s['n'], s['straddle'])}")
     return "\n".join(lines)
@@ -151,8 +160,12 @@ def section(state: dict[str, Any]) -> str:
 
 def closeness(n: int, straddle: dict[str, float] | None) -> str:
     """How close an inconclusive claim came at ``n`` replications per point, and what the trend predicts."""
-    if straddle is None:
-        return f"at {n} replications per point no interval could be formed (see its verdict above)."
+    if straddle is None or not math.isfinite(Straddle(**straddle).predicted(n)):
+        return (
+            f"at {n} replications per point no interval could be formed (see its verdict above): its values are "
+            "identical in every replication (a deterministic replay) or dominated by one job, so more replications "
+            "would not decide it; its rounds stopped there."
+        )
     s = Straddle(**straddle)
     text = (
         f"at {n} replications per point the estimate {s.value:.4g} has the interval [{s.low:.4g}, {s.high:.4g}] "
