@@ -91,7 +91,7 @@ def decide_pipeline(
         run["fresh"] = False
         have = {s: instances_per_point(d) or 0 for s, d in result.results_dirs.items()}
         checks = [c for f in result.figures for c in f.checks]
-        claims = {}
+        claims: dict[str, dict[str, Any]] = {}
         for c in checks:
             n = min((have[s] for s in _reads(c, list(have))), default=0)
             claims[c.claim] = {"outcome": c.outcome, "n": n, "straddle": _straddle(c.straddle)}
