@@ -55,6 +55,7 @@ def test_budget_stops_the_rounds_and_the_page_says_how_close(budget_4, tmp_path)
     assert f"about {math.ceil(4 * (s.half_width / s.distance) ** 2):,} replications per point" in line
     assert "an extrapolation" in line
     assert "the section *Replications per claim*" in page
+    assert f"`schedlab pipelines run {NAME} --scale smoke --decide --budget 4`" in page  # re-runnable as it was made
 
 
 def test_more_replications_decide_and_only_new_ones_run(budget_4):

@@ -48,6 +48,8 @@ HOLDS = "holds"
 INCONCLUSIVE = "inconclusive"
 #: The section `decide` adds to the report of a run with ``--decide`` (the replications each claim took).
 DECIDED = "## Replications per claim"
+#: The budget the section `DECIDED` states (for a command not recorded in the run log).
+BUDGET = re.compile(r"the budget of (\d+) replications per point")
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
 #: What a row's ``sim_seconds`` times, said on every page beside their sum.
 ENGINE_TIME = (
@@ -206,7 +208,12 @@ def _command(page: Page) -> str:
         if r.get("command"):
             return rerunnable(str(r["command"]))
     subset = next((r["overrides"].get("subset") for r in page.runs if r.get("overrides", {}).get("subset")), None)
-    return f"schedlab pipelines run {page.name} --scale {page.scale}" + (f" --subset {subset}" if subset else "")
+    decided = BUDGET.search(page.report)
+    return (
+        f"schedlab pipelines run {page.name} --scale {page.scale}"
+        + (f" --subset {subset}" if subset else "")
+        + (f" --decide --budget {decided.group(1)}" if decided else "")
+    )
 
 
 def _how_made(page: Page) -> list[str]:
