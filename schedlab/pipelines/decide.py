@@ -90,12 +90,13 @@ def decide_pipeline(
         result = run_pipeline(name, scale, out=out_dir, grow=state["grown"], **run)
         run["fresh"] = False
         have = {s: instances_per_point(d) or 0 for s, d in result.results_dirs.items()}
+        windowed = {s for s, d in result.results_dirs.items() if replays_windows(d)}
         checks = [c for f in result.figures for c in f.checks]
         claims: dict[str, dict[str, Any]] = {}
         for c in checks:
             n = min((have[s] for s in _reads(c, list(have))), default=0)
             claims[c.claim] = {"outcome": c.outcome, "n": n, "straddle": _straddle(c.straddle)}
-        this = {"replications": have, "claims": claims}
+        this = {"replications": have, "claims": claims, "windowed": sorted(windowed)}
         if state["rounds"] and state["rounds"][-1]["replications"] == have:
             state["rounds"][-1] = this  # the same round again (resumed, or re-run): not a new one
         else:
@@ -105,6 +106,8 @@ def decide_pipeline(
             if c.outcome != INCONCLUSIVE or not growable(c, claims[c.claim]["n"]):
                 continue
             for s in _reads(c, list(have)):
+                if s in windowed:
+                    continue
                 target = min(budget, 2 * max(have[s], 1))
                 if have[s] < budget and state["grown"].get(s, 0) < target:  # asked for before and not grown: stop
                     grow[s] = max(grow.get(s, 0), target)
@@ -114,6 +117,16 @@ def decide_pipeline(
     write_state(out_dir, state)
     result.report_md.write_text(result.report_md.read_text().rstrip("\n") + "\n\n" + section(state) + "\n")
     return result
+
+
+def replays_windows(results_dir: Path) -> bool:
+    """Whether a sweep's instances are trace windows (`base.WINDOW_COLUMNS`
+    among its parameters): a replay's instances are its windows, and more
+    replications of the same windows are not new instances -- they are not grown."""
+    from schedlab.pipelines.base import WINDOW_COLUMNS
+
+    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
+    return any(c in WINDOW_COLUMNS for c in manifest.get("param_columns", []))
 
 
 def growable(check: Check, n: int) -> bool:
@@ -150,6 +163,13 @@ def section(state: dict[str, Any]) -> str:
         ns = " → ".join(str(s["n"]) for s in seen)
         outcomes = ", ".join(s["outcome"] for s in seen)
         lines.append(f"| {claim.replace('|', '/')} | {ns} | {outcomes} |")
+    windowed = rounds[-1].get("windowed", [])
+    if windowed:
+        lines += [
+            "",
+            f"Not grown: {', '.join(f'`{w}`' for w in windowed)}, whose instances are trace windows (more "
+            "replications of the same windows are not new instances; more windows would be).",
+        ]
     open_ = [(c, s) for c, s in last.items() if s["outcome"] == INCONCLUSIVE]
     if open_:
         lines += ["", f"Still inconclusive ({len(open_)}):", ""]
