@@ -100,9 +100,10 @@ def measured(data) -> str:
             + " | ".join(f"{d['series'][p][1][-1]:.3g}" for p in POLICIES)
             + " |",
         ]
+    n = min(len(data.table[tag]["slopes"]) for tag in COLUMNS)
     lines += [
         "",
-        "Each replication is one sample path per policy (seeds "
+        f"Replications per point: {n}, each one sample path per policy (seeds "
         + ", ".join(f"({t}) {s}" for t, s in SEEDS.items())
         + "; common random numbers across policies); the figure draws the first. A claim is judged on the "
         "share of paths on which it holds, with its exact (Clopper-Pearson) 95 % interval.",
