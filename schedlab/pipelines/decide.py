@@ -120,13 +120,20 @@ def decide_pipeline(
 
 
 def replays_windows(results_dir: Path) -> bool:
-    """Whether a sweep's instances are trace windows (`base.WINDOW_COLUMNS`
-    among its parameters): a replay's instances are its windows, and more
-    replications of the same windows are not new instances -- they are not grown."""
+    """Whether a sweep's instances are trace windows (a `base.WINDOW_COLUMNS`
+    parameter with several values): a replay's instances are its windows, and
+    more replications of the same windows are not new instances -- they are
+    not grown. A replay of one window (a whole trace) has its instances in
+    its replications."""
+    import polars as pl
+
+    from schedlab import load
     from schedlab.pipelines.base import WINDOW_COLUMNS
 
     manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
-    return any(c in WINDOW_COLUMNS for c in manifest.get("param_columns", []))
+    columns = [c for c in manifest.get("param_columns", []) if c in WINDOW_COLUMNS]
+    rows = load(results_dir)
+    return any(rows.select(pl.col(c).n_unique()).collect().item() > 1 for c in columns)
 
 
 def growable(check: Check, n: int) -> bool:
