@@ -116,3 +116,30 @@ def test_cli_budget_needs_decide():
     assert res.exit_code == 2 and "--budget: only with --decide" in res.output
     res = CliRunner().invoke(main, ["pipelines", "run", NAME, "--decide", "--report-only"])
     assert res.exit_code == 2 and "not with --report-only" in res.output
+
+
+def test_grown_raises_fixed_and_adaptive_replications():
+    from schedlab.pipelines.run import grown
+
+    assert grown({"n": 5}, 10) == {"n": 10} and grown({"n": 12}, 10) == {"n": 12} and grown({}, 4) == {"n": 4}
+    adaptive = {"metric": "mst", "rel_halfwidth": 0.05, "min": 30, "max": 300, "batch": 10}
+    assert grown(adaptive, 64) == {**adaptive, "min": 64}
+    assert grown(adaptive, 500) == {**adaptive, "min": 500, "max": 500}
+
+
+def test_closest_call_and_what_more_replications_can_decide():
+    from schedlab.pipelines.base import Check
+    from schedlab.pipelines.common import Estimate, judge, judgments
+    from schedlab.pipelines.declare import closest_call
+
+    with judgments() as judged:
+        judge(Estimate(0.9, 0.7, 1.1), "<", 1.0)  # straddles 1: half-width 0.2, distance 0.1
+        judge(Estimate(2.0, 1.5, 2.5), ">", Estimate(1.8, 1.6, 2.0))  # as a difference: 0.2 in [-0.5, 0.9]
+        judge(Estimate(0.5, 0.4, 0.6), "<", 1.0)  # holds: not a straddle
+    assert [o for *_, o in judged] == ["inconclusive", "inconclusive", "holds"]
+    s = closest_call(judged)  # the one furthest from decided: the difference, (0.7 / 0.2)^2 > (0.2 / 0.1)^2
+    assert (s.value, s.low, s.high, s.bound) == pytest.approx((0.2, -0.5, 0.9, 0.0))
+    assert s.predicted(10) == pytest.approx(10 * (0.7 / 0.2) ** 2)
+    flat = Check("c", "inconclusive", "", straddle=Straddle(1.0, -math.inf, math.inf, 0.0))
+    assert decide.growable(flat, 1) and not decide.growable(flat, 2)  # no interval at 2+: identical replications
+    assert decide.growable(Check("c", "inconclusive", "", straddle=s), 10)
