@@ -363,7 +363,8 @@ def write_index(pages_dir: Path = PAGES_DIR) -> Path:
         "paper's. Each page names the command that made it, the commit and the machine; verdicts are read "
         "from intervals; a verdict that does not hold is explained on its page by a measured case. Pages are "
         "written by `schedlab pipelines pages --results DIR` from the pipelines' output dirs (which stay out "
-        "of git).",
+        "of git). A pipeline run with `--decide` gave its inconclusive claims more replications, up to a budget: "
+        "its page says per claim the replications it took, and how close one still inconclusive came.",
         "",
         "| pipeline | paper, figure | scale | wall | simulation (engine wall) | rows | verdicts |",
         "|---|---|---|---|---|---|---|",
