@@ -204,7 +204,7 @@ def rerunnable(command: str) -> str:
 
 
 def _command(page: Page) -> str:
-    for r in page.runs:
+    for r in reversed(page.runs):  # the last: a later invocation may have raised --decide's --budget
         if r.get("command"):
             return rerunnable(str(r["command"]))
     subset = next((r["overrides"].get("subset") for r in page.runs if r.get("overrides", {}).get("subset")), None)
