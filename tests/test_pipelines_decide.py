@@ -52,7 +52,7 @@ def test_budget_stops_the_rounds_and_the_page_says_how_close(budget_4, tmp_path)
     s = Straddle(**next(v["straddle"] for c, v in last.items() if c.startswith(FLAT)))
     assert s.bound == 0.5 and s.low < 0.5 < s.high
     assert f"[{s.low:.4g}, {s.high:.4g}] around the bound 0.5" in line
-    assert f"about {math.ceil(4 * (s.half_width / s.distance) ** 2):,} replications per point" in line
+    assert f"about {math.ceil(4 * (s.reach / s.distance) ** 2):,} replications per point" in line
     assert "an extrapolation" in line
     assert "the section *Replications per claim*" in page
     assert f"`schedlab pipelines run {NAME} --scale smoke --decide --budget 4`" in page  # re-runnable as it was made
@@ -138,6 +138,7 @@ def test_closest_call_and_what_more_replications_can_decide():
         judge(Estimate(0.5, 0.4, 0.6), "<", 1.0)  # holds: not a straddle
     assert [o for *_, o in judged] == ["inconclusive", "inconclusive", "holds"]
     s = closest_call(judged)  # the one furthest from decided: the difference, (0.7 / 0.2)^2 > (0.2 / 0.1)^2
+    assert Straddle(0.1, 0.0, 0.5, 0.2).reach == 0.4 and Straddle(0.1, 0.0, 0.5, -0.1).reach == 0.1
     assert (s.value, s.low, s.high, s.bound) == pytest.approx((0.2, -0.5, 0.9, 0.0))
     assert s.predicted(10) == pytest.approx(10 * (0.7 / 0.2) ** 2)
     flat = Check("c", "inconclusive", "", straddle=Straddle(1.0, -math.inf, math.inf, 0.0))

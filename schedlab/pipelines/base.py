@@ -69,22 +69,24 @@ class Straddle:
     bound: float
 
     @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
-    @property
     def distance(self) -> float:
         """How far the estimate is from the bound."""
         return abs(self.value - self.bound)
 
+    @property
+    def reach(self) -> float:
+        """How far the interval reaches from the estimate towards the bound
+        (its half-width when symmetric; an interval of a ratio or a share is not)."""
+        return self.high - self.value if self.bound >= self.value else self.value - self.low
+
     def predicted(self, n: int) -> float:
         """The instances per point at which the interval would just leave the
-        bound, were its half-width to shrink as 1 / sqrt(n) and the estimate
-        to stay put: ``n (half-width / distance)^2``, an extrapolation (inf
-        when the estimate sits on the bound or has no interval)."""
-        if not (math.isfinite(self.half_width) and self.distance > 0):
+        bound, were it to shrink as 1 / sqrt(n) and the estimate to stay
+        put: ``n (reach / distance)^2``, an extrapolation (inf when the
+        estimate sits on the bound or has no interval)."""
+        if not (math.isfinite(self.reach) and self.distance > 0):
             return math.inf
-        return n * (self.half_width / self.distance) ** 2
+        return n * (self.reach / self.distance) ** 2
 
 
 @dataclass

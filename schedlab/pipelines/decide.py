@@ -189,20 +189,21 @@ def closeness(n: int, straddle: dict[str, float] | None) -> str:
     """How close an inconclusive claim came at ``n`` replications per point, and what the trend predicts."""
     if straddle is None or not math.isfinite(Straddle(**straddle).predicted(n)):
         return (
-            f"at {n} replications per point no interval could be formed (see its verdict above): its values are "
-            "identical in every replication (a deterministic replay) or dominated by one job, so more replications "
-            "would not decide it; its rounds stopped there."
+            f"at {n} replications per point no interval could be formed (see its verdict above): its values, or "
+            "the pairs it compares, are identical in every replication (a deterministic replay, or two policies "
+            "that schedule alike) or its mean is dominated by one job, so more replications would not decide it; "
+            "its rounds stopped there."
         )
     s = Straddle(**straddle)
     text = (
         f"at {n} replications per point the estimate {s.value:.4g} has the interval [{s.low:.4g}, {s.high:.4g}] "
-        f"around the bound {s.bound:.4g} (distance {s.distance:.3g}, half-width {s.half_width:.3g})"
+        f"around the bound {s.bound:.4g} (distance {s.distance:.3g}; the interval reaches {s.reach:.3g} towards it)"
     )
     predicted = s.predicted(n)
     if not math.isfinite(predicted):
         return text + "; no budget can be extrapolated (the estimate sits on the bound, or has no interval)."
     return (
         f"{text}; the trend predicts it decided at about {math.ceil(predicted):,} replications per point "
-        f"(an extrapolation: n × (half-width / distance)², as if the estimate stayed put and the half-width "
+        f"(an extrapolation: n × (reach / distance)², as if the estimate stayed put and the interval "
         f"shrank as 1/√n)."
     )
