@@ -89,7 +89,8 @@ def decide_pipeline(
         write_state(out_dir, state)  # before the round: an interrupted round resumes with what it asked for
         result = run_pipeline(name, scale, out=out_dir, grow=state["grown"], **run)
         run["fresh"] = False
-        have = {s: instances_per_point(d) or 0 for s, d in result.results_dirs.items()}
+        # the most any point took: an adaptive sweep gives a noisy point up to its max, a quiet one its min
+        have = {s: instances_per_point(d, most=True) or 0 for s, d in result.results_dirs.items()}
         windowed = {s for s, d in result.results_dirs.items() if replays_windows(d)}
         checks = [c for f in result.figures for c in f.checks]
         claims: dict[str, dict[str, Any]] = {}
@@ -161,7 +162,7 @@ def section(state: dict[str, Any]) -> str:
         f"under common random numbers), until the claim held or failed or reached the budget of {budget} "
         f"replications per point. {len(rounds)} round(s).",
         "",
-        "| claim | replications per point, by round | verdicts, by round |",
+        "| claim | replications per point (the most any point it reads took), by round | verdicts, by round |",
         "|---|---|---|",
     ]
     last = rounds[-1]["claims"]

@@ -27,8 +27,8 @@ from schedlab.pipelines.base import (
 )
 
 
-def instances_per_point(results_dir: Path) -> int | None:
-    """Fewest independent instances behind a point of a sweep: rows per
+def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
+    """Fewest (``most``: most) independent instances behind a point of a sweep: rows per
     (policy, parameters other than a trace window) -- the replications of a
     configuration, times the windows when a trace is replayed window by
     window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
@@ -44,7 +44,8 @@ def instances_per_point(results_dir: Path) -> int | None:
     if frame.height == 0:
         return None
     keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
-    return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
+    counts = frame.group_by(keys).agg(pl.len().alias("k"))["k"]
+    return int(counts.max() if most else counts.min())
 
 
 def grown(replications: dict[str, Any], n: int) -> dict[str, Any]:
