@@ -144,3 +144,23 @@ def test_closest_call_and_what_more_replications_can_decide():
     flat = Check("c", "inconclusive", "", straddle=Straddle(1.0, -math.inf, math.inf, 0.0))
     assert decide.growable(flat, 1) and not decide.growable(flat, 2)  # no interval at 2+: identical replications
     assert decide.growable(Check("c", "inconclusive", "", straddle=s), 10)
+
+
+def test_pg_fig5_identical_replications_are_an_exact_replay(tmp_path):
+    """The Google-trace replay draws nothing at random: one replication gives no interval
+    (inconclusive), two that agree at every point show it deterministic and decide the claims."""
+    from pathlib import Path
+
+    from schedlab.pipelines.registry import PIPELINES
+    from schedlab.pipelines.run import run_pipeline
+
+    trace = PIPELINES["pg-fig5"].doc["sweeps"][0]["workload"]["path"]
+    if not (Path(__file__).resolve().parents[1] / trace).exists():
+        pytest.skip(f"Google trace not found at {trace} (relative to the repository root)")
+    one = run_pipeline("pg-fig5", "smoke", out=tmp_path, tracking=False, backend="local")
+    assert {c.outcome for f in one.figures for c in f.checks} == {"inconclusive"}
+    two = run_pipeline("pg-fig5", "smoke", out=tmp_path, tracking=False, backend="local", grow={"pg-fig5-smoke": 2})
+    assert [r.rows_written for r in two.sweeps] == [8]  # 4 policies x 2 traffic points: replication 1 only
+    checks = [c for f in two.figures for c in f.checks]
+    assert {c.outcome for c in checks} <= {"holds", "fails"} and len(checks) == 2
+    assert all("a deterministic replay: every point identical in its 2 replications" in c.detail for c in checks)
