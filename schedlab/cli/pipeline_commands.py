@@ -68,6 +68,18 @@ def pipelines_list() -> None:
     help="Run nothing: write the figures and report.md from the rows on disk (a long run cut short; the "
     "DFRS reports then use the instances every algorithm has finished, and say how many).",
 )
+@click.option(
+    "--decide",
+    is_flag=True,
+    help="Then give each inconclusive claim's sweeps more replications (doubling, resumable) until every "
+    "claim holds or fails or reaches --budget; report.md says what each claim took.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --decide: replications per point a claim may take (default 64).",
+)
 def pipelines_run(
     name: str,
     scale: str,
@@ -78,6 +90,8 @@ def pipelines_run(
     no_tracking: bool,
     subset: float | None,
     report_only: bool,
+    decide: bool,
+    budget: int | None,
 ) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale
@@ -96,10 +110,22 @@ def pipelines_run(
             raise UserError(f"--subset: only for {', '.join(dfrs_common.SUBSET_PIPELINES)}; not {name!r}")
         dfrs_common.split_subset({dfrs_common.SUBSET_KEY: subset})  # a bad fraction: one line, before Ray starts
         overrides = {dfrs_common.SUBSET_KEY: subset}
+    if budget is not None and not decide:
+        raise UserError("--budget: only with --decide")
+    if decide and report_only:
+        raise UserError("--decide: runs replications; not with --report-only")
+    if decide:
+        from schedlab.pipelines.decide import DEFAULT_BUDGET, decide_pipeline
+
+        def runner(**kw):
+            return decide_pipeline(name, scale, budget or DEFAULT_BUDGET, **kw)
+    else:
+
+        def runner(**kw):
+            return run_pipeline(name, scale, report_only=report_only, **kw)
+
     result = ProgressLine().run(
-        lambda progress: run_pipeline(
-            name,
-            scale,
+        lambda progress: runner(
             address=address,
             backend=backend,
             out=out,
@@ -107,7 +133,6 @@ def pipelines_run(
             tracking=not no_tracking,
             progress=progress,
             overrides=overrides,
-            report_only=report_only,
         )
     )
     from schedlab.pipelines.base import tally

@@ -29,6 +29,7 @@ registry and the runner can import it without a cycle.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,37 @@ HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 
 
+@dataclass(frozen=True)
+class Straddle:
+    """An interval ``[low, high]`` around ``value`` that straddles ``bound``:
+    why a verdict is inconclusive, and how far it is from being decided."""
+
+    value: float
+    low: float
+    high: float
+    bound: float
+
+    @property
+    def distance(self) -> float:
+        """How far the estimate is from the bound."""
+        return abs(self.value - self.bound)
+
+    @property
+    def reach(self) -> float:
+        """How far the interval reaches from the estimate towards the bound
+        (its half-width when symmetric; an interval of a ratio or a share is not)."""
+        return self.high - self.value if self.bound >= self.value else self.value - self.low
+
+    def predicted(self, n: int) -> float:
+        """The instances per point at which the interval would just leave the
+        bound, were it to shrink as 1 / sqrt(n) and the estimate to stay
+        put: ``n (reach / distance)^2``, an extrapolation (inf when the
+        estimate sits on the bound or has no interval)."""
+        if not (math.isfinite(self.reach) and self.distance > 0):
+            return math.inf
+        return n * (self.reach / self.distance) ** 2
+
+
 @dataclass
 class Check:
     """One qualitative claim of the paper, checked on the measured intervals:
@@ -67,6 +99,10 @@ class Check:
     detail: str
     #: independent instances per point behind the verdict (None: the figure's)
     n: int | None = None
+    #: an inconclusive verdict's closest call: the interval that straddles its bound (None: none judged)
+    straddle: Straddle | None = None
+    #: the sweeps the claim reads, by name prefix (empty: every sweep of the pipeline)
+    reads: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:  # a bool from a point estimate is not a verdict

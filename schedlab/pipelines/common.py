@@ -13,7 +13,10 @@ bars that respect a floor). The floors the pipelines use:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -435,10 +438,45 @@ def judge(a: Any, op: str, b: Any) -> str:
     the bound, or one has no interval). A plain number is exact."""
     (alo, ahi), (blo, bhi) = bounds(a), bounds(b)
     if any(math.isnan(v) for v in (alo, ahi, blo, bhi)):
-        return INCONCLUSIVE
-    true_everywhere = {"<": ahi < blo, "<=": ahi <= blo, ">": alo > bhi, ">=": alo >= bhi}[op]
-    false_everywhere = {"<": alo >= bhi, "<=": alo > bhi, ">": ahi <= blo, ">=": ahi < blo}[op]
-    return HOLDS if true_everywhere else FAILS if false_everywhere else INCONCLUSIVE
+        outcome = INCONCLUSIVE
+    else:
+        true_everywhere = {"<": ahi < blo, "<=": ahi <= blo, ">": alo > bhi, ">=": alo >= bhi}[op]
+        false_everywhere = {"<": alo >= bhi, "<=": alo > bhi, ">": ahi <= blo, ">=": ahi < blo}[op]
+        outcome = HOLDS if true_everywhere else FAILS if false_everywhere else INCONCLUSIVE
+    judged = _JUDGED.get()
+    if judged is not None:
+        judged.append((a, op, b, outcome))
+    return outcome
+
+
+#: The comparisons `judge` read while a claim was checked (`judgments`): ``(a, op, b, outcome)``.
+_JUDGED: contextvars.ContextVar[list[tuple[Any, str, Any, str]] | None] = contextvars.ContextVar("judged", default=None)
+
+
+@contextlib.contextmanager
+def judgments() -> Iterator[list[tuple[Any, str, Any, str]]]:
+    """Every comparison `judge` reads inside the block, in order: what a claim's
+    verdict rests on, whichever check function made it, so that an
+    inconclusive one can say how close its interval came to the bound
+    (`base.Straddle`) without each check function reporting it."""
+    found: list[tuple[Any, str, Any, str]] = []
+    token = _JUDGED.set(found)
+    try:
+        yield found
+    finally:
+        _JUDGED.reset(token)
+
+
+def share(k: int, n: int) -> Estimate:
+    """The share k / n of sample paths on which a claim holds, with its exact
+    (Clopper-Pearson) 95 % interval: a claim the paper draws from one sample
+    path is judged on the share of many that satisfy it."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return Estimate(math.nan)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return Estimate(k / n, float(ci.low), float(ci.high))
 
 
 def every(outcomes) -> str:

@@ -42,17 +42,20 @@ from schedlab.pipelines.base import (
     WINDOW_COLUMNS,
     Check,
     FigureReport,
+    Straddle,
     deep_merge,
 )
 from schedlab.pipelines.common import (
     OPS,
     Estimate,
     absolute,
+    bounds,
     emax,
     estimate,
     every,
     interval_text,
     judge,
+    judgments,
     line_figure,
     md_sorted,
     md_table,
@@ -134,6 +137,9 @@ class Claim:
     at: dict[str, float] = field(default_factory=dict)
     at_else: str = ""
     note: str = ""  # appended to a check function's detail (a remark of the paper's)
+    #: a claim the paper draws from one sample path: it holds when the 95 % interval of the share of
+    #: sample paths (replications) satisfying it lies above ``share`` (`common.share`), fails below
+    share: float | None = None
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
     def verdict(self, outcome: str | bool, detail: str, **fields: Any) -> Check:
@@ -452,14 +458,20 @@ class Declared:
         out: list[Check] = []
         for row in fig.get("claims", []):
             claim = Claim(**row, fields=fields)
-            if claim.check:
-                found = self.fn(claim.check)(data, claim)
-            else:
-                panel: dict[str, Any] = (
-                    next((p for p in fig["panels"] if p.get("name") == claim.panel), {}) if claim.panel else {}
-                )
-                found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
-            out += [found] if isinstance(found, Check) else (found or [])
+            panel: dict[str, Any] = (
+                next((p for p in fig.get("panels", []) if p.get("name") == claim.panel), {}) if claim.panel else {}
+            )
+            with judgments() as judged:
+                if claim.check:
+                    found = self.fn(claim.check)(data, claim)
+                else:
+                    found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
+            reads = (panel["sweep"],) if panel.get("sweep") else ()
+            for c in [found] if isinstance(found, Check) else (found or []):
+                c.reads = c.reads or reads
+                if c.outcome == INCONCLUSIVE and c.straddle is None:
+                    c.straddle = closest_call(judged)
+                out.append(c)
         return out
 
     def report(self, dirs: dict[str, Path], out_dir: Path) -> list[FigureReport]:
@@ -467,6 +479,25 @@ class Declared:
         if self.module is not None and hasattr(self.module, "report"):
             return self.module.report(self, dirs, out_dir)
         return [self.figure_report(fig, dirs, out_dir) for fig in self.doc["figures"]]
+
+
+def closest_call(judged: list[tuple[Any, str, Any, str]]) -> Straddle | None:
+    """The inconclusive comparison of a claim furthest from being decided (the
+    largest predicted replications, `Straddle.predicted`), as an interval
+    around a bound: ``a`` against a number is itself; two intervals are
+    compared as their difference against 0. None when nothing was judged
+    inconclusive (a claim that had no interval at all, `Claim.verdict`)."""
+    calls = []
+    for a, _op, b, outcome in judged:
+        if outcome != INCONCLUSIVE:
+            continue
+        (alo, ahi), (blo, bhi) = bounds(a), bounds(b)
+        if blo == bhi:
+            calls.append(Straddle(float(a), alo, ahi, blo))
+        else:
+            calls.append(Straddle(float(a) - float(b), alo - bhi, ahi - blo, 0.0))
+    calls = [c for c in calls if not any(math.isnan(v) for v in (c.value, c.low, c.high, c.bound))]
+    return max(calls, key=lambda c: c.predicted(1), default=None)
 
 
 def panel_table(data: FigureData, panel: dict[str, Any]):

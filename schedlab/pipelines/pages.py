@@ -46,6 +46,10 @@ HOLDS = "holds"
 #: The verdict of a claim whose interval straddles its bound: neither holds nor fails at the
 #: replications run; its interval is on the page, and no explanation is asked of it.
 INCONCLUSIVE = "inconclusive"
+#: The section `decide` adds to the report of a run with ``--decide`` (the replications each claim took).
+DECIDED = "## Replications per claim"
+#: The budget the section `DECIDED` states (for a command not recorded in the run log).
+BUDGET = re.compile(r"the budget of (\d+) replications per point")
 #: Linked files of report.md (figures) copied beside a page: ``](file.png)`` or ``](file.pdf)``.
 #: What a row's ``sim_seconds`` times, said on every page beside their sum.
 ENGINE_TIME = (
@@ -200,11 +204,16 @@ def rerunnable(command: str) -> str:
 
 
 def _command(page: Page) -> str:
-    for r in page.runs:
+    for r in reversed(page.runs):  # the last: a later invocation may have raised --decide's --budget
         if r.get("command"):
             return rerunnable(str(r["command"]))
     subset = next((r["overrides"].get("subset") for r in page.runs if r.get("overrides", {}).get("subset")), None)
-    return f"schedlab pipelines run {page.name} --scale {page.scale}" + (f" --subset {subset}" if subset else "")
+    decided = BUDGET.search(page.report)
+    return (
+        f"schedlab pipelines run {page.name} --scale {page.scale}"
+        + (f" --subset {subset}" if subset else "")
+        + (f" --decide --budget {decided.group(1)}" if decided else "")
+    )
 
 
 def _how_made(page: Page) -> list[str]:
@@ -290,7 +299,14 @@ def render(page: Page, notes: str | None) -> str:
     if scope:  # not a finished full run: said before anything else
         out += [scope.group(0), ""]
     out += [*_how_made(page), *rest, ""]
-    if page.inconclusive:
+    if page.inconclusive and DECIDED in page.report:
+        out += [
+            f"{page.inconclusive} verdict(s) are still inconclusive at the budget of replications of `--decide`: "
+            "the section *Replications per claim* gives for each how close its interval came to the bound and "
+            "the replications the trend predicts (an extrapolation).",
+            "",
+        ]
+    elif page.inconclusive:
         out += [
             f"{page.inconclusive} verdict(s) are inconclusive: their interval straddles the claim's bound at the "
             "replications run (each is shown with its verdict above), so the run neither confirms nor refutes "
@@ -347,7 +363,8 @@ def write_index(pages_dir: Path = PAGES_DIR) -> Path:
         "paper's. Each page names the command that made it, the commit and the machine; verdicts are read "
         "from intervals; a verdict that does not hold is explained on its page by a measured case. Pages are "
         "written by `schedlab pipelines pages --results DIR` from the pipelines' output dirs (which stay out "
-        "of git).",
+        "of git). A pipeline run with `--decide` gave its inconclusive claims more replications, up to a budget: "
+        "its page says per claim the replications it took, and how close one still inconclusive came.",
         "",
         "| pipeline | paper, figure | scale | wall | simulation (engine wall) | rows | verdicts |",
         "|---|---|---|---|---|---|---|",

@@ -27,8 +27,8 @@ from schedlab.pipelines.base import (
 )
 
 
-def instances_per_point(results_dir: Path) -> int | None:
-    """Fewest independent instances behind a point of a sweep: rows per
+def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
+    """Fewest (``most``: most) independent instances behind a point of a sweep: rows per
     (policy, parameters other than a trace window) -- the replications of a
     configuration, times the windows when a trace is replayed window by
     window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
@@ -44,7 +44,21 @@ def instances_per_point(results_dir: Path) -> int | None:
     if frame.height == 0:
         return None
     keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
-    return int(frame.group_by(keys).agg(pl.len().alias("k"))["k"].min())
+    counts = frame.group_by(keys).agg(pl.len().alias("k"))["k"]
+    return int(counts.max() if most else counts.min())
+
+
+def grown(replications: dict[str, Any], n: int) -> dict[str, Any]:
+    """A sweep's ``replications`` table asking for at least ``n`` replications
+    per configuration: a fixed ``n`` raised to it, an adaptive one's ``min``
+    (and ``max``, if below). Replications only grow a results dir
+    (`GROWABLE` in platform/storage/manifest.py): the rows on disk are kept
+    and replications n0..n-1 of the same points run, under the same common
+    random numbers."""
+    if replications.get("n") is not None or not replications:
+        return {**replications, "n": max(n, int(replications.get("n") or 1))}
+    lo, hi = int(replications.get("min", 5)), int(replications.get("max", 200))
+    return {**replications, "min": max(n, lo), "max": max(n, hi)}
 
 
 def _rows_on_disk(results_dir: Path) -> int:
@@ -99,13 +113,16 @@ def run_pipeline(
     overrides: dict[str, Any] | None = None,
     progress: Callable[[Any], None] | None = None,
     report_only: bool = False,
+    grow: dict[str, int] | None = None,
 ) -> PipelineResult:
     """Run every sweep of a pipeline (resuming), then write its figures and
     report.md. ``report_only``: run nothing, write them from the rows on
     disk (a long run cut short: the DFRS reports then use the instances
     every algorithm has finished, and say how many). An invocation that
     runs sweeps is logged in ``OUT/runs.jsonl`` (`runlog`), also when it is
-    interrupted (Ctrl-C, an error): the rows it committed and its cost."""
+    interrupted (Ctrl-C, an error): the rows it committed and its cost.
+    ``grow``: {sweep name: n}, at least n replications per configuration of
+    that sweep (`grown`): the sweep resumes, only the new replications run."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,6 +142,8 @@ def run_pipeline(
 
     specs = []
     for data in pipe.specs(scale, overrides or {}):
+        if want := (grow or {}).get(data["name"]):
+            data = {**data, "replications": grown(data.get("replications") or {}, want)}
         data = deep_merge(
             data, {"outputs": {"dir": str(out_dir / data["name"])}, "tracking": {"enabled": bool(tracking)}}
         )

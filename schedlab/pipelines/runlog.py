@@ -54,6 +54,12 @@ def commit_of(where: Path) -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def _is_cli(argv0: str) -> bool:
+    """Whether this process is the ``schedlab`` command (the script, or ``python -m schedlab.cli``)."""
+    path = Path(argv0)
+    return path.name == "schedlab" or path.parts[-3:] == ("schedlab", "cli", "__main__.py")
+
+
 def machine() -> dict[str, Any]:
     """Cores, memory, processor model, OS and Python of this machine."""
     model = None
@@ -109,7 +115,7 @@ class Invocation:
             **({"interrupted": True} if interrupted else {}),
             "scale": self.scale,
             "overrides": self.overrides,
-            "command": " ".join(["schedlab", *sys.argv[1:]]) if Path(sys.argv[0]).name == "schedlab" else None,
+            "command": " ".join(["schedlab", *sys.argv[1:]]) if _is_cli(sys.argv[0]) else None,
             "cwd": os.getcwd(),
             "schedlab_version": schedlab.__version__,
             "commit": commit_of(Path(schedlab.__file__).parent),

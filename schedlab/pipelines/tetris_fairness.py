@@ -8,6 +8,7 @@ from typing import Any
 from schedlab.pipelines import tetris_packing as tp
 from schedlab.pipelines.common import (
     POSITIVE_FLOOR,
+    Estimate,
     ci_or_zero,
     emin,
     estimate,
@@ -219,10 +220,13 @@ def near_best(data, claim):
     """Each ratio of ``quantity`` (mean JCT, makespan / f0's) at the recommended f within
     ``tolerance`` of the best f's."""
     r, t = knob(data), data.table
-    gaps = {
-        m: (estimate(r, m), emin(estimate(row, m) for row in t.iter_rows(named=True)))
-        for m in claim.quantity.split(", ")
-    }
+    f0 = setting(data)["f"]
+
+    def ratio(row, m):  # f0's own ratio to itself is exactly 1 (not a value without an interval)
+        return Estimate(1.0, 1.0, 1.0) if row["f"] == f0 else estimate(row, m)
+
+    rows = list(t.iter_rows(named=True))
+    gaps = {m: (ratio(r, m), emin(ratio(row, m) for row in rows)) for m in claim.quantity.split(", ")}
     return claim.verdict(
         every(judge(v / best - 1, "<=", claim.tolerance) for v, best in gaps.values()),
         "; ".join(
