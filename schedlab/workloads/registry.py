@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class WorkloadKind:
         allowed = ", ".join(self.defaults)
         return [
             f"{where}.{k}: unknown parameter for workload kind {self.name!r}; allowed: {allowed}"
+            + did_you_mean(k, self.defaults)
             for k in self.unknown(params)
         ]
 
@@ -318,7 +319,9 @@ def workload_kind(name: str, where: str = "workload.kind") -> WorkloadKind:
     try:
         return _KINDS[name]()
     except KeyError:
-        raise UserError(f"{where}: unknown workload kind {name!r}; choose from: {', '.join(_KINDS)}") from None
+        raise UserError(
+            f"{where}: unknown workload kind {name!r}; choose from: {', '.join(_KINDS)}{did_you_mean(name, _KINDS)}"
+        ) from None
 
 
 def workload_kinds() -> list[str]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import CodeRef
 
 if TYPE_CHECKING:
@@ -326,7 +326,7 @@ def _policies(
                 try:
                     cls = engine.policy(entry.name)
                 except UserError as err:
-                    raise UserError(f"{where}: {err}") from None
+                    raise UserError(f"{where}: {err}{did_you_mean(entry.name, engine.policies)}") from None
             from schedlab.params import declared
 
             integers[entry.name] = frozenset(
@@ -459,13 +459,15 @@ def _engine_and_kind(
 ) -> tuple[Any, Any, str, CodeRef | None, dict[str, CodeRef]]:
     """(engine, workload kind, its name, the workload's user code, the user
     code so far); the engine and the kind are None when wrong (reported)."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import ENGINES, get_engine
     from schedlab.usercode import resolve
     from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
     engine = None
-    with errors.check(f"{source}: engine: "):
+    try:
         engine = get_engine(spec.engine)
+    except UserError as err:
+        errors.add(f"{source}: engine: {err}{did_you_mean(spec.engine, ENGINES)}")
     codes: dict[str, CodeRef] = {}
     kind = wl_code = None
     kind_name = spec.workload.kind
@@ -488,6 +490,7 @@ def _engine_and_kind(
                 raise UserError(
                     f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
                     f'choose from: {", ".join(engine.workload_kinds)} (or your own generator with use = "gen.py:fn")'
+                    + did_you_mean(kind_name, engine.workload_kinds)
                 )
             kind = workload_kind(kind_name, f"{source}: workload.kind")
     return engine, kind, kind_name, wl_code, codes

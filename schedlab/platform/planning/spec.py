@@ -72,9 +72,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from schedlab.errors import close_names, did_you_mean
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -471,10 +473,46 @@ def _message(e: ErrorDetails, source: str) -> str:
         path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
         return f"{source}: {path_}: {named.group(2)}"
     if e["type"] == "extra_forbidden":
-        msg = "unknown field"
+        loc = e["loc"]
+        msg = "unknown field" + did_you_mean(str(loc[-1]), _fields_at(_branch(loc[:-1])[0]))
     elif e["type"] == "missing":
         msg = "required field is missing"
     return f"{source}: {_path(e['loc'])}: {msg}"
+
+
+def _model_of(tp: Any) -> type[BaseModel] | None:
+    """The model a field's annotation holds (``SearchParam`` of
+    ``dict[str, SearchParam]``, ``PolicyEntry`` of ``list[str | PolicyEntry]``)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp
+    for arg in get_args(tp):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_container(tp: Any) -> bool:
+    """A list or dict annotation (maybe inside an Optional / union): its next
+    location part is an index or a key, not a field."""
+    origin = get_origin(tp)
+    return origin in (list, dict) or any(_is_container(a) for a in get_args(tp))
+
+
+def _fields_at(loc: _Loc) -> list[str]:
+    """The field names of the table at ``loc`` (a location without union
+    labels): what an unknown key there may have meant."""
+    model: type[BaseModel] | None = SweepSpec
+    key_next = False
+    for part in loc:
+        if key_next:  # an index or a dict key: the element's model is the one already found
+            key_next = False
+            continue
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return []
+        tp = model.model_fields[part].annotation
+        model, key_next = _model_of(tp), _is_container(tp)
+    return list(model.model_fields) if model is not None else []
 
 
 def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
@@ -495,9 +533,19 @@ def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
         ):
             continue  # a table: its table branch speaks for it
         chosen[at] = label
+    # A required field missing beside an unknown key that looks like it (``polices``): the unknown
+    # key's line says both (unknown field; did you mean 'policies'?), so the missing line is left out.
+    meant = {
+        (*_branch(e["loc"][:-1])[0], name)
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        for name in close_names(str(e["loc"][-1]), _fields_at(_branch(e["loc"][:-1])[0]))
+    }
     out = []
     for e in errors:
         at, label = _branch(e["loc"])
+        if e["type"] == "missing" and at in meant:
+            continue
         if label is None or chosen.get(at) == label:
             out.append(_message(e, source))
     return out

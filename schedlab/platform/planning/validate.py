@@ -29,21 +29,10 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:
         spec = None
-        found = err.errors()
         for line in _pydantic_messages(err, source):
             errors.add(line)
-        if not any(e["loc"] and e["loc"][0] in _PLAN_FIELDS for e in found):
-            # The rest of the spec is sound: check the plan too (engine, policies, workload points).
-            partial = {k: data[k] for k in _PLAN_FIELDS if isinstance(data, dict) and k in data}
-            try:
-                checked = SweepSpec.model_validate({"name": "spec", **partial})
-            except ValidationError:
-                checked = None
-            if checked is not None:
-                if base_dir is not None:
-                    checked._base_dir = Path(base_dir).resolve()
-                with errors.check():
-                    build_plan(checked, source)
+        if isinstance(data, dict):
+            _check_sound_parts(data, {e["loc"][0] for e in err.errors() if e["loc"]}, source, base_dir, errors)
         errors.raise_any()
     if spec is None:  # invariant: a failed validation added its messages above, so raise_any() raised
         raise AssertionError("spec validation failed without reporting an error")
@@ -56,6 +45,40 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
 
         check_search(spec, source)
     return spec
+
+
+def _check_sound_parts(
+    data: dict[str, Any], failed: set[int | str], source: str, base_dir: str | Path | None, errors: Collector
+) -> None:
+    """The plan's checks on the parts of a spec the models accepted, so one
+    round reports the mistakes of both layers (``workload.lod`` beside a
+    missing ``policies``). A plan field the models refused is left at its
+    default (``policies``: the engine's first built-in, to plan with) and the
+    plan's lines about it are left out: the models' line said it."""
+    if "engine" in failed or not isinstance(data.get("engine"), str):
+        return
+    partial = {k: data[k] for k in _PLAN_FIELDS if k in data and k not in failed}
+    muted = [k for k in _PLAN_FIELDS if k in failed]
+    if "policies" in failed or "policies" not in data:
+        from schedlab.engines import ENGINES
+
+        # an unknown engine: build_plan says so, and checks no policy (any name stands in)
+        engine = ENGINES.get(data["engine"])
+        partial["policies"] = [next(iter(engine.policies)) if engine is not None else "-"]
+        muted.append("policies")
+    try:
+        checked = SweepSpec.model_validate({"name": "spec", **partial})
+    except ValidationError:
+        return
+    if base_dir is not None:
+        checked._base_dir = Path(base_dir).resolve()
+    plan_errors = Collector()
+    with plan_errors.check():
+        build_plan(checked, source)
+    prefixes = tuple(f"{source}: {k}{sep}" for k in muted for sep in (".", "[", ":"))
+    for line in plan_errors.errors:
+        if not line.startswith(prefixes):
+            errors.add(line)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

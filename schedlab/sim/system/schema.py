@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import UserError
+from schedlab.errors import Collector, UserError, did_you_mean
 
 Columns = Callable[[], "frozenset[str] | None"]  # the job table's columns, None if unknown (lazy)
 
@@ -163,16 +163,20 @@ class SystemSchema:
         """Unknown names, every value of every grid axis, then the rules that
         need no job table at every grid point. ``where``: e.g. ``spec.toml:
         system``; errors name ``where.field`` or ``where.field[i]``."""
-        unknown = sorted(set(table) - set(self._index))
-        if unknown:
-            allowed = ", ".join(self._index) or "none"
-            raise UserError(
-                f"{where}.{unknown[0]}: unknown system parameter for engine {self.engine!r}; allowed: {allowed}"
+        errors = Collector()  # every unknown name and every bad value: one line each
+        allowed = ", ".join(self._index) or "none"
+        for name in sorted(set(table) - set(self._index)):
+            errors.add(
+                f"{where}.{name}: unknown system parameter for engine {self.engine!r}; allowed: {allowed}"
+                + did_you_mean(name, self._index)
             )
         for name, value in table.items():
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
-                self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
+                if name in self._index:
+                    with errors.check():
+                        self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
+        errors.raise_any()
         own = [r for r in self.rules if not r.reads_table]
         for point, path in self._grid(table, where):
             self._apply(own, point, path, _no_table)

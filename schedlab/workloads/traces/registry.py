@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import is_reference
 from schedlab.workloads.traces.base import Trace
 
@@ -67,7 +67,9 @@ def reader_module(name: str, where: str = "reader"):
     try:
         return importlib.import_module(READERS[name])
     except KeyError:
-        raise UserError(f"{where}: unknown trace reader {name!r}; choose from: {', '.join(READERS)}") from None
+        raise UserError(
+            f"{where}: unknown trace reader {name!r}; choose from: {', '.join(READERS)}{did_you_mean(name, READERS)}"
+        ) from None
 
 
 def read_trace(reader: str, path: str, **options: Any) -> Trace:
