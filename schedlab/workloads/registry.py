@@ -213,7 +213,7 @@ def _packing() -> WorkloadKind:
     paper's rate = alpha x L x mu / mean size, mu = 1 / mean_service."""
     import numpy as np
 
-    from schedlab.workloads.packing_synthetic import packing_workload
+    from schedlab.workloads.packing_synthetic import check_expected_jobs, finite, packing_workload
 
     defaults: dict[str, Any] = {
         "slots": None,
@@ -228,31 +228,37 @@ def _packing() -> WorkloadKind:
         "mean_service": 100,
     }
 
-    def call(rng, params):
+    def arguments(params: dict[str, Any]) -> dict[str, Any]:
+        """packing_workload's keyword arguments (intensity made a rate)."""
         p = dict(params)
         sizes, probs = p.pop("sizes") or None, p.pop("probs") or None
         lo, hi = p.pop("uniform_lo"), p.pop("uniform_hi")
         uniform = (lo, hi) if (lo or hi) else None
         alpha, servers = p.pop("intensity"), p.pop("intensity_servers")
+        if not (finite(alpha) and alpha >= 0):
+            raise UserError(f"intensity: must be a finite number >= 0 (0: give rate instead); got {alpha!r}")
         if alpha:
             if not (isinstance(servers, int) and servers >= 1):
                 raise UserError(f"intensity_servers: must be an integer >= 1 with intensity; got {servers!r}")
-            if uniform is not None:
-                mean_size = (uniform[0] + uniform[1]) / 2
-            elif sizes:
+            if not (finite(p["mean_service"]) and p["mean_service"] >= 1):  # packing_workload's rule, before /
+                raise UserError(f"mean_service: must be a finite number >= 1; got {p['mean_service']!r}")
+            mean_size = 0.0  # a malformed sizes / probs / uniform: packing_workload names it
+            if uniform is not None and finite(lo) and finite(hi):
+                mean_size = (lo + hi) / 2
+            elif sizes and all(map(finite, sizes)) and (not probs or len(probs) == len(sizes)):
                 w = np.asarray(probs, float) if probs else np.full(len(sizes), 1 / len(sizes))
                 mean_size = float(np.dot(np.asarray(sizes, float), w))
-            else:
-                mean_size = 0.0
             if mean_size > 0:
                 p["rate"] = alpha * servers / p["mean_service"] / mean_size
-        return packing_workload(rng, sizes=sizes, probs=probs, uniform=uniform, **p)
+        return {"sizes": sizes, "probs": probs, "uniform": uniform, **p}
 
     def check(params):
         slots = params["slots"]
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise UserError(f"slots: must be an integer >= 1; got {slots!r}")
-        call(np.random.default_rng(0), {**params, "slots": 0})  # every other rule, on an empty draw
+        args = arguments(params)
+        packing_workload(np.random.default_rng(0), **{**args, "slots": 0})  # every other rule, on an empty draw
+        check_expected_jobs(args["rate"], slots)
 
     return WorkloadKind(
         name="packing",
@@ -262,7 +268,7 @@ def _packing() -> WorkloadKind:
         ),
         defaults=defaults,
         check=check,
-        build=lambda rng, params, shared: call(rng, params),
+        build=lambda rng, params, shared: packing_workload(rng, **arguments(params)),
         integers=("slots", "intensity_servers"),
     )
 

@@ -449,6 +449,8 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
         spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers
     )
     _check_points(spec, source, errors, engine, kind, points, systems)
+    if points and not errors:
+        _probe(source, errors, engine, kind, points[0], metrics)
     columns = _columns(source, errors, codes, configs, metrics)
     errors.raise_any()
     return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)
@@ -651,6 +653,50 @@ def _check_points(
             )
     if len({p.point_id for p in points}) != len(points):
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
+
+
+def _probe(
+    source: str, errors: Collector, engine: Any, kind: Any, point: WorkloadPoint, metrics: tuple[MetricSpec, ...]
+) -> None:
+    """What only running says, on a tiny draw of the first workload point
+    (generated kinds: ``tiny_jobs``, no job or one): every built-in policy
+    configuration is run, so what a policy's constructor refuses of a
+    [system] point is said now (VQS: every capacity 1), and the built-in
+    extra metrics are computed on its per-job table (a column it does not
+    have). Only a refusal is the spec's mistake (a UserError of the run, a
+    ValueError of a built-in metric); anything else is left to the run."""
+    import polars as pl
+
+    from schedlab.sim.system import tiny_jobs
+
+    if kind is None:
+        return
+    jobs = tiny_jobs(kind, point.params)
+    if jobs is None:
+        return
+    for config in point.configs:
+        if config.code is not None:  # your own class: loaded by the run, not here
+            continue
+        try:
+            result = engine.run(jobs, config.policy, config.policy_params, config.system, path="reference")
+        except UserError as err:
+            errors.add(f"{source}: system: {_show_system(config.system)} with policy {config.policy!r}: {err}")
+            return
+        except Exception:  # noqa: BLE001 - not a refusal of the spec's values: the run reports it
+            continue
+        table = pl.DataFrame(result.jobs)
+        if table.height:  # the per-job table of one run says what the metrics see
+            for i, m in enumerate(metrics):
+                if m.code is None:
+                    try:
+                        m.function()(table, **m.params)
+                    except ValueError as err:
+                        errors.add(f"{source}: metrics[{i}].params: {err}")
+            metrics = ()
+
+
+def _show_system(system: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k} = {v!r}" for k, v in system.items()) + "}"
 
 
 def _columns(

@@ -62,6 +62,8 @@ class Param:
 def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
     if gt is not None and le is not None:
         return f"in ({gt:g}, {le:g}]", lambda v: gt < v <= le
+    if ge is not None and le is not None:
+        return f"in [{ge:g}, {le:g}]", lambda v: ge <= v <= le
     if gt is not None:
         return f"> {gt:g}", lambda v: v > gt
     if ge is not None:
@@ -69,8 +71,8 @@ def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
     return "", lambda v: True
 
 
-def integer(name: str, default: int, *, ge: int, zero: str = "", doc: str = "") -> Param:
-    text, ok = _bounds(ge=ge)
+def integer(name: str, default: int, *, ge: int, le: int | None = None, zero: str = "", doc: str = "") -> Param:
+    text, ok = _bounds(ge=ge, le=le)
     rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
     return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc, integer=True)
 
