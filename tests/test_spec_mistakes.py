@@ -6,8 +6,11 @@ line, exit 2, never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,19 @@ def test_the_cli_prints_the_three_in_one_validate(tmp_path):
     assert len(errors) == 3, result.output
     for said in ("did you mean 'policies'?", "did you mean 'load'?", "did you mean 'n'?"):
         assert any(said in x for x in errors), result.output
+
+
+def test_the_guide_shows_what_validate_prints(tmp_path):
+    """docs/guide/sweeps.md's validation section: its three-mistake spec and the lines validate prints for it."""
+    text = (CHECKOUT / "docs" / "guide" / "sweeps.md").read_text()
+    section = text[text.index("This spec has three mistakes:") :]
+    spec, shown = re.findall(r"^```[a-z]*\n(.*?)^```", section, re.S | re.M)[:2]
+    assert tomllib.loads(spec) == tomllib.loads(THREE_MISTAKES)
+    (tmp_path / "three.toml").write_text(spec)
+    with contextlib.chdir(tmp_path):
+        result = CliRunner().invoke(main, ["validate", "three.toml"])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == shown.strip().splitlines()
 
 
 def test_policy_names_get_a_suggestion(tmp_path):
@@ -178,6 +194,23 @@ lod = {low = 0.3, high = 0.8}
     assert cut.endswith("did you mean 'cutoff'?"), cut
     assert not any("cutof.low" in x for x in lines), lines  # the parameter, not its range end
     assert any(x.startswith(f"{spec}: search.params.lod: ") and "did you mean 'load'?" in x for x in lines), lines
+
+
+def test_a_search_is_checked_beside_another_tables_mistake():
+    data = {
+        "name": "s",
+        "engine": "packing",
+        "policies": ["Tetris"],
+        "workload": {"kind": "packing", "slots": 10, "rate": 1.0, "uniform_lo": 0.1, "uniform_hi": 0.5},
+        "search": {"metric": "wait_mean", "trials": 2, "params": {"fairnes": {"low": 0.1, "high": 1.0}}},
+        "outputs": {"per_jb": True},
+    }
+    with pytest.raises(UserErrors) as err:
+        parse_spec(data, "s.toml")
+    lines = err.value.errors
+    assert lines[0] == "s.toml: outputs.per_jb: unknown field; did you mean 'per_job'?"
+    assert lines[1].startswith("s.toml: search.params.fairnes: no such parameter (policy 'Tetris' takes epsilon")
+    assert lines[1].endswith("did you mean 'fairness'?") and len(lines) == 2, lines
 
 
 def test_mean_service_zero_is_one_line_exit_2_no_traceback(tmp_path):

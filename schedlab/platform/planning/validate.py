@@ -75,10 +75,26 @@ def _check_sound_parts(
     plan_errors = Collector()
     with plan_errors.check():
         build_plan(checked, source)
+    if not plan_errors and "policies" not in muted and isinstance(data.get("search"), dict) and "search" not in failed:
+        _check_search_alone(checked, data["search"], source, plan_errors)
     prefixes = tuple(f"{source}: {k}{sep}" for k in muted for sep in (".", "[", ":"))
     for line in plan_errors.errors:
         if not line.startswith(prefixes):
             errors.add(line)
+
+
+def _check_search_alone(checked: SweepSpec, search: dict[str, Any], source: str, errors: Collector) -> None:
+    """`check_search` on a sound plan with the spec's [search] (the models
+    accepted it), while another table of the spec is wrong."""
+    from schedlab.platform.search.space import check_search
+
+    try:
+        spec = SweepSpec.model_validate({**checked.model_dump(exclude_unset=True), "search": search})
+    except ValidationError:  # a rule between [search] and the rest: the models' lines said it
+        return
+    spec._base_dir = checked.base_dir
+    with errors.check():
+        check_search(spec, source)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -59,7 +59,7 @@ QUEUE = SystemSchema("queue")
 PACKING = SystemSchema(
     "packing",
     params=(
-        integer("servers", 1, ge=1, le=MAX_UNITS, doc="L identical servers"),
+        integer("servers", 1, ge=1, most=MAX_UNITS, doc="L identical servers"),
         numbers_per_resource(
             "capacity", 1.0, gt=0, doc="each server's capacity: one number (every resource) or one per resource"
         ),
@@ -67,7 +67,7 @@ PACKING = SystemSchema(
             "epoch",
             1.0,
             ge=0,
-            le=MAX_SECONDS,
+            most=MAX_SECONDS,
             zero="a decision at every event",
             doc="decision epoch length (slotted model: 1)",
         ),
@@ -75,7 +75,7 @@ PACKING = SystemSchema(
             "sample_every",
             0.0,
             ge=0,
-            le=MAX_SECONDS,
+            most=MAX_SECONDS,
             zero="no time series",
             doc="sampling interval of the queue time series",
         ),
@@ -219,7 +219,7 @@ BATCH = SystemSchema(
             "procs",
             0,
             ge=0,
-            le=MAX_UNITS,
+            most=MAX_UNITS,
             zero="the trace's machine size, its machine_procs column",
             doc="machine size in processors (model procs)",
         ),
@@ -227,11 +227,11 @@ BATCH = SystemSchema(
             "nodes",
             0,
             ge=0,
-            le=MAX_UNITS,
+            most=MAX_UNITS,
             zero="not set; model 'nodes' needs it",
             doc="machine size in nodes (model nodes)",
         ),
-        integer("tasks_per_node", 1, ge=1, le=MAX_UNITS, doc="tasks sharing one node (model nodes)"),
+        integer("tasks_per_node", 1, ge=1, most=MAX_UNITS, doc="tasks sharing one node (model nodes)"),
         choice(
             "oversize",
             "error",
@@ -277,8 +277,8 @@ BATCH = SystemSchema(
 DFRS = SystemSchema(
     "dfrs",
     params=(
-        integer("nodes", 128, ge=1, le=MAX_UNITS, doc="cluster size"),
-        number("penalty", 300.0, ge=0, le=MAX_SECONDS, doc="seconds without progress after a pause or migration"),
+        integer("nodes", 128, ge=1, most=MAX_UNITS, doc="cluster size"),
+        number("penalty", 300.0, ge=0, most=MAX_SECONDS, doc="seconds without progress after a pause or migration"),
         number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
         number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),

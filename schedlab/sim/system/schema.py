@@ -53,17 +53,20 @@ class Param:
     doc: str = ""
     #: Declared integer: its result column (system_<name>) is Int64.
     integer: bool = False
+    #: The largest value that still makes sense (``accepts`` refuses more), beyond
+    #: which a value is a mistake, not a setting: its error says so on its own.
+    most: float | None = None
 
     def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
+            if self.most is not None and _is_number(value) and value > self.most:
+                raise UserError(f"{path}: must be at most {self.most:g}; got {_show(value)}")
             raise UserError(f"{path}: must be {self.rule}; got {_show(value)}")
 
 
 def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
     if gt is not None and le is not None:
         return f"in ({gt:g}, {le:g}]", lambda v: gt < v <= le
-    if ge is not None and le is not None:
-        return f"in [{ge:g}, {le:g}]", lambda v: ge <= v <= le
     if gt is not None:
         return f"> {gt:g}", lambda v: v > gt
     if ge is not None:
@@ -71,16 +74,26 @@ def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
     return "", lambda v: True
 
 
-def integer(name: str, default: int, *, ge: int, le: int | None = None, zero: str = "", doc: str = "") -> Param:
-    text, ok = _bounds(ge=ge, le=le)
+def _at_most(most: float | None) -> Callable[[Any], bool]:
+    return (lambda v: True) if most is None else (lambda v: v <= most)
+
+
+def integer(name: str, default: int, *, ge: int, most: int | None = None, zero: str = "", doc: str = "") -> Param:
+    """``most``: the largest value that makes sense (`Param.most`)."""
+    text, ok = _bounds(ge=ge)
     rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc, integer=True)
+    below = _at_most(most)
+    return Param(name, default, rule, lambda v: _is_int(v) and ok(v) and below(v), zero, doc, integer=True, most=most)
 
 
-def number(name: str, default: float, *, ge=None, gt=None, le=None, zero: str = "", doc: str = "") -> Param:
+def number(
+    name: str, default: float, *, ge=None, gt=None, le=None, most: float | None = None, zero: str = "", doc: str = ""
+) -> Param:
+    """``le``: part of the rule (a fraction's 1); ``most``: the largest value that makes sense (`Param.most`)."""
     text, ok = _bounds(ge, gt, le)
     rule = f"a number {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_number(v) and ok(v), zero, doc)
+    below = _at_most(most)
+    return Param(name, default, rule, lambda v: _is_number(v) and ok(v) and below(v), zero, doc, most=most)
 
 
 def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "") -> Param:
@@ -153,7 +166,11 @@ class SystemSchema:
 
     def describe(self) -> list[str]:
         """One line per parameter and rule, as declared (docs, reports)."""
-        lines = [f"{p.name}: {p.rule} (default {_show(p.default)}) -- {p.doc}" for p in self.params]
+        lines = [
+            f"{p.name}: {p.rule}{'' if p.most is None else f', at most {p.most:g}'} (default {_show(p.default)}) "
+            f"-- {p.doc}"
+            for p in self.params
+        ]
         return lines + [f"rule: {r.text}{' (reads the job table)' if r.reads_table else ''}" for r in self.rules]
 
     def __getitem__(self, name: str) -> Param:
