@@ -213,6 +213,39 @@ def test_a_search_is_checked_beside_another_tables_mistake():
     assert lines[1].endswith("did you mean 'fairness'?") and len(lines) == 2, lines
 
 
+def test_what_only_running_shows_is_found_on_a_tiny_draw():
+    """VQS refuses a capacity other than 1 in its constructor; a built-in metric's column the per-job
+    table lacks: both were exit 0 from validate, then failed runs."""
+    data = {
+        "name": "s",
+        "engine": "packing",
+        "policies": ["VQS", "FIFO-FF"],
+        "workload": {"kind": "packing", "slots": 10, "rate": 1.0, "uniform_lo": 0.1, "uniform_hi": 0.5},
+        "system": {"capacity": [1.0, 2.0]},
+        "replications": {"n": 1},
+    }
+    with pytest.raises(UserError) as err:
+        parse_spec(data, "s.toml")
+    assert messages(err.value) == [
+        "s.toml: system: policy 'VQS' with [system] {capacity = 2.0}: policy VQS: needs every server capacity = 1 "
+        "(normalise sizes), server 0 has 2.0"
+    ]
+    queue = {
+        "name": "q",
+        "engine": "queue",
+        "policies": ["PS"],
+        "workload": {"kind": "synthetic", "njobs": 20},
+        "metrics": [{"name": "p9", "use": "quantile", "params": {"column": "sojorn", "q": 0.9}}],
+        "replications": {"n": 1},
+    }
+    with pytest.raises(UserError) as err:
+        parse_spec(queue, "q.toml")
+    assert messages(err.value) == [
+        "q.toml: metrics[0].params: the per-job table has no column 'sojorn'; columns: job_id, submit, size, "
+        "estimate, weight, completion, sojourn, slowdown"
+    ]
+
+
 def test_mean_service_zero_is_one_line_exit_2_no_traceback(tmp_path):
     """The seeded malformed spec: sweeps/tetris-knob.toml with mean_service = 0 (was a ZeroDivisionError
     from validate, exit 0, and from run)."""

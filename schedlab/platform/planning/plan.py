@@ -679,9 +679,12 @@ def _probe(
             continue
         try:
             result = engine.run(jobs, config.policy, config.policy_params, config.system, path="reference")
-        except UserError as err:
-            errors.add(f"{source}: system: {_show_system(config.system)} with policy {config.policy!r}: {err}")
-            return
+        except UserError as err:  # the [system] point, the policy's params, or the two together
+            given = [("system", "[system]", config.system), ("policies", "params", config.policy_params)]
+            where = " and ".join(name for name, _, values in given if values) or "policies"
+            setting = " and ".join(f"{label} {_show_table(values)}" for _, label, values in given if values)
+            errors.add(f"{source}: {where}: policy {config.policy!r}{' with ' + setting if setting else ''}: {err}")
+            continue
         except Exception:  # noqa: BLE001 - not a refusal of the spec's values: the run reports it
             continue
         table = pl.DataFrame(result.jobs)
@@ -695,8 +698,9 @@ def _probe(
             metrics = ()
 
 
-def _show_system(system: dict[str, Any]) -> str:
-    return "{" + ", ".join(f"{k} = {v!r}" for k, v in system.items()) + "}"
+def _show_table(values: dict[str, Any]) -> str:
+    """A table as TOML's inline table reads (``{capacity = 2.0}``)."""
+    return "{" + ", ".join(f"{k} = {v!r}" for k, v in values.items()) + "}"
 
 
 def _columns(
