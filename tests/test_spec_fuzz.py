@@ -249,6 +249,7 @@ def run_first_instance(path: Path) -> list[dict[str, Any]]:
         kind = workload_kind(instance.point.kind)
         if kind.load_shared is not None:
             shared = kind.load_shared(instance.point.params)
+    budget = spec.execution.sim_budget_seconds  # the spec's own when it sets one: its value is run too
     result = run_instances(
         plan.engine,
         [(instance, list(instance.point.configs))],
@@ -256,7 +257,7 @@ def run_first_instance(path: Path) -> list[dict[str, Any]]:
         per_job=False,
         metrics=plan.metrics,
         engine_path="reference",
-        sim_budget_seconds=RUN_BUDGET_SECONDS,
+        sim_budget_seconds=budget if "sim_budget_seconds" in spec.execution.model_fields_set else RUN_BUDGET_SECONDS,
     )
     return result.failures
 

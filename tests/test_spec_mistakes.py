@@ -246,6 +246,31 @@ def test_what_only_running_shows_is_found_on_a_tiny_draw():
     ]
 
 
+@pytest.mark.parametrize(
+    ("table", "field", "value"),
+    [
+        ("execution", "sim_budget_seconds", 1e308),  # was every simulation failing (OverflowError of the timer)
+        ("execution", "connect_timeout_seconds", float("inf")),
+        ("execution", "cpus_per_task", float("inf")),
+        ("replications", "n", 10**15),
+        ("system", "penalty", 1e308),  # was a run that never ends (the clock lost in the penalty)
+        ("system", "nodes", 10**12),
+    ],
+)
+def test_absurd_values_are_one_line_naming_the_field(table, field, value):
+    data = {
+        "name": "s",
+        "engine": "dfrs" if table == "system" else "queue",
+        "policies": ["GreedyPM*/OPT=MIN"] if table == "system" else ["PS"],
+        "workload": {"kind": "lublin", "njobs": 20, "nodes": 8} if table == "system" else {"kind": "synthetic"},
+        "replications": {"n": 1},
+    }
+    data[table] = {**data.get(table, {}), field: value}
+    with pytest.raises(UserError) as err:
+        parse_spec(data, "s.toml")
+    assert [x.split(": ")[1] for x in messages(err.value)] == [f"{table}.{field}"], messages(err.value)
+
+
 def test_mean_service_zero_is_one_line_exit_2_no_traceback(tmp_path):
     """The seeded malformed spec: sweeps/tetris-knob.toml with mean_service = 0 (was a ZeroDivisionError
     from validate, exit 0, and from run)."""
