@@ -144,6 +144,26 @@ def test_system_and_policy_parameters_every_one_with_a_suggestion():
         assert any(x.startswith(f"s.toml: {field}: ") and f"did you mean '{meant}'" in x for x in lines), (field, lines)
 
 
+def test_your_generators_parameters_every_one_its_own_line(tmp_path):
+    (tmp_path / "gen.py").write_text(
+        "def gen(rng, *, njobs: int = 10, load: float = 0.5):\n    raise AssertionError('not drawn by validate')\n"
+    )
+    data = {
+        "name": "g",
+        "engine": "queue",
+        "policies": ["PS"],
+        "workload": {"use": "gen.py:gen", "njobs": "x", "load": "y", "lod": 3},
+        "replications": {"n": 1},
+    }
+    with pytest.raises(UserErrors) as err:
+        parse_spec(data, "g.toml", tmp_path)
+    assert err.value.errors == [
+        "g.toml: workload.lod: unknown parameter for workload kind 'gen'; allowed: njobs, load; did you mean 'load'?",
+        "g.toml: workload.njobs: input should be a valid integer; got 'x'",
+        "g.toml: workload.load: input should be a valid number; got 'y'",
+    ]
+
+
 CUTOFF_POLICY = '''\
 from schedlab.api import queue
 

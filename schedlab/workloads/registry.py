@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.errors import UserError, did_you_mean
+from schedlab.errors import UserError, UserErrors, did_you_mean, messages
 
 
 @dataclass(frozen=True)
@@ -293,8 +293,9 @@ def user_kind(code, label: str) -> WorkloadKind:
     def check(params: dict[str, Any]) -> None:
         try:
             check_params(fn, params, "", skip=1, what="generator", sep="")
-        except UserError as err:  # "alpha: ..." -- build_plan prefixes workload.
-            raise UserError(str(err).removeprefix(": ")) from None
+        except UserError as err:  # "alpha: ..." (one line each) -- build_plan prefixes workload.
+            lines = [m.removeprefix(": ") for m in messages(err)]
+            raise (UserErrors(lines) if len(lines) > 1 else UserError(lines[0])) from None
 
     def build(rng, params: dict[str, Any], shared: Any):
         return worker_load(code)(rng, **params)

@@ -238,18 +238,24 @@ def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: 
     """``kind.check`` reports one parameter (``njobs: ...``); to report every
     bad parameter of a grid point, the one named is put back to its default
     and the check runs again (at most once per parameter)."""
+    from schedlab.errors import messages
+
     params = dict(full)
     for _ in range(len(params) + 1):
         try:
             kind.check(params)
             return
         except UserError as err:
-            errors.add(f"{where}.{err}")  # names a parameter: workload.<param>: ...
-            name = str(err).split(":", 1)[0]
-            default = kind.defaults.get(name)
-            if name not in params or default is None or params[name] == default:
+            reset = False
+            for line in messages(err):  # each names a parameter: workload.<param>: ...
+                errors.add(f"{where}.{line}")
+                name = line.split(":", 1)[0]
+                default = kind.defaults.get(name)
+                if name in params and default is not None and params[name] != default:
+                    params[name] = default
+                    reset = True
+            if not reset:
                 return
-            params[name] = default
 
 
 def _points(
