@@ -455,8 +455,6 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
         spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers
     )
     _check_points(spec, source, errors, engine, kind, points, systems)
-    if points and not errors:
-        _probe(source, errors, engine, kind, points[0], metrics)
     columns = _columns(source, errors, codes, configs, metrics)
     errors.raise_any()
     return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)
@@ -661,25 +659,30 @@ def _check_points(
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
 
-def _probe(
-    source: str, errors: Collector, engine: Any, kind: Any, point: WorkloadPoint, metrics: tuple[MetricSpec, ...]
-) -> None:
-    """What only running says, on a tiny draw of the first workload point
-    (generated kinds: ``tiny_jobs``, no job or one): every built-in policy
-    configuration is run, so what a policy's constructor refuses of a
+def probe_plan(plan: Plan, source: str = "spec") -> None:
+    """What only running says, on a tiny draw of the plan's first workload
+    point (generated kinds: ``tiny_jobs``, no job or one): every built-in
+    policy configuration is run, so what a policy's constructor refuses of a
     [system] point is said now (VQS: every capacity 1), and the built-in
     extra metrics are computed on its per-job table (a column it does not
     have). Only a refusal is the spec's mistake (a UserError of the run, a
-    ValueError of a built-in metric); anything else is left to the run."""
+    ValueError of a built-in metric); anything else is left to the run.
+    `validate.parse_spec` calls it on the spec's plan; a search's trial
+    sweeps do not (a refused trial setting fails that trial, not the search)."""
     import polars as pl
 
+    from schedlab.engines import get_engine
+    from schedlab.errors import Collector
     from schedlab.sim.system import tiny_jobs
+    from schedlab.workloads.registry import workload_kind, workload_kinds
 
-    if kind is None:
+    if not plan.points or plan.points[0].kind not in workload_kinds():  # your own generator: no tiny draw
         return
-    jobs = tiny_jobs(kind, point.params)
+    point, engine, metrics = plan.points[0], get_engine(plan.engine), plan.metrics
+    jobs = tiny_jobs(workload_kind(point.kind), point.params)
     if jobs is None:
         return
+    errors = Collector()
     for config in point.configs:
         if config.code is not None:  # your own class: loaded by the run, not here
             continue
@@ -702,6 +705,7 @@ def _probe(
                     except ValueError as err:
                         errors.add(f"{source}: metrics[{i}].params: {err}")
             metrics = ()
+    errors.raise_any()
 
 
 def _show_table(values: dict[str, Any]) -> str:

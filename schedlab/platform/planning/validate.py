@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schedlab.errors import Collector, UserError
-from schedlab.platform.planning.plan import build_plan, plan_key
+from schedlab.platform.planning.plan import build_plan, plan_key, probe_plan
 from schedlab.platform.planning.spec import _PLAN_FIELDS, SweepSpec, _pydantic_messages
 
 
@@ -39,7 +39,9 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
     if base_dir is not None:
         spec._base_dir = Path(base_dir).resolve()
     # Engine, policies and every workload grid point: checked by plan expansion.
-    spec._checked_plan = (plan_key(spec), build_plan(spec, source))
+    plan = build_plan(spec, source)
+    probe_plan(plan, source)  # what only running says: a policy refusing the [system], a metric's column
+    spec._checked_plan = (plan_key(spec), plan)
     if spec.search is not None:  # the searched parameters against what the policy and workload declare
         from schedlab.platform.search.space import check_search
 
@@ -74,7 +76,7 @@ def _check_sound_parts(
         checked._base_dir = Path(base_dir).resolve()
     plan_errors = Collector()
     with plan_errors.check():
-        build_plan(checked, source)
+        probe_plan(build_plan(checked, source), source)
     if not plan_errors and "policies" not in muted and isinstance(data.get("search"), dict) and "search" not in failed:
         _check_search_alone(checked, data["search"], source, plan_errors)
     prefixes = tuple(f"{source}: {k}{sep}" for k in muted for sep in (".", "[", ":"))
