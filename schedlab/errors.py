@@ -13,8 +13,15 @@ with its one line, so single-error messages read as they always did.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+
+#: How alike (difflib's ratio, case ignored) a mistyped name and a known one
+#: must be for the known one to be suggested.
+SUGGEST_CUTOFF = 0.6
+#: At most this many suggestions in one "did you mean" (best first).
+SUGGEST_MAX = 2
 
 
 class UserError(Exception):
@@ -71,6 +78,33 @@ class Collector:
             raise UserError(errors[0])
         if errors:
             raise UserErrors(errors)
+
+
+def close_names(word: str, options: Iterable[str]) -> list[str]:
+    """The known names a mistyped ``word`` most likely meant, best first
+    (at most `SUGGEST_MAX`): the same name in another case (``Psbs`` ->
+    ``PSBS``), else difflib's closest at `SUGGEST_CUTOFF` (case ignored),
+    else -- a name too short for a ratio to say anything (``m``) -- the
+    names of its length one letter away (``n``)."""
+    known = {str(o).casefold(): str(o) for o in options}
+    folded = str(word).casefold()
+    if folded in known:
+        return [known[folded]] if known[folded] != word else []
+    found = difflib.get_close_matches(folded, list(known), n=SUGGEST_MAX, cutoff=SUGGEST_CUTOFF)
+    if not found:
+        found = [k for k in known if len(k) == len(folded) and sum(a != b for a, b in zip(k, folded)) == 1]
+    return [known[k] for k in found[:SUGGEST_MAX]]
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """``"; did you mean 'PSBS'?"`` (to end an error line) for the names
+    `close_names` finds, or "" when none is close: the one helper every
+    unknown name of a spec goes through (keys, policies, workload kinds,
+    trace readers, parameters)."""
+    found = close_names(word, options)
+    if not found:
+        return ""
+    return "; did you mean " + " or ".join(repr(f) for f in found) + "?"
 
 
 class PolicyError(RuntimeError):

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from schedlab.errors import UserError
+from schedlab.errors import Collector, UserError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -114,17 +114,20 @@ def check_params(
     table (``spec.toml: policies[2].params``)."""
     decl = declared(target, skip)
     label = getattr(target, "name", None) or getattr(target, "__name__", repr(target))
+    errors = Collector()  # every unknown name, bad value and missing name: one line each
     for name, value in params.items():
         if name not in decl:
             takes = f"takes: {', '.join(sorted(decl))}" if decl else "takes no parameters"
-            raise UserError(f"{where}{sep}{name}: {what} {label!r} {takes}")
+            errors.add(f"{where}{sep}{name}: {what} {label!r} {takes}{did_you_mean(name, decl)}")
+            continue
         try:
             check_value(decl[name], value)
         except ValueError as err:
-            raise UserError(f"{where}{sep}{name}: {err}") from None
-    missing = [n for n, p in decl.items() if p.default is inspect.Parameter.empty and n not in params]
-    if missing:
-        raise UserError(f"{where}{sep}{missing[0]}: required by {what} {label!r}")
+            errors.add(f"{where}{sep}{name}: {err}")
+    for n, p in decl.items():
+        if p.default is inspect.Parameter.empty and n not in params:
+            errors.add(f"{where}{sep}{n}: required by {what} {label!r}")
+    errors.raise_any()
     extra_check = getattr(target, "check_params", None)
     if callable(extra_check):
         try:

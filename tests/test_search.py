@@ -72,8 +72,8 @@ def test_search_spec_errors_name_their_field():
         "s.toml: search.metric: 'jct' is not a summary metric of engine 'packing' (queue_jobs_mean, "
         "running_jobs_mean, wait_mean, wait_p99, jct_mean, jct_p99, throughput, makespan, completed, started, "
         "epochs, queue_resource_mean, queue_resource_mean_<r>, utilisation, utilisation_<r>, sim_seconds)",
-        "s.toml: search.params.zeta.low: unknown parameter for workload kind 'two_resource'; allowed: njobs, "
-        "servers, load, mean_duration, correlation",
+        "s.toml: search.params.zeta: no such parameter (policy 'Tetris' takes epsilon, fairness; workload kind "
+        "'two_resource' takes njobs, servers, load, mean_duration, correlation)",
         "s.toml: search.params.load: also set in [workload]; a searched parameter takes the trial's value",
         "s.toml: search.sampler: grid needs every parameter discrete (choices, an integer, or step); epsilon, "
         "zeta, load is a continuous range",

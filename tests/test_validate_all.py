@@ -172,7 +172,10 @@ def test_every_independent_mistake_is_reported():
         "m.toml: seed: Input should be greater than or equal to 0",
         "m.toml: policies[2].bogus: unknown field",
         "m.toml: replications.n: Input should be greater than or equal to 1",
-    ]  # the policies are broken at the pydantic level: plan checks wait for them
+        "m.toml: workload.njobs: must be an integer >= 1; got 0",
+        "m.toml: workload.sigma: must be a number >= 0; got -1",
+        "m.toml: workload.load: must be a number > 0; got -1.0",
+    ]  # the policies are broken at the pydantic level: the plan's checks run on the rest
     data["policies"] = ["PS", "NOPE"]
     with pytest.raises(UserErrors) as err:
         parse_spec(data, "m.toml")

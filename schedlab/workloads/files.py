@@ -40,6 +40,8 @@ def check_path(path: object, spec_dir: str | Path | None = None) -> None:
     to the kind's own check."""
     if not isinstance(path, str):
         return
+    if not path.strip():
+        raise UserError(f"path: must name a file or folder; got {path!r}")
     given = Path(path).expanduser()
     if given.exists():
         return

@@ -18,6 +18,23 @@ import polars as pl
 from schedlab.errors import UserError
 
 PACKING_SCHEMA = {"job_id": pl.Int64(), "submit": pl.Float64(), "duration": pl.Float64(), "demand": pl.Float64()}
+#: Most jobs a workload may expect (rate x slots): beyond it the table alone
+#: outgrows a machine's memory (32 bytes a job), so the rate is a mistake.
+MAX_EXPECTED_JOBS = 1e8
+
+
+def finite(v) -> bool:
+    """A finite real number, never a bool."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
+
+def check_expected_jobs(rate: float, slots: int) -> None:
+    """The rate's rule that needs the slots: at most `MAX_EXPECTED_JOBS` jobs expected."""
+    if rate * slots > MAX_EXPECTED_JOBS:
+        raise UserError(
+            f"rate: {rate:g} jobs a slot over {slots} slots is {rate * slots:.3g} jobs; "
+            f"at most {MAX_EXPECTED_JOBS:g} in one workload"
+        )
 
 
 def packing_workload(
@@ -34,14 +51,15 @@ def packing_workload(
     """A job table with columns job_id, submit, duration, demand (see module docstring)."""
     if not (isinstance(slots, (int, np.integer)) and slots >= 0):
         raise UserError(f"slots: must be an integer >= 0; got {slots!r}")
-    if not (rate >= 0):
-        raise UserError(f"rate: must be a number >= 0; got {rate!r}")
+    if not (finite(rate) and rate >= 0):
+        raise UserError(f"rate: must be a finite number >= 0; got {rate!r}")
+    check_expected_jobs(rate, slots)
     if (sizes is None) == (uniform is None):
         raise UserError("sizes: give exactly one of sizes (with optional probs) or uniform_lo/uniform_hi")
     if service not in ("geometric", "fixed"):
         raise UserError(f"service: must be 'geometric' or 'fixed'; got {service!r}")
-    if not (mean_service >= 1):
-        raise UserError(f"mean_service: must be a number >= 1; got {mean_service!r}")
+    if not (finite(mean_service) and mean_service >= 1):
+        raise UserError(f"mean_service: must be a finite number >= 1; got {mean_service!r}")
     if service == "fixed" and mean_service != int(mean_service):
         raise UserError(f"mean_service: fixed service needs an integer; got {mean_service!r}")
 
@@ -67,8 +85,10 @@ def packing_workload(
     else:
         assert uniform is not None  # exactly one of sizes / uniform, checked above
         lo, hi = map(float, uniform)
-        if not (0 < lo <= hi):
-            raise UserError(f"uniform_lo: uniform needs 0 < lo <= hi; got {uniform!r}")
+        if not 0 < lo < np.inf:
+            raise UserError(f"uniform_lo: uniform needs 0 < lo <= hi (finite); got {uniform!r}")
+        if not lo <= hi < np.inf:
+            raise UserError(f"uniform_hi: uniform needs 0 < lo <= hi (finite); got {uniform!r}")
         demand = rng.uniform(lo, hi, size=n)
     if service == "geometric":
         duration = rng.geometric(1.0 / mean_service, size=n).astype(float)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, UserErrors, did_you_mean, messages
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class WorkloadKind:
         allowed = ", ".join(self.defaults)
         return [
             f"{where}.{k}: unknown parameter for workload kind {self.name!r}; allowed: {allowed}"
+            + did_you_mean(k, self.defaults)
             for k in self.unknown(params)
         ]
 
@@ -212,7 +213,7 @@ def _packing() -> WorkloadKind:
     paper's rate = alpha x L x mu / mean size, mu = 1 / mean_service."""
     import numpy as np
 
-    from schedlab.workloads.packing_synthetic import packing_workload
+    from schedlab.workloads.packing_synthetic import check_expected_jobs, finite, packing_workload
 
     defaults: dict[str, Any] = {
         "slots": None,
@@ -227,31 +228,37 @@ def _packing() -> WorkloadKind:
         "mean_service": 100,
     }
 
-    def call(rng, params):
+    def arguments(params: dict[str, Any]) -> dict[str, Any]:
+        """packing_workload's keyword arguments (intensity made a rate)."""
         p = dict(params)
         sizes, probs = p.pop("sizes") or None, p.pop("probs") or None
         lo, hi = p.pop("uniform_lo"), p.pop("uniform_hi")
         uniform = (lo, hi) if (lo or hi) else None
         alpha, servers = p.pop("intensity"), p.pop("intensity_servers")
+        if not (finite(alpha) and alpha >= 0):
+            raise UserError(f"intensity: must be a finite number >= 0 (0: give rate instead); got {alpha!r}")
         if alpha:
             if not (isinstance(servers, int) and servers >= 1):
                 raise UserError(f"intensity_servers: must be an integer >= 1 with intensity; got {servers!r}")
-            if uniform is not None:
-                mean_size = (uniform[0] + uniform[1]) / 2
-            elif sizes:
+            if not (finite(p["mean_service"]) and p["mean_service"] >= 1):  # packing_workload's rule, before /
+                raise UserError(f"mean_service: must be a finite number >= 1; got {p['mean_service']!r}")
+            mean_size = 0.0  # a malformed sizes / probs / uniform: packing_workload names it
+            if uniform is not None and finite(lo) and finite(hi):
+                mean_size = (lo + hi) / 2
+            elif sizes and all(map(finite, sizes)) and (not probs or len(probs) == len(sizes)):
                 w = np.asarray(probs, float) if probs else np.full(len(sizes), 1 / len(sizes))
                 mean_size = float(np.dot(np.asarray(sizes, float), w))
-            else:
-                mean_size = 0.0
             if mean_size > 0:
                 p["rate"] = alpha * servers / p["mean_service"] / mean_size
-        return packing_workload(rng, sizes=sizes, probs=probs, uniform=uniform, **p)
+        return {"sizes": sizes, "probs": probs, "uniform": uniform, **p}
 
     def check(params):
         slots = params["slots"]
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise UserError(f"slots: must be an integer >= 1; got {slots!r}")
-        call(np.random.default_rng(0), {**params, "slots": 0})  # every other rule, on an empty draw
+        args = arguments(params)
+        packing_workload(np.random.default_rng(0), **{**args, "slots": 0})  # every other rule, on an empty draw
+        check_expected_jobs(args["rate"], slots)
 
     return WorkloadKind(
         name="packing",
@@ -261,7 +268,7 @@ def _packing() -> WorkloadKind:
         ),
         defaults=defaults,
         check=check,
-        build=lambda rng, params, shared: call(rng, params),
+        build=lambda rng, params, shared: packing_workload(rng, **arguments(params)),
         integers=("slots", "intensity_servers"),
     )
 
@@ -286,8 +293,9 @@ def user_kind(code, label: str) -> WorkloadKind:
     def check(params: dict[str, Any]) -> None:
         try:
             check_params(fn, params, "", skip=1, what="generator", sep="")
-        except UserError as err:  # "alpha: ..." -- build_plan prefixes workload.
-            raise UserError(str(err).removeprefix(": ")) from None
+        except UserError as err:  # "alpha: ..." (one line each) -- build_plan prefixes workload.
+            lines = [m.removeprefix(": ") for m in messages(err)]
+            raise (UserErrors(lines) if len(lines) > 1 else UserError(lines[0])) from None
 
     def build(rng, params: dict[str, Any], shared: Any):
         return worker_load(code)(rng, **params)
@@ -318,7 +326,9 @@ def workload_kind(name: str, where: str = "workload.kind") -> WorkloadKind:
     try:
         return _KINDS[name]()
     except KeyError:
-        raise UserError(f"{where}: unknown workload kind {name!r}; choose from: {', '.join(_KINDS)}") from None
+        raise UserError(
+            f"{where}: unknown workload kind {name!r}; choose from: {', '.join(_KINDS)}{did_you_mean(name, _KINDS)}"
+        ) from None
 
 
 def workload_kinds() -> list[str]:

@@ -20,6 +20,10 @@ from schedlab.workloads.schema import QUEUE_COLUMNS, QUEUE_SCHEMA
 WORKLOAD_COLUMNS = QUEUE_COLUMNS + ("weight_class",)
 WORKLOAD_SCHEMA = {**QUEUE_SCHEMA, "weight_class": pl.Int64()}
 
+#: The largest offered load a point may ask: a queue offered more than a
+#: thousand times its capacity measures nothing (the lint warns from 1), and
+#: near a float's range the arrival times' scaling overflows.
+MAX_LOAD = 1e3
 SIZE_DISTS = ("weibull", "pareto")
 LOAD_MODES = ("realized", "nominal")
 
@@ -161,6 +165,7 @@ def check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, w
     _check_real("shape", shape, lambda v: v > 0, "a number > 0")
     _check_real("timeshape", timeshape, lambda v: v > 0, "a number > 0")
     _check_real("load", load, lambda v: v > 0, "a number > 0")
+    _check_real("load", load, lambda v: v <= MAX_LOAD, f"at most {MAX_LOAD:g} (times the server's capacity)")
     _check_real("sigma", sigma, lambda v: v >= 0, "a number >= 0")
     _check_real("alpha", alpha, lambda v: v > 0, "a number > 0")
     _check_real("beta", beta, lambda v: v >= 0, "a number >= 0")

@@ -107,6 +107,7 @@ def _number(params: dict[str, Any], name: str, ok, rule: str) -> None:
 
 
 def check(params: dict[str, Any]) -> None:
+    from schedlab.workloads.traces.base import ON_BAD_LINE
     from schedlab.workloads.traces.registry import reader_module
 
     reader = reader_module(params["reader"], "reader")
@@ -114,6 +115,8 @@ def check(params: dict[str, Any]) -> None:
         reader.check_options(_reader_options(params), "reader")
     if not isinstance(params["path"], str):
         raise UserError(f"path: must be a file path string; got {params['path']!r}")
+    if params["on_bad_line"] not in ON_BAD_LINE:
+        raise UserError(f"on_bad_line: must be one of {', '.join(ON_BAD_LINE)}; got {params['on_bad_line']!r}")
     _number(params, "window_length", lambda v: v >= 0, "a number of seconds >= 0 (0: whole trace)")
     _number(params, "traffic", lambda v: v > 0, "a number > 0")
     _number(params, "load", lambda v: v >= 0, "a number >= 0 (0: keep the trace's units)")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import CodeRef
 
 if TYPE_CHECKING:
@@ -238,18 +238,24 @@ def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: 
     """``kind.check`` reports one parameter (``njobs: ...``); to report every
     bad parameter of a grid point, the one named is put back to its default
     and the check runs again (at most once per parameter)."""
+    from schedlab.errors import messages
+
     params = dict(full)
     for _ in range(len(params) + 1):
         try:
             kind.check(params)
             return
         except UserError as err:
-            errors.add(f"{where}.{err}")  # names a parameter: workload.<param>: ...
-            name = str(err).split(":", 1)[0]
-            default = kind.defaults.get(name)
-            if name not in params or default is None or params[name] == default:
+            reset = False
+            for line in messages(err):  # each names a parameter: workload.<param>: ...
+                errors.add(f"{where}.{line}")
+                name = line.split(":", 1)[0]
+                default = kind.defaults.get(name)
+                if name in params and default is not None and params[name] != default:
+                    params[name] = default
+                    reset = True
+            if not reset:
                 return
-            params[name] = default
 
 
 def _points(
@@ -326,7 +332,7 @@ def _policies(
                 try:
                     cls = engine.policy(entry.name)
                 except UserError as err:
-                    raise UserError(f"{where}: {err}") from None
+                    raise UserError(f"{where}: {err}{did_you_mean(entry.name, engine.policies)}") from None
             from schedlab.params import declared
 
             integers[entry.name] = frozenset(
@@ -459,13 +465,15 @@ def _engine_and_kind(
 ) -> tuple[Any, Any, str, CodeRef | None, dict[str, CodeRef]]:
     """(engine, workload kind, its name, the workload's user code, the user
     code so far); the engine and the kind are None when wrong (reported)."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import ENGINES, get_engine
     from schedlab.usercode import resolve
     from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
     engine = None
-    with errors.check(f"{source}: engine: "):
+    try:
         engine = get_engine(spec.engine)
+    except UserError as err:
+        errors.add(f"{source}: engine: {err}{did_you_mean(spec.engine, ENGINES)}")
     codes: dict[str, CodeRef] = {}
     kind = wl_code = None
     kind_name = spec.workload.kind
@@ -488,6 +496,7 @@ def _engine_and_kind(
                 raise UserError(
                     f"{source}: workload.kind: engine {engine.name!r} does not take {kind_name!r}; "
                     f'choose from: {", ".join(engine.workload_kinds)} (or your own generator with use = "gen.py:fn")'
+                    + did_you_mean(kind_name, engine.workload_kinds)
                 )
             kind = workload_kind(kind_name, f"{source}: workload.kind")
     return engine, kind, kind_name, wl_code, codes
@@ -648,6 +657,60 @@ def _check_points(
             )
     if len({p.point_id for p in points}) != len(points):
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
+
+
+def probe_plan(plan: Plan, source: str = "spec") -> None:
+    """What only running says, on a tiny draw of the plan's first workload
+    point (generated kinds: ``tiny_jobs``, no job or one): every built-in
+    policy configuration is run, so what a policy's constructor refuses of a
+    [system] point is said now (VQS: every capacity 1), and the built-in
+    extra metrics are computed on its per-job table (a column it does not
+    have). Only a refusal is the spec's mistake (a UserError of the run, a
+    ValueError of a built-in metric); anything else is left to the run.
+    `validate.parse_spec` calls it on the spec's plan; a search's trial
+    sweeps do not (a refused trial setting fails that trial, not the search)."""
+    import polars as pl
+
+    from schedlab.engines import get_engine
+    from schedlab.errors import Collector
+    from schedlab.sim.system import tiny_jobs
+    from schedlab.workloads.registry import workload_kind, workload_kinds
+
+    if not plan.points or plan.points[0].kind not in workload_kinds():  # your own generator: no tiny draw
+        return
+    point, engine, metrics = plan.points[0], get_engine(plan.engine), plan.metrics
+    jobs = tiny_jobs(workload_kind(point.kind), point.params)
+    if jobs is None:
+        return
+    errors = Collector()
+    for config in point.configs:
+        if config.code is not None:  # your own class: loaded by the run, not here
+            continue
+        try:
+            result = engine.run(jobs, config.policy, config.policy_params, config.system, path="reference")
+        except UserError as err:  # the [system] point, the policy's params, or the two together
+            given = [("system", "[system]", config.system), ("policies", "params", config.policy_params)]
+            where = " and ".join(name for name, _, values in given if values) or "policies"
+            setting = " and ".join(f"{label} {_show_table(values)}" for _, label, values in given if values)
+            errors.add(f"{source}: {where}: policy {config.policy!r}{' with ' + setting if setting else ''}: {err}")
+            continue
+        except Exception:  # noqa: BLE001 - not a refusal of the spec's values: the run reports it
+            continue
+        table = pl.DataFrame(result.jobs)
+        if table.height:  # the per-job table of one run says what the metrics see
+            for i, m in enumerate(metrics):
+                if m.code is None:
+                    try:
+                        m.function()(table, **m.params)
+                    except ValueError as err:
+                        errors.add(f"{source}: metrics[{i}].params: {err}")
+            metrics = ()
+    errors.raise_any()
+
+
+def _show_table(values: dict[str, Any]) -> str:
+    """A table as TOML's inline table reads (``{capacity = 2.0}``)."""
+    return "{" + ", ".join(f"{k} = {v!r}" for k, v in values.items()) + "}"
 
 
 def _columns(

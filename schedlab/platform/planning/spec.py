@@ -72,12 +72,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from schedlab.errors import close_names, did_you_mean
+
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
+
+#: Ceilings beyond which a count or a wait is a mistake, not a setting (issue #41: no spec ends in a
+#: traceback). Replications, trials and KN's stages: a million instances per configuration is no sweep.
+MAX_REPLICATIONS = 1_000_000
+#: CPUs of a task, of local Ray, and tasks in flight: more than any machine or cluster has.
+MAX_CPUS = 100_000
+#: Retries of a failed task.
+MAX_RETRIES = 1000
+#: A budget or a timeout in seconds (about 3 years): the OS timers and waits take no more (time_t).
+MAX_WAIT_SECONDS = 1e8
 
 #: A pydantic error location (field names and list indices).
 _Loc = tuple[int | str, ...]
@@ -128,12 +140,12 @@ class WorkloadSpec(BaseModel):
 
 
 class ReplicationsSpec(_Model):
-    n: int | None = Field(default=None, ge=1)
+    n: int | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
     metric: str | None = None
     rel_halfwidth: float | None = Field(default=None, gt=0, lt=1)
-    min: int = Field(default=5, ge=2)
-    max: int = Field(default=200, ge=2)
-    batch: int = Field(default=5, ge=1)
+    min: int = Field(default=5, ge=2, le=MAX_REPLICATIONS)
+    max: int = Field(default=200, ge=2, le=MAX_REPLICATIONS)
+    batch: int = Field(default=5, ge=1, le=MAX_REPLICATIONS)
     #: Adaptive target: None / "each" (every configuration's own CI of the
     #: mean) or "paired" (every policy's paired interval to ``baseline``).
     target: Literal["each", "paired"] | None = None
@@ -141,12 +153,12 @@ class ReplicationsSpec(_Model):
     ratio: bool | None = None  # paired target on policy / baseline (log scale)
     #: "select-best": Kim & Nelson's (2001) fully sequential procedure KN.
     mode: Literal["select-best"] | None = None
-    delta: float | None = Field(default=None, gt=0)  # indifference zone, in the metric's units
+    delta: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # indifference zone, in the metric's units
     confidence: float | None = Field(default=None, gt=0, lt=1)  # 1 - alpha (default 0.95)
     minimize: bool | None = None  # default true: smaller is better
     #: The first replication index (instances start..start+n-1, or from start under
     #: select-best): a search's final selection takes instances its trials never saw.
-    start: int | None = Field(default=None, ge=0)
+    start: int | None = Field(default=None, ge=0, le=MAX_REPLICATIONS)
 
     #: Fields added after results dirs existed: left out of the spec hash while unset.
     LATE: ClassVar[tuple[str, ...]] = (
@@ -229,10 +241,10 @@ class SearchParam(_Model):
     """One searched parameter: a range (``low``, ``high``; ``log`` scale;
     ``step`` for a discrete range) or ``choices``."""
 
-    low: float | None = None
-    high: float | None = None
+    low: float | None = Field(default=None, allow_inf_nan=False)
+    high: float | None = Field(default=None, allow_inf_nan=False)
     log: bool = False
-    step: float | None = Field(default=None, gt=0)
+    step: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     choices: list[Scalar] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
@@ -261,11 +273,13 @@ class SearchSelect(_Model):
     candidate gets all ``replications`` and the verdict is paired intervals
     to the best, Bonferroni-adjusted)."""
 
-    top: int = Field(default=5, ge=2)
-    replications: int = Field(default=30, ge=2)  # fresh instances per candidate (KN's max)
-    n0: int = Field(default=10, ge=2)  # KN's first stage
+    top: int = Field(default=5, ge=2, le=MAX_REPLICATIONS)
+    replications: int = Field(default=30, ge=2, le=MAX_REPLICATIONS)  # fresh instances per candidate (KN's max)
+    n0: int = Field(default=10, ge=2, le=MAX_REPLICATIONS)  # KN's first stage
     confidence: float = Field(default=0.95, gt=0, lt=1)
-    delta: float | None = Field(default=None, gt=0)  # KN's indifference zone, in the metric's units
+    delta: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False
+    )  # KN's indifference zone, in the metric's units
     #: A named setting of the searched parameters, run on the same fresh instances.
     baseline: dict[str, Scalar] | None = None
 
@@ -283,9 +297,9 @@ class SearchSpec(_Model):
     sampler: Literal["tpe", "cmaes", "gp", "random", "grid", "qmc"] = "tpe"
     metric: str
     direction: Literal["minimize", "maximize"] = "minimize"
-    trials: int = Field(ge=1)
-    parallel: int = Field(default=1, ge=1)  # trials asked, run and told together
-    replications: int = Field(default=10, ge=1)
+    trials: int = Field(ge=1, le=MAX_REPLICATIONS)
+    parallel: int = Field(default=1, ge=1, le=MAX_REPLICATIONS)  # trials asked, run and told together
+    replications: int = Field(default=10, ge=1, le=MAX_REPLICATIONS)
     params: dict[str, SearchParam] = Field(min_length=1)
     select: SearchSelect = Field(default_factory=SearchSelect)
 
@@ -311,10 +325,10 @@ class ExecutionSpec(_Model):
     #: work is small, else Ray; schedlab.platform.execution.backends), "local" or "ray".
     backend: Literal["auto", "local", "ray"] = "auto"
     address: str | None = None
-    num_cpus: int | None = Field(default=None, ge=1)  # local Ray only: CPUs to start with
-    max_in_flight: int | None = Field(default=None, ge=1)
-    cpus_per_task: float = Field(default=1.0, gt=0)
-    retries: int = Field(default=3, ge=0)
+    num_cpus: int | None = Field(default=None, ge=1, le=MAX_CPUS)  # local Ray only: CPUs to start with
+    max_in_flight: int | None = Field(default=None, ge=1, le=MAX_CPUS)
+    cpus_per_task: float = Field(default=1.0, gt=0, le=MAX_CPUS)
+    retries: int = Field(default=3, ge=0, le=MAX_RETRIES)
     #: Pack instances until a task simulates this many job-runs; unset: tasks
     #: sized by measurement (schedlab.platform.execution.sizing, ~1 s of work each).
     task_jobs: int | None = Field(default=None, ge=1)
@@ -326,11 +340,11 @@ class ExecutionSpec(_Model):
     #: recorded as a failure (schedlab.platform.execution.budget): a runaway
     #: policy fails its own configuration, never the sweep. The default is
     #: budget.DEFAULT_SIM_BUDGET_SECONDS (a test keeps the two equal).
-    sim_budget_seconds: float = Field(default=3600.0, gt=0)
+    sim_budget_seconds: float = Field(default=3600.0, gt=0, le=MAX_WAIT_SECONDS)
     #: Seconds ``--address`` / ``address`` may take to join a cluster before the
     #: run ends with one line, exit 2 (schedlab.platform.execution.connect;
     #: connect.DEFAULT_CONNECT_TIMEOUT_SECONDS, kept equal by a test).
-    connect_timeout_seconds: float = Field(default=60.0, gt=0)
+    connect_timeout_seconds: float = Field(default=60.0, gt=0, le=MAX_WAIT_SECONDS)
 
 
 class SweepSpec(_Model):
@@ -471,10 +485,46 @@ def _message(e: ErrorDetails, source: str) -> str:
         path_ = field_ if "." in field_ or where == "(top level)" else f"{where}.{field_}"
         return f"{source}: {path_}: {named.group(2)}"
     if e["type"] == "extra_forbidden":
-        msg = "unknown field"
+        loc = e["loc"]
+        msg = "unknown field" + did_you_mean(str(loc[-1]), _fields_at(_branch(loc[:-1])[0]))
     elif e["type"] == "missing":
         msg = "required field is missing"
     return f"{source}: {_path(e['loc'])}: {msg}"
+
+
+def _model_of(tp: Any) -> type[BaseModel] | None:
+    """The model a field's annotation holds (``SearchParam`` of
+    ``dict[str, SearchParam]``, ``PolicyEntry`` of ``list[str | PolicyEntry]``)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp
+    for arg in get_args(tp):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_container(tp: Any) -> bool:
+    """A list or dict annotation (maybe inside an Optional / union): its next
+    location part is an index or a key, not a field."""
+    origin = get_origin(tp)
+    return origin in (list, dict) or any(_is_container(a) for a in get_args(tp))
+
+
+def _fields_at(loc: _Loc) -> list[str]:
+    """The field names of the table at ``loc`` (a location without union
+    labels): what an unknown key there may have meant."""
+    model: type[BaseModel] | None = SweepSpec
+    key_next = False
+    for part in loc:
+        if key_next:  # an index or a dict key: the element's model is the one already found
+            key_next = False
+            continue
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return []
+        tp = model.model_fields[part].annotation
+        model, key_next = _model_of(tp), _is_container(tp)
+    return list(model.model_fields) if model is not None else []
 
 
 def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
@@ -495,9 +545,19 @@ def _pydantic_messages(err: ValidationError, source: str) -> list[str]:
         ):
             continue  # a table: its table branch speaks for it
         chosen[at] = label
+    # A required field missing beside an unknown key that looks like it (``polices``): the unknown
+    # key's line says both (unknown field; did you mean 'policies'?), so the missing line is left out.
+    meant = {
+        (*_branch(e["loc"][:-1])[0], name)
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        for name in close_names(str(e["loc"][-1]), _fields_at(_branch(e["loc"][:-1])[0]))
+    }
     out = []
     for e in errors:
         at, label = _branch(e["loc"])
+        if e["type"] == "missing" and at in meant:
+            continue
         if label is None or chosen.get(at) == label:
             out.append(_message(e, source))
     return out

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from schedlab.errors import Collector, UserError, messages
+from schedlab.errors import Collector, UserError, did_you_mean, messages
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -131,8 +131,12 @@ def check_search(spec: SweepSpec, source: str) -> None:
         errors.add(f"{source}: workload: a search runs on one workload point; {', '.join(axes)} is a list")
     engine, cls = _policy_class(spec)
     found = targets(spec)
+    unknown = _unknown_names(spec, engine, cls)
     for name, p in search.params.items():
         at = f"{where}.params.{name}"
+        if name in unknown:
+            errors.add(f"{at}: {unknown[name]}")
+            continue
         t = found[name]
         if t.part == "policy" and t.param in entry.params:
             errors.add(f"{at}: also set in policies[0].params; a searched parameter takes the trial's value")
@@ -176,6 +180,46 @@ def check_search(spec: SweepSpec, source: str) -> None:
             if k not in base:
                 errors.add(f"{where}.select.baseline: gives no value for {k}")
     errors.raise_any()
+
+
+def _workload_kind(spec: SweepSpec) -> Any:
+    """The spec's workload kind (built-in or ``use``: the plan has checked it)."""
+    from schedlab.usercode import resolve
+    from schedlab.workloads.registry import user_kind, workload_kind
+
+    if spec.workload.use is not None:
+        code = resolve(spec.workload.use, spec.base_dir, "workload.use")
+        return user_kind(code, spec.workload.kind if "kind" in spec.workload.model_fields_set else code.attr)
+    return workload_kind(spec.workload.kind)
+
+
+def _unknown_names(spec: SweepSpec, engine: Any, cls: type) -> dict[str, str]:
+    """Searched name -> why it names nothing: neither a parameter the tuned
+    policy declares nor one of the workload kind's (``policy.`` /
+    ``workload.`` narrow it to one), with a "did you mean" over both."""
+    from schedlab.params import declared
+
+    if spec.search is None:
+        return {}
+    kind = _workload_kind(spec)
+    policy_names = sorted(declared(cls, engine.handle_args))
+    label = spec.policy_entries()[0].name
+    out: dict[str, str] = {}
+    for name in spec.search.params:
+        part, _, param = name.partition(".") if name.startswith(("policy.", "workload.")) else ("", "", name)
+        in_policy = param in policy_names
+        in_workload = not kind.unknown({param: None})
+        if (in_policy and part != "workload") or (in_workload and part != "policy"):
+            continue
+        says, meant = [], []
+        if part != "workload":
+            says.append(f"policy {label!r} takes {', '.join(policy_names) or 'no parameters'}")
+            meant += policy_names
+        if part != "policy":
+            says.append(f"workload kind {kind.name!r} takes {', '.join(kind.defaults) or 'no parameters'}")
+            meant += list(kind.defaults)
+        out[name] = f"no such parameter ({'; '.join(says)})" + did_you_mean(param, meant)
+    return out
 
 
 def distributions(spec: SweepSpec) -> dict[str, BaseDistribution]:

@@ -29,7 +29,8 @@ Layout: ``schema`` (Param, Rule, SystemSchema and the parameter builders),
 ``declarations`` (the engines' QUEUE, PACKING, BATCH, DFRS and ``SYSTEMS``),
 ``workload_checks`` (plan time: job_columns, probe_jobs, check_workload_points,
 check_jobs_fit -- where jobs wider than the machine are checked before a
-run). Every name is re-exported here: import them from ``schedlab.sim.system``.
+run; tiny_jobs, the table plan time constructs policies on). Every name is
+re-exported here: import them from ``schedlab.sim.system``.
 """
 
 from schedlab.sim.system.declarations import (
@@ -63,6 +64,7 @@ from schedlab.sim.system.workload_checks import (
     check_workload_points,
     job_columns,
     probe_jobs,
+    tiny_jobs,
 )
 
 __all__ = [
@@ -91,5 +93,6 @@ __all__ = [
     "numbers_per_resource",
     "probe_jobs",
     "resources",
+    "tiny_jobs",
     "units_needed",
 ]

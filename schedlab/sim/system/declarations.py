@@ -20,6 +20,15 @@ from schedlab.sim.system.schema import (
     numbers_per_resource,
 )
 
+#: The largest machine a [system] table may describe (servers, nodes,
+#: processors, tasks per node): beyond it an engine's per-unit arrays alone
+#: outgrow a machine's memory, so the value is a mistake.
+MAX_UNITS = 10**7
+#: The longest span of simulated seconds a [system] duration may be (about
+#: 32 years): a penalty or an epoch beyond it dwarfs any trace, and near a
+#: float's range adding it to the clock loses the clock (the run never ends).
+MAX_SECONDS = 1e9
+
 #: Columns a packing job table may give its resources in (see ``resources``).
 RESOURCE_COLUMNS = ("cpu", "mem")
 
@@ -50,12 +59,26 @@ QUEUE = SystemSchema("queue")
 PACKING = SystemSchema(
     "packing",
     params=(
-        integer("servers", 1, ge=1, doc="L identical servers"),
+        integer("servers", 1, ge=1, most=MAX_UNITS, doc="L identical servers"),
         numbers_per_resource(
             "capacity", 1.0, gt=0, doc="each server's capacity: one number (every resource) or one per resource"
         ),
-        number("epoch", 1.0, ge=0, zero="a decision at every event", doc="decision epoch length (slotted model: 1)"),
-        number("sample_every", 0.0, ge=0, zero="no time series", doc="sampling interval of the queue time series"),
+        number(
+            "epoch",
+            1.0,
+            ge=0,
+            most=MAX_SECONDS,
+            zero="a decision at every event",
+            doc="decision epoch length (slotted model: 1)",
+        ),
+        number(
+            "sample_every",
+            0.0,
+            ge=0,
+            most=MAX_SECONDS,
+            zero="no time series",
+            doc="sampling interval of the queue time series",
+        ),
     ),
     rules=(
         Rule(
@@ -196,11 +219,19 @@ BATCH = SystemSchema(
             "procs",
             0,
             ge=0,
+            most=MAX_UNITS,
             zero="the trace's machine size, its machine_procs column",
             doc="machine size in processors (model procs)",
         ),
-        integer("nodes", 0, ge=0, zero="not set; model 'nodes' needs it", doc="machine size in nodes (model nodes)"),
-        integer("tasks_per_node", 1, ge=1, doc="tasks sharing one node (model nodes)"),
+        integer(
+            "nodes",
+            0,
+            ge=0,
+            most=MAX_UNITS,
+            zero="not set; model 'nodes' needs it",
+            doc="machine size in nodes (model nodes)",
+        ),
+        integer("tasks_per_node", 1, ge=1, most=MAX_UNITS, doc="tasks sharing one node (model nodes)"),
         choice(
             "oversize",
             "error",
@@ -246,8 +277,8 @@ BATCH = SystemSchema(
 DFRS = SystemSchema(
     "dfrs",
     params=(
-        integer("nodes", 128, ge=1, doc="cluster size"),
-        number("penalty", 300.0, ge=0, doc="seconds without progress after a pause or migration"),
+        integer("nodes", 128, ge=1, most=MAX_UNITS, doc="cluster size"),
+        number("penalty", 300.0, ge=0, most=MAX_SECONDS, doc="seconds without progress after a pause or migration"),
         number("cpu_need", 1.0, gt=0, le=1, doc="each task's CPU need when the table has no cpu_need column"),
         number("memory", 0.1, gt=0, le=1, doc="each task's memory when the table has no memory column"),
         flag("bound", False, doc="also compute the LP max-stretch lower bound and the degradation"),

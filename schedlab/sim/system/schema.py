@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import UserError
+from schedlab.errors import Collector, UserError, did_you_mean
 
 Columns = Callable[[], "frozenset[str] | None"]  # the job table's columns, None if unknown (lazy)
 
@@ -53,9 +53,14 @@ class Param:
     doc: str = ""
     #: Declared integer: its result column (system_<name>) is Int64.
     integer: bool = False
+    #: The largest value that still makes sense (``accepts`` refuses more), beyond
+    #: which a value is a mistake, not a setting: its error says so on its own.
+    most: float | None = None
 
     def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
+            if self.most is not None and _is_number(value) and value > self.most:
+                raise UserError(f"{path}: must be at most {self.most:g}; got {_show(value)}")
             raise UserError(f"{path}: must be {self.rule}; got {_show(value)}")
 
 
@@ -69,16 +74,26 @@ def _bounds(ge=None, gt=None, le=None) -> tuple[str, Callable[[float], bool]]:
     return "", lambda v: True
 
 
-def integer(name: str, default: int, *, ge: int, zero: str = "", doc: str = "") -> Param:
+def _at_most(most: float | None) -> Callable[[Any], bool]:
+    return (lambda v: True) if most is None else (lambda v: v <= most)
+
+
+def integer(name: str, default: int, *, ge: int, most: int | None = None, zero: str = "", doc: str = "") -> Param:
+    """``most``: the largest value that makes sense (`Param.most`)."""
     text, ok = _bounds(ge=ge)
     rule = f"an integer {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_int(v) and ok(v), zero, doc, integer=True)
+    below = _at_most(most)
+    return Param(name, default, rule, lambda v: _is_int(v) and ok(v) and below(v), zero, doc, integer=True, most=most)
 
 
-def number(name: str, default: float, *, ge=None, gt=None, le=None, zero: str = "", doc: str = "") -> Param:
+def number(
+    name: str, default: float, *, ge=None, gt=None, le=None, most: float | None = None, zero: str = "", doc: str = ""
+) -> Param:
+    """``le``: part of the rule (a fraction's 1); ``most``: the largest value that makes sense (`Param.most`)."""
     text, ok = _bounds(ge, gt, le)
     rule = f"a number {text}" + (f" (0: {zero})" if zero else "")
-    return Param(name, default, rule, lambda v: _is_number(v) and ok(v), zero, doc)
+    below = _at_most(most)
+    return Param(name, default, rule, lambda v: _is_number(v) and ok(v) and below(v), zero, doc, most=most)
 
 
 def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "") -> Param:
@@ -151,7 +166,11 @@ class SystemSchema:
 
     def describe(self) -> list[str]:
         """One line per parameter and rule, as declared (docs, reports)."""
-        lines = [f"{p.name}: {p.rule} (default {_show(p.default)}) -- {p.doc}" for p in self.params]
+        lines = [
+            f"{p.name}: {p.rule}{'' if p.most is None else f', at most {p.most:g}'} (default {_show(p.default)}) "
+            f"-- {p.doc}"
+            for p in self.params
+        ]
         return lines + [f"rule: {r.text}{' (reads the job table)' if r.reads_table else ''}" for r in self.rules]
 
     def __getitem__(self, name: str) -> Param:
@@ -163,16 +182,20 @@ class SystemSchema:
         """Unknown names, every value of every grid axis, then the rules that
         need no job table at every grid point. ``where``: e.g. ``spec.toml:
         system``; errors name ``where.field`` or ``where.field[i]``."""
-        unknown = sorted(set(table) - set(self._index))
-        if unknown:
-            allowed = ", ".join(self._index) or "none"
-            raise UserError(
-                f"{where}.{unknown[0]}: unknown system parameter for engine {self.engine!r}; allowed: {allowed}"
+        errors = Collector()  # every unknown name and every bad value: one line each
+        allowed = ", ".join(self._index) or "none"
+        for name in sorted(set(table) - set(self._index)):
+            errors.add(
+                f"{where}.{name}: unknown system parameter for engine {self.engine!r}; allowed: {allowed}"
+                + did_you_mean(name, self._index)
             )
         for name, value in table.items():
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
-                self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
+                if name in self._index:
+                    with errors.check():
+                        self[name].check(v, f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}")
+        errors.raise_any()
         own = [r for r in self.rules if not r.reads_table]
         for point, path in self._grid(table, where):
             self._apply(own, point, path, _no_table)

@@ -1,7 +1,8 @@
 """Plan-time checks of ``[system]`` values against a sweep's workload points,
 before any instance is drawn: the rules that read the job table
 (:func:`check_workload_points`, on :func:`job_columns`) and the engines'
-oversize rules (:func:`check_jobs_fit`, on :func:`probe_jobs`). Split from
+oversize rules (:func:`check_jobs_fit`, on :func:`probe_jobs`); a tiny job
+table to construct policies on (:func:`tiny_jobs`). Split from
 the declarations because it reads workload kinds (traces, generators), not
 an engine's parameters.
 
@@ -40,7 +41,11 @@ from schedlab.sim.system.schema import SystemSchema
 #: Generated kinds: the parameters that make an instance tiny without
 #: changing its columns (the packing kind's own check draws slots = 0 too;
 #: a lublin load only moves submit times, and one job cannot be rescaled).
-_TINY_DRAW: dict[str, dict[str, Any]] = {"packing": {"slots": 0}, "lublin": {"njobs": 1, "load": 0.0}}
+_TINY_DRAW: dict[str, dict[str, Any]] = {
+    "packing": {"slots": 0},
+    "lublin": {"njobs": 1, "load": 0.0},
+    "synthetic": {"njobs": 1},
+}
 #: Columns a shared-input kind's instance may add to the parsed input
 #: (trace_kind.build: grouping, estimates, weights; the annotation).
 _ADDED_BY_BUILD = frozenset({"group", "estimate", "weight"})
@@ -81,6 +86,21 @@ def job_columns(kind, params: Mapping[str, Any], shared_cache: dict) -> frozense
     try:
         return frozenset(kind.instance(np.random.default_rng(0), {**full, **tiny}, None).columns)
     except (UserError, ValueError):  # the tiny draw itself is not a valid instance: say unknown
+        return None
+
+
+def tiny_jobs(kind, params: Mapping[str, Any]) -> Any:
+    """A generated workload point's tiny draw (no job or one, its columns):
+    plan time constructs policies on it, to report what a constructor
+    refuses of a [system] point; None for kinds without a tiny draw or
+    when the draw fails."""
+    tiny = _TINY_DRAW.get(kind.name)
+    if tiny is None:
+        return None
+    full = {**{k: kind.defaults[k] for k in kind.late}, **params, **tiny}
+    try:
+        return kind.instance(np.random.default_rng(0), full, None)
+    except (UserError, ValueError):  # the tiny draw itself is not a valid instance: nothing to probe with
         return None
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from schedlab.errors import UserError
+from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import is_reference
 from schedlab.workloads.traces.base import Trace
+
+#: Columns of a reader's table that must hold finite numbers (times, sizes, widths).
+TIMED_COLUMNS = ("submit", "size", "runtime", "duration", "requested_time", "procs")
 
 
 class _UserReader:
@@ -42,12 +45,26 @@ class _UserReader:
 
         if "on_bad_line" in declared(self.fn, 1):
             options = {**options, "on_bad_line": on_bad_line}
-        out = self.fn(path, **options)
-        if isinstance(out, Trace):
-            return out
-        if not isinstance(out, pl.DataFrame):
+        try:
+            out = self.fn(path, **options)
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the user's reader refused its input: one line, as run would say
+            raise UserError(f"{self.where}: {self.code.ref} failed on {path}: {type(err).__name__}: {err}") from None
+        trace = out if isinstance(out, Trace) else None
+        if trace is None and not isinstance(out, pl.DataFrame):
             raise UserError(f"{self.where}: {self.code.ref} returned {type(out).__name__}, not a polars DataFrame")
-        return Trace(out, {}, {})
+        jobs = trace.jobs if trace is not None else out
+        for column in TIMED_COLUMNS:  # a time or size out of a float's range (reader options: a unit of 1e308)
+            if column in jobs.columns and jobs[column].dtype.is_numeric():
+                values = jobs[column].cast(pl.Float64)
+                bad = (~values.is_finite()).arg_true()
+                if len(bad):
+                    raise UserError(
+                        f"{self.where}: {self.code.ref} gave {path} a {column} of {values[int(bad[0])]} "
+                        f"(row {int(bad[0])}): times and sizes must be finite"
+                    )
+        return trace if trace is not None else Trace(jobs, {}, {})
 
 
 #: reader name -> module (imported on first use)
@@ -67,7 +84,9 @@ def reader_module(name: str, where: str = "reader"):
     try:
         return importlib.import_module(READERS[name])
     except KeyError:
-        raise UserError(f"{where}: unknown trace reader {name!r}; choose from: {', '.join(READERS)}") from None
+        raise UserError(
+            f"{where}: unknown trace reader {name!r}; choose from: {', '.join(READERS)}{did_you_mean(name, READERS)}"
+        ) from None
 
 
 def read_trace(reader: str, path: str, **options: Any) -> Trace:
