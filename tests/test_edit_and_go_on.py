@@ -317,6 +317,12 @@ def test_results_and_compare_read_the_stored_rows_after_an_edit(project):
     assert shown.exit_code == 0 and "MyFIFO" in shown.output, shown.output
     paired = CliRunner().invoke(main, ["compare", str(root), "--baseline", "PS"])
     assert paired.exit_code == 0 and "MyFIFO" in paired.output, paired.output
+    drawn = CliRunner().invoke(
+        main, ["plot", str(root), "--x", "load", "--y", "mst", "--out", str(project / "fig.png")]
+    )
+    assert drawn.exit_code == 0, drawn.output
+    table = pl.read_csv(project / "fig.csv")
+    assert "MyFIFO" in table["line"].to_list()  # the stored rows, drawn
 
 
 def test_a_run_killed_while_moving_rows_aside_finishes_the_move(project, monkeypatch):
