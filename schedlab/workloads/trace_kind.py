@@ -100,6 +100,12 @@ def _reader_options(params: dict[str, Any]) -> dict[str, Any]:
     return {k[len(READER_PREFIX) :]: v for k, v in params.items() if k.startswith(READER_PREFIX)}
 
 
+#: The largest scaling a trace point may ask (traffic, load, arrival_load): a
+#: million times the trace's own rate or load measures no real system, and
+#: near a float's range the scaled times and sizes overflow to infinity.
+MAX_SCALE = 1e6
+
+
 def _number(params: dict[str, Any], name: str, ok, rule: str) -> None:
     v = params[name]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
@@ -122,6 +128,8 @@ def check(params: dict[str, Any]) -> None:
     _number(params, "load", lambda v: v >= 0, "a number >= 0 (0: keep the trace's units)")
     _number(params, "sigma", lambda v: v >= 0, "a number >= 0")
     _number(params, "arrival_load", lambda v: v >= 0, "a number >= 0")
+    for name in ("traffic", "load", "arrival_load"):  # a factor on times or sizes beyond it overflows them
+        _number(params, name, lambda v: v <= MAX_SCALE, f"at most {MAX_SCALE:g}")
     mp = params["max_procs"]
     if isinstance(mp, bool) or not isinstance(mp, int) or mp < 0:
         raise UserError(f"max_procs: must be an integer >= 0 (0: keep every job); got {mp!r}")
