@@ -33,6 +33,15 @@ class Param:
     default: Any
     annotation: Any  # inspect.Parameter.empty when not annotated
 
+    @property
+    def is_integer(self) -> bool:
+        """Declared ``int``, bare or constrained (``Annotated[int, Field(ge=1)]``):
+        its result column is int64, not float64."""
+        tp = self.annotation
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        return tp in (int, "int")
+
 
 def declared(target: Callable[..., Any], skip: int = 0) -> dict[str, Param]:
     """The keyword parameters of ``target`` (a class: its ``__init__``),

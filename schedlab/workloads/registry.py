@@ -301,7 +301,7 @@ def user_kind(code, label: str) -> WorkloadKind:
         return worker_load(code)(rng, **params)
 
     required = tuple(n for n, p in decl.items() if p.default is _inspect.Parameter.empty)
-    integers = tuple(n for n, p in decl.items() if p.annotation in (int, "int"))
+    integers = tuple(n for n, p in decl.items() if p.is_integer)
     return WorkloadKind(
         name=label,
         summary=(fn.__doc__ or "").strip().split("\n")[0],

@@ -386,7 +386,7 @@ class _Sweep:
             if c.code is None
         }
         with self.timed("precompile"):
-            cold = cold_units(self.plan.engine, sorted((p, json.loads(params)) for p, params in builtin))
+            cold = cold_units(self.plan.engine, [(p, json.loads(params)) for p, params in sorted(builtin)])
             if cold and worth_a_child(list(cold), work_units):
                 self.compiler = Background(self.plan.engine, cold)
             elif cold:

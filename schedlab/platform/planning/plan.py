@@ -336,7 +336,7 @@ def _policies(
             from schedlab.params import declared
 
             integers[entry.name] = frozenset(
-                f"policy_{n}" for n, p in declared(cls, engine.handle_args).items() if p.annotation in (int, "int")
+                f"policy_{n}" for n, p in declared(cls, engine.handle_args).items() if p.is_integer
             )
             for point in _grid(entry.params, [], f"{where}.params"):
                 with errors.check():

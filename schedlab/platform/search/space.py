@@ -76,7 +76,7 @@ def targets(spec: SweepSpec) -> dict[str, Target]:
         if part == "workload" or (not part and param not in decl):
             out[name] = Target(name, "workload", param, False)
         else:
-            integer = param in decl and decl[param].annotation in (int, "int")
+            integer = param in decl and decl[param].is_integer
             out[name] = Target(name, "policy", param, integer)
     return out
 
