@@ -199,6 +199,18 @@ class Server:
                 self.proc.wait()
 
 
+def postgres_server(work: Path, extra: tuple[str, ...] = ()) -> tuple[Server, int]:
+    """An `mlflow server` on a PostgreSQL cluster of its own under ``work/pg``
+    (infra/mlflow-postgres.sh), healthy; and the database's port."""
+    pg_port = free_port()
+    srv = Server(
+        ["bash", str(ROOT / "infra" / "mlflow-postgres.sh"), str(work / "pg"), str(pg_port), str(free_port()), *extra],
+        env_for(ROOT),
+        pg_dir=work / "pg" / "pg",
+    )
+    return srv, pg_port
+
+
 def postgres_missing() -> str | None:
     sys.path.insert(0, str(ROOT))
     from tests.test_tracking_postgres import missing
@@ -259,19 +271,7 @@ def main() -> None:
             if why:
                 print(f"(c), (d) PostgreSQL: skipped ({why})")
             else:
-                pg_port = free_port()
-                srv = Server(
-                    [
-                        "bash",
-                        str(ROOT / "infra" / "mlflow-postgres.sh"),
-                        str(work / "pg"),
-                        str(pg_port),
-                        str(free_port()),
-                        *extra,
-                    ],
-                    env_for(ROOT),
-                    pg_dir=work / "pg" / "pg",
-                )
+                srv, pg_port = postgres_server(work, tuple(extra))
                 servers.append(srv)
                 srv.wait_healthy()
                 if "postgres" in wanted:

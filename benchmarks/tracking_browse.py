@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tracking import Server, env_for, free_port, postgres_missing  # noqa: E402  (benchmarks/tracking.py)
+from tracking import Server, env_for, free_port, postgres_missing, postgres_server  # noqa: E402  (benchmarks/tracking.py)
 
 POLICIES = ["FIFO", "PS", "SRPT", "PSBS"]
 LOADS = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
@@ -267,18 +267,7 @@ def main() -> None:
             if why:
                 print(f"(b) PostgreSQL: skipped ({why})")
             else:
-                pg_port = free_port()
-                srv = Server(
-                    [
-                        "bash",
-                        str(ROOT / "infra" / "mlflow-postgres.sh"),
-                        str(work / "pg"),
-                        str(pg_port),
-                        str(free_port()),
-                    ],
-                    env_for(ROOT),
-                    pg_dir=work / "pg" / "pg",
-                )
+                srv, pg_port = postgres_server(work)
                 servers.append(srv)
                 srv.wait_healthy()
                 uri = f"postgresql+psycopg2://mlflow@127.0.0.1:{pg_port}/mlflow"
