@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import schedlab
@@ -114,7 +114,19 @@ def batch_workloads(draw, max_jobs=30):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=st.one_of(grid_workloads(), float_workloads(), batch_workloads()))
 def test_fast_path_is_bit_identical_on_random_workloads(policy, w):
+    # A run whose kernel reports AMBIGUOUS (jobs moved together with equal finish tags and different sizes: the
+    # one case the kernels leave to the reference by design) is outside the kernels' remit; its fallback has its
+    # own test (test_an_ambiguous_or_stalled_kernel_run_falls_back_to_the_reference).
+    assume(kernel_status(policy, *w) != queue_fast.AMBIGUOUS)
     assert_identical(policy, *w)
+
+
+def kernel_status(policy, submit, size, estimate, weight) -> int:
+    """The status the policy's kernel returns on these arrays (with room for every pool)."""
+    family, mode, exact_size = queue_fast._KERNELS[policy]
+    arrays = [np.asarray(a, dtype=float) for a in (submit, size, size if exact_size else estimate, weight)]
+    args = [queue_fast._writable(a) for a in arrays]
+    return int(queue_fast._FUNCTIONS[family](*args, mode, queue_fast._pool_rows(len(arrays[0]), enough=True))[2])
 
 
 @pytest.mark.parametrize("case", list(REGRESSIONS))
