@@ -17,26 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ from the checkout
 
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
+
+from views import queue_jobs  # noqa: E402  (benchmarks/views.py: the 10k-job psbs-shape case)
 
 from tests.view_cases import ARGS, CASES, open_page, results_dir  # noqa: E402
-
-
-def queue_whole_run(n: int = 10_000, seed: int = 0) -> pl.DataFrame:
-    """Weibull(0.25) sizes of mean 1 at load 0.9, log-normal(0.5) estimates: the psbs-shape case."""
-    rng = np.random.default_rng(seed)
-    size = rng.weibull(0.25, n)
-    size /= size.mean()
-    return pl.DataFrame(
-        {
-            "job_id": np.arange(n),
-            "submit": np.cumsum(rng.exponential(1 / 0.9, n)),
-            "size": size,
-            "estimate": size * rng.lognormal(0, 0.5, n),
-            "weight": np.ones(n),
-        }
-    )
 
 
 def main() -> None:
@@ -63,7 +47,7 @@ def main() -> None:
             write_page(runs, out / f"{engine}-page.html", window=None, color_by=None, title=title, command=command)
         )
         files.append(plot(root, x=x, y=case["y"], out=out / f"{engine}-figure.svg").vector)
-    runs = [record_run("queue", queue_whole_run(), p) for p in ("PSBS", "SRPTE")]
+    runs = [record_run("queue", queue_jobs(10_000), p) for p in ("PSBS", "SRPTE")]
     runs[0].label, runs[1].label = "PSBS", "SRPTE"
     files.append(write_page(runs, out / "queue-10k-whole-run.html", window=None, color_by=None, title="10,000 jobs"))
     chromium = shutil.which("chromium") or "/usr/bin/chromium"

@@ -18,24 +18,20 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import polars as pl
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ from the checkout
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from tests.view_cases import ARGS  # noqa: E402  (headless Chromium as the page tests start it)
 
 HPC2N = Path("../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz")
 PROCS = 240
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def synthetic(n: int, seed: int = 0) -> pl.DataFrame:

@@ -13,17 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.view_cases import ARGS  # headless Chromium as every page test starts it
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs Debian's)")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: A page "not blank": at least this share of the screenshot's pixels is not the background.
 MIN_INK = 0.05
 
