@@ -1,4 +1,4 @@
-"""Speed of the batch engine's fast path (schedlab.sim.batch.fast) against the
+"""Speed of the batch engine's fast path (schedlab.engines.batch.sim.fast) against the
 reference (prints figures; no pass/fail).
 
 FCFS and EASY on the full HPC2N log (202,871 jobs) at 240 processors (model
@@ -73,7 +73,7 @@ def same(a, b) -> bool:
 def compile_time() -> tuple[float, float]:
     """Seconds to compile every batch kernel in a fresh cache, then to load them from it."""
     code = (
-        "import time; t = time.perf_counter(); from schedlab.sim.batch import fast as batch_fast; "
+        "import time; t = time.perf_counter(); from schedlab.engines.batch.sim import fast as batch_fast; "
         "batch_fast.compile_all(); "
         "print(time.perf_counter() - t)"
     )

@@ -159,8 +159,8 @@ def run(spec: str, folder: Path, cache: Path, checkout: Path | None = None) -> t
 def warm_cache(cache: Path) -> None:
     """Every kernel compiled into ``cache`` once (untimed)."""
     code = (
-        "from schedlab.sim.queue import fast as q; q.compile_all(); "
-        "from schedlab.sim.batch import fast as b; b.compile_all()"
+        "from schedlab.engines.queue.sim import fast as q; q.compile_all(); "
+        "from schedlab.engines.batch.sim import fast as b; b.compile_all()"
     )
     env = checkout_env({**os.environ, "NUMBA_CACHE_DIR": str(cache)})
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

@@ -65,8 +65,8 @@ import numpy as np
 import polars as pl
 
 from schedlab.engines.batch import run_table
+from schedlab.engines.batch.policies import FCFS
 from schedlab.pipelines.dfrs_common import HPC2N, PENALTY, SUBSET_SEED, WEEK
-from schedlab.policies.batch import FCFS
 from schedlab.sim.bound.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     max_stretch_lower_bound,

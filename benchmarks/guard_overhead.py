@@ -62,15 +62,15 @@ def main() -> None:
     ap.add_argument("--njobs", type=int, default=20_000)
     args = ap.parse_args()
 
-    from schedlab.policies.batch import BATCH_POLICIES
-    from schedlab.policies.queue import QUEUE_POLICIES
-    from schedlab.sim.batch import engine as batch_now
-    from schedlab.sim.queue import engine as queue_now
+    from schedlab.engines.batch.policies import BATCH_POLICIES
+    from schedlab.engines.batch.sim import engine as batch_now
+    from schedlab.engines.queue.policies import QUEUE_POLICIES
+    from schedlab.engines.queue.sim import engine as queue_now
     from schedlab.workloads.lublin import lublin_workload
     from schedlab.workloads.synthetic import queue_workload
 
-    queue_before = module_at(args.base, "schedlab/sim/queue/engine.py", "queue_engine_before")
-    batch_before = module_at(args.base, "schedlab/sim/batch/engine.py", "batch_engine_before")
+    queue_before = module_at(args.base, "schedlab/engines/queue/sim/engine.py", "queue_engine_before")
+    batch_before = module_at(args.base, "schedlab/engines/batch/sim/engine.py", "batch_engine_before")
 
     jobs = queue_workload(np.random.default_rng(1), njobs=args.njobs, shape=0.25, load=0.9, sigma=0.5)
     cols = [jobs[c].to_numpy() for c in ("submit", "size", "estimate", "weight")]
@@ -109,10 +109,10 @@ def main() -> None:
             now = min(now, best(lambda c=cls: batch_now.simulate_batch(submit, runtime, requested, need, 128, c), 1))
         print(f"  {name:10s} {before:9.3f} {now:9.3f} {now / before:10.3f}")
 
-    from schedlab.policies.dfrs import DFRS_POLICIES
-    from schedlab.sim.dfrs import events as dfrs_now
+    from schedlab.engines.dfrs.policies import DFRS_POLICIES
+    from schedlab.engines.dfrs.sim import events as dfrs_now
 
-    dfrs_before = module_at(args.base, "schedlab/sim/dfrs/events.py", "dfrs_events_before")
+    dfrs_before = module_at(args.base, "schedlab/engines/dfrs/sim/events.py", "dfrs_events_before")
     rng = np.random.default_rng(3)
     n = max(50, args.njobs // 100)
     release = np.sort(rng.uniform(0, 50_000.0, n))

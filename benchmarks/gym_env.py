@@ -60,7 +60,7 @@ def main() -> None:
 
     import schedlab.gym  # noqa: F401
     from schedlab.engines.batch import run_table
-    from schedlab.policies.batch import BATCH_POLICIES
+    from schedlab.engines.batch.policies import BATCH_POLICIES
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=5)

@@ -7,14 +7,14 @@ asserts nothing).
 * the Fig. 4 setting: 5 servers, demands uniform in [0.01, 0.19] and
   [0.1, 0.9], geometric service of mean 100 slots, intensity 0.95.
 
-For the policies with a compiled fast path (``schedlab.sim.packing.fast``:
+For the policies with a compiled fast path (``schedlab.engines.packing.sim.fast``:
 FIFO-FF, BF-J, BF-S, BF-J/S, VQS, VQS-BF) it prints reference vs fast tasks/s, the ratio,
 ``Engine.run``'s wall time beside the summary's ``sim_seconds`` (the work
 around the kernel) and whether the two paths gave the same numbers; and the
 kernel's first-call compile time (a subprocess with a fresh
 ``NUMBA_CACHE_DIR``) and its load time from that cache.
 
-The multi-resource policies with a kernel (``schedlab.sim.packing.multi_fast``:
+The multi-resource policies with a kernel (``schedlab.engines.packing.sim.multi_fast``:
 Tetris, Slots-Fair) run on the same prefix as the Tetris pipelines see it:
 cpu and mem, tasks grouped into jobs (``group_column = "google_job_id"``),
 the same 1000 servers and Δ; ``--multi-tasks N`` keeps the first N tasks

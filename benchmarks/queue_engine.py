@@ -32,15 +32,15 @@ import time
 
 import numpy as np
 
-from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue import fast as queue_fast
-from schedlab.sim.queue.engine import simulate
+from schedlab.engines.queue.policies import QUEUE_POLICIES
+from schedlab.engines.queue.sim import fast as queue_fast
+from schedlab.engines.queue.sim.engine import simulate
 from schedlab.workloads.synthetic import queue_workload
 
 COMPILE = """
 import time
 t0, c0 = time.perf_counter(), time.process_time()
-import schedlab.sim.queue.fast as q
+import schedlab.engines.queue.sim.fast as q
 q.compile_all()
 print(time.perf_counter() - t0, time.process_time() - c0)
 """

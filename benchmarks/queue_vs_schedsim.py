@@ -44,9 +44,9 @@ import time
 
 import numpy as np
 
-from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue import fast as queue_fast
-from schedlab.sim.queue.engine import simulate
+from schedlab.engines.queue.policies import QUEUE_POLICIES
+from schedlab.engines.queue.sim import fast as queue_fast
+from schedlab.engines.queue.sim.engine import simulate
 from schedlab.workloads.synthetic import queue_workload
 
 #: schedlab policy -> (schedsim scheduler class, uses estimates, uses weights).

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue.engine import simulate
+from schedlab.engines.queue.policies import QUEUE_POLICIES
+from schedlab.engines.queue.sim.engine import simulate
 
 #: The queue engine's two paths: the Python reference and the compiled kernels
-#: (schedlab.sim.queue.fast). Queue tests run on both (the `engine_path` fixture).
+#: (schedlab.engines.queue.sim.fast). Queue tests run on both (the `engine_path` fixture).
 PATHS = ("reference", "fast")
 _current = ["reference"]
 
@@ -22,7 +22,7 @@ def run_both(policy: str, submit, size, estimate=None, weight=None, path: str | 
     weight = np.ones_like(size) if weight is None else np.asarray(weight, dtype=float)
     cls = QUEUE_POLICIES[policy]
     if (path or _current[0]) == "fast":
-        from schedlab.sim.queue import fast as queue_fast
+        from schedlab.engines.queue.sim import fast as queue_fast
 
         out = queue_fast.simulate(policy, submit, size, estimate, weight)  # a built-in's name is its kernel's id
         assert out is not None, f"{policy}: the fast path declined this workload"
@@ -50,7 +50,7 @@ def run_policy():
     return run
 
 
-# ---- the batch engine's two paths (schedlab.sim.batch.fast) --------------------------------
+# ---- the batch engine's two paths (schedlab.engines.batch.sim.fast) --------------------------------
 
 
 def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
@@ -60,8 +60,8 @@ def run_batch_table(jobs, policy_cls, *, path: str | None = None, **system):
     kernel, not fall back: the reference ``simulate_batch`` is made to fail
     for the call (a test of the kernels must run the kernels)."""
     from schedlab.engines import batch as batch_engine
-    from schedlab.policies.batch import BATCH_POLICIES
-    from schedlab.sim.batch import engine as batch
+    from schedlab.engines.batch.policies import BATCH_POLICIES
+    from schedlab.engines.batch.sim import engine as batch
 
     path = path or _current[0]
     if path != "fast" or not any(policy_cls is c for c in BATCH_POLICIES.values()):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.sim.dfrs import RUNNING
+from schedlab.engines.dfrs.sim import RUNNING
 
 YIELD_TOL = 1e-9  # yields are clipped to [0, 1]; allow round-off
 PROGRESS_REL_TOL = 1e-9  # progress over [t0, t1] <= y (t1 - t0) up to round-off

@@ -1,8 +1,8 @@
-"""The batch engine (schedlab.sim.batch.engine) with FCFS and EASY: hand-worked
+"""The batch engine (schedlab.engines.batch.sim.engine) with FCFS and EASY: hand-worked
 schedules, the protection of the head job's reservation, property tests on
 small random instances and a replay of the HPC2N log. The tests that go
 through ``run_table`` run on both engine paths (the `engine_path` fixture:
-the Python reference and the compiled kernels of schedlab.sim.batch.fast)."""
+the Python reference and the compiled kernels of schedlab.engines.batch.sim.fast)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.errors import UserError
-from schedlab.policies.batch import BATCH_POLICIES, EASY, FCFS
-from schedlab.policies.batch.base import BatchPolicy
-from schedlab.sim.batch.engine import (
+from schedlab.engines.batch.policies import BATCH_POLICIES, EASY, FCFS
+from schedlab.engines.batch.policies.base import BatchPolicy
+from schedlab.engines.batch.sim.engine import (
     BOUNDED_STRETCH_THRESHOLD,
     BatchCapacityExceeded,
     BatchStartError,
     simulate_batch,
 )
+from schedlab.errors import UserError
 from tests.conftest import run_batch_table
 
 HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import get_engine
+from schedlab.engines.batch.policies.easy import EASY
+from schedlab.engines.batch.sim.engine import simulate_batch
 from schedlab.errors import UserError
-from schedlab.policies.batch.easy import EASY
-from schedlab.sim.batch.engine import simulate_batch
 
 SYSTEM = {"model": "nodes", "nodes": 6, "tasks_per_node": 1, "estimates": "exact"}
 VCSIM = {**SYSTEM, "easy_backfill": "vcsim"}

@@ -1,5 +1,5 @@
-"""The batch engine's compiled fast path (schedlab.sim.batch.fast) against the
-reference (schedlab.sim.batch.engine.simulate_batch with the Python FCFS and EASY).
+"""The batch engine's compiled fast path (schedlab.engines.batch.sim.fast) against the
+reference (schedlab.engines.batch.sim.engine.simulate_batch with the Python FCFS and EASY).
 
 The claim is bit-identity: the kernels give the reference's start and end
 times to the last bit and the same number of scheduling passes. So every
@@ -30,13 +30,13 @@ from hypothesis import strategies as st
 from schedlab.engines import batch as batch_engine
 from schedlab.engines import get_engine
 from schedlab.engines.batch import kernel_id
+from schedlab.engines.batch.policies import BATCH_POLICIES, EASY, FCFS
+from schedlab.engines.batch.policies import priority as prio
+from schedlab.engines.batch.policies.priority import PRIORITY_POLICIES, PriorityPolicy
+from schedlab.engines.batch.sim import engine as batch
+from schedlab.engines.batch.sim import fast as batch_fast
+from schedlab.engines.batch.sim.engine import simulate_batch, units_needed
 from schedlab.errors import UserError
-from schedlab.policies.batch import BATCH_POLICIES, EASY, FCFS
-from schedlab.policies.batch import priority as prio
-from schedlab.policies.batch.priority import PRIORITY_POLICIES, PriorityPolicy
-from schedlab.sim.batch import engine as batch
-from schedlab.sim.batch import fast as batch_fast
-from schedlab.sim.batch.engine import simulate_batch, units_needed
 from tests.conftest import run_batch_table
 
 HPC2N = Path(__file__).resolve().parents[2] / "shared" / "data" / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"
@@ -259,7 +259,7 @@ class MyEASY(EASY):
 
 
 class _Spy:
-    """Counts calls to the reference simulate_batch (patched into schedlab.sim.batch.engine)."""
+    """Counts calls to the reference simulate_batch (patched into schedlab.engines.batch.sim.engine)."""
 
     def __init__(self, monkeypatch):
         self.calls = 0
@@ -353,7 +353,12 @@ def test_declined_inputs_get_the_references_answer():
 def test_engine_declares_the_fast_path():
     engine = get_engine("batch")
     assert engine.fast_path
-    assert {"sim/batch/fast.py", "sim/common/jit.py", "sim/batch/engine.py", "policies/batch"} <= set(engine.sources)
+    assert {
+        "engines/batch/sim/fast.py",
+        "sim/common/jit.py",
+        "engines/batch/sim/engine.py",
+        "engines/batch/policies",
+    } <= set(engine.sources)
 
 
 def test_reference_runs_and_user_policies_do_not_import_numba():
@@ -361,7 +366,7 @@ def test_reference_runs_and_user_policies_do_not_import_numba():
         import sys
         import polars as pl
         from schedlab.engines import get_engine
-        from schedlab.policies.batch import EASY
+        from schedlab.engines.batch.policies import EASY
 
         class Mine(EASY):
             pass
@@ -373,7 +378,7 @@ def test_reference_runs_and_user_policies_do_not_import_numba():
         engine.run(jobs, "EASY", None, {"model": "procs", "procs": 4}, path="reference")
         engine.run(jobs, "FCFS", None, {"model": "nodes", "nodes": 4}, path="reference")
         engine.run(jobs, "EASY", {"record_reservations": True}, {"model": "procs", "procs": 4})
-        print([m for m in ("numba", "schedlab.sim.batch.fast") if m in sys.modules])
+        print([m for m in ("numba", "schedlab.engines.batch.sim.fast") if m in sys.modules])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

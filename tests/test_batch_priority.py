@@ -1,4 +1,4 @@
-"""The priority policies (schedlab.policies.batch.priority) on hand-worked
+"""The priority policies (schedlab.engines.batch.policies.priority) on hand-worked
 schedules: each case is small enough to follow on paper, and each is run on
 the reference and on the compiled kernel (tests/test_batch_fast.py checks
 the two agree bit for bit on random workloads)."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from schedlab.engines.batch import kernel_id
-from schedlab.policies.batch import BATCH_POLICIES
-from schedlab.sim.batch import fast as batch_fast
-from schedlab.sim.batch.engine import simulate_batch
+from schedlab.engines.batch.policies import BATCH_POLICIES
+from schedlab.engines.batch.sim import fast as batch_fast
+from schedlab.engines.batch.sim.engine import simulate_batch
 
 
 def starts(name, submit, runtime, requested, need, capacity):

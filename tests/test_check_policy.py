@@ -66,8 +66,8 @@ def test_every_dfrs_subset_name_exists():
 def test_module_references_and_params():
     """``module:Name`` resolves like a file reference; params reach the
     policy (a /per period) and are named in the report."""
-    report = check_policy("queue", "schedlab.policies.queue.basic:FIFO", examples=10)
-    assert report.ok and report.policy == "schedlab.policies.queue.basic:FIFO"
+    report = check_policy("queue", "schedlab.engines.queue.policies.basic:FIFO", examples=10)
+    assert report.ok and report.policy == "schedlab.engines.queue.policies.basic:FIFO"
     per = check_policy("dfrs", "GreedyPM*/per/OPT=MIN", {"period": 120.0}, examples=10)
     assert per.ok and per.params == {"period": 120.0}
 
@@ -407,7 +407,7 @@ class DAlternating(DGreedy):
         self.slow = DAlternating.instances % 2 == 0
 
     def allocate(self, state, next_period):
-        from schedlab.sim.dfrs import allocate
+        from schedlab.engines.dfrs.sim import allocate
 
         failures = allocate(state, self.opt)
         if self.slow:
@@ -567,7 +567,7 @@ def test_guard_allows_the_engine_and_refuses_everyone_else():
 
     g = Hidden([1.0, 2.0], __name__, "secrets")
     assert g[1] == 2.0 and list(g) == [1.0, 2.0] and len(g) == 2  # this module is the owner here
-    other = Hidden([1.0, 2.0], "schedlab.sim.queue.engine", "secrets")
+    other = Hidden([1.0, 2.0], "schedlab.engines.queue.sim.engine", "secrets")
     assert len(other) == 2
     for read in (lambda: other[0], lambda: list(other), lambda: np.asarray(other), lambda: other.count(1.0)):
         with pytest.raises(HiddenTruthError, match="secrets"):
@@ -576,7 +576,7 @@ def test_guard_allows_the_engine_and_refuses_everyone_else():
 
 
 def test_normal_runs_have_no_guard():
-    from schedlab.sim.queue.engine import Server, simulate
+    from schedlab.engines.queue.sim.engine import Server, simulate
 
     seen = {}
 
@@ -593,9 +593,9 @@ def test_handles_expose_no_durations():
     """Batch: the Machine holds exactly capacity, free, now, need, requested,
     submit and easy_backfill (the [system] rule, a word). Packing: the
     Cluster's only per-job float list is the estimate."""
-    from schedlab.checks.batch import MACHINE_FIELDS
-    from schedlab.sim.batch.engine import Machine
-    from schedlab.sim.packing.engine import Cluster
+    from schedlab.engines.batch.checks import MACHINE_FIELDS
+    from schedlab.engines.batch.sim.engine import Machine
+    from schedlab.engines.packing.sim.engine import Cluster
 
     assert set(Machine.__slots__) == set(MACHINE_FIELDS)
     assert "runtime" not in " ".join(Machine.__slots__)

@@ -1,5 +1,5 @@
-"""The DFRS engine (schedlab.sim.dfrs) and the Greedy mapping policies
-(schedlab.policies.dfrs.greedy): hand-worked cases, invariants, LP bound."""
+"""The DFRS engine (schedlab.engines.dfrs.sim) and the Greedy mapping policies
+(schedlab.engines.dfrs.policies.greedy): hand-worked cases, invariants, LP bound."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schedlab.engines.dfrs.policies import DFRS_POLICIES
+from schedlab.engines.dfrs.sim import WAITING, DfrsState, allocate, max_min_yields, run_table, simulate_dfrs
 from schedlab.errors import UserError
-from schedlab.policies.dfrs import DFRS_POLICIES
-from schedlab.sim.dfrs import WAITING, DfrsState, allocate, max_min_yields, run_table, simulate_dfrs
 from tests.dfrs_checks import check_progress
 
 

@@ -1,4 +1,4 @@
-"""The compiled max-min allocation (``schedlab.sim.dfrs.fast``) against its
+"""The compiled max-min allocation (``schedlab.engines.dfrs.sim.fast``) against its
 numpy definition, bit for bit (IEEE bytes), on random incidence matrices:
 the two sums with an order of their own (``A[:, mask].sum(axis=1)`` and
 ``A[:, mask] @ y[mask]``) and the whole progressive filling."""
@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.sim.dfrs import _LOAD_EPS, max_min_yields, max_min_yields_numpy
-from schedlab.sim.dfrs import fast as dfrs_fast
+from schedlab.engines.dfrs.sim import _LOAD_EPS, max_min_yields, max_min_yields_numpy
+from schedlab.engines.dfrs.sim import fast as dfrs_fast
 
 
 def test_the_bridge_reaches_numpys_blas():

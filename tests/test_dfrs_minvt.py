@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schedlab.engines.dfrs.policies import DFRS_POLICIES
+from schedlab.engines.dfrs.policies.mcb8 import mcb8, pack
+from schedlab.engines.dfrs.sim import PAUSED, RUNNING, run_table, simulate_dfrs
 from schedlab.errors import UserError
-from schedlab.policies.dfrs import DFRS_POLICIES
-from schedlab.policies.dfrs.mcb8 import mcb8, pack
-from schedlab.sim.dfrs import PAUSED, RUNNING, run_table, simulate_dfrs
 
 # the forms without '*': their own test below; /stretch-per: tests/test_dfrs_stretch.py
 STARRED = [n for n in DFRS_POLICIES if "*" in n and "/stretch-per" not in n]
@@ -246,8 +246,8 @@ def test_the_forms_without_star_complete_the_13_basic_algorithms():
     """§4.5: 4 submission strategies x {*, /per, */per} + /per alone = 13. The
     forms without '*' do nothing on a completion (and /per alone nothing on a
     submission): waiting jobs start at the next periodic remap."""
-    from schedlab.policies.dfrs import DFRS_POLICIES
-    from schedlab.sim.dfrs import run_table
+    from schedlab.engines.dfrs.policies import DFRS_POLICIES
+    from schedlab.engines.dfrs.sim import run_table
     from schedlab.workloads.lublin import lublin_workload
 
     basic = {

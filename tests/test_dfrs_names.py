@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from schedlab.engines import get_engine
-from schedlab.policies.dfrs import DFRS_POLICIES
+from schedlab.engines.dfrs.policies import DFRS_POLICIES
 
 #: Table 2 of RR-7659, row by row, as printed ("Greedy */OPT = MIN" ...).
 TABLE2 = [
@@ -89,7 +89,7 @@ def test_the_paper_s_116_algorithms_exist_and_behave_as_named():
         )
     # the bare /stretch-per (Table 1's 14th row): nothing on submission, nothing on completion,
     # MCB8-stretch periodically, OPT=MAX on the expected stretch
-    from schedlab.policies.dfrs.stretch import StretchPer
+    from schedlab.engines.dfrs.policies.stretch import StretchPer
 
     bare = DFRS_POLICIES["/stretch-per/OPT=MAX/MINVT=600"]()
     assert isinstance(bare, StretchPer) and bare.opt == "MAX" and bare.period == 600.0
@@ -101,7 +101,7 @@ def test_bare_stretch_per_runs_and_schedules_only_periodically():
     starts at a multiple of the period (nothing happens on a submission or completion)."""
     import numpy as np
 
-    from schedlab.sim.dfrs import run_table
+    from schedlab.engines.dfrs.sim import run_table
     from schedlab.workloads.lublin import lublin_workload
 
     jobs = lublin_workload(np.random.default_rng(3), njobs=25, nodes=8)

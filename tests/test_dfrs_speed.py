@@ -1,8 +1,8 @@
 """The fast DFRS engine and policies reproduce the pre-speed-up implementation
 bit for bit (exact equality, NaN-aware: floats compared by their IEEE bytes).
 
-Reference: ``tests.dfrs_reference``, a frozen copy of schedlab/sim/dfrs.py and
-schedlab/policies/dfrs/{base,greedy,mcb8,stretch}.py at commit 3aa6bc9.
+Reference: ``tests.dfrs_reference``, a frozen copy of schedlab/engines/dfrs/sim.py and
+schedlab/engines/dfrs/policies/{base,greedy,mcb8,stretch}.py at commit 3aa6bc9.
 
 * hypothesis instances (every registered policy, penalties, periods): every
   event's time, virtual times, statuses, penalty ends and yields, the usage
@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.dfrs import DFRS_POLICIES
-from schedlab.policies.dfrs import mcb8 as fast_mcb8
-from schedlab.sim import dfrs as fast_dfrs
+from schedlab.engines.dfrs import sim as fast_dfrs
+from schedlab.engines.dfrs.policies import DFRS_POLICIES
+from schedlab.engines.dfrs.policies import mcb8 as fast_mcb8
 from tests import dfrs_reference
 from tests.dfrs_reference import dfrs as ref_dfrs
 from tests.dfrs_reference import mcb8 as ref_mcb8

@@ -1,5 +1,5 @@
 """/stretch-per (dfrs-vs-batch-scheduling §4.7): MCB8-stretch and the OPT=MAX / OPT=AVG
-expected-stretch allocations (schedlab.policies.dfrs.stretch), checked against hand-worked
+expected-stretch allocations (schedlab.engines.dfrs.policies.stretch), checked against hand-worked
 values, an independent iterated-LP formulation and brute force, and run through the engine."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from schedlab.policies.dfrs import DFRS_POLICIES, STRETCH_PER_POLICIES
-from schedlab.policies.dfrs.mcb8 import pack
-from schedlab.policies.dfrs.stretch import (
+from schedlab.engines.dfrs.policies import DFRS_POLICIES, STRETCH_PER_POLICIES
+from schedlab.engines.dfrs.policies.mcb8 import pack
+from schedlab.engines.dfrs.policies.stretch import (
     expected_stretch,
     mcb8_stretch,
     min_avg_stretch_yields,
     min_max_stretch_yields,
     stretch_allocate,
 )
-from schedlab.sim.dfrs import RUNNING, WAITING, DfrsState, run_table, simulate_dfrs
+from schedlab.engines.dfrs.sim import RUNNING, WAITING, DfrsState, run_table, simulate_dfrs
 from tests.dfrs_checks import check_progress
 
 TOL = 1e-6  # relative tolerance against the independent LP / hand values

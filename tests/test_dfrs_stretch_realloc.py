@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import get_engine
+from schedlab.engines.dfrs.policies import DFRS_POLICIES, STRETCH_PER_POLICIES
+from schedlab.engines.dfrs.sim import simulate_dfrs
 from schedlab.errors import UserError
-from schedlab.policies.dfrs import DFRS_POLICIES, STRETCH_PER_POLICIES
-from schedlab.sim.dfrs import simulate_dfrs
 from tests.test_dfrs_stretch import _job  # the /stretch-per invariants' job strategy
 
 TOL = 1e-12  # relative: the hand-worked values are a few float operations away

@@ -17,8 +17,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.dfrs import stretch as fast
-from schedlab.policies.dfrs.mcb8 import FIT_TOL
+from schedlab.engines.dfrs.policies import stretch as fast
+from schedlab.engines.dfrs.policies.mcb8 import FIT_TOL
 from tests.dfrs_reference import stretch as ref
 
 _row = st.tuples(

@@ -1,6 +1,6 @@
 """The dfrs engine's MCB8-remap options (docs/dfrs.md rows 11, 12 and 20):
 ``mcb8_rules = "vcsim"`` packs with the authors' simulator's rules
-(``schedlab.policies.dfrs.mcb8_vcsim``) and ``relabel = "none"`` keeps
+(``schedlab.engines.dfrs.policies.mcb8_vcsim``) and ``relabel = "none"`` keeps
 MCB8's node numbers as they come. Hand-worked cases, and a property test of
 the vcsim-rule packing's capacities."""
 
@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import get_engine
+from schedlab.engines.dfrs.policies.mcb8 import mcb8
+from schedlab.engines.dfrs.policies.mcb8_vcsim import mcb8_vcsim, pack_vcsim
+from schedlab.engines.dfrs.sim import WAITING, DfrsState
+from schedlab.engines.dfrs.sim.allocation import percent_max_min, percent_yields
 from schedlab.errors import UserError
-from schedlab.policies.dfrs.mcb8 import mcb8
-from schedlab.policies.dfrs.mcb8_vcsim import mcb8_vcsim, pack_vcsim
-from schedlab.sim.dfrs import WAITING, DfrsState
-from schedlab.sim.dfrs.allocation import percent_max_min, percent_yields
 
 
 def test_vcsim_rules_hand_example():

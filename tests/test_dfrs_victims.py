@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines import get_engine
+from schedlab.engines.dfrs.policies import DFRS_POLICIES
+from schedlab.engines.dfrs.sim import MEM_EPS, PAUSED, RUNNING, simulate_dfrs
 from schedlab.errors import UserError
-from schedlab.policies.dfrs import DFRS_POLICIES
-from schedlab.sim.dfrs import MEM_EPS, PAUSED, RUNNING, simulate_dfrs
 
 
 def hand_example() -> pl.DataFrame:

@@ -261,7 +261,7 @@ GYM_ID = re.compile(r"^schedlab/[A-Z]\w*-v\d+$")  # a Gymnasium environment id (
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_code_path_the_page_names_exists(page):
-    """`schedlab/sim/queue/engine.py`, `platform/tracking/`, `benchmarks/x.py`,
+    """`schedlab/engines/queue/sim/engine.py`, `platform/tracking/`, `benchmarks/x.py`,
     `sweeps/x.toml` in a page's text (not its code blocks) name what is there:
     a file move leaves no page behind. A `use` reference's `:Name` is cut off;
     spans with placeholders (<name>, *, {a,b}) are not paths."""
@@ -289,7 +289,7 @@ DOTTED = re.compile(r"(?<![\w/.-])schedlab(?:\.\w+)+")
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_dotted_name_the_page_names_exists(page):
-    """`schedlab.platform.statistics.compare`, `schedlab.sim.dfrs` ... name a
+    """`schedlab.platform.statistics.compare`, `schedlab.engines.dfrs.sim` ... name a
     module, or an attribute of one, as the code is laid out now."""
     missing = []
     for name in sorted(set(DOTTED.findall(page.read_text())) - NOT_MODULES):

@@ -18,15 +18,15 @@ import pytest
 
 from schedlab.api.workloads import check_job_table
 from schedlab.engines import get_engine
+from schedlab.engines.batch.policies import EASY
+from schedlab.engines.batch.sim.engine import simulate_batch
+from schedlab.engines.dfrs.policies import GreedyStar
+from schedlab.engines.dfrs.sim import simulate_dfrs
+from schedlab.engines.packing.sim.engine import simulate_packing
+from schedlab.engines.queue.policies import SRPTE
+from schedlab.engines.queue.sim.engine import simulate
 from schedlab.errors import UserError
 from schedlab.platform.planning.validate import parse_spec
-from schedlab.policies.batch import EASY
-from schedlab.policies.dfrs import GreedyStar
-from schedlab.policies.queue import SRPTE
-from schedlab.sim.batch.engine import simulate_batch
-from schedlab.sim.dfrs import simulate_dfrs
-from schedlab.sim.packing.engine import simulate_packing
-from schedlab.sim.queue.engine import simulate
 from tests.example_checks import EXAMPLES, conservative_reference, load_example
 
 AgedSRPT = load_example("mypolicies/aged_srpt.py:AgedSRPT")

@@ -15,9 +15,9 @@ gymnasium = pytest.importorskip("gymnasium")
 
 import schedlab.gym  # noqa: E402,F401  (registers the environments)
 from schedlab.engines.batch import run_table  # noqa: E402
+from schedlab.engines.batch.policies import BATCH_POLICIES  # noqa: E402
 from schedlab.errors import UserError  # noqa: E402
 from schedlab.gym.common import InvalidAction  # noqa: E402
-from schedlab.policies.batch import BATCH_POLICIES  # noqa: E402
 
 LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
 needs_lublin = pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")

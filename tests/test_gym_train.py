@@ -17,9 +17,9 @@ pytest.importorskip("sb3_contrib")
 gymnasium = pytest.importorskip("gymnasium")
 
 import schedlab.gym  # noqa: E402,F401
+from schedlab.engines.batch.sim.engine import run_table  # noqa: E402
 from schedlab.gym.agent import decode, logits  # noqa: E402
 from schedlab.gym.train import train  # noqa: E402
-from schedlab.sim.batch.engine import run_table  # noqa: E402
 
 LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
 #: numpy's float32 forward pass against torch's: the same weights, summation orders may differ.

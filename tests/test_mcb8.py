@@ -1,4 +1,4 @@
-"""MCB8 (schedlab.policies.dfrs.mcb8): hand-worked fills, the yield search
+"""MCB8 (schedlab.engines.dfrs.policies.mcb8): hand-worked fills, the yield search
 against a brute-force grid, capacity of every returned mapping, dropping order."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.dfrs.mcb8 import FIT_TOL, MCB8Result, mcb8, pack
+from schedlab.engines.dfrs.policies.mcb8 import FIT_TOL, MCB8Result, mcb8, pack
 
 
 def test_pack_hand_example_alternates_lists():

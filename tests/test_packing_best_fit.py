@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.policies.packing.base import PackingPolicy
-from schedlab.policies.packing.best_fit import BFJS
-from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing.engine import FIT_TOL, simulate_packing
+from schedlab.engines.packing.policies import PACKING_POLICIES
+from schedlab.engines.packing.policies.base import PackingPolicy
+from schedlab.engines.packing.policies.best_fit import BFJS
+from schedlab.engines.packing.policies.structures import JobsBySize, MaxSegmentTree, ServersByFree
+from schedlab.engines.packing.sim.engine import FIT_TOL, simulate_packing
 from schedlab.workloads.packing_synthetic import packing_workload
 
 BFJ, BFS, BFJS_, FIFOFF = (PACKING_POLICIES[k] for k in ("BF-J", "BF-S", "BF-J/S", "FIFO-FF"))

@@ -1,4 +1,4 @@
-"""The packing engine (schedlab.sim.packing.engine): hand-worked timing and metrics,
+"""The packing engine (schedlab.engines.packing.sim.engine): hand-worked timing and metrics,
 capacity invariants on generated instances, errors, the synthetic workload."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines.packing import run_table
+from schedlab.engines.packing.policies import PACKING_POLICIES
+from schedlab.engines.packing.policies.base import PackingPolicy
+from schedlab.engines.packing.sim.engine import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
 from schedlab.errors import UserError
-from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.policies.packing.base import PackingPolicy
-from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, PlacementError, simulate_packing
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FIFOFF = PACKING_POLICIES["FIFO-FF"]

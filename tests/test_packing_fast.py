@@ -1,4 +1,4 @@
-"""The packing engine's compiled fast path (schedlab.sim.packing.fast):
+"""The packing engine's compiled fast path (schedlab.engines.packing.sim.fast):
 bit-identity with the reference for FIFO-FF, BF-J, BF-S, BF-J/S, VQS and
 VQS-BF on workloads full of ties, the engine tests' scenarios on both paths,
 the Engine-level switch, and what declines to the reference."""
@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.engines.packing import kernel_id, run_table
+from schedlab.engines.packing.policies import PACKING_POLICIES
+from schedlab.engines.packing.sim import fast as packing_fast
+from schedlab.engines.packing.sim.engine import FIT_TOL, CapacityExceeded, PackingStalled, simulate_packing
+from schedlab.engines.packing.sim.vqs_partition import universal_partition
 from schedlab.errors import UserError
-from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.sim.packing import fast as packing_fast
-from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, PackingStalled, simulate_packing
-from schedlab.sim.packing.vqs_partition import universal_partition
 from schedlab.workloads.packing_synthetic import packing_workload
 
 FAST = ("FIFO-FF", "BF-J", "BF-S", "BF-J/S")
@@ -511,7 +511,7 @@ def _table(seed=0, n=300, group=False):
 
 def test_engine_paths_agree():
     engine = get_engine("packing")
-    assert engine.fast_path and "sim/packing/fast" in engine.sources and "sim/common/jit.py" in engine.sources
+    assert engine.fast_path and "engines/packing/sim/fast" in engine.sources and "sim/common/jit.py" in engine.sources
     for system in (
         {"servers": 3, "epoch": 1.0, "sample_every": 5.0},
         {"servers": 4, "epoch": 0.0},
@@ -687,7 +687,7 @@ def test_reference_and_user_runs_do_not_import_numba():
         import sys
         import polars as pl
         from schedlab.engines import get_engine
-        from schedlab.policies.packing import PACKING_POLICIES
+        from schedlab.engines.packing.policies import PACKING_POLICIES
 
         class Mine(PACKING_POLICIES["BF-J"]):
             pass
@@ -706,7 +706,7 @@ def test_reference_and_user_runs_do_not_import_numba():
 
         get_engine("packing").run(jobs, MyTetris, {}, {"servers": 2})
         get_engine("packing").run(jobs, "Slots-Fair", {}, {"servers": 2}, path="reference")
-        print([m for m in ("numba", "schedlab.sim.packing.fast", "schedlab.sim.packing.multi_fast")
+        print([m for m in ("numba", "schedlab.engines.packing.sim.fast", "schedlab.engines.packing.sim.multi_fast")
                if m in sys.modules])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

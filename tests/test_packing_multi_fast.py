@@ -1,4 +1,4 @@
-"""The compiled Tetris and Slots-Fair (schedlab.sim.packing.multi_fast):
+"""The compiled Tetris and Slots-Fair (schedlab.engines.packing.sim.multi_fast):
 bit-identity with the reference on tie-heavy multi-resource workloads with
 multi-task jobs, the Tetris tests' scenarios on both paths, the Engine-level
 switch (the kernel is really taken), and what declines to the reference."""
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.engines.packing import kernel_id
+from schedlab.engines.packing.policies.tetris import SlotsFair, Tetris
+from schedlab.engines.packing.sim import multi_fast as packing_multi_fast
+from schedlab.engines.packing.sim.engine import PackingStalled, simulate_packing
 from schedlab.errors import UserError
-from schedlab.policies.packing.tetris import SlotsFair, Tetris
-from schedlab.sim.packing import multi_fast as packing_multi_fast
-from schedlab.sim.packing.engine import PackingStalled, simulate_packing
 from tests.test_packing_fast import assert_same_result, assert_same_run, fitting, outcome
 from tests.test_packing_tetris import SLIDES_CAP, SLIDES_DEMAND, SLIDES_GROUP, instances
 
@@ -126,7 +126,7 @@ def _run_both(w):
 
 
 def _cluster(demand, capacity):
-    from schedlab.sim.packing.engine import Cluster
+    from schedlab.engines.packing.sim.engine import Cluster
 
     return Cluster(np.array(capacity, dtype=float), np.array(demand, dtype=float))
 
@@ -258,7 +258,11 @@ def _table(seed=0, n=300):
 
 def test_engine_paths_agree_and_the_kernel_runs(monkeypatch):
     engine = get_engine("packing")
-    assert {"sim/packing/multi_fast", "sim/packing/tetris_fast.py", "sim/packing/fast_io.py"} <= set(engine.sources)
+    assert {
+        "engines/packing/sim/multi_fast",
+        "engines/packing/sim/tetris_fast.py",
+        "engines/packing/sim/fast_io.py",
+    } <= set(engine.sources)
     jobs = _table()
     for system in (
         {"servers": 3, "epoch": 1.0, "sample_every": 5.0},

@@ -22,10 +22,10 @@ import schedlab
 from schedlab.api import packing
 from schedlab.checks import check_policy
 from schedlab.engines import ENGINE_PATHS, get_engine
+from schedlab.engines.packing.policies import PACKING_POLICIES
+from schedlab.engines.packing.sim import fast as packing_fast
+from schedlab.engines.packing.sim.engine import PackingStalled, arrival_epochs, simulate_packing
 from schedlab.errors import PolicyError, UserError
-from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.sim.packing import fast as packing_fast
-from schedlab.sim.packing.engine import PackingStalled, arrival_epochs, simulate_packing
 from tests.packing_policies import FirstFit
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
@@ -286,7 +286,7 @@ def test_a_sweep_records_the_stall_for_that_configuration_and_check_policy_repor
     failures = schedlab.load(tmp_path / "out", "failures").collect().sort("replication")
     assert failures["policy"].to_list() == ["ForgetfulFF"] * 2
     for line in failures["error"]:
-        assert line.startswith("schedlab.sim.packing.engine.PackingStalled: policy 'ForgetfulFF': t="), line
+        assert line.startswith("schedlab.engines.packing.sim.engine.PackingStalled: policy 'ForgetfulFF': t="), line
         assert "each of them fits an empty server, so the policy never places them" in line
 
     res = subprocess.run(

@@ -1,4 +1,4 @@
-"""Tetris and the slot-based fair baseline (schedlab.policies.packing.tetris),
+"""Tetris and the slot-based fair baseline (schedlab.engines.packing.policies.tetris),
 and the engine's multi-task jobs (group), duration estimates and JCTs."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines.packing import run_table
+from schedlab.engines.packing.policies import PACKING_POLICIES
+from schedlab.engines.packing.policies.base import PackingPolicy
+from schedlab.engines.packing.policies.tetris import SlotsFair, Tetris
+from schedlab.engines.packing.sim.engine import FIT_TOL, PackingStalled, simulate_packing
 from schedlab.errors import UserError
-from schedlab.policies.packing import PACKING_POLICIES
-from schedlab.policies.packing.base import PackingPolicy
-from schedlab.policies.packing.tetris import SlotsFair, Tetris
-from schedlab.sim.packing.engine import FIT_TOL, PackingStalled, simulate_packing
 
 # ---- the talk's example ---------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from schedlab.engines.packing.policies.vqs import FIT_TOL, VQS, VQSBF
+from schedlab.engines.packing.sim.engine import simulate_packing
+from schedlab.engines.packing.sim.vqs_partition import job_type, k_red, max_weight, universal_partition, upper_rounded
 from schedlab.errors import UserError
-from schedlab.policies.packing.vqs import FIT_TOL, VQS, VQSBF
-from schedlab.sim.packing.engine import simulate_packing
-from schedlab.sim.packing.vqs_partition import job_type, k_red, max_weight, universal_partition, upper_rounded
 
 
 # --------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def mixed(tmp_path_factory) -> Path:
     (folder / "copied.py").write_text(
         textwrap.dedent(
             """
-            from schedlab.policies.queue.basic import FIFO as Copy
+            from schedlab.engines.queue.policies.basic import FIFO as Copy
             """
         )
     )

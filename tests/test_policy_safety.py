@@ -189,10 +189,10 @@ def _queue_table(n=50, seed=3):
 
 def _engine_message(engine: str, cls, workload) -> str:
     """The engine's own refusal of ``cls`` on check-policy's minimal workload (a direct run)."""
-    from schedlab.sim.batch.engine import simulate_batch
-    from schedlab.sim.dfrs import simulate_dfrs
-    from schedlab.sim.packing.engine import simulate_packing
-    from schedlab.sim.queue.engine import simulate
+    from schedlab.engines.batch.sim.engine import simulate_batch
+    from schedlab.engines.dfrs.sim import simulate_dfrs
+    from schedlab.engines.packing.sim.engine import simulate_packing
+    from schedlab.engines.queue.sim.engine import simulate
 
     cols, system = workload.columns, workload.system
     with pytest.raises(PolicyError) as err:

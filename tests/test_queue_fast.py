@@ -1,5 +1,5 @@
-"""The compiled fast path (schedlab.sim.queue.fast) against the reference
-engine (schedlab.sim.queue.engine with the Python policies).
+"""The compiled fast path (schedlab.engines.queue.sim.fast) against the reference
+engine (schedlab.engines.queue.sim.engine with the Python policies).
 
 The claim is bit-identity: for every built-in policy the kernels give the
 reference's completion times to the last bit, and the same event count. So
@@ -30,11 +30,11 @@ from hypothesis import strategies as st
 import schedlab
 from schedlab.engines import ENGINE_PATHS, get_engine
 from schedlab.engines.queue import kernel_id
+from schedlab.engines.queue.policies import QUEUE_POLICIES
+from schedlab.engines.queue.sim import fast as queue_fast
+from schedlab.engines.queue.sim.engine import simulate as reference
+from schedlab.engines.queue.sim.engine import tie_key
 from schedlab.errors import UserError
-from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue import fast as queue_fast
-from schedlab.sim.queue.engine import simulate as reference
-from schedlab.sim.queue.engine import tie_key
 from schedlab.workloads.synthetic import queue_workload
 from tests.conftest import run_both
 from tests.test_reference_agreement import REGRESSIONS
@@ -380,7 +380,7 @@ import sys
 
 def fast_path_loaded(jobs):
     """1.0 if this worker has imported the compiled fast path."""
-    return float("schedlab.sim.queue.fast" in sys.modules)
+    return float("schedlab.engines.queue.sim.fast" in sys.modules)
 '''
 
 
@@ -455,7 +455,7 @@ def test_help_and_policies_do_not_import_numba():
         "assert CliRunner().invoke(main, ['simulate', '--help']).exit_code == 0\n"
         "assert 'PSBS' in CliRunner().invoke(main, ['policies']).output\n"
         "import schedlab.engines\n"
-        "print([m for m in ('numba', 'schedlab.sim.queue.fast') if m in sys.modules])\n"
+        "print([m for m in ('numba', 'schedlab.engines.queue.sim.fast') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -467,7 +467,7 @@ def test_user_policies_do_not_import_numba(tmp_path):
         import sys
         import numpy as np
         from schedlab.engines import get_engine
-        from schedlab.policies.queue import QUEUE_POLICIES
+        from schedlab.engines.queue.policies import QUEUE_POLICIES
         from schedlab.workloads.synthetic import queue_workload
 
         class Mine(QUEUE_POLICIES["PS"]):
@@ -498,7 +498,7 @@ def test_numba_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert queue_fast.cache_dir() == tmp_path / "home" / ".cache" / "schedlab" / "numba" / SHARED_DIGEST
 
-    code = "import schedlab.sim.queue.fast, numba; print(numba.config.CACHE_DIR)"
+    code = "import schedlab.engines.queue.sim.fast, numba; print(numba.config.CACHE_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["SCHEDLAB_CACHE_DIR"] = str(tmp_path / "shared")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

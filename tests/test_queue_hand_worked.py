@@ -4,7 +4,7 @@ Fig. 2 example (sizes 10, 5, 2 arriving at 0, 3, 5)."""
 import numpy as np
 import pytest
 
-from schedlab.policies.queue.fsp import VirtualLag
+from schedlab.engines.queue.policies.fsp import VirtualLag
 from tests.conftest import run
 
 #: Every test here runs on both engine paths: the Python reference and the

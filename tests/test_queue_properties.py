@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.queue import QUEUE_POLICIES
-from schedlab.sim.queue.engine import DONE_REL_TOL
+from schedlab.engines.queue.policies import QUEUE_POLICIES
+from schedlab.engines.queue.sim.engine import DONE_REL_TOL
 from tests.conftest import run
 
 #: Every test here runs on both engine paths: the Python reference and the
@@ -37,7 +37,7 @@ def workloads(draw, max_jobs=25):
 
 def fifo_recursion(submit, size):
     """C_i = max(a_i, C_{i-1}) + s_i, with the engine's one documented
-    rounding rule (``DONE_REL_TOL``, sim/queue/engine.py): a completion that an
+    rounding rule (``DONE_REL_TOL``, engines/queue/sim/engine.py): a completion that an
     arrival precedes by at most DONE_REL_TOL x s_i happens at that arrival
     (hypothesis found such a case: an arrival one ULP before C_0)."""
     submit = np.asarray(submit, dtype=float)

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.queue import QUEUE_POLICIES
+from schedlab.engines.queue.policies import QUEUE_POLICIES
 from tests.conftest import run
 from tests.reference_queue import POLICIES, reference_completions
 

@@ -78,7 +78,7 @@ def _queue_inputs():
 
 
 def test_queue_stall_is_reported_when_the_server_first_idles_with_a_job_waiting():
-    from schedlab.sim.queue.engine import PolicyStalled, simulate
+    from schedlab.engines.queue.sim.engine import PolicyStalled, simulate
 
     submit, size, estimate, weight = _queue_inputs()
     c = 0.0
@@ -100,7 +100,7 @@ def test_queue_stall_is_reported_when_the_server_first_idles_with_a_job_waiting(
 def test_a_queue_policy_that_may_idle_is_stopped_when_no_arrival_is_left():
     """``work_conserving = False`` may wait for an arrival with nothing announced
     (a better job); it is stopped when nothing is left to arrive."""
-    from schedlab.sim.queue.engine import PolicyStalled, simulate
+    from schedlab.engines.queue.sim.engine import PolicyStalled, simulate
 
     submit, size, estimate, weight = _queue_inputs()
     with pytest.raises(PolicyStalled, match=rf"^t={submit[-1]}: job {SERVED}: the server is idle with {N - SERVED} "):
@@ -137,7 +137,7 @@ class FcfsUpTo(batch.Policy):
 
 
 def test_batch_stall_is_reported_when_the_machine_first_idles_with_a_job_queued():
-    from schedlab.sim.batch.engine import BatchStalled, simulate_batch
+    from schedlab.engines.batch.sim.engine import BatchStalled, simulate_batch
 
     units = 8
     submit = _arrivals(3, 0.5)
@@ -168,7 +168,7 @@ class FirstFitUpTo(FirstFit):
 
 @pytest.mark.parametrize("epoch", [None, 1.0])
 def test_packing_stall_is_reported_at_the_epoch_every_server_first_idles_with_a_job_queued(epoch):
-    from schedlab.sim.packing.engine import PackingStalled, arrival_epochs, simulate_packing
+    from schedlab.engines.packing.sim.engine import PackingStalled, arrival_epochs, simulate_packing
 
     submit = _arrivals(5, 1.0)
     rng = np.random.default_rng(6)
@@ -236,7 +236,7 @@ def _dfrs_inputs():
 
 @pytest.mark.parametrize("cls", [GreedyUpTo, GreedyUpToPeriodic], ids=["no-period", "periodic"])
 def test_dfrs_stall_is_reported_when_the_cluster_first_idles_with_a_job_pending(cls):
-    from schedlab.sim.dfrs import simulate_dfrs
+    from schedlab.engines.dfrs.sim import simulate_dfrs
 
     nodes = 3
     submit, processing, tasks, cpu, mem = _dfrs_inputs()

@@ -380,7 +380,7 @@ def test_rules_that_hold():
 def test_run_time_rules_match_plan_time():
     """The engines check the same rules on the real table (direct calls, `simulate`)."""
     from schedlab.engines.packing import run_table as packing_run
-    from schedlab.policies.packing import PACKING_POLICIES
+    from schedlab.engines.packing.policies import PACKING_POLICIES
 
     plan = build_plan(parse_spec(spec_dict("packing", BASE["packing"]["system"]), "t.toml"))
     jobs = _instance(plan)
@@ -470,8 +470,8 @@ def test_plan_time_columns_match_a_drawn_instance(engine, workload):
 
 
 def test_run_table_arguments_are_the_declared_fields():
-    from schedlab.sim import dfrs
-    from schedlab.sim.batch import engine as batch
+    from schedlab.engines.batch.sim import engine as batch
+    from schedlab.engines.dfrs import sim as dfrs
 
     for module, schema, extra in (
         (batch, system_schema.BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay

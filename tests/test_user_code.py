@@ -233,7 +233,7 @@ def test_user_generator_policy_metric_failures_and_code_edits(tmp_path, ray_owne
     assert failures["error"][0] == "ZeroDivisionError: crash_at reached"
     trace = failures["traceback"][0]
     assert str(project / "lifo.py") in trace and "raise ZeroDivisionError" in trace
-    assert "schedlab/sim/queue/engine.py" not in trace
+    assert "schedlab/engines/queue/sim/engine.py" not in trace
     # The workers imported the shipped copy (Ray's runtime_env), not the driver's file.
     imported = set(log.read_text().split())
     assert any("runtime_resources" in p or "_ray_pkg_" in p for p in imported), imported

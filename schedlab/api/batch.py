@@ -22,7 +22,7 @@ Parameters: keyword arguments of ``__init__`` after ``machine``, typed, with
 defaults.
 """
 
-from schedlab.policies.batch.base import BatchPolicy as Policy
-from schedlab.sim.batch.engine import BatchCapacityExceeded, BatchStartError, Machine
+from schedlab.engines.batch.policies.base import BatchPolicy as Policy
+from schedlab.engines.batch.sim.engine import BatchCapacityExceeded, BatchStartError, Machine
 
 __all__ = ["BatchCapacityExceeded", "BatchStartError", "Machine", "Policy"]

@@ -24,10 +24,10 @@ Parameters: keyword arguments of ``__init__`` (a DFRS policy has no handle),
 typed, with defaults.
 """
 
-from schedlab.policies.dfrs.base import DfrsPolicy as Policy
-from schedlab.policies.dfrs.greedy import greedy_place, mcb8_remap
-from schedlab.policies.dfrs.mcb8 import mcb8
-from schedlab.sim.dfrs import PAUSED, RUNNING, WAITING, DfrsCapacityError
-from schedlab.sim.dfrs import DfrsState as State
+from schedlab.engines.dfrs.policies.base import DfrsPolicy as Policy
+from schedlab.engines.dfrs.policies.greedy import greedy_place, mcb8_remap
+from schedlab.engines.dfrs.policies.mcb8 import mcb8
+from schedlab.engines.dfrs.sim import PAUSED, RUNNING, WAITING, DfrsCapacityError
+from schedlab.engines.dfrs.sim import DfrsState as State
 
 __all__ = ["PAUSED", "RUNNING", "WAITING", "DfrsCapacityError", "Policy", "State", "greedy_place", "mcb8", "mcb8_remap"]

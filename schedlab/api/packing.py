@@ -27,14 +27,14 @@ What a policy may read through its :class:`Cluster` handle:
 model known durations (like Tetris's SRTF term). Never a job's duration.
 
 Parameters: keyword arguments of ``__init__`` after ``cluster``, typed, with
-defaults. Keep sorted structures (:mod:`schedlab.policies.packing.structures`:
+defaults. Keep sorted structures (:mod:`schedlab.engines.packing.policies.structures`:
 a max segment tree over free capacity, servers sorted by free capacity, jobs
 sorted by size) instead of scanning every server or every queued job.
 """
 
-from schedlab.policies.packing.base import PackingPolicy as Policy
-from schedlab.policies.packing.structures import JobsBySize, MaxSegmentTree, ServersByFree
-from schedlab.sim.packing.engine import FIT_TOL, CapacityExceeded, Cluster, PackingStalled, PlacementError, fits
+from schedlab.engines.packing.policies.base import PackingPolicy as Policy
+from schedlab.engines.packing.policies.structures import JobsBySize, MaxSegmentTree, ServersByFree
+from schedlab.engines.packing.sim.engine import FIT_TOL, CapacityExceeded, Cluster, PackingStalled, PlacementError, fits
 
 __all__ = [
     "FIT_TOL",

@@ -31,7 +31,7 @@ break ties by arrival order, as the built-ins do, so rounding never reorders
 a schedule.
 """
 
-from schedlab.policies.queue.base import QueuePolicy as Policy
-from schedlab.sim.queue.engine import INF, PolicyStalled, Pool, Server, tie_key
+from schedlab.engines.queue.policies.base import QueuePolicy as Policy
+from schedlab.engines.queue.sim.engine import INF, PolicyStalled, Pool, Server, tie_key
 
 __all__ = ["INF", "Policy", "PolicyStalled", "Pool", "Server", "tie_key"]

@@ -11,13 +11,13 @@ demands at capacity, wide jobs), runs the policy in *check mode* (hidden
 truths guarded, event budgets, the engines' own consistency checks on) and
 lets hypothesis shrink a failure to a minimal table:
 
-* :mod:`schedlab.checks.queue`   -- completes, work-conserving, no-early-completion, deterministic,
+* :mod:`schedlab.engines.queue.checks`   -- completes, work-conserving, no-early-completion, deterministic,
   no-size-access, runs
-* :mod:`schedlab.checks.packing` -- capacity, placements-queued, completes, deterministic,
+* :mod:`schedlab.engines.packing.checks` -- capacity, placements-queued, completes, deterministic,
   no-duration-access, runs
-* :mod:`schedlab.checks.batch`   -- capacity, start-after-submit, starts-queued, completes, deterministic,
+* :mod:`schedlab.engines.batch.checks`   -- capacity, start-after-submit, starts-queued, completes, deterministic,
   no-runtime-access, runs
-* :mod:`schedlab.checks.dfrs`    -- memory, consistent, completes, deterministic, no-processing-access, runs
+* :mod:`schedlab.engines.dfrs.checks`    -- memory, consistent, completes, deterministic, no-processing-access, runs
 
 :mod:`schedlab.checks.common` holds the search and the report,
 :mod:`schedlab.checks.guard` the hidden-truth guard. Python API::
@@ -80,7 +80,7 @@ def check_policy(
         raise UserError(f"{where}: --examples must be an integer >= 1; got {examples!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"{where}: --seed must be an integer; got {seed!r}")
-    module = importlib.import_module(f"schedlab.checks.{eng.name}")
+    module = importlib.import_module(f"schedlab.engines.{eng.name}.checks")
     from schedlab.checks.common import run_check
 
     return run_check(module.Check(cls, params), label, examples, seed)

@@ -40,7 +40,7 @@ _DIGESTS: dict[str, str] = {}
 #: Values of ``Engine.run``'s ``path``: "fast" (the default) runs a built-in
 #: policy on its compiled kernel when the engine has one and the reference
 #: otherwise; "reference" always runs the readable Python engine. Both give the
-#: same numbers (see ``schedlab.sim.queue.fast``); ``[execution] engine_path``
+#: same numbers (see ``schedlab.engines.queue.sim.fast``); ``[execution] engine_path``
 #: and ``schedlab simulate --engine-path`` choose it.
 ENGINE_PATHS = ("fast", "reference")
 

@@ -1,8 +1,8 @@
 """Gymnasium environments over schedlab's engines (``pip install 'schedlab[rl]'``).
 
-``import schedlab.gym`` registers ``schedlab/Batch-v0`` (:mod:`schedlab.gym.batch`),
-``schedlab/Packing-v0`` (:mod:`schedlab.gym.packing`) and ``schedlab/Queue-v0``
-(:mod:`schedlab.gym.queue`) with Gymnasium; ``gymnasium.make(...)`` and
+``import schedlab.gym`` registers ``schedlab/Batch-v0`` (:mod:`schedlab.engines.batch.gym`),
+``schedlab/Packing-v0`` (:mod:`schedlab.engines.packing.gym`) and ``schedlab/Queue-v0``
+(:mod:`schedlab.engines.queue.gym`) with Gymnasium; ``gymnasium.make(...)`` and
 ``gymnasium.make_vec(...)`` then build them. docs/gym.md describes each
 environment's observations, actions, rewards and episodes.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import gymnasium
 
 ENVIRONMENTS = {
-    "schedlab/Batch-v0": "schedlab.gym.batch:BatchEnv",
-    "schedlab/Packing-v0": "schedlab.gym.packing:PackingEnv",
-    "schedlab/Queue-v0": "schedlab.gym.queue:QueueEnv",
+    "schedlab/Batch-v0": "schedlab.engines.batch.gym:BatchEnv",
+    "schedlab/Packing-v0": "schedlab.engines.packing.gym:PackingEnv",
+    "schedlab/Queue-v0": "schedlab.engines.queue.gym:QueueEnv",
 }
 
 for _id, _entry in ENVIRONMENTS.items():

@@ -2,7 +2,7 @@
 (``schedlab.gym.train.export`` writes ``agent.py``, a subclass holding its
 weights).
 
-:class:`MLPAgent` is a priority policy (``schedlab.policies.batch.priority``)
+:class:`MLPAgent` is a priority policy (``schedlab.engines.batch.policies.priority``)
 whose head is chosen by the network, exactly where ``schedlab/Batch-v0``
 asks its agent: it builds the environment's observation with
 :func:`schedlab.gym.features.batch_observation` from what a batch policy may
@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from schedlab.engines.batch.policies.priority import PriorityPolicy
 from schedlab.gym.features import batch_observation
-from schedlab.policies.batch.priority import PriorityPolicy
 
 
 def decode(weights: str) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -259,7 +259,7 @@ def run(a: argparse.Namespace) -> None:
         "backfill": a.backfill,
         "span": tuple(a.span) if a.span else None,
     }
-    from schedlab.gym.batch import BatchEnv
+    from schedlab.engines.batch.gym import BatchEnv
 
     BatchEnv(**env_kwargs)  # bad input fails here, in a second, not after importing torch and MLflow
     budget = train(

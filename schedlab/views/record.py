@@ -258,7 +258,7 @@ class DfrsRecorder:
         self.nodes = 0
 
     def __call__(self, t: float, st: Any) -> None:
-        from schedlab.sim.dfrs.state import PAUSED as ST_PAUSED
+        from schedlab.engines.dfrs.sim.state import PAUSED as ST_PAUSED
 
         self.nodes = st.nodes
         now_nodes: dict[tuple[int, int], tuple[float, float, float, int, float]] = {}

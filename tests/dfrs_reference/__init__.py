@@ -1,5 +1,5 @@
 """A frozen copy of the DFRS engine and policies as they were before the
-speed-up (commit 3aa6bc9: schedlab/sim/dfrs.py, schedlab/policies/dfrs/
+speed-up (commit 3aa6bc9: schedlab/engines/dfrs/sim.py, schedlab/engines/dfrs/policies/
 greedy.py, mcb8.py, stretch.py, imports redirected here; the policy seam,
 base.py, which the speed-up left as it was, is imported from schedlab). The
 reference the fast code must reproduce bit for bit (tests/test_dfrs_speed.py).

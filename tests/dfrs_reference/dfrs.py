@@ -43,7 +43,7 @@ recomputes the yields -- or, when the policy has an ``allocate`` method,
 running jobs and returns the number of solver failures to add to
 ``lp_failures``; ``next_period`` is the next periodic instant, > now, or inf
 without a period). The /stretch-per policies use this hook
-(``schedlab.policies.dfrs.stretch``).
+(``schedlab.engines.dfrs.policies.stretch``).
 A penalty expiry changes no mapping and no yield. (While nothing is running
 or pending, periodic instants are skipped.)
 

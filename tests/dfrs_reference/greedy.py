@@ -1,6 +1,6 @@
 """Greedy task mapping for the DFRS engine (dfrs-vs-batch-scheduling §4.2, §4.4, §4.5).
 
-Engine: ``schedlab.sim.dfrs``. A policy has ``opt`` ("MIN" or "AVG", the
+Engine: ``schedlab.engines.dfrs.sim``. A policy has ``opt`` ("MIN" or "AVG", the
 resource allocation of §4.6, applied by the engine) and two callbacks:
 ``on_arrival(state, job)`` (the job is pending, never placed) and
 ``on_completion(state)`` (once per instant at which jobs completed). It
@@ -71,7 +71,7 @@ from typing import ClassVar
 import numpy as np
 
 from tests.dfrs_reference.dfrs import RUNNING, DfrsState, task_slots
-from schedlab.policies.dfrs.base import DfrsPolicy  # unchanged by the speed-up: the seam itself, not a copy
+from schedlab.engines.dfrs.policies.base import DfrsPolicy  # unchanged by the speed-up: the seam itself, not a copy
 
 
 def greedy_place(free_mem: np.ndarray, load: np.ndarray, tasks: int, mem: float, cpu: float) -> list[int] | None:
@@ -189,7 +189,7 @@ DEFAULT_PERIOD = 600.0  # s: the paper's default period (§5.3.2: "a 600 second 
 
 class PeriodicMCB8:
     """Mixin for the /per variants: at each periodic instant, MCB8 (§4.3,
-    ``schedlab.policies.dfrs.mcb8.mcb8``, yield precision 0.01) maps all
+    ``schedlab.engines.dfrs.policies.mcb8.mcb8``, yield precision 0.01) maps all
     running and pending jobs from scratch, with the §4.1 priorities (zero
     virtual time = +inf; MCB8 breaks priority ties by smaller job index, which
     is the submission order when the job table is sorted by submit). Then:

@@ -40,13 +40,14 @@ from typing import Any
 
 #: The sources whose change must invalidate every cached kernel: this module,
 #: the packing engine's helper module tetris_fast.py and the modules of the
-#: kernel packages (``sim/<engine>/fast/``, ``sim/packing/multi_fast/``; see
-#: the module docstring).
-_SIM = Path(__file__).parent.parent
+#: engines' kernel packages (``engines/<engine>/sim/fast/``,
+#: ``engines/packing/sim/multi_fast/``; see the module docstring). Read as files
+#: (never imported): the cache's key, not a dependency on the engines.
+_ENGINES = Path(__file__).resolve().parents[2] / "engines"
 SHARED_SOURCES = (
     Path(__file__),
-    _SIM / "packing" / "tetris_fast.py",
-    *sorted([*_SIM.glob("*/fast/*.py"), *_SIM.glob("*/multi_fast/*.py")]),
+    _ENGINES / "packing" / "sim" / "tetris_fast.py",
+    *sorted([*_ENGINES.glob("*/sim/fast/*.py"), *_ENGINES.glob("*/sim/multi_fast/*.py")]),
 )
 
 
@@ -81,7 +82,7 @@ import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402  (re-exported for the kernel modules)
 
-from schedlab.sim.packing.engine import EPOCH_TOL  # noqa: E402
+from schedlab.sim.common.tolerances import EPOCH_TOL  # noqa: E402
 
 # numba's config attributes are set at run time from the environment (no
 # static declaration for a type checker to see).

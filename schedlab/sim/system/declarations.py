@@ -90,13 +90,13 @@ PACKING = SystemSchema(
     ),
 )
 
-#: The batch engine's machine models (``schedlab.sim.batch.engine``).
+#: The batch engine's machine models (``schedlab.engines.batch.sim.engine``).
 BATCH_MODELS = ("procs", "nodes")
 
 
 def units_needed(procs: np.ndarray, model: str, tasks_per_node: int) -> np.ndarray:
     """Units a job holds: procs (model procs) or ceil(procs / tasks_per_node) nodes
-    (the batch engine's machine, ``schedlab.sim.batch.engine``, and its oversize rule here)."""
+    (the batch engine's machine, ``schedlab.engines.batch.sim.engine``, and its oversize rule here)."""
     procs = np.asarray(procs, dtype=np.int64)
     if model == "procs":
         return procs.copy()
@@ -162,7 +162,7 @@ def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
 
 
 def _batch_fits(jobs, point) -> Misfit | None:
-    """The batch engine's oversize rule (``schedlab.sim.batch.engine.run_table``)."""
+    """The batch engine's oversize rule (``schedlab.engines.batch.sim.engine.run_table``)."""
     missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:
         return missing
@@ -183,10 +183,10 @@ def _batch_fits(jobs, point) -> Misfit | None:
 
 
 def _dfrs_fits(jobs, point) -> Misfit | None:
-    """The DFRS engine's oversize rule (``schedlab.sim.dfrs.run_table``)."""
+    """The DFRS engine's oversize rule (``schedlab.engines.dfrs.sim.run_table``)."""
     import polars as pl
 
-    from schedlab.sim.dfrs.state import tasks_per_node
+    from schedlab.engines.dfrs.sim.state import tasks_per_node
 
     missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
     if missing or not jobs.height:

@@ -1,0 +1,100 @@
+"""The batch engine's entry: rigid parallel jobs space-shared on a homogeneous
+cluster, no preemption (FCFS, EASY backfilling, the priority heuristics of
+``schedlab.engines.batch.policies.priority``). The simulator is
+``schedlab.engines.batch.sim.engine``; compiled kernels for every built-in are in
+``schedlab.engines.batch.sim.fast``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.sim.system import SYSTEMS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def run(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    path: str = "fast",
+    recorder: Any = None,
+) -> RunResult:
+    """Run one batch policy over a rigid-job table: job_id, submit, runtime,
+    procs[, requested_time] (SWF traces, Lublin). System: model ("procs" or
+    "nodes"), procs (model procs; 0 = the trace's machine size from a
+    ``machine_procs`` column if the table carries one), nodes (model nodes),
+    tasks_per_node, oversize ("error" or "drop"), cpu_need (when the table
+    has no such column), bound (the DFRS view: underutilization and Theorem
+    1's max-stretch lower bound, see ``schedlab.engines.batch.sim.engine``),
+    estimates ("requested" or "exact": the runtimes EASY plans with) and
+    easy_backfill ("canonical" or "vcsim": EASY's backfilling rule, the DFRS
+    authors' simulator's with "vcsim", ``schedlab.engines.batch.policies.easy``; EASY
+    then runs on the reference engine).
+
+    ``path="fast"``: the built-ins themselves (by identity, never a subclass)
+    without params run on their compiled kernels (``schedlab.engines.batch.sim.fast``,
+    the same start and end times to the bit); everything else, and whatever
+    the kernels decline, runs on the reference engine. ``recorder``: the
+    schedule recorder of ``simulate_batch`` (the reference path runs)."""
+    sys_params = {**ENGINE.system_defaults, **(system or {})}
+    per_job, summary = run_table(jobs, cls, **sys_params, path=path, recorder=recorder, **(params or {}))
+    return RunResult(per_job, summary)
+
+
+def run_table(
+    jobs: pl.DataFrame, cls: type, *, path: str = "reference", **kwargs: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``schedlab.engines.batch.sim.engine.run_table`` with the kernel of ``cls`` on
+    the fast path: FCFS and EASY themselves (:func:`kernel_id`)."""
+    from schedlab.engines.batch.sim.engine import run_table as simulate_table
+
+    kernel = kernel_id(cls) if path == "fast" else None
+    return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
+
+
+def kernel_id(cls: type) -> str | tuple[str, int, bool] | None:
+    """The id of ``cls``'s compiled kernel in ``schedlab.engines.batch.sim.fast``, if
+    it *is* a built-in batch policy class (identity, never a subclass): FCFS
+    and EASY by name, a priority policy as ("priority", its key code, its
+    backfilling); else None (the reference engine runs it)."""
+    name = ENGINE.builtin_name(cls)
+    if name is None:
+        return None
+    from schedlab.engines.batch.policies.priority import PriorityPolicy
+
+    if issubclass(cls, PriorityPolicy):
+        return ("priority", int(cls.kind), bool(cls.backfill))
+    return name
+
+
+ENGINE = Engine(
+    name="batch",
+    summary=(
+        "rigid parallel jobs space-shared on a homogeneous cluster, no preemption (FCFS, EASY backfilling; "
+        "SJF, WFP3, UNICEP, F1-F4 without or with EASY)"
+    ),
+    policies=LazyPolicies("schedlab.engines.batch.policies", "BATCH_POLICIES"),
+    adapter=run,
+    seam="schedlab.engines.batch.policies.base.BatchPolicy",
+    sources=(
+        "engines/base.py",
+        "engines/batch/__init__.py",
+        "params.py",
+        "errors.py",
+        "sim/system",
+        "engines/batch/sim/engine.py",
+        "engines/batch/sim/fast.py",
+        "sim/common/jit.py",
+        "sim/bound/stretch_bound.py",
+        "sim/bound/underutilization.py",
+        "engines/batch/policies",
+    ),
+    workload_kinds=("trace", "lublin"),
+    system=SYSTEMS["batch"],
+    fast_path=True,
+)

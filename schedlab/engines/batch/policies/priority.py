@@ -1,0 +1,278 @@
+"""Priority policies: the heuristics reinforcement-learning batch schedulers
+compare against (RLScheduler, Zhang et al. SC'20, Tables V-VI), each without
+backfilling and with EASY backfilling (``<name>+EASY``).
+
+The rule (one pass at each event instant ``now``)
+-------------------------------------------------
+1. The waiting job of smallest ``key(job, now)`` (ties: submit order, then
+   job order -- the first in arrival order) is the head.
+2. If the head fits in the free units it starts now; go to 1.
+3. Otherwise nothing else starts without backfilling (the head blocks the
+   queue). With EASY backfilling the head gets EASY's reservation (shadow
+   time and extra units from the running jobs' *requested* ends,
+   :func:`schedlab.engines.batch.policies.easy.reservation`) and the other waiting
+   jobs, scanned in submit order, start now if they do not delay it
+   (:func:`schedlab.engines.batch.policies.easy.backfill`).
+
+The head is chosen again at every pass (priorities are recomputed, as a
+production scheduler does each cycle): a later arrival of higher priority
+overtakes a waiting head. When no waiting job fits in the free units the
+choice cannot change the pass (nothing starts, nothing backfills):
+:meth:`PriorityPolicy.decisions` then asks nothing.
+
+``commit = true`` (a parameter; such runs take the Python reference path) is
+RLScheduler's semantics instead: as soon as no job is committed and the queue
+is not empty -- even when nothing fits -- the job of smallest key is chosen
+and kept as the head until it starts; later arrivals never overtake it
+(docs/gym.md lists every difference from its simulator; the rlsched-tables
+pipeline measures this one).
+
+A constant key (every job equal: the first in arrival order) gives FCFS
+without backfilling and EASY with it, start for start (a test checks both).
+
+Keys (lower = first; ``r`` = requested time, ``n`` = units needed,
+``s`` = submit time, ``w = now - s`` = wait so far; RLScheduler's
+definitions, read in its ``HPCSimPickJobs.py``, except where said)
+-----------------------------------------------------------------------
+* SJF: ``r`` (shortest requested time first);
+* WFP3 (Tang et al. 2009): ``-(w / r)^3 * n``, computed as ``q * q * q * n``
+  with ``q = w / r`` (largest first: long-waiting, short, wide jobs).
+  RLScheduler's code reads the wait as ``scheduled_time - submit_time``
+  while ``scheduled_time`` is still -1, i.e. ``-1 - s``: its WFP3 and UNICEP
+  order by submit time, not wait (docs/gym.md, the rlsched-tables pipeline);
+  here the wait is the real one;
+* UNICEP (Tang et al. 2009): ``-(w + 1e-15) / (log2(n + 1e-15) * r)``, with
+  RLScheduler's guards against w = 0 and n = 1 (serial jobs come first);
+* F1..F4 (Carastan-Santos & de Camargo, SC'17; s <= 0 read as 0.1 as in
+  RLScheduler's F1): ``log10(r) * n + 870 * log10(s)``,
+  ``sqrt(r) * n + 25600 * log10(s)``, ``r * n + 6860000 * log10(s)``,
+  ``r * sqrt(n) + 530000 * log10(s)``. They read the absolute submit time:
+  shifting a workload's times changes their order.
+
+Every key reads the requested time, never the actual runtime. The built-ins
+run on the compiled kernel ``schedlab.engines.batch.sim.fast._priority`` (the same
+operations in the same order: bit-identical schedules).
+
+The pass is written once, as a coroutine (:meth:`PriorityPolicy.decisions`):
+``schedule`` answers its questions with :meth:`choose`; the Gymnasium
+environment ``schedlab/Batch-v0`` answers them with an agent's actions, so
+the agent drives this very code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any, ClassVar
+
+from sortedcontainers import SortedList
+
+from schedlab.engines.batch.policies.base import BatchPolicy
+from schedlab.engines.batch.policies.easy import backfill, reservation
+
+#: Keys' guards (RLScheduler's): added to the wait and to the need in UNICEP;
+#: the submit time a log10 reads when s <= 0 (F1..F4).
+UNICEP_EPS = 1e-15
+F_SUBMIT_FLOOR = 0.1
+
+
+class PriorityPolicy(BatchPolicy):
+    """The head chosen by smallest :meth:`key` at each pass; optional EASY
+    backfilling (class attribute ``backfill``). Subclasses set ``name``,
+    ``summary``, ``kind`` (the compiled kernel's key code) and ``key``."""
+
+    backfill: ClassVar[bool] = False
+    kind: ClassVar[int] = -1
+
+    def __init__(self, machine: Any, *, commit: bool = False) -> None:
+        super().__init__(machine)
+        self.commit = bool(commit)
+        self.head: int | None = None  # the committed head (commit=True)
+        self.queue: dict[int, None] = {}  # waiting jobs in arrival order
+        self.running = SortedList()  # (requested end, job), kept with backfilling only
+        self.req_end: dict[int, float] = {}
+        self.free = machine.free  # free units at the current decision (read by the environment)
+
+    def key(self, job: int, now: float) -> float:
+        """Priority of ``job`` at ``now``: lower starts first."""
+        return 0.0
+
+    def arrive(self, job: int) -> None:
+        self.queue[job] = None
+
+    def complete(self, job: int) -> None:
+        if self.backfill:
+            self.running.remove((self.req_end.pop(job), job))
+
+    def choose(self, now: float) -> int:
+        """The waiting job of smallest key, the first in arrival order on ties."""
+        it = iter(self.queue)
+        best = next(it)
+        best_key = self.key(best, now)
+        for job in it:
+            k = self.key(job, now)
+            if k < best_key:
+                best, best_key = job, k
+        return best
+
+    def _start(self, job: int, now: float) -> None:
+        del self.queue[job]
+        if self.backfill:
+            e = now + self.machine.requested[job]
+            self.req_end[job] = e
+            self.running.add((e, job))
+
+    def decisions(self, now: float) -> Generator[None, int, list[int]]:
+        """One pass (the module docstring's rule) as a coroutine: it yields
+        whenever a head must be chosen among ``self.queue`` and some waiting
+        job fits (``self.free`` is then the free units), and is sent the
+        chosen job; it returns the jobs started, in order."""
+        out: list[int] = []
+        need = self.machine.need
+        free = self.machine.free
+        queue = self.queue
+        while queue:
+            if self.head is not None:  # committed (commit=True)
+                head = self.head
+            elif not self.commit and min(need[j] for j in queue) > free:
+                break  # nothing fits: no choice could change this pass
+            else:
+                self.free = free
+                head = yield
+                if self.commit:
+                    self.head = head
+            nh = need[head]
+            if nh <= free:
+                free -= nh
+                self._start(head, now)
+                out.append(head)
+                self.head = None
+                continue
+            if self.backfill:
+                shadow, extra = reservation(self.running, need, free, now, nh)
+                others = (j for j in queue if j != head)
+                started = backfill(others, need, self.machine.requested, free, now, shadow, extra)
+                for job in started:
+                    self._start(job, now)
+                out.extend(started)
+            break
+        self.free = free
+        return out
+
+    def schedule(self, now: float) -> list[int]:
+        gen = self.decisions(now)
+        try:
+            next(gen)
+            while True:
+                gen.send(self.choose(now))
+        except StopIteration as stop:
+            started: list[int] = stop.value
+            return started
+
+
+def _log10_submit(s: float) -> float:
+    return math.log10(s if s > 0 else F_SUBMIT_FLOOR)
+
+
+class SJF(PriorityPolicy):
+    name = "SJF"
+    summary = "shortest requested time first; the head blocks the queue (no backfilling)"
+    kind = 1
+
+    def key(self, job: int, now: float) -> float:
+        return self.machine.requested[job]
+
+
+class WFP3(PriorityPolicy):
+    name = "WFP3"
+    summary = "largest (wait / requested)^3 x need first (Tang et al. 2009); no backfilling"
+    kind = 2
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        q = (now - m.submit[job]) / m.requested[job]
+        return -(q * q * q * m.need[job])
+
+
+class UNICEP(PriorityPolicy):
+    name = "UNICEP"
+    summary = "largest wait / (log2(need) x requested) first (Tang et al. 2009); no backfilling"
+    kind = 3
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        return -((now - m.submit[job] + UNICEP_EPS) / (math.log2(m.need[job] + UNICEP_EPS) * m.requested[job]))
+
+
+class F1(PriorityPolicy):
+    name = "F1"
+    summary = "smallest log10(r) n + 870 log10(s) first (Carastan-Santos & de Camargo 2017); no backfilling"
+    kind = 4
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        return math.log10(m.requested[job]) * m.need[job] + 870.0 * _log10_submit(m.submit[job])
+
+
+class F2(PriorityPolicy):
+    name = "F2"
+    summary = "smallest sqrt(r) n + 25600 log10(s) first (Carastan-Santos & de Camargo 2017); no backfilling"
+    kind = 5
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        return math.sqrt(m.requested[job]) * m.need[job] + 25600.0 * _log10_submit(m.submit[job])
+
+
+class F3(PriorityPolicy):
+    name = "F3"
+    summary = "smallest r n + 6860000 log10(s) first (Carastan-Santos & de Camargo 2017); no backfilling"
+    kind = 6
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        return m.requested[job] * m.need[job] + 6860000.0 * _log10_submit(m.submit[job])
+
+
+class F4(PriorityPolicy):
+    name = "F4"
+    summary = "smallest r sqrt(n) + 530000 log10(s) first (Carastan-Santos & de Camargo 2017); no backfilling"
+    kind = 7
+
+    def key(self, job: int, now: float) -> float:
+        m = self.machine
+        return m.requested[job] * math.sqrt(m.need[job]) + 530000.0 * _log10_submit(m.submit[job])
+
+
+def _with_easy(cls: type[PriorityPolicy]) -> type[PriorityPolicy]:
+    """``cls`` with EASY backfilling around its head, named ``<name>+EASY``."""
+    summary = f"{cls.name}'s head keeps an EASY reservation; the other jobs backfill around it in submit order"
+    ns = {"name": f"{cls.name}+EASY", "summary": summary, "backfill": True, "__module__": __name__}
+    return type(f"{cls.__name__}_EASY", (cls,), ns)
+
+
+SJF_EASY = _with_easy(SJF)
+WFP3_EASY = _with_easy(WFP3)
+UNICEP_EASY = _with_easy(UNICEP)
+F1_EASY = _with_easy(F1)
+F2_EASY = _with_easy(F2)
+F3_EASY = _with_easy(F3)
+F4_EASY = _with_easy(F4)
+
+#: Every built-in priority policy, without then with backfilling.
+PRIORITY_POLICIES: tuple[type[PriorityPolicy], ...] = (
+    SJF,
+    WFP3,
+    UNICEP,
+    F1,
+    F2,
+    F3,
+    F4,
+    SJF_EASY,
+    WFP3_EASY,
+    UNICEP_EASY,
+    F1_EASY,
+    F2_EASY,
+    F3_EASY,
+    F4_EASY,
+)

@@ -1,0 +1,97 @@
+"""The packing engine's entry: L servers with capacities, jobs with demands
+packed without preemption (Psychas & Ghaderi; Tetris). The simulator is
+``schedlab.engines.packing.sim.engine``; compiled kernels for the built-in single-resource
+policies are in ``schedlab.engines.packing.sim.fast``, for Tetris and Slots-Fair in
+``schedlab.engines.packing.sim.multi_fast``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.sim.system import SYSTEMS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def run(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    path: str = "fast",
+    recorder: Any = None,
+) -> RunResult:
+    """Run one packing policy over a job table: job_id, submit, duration (or
+    runtime), demand (or cpu/mem). System: servers, capacity, epoch (0 = at
+    every event), sample_every (0 = no time series).
+
+    ``path="fast"``: the built-in single-resource classes FIFO-FF, BF-J, BF-S,
+    BF-J/S, VQS and VQS-BF (by identity, never a subclass) run on their compiled kernel
+    (``schedlab.engines.packing.sim.fast``, the same numbers to the bit), and so do the
+    multi-resource Tetris and Slots-Fair (``schedlab.engines.packing.sim.multi_fast``);
+    everything else, and whatever a kernel declines, runs on the reference engine.
+    ``recorder``: the schedule recorder of ``simulate_packing`` (the reference path runs)."""
+    sys_params = {**ENGINE.system_defaults, **(system or {})}
+    per_job, summary, samples = run_table(jobs, cls, path=path, recorder=recorder, **sys_params, **(params or {}))
+    series = None
+    if samples is not None:
+        series = {}
+        for key, values in samples.items():
+            arr = np.asarray(values, dtype=float)
+            if arr.ndim == 1:
+                series[key] = arr
+            else:  # one column per resource
+                for r in range(arr.shape[1]):
+                    series[key if arr.shape[1] == 1 else f"{key}_{r}"] = arr[:, r]
+    return RunResult(per_job, summary, series)
+
+
+def run_table(
+    jobs: pl.DataFrame, cls: type, *, path: str = "fast", **kwargs: Any
+) -> tuple[dict[str, Any], dict[str, float], dict[str, Any] | None]:
+    """``schedlab.engines.packing.sim.table.run_table`` with the kernel of ``cls`` on
+    the fast path: the built-in classes themselves (:func:`kernel_id`)."""
+    from schedlab.engines.packing.sim.table import run_table as simulate_table
+
+    kernel = kernel_id(cls) if path == "fast" else None
+    return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
+
+
+def kernel_id(cls: type) -> str | None:
+    """The id of ``cls``'s compiled kernel (``schedlab.engines.packing.sim.fast`` or
+    ``multi_fast``): its registry name if it *is* a built-in packing policy
+    class (identity, never a subclass), else None (the reference engine runs it)."""
+    return ENGINE.builtin_name(cls)
+
+
+ENGINE = Engine(
+    name="packing",
+    summary="L servers with capacities; jobs with demands packed without preemption (Psychas & Ghaderi, Tetris)",
+    policies=LazyPolicies("schedlab.engines.packing.policies", "PACKING_POLICIES"),
+    adapter=run,
+    seam="schedlab.engines.packing.policies.base.PackingPolicy",
+    sources=(
+        "engines/base.py",
+        "engines/packing/__init__.py",
+        "params.py",
+        "errors.py",
+        "sim/system",
+        "engines/packing/sim/engine.py",
+        "engines/packing/sim/table.py",
+        "engines/packing/sim/fast",
+        "engines/packing/sim/fast_io.py",
+        "engines/packing/sim/vqs_partition.py",
+        "engines/packing/sim/multi_fast",
+        "engines/packing/sim/tetris_fast.py",
+        "sim/common/jit.py",
+        "engines/packing/policies",
+    ),
+    workload_kinds=("packing", "trace"),
+    system=SYSTEMS["packing"],
+    fast_path=True,
+)
