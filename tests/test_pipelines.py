@@ -265,3 +265,22 @@ def test_psbs_shape_verdicts_read_from_paired_intervals(runs):
     assert ends and check.outcome == expected
     text = result.report_md.read_text()
     assert f"- **{check.outcome}**" in text and "read from the 95 % intervals shown" in text
+
+
+def test_claims_per_panel_pair_each_panels_own_rows(runs):
+    """psbs-ircache checks its claims on each log's panel in turn: the paired
+    ratio each reports comes from that panel's own sweep (a regression: both
+    panels once read the first sweep's rows, so the BU panel showed the
+    Squid panel's intervals)."""
+    import re
+
+    from schedlab import load
+
+    result = runs["psbs-ircache"]
+    beat_ps = [c for c in result.figures[0].checks if "beat PS" in c.claim]
+    assert len(beat_ps) == 2
+    for check, (sweep, d) in zip(beat_ps, sorted(result.results_dirs.items(), key=lambda kv: "bu98" in kv[0])):
+        rows = load(d).collect()
+        mst = {p: rows.filter(rows["policy"] == p)["mst"].mean() for p in ("FSPE", "PS")}
+        shown = float(re.search(r"FSPE / PS ([0-9.]+)", check.detail).group(1))
+        assert shown == pytest.approx(mst["FSPE"] / mst["PS"], abs=5e-4), (sweep, check.detail)

@@ -190,8 +190,11 @@ class Claim:
         how = data.fig.get("table")
         if not isinstance(how, dict) or how.get("columns") or y not in ("ratio", how.get("metric")):
             return None
+        # a claim of one panel names it (``panel``), or is checked on each panel in turn (``claims_per_panel``:
+        # the panel's name is a format field): either way its pairs come from that panel's own sweep
+        name = self.panel or self.fields.get("panel")
         panel: dict[str, Any] = (
-            next((p for p in data.fig.get("panels", []) if p.get("name") == self.panel), {}) if self.panel else {}
+            next((p for p in data.fig.get("panels", []) if p.get("name") == name), {}) if name else {}
         )
         results = (
             next((d for n, d in data.dirs.items() if n.startswith(panel["sweep"])), None)
