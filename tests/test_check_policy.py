@@ -472,7 +472,7 @@ def test_broken_policy_is_caught_with_a_minimal_workload(engine, cls, invariant,
     assert f.workload.n in (jobs if isinstance(jobs, tuple) else (jobs,)), report.render()
     # Minimal: without any one of its jobs the workload no longer breaks this
     # invariant (workloads have at least one job).
-    check = importlib.import_module(f"schedlab.checks.{engine}").Check(cls, {})
+    check = importlib.import_module(f"schedlab.engines.{engine}.checks").Check(cls, {})
     for k in range(f.workload.n if f.workload.n > 1 else 0):
         try:
             check.check(f.workload.without(k))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,10 @@ def per_job(results_dir: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
     from schedlab import load
 
-    df = load(results_dir, "jobs").select(["policy", "size", "slowdown"]).collect()
+    jobs = load(results_dir, "jobs")
     out = {}
-    for p in POLICIES:
-        sub = df.filter(pl.col("policy") == p)
+    for p in POLICIES:  # one policy's jobs at a time (a filter pushed down to the scan): bounded memory
+        sub = jobs.filter(pl.col("policy") == p).select(["size", "slowdown"]).collect()
         if sub.height:
             out[p] = (sub["size"].to_numpy().astype(float), sub["slowdown"].to_numpy().astype(float))
     return out
@@ -77,6 +78,25 @@ def plot_fig7(data, path: Path) -> list[str]:
     return series
 
 
+#: Points of a drawn ECDF: a 6-inch axis at 300 dpi is 1,800 pixels wide, so a few thousand
+#: points on the log axis draw the same picture as every job (a paper-scale run's 4.8 million
+#: jobs per policy, drawn as steps, took matplotlib past 9 GB).
+ECDF_POINTS = 4096
+
+
+def ecdf_points(values: np.ndarray, k: int = ECDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of ``values`` (NaN left out) at ``k`` log-spaced x between the
+    smallest and largest value (fine where the curve is flat), at the values of ``k``
+    evenly spaced ranks (fine where it is steep), and at each of the largest ``k // 8``
+    values (the zoomed top-10 % panel's tail drawn exactly): y is exact at every x returned."""
+    v = np.sort(values[~np.isnan(values)])
+    if v.size <= 2 * k or v[0] <= 0:
+        return v, np.arange(1, v.size + 1) / v.size
+    ranks = np.linspace(0, v.size - 1, k).astype(np.int64)
+    x = np.unique(np.concatenate([np.geomspace(v[0], v[-1], k), v[ranks], v[-(k // 8) :]]))
+    return x, np.searchsorted(v, x, side="right") / v.size
+
+
 def plot_fig8(data, path: Path) -> list[str]:
     """Per-job slowdown CDF: full (top) and zoom on the 10 % most critical jobs (bottom)."""
     import matplotlib.pyplot as plt
@@ -84,9 +104,9 @@ def plot_fig8(data, path: Path) -> list[str]:
     fig, axes = plt.subplots(2, 1, figsize=(6, 6.5), sharex=True)
     series = [p for p in POLICIES if p in data.table]
     for p in series:
-        sd = np.sort(data.table[p][1][~np.isnan(data.table[p][1])])
+        x, y = ecdf_points(data.table[p][1])
         for ax in axes:
-            ax.step(sd, np.arange(1, sd.size + 1) / sd.size, where="post", label=p, linewidth=1.1)
+            ax.step(x, y, where="post", label=p, linewidth=1.1)
     axes[1].set_ylim(0.9, 1.0005)
     for ax in axes:
         ax.set_xscale("log")
@@ -220,10 +240,6 @@ def _share_by_replication(data, test) -> dict[str, Any]:
     return {p: over_replications(v.values()) for (p,), v in shares.items()}
 
 
-def _share(data, test) -> dict[str, float]:
-    return {p: float(np.mean(test(sd[~np.isnan(sd)]))) for p, (_, sd) in data.table.items()}
-
-
 def majority_optimal(data, claim):
     at1 = _share_by_replication(data, lambda sd: sd <= OPTIMAL)
     return claim.verdict(
@@ -247,10 +263,16 @@ def high_in_srpte_fspe(data, claim):
 
 def none_high(data, claim):
     """An observed count, not an estimate: the paper says no job of its runs went above ``than``;
-    ours holds when none of every job of every replication does, fails when one does."""
-    high = _share(data, lambda sd: sd > claim.than)
+    ours holds when none of every job of every replication does, fails when one does (the count
+    is shown, with the largest slowdown: one job in millions decides it)."""
+    counts = {}
+    for p in ("PS", "LAS", "PSBS"):
+        sd = data.table[p][1]
+        sd = sd[~np.isnan(sd)]
+        counts[p] = (int(np.sum(sd > claim.than)), sd.size, float(sd.max()) if sd.size else math.nan)
     return claim.verdict(
-        HOLDS if all(high[p] == 0 for p in ("PS", "LAS", "PSBS")) else FAILS,
-        ", ".join(f"{p} {high[p]:.2%}" for p in ("PS", "LAS", "PSBS")) + " of all jobs (a count over the runs)",
+        HOLDS if all(c[0] == 0 for c in counts.values()) else FAILS,
+        ", ".join(f"{p} {k:,} of {n:,} jobs (largest {top:.4g})" for p, (k, n, top) in counts.items())
+        + " (a count over every job of every replication)",
         high=claim.than,
     )
