@@ -48,7 +48,7 @@ def oldest(env, info):
 
 def shortest(env, info):
     rows = info["jobs"][info["action_mask"]]
-    return int(np.argmin(env._requested[rows]))
+    return int(np.argmin(env.requested[rows]))
 
 
 def first_fit(env, info):
