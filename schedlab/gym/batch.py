@@ -311,13 +311,16 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
 
 
 _ONE = np.ones(1, dtype=bool)
+#: ``invalid_action`` -> the kernel's code.
+INVALID_CODES = {"nearest": K.NEAREST, "penalty": K.PENALTY, "raise": K.RAISE}
 
 
 class BatchVectorEnv(VectorEnv):
     """``num_envs`` episodes of ``schedlab/Batch-v0`` stepped by one compiled
     call (``gymnasium.make_vec("schedlab/Batch-v0", num_envs=...)``; the
     keyword arguments are :class:`BatchEnv`'s). Sub-environment ``i`` is
-    seeded ``seed + i`` (as Gymnasium's ``SyncVectorEnv``); an episode that
+    seeded ``seed + i`` (as Gymnasium's ``SyncVectorEnv``; ``reset(options={"start":
+    [k0, k1, ...]})`` fixes each one's first job); an episode that
     ends is reset at the next step (``AutoresetMode.NEXT_STEP``: that step's
     action is ignored, its reward is 0). ``info["action_mask"]``: the
     ``(num_envs, window)`` masks (also :meth:`action_masks`); ``info["jobs"]``:
@@ -336,6 +339,7 @@ class BatchVectorEnv(VectorEnv):
         self._out = env._buffers(self.num_envs)
         self._rngs = [np.random.default_rng(i) for i in range(self.num_envs)]
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._every = np.ones(self.num_envs, dtype=bool)
         self._loaded = False
 
     def _load(self, e: int, options: dict[str, Any] | None = None) -> None:
@@ -348,16 +352,25 @@ class BatchVectorEnv(VectorEnv):
             seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
             self._rngs = [gymnasium.utils.seeding.np_random(s)[0] for s in seeds]
         for e in range(self.num_envs):
-            self._load(e, options)
+            self._load(e, self._options(e, options))
         self._autoreset[:] = False
         self._loaded = True
         return self._out[0].copy(), self._info()
+
+    def _options(self, e: int, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Sub-environment ``e``'s reset options: ``options["start"]`` may give one start per sub-environment."""
+        if options and isinstance(options.get("start"), (list, tuple, np.ndarray)):
+            starts = options["start"]
+            if len(starts) != self.num_envs:
+                raise UserError(f"{ENV}: options['start'] gives {len(starts)} starts for {self.num_envs} environments")
+            return {**options, "start": starts[e]}
+        return options
 
     def action_masks(self) -> np.ndarray:
         return self._out[1].copy()
 
     def _info(self) -> dict[str, Any]:
-        every = np.ones(self.num_envs, dtype=bool)
+        every = self._every
         return {"action_mask": self._out[1].copy(), "_action_mask": every, "jobs": self._out[2].copy(), "_jobs": every}
 
     def step(self, actions: Any):
@@ -367,37 +380,24 @@ class BatchVectorEnv(VectorEnv):
         F, N, S, T = self._state
         obs, mask, slots = self._out
         a = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
-        rewards = np.zeros(self.num_envs)
-        active = ~self._autoreset
-        rows = np.arange(self.num_envs)
-        inside = (a >= 0) & (a < env.window)
-        bad = active & ~(inside & mask[rows, np.clip(a, 0, env.window - 1)])
-        for e in np.flatnonzero(bad):  # the invalid-action rule, per episode (rare for a masked agent)
-            r = resolve_action(ENV, a[e], mask[e], env.invalid_action)
-            if r is None:
-                active[e] = False
-                rewards[e] = -INVALID_ACTION_PENALTY
-            else:
-                a[e] = r
-        heads = slots[rows, np.clip(a, 0, env.window - 1)]
-        K.step(F, N, S, T, heads, active, *env._kernel_args, obs, mask, slots, env.nodes, env.runtime_scale)
-        terminated = active & (S[:, K.PENDING] == 0)
-        if env.reward_mode == "step":
-            rewards[active] = -T[active, K.REW] / env.sequence
-            T[active, K.REW] = 0.0
-        else:
+        rewards = np.empty(self.num_envs)
+        skip = self._autoreset
+        invalid = INVALID_CODES[env.invalid_action]
+        factor = -1.0 / env.sequence if env.reward_mode == "step" else 0.0
+        args = (invalid, INVALID_ACTION_PENALTY, factor, *env._kernel_args, *self._out)
+        bad = K.vstep(F, N, S, T, a, skip, *args, env.nodes, env.runtime_scale, rewards)
+        if bad >= 0:
+            resolve_action(f"{ENV} (sub-environment {bad})", a[bad], mask[bad], "raise")
+        terminated = S[:, K.PENDING] == 0
+        terminated &= ~skip
+        if env.reward_mode == "final":
             sign = 1.0 if env.reward_kind == "utilisation" else -1.0
             for e in np.flatnonzero(terminated):
+                sub, run, need = F[e, K.SUBMIT], F[e, K.RUNTIME], N[e, K.NEED]
                 rewards[e] = sign * episode_metric(
-                    env.reward_kind,
-                    F[e, K.SUBMIT],
-                    F[e, K.RUNTIME],
-                    N[e, K.NEED],
-                    F[e, K.START],
-                    F[e, K.END],
-                    env.nodes,
+                    env.reward_kind, sub, run, need, F[e, K.START], F[e, K.END], env.nodes
                 )
-        for e in np.flatnonzero(self._autoreset):
+        for e in np.flatnonzero(skip):
             self._load(int(e))
         self._autoreset = terminated
         return obs.copy(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), self._info()

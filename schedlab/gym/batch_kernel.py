@@ -304,3 +304,43 @@ def step(F, N, S, T, heads, active, backfill, term, tau, obs, mask, slots, nodes
 def observe(F, N, S, T, e, obs, mask, slots, nodes, scale):
     """Write episode ``e``'s observation (after :func:`load`)."""
     _observe(F[e], N[e], S, T, e, obs, mask, slots, nodes, scale)
+
+
+#: ``invalid_action`` codes of :func:`vstep` (``schedlab.gym.common.INVALID_ACTIONS``).
+NEAREST, PENALTY, RAISE = 0, 1, 2
+
+
+@njit(**JIT)
+def vstep(
+    F, N, S, T, actions, skip, invalid, penalty, factor, backfill, term, tau, obs, mask, slots, nodes, scale, out
+):
+    """The vector environment's step: for each episode not in ``skip`` (an
+    autoreset pending), the action ``actions[e]`` read under ``invalid``
+    (the mask is a prefix of the slots: the nearest filled slot of an empty
+    one is the last filled), run to the next decision, observe; ``out[e]``:
+    the step's summed reward terms times ``factor``, or minus the penalty
+    (a no-op), or 0 (``skip``). Returns
+    the first episode whose action must raise (``RAISE``, or outside the
+    action space), else -1; nothing is stepped then."""
+    window = mask.shape[1]
+    envs = S.shape[0]
+    for e in range(envs):
+        a = actions[e]
+        if not skip[e] and (a < 0 or a >= window or (invalid == RAISE and not mask[e, a])):
+            return e
+    for e in range(envs):
+        out[e] = 0.0
+        if skip[e]:
+            continue
+        a = actions[e]
+        if not mask[e, a]:
+            if invalid == PENALTY:
+                out[e] = -penalty
+                continue
+            while a > 0 and not mask[e, a]:
+                a -= 1
+        _run(F[e], N[e], S, T, e, slots[e, a], backfill, term, tau)
+        _observe(F[e], N[e], S, T, e, obs, mask, slots, nodes, scale)
+        out[e] = T[e, REW] * factor
+        T[e, REW] = 0.0
+    return NONE
