@@ -387,7 +387,7 @@ class BatchVectorEnv(VectorEnv):
         args = (invalid, INVALID_ACTION_PENALTY, factor, *env._kernel_args, *self._out)
         bad = K.vstep(F, N, S, T, a, skip, *args, env.nodes, env.runtime_scale, rewards)
         if bad >= 0:
-            resolve_action(f"{ENV} (sub-environment {bad})", a[bad], mask[bad], "raise")
+            resolve_action(f"{ENV} (sub-environment {bad})", int(a[bad]), mask[bad], "raise")
         terminated = S[:, K.PENDING] == 0
         terminated &= ~skip
         if env.reward_mode == "final":
