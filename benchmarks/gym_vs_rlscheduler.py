@@ -22,7 +22,10 @@ a 64 x 64 tanh MLP in numpy (Stable-Baselines3's default policy shape, as
 ``schedlab.gym.agent.MLPAgent``; random weights: the cost is the point), on
 each environment's own observation. schedlab runs as one environment
 (``gymnasium.make``) and as a vector environment stepping every sequence per
-call (``gymnasium.make_vec``: the agent's forward pass is batched too).
+call (``gymnasium.make_vec``, ``--envs`` episodes, autoreset, random
+starts; the agent's forward pass is batched too), measured in steady state
+until twice ``--envs`` episodes have ended (jobs of the ended episodes /
+seconds: the partial ones count for nothing). BLAS runs one thread.
 
 Usage: python benchmarks/gym_vs_rlscheduler.py --peer /tmp/rlsched [--sequences 20] [--length 1024]
 """
@@ -144,29 +147,32 @@ def ours_run(env, start: int, layers) -> tuple[int, int, float]:
     return env.unwrapped.sequence, decisions, time.perf_counter() - t
 
 
-def ours_vector(envs, starts: list[int], layers) -> tuple[int, int, float]:
-    """Every sequence in one vector environment, until each has ended once."""
+def ours_vector(envs, episodes: int, layers) -> tuple[int, int, float]:
+    """Steady state of a vector environment (autoreset, random starts):
+    (jobs of the episodes ended, decisions, seconds) until ``episodes`` have ended."""
     u = envs.unwrapped
-    n = len(starts)
-    obs, info = envs.reset(seed=0, options={"start": starts})
+    obs, info = envs.reset(seed=0)
     mask = info["action_mask"]
-    done = np.zeros(n, dtype=bool)
-    decisions = 0
-    zeros = np.zeros(n, dtype=np.int64)
+    ended = decisions = 0
+    zeros = np.zeros(u.num_envs, dtype=np.int64)
     t = time.perf_counter()
-    while not done.all():
+    while ended < episodes:
         if layers is not None:
             out = forward(layers, obs)
             np.argmax(np.where(mask, out, -np.inf), axis=1)
+        stepping = ~u._autoreset
         obs, r, term, trunc, info = envs.step(zeros)
         mask = info["action_mask"]
-        decisions += int((~done).sum())
-        done |= term
-    return n * u.env.sequence, decisions, time.perf_counter() - t
+        decisions += int(stepping.sum())
+        ended += int(term.sum())
+    return ended * u.env.sequence, decisions, time.perf_counter() - t
 
 
 def main() -> None:
     import gymnasium
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # one BLAS thread: a batched matmul's threads only contend on a shared machine
 
     import schedlab.gym  # noqa: F401
 
@@ -175,6 +181,7 @@ def main() -> None:
     ap.add_argument("--sequences", type=int, default=20)
     ap.add_argument("--length", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--envs", type=int, default=64, help="episodes the vector environment steps per call")
     args = ap.parse_args()
 
     peer = None
@@ -194,7 +201,7 @@ def main() -> None:
     for backfill in ("none", "easy"):
         kw = {"trace": str(swf), "sequence": args.length, "window": 128, "backfill": backfill}
         env = gymnasium.make("schedlab/Batch-v0", **kw)
-        envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=args.sequences, **kw)
+        envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=args.envs, **kw)
         ours_run(env, starts[0], None)  # compile / load the kernel
         penv = peer_env(peer, swf, backfill == "easy") if peer is not None else None
         for agent, layers_ours, layers_peer in (
@@ -208,8 +215,8 @@ def main() -> None:
                     tot["peer"] = [tot["peer"][0] + j, tot["peer"][1] + d, tot["peer"][2] + s]
                 j, d, s = ours_run(env, k, layers_ours)
                 tot["ours"] = [tot["ours"][0] + j, tot["ours"][1] + d, tot["ours"][2] + s]
-            vec = ours_vector(envs, starts, layers_ours)
-            rows = [("schedlab Batch-v0", tot["ours"]), (f"schedlab vector x{args.sequences}", vec)]
+            vec = ours_vector(envs, 2 * args.envs, layers_ours)
+            rows = [("schedlab Batch-v0", tot["ours"]), (f"schedlab vector x{args.envs}", vec)]
             if penv is not None:
                 rows.insert(0, ("RLScheduler HPCEnv", tot["peer"]))
             for name, (j, d, s) in rows:
