@@ -25,10 +25,14 @@ not ends the pass, after EASY's reservation and backfill scan with
 Decisions that cannot change the outcome are not asked
 ------------------------------------------------------
 A pass asks the agent only while some waiting job fits the free units (as
-before), and now also not when (a) one job waits (the only choice) or (b)
+before), and now also not when (a) one job waits (the only choice), (b)
 every waiting job fits at once (whatever the order, all of them start now):
 the kernel starts the oldest, which any agent's pick would also have
-started at this instant.
+started at this instant; or (c) with EASY, exactly one waiting job fits and
+it ends (by its requested time) no later than the shadow time of the
+smallest job that does not fit: chosen, it starts; behind any other head it
+backfills (a wider head's shadow time is no earlier), and the pass then
+ends either way with the same jobs running.
 
 State layout (``E`` episodes of ``n`` jobs; row ``e`` is one episode)
 ---------------------------------------------------------------------
@@ -163,6 +167,22 @@ def _head(Fe, Ie, S, T, e, head, backfill, term, tau):
 
 
 @njit(**HOT)
+def _shadow(Fe, Ie, S, T, e, nh):
+    """EASY's shadow time for a head of need ``nh`` (as :func:`_head` computes
+    it): nondecreasing in ``nh``."""
+    now = T[e, NOW]
+    avail = S[e, FREE]
+    k = ZERO
+    while k < S[e, R]:
+        avail += Ie[NEED, Ie[RI, k]]
+        if avail >= nh:
+            x = Fe[RK, k]
+            return x if x > now else now
+        k += 1
+    return now
+
+
+@njit(**HOT)
 def _advance(Fe, Ie, S, T, e, backfill):
     """Apply every event of the next instant (completions, then arrivals)."""
     n = Fe.shape[1]
@@ -209,17 +229,29 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
     while True:
         while open_pass and S[e, QLEN] > 0:
             free = S[e, FREE]
+            fits = ZERO  # waiting jobs that fit; the first of them; the least need of the others
+            only = NONE
+            least = S[e, CAP] + 1
             q = S[e, QHEAD]
-            least = Ie[NEED, q]
             while q >= 0:
-                if Ie[NEED, q] < least:
-                    least = Ie[NEED, q]
+                nq = Ie[NEED, q]
+                if nq <= free:
+                    fits += 1
+                    if only < 0:
+                        only = q
+                elif nq < least:
+                    least = nq
                 q = Ie[NXT, q]
-            if least > free:
+            if fits == 0:
                 break  # nothing fits: no choice could change this pass
             if S[e, QLEN] == 1 or S[e, QNEED] <= free:
                 # the only choice, or every waiting job starts now whatever the order
                 _launch(Fe, Ie, S, T, e, S[e, QHEAD], backfill, term, tau)
+                continue
+            if backfill and fits == 1 and T[e, NOW] + Fe[REQUESTED, only] <= _shadow(Fe, Ie, S, T, e, least):
+                # the one job that fits starts now whatever the head: chosen, it starts; behind any
+                # other head it backfills (it ends by the earliest shadow time any head can get)
+                _launch(Fe, Ie, S, T, e, only, backfill, term, tau)
                 continue
             S[e, PENDING] = 1
             return
