@@ -202,6 +202,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         )
         self._state = K.allocate(1, self.sequence)
         self._out = self._buffers(1)
+        self._heads = np.zeros(1, dtype=np.int64)
         self._episode: pl.DataFrame | None = pl.DataFrame()
         self._start = 0
         self._loaded = False
@@ -275,10 +276,13 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         if not self._loaded:
             raise UserError(f"{ENV}: step() after the episode ended; call reset()")
         obs, mask, slots = self._out
-        a = resolve_action(ENV, action, mask[0], self.invalid_action)
-        if a is None:
-            return obs[0].copy(), -INVALID_ACTION_PENALTY, False, False, self._info()
-        heads = slots[0, a : a + 1].copy()
+        a = action if type(action) is int else None  # the common case, checked without a call
+        if a is None or not (0 <= a < self.window and mask[0, a]):
+            a = resolve_action(ENV, action, mask[0], self.invalid_action)
+            if a is None:
+                return obs[0].copy(), -INVALID_ACTION_PENALTY, False, False, self._info()
+        heads = self._heads
+        heads[0] = slots[0, a]
         K.step(F, N, S, T, heads, _ONE, *self._kernel_args, obs, mask, slots, self.nodes, self.runtime_scale)
         terminated = bool(S[0, K.PENDING] == 0)
         self._loaded = not terminated
