@@ -12,9 +12,8 @@ with scripted agents (prints figures; no pass/fail).
 
 Each figure is decisions / wall seconds of the ``step`` loop (resets
 excluded), best of ``--repeat``. RLScheduler's own environment
-(``HPCSimPickJobs.HPCEnv``) is not run: it imports TensorFlow 1.x
-(``tf.placeholder``) and the old ``gym`` at module level, which do not
-install on this Python (3.11).
+(``HPCSimPickJobs.HPCEnv``) runs beside Batch-v0 in
+``benchmarks/gym_vs_rlscheduler.py``, from a checkout you point it to.
 
 Usage: python benchmarks/gym_env.py [--episodes 5] [--repeat 3]
 """
@@ -48,7 +47,7 @@ def oldest(env, info):
 
 def shortest(env, info):
     rows = info["jobs"][info["action_mask"]]
-    return int(np.argmin(env._requested[rows]))
+    return int(np.argmin(env.requested[rows]))
 
 
 def first_fit(env, info):
@@ -93,7 +92,7 @@ def main() -> None:
         best = max((run(env, agent, args.episodes) for _ in range(args.repeat)), key=lambda r: r[0] / r[1])
         print(f"{env_id.split('/')[1]:<22} {name:<10} {best[0]:>9} {best[0] / best[1]:>12,.0f}")
         env.close()
-    print("RLScheduler's HPCEnv: not run (TensorFlow 1.x and the old gym do not install on Python 3.11)")
+    print("RLScheduler's HPCEnv side by side: benchmarks/gym_vs_rlscheduler.py --peer DIR")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def head(env, info):
 
 
 def shortest(env, info):
-    return int(np.argmin(env._requested[info["jobs"][info["action_mask"]]]))  # first of the smallest: SJF's tie rule
+    return int(np.argmin(env.requested[info["jobs"][info["action_mask"]]]))  # first of the smallest: SJF's tie rule
 
 
 @needs_lublin
@@ -135,6 +135,74 @@ def test_gymnasium_check_env_passes():
 
     env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=10, window=4)
     check_env(env.unwrapped)
+    check_env(gymnasium.make("schedlab/Batch-v0").unwrapped)  # the defaults: Lublin jobs, window 128
+
+
+def test_an_action_outside_the_mask_is_the_nearest_slot_or_a_penalised_no_op():
+    from schedlab.gym.common import INVALID_ACTION_PENALTY
+
+    kw = {"jobs": burst(), "nodes": 4, "sequence": 12, "window": 16}
+    near = gymnasium.make("schedlab/Batch-v0", **kw)
+    last = gymnasium.make("schedlab/Batch-v0", **kw)
+    _, info = near.reset(seed=0)
+    last.reset(seed=0)
+    top = int(np.flatnonzero(info["action_mask"])[-1])
+    assert top < 15
+    a = near.step(15)  # an empty slot: the nearest filled one, the last
+    b = last.step(top)
+    assert np.array_equal(a[0], b[0]) and a[1:4] == b[1:4]
+    pen = gymnasium.make("schedlab/Batch-v0", invalid_action="penalty", **kw)
+    obs, info = pen.reset(seed=0)
+    obs2, r, term, trunc, info2 = pen.step(15)  # a no-op: same state, the penalty
+    assert np.array_equal(obs, obs2) and r == -INVALID_ACTION_PENALTY and not (term or trunc)
+    assert np.array_equal(info["jobs"], info2["jobs"])
+
+
+def test_decisions_that_cannot_change_the_schedule_are_not_asked():
+    """Three jobs that fit together start without a question; then one job waits alone: none either."""
+    jobs = pl.DataFrame(
+        {
+            "job_id": [0, 1, 2, 3, 4],
+            "submit": [0.0, 0.0, 0.0, 100.0, 100.0],
+            "runtime": [10.0, 20.0, 30.0, 5.0, 5.0],
+            "procs": [1, 1, 2, 4, 4],
+        }
+    )
+    env = gymnasium.make("schedlab/Batch-v0", jobs=jobs, nodes=4, sequence=5, window=4)
+    _, info = env.reset(seed=0, options={"start": 0})
+    assert info["time"] == 100.0 and info["action_mask"].tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]  # the first pass asked nothing
+    _, r, term, _, info = env.step(1)  # job 4 first: it fills the machine; job 3 then waits alone, and starts at 105
+    assert term and env.unwrapped.schedule()[0].tolist() == [0.0, 0.0, 0.0, 105.0, 100.0]
+
+
+@needs_lublin
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+def test_the_vector_environment_is_the_environment_episode_for_episode(backfill):
+    kw = {"trace": "lublin_256.swf", "sequence": 64, "window": 32, "backfill": backfill, "reward_mode": "step"}
+    envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=3, **kw)
+    singles = [gymnasium.make("schedlab/Batch-v0", **kw) for _ in range(3)]
+    assert type(envs.unwrapped).__name__ == "BatchVectorEnv"
+    obs, info = envs.reset(seed=4)
+    for i, env in enumerate(singles):
+        o, _ = env.reset(seed=4 + i)
+        assert np.array_equal(o, obs[i])
+    rng = np.random.default_rng(0)
+    done = np.zeros(3, dtype=bool)
+    while not done.all():
+        acts = rng.integers(0, 32, 3)  # often an empty slot: the nearest filled one
+        obs, r, term, trunc, info = envs.step(acts)
+        for i, env in enumerate(singles):
+            if done[i]:
+                continue
+            o, ri, ti, _, _ = env.step(acts[i])
+            assert np.array_equal(o, obs[i]) and ri == r[i] and ti == term[i]
+            done[i] = ti
+    envs.close()
 
 
 def test_defaults_draw_lublin_jobs_and_episodes_are_seeded():
@@ -172,9 +240,27 @@ def test_bad_input_gets_one_clear_error():
         gymnasium.make("schedlab/Batch-v0", trace="no-such-trace.swf")
     with pytest.raises(UserError, match="reward 'utilisation' is given at the end only"):
         gymnasium.make("schedlab/Batch-v0", reward="utilisation", reward_mode="step")
-    env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=12, window=16)
+    with pytest.raises(UserError, match="invalid_action must be one of 'nearest', 'penalty', 'raise'; got 'skip'"):
+        gymnasium.make("schedlab/Batch-v0", invalid_action="skip")
+    env = gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=12, window=16, invalid_action="raise")
     env.reset(seed=0)
     with pytest.raises(InvalidAction, match=r"action 12 is outside info\['action_mask'\] \(valid: 0\.\.8\)"):
         env.step(12)
     with pytest.raises(InvalidAction, match="outside"):
         env.step(-1)
+
+
+def test_the_vector_environment_reads_invalid_actions_as_told():
+    from schedlab.gym.common import INVALID_ACTION_PENALTY
+
+    kw = {"jobs": burst(), "nodes": 4, "sequence": 12, "window": 16}
+    envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=2, invalid_action="penalty", **kw)
+    obs, _ = envs.reset(seed=0)
+    obs2, r, term, _, _ = envs.step(np.array([15, 15]))
+    assert np.array_equal(obs, obs2) and r.tolist() == [-INVALID_ACTION_PENALTY] * 2 and not term.any()
+    strict = gymnasium.make_vec("schedlab/Batch-v0", num_envs=2, invalid_action="raise", **kw)
+    strict.reset(seed=0)
+    with pytest.raises(InvalidAction, match=r"sub-environment 1\): action 15 is outside"):
+        strict.step(np.array([0, 15]))
+    with pytest.raises(InvalidAction, match="outside"):
+        envs.step(np.array([0, 16]))  # outside the action space: whatever the option

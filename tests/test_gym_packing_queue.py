@@ -108,8 +108,39 @@ def test_bad_input_gets_one_clear_error():
     apart = pl.DataFrame({"job_id": [1, 2], "submit": [0.0, 10.0], "size": [1.0, 1.0]})
     with pytest.raises(UserError, match="without any decision"):
         gymnasium.make("schedlab/Queue-v0", jobs=apart, sequence=2).reset(seed=0, options={"start": 0})
-    env = gymnasium.make("schedlab/Queue-v0", sequence=50)
+    env = gymnasium.make("schedlab/Queue-v0", sequence=50, invalid_action="raise")
     env.reset(seed=0)
     with pytest.raises(InvalidAction, match="outside info"):
         env.step(15)
     env.close()
+    with pytest.raises(UserError, match="invalid_action must be one of 'nearest', 'penalty', 'raise'"):
+        gymnasium.make("schedlab/Packing-v0", invalid_action="ignore")
+
+
+@pytest.mark.parametrize("env_id", ["schedlab/Queue-v0", "schedlab/Packing-v0"])
+def test_check_env_passes_on_the_defaults(env_id):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make(env_id)
+    check_env(env.unwrapped)
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "env_id,kw", [("schedlab/Queue-v0", {"sequence": 50}), ("schedlab/Packing-v0", {"mode": "pair"})]
+)
+def test_an_action_outside_the_mask_is_the_nearest_or_a_penalised_no_op(env_id, kw):
+    from schedlab.gym.common import INVALID_ACTION_PENALTY, nearest_valid
+
+    near, chosen, pen = (gymnasium.make(env_id, invalid_action=m, **kw) for m in ("nearest", "raise", "penalty"))
+    _, info = near.reset(seed=0)
+    chosen.reset(seed=0)
+    obs, _ = pen.reset(seed=0)
+    mask = info["action_mask"]
+    bad = int(np.flatnonzero(~mask)[-1])
+    a, b = near.step(bad), chosen.step(nearest_valid(bad, mask))
+    assert np.array_equal(a[0], b[0]) and a[1:4] == b[1:4]
+    obs2, r, term, trunc, _ = pen.step(bad)
+    assert np.array_equal(obs, obs2) and r == -INVALID_ACTION_PENALTY and not (term or trunc)
+    for env in (near, chosen, pen):
+        env.close()

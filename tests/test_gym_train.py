@@ -68,3 +68,23 @@ def test_train_log_export_and_run_the_agent(tmp_path):
     u = env.unwrapped
     per_job, summary = run_table(u.episode, Agent, procs=256)
     assert per_job["start"].tolist() == u.schedule()[0].tolist() and r == -summary["stretch_mean"]
+
+
+def test_plain_ppo_trains_on_the_defaults_and_maskable_ppo_keeps_its_masks():
+    """Stable-Baselines3's PPO knows no masks: an empty slot means the nearest
+    filled one (``invalid_action``'s default), so it trains without error;
+    sb3-contrib's MaskablePPO reads ``action_masks()`` and never picks an empty slot."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.wrappers import ActionMasker
+    from stable_baselines3 import PPO
+
+    env = gymnasium.make("schedlab/Batch-v0", sequence=64, window=16)
+    model = PPO("MlpPolicy", env, n_steps=512, batch_size=128, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=2048)
+    assert model.num_timesteps >= 2048
+
+    strict = gymnasium.make("schedlab/Batch-v0", sequence=64, window=16, invalid_action="raise")
+    masked = ActionMasker(strict, lambda e: e.unwrapped.action_masks())
+    maskable = MaskablePPO("MlpPolicy", masked, n_steps=256, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    maskable.learn(total_timesteps=512)  # an action outside the mask would raise here
+    assert maskable.num_timesteps >= 512

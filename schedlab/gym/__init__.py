@@ -17,8 +17,12 @@ ENVIRONMENTS = {
     "schedlab/Queue-v0": "schedlab.engines.queue.gym:QueueEnv",
 }
 
+#: Environments with their own vector environment (``gymnasium.make_vec`` uses it
+#: unless given ``vectorization_mode="sync"`` or ``"async"``).
+VECTOR_ENVIRONMENTS = {"schedlab/Batch-v0": "schedlab.engines.batch.gym:BatchVectorEnv"}
+
 for _id, _entry in ENVIRONMENTS.items():
     if _id not in gymnasium.registry:
-        gymnasium.register(id=_id, entry_point=_entry)
+        gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=VECTOR_ENVIRONMENTS.get(_id))
 
-__all__ = ["ENVIRONMENTS"]
+__all__ = ["ENVIRONMENTS", "VECTOR_ENVIRONMENTS"]

@@ -84,8 +84,11 @@ class AgentSteps:
     mask, hand it to the engine and take the engine's next question."""
 
     env_id: str
+    _obs: Any
     _mask: Any
     _thread: EngineThread | None
+    #: ``schedlab.gym.common.INVALID_ACTIONS``: what an action outside the mask means.
+    invalid_action: str = "nearest"
 
     def action_masks(self) -> Any:
         return self._mask.copy()
@@ -93,10 +96,19 @@ class AgentSteps:
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self.action_masks()}
 
-    def _answer(self, action: Any) -> tuple[str, Any]:
+    def _answer(self, action: Any) -> tuple[str, Any] | None:
+        """The engine's next message after ``action``; None: a penalised no-op
+        (``invalid_action="penalty"`` and an action outside the mask)."""
         from schedlab.errors import UserError
-        from schedlab.gym.common import check_action
+        from schedlab.gym.common import resolve_action
 
         if self._thread is None:
             raise UserError(f"{self.env_id}: step() after the episode ended; call reset()")
-        return self._thread.answer(check_action(self.env_id, action, self._mask))
+        a = resolve_action(self.env_id, action, self._mask, self.invalid_action)
+        return None if a is None else self._thread.answer(a)
+
+    def _no_op(self) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The step of a penalised no-op: the same observation, ``-INVALID_ACTION_PENALTY``."""
+        from schedlab.gym.common import INVALID_ACTION_PENALTY
+
+        return self._obs.copy(), -INVALID_ACTION_PENALTY, False, False, self._info()

@@ -72,3 +72,35 @@ def check_action(env: str, action: Any, mask: np.ndarray) -> int:
         shown = f"0..{valid[-1]}" if len(valid) and valid[-1] == len(valid) - 1 else valid.tolist()
         raise InvalidAction(f"{env}: action {action!r} is outside info['action_mask'] (valid: {shown})")
     return a
+
+
+#: What an action outside ``info["action_mask"]`` (but inside the action
+#: space) means, option ``invalid_action``: ``"nearest"`` -- the valid action
+#: of nearest index (the lower one on ties); ``"penalty"`` -- a no-op (the
+#: state does not change) rewarded ``-INVALID_ACTION_PENALTY``; ``"raise"`` --
+#: :class:`InvalidAction`. An action outside the action space always raises.
+INVALID_ACTIONS = ("nearest", "penalty", "raise")
+#: The reward of an ignored action under ``invalid_action="penalty"``.
+INVALID_ACTION_PENALTY = 1.0
+
+
+def nearest_valid(a: int, mask: np.ndarray) -> int:
+    """The index of ``mask`` nearest to ``a`` that is True (the lower on ties)."""
+    valid = np.flatnonzero(mask)
+    return int(valid[np.argmin(np.abs(valid - a))])
+
+
+def resolve_action(env: str, action: Any, mask: np.ndarray, mode: str) -> int | None:
+    """The action to apply for ``action`` under ``invalid_action = mode``:
+    itself if ``mask`` allows it, else the nearest valid one (``"nearest"``),
+    None for a penalised no-op (``"penalty"``), or :class:`InvalidAction`
+    (``"raise"``, and for an action outside the action space whatever the mode)."""
+    try:
+        a = int(action)
+    except (TypeError, ValueError):
+        raise InvalidAction(f"{env}: action must be an integer; got {action!r}") from None
+    if a != action or not 0 <= a < len(mask) or mode == "raise" or not mask.any():
+        return check_action(env, action, mask)
+    if mask[a]:
+        return a
+    return nearest_valid(a, mask) if mode == "nearest" else None

@@ -4,21 +4,23 @@ batch engine itself.
 The environment is the engine
 -----------------------------
 An episode replays ``sequence`` consecutive jobs on a machine of ``nodes``
-units (model procs: a job holds its ``procs``) through the batch engine's own
-event loop (:class:`schedlab.engines.batch.sim.engine.BatchRun`) and the priority
-policies' own pass (:meth:`schedlab.engines.batch.policies.priority.PriorityPolicy.decisions`):
-wherever that pass would choose the head of the queue, the agent chooses.
-So an agent that always picks slot 0 (the oldest waiting job) gives FCFS's
-schedule (EASY's with ``backfill="easy"``) bit for bit, one that picks the
-shortest requested time gives SJF's (SJF+EASY's), and so on (tests).
+units (model procs: a job holds its ``procs``) through the batch engine's
+event loop and the priority policies' pass, compiled
+(:mod:`schedlab.engines.batch.gym_kernel`, the operations of
+``schedlab.engines.batch.sim.fast._priority``): wherever that pass would choose the
+head of the queue, the agent chooses. So an agent that always picks slot 0
+(the oldest waiting job) gives FCFS's schedule (EASY's with
+``backfill="easy"``) bit for bit, one that picks the shortest requested time
+gives SJF's (SJF+EASY's), and so on (tests).
 
 Decisions. At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
 ``window`` waiting jobs (oldest first); if it fits it starts now and the
 agent picks again, otherwise it is the head: nothing else starts
 (``backfill="none"``), or EASY backfilling starts the other waiting jobs
-that do not delay its reservation (``"easy"``), and time moves on. When no
-waiting job fits nothing is asked (the choice could not change anything).
+that do not delay its reservation (``"easy"``), and time moves on. Nothing
+is asked when the choice could not change anything: no waiting job fits,
+one job waits, or every waiting job fits at once (all start now).
 
 Observation (``float32``, in [0, 1]; :func:`schedlab.gym.features.batch_observation`,
 which an exported agent calls too): for each of the ``window`` slots
@@ -29,7 +31,9 @@ the machine: free units / nodes, waiting jobs beyond the window / window
 (at most 1). ``info["action_mask"]``: the slots holding a job (also
 :meth:`action_masks`, for sb3-contrib's MaskablePPO); ``info["jobs"]``: each
 slot's job row in :attr:`episode`, -1 if empty (scripted agents read exact
-values there).
+values there). An action on an empty slot means what ``invalid_action``
+says (:data:`schedlab.gym.common.INVALID_ACTIONS`; default the nearest
+filled slot), so a library without masking runs.
 
 Rewards (``reward``; ``reward_mode``): ``"bsld"`` -- minus the mean bounded
 slowdown max(end - submit, tau) / max(runtime, tau), tau = 10 s (the
@@ -52,19 +56,28 @@ drawn from the same RNG. An episode ends when its last job has started.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 import numpy as np
 import polars as pl
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
-from schedlab.engines.batch.policies.priority import PriorityPolicy
-from schedlab.engines.batch.sim.engine import BatchRun, Machine
+from schedlab.engines.batch import gym_kernel as K
 from schedlab.errors import UserError
 from schedlab.gym import features
-from schedlab.gym.common import REWARD_MODES, check_action, check_choice, check_int, episode_start, resolve_trace
-from schedlab.gym.features import batch_observation
+from schedlab.gym.common import (
+    INVALID_ACTION_PENALTY,
+    INVALID_ACTIONS,
+    REWARD_MODES,
+    check_choice,
+    check_int,
+    episode_start,
+    resolve_action,
+    resolve_trace,
+)
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch
 
 ENV = "schedlab/Batch-v0"
@@ -72,25 +85,6 @@ ENV = "schedlab/Batch-v0"
 LUBLIN_RUNTIME_CAP = float(np.exp(12.0))
 REWARDS = ("bsld", "wait", "utilisation")
 BACKFILL = ("none", "easy")
-
-
-class _AgentHead(PriorityPolicy):
-    """The priority pass with the head chosen from outside; logs its starts."""
-
-    name = "agent"
-
-    def __init__(self, machine: Machine) -> None:
-        super().__init__(machine)
-        self.log: list[int] = []
-
-    def _start(self, job: int, now: float) -> None:
-        super()._start(job, now)
-        self.log.append(job)
-
-
-class _AgentHeadEASY(_AgentHead):
-    name = "agent+EASY"
-    backfill: ClassVar[bool] = True
 
 
 def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> tuple[pl.DataFrame | None, int | None]:
@@ -115,6 +109,31 @@ def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> 
     return None, None
 
 
+def job_arrays(table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """submit, runtime, requested time (the runtime where there is none), need: float64, int64."""
+    col = "requested_time" if "requested_time" in table.columns else "runtime"
+    return (
+        table["submit"].to_numpy().astype(float),
+        table["runtime"].to_numpy().astype(float),
+        table[col].to_numpy().astype(float),
+        table["procs"].to_numpy().astype(np.int64),
+    )
+
+
+def episode_metric(
+    kind: str, submit: np.ndarray, runtime: np.ndarray, need: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: int
+) -> float:
+    """The episode's ``reward`` metric over its jobs, computed as the batch
+    engine computes its summary (``stretch_mean``, ``wait_mean``, ``utilisation``)."""
+    if kind == "bsld":
+        return float(bounded_stretch(submit, runtime, end, threshold=BOUNDED_STRETCH_THRESHOLD).mean())
+    if kind == "wait":
+        return float((start - submit).mean())
+    horizon = float(end.max() - submit.min())
+    used = float(np.dot(need.astype(float), runtime))
+    return used / (nodes * horizon) if horizon > 0 else float("nan")
+
+
 class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
     """``schedlab/Batch-v0`` (module docstring)."""
 
@@ -132,12 +151,14 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         reward: str = "bsld",
         reward_mode: str = "final",
         span: tuple[int, int] | None = None,
+        invalid_action: str = "nearest",
     ) -> None:
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
         self.backfill = check_choice(ENV, "backfill", backfill, BACKFILL)
         self.reward_kind = check_choice(ENV, "reward", reward, REWARDS)
         self.reward_mode = check_choice(ENV, "reward_mode", reward_mode, REWARD_MODES)
+        self.invalid_action = check_choice(ENV, "invalid_action", invalid_action, INVALID_ACTIONS)
         if self.reward_kind == "utilisation" and self.reward_mode == "step":
             raise UserError(f"{ENV}: reward 'utilisation' is given at the end only (reward_mode='final')")
         table, size = load_jobs(ENV, trace, jobs)
@@ -165,151 +186,222 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
                     f"{ENV}: {where}: job {row['job_id']} needs {row['procs']} processors but the machine has "
                     f"{self.nodes} (give nodes >= {int(table['procs'].to_numpy().max())}, or another trace)"
                 )
-            req = table["requested_time"] if "requested_time" in table.columns else table["runtime"]
-            self.runtime_scale = max(float(req.to_numpy().max()), 1.0)
+            self._source_arrays = job_arrays(table)
+            self.runtime_scale = max(float(self._source_arrays[2].max()), 1.0)
         else:
             self.runtime_scale = LUBLIN_RUNTIME_CAP
         self.action_space = spaces.Discrete(self.window)
         self.obs_size = features.size(self.window)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
-        self.episode: pl.DataFrame = pl.DataFrame()
-        self._run: BatchRun | None = None
+        self._kernel_args = (
+            self.backfill == "easy",
+            {"bsld": K.TERM_BSLD, "wait": K.TERM_WAIT}.get(self.reward_kind, K.TERM_NONE)
+            if self.reward_mode == "step"
+            else K.TERM_NONE,
+            BOUNDED_STRETCH_THRESHOLD,
+        )
+        self._state = K.allocate(1, self.sequence)
+        self._out = self._buffers(1)
+        self._heads = np.zeros(1, dtype=np.int64)
+        self._episode: pl.DataFrame | None = pl.DataFrame()
+        self._start = 0
+        self._loaded = False
+
+    def _buffers(self, envs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Observation, mask and slot buffers for ``envs`` episodes."""
+        return (
+            np.zeros((envs, self.obs_size), dtype=np.float32),
+            np.zeros((envs, self.window), dtype=bool),
+            np.full((envs, self.window), -1, dtype=np.int64),
+        )
 
     # ---- episodes ---------------------------------------------------------------------------
 
-    def _draw(self, options: dict[str, Any] | None) -> pl.DataFrame:
+    def draw(
+        self, rng: np.random.Generator, options: dict[str, Any] | None
+    ) -> tuple[int, pl.DataFrame | None, tuple[np.ndarray, ...]]:
+        """An episode's first job (0 for the generator), its generated table (None
+        for a source: :attr:`episode` slices it when read) and its job arrays."""
         if self.source is None:
             from schedlab.workloads.lublin import lublin_workload
 
-            return lublin_workload(self.np_random, njobs=self.sequence, nodes=self.nodes)
-        k = episode_start(ENV, self.np_random, self.source.height, self.sequence, options)
-        return self.source.slice(k, self.sequence)
+            table = lublin_workload(rng, njobs=self.sequence, nodes=self.nodes)
+            return 0, table, job_arrays(table)
+        k = episode_start(ENV, rng, self.source.height, self.sequence, options)
+        return k, None, tuple(a[k : k + self.sequence] for a in self._source_arrays)
+
+    def load(self, state: tuple[np.ndarray, ...], e: int, arrays: tuple[np.ndarray, ...]) -> None:
+        """Start episode ``e`` of ``state`` on ``arrays`` and run it to its first decision."""
+        submit, runtime, requested, need = arrays
+        order = np.argsort(submit, kind="stable")
+        K.load(*state, e, submit, runtime, requested, need, order, self.nodes, *self._kernel_args)
+
+    @property
+    def episode(self) -> pl.DataFrame:
+        """The current episode's job table (rows = the jobs the environment indexes)."""
+        if self._episode is None:
+            assert self.source is not None
+            self._episode = self.source.slice(self._start, self.sequence)
+        return self._episode
+
+    @property
+    def requested(self) -> np.ndarray:
+        """The current episode's requested times (s), by job row (scripted agents read them)."""
+        return self._state[0][0, K.REQUESTED]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
-        ep = self._draw(options)
-        self.episode = ep
-        self._submit = ep["submit"].to_numpy().astype(float)
-        self._runtime = ep["runtime"].to_numpy().astype(float)
-        col = "requested_time" if "requested_time" in ep.columns else "runtime"
-        self._requested = ep[col].to_numpy().astype(float)
-        self._need = ep["procs"].to_numpy().astype(np.int64)
-        policy = _AgentHeadEASY if self.backfill == "easy" else _AgentHead
-        self._run = BatchRun(self._submit, self._runtime, self._requested, self._need, self.nodes, policy)
-        self._policy: _AgentHead = self._run.policy
-        self._gen: Any = None
-        self._t = 0.0
-        self._started = 0
-        self._to_decision()
-        return self._observe(), self._info()
-
-    def _to_decision(self) -> None:
-        """Run the engine until the pass asks for a head (or every job has started)."""
-        run = self._run
-        assert run is not None
-        while self._started < self.sequence:
-            t = run.advance()
-            if t is None:  # pragma: no cover - every job starts before the loop ends
-                break
-            gen = self._policy.decisions(t)
-            try:
-                next(gen)
-            except StopIteration as stop:
-                run.start(stop.value, t)
-                self._started += len(stop.value)
-                continue
-            self._gen, self._t = gen, t
-            return
-        self._gen = None
+        self._start, self._episode, arrays = self.draw(self.np_random, options)
+        self.load(self._state, 0, arrays)
+        self._loaded = True
+        K.observe(*self._state, 0, *self._out, self.nodes, self.runtime_scale)
+        return self._out[0][0].copy(), self._info()
 
     # ---- observations -------------------------------------------------------------------------
 
-    def _window(self) -> list[int]:
-        if self._gen is None:
-            return []
-        out = []
-        for job in self._policy.queue:
-            out.append(job)
-            if len(out) == self.window:
-                break
-        return out
-
     def action_masks(self) -> np.ndarray:
-        mask = np.zeros(self.window, dtype=bool)
-        mask[: len(self._window())] = True
-        return mask
-
-    def _observe(self) -> np.ndarray:
-        return batch_observation(
-            self._window(),
-            len(self._policy.queue),
-            self._t,
-            self._submit,
-            self._requested,
-            self._need,
-            self._policy.free,
-            self.nodes,
-            self.runtime_scale,
-            self.window,
-        )
+        return self._out[1][0].copy()
 
     def _info(self) -> dict[str, Any]:
-        jobs = np.full(self.window, -1, dtype=np.int64)
-        w = self._window()
-        jobs[: len(w)] = w
-        return {"action_mask": self.action_masks(), "jobs": jobs, "time": self._t}
+        return {
+            "action_mask": self._out[1][0].copy(),
+            "jobs": self._out[2][0].copy(),
+            "time": float(self._state[3][0, K.NOW]),
+        }
 
     # ---- steps --------------------------------------------------------------------------------
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self._gen is None:
+        F, N, S, T = self._state
+        if not self._loaded:
             raise UserError(f"{ENV}: step() after the episode ended; call reset()")
-        jobs = self._window()
-        a = check_action(ENV, action, self.action_masks())
-        log = self._policy.log
-        seen = len(log)
-        now = self._t  # every job this action starts, starts in this pass (the decisions' pass)
-        try:
-            self._gen.send(jobs[a])
-        except StopIteration as stop:
-            assert self._run is not None
-            self._run.start(stop.value, self._t)
-            self._started += len(stop.value)
-            self._to_decision()
-        new = log[seen:]
-        terminated = self._gen is None
-        return self._observe(), self._reward(new, now, terminated), terminated, False, self._info()
+        obs, mask, slots = self._out
+        a = action if type(action) is int else None  # the common case, checked without a call
+        if a is None or not (0 <= a < self.window and mask[0, a]):
+            a = resolve_action(ENV, action, mask[0], self.invalid_action)
+            if a is None:
+                return obs[0].copy(), -INVALID_ACTION_PENALTY, False, False, self._info()
+        heads = self._heads
+        heads[0] = slots[0, a]
+        K.step(F, N, S, T, heads, _ONE, *self._kernel_args, obs, mask, slots, self.nodes, self.runtime_scale)
+        terminated = bool(S[0, K.PENDING] == 0)
+        self._loaded = not terminated
+        return obs[0].copy(), self._reward(0, terminated), terminated, False, self._info()
 
-    def _reward(self, new: list[int], now: float, terminated: bool) -> float:
+    def _reward(self, e: int, terminated: bool) -> float:
         if self.reward_mode == "step":
-            if not new:
-                return 0.0
-            j = np.asarray(new)
-            start = np.full(len(j), now)
-            if self.reward_kind == "wait":
-                return -float(np.sum(start - self._submit[j])) / self.sequence
-            end = start + self._runtime[j]
-            s = bounded_stretch(self._submit[j], self._runtime[j], end, threshold=BOUNDED_STRETCH_THRESHOLD)
-            return -float(np.sum(s)) / self.sequence
+            T = self._state[3]
+            r = -float(T[e, K.REW]) / self.sequence
+            T[e, K.REW] = 0.0
+            return r
         if not terminated:
             return 0.0
-        return self.metric() * (1.0 if self.reward_kind == "utilisation" else -1.0)
+        return self.metric(e) * (1.0 if self.reward_kind == "utilisation" else -1.0)
 
     # ---- the episode's schedule ---------------------------------------------------------------------
 
-    def schedule(self) -> tuple[np.ndarray, np.ndarray]:
+    def schedule(self, e: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) of the episode's jobs so far, in :attr:`episode` row order (NaN: not started)."""
-        assert self._run is not None
-        return np.array(self._run.start_l, dtype=float), np.array(self._run.end_l, dtype=float)
+        F = self._state[0]
+        return F[e, K.START].copy(), F[e, K.END].copy()
 
-    def metric(self) -> float:
+    def metric(self, e: int = 0) -> float:
         """The episode's ``reward`` metric over its jobs, computed as the batch
         engine computes its summary (``stretch_mean``, ``wait_mean``, ``utilisation``)."""
-        start, end = self.schedule()
-        if self.reward_kind == "bsld":
-            return float(bounded_stretch(self._submit, self._runtime, end, threshold=BOUNDED_STRETCH_THRESHOLD).mean())
-        if self.reward_kind == "wait":
-            return float((start - self._submit).mean())
-        horizon = float(end.max() - self._submit.min())
-        used = float(np.dot(self._need.astype(float), self._runtime))
-        return used / (self.nodes * horizon) if horizon > 0 else float("nan")
+        F, N = self._state[0], self._state[1]
+        return episode_metric(
+            self.reward_kind, F[e, K.SUBMIT], F[e, K.RUNTIME], N[e, K.NEED], F[e, K.START], F[e, K.END], self.nodes
+        )
+
+
+_ONE = np.ones(1, dtype=bool)
+#: ``invalid_action`` -> the kernel's code.
+INVALID_CODES = {"nearest": K.NEAREST, "penalty": K.PENALTY, "raise": K.RAISE}
+
+
+class BatchVectorEnv(VectorEnv):
+    """``num_envs`` episodes of ``schedlab/Batch-v0`` stepped by one compiled
+    call (``gymnasium.make_vec("schedlab/Batch-v0", num_envs=...)``; the
+    keyword arguments are :class:`BatchEnv`'s). Sub-environment ``i`` is
+    seeded ``seed + i`` (as Gymnasium's ``SyncVectorEnv``; ``reset(options={"start":
+    [k0, k1, ...]})`` fixes each one's first job); an episode that
+    ends is reset at the next step (``AutoresetMode.NEXT_STEP``: that step's
+    action is ignored, its reward is 0). ``info["action_mask"]``: the
+    ``(num_envs, window)`` masks (also :meth:`action_masks`); ``info["jobs"]``:
+    each slot's job row."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012 (Gymnasium declares it so)
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        self.num_envs = check_int(ENV, "num_envs", num_envs)
+        self.env = env = BatchEnv(**kwargs)
+        self.single_observation_space = env.observation_space
+        self.single_action_space = env.action_space
+        self.observation_space = batch_space(env.observation_space, self.num_envs)
+        self.action_space = batch_space(env.action_space, self.num_envs)
+        self._state = K.allocate(self.num_envs, env.sequence)
+        self._out = env._buffers(self.num_envs)
+        self._rngs = [np.random.default_rng(i) for i in range(self.num_envs)]
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._every = np.ones(self.num_envs, dtype=bool)
+        self._loaded = False
+
+    def _load(self, e: int, options: dict[str, Any] | None = None) -> None:
+        _, _, arrays = self.env.draw(self._rngs[e], options)
+        self.env.load(self._state, e, arrays)
+        K.observe(*self._state, e, *self._out, self.env.nodes, self.env.runtime_scale)
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
+        if seed is not None:
+            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+            self._rngs = [gymnasium.utils.seeding.np_random(s)[0] for s in seeds]
+        for e in range(self.num_envs):
+            self._load(e, self._options(e, options))
+        self._autoreset[:] = False
+        self._loaded = True
+        return self._out[0].copy(), self._info()
+
+    def _options(self, e: int, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Sub-environment ``e``'s reset options: ``options["start"]`` may give one start per sub-environment."""
+        if options and isinstance(options.get("start"), (list, tuple, np.ndarray)):
+            starts = options["start"]
+            if len(starts) != self.num_envs:
+                raise UserError(f"{ENV}: options['start'] gives {len(starts)} starts for {self.num_envs} environments")
+            return {**options, "start": starts[e]}
+        return options
+
+    def action_masks(self) -> np.ndarray:
+        return self._out[1].copy()
+
+    def _info(self) -> dict[str, Any]:
+        every = self._every
+        return {"action_mask": self._out[1].copy(), "_action_mask": every, "jobs": self._out[2].copy(), "_jobs": every}
+
+    def step(self, actions: Any):
+        if not self._loaded:
+            raise UserError(f"{ENV}: step() before reset()")
+        env = self.env
+        F, N, S, T = self._state
+        obs, mask, slots = self._out
+        a = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        rewards = np.empty(self.num_envs)
+        skip = self._autoreset
+        invalid = INVALID_CODES[env.invalid_action]
+        factor = -1.0 / env.sequence if env.reward_mode == "step" else 0.0
+        args = (invalid, INVALID_ACTION_PENALTY, factor, *env._kernel_args, *self._out)
+        bad = K.vstep(F, N, S, T, a, skip, *args, env.nodes, env.runtime_scale, rewards)
+        if bad >= 0:
+            resolve_action(f"{ENV} (sub-environment {bad})", int(a[bad]), mask[bad], "raise")
+        terminated = S[:, K.PENDING] == 0
+        terminated &= ~skip
+        if env.reward_mode == "final":
+            sign = 1.0 if env.reward_kind == "utilisation" else -1.0
+            for e in np.flatnonzero(terminated):
+                sub, run, need = F[e, K.SUBMIT], F[e, K.RUNTIME], N[e, K.NEED]
+                rewards[e] = sign * episode_metric(
+                    env.reward_kind, sub, run, need, F[e, K.START], F[e, K.END], env.nodes
+                )
+        for e in np.flatnonzero(skip):
+            self._load(int(e))
+        self._autoreset = terminated
+        return obs.copy(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), self._info()

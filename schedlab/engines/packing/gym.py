@@ -46,7 +46,7 @@ from schedlab.engines.packing.policies.base import PackingPolicy
 from schedlab.engines.packing.sim.engine import FIT_TOL, Cluster
 from schedlab.errors import UserError
 from schedlab.gym.bridge import AgentSteps, EngineThread
-from schedlab.gym.common import REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.common import INVALID_ACTIONS, REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
 
 ENV = "schedlab/Packing-v0"
 MODES = ("head", "pair")
@@ -149,6 +149,7 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         reward: str = "wait",
         reward_mode: str = "final",
         rate: float = 1.5,
+        invalid_action: str = "nearest",
     ) -> None:
         self.servers = check_int(ENV, "servers", servers)
         self.sequence = check_int(ENV, "sequence", sequence)
@@ -156,6 +157,7 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self.window = check_int(ENV, "window", window) if self.mode == "pair" else 1
         self.reward_kind = check_choice(ENV, "reward", reward, REWARDS)
         self.reward_mode = check_choice(ENV, "reward_mode", reward_mode, REWARD_MODES)
+        self.invalid_action = check_choice(ENV, "invalid_action", invalid_action, INVALID_ACTIONS)
         if self.reward_kind == "utilisation" and self.reward_mode == "step":
             raise UserError(f"{ENV}: reward 'utilisation' is given at the end only (reward_mode='final')")
         if not (capacity > 0) or not (epoch >= 0) or not (rate > 0):
@@ -227,14 +229,19 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
             self.result = payload
             self._thread = None
             self._mask = np.zeros(self.window * self.servers, dtype=bool)
-            return np.zeros(self.obs_size, dtype=np.float32), []
+            self._obs = np.zeros(self.obs_size, dtype=np.float32)
+            return self._obs, []
         obs, mask, placed = payload
         self._mask = np.zeros(self.window * self.servers, dtype=bool)
         self._mask[: len(mask)] = mask
+        self._obs = obs
         return obs, placed
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        kind, payload = self._answer(action)
+        message = self._answer(action)
+        if message is None:
+            return self._no_op()
+        kind, payload = message
         obs, placed = self._take(kind, payload)
         terminated = self.result is not None
         if self.reward_mode == "step":

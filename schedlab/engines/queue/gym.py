@@ -41,7 +41,7 @@ from schedlab.engines.queue.policies.base import QueuePolicy
 from schedlab.engines.queue.sim.engine import Server
 from schedlab.errors import UserError
 from schedlab.gym.bridge import AgentSteps, EngineThread
-from schedlab.gym.common import REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.common import INVALID_ACTIONS, REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
 from schedlab.sim.common.metrics import slowdown
 
 ENV = "schedlab/Queue-v0"
@@ -141,11 +141,13 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         reward: str = "sojourn",
         reward_mode: str = "final",
         load: float = 0.9,
+        invalid_action: str = "nearest",
     ) -> None:
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
         self.reward_kind = check_choice(ENV, "reward", reward, REWARDS)
         self.reward_mode = check_choice(ENV, "reward_mode", reward_mode, REWARD_MODES)
+        self.invalid_action = check_choice(ENV, "invalid_action", invalid_action, INVALID_ACTIONS)
         self.load = float(load)
         self.source = _load(trace, jobs)
         if self.source is not None:
@@ -202,14 +204,19 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
             self.result = payload
             self._mask = np.zeros(self.window, dtype=bool)
             self._thread = None
-            return np.zeros(self.obs_size, dtype=np.float32), []
+            self._obs = np.zeros(self.obs_size, dtype=np.float32)
+            return self._obs, []
         obs, filled, departed = payload
         self._mask = np.zeros(self.window, dtype=bool)
         self._mask[:filled] = True
+        self._obs = obs
         return obs, departed
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        kind, payload = self._answer(action)
+        message = self._answer(action)
+        if message is None:
+            return self._no_op()
+        kind, payload = message
         obs, departed = self._take(kind, payload)
         terminated = self.result is not None
         if self.reward_mode == "step":

@@ -39,15 +39,20 @@ from pathlib import Path
 from typing import Any
 
 #: The sources whose change must invalidate every cached kernel: this module,
-#: the packing engine's helper module tetris_fast.py and the modules of the
-#: engines' kernel packages (``engines/<engine>/sim/fast/``,
-#: ``engines/packing/sim/multi_fast/``; see the module docstring). Read as files
+#: the packing engine's helper module tetris_fast.py, the engines' one-file
+#: kernels (``engines/<engine>/sim/fast.py``; Batch-v0's ``gym_kernel.py`` calls
+#: the batch kernel's helpers) and the modules of the kernel packages
+#: (``engines/<engine>/sim/fast/``, ``engines/packing/sim/multi_fast/``; see the
+#: module docstring): numba re-checks a kernel's own file only. Read as files
 #: (never imported): the cache's key, not a dependency on the engines.
 _ENGINES = Path(__file__).resolve().parents[2] / "engines"
 SHARED_SOURCES = (
     Path(__file__),
     _ENGINES / "packing" / "sim" / "tetris_fast.py",
-    *sorted([*_ENGINES.glob("*/sim/fast/*.py"), *_ENGINES.glob("*/sim/multi_fast/*.py")]),
+    _ENGINES / "batch" / "gym_kernel.py",
+    *sorted(
+        [*_ENGINES.glob("*/sim/fast.py"), *_ENGINES.glob("*/sim/fast/*.py"), *_ENGINES.glob("*/sim/multi_fast/*.py")]
+    ),
 )
 
 

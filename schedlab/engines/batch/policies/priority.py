@@ -54,9 +54,11 @@ run on the compiled kernel ``schedlab.engines.batch.sim.fast._priority`` (the sa
 operations in the same order: bit-identical schedules).
 
 The pass is written once, as a coroutine (:meth:`PriorityPolicy.decisions`):
-``schedule`` answers its questions with :meth:`choose`; the Gymnasium
-environment ``schedlab/Batch-v0`` answers them with an agent's actions, so
-the agent drives this very code.
+``schedule`` answers its questions with :meth:`choose`. The Gymnasium
+environment ``schedlab/Batch-v0`` runs the same pass compiled
+(``schedlab.engines.batch.gym_kernel``, the operations of the compiled kernel
+``_priority``) with the agent's action as the head; its tests check that a
+scripted agent gives this module's schedules bit for bit.
 """
 
 from __future__ import annotations
