@@ -7,6 +7,7 @@ environment, bit for bit."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ pytest.importorskip("sb3_contrib")
 gymnasium = pytest.importorskip("gymnasium")
 
 import schedlab.gym  # noqa: E402,F401
-from schedlab.gym.agent import decode, logits  # noqa: E402
+from schedlab.api.agent import load_layers, logits  # noqa: E402
 from schedlab.gym.train import train  # noqa: E402
 from schedlab.sim.batch.engine import run_table  # noqa: E402
 
@@ -31,7 +32,10 @@ def test_train_log_export_and_run_the_agent(tmp_path):
     env_kwargs = {"trace": "lublin_256.swf", "sequence": 48, "window": 16, "backfill": "easy", "span": (3000, 10000)}
     budget = train(env_kwargs, timesteps=512, out=tmp_path, seed=0, n_envs=2, n_steps=128, net=(32, 32))
     assert budget["timesteps"] >= 512 and budget["curve"] and budget["cpu_seconds"] > 0
-    assert {"model.zip", "agent.py", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"model.zip", "agent.py", "agent.npz", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
+    record = json.loads((tmp_path / "training.json").read_text())
+    assert record["timesteps"] == budget["timesteps"] and record["env"]["window"] == 16
+    assert len(record["commit"]) == 40 and isinstance(record["dirty"], bool)  # the checkout's commit, recorded
 
     import mlflow
 
@@ -55,11 +59,11 @@ def test_train_log_export_and_run_the_agent(tmp_path):
 
     with torch.no_grad():
         ref = model.policy.get_distribution(torch.as_tensor(obs[None])).distribution.logits.numpy()[0]
-    mine = logits(decode(Agent.weights), obs)
+    mine = logits(load_layers(Agent.weights), obs)
     assert np.allclose(mine - mine.max(), ref - ref.max(), atol=FORWARD_ATOL)
 
     # the same network in the environment and as a policy in the engine: one schedule
-    layers = decode(Agent.weights)
+    layers = load_layers(Agent.weights)
     done = False
     while not done:
         out = logits(layers, obs)[: int(info["action_mask"].sum())]

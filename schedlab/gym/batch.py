@@ -20,7 +20,7 @@ agent picks again, otherwise it is the head: nothing else starts
 that do not delay its reservation (``"easy"``), and time moves on. When no
 waiting job fits nothing is asked (the choice could not change anything).
 
-Observation (``float32``, in [0, 1]; :func:`schedlab.gym.features.batch_observation`,
+Observation (``float32``, in [0, 1]; :func:`schedlab.api.agent.batch_observation`,
 which an exported agent calls too): for each of the ``window`` slots
 five numbers -- present (1) or empty (all 0), wait so far /
 ``WAIT_SCALE`` (12 h, RLScheduler's), requested time / the source's largest
@@ -59,10 +59,10 @@ import numpy as np
 import polars as pl
 from gymnasium import spaces
 
+from schedlab.api.agent import batch_observation
+from schedlab.api.agent import size as observation_size
 from schedlab.errors import UserError
-from schedlab.gym import features
 from schedlab.gym.common import REWARD_MODES, check_action, check_choice, check_int, episode_start, resolve_trace
-from schedlab.gym.features import batch_observation
 from schedlab.policies.batch.priority import PriorityPolicy
 from schedlab.sim.batch.engine import BatchRun, Machine
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch
@@ -170,7 +170,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         else:
             self.runtime_scale = LUBLIN_RUNTIME_CAP
         self.action_space = spaces.Discrete(self.window)
-        self.obs_size = features.size(self.window)
+        self.obs_size = observation_size(self.window)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
         self.episode: pl.DataFrame = pl.DataFrame()
         self._run: BatchRun | None = None
