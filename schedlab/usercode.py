@@ -450,6 +450,19 @@ def _shipped_data(found: Path, sha256: str) -> Path | None:
     return _DATA_DIRS[str(found)]
 
 
+def _find_shipped_data(code: CodeRef) -> None:
+    """Register, for `data_file`, where a shipped lone file's data files came
+    to this worker (`_shipped_data`), before its module is executed."""
+    if not code.root.endswith(".py"):
+        return  # a package folder carries its data files inside it
+    try:
+        spec = importlib.util.find_spec(code.module)
+    except (ImportError, ValueError):
+        return  # not shipped to this process: loaded from the driver's path, data beside it
+    if spec is not None and spec.origin and spec.submodule_search_locations is None:
+        _shipped_data(Path(spec.origin).resolve(), code.sha256)
+
+
 def worker_load(code: CodeRef) -> Any:
     """Worker side: import the module (shipped code: by name, from the copy
     Ray put on ``sys.path``; otherwise as the driver did), check that the
@@ -459,6 +472,7 @@ def worker_load(code: CodeRef) -> Any:
     top = code.module.split(".")[0]
     obj: Any = None
     if code.shipped and top not in _FINDER.roots:
+        _find_shipped_data(code)  # before the import: a module may read its data files as it loads
         try:
             obj = importlib.import_module(code.module)
         except ImportError:

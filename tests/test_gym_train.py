@@ -1,8 +1,9 @@
 """A short real MaskablePPO training run on schedlab/Batch-v0 (the ``rl``
 extra; skipped without it): the curve reaches MLflow, the exported
-``agent.py`` is a batch policy whose numpy network is the trained actor,
-and the engine running it gives the schedule the same network gives in the
-environment, bit for bit."""
+``agent.py`` (+ ``agent.npz``, ``training.json``) is a batch policy whose
+numpy network is the trained actor, the engine running it gives the schedule
+the same network gives in the environment, bit for bit, and `schedlab gym
+export` writes the same agent again from the saved model."""
 
 from __future__ import annotations
 
@@ -72,3 +73,15 @@ def test_train_log_export_and_run_the_agent(tmp_path):
     u = env.unwrapped
     per_job, summary = run_table(u.episode, Agent, procs=256)
     assert per_job["start"].tolist() == u.schedule()[0].tolist() and r == -summary["stretch_mean"]
+
+    # `schedlab gym export` writes the same agent again from model.zip and training.json, byte for byte
+    from click.testing import CliRunner
+
+    from schedlab.cli import main
+
+    out = CliRunner().invoke(main, ["gym", "export", str(tmp_path / "model.zip"), "--out", str(tmp_path / "again")])
+    assert out.exit_code == 0, out.output
+    for name in ("agent.py", "agent.npz"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    again = json.loads((tmp_path / "again" / "training.json").read_text())
+    assert again["export"]["commit"] == record["commit"] and again["curve"] == record["curve"]
