@@ -159,17 +159,27 @@ def test_ray_workers_get_a_lone_files_data_files(tmp_path, ray_owner):
 
 
 BLOCKER = '''
-"""Installed as sitecustomize: Gymnasium, Stable-Baselines3, sb3-contrib and torch cannot be imported."""
+"""Installed as sitecustomize: importing Gymnasium, Stable-Baselines3, sb3-contrib or torch raises
+ImportError (their specs are found, as polars' optional-dependency probes expect, but never load)."""
 import importlib.abc
+import importlib.machinery
 import sys
 
 BLOCKED = ("gymnasium", "stable_baselines3", "sb3_contrib", "torch")
 
 
+class Refuse(importlib.abc.Loader):
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"{spec.name} is blocked (a base install)", name=spec.name)
+
+    def exec_module(self, module):
+        raise ModuleNotFoundError(f"{module.__name__} is blocked (a base install)", name=module.__name__)
+
+
 class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] in BLOCKED:
-            raise ImportError(f"{fullname} is blocked (a base install)")
+            return importlib.machinery.ModuleSpec(fullname, Refuse())
         return None
 
 
