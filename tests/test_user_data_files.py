@@ -94,6 +94,9 @@ def test_declared_data_files_are_hashed_kept_and_read(tmp_path):
     kept = root / "code" / entry["sha256"]
     assert (kept / "agent.npz").read_bytes() == (tmp_path / "agent" / "agent.npz").read_bytes()
     assert json.loads((kept / "training.json").read_text())["seed"] == 0
+    from schedlab.pipelines.rlsched_tables import _training
+
+    assert _training(root) == json.loads((tmp_path / "agent" / "training.json").read_text())  # the page's record
 
 
 def test_new_weights_rerun_exactly_the_agents_configurations(tmp_path):
