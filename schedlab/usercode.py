@@ -250,11 +250,12 @@ def source_digest(root: Path, data_dir: Path | None = None) -> str:
     return h.hexdigest()
 
 
-def file_digest(root: Path) -> str:
+def file_digest(root: Path, data_dir: Path | None = None) -> str:
     """SHA-256 over (relative path, NUL, bytes, NUL) of every source file:
-    the bytes themselves (schedlab's own engine digest, ``schedlab_digest``)."""
+    the bytes themselves (schedlab's own engine digest, ``schedlab_digest``;
+    the arguments are `source_digest`'s)."""
     h = hashlib.sha256()
-    for rel, data in _sources(root).items():
+    for rel, data in _sources(root, data_dir).items():
         h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
