@@ -21,9 +21,14 @@ Usage: python benchmarks/gym_env.py [--episodes 5] [--repeat 3]
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 import numpy as np
+
+# Batch-v0 looks ``lublin_256.swf`` up in $SCHEDLAB_DATA: by default the repository's ../shared/data.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def run(env, agent, episodes: int, seed: int = 0) -> tuple[int, float]:

@@ -19,7 +19,7 @@ loop, resets excluded, the two environments alternating per sequence.
 Agents: the first valid slot (RLScheduler: slot 0, a job whenever the queue
 is not empty; schedlab: slot 0) and the same agent behind a forward pass of
 a 64 x 64 tanh MLP in numpy (Stable-Baselines3's default policy shape, as
-``schedlab.gym.agent.MLPAgent``; random weights: the cost is the point), on
+``schedlab.api.agent.MLPAgent``; random weights: the cost is the point), on
 each environment's own observation. schedlab runs as one environment
 (``gymnasium.make``) and as a vector environment stepping every sequence per
 call (``gymnasium.make_vec``, ``--envs`` episodes, autoreset, random
@@ -60,7 +60,7 @@ def mlp(inputs: int, outputs: int, seed: int = 0) -> list[tuple[np.ndarray, np.n
 
 
 def forward(layers, obs: np.ndarray) -> np.ndarray:
-    from schedlab.gym.agent import logits
+    from schedlab.api.agent import logits
 
     return logits(layers, obs)
 

@@ -30,7 +30,13 @@ What is hashed and shipped:
 * ``module:attr`` naming an importable module outside ``site-packages``
   (e.g. an editable install): its top-level package folder, likewise;
   modules of installed distributions and of schedlab itself are not shipped
-  (the cluster's image provides them) and are hashed by their own files.
+  (the cluster's image provides them) and are hashed by their own files;
+* the data files a module declares: a module-level ``DATA_FILES =
+  ("agent.npz",)`` (string literals, read from the syntax tree: never by
+  running the code) names files relative to the module's own file, each
+  hashed by its bytes into the digest (new weights re-run the configurations
+  of that code, as an edit does) and shipped with it; the code reads one with
+  :func:`data_file` (``schedlab.api.data_file(__file__, "agent.npz")``).
 
 Shipping goes through Ray's ``runtime_env`` ``py_modules`` (the runner adds
 :meth:`CodeRef.ship` paths), never as a pickled closure of the driver's
@@ -45,7 +51,9 @@ import hashlib
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import re
+import shutil
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -57,6 +65,10 @@ from schedlab.errors import UserError
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Folders never hashed or shipped inside a user package.
 SKIP_DIRS = ("__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+#: The module-level name a user module declares its data files with (``DATA_FILES = ("agent.npz",)``).
+DATA_FILES_NAME = "DATA_FILES"
+#: Prefix of the folder a single-file module's data files travel to Ray's workers in (`ship_paths`).
+DATA_PACKAGE_PREFIX = "_schedlab_data_"
 
 
 @dataclass(frozen=True)
@@ -93,16 +105,112 @@ class CodeRef:
         return obj
 
 
-def _sources(root: Path) -> dict[str, bytes]:
-    if root.is_file():
-        return {root.name: root.read_bytes()}
+def declared_data(file: Path, source: bytes) -> tuple[str, ...]:
+    """The file names of the module's top-level ``DATA_FILES = (...)`` (a
+    tuple or list of string literals: relative paths below the module's
+    folder), or () when it declares none or does not parse; a malformed
+    declaration is a `UserError` naming ``file:line``."""
+    if DATA_FILES_NAME.encode() not in source:
+        return ()  # the common case, without parsing
+    try:
+        tree = ast.parse(source, filename=str(file))
+    except (SyntaxError, ValueError):
+        return ()
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if not any(isinstance(t, ast.Name) and t.id == DATA_FILES_NAME for t in targets):
+            continue
+        value = getattr(node, "value", None)
+        where = f"{file}:{node.lineno}: {DATA_FILES_NAME}"
+        if not isinstance(value, (ast.Tuple, ast.List)) or not all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+        ):
+            raise UserError(f'{where} must be a tuple of file names written as strings, e.g. ("agent.npz",)')
+        names = tuple(str(e.value) for e in value.elts)  # type: ignore[attr-defined]
+        for name in names:
+            rel = Path(name)
+            if not name or rel.is_absolute() or ".." in rel.parts:
+                raise UserError(f"{where}: {name!r} must be a path below the module's folder (no '..', not absolute)")
+        return names
+    return ()
+
+
+def _read_data(module: Path, name: str, folder: Path) -> bytes:
+    try:
+        return (folder / name).read_bytes()
+    except OSError as err:
+        raise UserError(f"{module}: {DATA_FILES_NAME}: {name}: {err.strerror or err} ({folder / name})") from None
+
+
+def _sources(root: Path, data_dir: Path | None = None) -> dict[str, bytes]:
+    """Relative path -> bytes of every source file under ``root`` and of the
+    data files their modules declare (each right after its module).
+    ``data_dir``: where a single-file module's data files are, when not
+    beside it (a Ray worker's copy: `ship_paths`)."""
     out: dict[str, bytes] = {}
+    if root.is_file():
+        data = root.read_bytes()
+        out[root.name] = data
+        for name in declared_data(root, data):
+            out.setdefault(name, _read_data(root, name, data_dir or root.parent))
+        return out
     for f in sorted(root.rglob("*.py")):
         rel = f.relative_to(root.parent)
         if any(part in SKIP_DIRS for part in rel.parts):
             continue
-        out[rel.as_posix()] = f.read_bytes()
+        data = f.read_bytes()
+        out[rel.as_posix()] = data
+        for name in declared_data(f, data):
+            out.setdefault((rel.parent / name).as_posix(), _read_data(f, name, f.parent))
     return out
+
+
+def data_file(module_file: str | Path, name: str) -> Path:
+    """The path of the data file ``name`` that the module at ``module_file``
+    (its ``__file__``) declares in its ``DATA_FILES``: beside the module on the
+    driver and the local pool's workers, in the copy shipped with it on Ray's.
+    A name not declared there (so neither hashed nor shipped) or a file
+    missing is a `UserError` naming the module and the file."""
+    here = Path(module_file).resolve()
+    if name not in declared_data(here, here.read_bytes()):
+        raise UserError(
+            f"{here}: data file {name!r} is not in its {DATA_FILES_NAME} "
+            "(a file not declared there is neither hashed nor shipped with the code)"
+        )
+    path = _DATA_DIRS.get(str(here), here.parent) / name
+    if not path.is_file():
+        raise UserError(f"{here}: data file {name!r}: no such file ({path})")
+    return path
+
+
+def ship_paths(root: str, sha256: str) -> list[str]:
+    """What Ray's ``py_modules`` ships for the user code at ``root``: the file
+    or package folder itself, and for a single-file module that declares data
+    files a folder ``_schedlab_data_<digest>`` holding copies of them (Ray
+    ships a lone ``.py`` file alone; a package folder carries its data files
+    inside it already). The worker finds that folder by the digest
+    (`worker_load`)."""
+    path = Path(root)
+    if not path.is_file():
+        return [root]
+    names = declared_data(path, path.read_bytes())
+    if not names:
+        return [root]
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / "schedlab-data" / sha256 / (DATA_PACKAGE_PREFIX + sha256[:16])
+    if not folder.is_dir():
+        staging = folder.parent / f".staging-{os.getpid()}"
+        for name in names:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_bytes(_read_data(path, name, path.parent))
+        try:
+            os.replace(staging, folder)
+        except OSError:  # another driver staged the same digest meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+    return [root, str(folder)]
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:
@@ -130,22 +238,24 @@ def code_form(rel: str, data: bytes) -> bytes:
     return data
 
 
-def source_digest(root: Path) -> str:
+def source_digest(root: Path, data_dir: Path | None = None) -> str:
     """SHA-256 over (relative path, NUL, `code_form`, NUL) of every source
     file, in sorted path order: a file's name and its code, nothing else (no
     timestamps, comments, docstrings or formatting), so the same code hashes
-    the same on every machine (with the same Python minor version)."""
+    the same on every machine (with the same Python minor version). A
+    declared data file counts by its bytes (`_sources`; ``data_dir`` as there)."""
     h = hashlib.sha256()
-    for rel, data in _sources(root).items():
+    for rel, data in _sources(root, data_dir).items():
         h.update(rel.encode() + b"\0" + code_form(rel, data) + b"\0")
     return h.hexdigest()
 
 
-def file_digest(root: Path) -> str:
+def file_digest(root: Path, data_dir: Path | None = None) -> str:
     """SHA-256 over (relative path, NUL, bytes, NUL) of every source file:
-    the bytes themselves (schedlab's own engine digest, ``schedlab_digest``)."""
+    the bytes themselves (schedlab's own engine digest, ``schedlab_digest``;
+    the arguments are `source_digest`'s)."""
     h = hashlib.sha256()
-    for rel, data in _sources(root).items():
+    for rel, data in _sources(root, data_dir).items():
         h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
@@ -225,7 +335,11 @@ def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
         for p in parts:
             if not _IDENT.fullmatch(p):
                 raise UserError(f"{where}: {p!r} (in {target}) is not a valid Python module name")
-        code = CodeRef(ref, ".".join(parts), attr, str(top), source_digest(top), shipped=True)
+        try:
+            digest = source_digest(top)
+        except UserError as err:  # a data file the code declares is missing or unreadable
+            raise UserError(f"{where}: {err}") from None
+        code = CodeRef(ref, ".".join(parts), attr, str(top), digest, shipped=True)
     else:
         if not all(_IDENT.fullmatch(p) for p in target.split(".")):
             raise UserError(f"{where}: {target!r} is not a module name")
@@ -244,7 +358,11 @@ def resolve(ref: str, base_dir: str | Path, where: str) -> CodeRef:
         if top.name == "__init__.py":
             top = top.parent
         shipped = top_name != "schedlab" and not _installed(top)
-        code = CodeRef(ref, target, attr, str(top), source_digest(top), shipped=shipped)
+        try:
+            digest = source_digest(top)
+        except UserError as err:
+            raise UserError(f"{where}: {err}") from None
+        code = CodeRef(ref, target, attr, str(top), digest, shipped=shipped)
     try:
         code.load()  # the module must import and the attribute exist now, at validate time
     except UserError as err:
@@ -278,6 +396,7 @@ _FINDER = _UserFinder()
 _LOADED: dict[str, str] = {}  # top-level module name -> digest of what is loaded
 _VERIFIED: set[tuple[str, str]] = set()  # (imported file or folder, digest) already checked in this process
 _WORKER_ROOTS: dict[str, str] = {}  # where shipped code sits on this worker -> where it came from
+_DATA_DIRS: dict[str, Path] = {}  # a shipped single-file module on this worker -> the folder its data files came in
 
 
 def _unload(top: str) -> None:
@@ -315,6 +434,36 @@ def _imported_root(top: str) -> Path:
     return location.parent if location.name == "__init__.py" else location
 
 
+def _shipped_data(found: Path, sha256: str) -> Path | None:
+    """Where the data files of the single-file module ``found`` are when they
+    are not beside it: the folder `ship_paths` sent with it to this Ray
+    worker (registered for `data_file`); None when beside it or none is declared."""
+    if not found.is_file() or str(found) in _DATA_DIRS:
+        return _DATA_DIRS.get(str(found))
+    names = declared_data(found, found.read_bytes())
+    if not names or all((found.parent / n).is_file() for n in names):
+        return None
+    spec = importlib.util.find_spec(DATA_PACKAGE_PREFIX + sha256[:16])
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        return None  # missing: the digest check names the file
+    _DATA_DIRS[str(found)] = Path(locations[0])
+    return _DATA_DIRS[str(found)]
+
+
+def _find_shipped_data(code: CodeRef) -> None:
+    """Register, for `data_file`, where a shipped lone file's data files came
+    to this worker (`_shipped_data`), before its module is executed."""
+    if not code.root.endswith(".py"):
+        return  # a package folder carries its data files inside it
+    try:
+        spec = importlib.util.find_spec(code.module)
+    except (ImportError, ValueError):
+        return  # not shipped to this process: loaded from the driver's path, data beside it
+    if spec is not None and spec.origin and spec.submodule_search_locations is None:
+        _shipped_data(Path(spec.origin).resolve(), code.sha256)
+
+
 def worker_load(code: CodeRef) -> Any:
     """Worker side: import the module (shipped code: by name, from the copy
     Ray put on ``sys.path``; otherwise as the driver did), check that the
@@ -324,6 +473,7 @@ def worker_load(code: CodeRef) -> Any:
     top = code.module.split(".")[0]
     obj: Any = None
     if code.shipped and top not in _FINDER.roots:
+        _find_shipped_data(code)  # before the import: a module may read its data files as it loads
         try:
             obj = importlib.import_module(code.module)
         except ImportError:
@@ -337,7 +487,7 @@ def worker_load(code: CodeRef) -> Any:
     found = _imported_root(top)
     if (str(found), code.sha256) in _VERIFIED:
         return obj
-    digest = source_digest(found)
+    digest = source_digest(found, _shipped_data(found, code.sha256))
     if digest == code.sha256:
         _VERIFIED.add((str(found), code.sha256))
     else:
@@ -376,9 +526,12 @@ def user_frames_traceback(err: BaseException, *, fallback: bool = True) -> str:
 __all__ = [
     "CodeRef",
     "code_form",
+    "data_file",
+    "declared_data",
     "file_digest",
     "is_reference",
     "resolve",
+    "ship_paths",
     "source_digest",
     "user_frames_traceback",
     "worker_load",

@@ -1,5 +1,8 @@
 """Shared test helpers."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,6 +12,10 @@ from schedlab.engines.queue.sim.engine import simulate
 #: The queue engine's two paths: the Python reference and the compiled kernels
 #: (schedlab.engines.queue.sim.fast). Queue tests run on both (the `engine_path` fixture).
 PATHS = ("reference", "fast")
+
+#: The Gymnasium environments look bare trace names up in $SCHEDLAB_DATA (schedlab.gym.common): the tests'
+#: (and their subprocesses') data folder is the checkout's ../shared/data unless the caller set one.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 _current = ["reference"]
 
 

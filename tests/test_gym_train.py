@@ -1,12 +1,14 @@
 """A short real MaskablePPO training run on schedlab/Batch-v0 (the ``rl``
 extra; skipped without it): the curve reaches MLflow, the exported
-``agent.py`` is a batch policy whose numpy network is the trained actor,
-and the engine running it gives the schedule the same network gives in the
-environment, bit for bit."""
+``agent.py`` (+ ``agent.npz``, ``training.json``) is a batch policy whose
+numpy network is the trained actor, the engine running it gives the schedule
+the same network gives in the environment, bit for bit, and `schedlab gym
+export` writes the same agent again from the saved model."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -17,8 +19,8 @@ pytest.importorskip("sb3_contrib")
 gymnasium = pytest.importorskip("gymnasium")
 
 import schedlab.gym  # noqa: E402,F401
+from schedlab.api.agent import load_layers, logits  # noqa: E402
 from schedlab.engines.batch.sim.engine import run_table  # noqa: E402
-from schedlab.gym.agent import decode, logits  # noqa: E402
 from schedlab.gym.train import train  # noqa: E402
 
 LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
@@ -31,7 +33,10 @@ def test_train_log_export_and_run_the_agent(tmp_path):
     env_kwargs = {"trace": "lublin_256.swf", "sequence": 48, "window": 16, "backfill": "easy", "span": (3000, 10000)}
     budget = train(env_kwargs, timesteps=512, out=tmp_path, seed=0, n_envs=2, n_steps=128, net=(32, 32))
     assert budget["timesteps"] >= 512 and budget["curve"] and budget["cpu_seconds"] > 0
-    assert {"model.zip", "agent.py", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"model.zip", "agent.py", "agent.npz", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
+    record = json.loads((tmp_path / "training.json").read_text())
+    assert record["timesteps"] == budget["timesteps"] and record["env"]["window"] == 16
+    assert len(record["commit"]) == 40 and isinstance(record["dirty"], bool)  # the checkout's commit, recorded
 
     import mlflow
 
@@ -55,11 +60,11 @@ def test_train_log_export_and_run_the_agent(tmp_path):
 
     with torch.no_grad():
         ref = model.policy.get_distribution(torch.as_tensor(obs[None])).distribution.logits.numpy()[0]
-    mine = logits(decode(Agent.weights), obs)
+    mine = logits(load_layers(Agent.weights), obs)
     assert np.allclose(mine - mine.max(), ref - ref.max(), atol=FORWARD_ATOL)
 
     # the same network in the environment and as a policy in the engine: one schedule
-    layers = decode(Agent.weights)
+    layers = load_layers(Agent.weights)
     done = False
     while not done:
         out = logits(layers, obs)[: int(info["action_mask"].sum())]
@@ -68,6 +73,18 @@ def test_train_log_export_and_run_the_agent(tmp_path):
     u = env.unwrapped
     per_job, summary = run_table(u.episode, Agent, procs=256)
     assert per_job["start"].tolist() == u.schedule()[0].tolist() and r == -summary["stretch_mean"]
+
+    # `schedlab gym export` writes the same agent again from model.zip and training.json, byte for byte
+    from click.testing import CliRunner
+
+    from schedlab.cli import main
+
+    out = CliRunner().invoke(main, ["gym", "export", str(tmp_path / "model.zip"), "--out", str(tmp_path / "again")])
+    assert out.exit_code == 0, out.output
+    for name in ("agent.py", "agent.npz"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    again = json.loads((tmp_path / "again" / "training.json").read_text())
+    assert again["export"]["commit"] == record["commit"] and again["curve"] == record["curve"]
 
 
 def test_plain_ppo_trains_on_the_defaults_and_maskable_ppo_keeps_its_masks():

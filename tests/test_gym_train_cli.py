@@ -26,12 +26,18 @@ def test_help_documents_every_option_with_its_default():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     options = [a for a in parser()._actions if a.dest != "help"]
-    assert len(options) == 14
+    assert len(options) == 15
     for action in options:
         assert action.help, action.dest
         assert action.option_strings[0] in text
         assert "default" in action.help, action.dest  # a value, or what none means
-    for shown in ("(default: lublin_256.swf)", "(default: 256)", "(default: 100000)", "(default: 64 64)"):
+    for shown in (
+        "(default: lublin_256.swf)",
+        "(default: 256)",
+        "(default: 100000)",
+        "(default: 64 64)",
+        "(default: $SCHEDLAB_DATA)",
+    ):
         assert shown in text
 
 

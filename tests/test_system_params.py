@@ -505,7 +505,9 @@ SWEEP_IDS = {
     "packing-fig4.toml": "031f49c2eb131db4",
     "psbs-shape.toml": "31e9fdc9b03e9dfb",
     "psbs-sigma.toml": "11d065a3072ccfbb",
-    "rl-lublin1.toml": "301377569cb5de8b",  # a trained agent (user code; its digest is of the syntax tree since #41)
+    # a trained agent (user code; its digest is of the syntax tree since #41, and of its declared data files:
+    # agent.npz, training.json, since #37)
+    "rl-lublin1.toml": "60f2e7d9aa1e632c",
     "tetris-knob.toml": "b1dbc391affa7377",  # a [search] spec (new): its plan's one base configuration
 }
 

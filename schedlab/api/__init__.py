@@ -23,6 +23,11 @@ under one policy (a name or your class) and returns its per-job columns
 (``.jobs``) and summary metrics (``.summary``): how to test a policy on a
 table worked by hand, without a sweep.
 
+``data_file(__file__, "agent.npz")`` is the path of a data file the calling
+module declares (``DATA_FILES = ("agent.npz",)``): hashed into the code's
+digest and shipped with it (``schedlab.usercode``). ``schedlab.api.agent``
+holds a trained network's numpy forward pass as a batch policy.
+
 ``UserError`` (bad input: a message naming the place) and ``PolicyError``
 (a policy broke the engine's model) are the errors a seam raises.
 
@@ -35,11 +40,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from schedlab.errors import PolicyError, UserError
+from schedlab.usercode import data_file
 
 if TYPE_CHECKING:
     from schedlab.engines.base import Engine
 
-__all__ = ["PolicyError", "UserError", "batch", "dfrs", "get_engine", "metrics", "packing", "queue", "workloads"]
+__all__ = [
+    "PolicyError",
+    "UserError",
+    "batch",
+    "data_file",
+    "dfrs",
+    "get_engine",
+    "metrics",
+    "packing",
+    "queue",
+    "workloads",
+]
 
 
 def get_engine(name: str) -> Engine:

@@ -10,7 +10,8 @@ The group (`main`, the console script ``schedlab``) and the exit codes are in
 `main` when imported here: `simulation` (policies, simulate, workloads
 inspect), `sweeps` (validate, plan, run, track, compact), `analysis` (results,
 compare, plot), `pipeline_commands` (pipelines list / run), `policy_check`
-(check-policy), `views` (view: a run's schedule); `progress` is the status line of a running sweep. Every command
+(check-policy), `views` (view: a run's schedule), `gym_commands` (gym export: a trained
+model as an agent); `progress` is the status line of a running sweep. Every command
 module imports only click and the standard library at module level.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from schedlab.cli.analysis import compare, plot_cmd, results
 from schedlab.cli.group import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_TRACKING, main
+from schedlab.cli.gym_commands import gym
 from schedlab.cli.pipeline_commands import pipelines, pipelines_list, pipelines_run
 from schedlab.cli.policy_check import check_policy_cmd
 from schedlab.cli.progress import ProgressLine
@@ -34,6 +36,7 @@ __all__ = [
     "check_policy_cmd",
     "compact",
     "compare",
+    "gym",
     "inspect_cmd",
     "main",
     "pipelines",

@@ -3,6 +3,7 @@ trace lookup, episode sampling and the invalid-action error."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import numpy as np
 
 from schedlab.errors import UserError
 
-#: The shared data folder the code reads traces from (``../shared/data`` beside the repository).
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+#: The environment variable naming the data folder a bare trace name is looked up in (in its subfolders:
+#: ``lublin_256.swf`` finds ``$SCHEDLAB_DATA/lublin/lublin_256.swf.gz``); the library assumes no folder of its own.
+DATA_ENV = "SCHEDLAB_DATA"
 
 #: The bounded-slowdown threshold tau (s): the engines' ``BOUNDED_STRETCH_THRESHOLD``.
 TAU = 10.0
@@ -35,18 +37,34 @@ def check_int(env: str, name: str, value: Any, low: int = 1) -> int:
     return int(value)
 
 
+def data_folder() -> Path | None:
+    """The data folder ``$SCHEDLAB_DATA`` names (``~`` expanded), or None when it is unset."""
+    value = os.environ.get(DATA_ENV, "")
+    return Path(value).expanduser() if value else None
+
+
 def resolve_trace(env: str, trace: str | Path) -> Path:
     """``trace`` as given if it exists, else a bare file name looked up in the
-    shared data folders (``lublin_256.swf`` finds ``lublin/lublin_256.swf.gz``)."""
+    subfolders of the data folder ``$SCHEDLAB_DATA`` (``lublin_256.swf`` finds
+    ``lublin/lublin_256.swf.gz``); not found is one error naming the variable."""
     path = Path(trace)
     if path.is_file():
         return path
-    if path.name == str(trace) and DATA.is_dir():
-        for folder in sorted(DATA.iterdir()):
-            for name in (path.name, path.name + ".gz"):
-                if (folder / name).is_file():
-                    return folder / name
-    raise UserError(f"{env}: trace {str(trace)!r}: no such file (nor in {DATA})")
+    if path.name != str(trace):
+        raise UserError(f"{env}: trace {str(trace)!r}: no such file")
+    folder = data_folder()
+    if folder is None:
+        raise UserError(
+            f"{env}: trace {str(trace)!r}: no such file, and {DATA_ENV} is not set "
+            "(give a path, or set it to the folder whose subfolders hold the traces)"
+        )
+    if not folder.is_dir():
+        raise UserError(f"{env}: trace {str(trace)!r}: {DATA_ENV}={folder} is not a folder")
+    for sub in sorted(folder.iterdir()):
+        for name in (path.name, path.name + ".gz"):
+            if (sub / name).is_file():
+                return sub / name
+    raise UserError(f"{env}: trace {str(trace)!r}: no such file (nor in the subfolders of {DATA_ENV}={folder})")
 
 
 def episode_start(env: str, rng: np.random.Generator, total: int, length: int, options: dict[str, Any] | None) -> int:

@@ -5,12 +5,14 @@ log its training curve to MLflow and export it as a batch policy.
         --timesteps 200000 --out runs/rl-lublin1
 
 writes ``OUT/model.zip`` (Stable-Baselines3's own file, to resume or
-inspect), ``OUT/agent.py`` (``use = "OUT/agent.py:Agent"`` in a sweep: an
-:class:`schedlab.gym.agent.MLPAgent` with the weights inside the file, so
-they are hashed and shipped with the code) and ``OUT/training.json`` (the
-budget: timesteps, wall and CPU seconds, the curve, the last mean episode
-bounded slowdown; the environment's and the training's settings as typed
-JSON values). Every rollout logs to the MLflow run (experiment
+inspect) and the agent: ``OUT/agent.py`` (``use = "OUT/agent.py:Agent"`` in
+a sweep: a short :class:`schedlab.api.agent.MLPAgent` subclass, numpy only),
+``OUT/agent.npz`` (the actor's weights) and ``OUT/training.json`` (the
+training spec -- the environment's and the training's settings as typed JSON
+values --, the schedlab commit and version, the budget: timesteps, wall and
+CPU seconds, the curve, the last mean episode bounded slowdown). agent.py
+declares the other two as its data files, so a sweep hashes them into its
+code digest and ships them with it (``schedlab.usercode``). Every rollout logs to the MLflow run (experiment
 ``schedlab-rl``; ``--tracking-uri``, default a SQLite store in OUT): the mean
 bounded slowdown of the episodes finished (``ep_bsld_mean``: minus the
 mean episode return, which sums to minus the engine's mean bounded slowdown)
@@ -29,21 +31,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.gym.agent import encode
+
+#: What an agent is on disk: the policy file, its weights and its training record (the last two its DATA_FILES).
+AGENT_FILE, WEIGHTS_FILE, TRAINING_FILE = "agent.py", "agent.npz", "training.json"
 
 AGENT_TEMPLATE = '''"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
-(written by schedlab.gym.train; the weights below are part of this file, so a
-sweep hashes and ships them with the code). Training:
+by schedlab.gym.train. Its network is {weights} and its training record (spec,
+commit, budget, curve) {training}, both beside this file: declared data files,
+hashed into the code's digest and shipped with it. Training:
 {about}
 """
 
-from schedlab.gym.agent import MLPAgent
+from schedlab.api import data_file
+from schedlab.api.agent import MLPAgent
+
+DATA_FILES = ("{weights}", "{training}")
 
 
 class Agent(MLPAgent):
@@ -52,9 +61,7 @@ class Agent(MLPAgent):
     backfill = {backfill}
     window = {window}
     runtime_scale = {runtime_scale!r}
-    weights = (
-{weights}
-    )
+    weights = data_file(__file__, "{weights}")
 '''
 
 
@@ -67,19 +74,72 @@ def policy_layers(model: Any) -> list[tuple[Any, Any]]:
     return [(m.weight.detach().cpu().numpy(), m.bias.detach().cpu().numpy()) for m in layers]
 
 
-def export(model: Any, path: Path, *, window: int, runtime_scale: float, backfill: bool, name: str, about: str) -> Path:
-    """Write ``path`` (agent.py): the policy class with the model's actor weights."""
+def export(
+    layers: list[tuple[Any, Any]],
+    out: Path,
+    *,
+    window: int,
+    runtime_scale: float,
+    backfill: bool,
+    name: str,
+    training: dict[str, Any],
+) -> Path:
+    """Write the agent into the folder ``out``: ``agent.py`` (the policy
+    class), ``agent.npz`` (``layers``) and ``training.json`` (``training``);
+    returns the path of agent.py."""
     import textwrap
 
-    text = encode(policy_layers(model))
-    about = textwrap.fill(about, width=100)
-    lines = "\n".join(f'        "{text[i : i + 100]}"' for i in range(0, len(text), 100))
+    from schedlab.api.agent import save_layers
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_layers(layers, out / WEIGHTS_FILE)
+    (out / TRAINING_FILE).write_text(json.dumps(training, indent=1) + "\n")
+    env = training.get("env", {})
+    about = textwrap.fill(
+        f"{training.get('timesteps')} timesteps, seed {training.get('seed')}, "
+        f"{training.get('cpu_seconds', 0.0):.0f} CPU s, env {env}".replace('"', "'"),
+        width=100,
+    )
+    path = out / AGENT_FILE
     path.write_text(
         AGENT_TEMPLATE.format(
-            about=about, name=name, window=window, backfill=backfill, runtime_scale=runtime_scale, weights=lines
+            about=about,
+            name=name,
+            window=window,
+            backfill=backfill,
+            runtime_scale=runtime_scale,
+            weights=WEIGHTS_FILE,
+            training=TRAINING_FILE,
         )
     )
     return path
+
+
+def provenance() -> dict[str, Any]:
+    """The schedlab version and, when schedlab runs from a git checkout, its
+    commit (and whether the work tree had uncommitted changes): what a
+    trained agent records of the code it was trained with."""
+    import subprocess
+
+    from schedlab.version import __version__
+
+    checkout = Path(__file__).resolve().parents[2]
+    record: dict[str, Any] = {"schedlab_version": __version__, "commit": None, "dirty": None}
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        )
+        status = subprocess.run(
+            ["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return record  # not a git checkout (an installed schedlab): the version says it
+    record.update(commit=head.stdout.strip(), dirty=bool(status.stdout.strip()))
+    return record
 
 
 def make_env(env_kwargs: dict[str, Any]) -> Any:
@@ -161,21 +221,20 @@ def train(
             "n_envs": n_envs,
             "net": list(net),
             "n_steps": n_steps,
+            **provenance(),
         }
         mlflow.log_metrics({"cpu_seconds": budget["cpu_seconds"], "wall_seconds": budget["wall_seconds"]})
     model.save(out / "model.zip")
     probe = make_env(env_kwargs).unwrapped
-    about = f"{budget['timesteps']} timesteps, seed {seed}, {budget['cpu_seconds']:.0f} CPU s, env {env_kwargs}"
     export(
-        model,
-        out / "agent.py",
+        policy_layers(model),
+        out,
         window=probe.window,
         runtime_scale=probe.runtime_scale,
         backfill=probe.backfill == "easy",
         name=name,
-        about=about.replace('"', "'"),
+        training=budget,
     )
-    (out / "training.json").write_text(json.dumps(budget, indent=1))
     return budget
 
 
@@ -189,11 +248,20 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m schedlab.gym.train",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
-        epilog='Writes OUT/model.zip, OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent") and '
-        "OUT/training.json. Needs pip install -e '.[rl]'.",
+        epilog='Writes OUT/model.zip and the agent: OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent"), '
+        "OUT/agent.npz (its weights) and OUT/training.json (spec, commit, budget). Needs pip install -e '.[rl]'.",
     )
     ap.add_argument(
-        "--trace", default="lublin_256.swf", help="SWF trace the episodes are drawn from (default: %(default)s)"
+        "--trace",
+        default="lublin_256.swf",
+        help="SWF trace the episodes are drawn from: a path, or a bare name looked up in the subfolders of "
+        "--data (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the data folder a bare --trace name is looked up in (default: $SCHEDLAB_DATA)",
     )
     ap.add_argument(
         "--nodes", type=int, default=None, help="processors of the machine (default: the trace's MaxProcs / MaxNodes)"
@@ -260,6 +328,10 @@ def run(a: argparse.Namespace) -> None:
         "span": tuple(a.span) if a.span else None,
     }
     from schedlab.engines.batch.gym import BatchEnv
+    from schedlab.gym.common import DATA_ENV
+
+    if a.data is not None:  # this process's environments (and the training's) read it
+        os.environ[DATA_ENV] = str(a.data)
 
     BatchEnv(**env_kwargs)  # bad input fails here, in a second, not after importing torch and MLflow
     budget = train(

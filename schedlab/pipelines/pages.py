@@ -1,18 +1,19 @@
 """Reproduction pages: a pipeline's finished run as a checked-in page.
 
-`schedlab pipelines pages --results ROOT` turns each pipeline's output dir
-(``ROOT/<name>``: report.md, its figures, the sweeps' results dirs and
-``runs.jsonl``, see `runlog`) into ``docs/reproductions/<name>.md`` with its
-figures beside it (``docs/reproductions/<name>/``), and writes the index
-``docs/reproductions/README.md``: every registered pipeline with its scale,
-cost and verdict counts, or "not run" for one without output.
+`schedlab pipelines pages --results ROOT --to PAGES` turns each pipeline's
+output dir (``ROOT/<name>``: report.md, its figures, the sweeps' results dirs
+and ``runs.jsonl``, see `runlog`) into ``PAGES/<name>.md`` with its figures
+beside it (``PAGES/<name>/``), and writes the index ``PAGES/README.md``: every
+registered pipeline with its scale, cost and verdict counts, or "not run" for
+one without output. The pages folder is always the caller's argument (the
+command's default is the repository's docs/reproductions).
 
 A page is data produced by the command it names: the report's own text (the
 paper's setting and words, our numbers, each verdict with its interval),
 headed by how it was made (exact command, commits, machine, invocations,
 wall, driver CPU and the simulations' own wall seconds summed over the rows),
 and followed by the explanation of every verdict that does not hold, read
-from ``docs/reproductions/notes/<name>.md`` -- hand-written, each reason shown
+from ``PAGES/notes/<name>.md`` -- hand-written, each reason shown
 by a measured case with the command that measures it. A page with failing
 verdicts and no note says so in bold: a failure is never left looking
 explained.
@@ -31,8 +32,7 @@ from typing import Any
 from schedlab.errors import UserError
 from schedlab.pipelines.runlog import read_runs
 
-#: Where pages are written, relative to the repository root (the working directory).
-PAGES_DIR = Path("docs/reproductions")
+#: Beside the pages: the hand-written notes, ``<pages>/notes/<name>.md``.
 NOTES_DIR = "notes"
 INDEX = "README.md"
 #: Beside each page's figures: its scale, cost and verdict counts, which the index reads.
@@ -287,9 +287,11 @@ def _other_runs(page: Page) -> list[str]:
     ]
 
 
-def render(page: Page, notes: str | None) -> str:
+def render(page: Page, notes: str | None, notes_at: str | Path | None = None) -> str:
     """The page's markdown: how it was made, the report (figure links into
-    ``<name>/``), then the explanation of the verdicts that do not hold."""
+    ``<name>/``), then the explanation of the verdicts that do not hold
+    (``notes_at``: where its notes belong, shown when there are none;
+    default ``notes/<name>.md`` beside the page)."""
     body = LINK.sub(lambda m: f"]({page.name}/{m.group(1)})", page.report)
     lines = body.splitlines()
     title, rest = (lines[0], lines[1:]) if lines and lines[0].startswith("# ") else (f"# {page.name}", lines)
@@ -320,13 +322,13 @@ def render(page: Page, notes: str | None) -> str:
             "## Why verdicts do not hold",
             "",
             f"**Not explained yet:** {page.failing} verdict(s) do not hold and no measured explanation is "
-            f"recorded (`{PAGES_DIR / NOTES_DIR / (page.name + '.md')}`).",
+            f"recorded (`{notes_at or Path(NOTES_DIR) / (page.name + '.md')}`).",
             "",
         ]
     return "\n".join(out)
 
 
-def write_page(page: Page, pages_dir: Path = PAGES_DIR) -> Path:
+def write_page(page: Page, pages_dir: Path) -> Path:
     """Write ``pages_dir/<name>.md`` and copy its linked figures to ``pages_dir/<name>/``."""
     pages_dir = Path(pages_dir)
     fig_dir = pages_dir / page.name
@@ -338,7 +340,7 @@ def write_page(page: Page, pages_dir: Path = PAGES_DIR) -> Path:
     note_path = pages_dir / NOTES_DIR / f"{page.name}.md"
     notes = note_path.read_text() if note_path.exists() else None
     path = pages_dir / f"{page.name}.md"
-    path.write_text(render(page, notes))
+    path.write_text(render(page, notes, note_path))
     summary = {
         "scale": page.scale,
         "wall_seconds": page.wall_seconds,
@@ -351,7 +353,7 @@ def write_page(page: Page, pages_dir: Path = PAGES_DIR) -> Path:
     return path
 
 
-def write_index(pages_dir: Path = PAGES_DIR) -> Path:
+def write_index(pages_dir: Path) -> Path:
     """``pages_dir/README.md``: every registered pipeline, its scale, cost and
     verdicts, from the summaries of the pages on disk (``<name>/page.json``)."""
     from schedlab.pipelines.registry import PIPELINES
@@ -390,7 +392,7 @@ def write_index(pages_dir: Path = PAGES_DIR) -> Path:
     return path
 
 
-def write_pages(results_root: Path, names: list[str] | None = None, pages_dir: Path = PAGES_DIR) -> list[Path]:
+def write_pages(results_root: Path, names: list[str] | None, pages_dir: Path) -> list[Path]:
     """Pages for ``names`` (default: every pipeline with a report under
     ``results_root``), and the index over every page in ``pages_dir``."""
     from schedlab.pipelines.registry import PIPELINES

@@ -135,7 +135,7 @@ def measured(data) -> str:
             "",
             f"Sequences per trace: {n} (the same sequences for every policy); ± is the 95 % CI half-width "
             "(Student t). Published: RLScheduler's README Table V, 10 sequences, their simulator. "
-            "SDSC-SP2 is not in ../shared/data.",
+            "SDSC-SP2 is not among the traces at hand.",
             "",
             "Paired comparisons: geometric mean of the per-sequence ratio of mean bounded slowdowns, "
             "[paired 95 % t interval of the mean log ratio] (below 1: the first policy is better):",
@@ -227,17 +227,18 @@ def setting(data) -> dict[str, Any]:
 
 RL_SWEEP = "rlsched-rl-lublin1-"
 RL_POLICIES = ["RL", "EASY", "SJF+EASY", "F1+EASY"]
-AGENT = Path(__file__).resolve().parents[2] / "sweeps" / "rl"
+#: The agent's training record: a data file its code declares (schedlab.gym.train writes it beside agent.py).
+TRAINING = "training.json"
 
 
 def rl_table(results_dirs: dict[str, Path]):
-    """(rows of the agent's sweep, summary per policy)."""
+    """(rows of the agent's sweep, summary per policy, the agent's training record)."""
     from schedlab import load
     from schedlab.platform.statistics.stats import summarize
 
     (d,) = [d for name, d in results_dirs.items() if name.startswith(RL_SWEEP)]
     frame = load(d).select(["policy", "replication", "sequence", METRIC]).collect()
-    return frame, summarize(frame, ["policy"], [METRIC])
+    return frame, summarize(frame, ["policy"], [METRIC]), _training(d)
 
 
 def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
@@ -246,7 +247,7 @@ def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
 
 
 def rl_measured(data) -> str:
-    frame, summary = data.table
+    frame, summary, budget = data.table
     rows = []
     for p in RL_POLICIES:
         r = summary.filter(summary["policy"] == p).rows(named=True)
@@ -260,25 +261,33 @@ def rl_measured(data) -> str:
             pair_rows.append(
                 [f"RL / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
             )
-    budget = _training()
     return "\n".join(
         [
             md(["policy", "ours (mean ± 95 % CI)", "published (Lublin-1, backfilling)"], rows),
             "",
             md(["paired", "geometric mean ratio [95 % CI]", "sequences"], pair_rows),
             "",
-            f"Training budget of the agent (sweeps/rl/training.json): {budget.get('timesteps')} timesteps, "
+            f"Training budget of the agent (its {TRAINING}): {budget.get('timesteps')} timesteps, "
             f"{budget.get('cpu_seconds', float('nan')):.0f} CPU s ({budget.get('wall_seconds', float('nan')):.0f} s "
             f"wall on a shared machine); environment {budget.get('env')}.",
         ]
     )
 
 
-def _training() -> dict[str, Any]:
+def _training(results: Path) -> dict[str, Any]:
+    """The training record of the agent the sweep ran: its ``training.json``,
+    a data file of its code, kept with that code in the results dir
+    (``code/<sha256>/``, `ResultStore.save_code`); {} when none is there."""
     import json
 
-    path = AGENT / "training.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    from schedlab.platform.storage.store import CODE, ResultStore
+
+    for entry in ((ResultStore(results).read_manifest() or {}).get("user_code") or {}).values():
+        path = results / CODE / entry["sha256"] / TRAINING
+        if TRAINING in entry.get("files", ()) and path.is_file():
+            record: dict[str, Any] = json.loads(path.read_text())
+            return record
+    return {}
 
 
 def rl_plot(data, path: Path) -> list[str]:
@@ -286,7 +295,7 @@ def rl_plot(data, path: Path) -> list[str]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    frame, _ = data.table
+    frame, _, _ = data.table
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     names = []
     for i, other in enumerate(RL_POLICIES[1:]):
@@ -318,7 +327,7 @@ def rl_plot(data, path: Path) -> list[str]:
 def rl_beats(data, claim):
     """``RL / X`` of ``quantity``: its paired 95 % CI over sequences below 1 (holds), wholly at or
     above 1 (fails), else inconclusive (`common.judge`)."""
-    frame, _ = data.table
+    frame, _, _ = data.table
     a, b = claim.quantity.split(" / ")
     r = _rl_pair(frame, a, b)
     ratio = paired_row(r)
@@ -327,8 +336,7 @@ def rl_beats(data, claim):
 
 
 def rl_setting(data) -> dict[str, Any]:
-    frame, summary = data.table
-    budget = _training()
+    frame, summary, budget = data.table
     return {
         "sequences": int(summary["n"].max()),
         "sequence": int(frame["sequence"].max()),

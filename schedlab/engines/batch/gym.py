@@ -22,7 +22,7 @@ that do not delay its reservation (``"easy"``), and time moves on. Nothing
 is asked when the choice could not change anything: no waiting job fits,
 one job waits, or every waiting job fits at once (all start now).
 
-Observation (``float32``, in [0, 1]; :func:`schedlab.gym.features.batch_observation`,
+Observation (``float32``, in [0, 1]; :func:`schedlab.engines.batch.features.batch_observation`,
 which an exported agent calls too): for each of the ``window`` slots
 five numbers -- present (1) or empty (all 0), wait so far /
 ``WAIT_SCALE`` (12 h, RLScheduler's), requested time / the source's largest
@@ -65,9 +65,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from schedlab.engines.batch import features
 from schedlab.engines.batch import gym_kernel as K
 from schedlab.errors import UserError
-from schedlab.gym import features
 from schedlab.gym.common import (
     INVALID_ACTION_PENALTY,
     INVALID_ACTIONS,

@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedlab.engines.batch.features import JOB_FEATURES, WAIT_SCALE
 from schedlab.engines.batch.sim.fast import _sorted_add, _sorted_remove
-from schedlab.gym.features import JOB_FEATURES, WAIT_SCALE
 from schedlab.sim.common.jit import HOT, JIT, NONE, ZERO, hpop, hpush, njit
 
 #: Float columns of ``F``.
@@ -263,7 +263,7 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
 
 @njit(**HOT)
 def _observe(Fe, Ie, S, T, e, obs, mask, slots, nodes, scale):
-    """``schedlab.gym.features.batch_observation`` of row ``e`` into ``obs[e]``,
+    """``schedlab.engines.batch.features.batch_observation`` of row ``e`` into ``obs[e]``,
     the same float64 operations rounded once to float32; ``mask[e]`` and
     ``slots[e]`` (each slot's job, -1 if empty)."""
     window = mask.shape[1]

@@ -22,6 +22,7 @@ from schedlab.platform.execution.connect import init_bounded, loopback_only
 from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
 from schedlab.platform.execution.payload import Packer, ray_put
 from schedlab.platform.planning.plan import Instance, Plan, shared_input_key
+from schedlab.usercode import ship_paths
 
 if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SweepSpec
@@ -66,7 +67,8 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
         # Token auth on a loopback-only Ray is schedlab's choice, not the user's: no warning about it.
         logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if shipped:
-        kwargs["runtime_env"] = {"py_modules": [p for p, _ in shipped], "excludes": ["__pycache__", "*.pyc", ".git"]}
+        modules = [q for p, sha in shipped for q in ship_paths(p, sha)]  # with a lone file's declared data files
+        kwargs["runtime_env"] = {"py_modules": modules, "excludes": ["__pycache__", "*.pyc", ".git"]}
     try:
         if address:  # bounded in time, interruptible, loopback kept loopback (`connect`)
             init_bounded(ray, kwargs, address, spec.execution.connect_timeout_seconds)

@@ -1,8 +1,8 @@
-"""The observation of ``schedlab/Batch-v0``, as a function of what a batch
-policy may read: the environment builds its observations with it and an
-exported agent (:mod:`schedlab.gym.agent`) builds the same ones inside a
-sweep, so a trained network sees in a sweep exactly what it saw in training.
-numpy only."""
+"""Batch-v0's observation: the batch engine's decision point as numbers, built
+from what a batch policy may read (submit, requested, need, free units; never
+runtimes). The environment (``gym.py``, its compiled ``gym_kernel.py``) and an
+exported agent (``schedlab.api.agent.MLPAgent``, numpy only) build it with the
+same function, so an agent sees in a sweep what it saw in training."""
 
 from __future__ import annotations
 
