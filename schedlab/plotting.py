@@ -438,12 +438,12 @@ def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataF
     """A results dir, its manifest and its summary rows (what `plot` and
     `schedlab view` read); a `UserError` naming the dir when it is missing, is
     not a results dir or holds no row yet."""
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such results directory")
-    store = ResultStore(root)
+    store = open_store(root)
     manifest = store.read_manifest()
     if manifest is None:
         raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
@@ -531,11 +531,11 @@ def plot(
         raise UserError("--ratio-to compares policies: use it with --by policy")
 
     # Line labels: the by column, or the policy with its gridded parameters.
-    from schedlab.platform.statistics.compare import _arm_labels
+    from schedlab.platform.statistics.compare import arm_labels
 
     varying = swept(frame, manifest)
     pparams = [c for c in varying if c.startswith("policy_") and c not in axes_cols] if by == "policy" else []
-    label = _arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
+    label = arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
     frame = frame.with_columns(label.alias("_line"))
     cells = ([facet] if facet else []) + [x]
     group = cells + ["_line"]

@@ -84,7 +84,7 @@ def ray_session():
 
     if ray.is_initialized():  # e.g. left by an earlier module's sweep
         ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
     shipped = [str(EXAMPLES / "mypolicies"), str(EXAMPLES / "mygenerators.py"), str(EXAMPLES / "mymetrics.py")]
     ray.init(
         address="local",

@@ -277,7 +277,7 @@ def test_search_finds_the_dense_grid_optimum_with_a_fifth_of_its_simulations(tmp
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        runner._OWNED.clear()
+        runner.forget_ray()
     assert got["search"]["simulations"] <= got["grid"]["simulations"] / 5
     assert got["no_worse"], got  # the winner, on the grid's instances, within (or below) the optimum's interval
     sel = json.loads((tmp_path / "search" / "selection.json").read_text())
@@ -337,7 +337,7 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        runner._OWNED.clear()
+        runner.forget_ray()
     trials = json.loads((tmp_path / "out" / "search" / "trials.json").read_text())
     assert len(trials) == 3  # the grid has 3 settings: trials = min(trials, grid size)
     states = {t["params"]["fairness"]: t["state"] for t in trials}

@@ -23,6 +23,11 @@ under one policy (a name or your class) and returns its per-job columns
 (``.jobs``) and summary metrics (``.summary``): how to test a policy on a
 table worked by hand, without a sweep.
 
+``run_instance(engine, jobs, policy, params, system)`` is the same run as
+the one way every caller runs an instance (a sweep's tasks, ``schedlab
+view``'s replay, ``schedlab simulate``): the engine's run, then extra metrics
+(``metrics=``) and a schedule recorder (``recorder=``) if asked.
+
 ``UserError`` (bad input: a message naming the place) and ``PolicyError``
 (a policy broke the engine's model) are the errors a seam raises.
 
@@ -32,14 +37,28 @@ the queue engine only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import PolicyError, UserError
 
 if TYPE_CHECKING:
-    from schedlab.engines.base import Engine
+    from collections.abc import Mapping, Sequence
 
-__all__ = ["PolicyError", "UserError", "batch", "dfrs", "get_engine", "metrics", "packing", "queue", "workloads"]
+    from schedlab.engines.base import Engine
+    from schedlab.engines.instance import AfterRun, InstanceRun, MetricFn
+
+__all__ = [
+    "PolicyError",
+    "UserError",
+    "batch",
+    "dfrs",
+    "get_engine",
+    "metrics",
+    "packing",
+    "queue",
+    "run_instance",
+    "workloads",
+]
 
 
 def get_engine(name: str) -> Engine:
@@ -51,3 +70,25 @@ def get_engine(name: str) -> Engine:
     from schedlab.engines import get_engine as registered
 
     return registered(name)
+
+
+def run_instance(
+    engine: str | Engine,
+    jobs: Any,
+    policy: str | type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    path: str = "fast",
+    recorder: Any = None,
+    metrics: Sequence[MetricFn] = (),
+    after: AfterRun | None = None,
+) -> InstanceRun:
+    """One policy on one job table, as a sweep runs it
+    (``schedlab.engines.instance.run_instance``): ``.result`` (per-job
+    ``.jobs``, ``.summary``), ``.metrics`` (the summary row's metrics). The
+    engines are imported on the first call, so importing this package stays
+    light."""
+    from schedlab.engines.instance import run_instance as run
+
+    return run(engine, jobs, policy, params, system, path=path, recorder=recorder, metrics=metrics, after=after)

@@ -33,13 +33,13 @@ def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
     configuration, times the windows when a trace is replayed window by
     window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
     None for a sweep without rows."""
-    import json
 
     import polars as pl
 
     from schedlab import load
+    from schedlab.platform.storage.seam import require_manifest
 
-    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
+    manifest = require_manifest(results_dir)
     frame = load(results_dir).collect()
     if frame.height == 0:
         return None
@@ -66,8 +66,9 @@ def _rows_on_disk(results_dir: Path) -> int:
     import polars as pl
 
     from schedlab import load
+    from schedlab.platform.storage.seam import is_results_dir
 
-    if not (Path(results_dir) / "manifest.json").exists():
+    if not is_results_dir(results_dir):
         return 0
     try:
         return int(load(results_dir).select(pl.len()).collect().item())

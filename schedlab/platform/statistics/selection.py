@@ -235,9 +235,14 @@ def read(results_dir: str | Path) -> dict[str, Any] | None:
     path = root / FILE
     if not path.exists():
         return None
+    from schedlab.errors import UserError
+    from schedlab.platform.storage.seam import read_manifest
+
     try:
-        manifest = json.loads((root / "manifest.json").read_text())
-    except (OSError, ValueError):
+        manifest = read_manifest(root)
+    except UserError:  # an unreadable manifest: not a selection of this dir's to show
+        return None
+    if manifest is None:
         return None
     spec = manifest.get("spec") or {}
     if spec.get("replications", {}).get("mode") != "select-best" and not spec.get("search"):
