@@ -169,8 +169,9 @@ def results(
     import polars as pl
 
     from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
+    from schedlab.platform.storage.query import filter_where
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
-    from schedlab.plotting import filter_where, swept
+    from schedlab.plotting import swept
 
     store = _open_store(results_dir)
     failed = _failures_note(store)

@@ -66,7 +66,7 @@ def select(
     ``--policy``, ``--where``, ``--replication`` or a config id). Without
     ``replication`` the lowest one stored. No row, or rows of several
     configurations, is a `UserError` saying which values to fix."""
-    from schedlab.plotting import filter_where, stored_rows
+    from schedlab.platform.storage.query import filter_where, stored_rows
 
     root, manifest, frame = stored_rows(root)
     if config_id is not None:
