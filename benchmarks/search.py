@@ -78,7 +78,7 @@ def known_answer(out: Path, *, quick: bool) -> dict[str, Any]:
 
     import schedlab
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
 
     points, n = (12, 15) if quick else (24, 40)
     trials, parallel, reps = (6, 3, 3) if quick else (20, 4, 5)

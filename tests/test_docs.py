@@ -108,7 +108,7 @@ def blocks(path: Path) -> list[tuple[str, str, int]]:
 def run_sweep_here(spec_path: Path, out: Path, **outputs):
     """Run a spec file (validated as `schedlab run` does) with tracking off
     and its results under ``out``; return (report, summary rows)."""
-    from schedlab.sweep import run_sweep  # a plain spec to the runner, a [search] spec to its search
+    from schedlab.platform.sweep import run_sweep  # a plain spec to the runner, a [search] spec to its search
 
     data = tomllib.loads(spec_path.read_text())
     data["tracking"] = {"enabled": False}

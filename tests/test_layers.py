@@ -46,8 +46,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("schedlab.plotting", "schedlab.search_figure"),
     # schedule views: re-run a stored run through the engines, draw it (plotting's style and --where)
     ("schedlab.views",),
-    # the package's own __init__ (schedlab.load / run / ...) and sweep.run_sweep, which picks runner or search
-    ("schedlab", "schedlab.sweep"),
+    # the package's own __init__ (schedlab.load / run / ...)
+    ("schedlab",),
     ("schedlab.pipelines",),
     ("schedlab.cli",),
 )
@@ -66,6 +66,8 @@ ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("schedlab.platform.execution",),
         # the search loop runs sweeps (execution) trial after trial
         ("schedlab.platform.search",),
+        # run_sweep: a spec to its search or to the runner
+        ("schedlab.platform.sweep",),
     ),
 }
 

@@ -302,7 +302,8 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
     import ray
 
     from schedlab.platform.execution import runner
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     data = {
         "name": "refused",
@@ -333,7 +334,7 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
         "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db"},
     }
     try:
-        report = run_sweep(parse_spec(data, "s.toml"))
+        report = run_sweep(parse_spec(data, "s.toml"), draw=convergence)
     finally:
         if ray.is_initialized():
             ray.shutdown()

@@ -150,7 +150,8 @@ def run(
     if not no_tracking:
         _warm_tracking(spec_file)
     from schedlab.platform.planning.validate import load_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
     from schedlab.views.tracking import headline_figure
 
     spec = load_spec(spec_file)
@@ -167,6 +168,7 @@ def run(
             progress=progress,
             figures=headline_figure,
             notify=click.echo,
+            draw=convergence,
         )
     )
     if report.grew:

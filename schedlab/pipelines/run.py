@@ -1,7 +1,7 @@
 """Running a pipeline: its sweeps through the platform, then its figures and report.md.
 
 `run_pipeline` runs every spec of a pipeline through
-`schedlab.sweep.run_sweep` (so resume, Ray, MLflow and searches come for
+`schedlab.platform.sweep.run_sweep` (so resume, Ray, MLflow and searches come for
 free), then writes the figures and ``report.md`` to the pipeline's output dir
 and, with tracking on, attaches them to each sweep's MLflow parent run. It
 lives apart from `base` (the pipeline types) so that `base` imports nothing
@@ -130,7 +130,8 @@ def run_pipeline(
     from schedlab.pipelines.registry import get_pipeline
     from schedlab.platform.execution.report import Interrupted
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     pipe = get_pipeline(name)
     check_scale(scale)
@@ -157,7 +158,15 @@ def run_pipeline(
         try:
             for spec in specs:
                 sweeps.append(
-                    run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+                    run_sweep(
+                        spec,
+                        address=address,
+                        backend=backend,
+                        fresh=fresh,
+                        tracking=tracking,
+                        progress=progress,
+                        draw=convergence,
+                    )
                 )
                 if sweeps[-1].interrupted:  # Ctrl-C while it compacted: it is complete; the next one must not start
                     raise Interrupted(f"interrupted: {spec.name} is complete in {out_dir}; run again to resume")

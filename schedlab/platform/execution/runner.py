@@ -190,14 +190,16 @@ def run_sweep(
     choose where tasks run (`backends`). ``progress`` is called with a
     `Progress` at each round's start and after each finished task. A spec
     with ``[search]`` comes here only from its search (`schedlab.platform.search`,
-    started by `schedlab.sweep.run_sweep`), with ``store``: the results dir,
+    started by `schedlab.platform.sweep.run_sweep`), with ``store``: the results dir,
     whose lock the search holds. ``figures`` (with tracking on) draws the
     sweep's figures from its results dir once every round is done, while
     tracking catches up; the tracker adds them to the sweep's parent run.
     ``notify`` gets, before any work starts, the line saying what re-runs
     because user code changed (`ResultStore.prepare`; also ``report.reruns``)."""
     if spec.search is not None and store is None:
-        raise ValueError("a spec with [search] runs through schedlab.sweep.run_sweep (the search drives this runner)")
+        raise ValueError(
+            "a spec with [search] runs through schedlab.platform.sweep.run_sweep (the search drives this runner)"
+        )
     started = time.monotonic()
     plan = plan_of(spec)  # the one parse_spec built, when the spec is unchanged since
     planned = time.monotonic() - started

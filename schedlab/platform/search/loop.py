@@ -399,7 +399,7 @@ def run_search(
 ) -> SearchReport:
     """Run (or resume) ``spec``'s search, then its final selection (`select`)
     and, with ``draw`` (`schedlab.search_figure.convergence`, handed down by
-    `schedlab.sweep`: figures sit above the platform), the convergence figure
+    `schedlab.platform.sweep`: figures sit above the platform), the convergence figure
     before tracking logs it; returns a `SearchReport`."""
     store = open_store(spec.results_dir())
     store.lock()
