@@ -25,7 +25,7 @@ WHERE_REL_TOL = 1e-9
 def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -> pl.DataFrame:
     """The rows of ``frame`` where every ``col = value`` of ``where`` holds
     (``--where``): a numeric column equal within `WHERE_REL_TOL` relative, any other
-    as text (`WHERE_REL_TOL`). A column that is not there, or a value no row has, is a
+    as text. A column that is not there, or a value no row has, is a
     `UserError` naming it and the values the column takes. The selector of
     ``schedlab plot`` and ``schedlab view``."""
     import polars as pl
