@@ -78,7 +78,8 @@ def known_answer(out: Path, *, quick: bool) -> dict[str, Any]:
 
     import schedlab
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     points, n = (12, 15) if quick else (24, 40)
     trials, parallel, reps = (6, 3, 3) if quick else (20, 4, 5)
@@ -93,7 +94,8 @@ def known_answer(out: Path, *, quick: bool) -> dict[str, Any]:
     best_eps = min(cells, key=lambda e: float(cells[e].mean()))
     best = t_interval(cells[best_eps])
     t0 = time.monotonic()
-    report = run_sweep(parse_spec(search_spec(out, trials, parallel, reps, top, select_reps, n0, delta), "search"))
+    search = parse_spec(search_spec(out, trials, parallel, reps, top, select_reps, n0, delta), "search")
+    report = run_sweep(search, draw=convergence)
     search_wall = time.monotonic() - t0
     doc = report.selection or {}
     winner = doc["winner"]["params"]["epsilon"]

@@ -23,7 +23,8 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
 
     from schedlab.platform.planning.spec import SweepSpec
     from schedlab.platform.planning.validate import load_spec, parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
     from schedlab.views.tracking import headline_figure
 
     if isinstance(spec, (str, Path)):
@@ -40,6 +41,7 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
         tracking=tracking,
         progress=progress,
         figures=headline_figure,
+        draw=convergence,
     )
 
 

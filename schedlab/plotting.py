@@ -393,33 +393,6 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
-def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -> pl.DataFrame:
-    """The rows of ``frame`` where every ``col = value`` of ``where`` holds
-    (``--where``): a numeric column equal within 1e-9 relative, any other
-    as text. A column that is not there, or a value no row has, is a
-    `UserError` naming it and the values the column takes. The selector of
-    ``schedlab plot`` and ``schedlab view``."""
-    import polars as pl
-
-    columns = frame.columns
-    for col, value in where.items():
-        if col not in columns:
-            raise UserError(f"--where: {col!r} is not a column of {root}")
-        if frame.schema[col].is_numeric():
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-            kept = frame.filter((pl.col(col).cast(pl.Float64) - v).abs() <= 1e-9 * max(1.0, abs(v)))
-        else:
-            kept = frame.filter(pl.col(col).cast(pl.String) == str(value))
-        if kept.height == 0:
-            values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
-            raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
-        frame = kept
-    return frame
-
-
 def parameter_columns(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
     """The sweep's parameter columns (the manifest's ``param_columns``) that ``frame`` has."""
     return [c for c in (manifest.get("param_columns") or []) if c in frame.columns]
@@ -432,25 +405,6 @@ def swept(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
     a panel or held fixed), and ``schedlab results`` shows one row per
     policy and combination of them unless ``--by`` says what to pool."""
     return [c for c in parameter_columns(frame, manifest) if frame[c].n_unique() > 1]
-
-
-def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataFrame]:
-    """A results dir, its manifest and its summary rows (what `plot` and
-    `schedlab view` read); a `UserError` naming the dir when it is missing, is
-    not a results dir or holds no row yet."""
-    from schedlab.platform.storage.store import ResultStore
-
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise UserError(f"{root}: no such results directory")
-    store = ResultStore(root)
-    manifest = store.read_manifest()
-    if manifest is None:
-        raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
-    frame = store.scan().collect()
-    if frame.height == 0:
-        raise UserError(f"{root}: no result rows yet")
-    return root, manifest, frame
 
 
 def plot(
@@ -501,6 +455,8 @@ def plot(
     drawn points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
+    from schedlab.platform.storage.query import filter_where, stored_rows
+
     root, manifest, frame = stored_rows(results_dir)
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
@@ -531,11 +487,11 @@ def plot(
         raise UserError("--ratio-to compares policies: use it with --by policy")
 
     # Line labels: the by column, or the policy with its gridded parameters.
-    from schedlab.platform.statistics.compare import _arm_labels
+    from schedlab.platform.statistics.compare import arm_labels
 
     varying = swept(frame, manifest)
     pparams = [c for c in varying if c.startswith("policy_") and c not in axes_cols] if by == "policy" else []
-    label = _arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
+    label = arm_labels(frame, pparams) if by == "policy" else frame[by].cast(pl.String)
     frame = frame.with_columns(label.alias("_line"))
     cells = ([facet] if facet else []) + [x]
     group = cells + ["_line"]

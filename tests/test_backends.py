@@ -88,7 +88,7 @@ def ray_owner():
 
     if ray.is_initialized():
         ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
 
 
 def test_rows_are_bit_identical_in_process_in_a_pool_and_on_ray(tmp_path, ray_owner, monkeypatch):

@@ -546,7 +546,7 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
 
     if ray.is_initialized():
         ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
     ResultStore.commit = counting
     try:
         runner.FLUSH_SECONDS, flush = 0.0, runner.FLUSH_SECONDS  # a commit per finished task
@@ -585,7 +585,7 @@ def test_a_sweep_compacts_at_its_end_and_resumes_and_tracks_after_it(tmp_path):
     assert_same_rows(root, rows)
     assert_tidy(root)
     ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
 
 
 def test_a_batch_keeps_columns_its_first_row_lacks(tmp_path):

@@ -84,7 +84,7 @@ def ray_session():
 
     if ray.is_initialized():  # e.g. left by an earlier module's sweep
         ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
     shipped = [str(EXAMPLES / "mypolicies"), str(EXAMPLES / "mygenerators.py"), str(EXAMPLES / "mymetrics.py")]
     ray.init(
         address="local",
@@ -108,12 +108,13 @@ def blocks(path: Path) -> list[tuple[str, str, int]]:
 def run_sweep_here(spec_path: Path, out: Path, **outputs):
     """Run a spec file (validated as `schedlab run` does) with tracking off
     and its results under ``out``; return (report, summary rows)."""
-    from schedlab.sweep import run_sweep  # a plain spec to the runner, a [search] spec to its search
+    from schedlab.platform.sweep import run_sweep  # a plain spec to the runner, a [search] spec to its search
+    from schedlab.search_figure import convergence  # as `schedlab run` draws it
 
     data = tomllib.loads(spec_path.read_text())
     data["tracking"] = {"enabled": False}
     data["outputs"] = {**data.get("outputs", {}), "dir": str(out / data["name"]), **outputs}
-    report = run_sweep(parse_spec(data, str(spec_path), spec_path.parent))
+    report = run_sweep(parse_spec(data, str(spec_path), spec_path.parent), draw=convergence)
     assert report.failures == [], report.failures[:1]
     return report, schedlab.load(report.results_dir).collect()
 

@@ -49,15 +49,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "schedlab.gym.common",
         "schedlab.gym.bridge",
     ),
-    # one package per engine (its core, policies, invariants, environment: see ENGINE_ROOMS) and the registry
-    ("schedlab.engines",),
-    ("schedlab.api",),
+    # one package per engine (its core, policies, invariants, environment: see ENGINE_ROOMS), the registry
+    # and the public seams that re-export them
+    ("schedlab.api", "schedlab.engines"),
     ("schedlab.checks", "schedlab.platform", "schedlab.docs_columns", "schedlab.gym"),
     ("schedlab.plotting", "schedlab.search_figure"),
     # schedule views: re-run a stored run through the engines, draw it (plotting's style and --where)
     ("schedlab.views",),
-    # the package's own __init__ (schedlab.load / run / ...) and sweep.run_sweep, which picks runner or search
-    ("schedlab", "schedlab.sweep"),
+    # the package's own __init__ (schedlab.load / run / ...)
+    ("schedlab",),
     ("schedlab.pipelines",),
     ("schedlab.cli",),
 )
@@ -90,6 +90,8 @@ ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("schedlab.platform.execution",),
         # the search loop runs sweeps (execution) trial after trial
         ("schedlab.platform.search",),
+        # run_sweep: a spec to its search or to the runner
+        ("schedlab.platform.sweep",),
     ),
     **ENGINE_ROOMS,
 }

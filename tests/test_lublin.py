@@ -460,7 +460,7 @@ def _scaled_plan(same_trace: bool, seed: int = 5):
 
 
 def _instances(plan):
-    from schedlab.platform.execution.tasks import _build
+    from schedlab.engines.instance import build_workload as _build
 
     out = {}
     for inst in plan.instances(range(2)):

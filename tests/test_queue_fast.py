@@ -418,7 +418,7 @@ def test_engine_path_reaches_the_ray_workers(tmp_path):
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        runner._OWNED.clear()
+        runner.forget_ray()
     assert ref["fast_loaded"].to_list() == [0.0] * 8
     assert fast["fast_loaded"].to_list() == [1.0] * 8
     assert ref["mst"].to_list() == fast["mst"].to_list()

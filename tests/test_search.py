@@ -277,7 +277,7 @@ def test_search_finds_the_dense_grid_optimum_with_a_fifth_of_its_simulations(tmp
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        runner._OWNED.clear()
+        runner.forget_ray()
     assert got["search"]["simulations"] <= got["grid"]["simulations"] / 5
     assert got["no_worse"], got  # the winner, on the grid's instances, within (or below) the optimum's interval
     sel = json.loads((tmp_path / "search" / "selection.json").read_text())
@@ -302,7 +302,8 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
     import ray
 
     from schedlab.platform.execution import runner
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     data = {
         "name": "refused",
@@ -333,11 +334,11 @@ def test_a_refused_setting_fails_its_trial_and_mlflow_has_every_trial(tmp_path):
         "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db"},
     }
     try:
-        report = run_sweep(parse_spec(data, "s.toml"))
+        report = run_sweep(parse_spec(data, "s.toml"), draw=convergence)
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        runner._OWNED.clear()
+        runner.forget_ray()
     trials = json.loads((tmp_path / "out" / "search" / "trials.json").read_text())
     assert len(trials) == 3  # the grid has 3 settings: trials = min(trials, grid size)
     states = {t["params"]["fairness"]: t["state"] for t in trials}

@@ -95,11 +95,12 @@ def fixed_data(root: Path, **select) -> dict:
 
 @pytest.fixture(scope="module")
 def fixed_search(tmp_path_factory):
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     root = tmp_path_factory.mktemp("fixed")
     spec = parse_spec(fixed_data(root), "s.toml")
-    report = run_sweep(spec, backend="local")
+    report = run_sweep(spec, backend="local", draw=convergence)
     return spec, report, root / "res"
 
 
@@ -207,7 +208,7 @@ def test_two_searched_parameters_get_a_panel_each():
 def test_kn_on_equal_paired_differences_is_not_conclusive(tmp_path):
     """KN's variance of a pair whose differences are all equal is 0, so it
     drops the worse one at its first stage: one left, but on one sample."""
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
 
     sel = run_sweep(parse_spec(fixed_data(tmp_path, delta=1.0), "s.toml"), backend="local").selection
     assert sel["procedure"].startswith("search, then KN") and sel["kn"]["stopped"] == "one left"

@@ -16,7 +16,8 @@ import schedlab
 from schedlab.cli import main
 from schedlab.errors import UserError
 from schedlab.platform.planning.validate import parse_spec
-from schedlab.platform.statistics.selection import kn, kn_constants, log_to_mlflow
+from schedlab.platform.statistics.selection import kn, kn_constants
+from schedlab.platform.tracking.selection import log_selection
 
 TOL = 1e-12
 
@@ -253,7 +254,7 @@ def test_selection_goes_to_the_mlflow_parent_run(tmp_path):
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"spec": {"replications": {"n": 3}}}))  # not a select-best sweep: ignored
     silent = []
-    log_to_mlflow(
+    log_selection(
         type("C", (), {"log_artifact": lambda *a: silent.append(a), "log_batch": lambda *a, **k: silent.append(a)})(),
         "parent",
         tmp_path,
@@ -272,10 +273,10 @@ def test_selection_goes_to_the_mlflow_parent_run(tmp_path):
             self.calls.append(("tags", run_id, {t.key: t.value for t in tags}))
 
     client = Client()
-    log_to_mlflow(client, "parent", tmp_path)
+    log_selection(client, "parent", tmp_path)
     assert client.calls[0] == ("artifact", "parent", str(tmp_path / "selection.json"))
     tags = client.calls[1][2]
     assert tags["schedlab.selection.winners"] == "shape=1.0: SRPT" and tags["schedlab.selection.eta"] == "0.9"
-    log_to_mlflow(client, "parent", tmp_path / "nothing-here")  # no selection.json: nothing logged
+    log_selection(client, "parent", tmp_path / "nothing-here")  # no selection.json: nothing logged
     assert len(client.calls) == 2
     assert math.isfinite(float(tags["schedlab.selection.h2"]))

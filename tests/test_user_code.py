@@ -44,7 +44,7 @@ def ray_owner():
 
     if ray.is_initialized():
         ray.shutdown()
-    runner._OWNED.clear()
+    runner.forget_ray()
 
 
 def sweep(spec: dict, folder: Path, fresh: bool = False):

@@ -28,6 +28,11 @@ module declares (``DATA_FILES = ("agent.npz",)``): hashed into the code's
 digest and shipped with it (``schedlab.usercode``). ``schedlab.api.agent``
 holds a trained network's numpy forward pass as a batch policy.
 
+``run_instance(engine, jobs, policy, params, system)`` is the same run as
+the one way every caller runs an instance (a sweep's tasks, ``schedlab
+view``'s replay, ``schedlab simulate``): the engine's run, then extra metrics
+(``metrics=``) and a schedule recorder (``recorder=``) if asked.
+
 ``UserError`` (bad input: a message naming the place) and ``PolicyError``
 (a policy broke the engine's model) are the errors a seam raises.
 
@@ -37,13 +42,16 @@ the queue engine only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import PolicyError, UserError
 from schedlab.usercode import data_file
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from schedlab.engines.base import Engine
+    from schedlab.engines.instance import AfterRun, InstanceRun, MetricFn
 
 __all__ = [
     "PolicyError",
@@ -55,6 +63,7 @@ __all__ = [
     "metrics",
     "packing",
     "queue",
+    "run_instance",
     "workloads",
 ]
 
@@ -68,3 +77,25 @@ def get_engine(name: str) -> Engine:
     from schedlab.engines import get_engine as registered
 
     return registered(name)
+
+
+def run_instance(
+    engine: str | Engine,
+    jobs: Any,
+    policy: str | type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    path: str = "fast",
+    recorder: Any = None,
+    metrics: Sequence[MetricFn] = (),
+    after: AfterRun | None = None,
+) -> InstanceRun:
+    """One policy on one job table, as a sweep runs it
+    (``schedlab.engines.instance.run_instance``): ``.result`` (per-job
+    ``.jobs``, ``.summary``), ``.metrics`` (the summary row's metrics). The
+    engines are imported on the first call, so importing this package stays
+    light."""
+    from schedlab.engines.instance import run_instance as run
+
+    return run(engine, jobs, policy, params, system, path=path, recorder=recorder, metrics=metrics, after=after)

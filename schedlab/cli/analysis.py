@@ -16,11 +16,12 @@ from schedlab.errors import UserError
 def _open_store(results_dir: Path):
     """The results dir's store; a dir without results is one line saying so
     (and, when every simulation failed, how many and where to look)."""
-    from schedlab.platform.storage.store import SUMMARY, ResultStore
+    from schedlab.platform.storage.seam import open_store
+    from schedlab.platform.storage.store import SUMMARY
 
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: no such directory")
-    store = ResultStore(results_dir)
+    store = open_store(results_dir)
     if not store.has(SUMMARY):
         failed = _failures_note(store)
         raise UserError(f"{results_dir}: no results" + (f": {failed}" if failed else " yet"))
@@ -168,8 +169,9 @@ def results(
     import polars as pl
 
     from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
+    from schedlab.platform.storage.query import filter_where
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
-    from schedlab.plotting import filter_where, swept
+    from schedlab.plotting import swept
 
     store = _open_store(results_dir)
     failed = _failures_note(store)

@@ -202,18 +202,19 @@ def simulate(
 
 
 def _run_guarded(eng, jobs, policy_obj, system, engine_path: str, budget: float, user_code: bool):
-    """``eng.run`` under a wall-clock budget. A failing user policy ends the
+    """The run (``run_instance``) under a wall-clock budget. A failing user policy ends the
     command as ``run`` reports it: one line, the user's own frames (none
     when the engine refused what the policy did: its message says it all),
     exit 1; so does a run past the budget. A built-in policy's exception is
     a bug of schedlab's and keeps its whole traceback."""
     from schedlab.cli.group import EXIT_FAILURES
+    from schedlab.engines.instance import run_instance
     from schedlab.platform.execution.budget import BudgetExceeded, sim_budget
     from schedlab.usercode import user_frames_traceback
 
     try:
         with sim_budget(budget, "--budget"):
-            return eng.run(jobs, policy_obj, system=system, path=engine_path)
+            return run_instance(eng, jobs, policy_obj, system=system, path=engine_path).result
     except UserError:
         raise
     except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - reported below, the command ends

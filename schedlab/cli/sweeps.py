@@ -150,7 +150,8 @@ def run(
     if not no_tracking:
         _warm_tracking(spec_file)
     from schedlab.platform.planning.validate import load_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
     from schedlab.views.tracking import headline_figure
 
     spec = load_spec(spec_file)
@@ -167,6 +168,7 @@ def run(
             progress=progress,
             figures=headline_figure,
             notify=click.echo,
+            draw=convergence,
         )
     )
     if report.grew:
@@ -267,10 +269,10 @@ def _log_headline(spec: Any, results_dir: Path) -> None:
 @click.option("--experiment", help="MLflow experiment (default: the sweep's).")
 def track(results_dir: Path, uri: str | None, experiment: str | None) -> None:
     """(Re)log a results dir into MLflow and check it matches (exit 3 if not)."""
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import open_store
     from schedlab.platform.tracking.tracker import track_results
 
-    store = ResultStore(results_dir)
+    store = open_store(results_dir)
     if not results_dir.is_dir() or store.read_manifest() is None:
         raise UserError(f"{results_dir}: not a schedlab results dir (no manifest.json)")
     store.lock("schedlab track", required=False)  # not while a run writes it (its tracker finishes the job)

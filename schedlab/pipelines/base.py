@@ -5,7 +5,7 @@ Ray, Parquet or MLflow. It builds plain sweep spec dicts
 (`specs(scale, overrides)`) and turns finished results dirs into figures and
 report sections (`report(results_dirs, out_dir)`). `run.run_pipeline` does the rest with the
 platform: every spec goes through
-`schedlab.sweep.run_sweep` (so resume, Ray, MLflow and searches come for free),
+`schedlab.platform.sweep.run_sweep` (so resume, Ray, MLflow and searches come for free),
 then the figures and ``report.md`` are written to the pipeline's output dir
 and, with tracking on, attached to each sweep's MLflow parent run. Every
 figure is a PDF (vector, for the paper) with a 300-dpi PNG beside it (for

@@ -130,8 +130,9 @@ def replays_windows(results_dir: Path) -> bool:
 
     from schedlab import load
     from schedlab.pipelines.base import WINDOW_COLUMNS
+    from schedlab.platform.storage.seam import require_manifest
 
-    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
+    manifest = require_manifest(results_dir)
     columns = [c for c in manifest.get("param_columns", []) if c in WINDOW_COLUMNS]
     rows = load(results_dir)
     return any(rows.select(pl.col(c).n_unique()).collect().item() > 1 for c in columns)

@@ -57,7 +57,6 @@ scale: `specs` turns these into sweep specs.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import deep_merge
+from schedlab.platform.storage.seam import is_results_dir, require_manifest
 
 HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
@@ -237,7 +237,7 @@ def _set_rows(results_dirs: dict[str, Path], prefix: str, trace_set: str):
     dirs = [d for name, d in sorted(results_dirs.items()) if name.startswith(f"{prefix}-{trace_set}-")]
     if not dirs:
         raise ValueError(f"no results for trace set {trace_set!r} of {prefix}")
-    started = [d for d in dirs if (Path(d) / "manifest.json").exists()]
+    started = [d for d in dirs if is_results_dir(d)]
     every_row = pl.concat([load(d).collect() for d in started], how="diagonal_relaxed") if started else pl.DataFrame()
     return dirs, started, every_row
 
@@ -273,7 +273,7 @@ def complete(frame, dirs: list[Path], trace_set: str):
     planned: dict[Any, int] = {}
     done = []
     for d in dirs:
-        manifest = json.loads((Path(d) / "manifest.json").read_text())
+        manifest = require_manifest(d)
         for config in manifest["configs"].values():
             point = config["params"].get(key)
             planned[point] = planned.get(point, 0) + 1
@@ -392,7 +392,7 @@ def _rows_on_disk(results_dir: Path) -> int:
 
     from schedlab import load
 
-    if not (Path(results_dir) / "manifest.json").exists():
+    if not is_results_dir(results_dir):
         return 0
     return int(load(results_dir).select(pl.len()).collect().item())
 
@@ -444,7 +444,7 @@ def extrapolate(results_dirs: dict[str, Path], prefix: str, trace_set: str) -> C
     key = instance_key(trace_set)[0]
     planned: set[tuple[int, Any]] = set()
     for d in started:
-        manifest = json.loads((Path(d) / "manifest.json").read_text())
+        manifest = require_manifest(d)
         n = int(manifest["spec"]["replications"]["n"])
         planned |= {(r, c["params"].get(key)) for c in manifest["configs"].values() for r in range(n)}
     scale = _scale_of(dirs[0])

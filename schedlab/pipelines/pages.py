@@ -127,10 +127,12 @@ def read_page(name: str, out_dir: Path) -> Page:
     report = report_path.read_text()
     shown = report_sweeps(report)
     sim, rows = 0.0, 0
-    for manifest in sorted(out_dir.glob("*/manifest.json")):
-        if shown and manifest.parent.name not in shown:
+    from schedlab.platform.storage.seam import is_results_dir
+
+    for sweep_dir in sorted(d for d in out_dir.glob("*") if is_results_dir(d)):
+        if shown and sweep_dir.name not in shown:
             continue  # another sweep in the same dir (a subset of another fraction): not this report's
-        frame = load(manifest.parent).collect()
+        frame = load(sweep_dir).collect()
         rows += frame.height
         if "sim_seconds" in frame.columns and frame.height:
             sim += float(frame.select(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum()).item())

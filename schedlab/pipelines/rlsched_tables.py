@@ -277,12 +277,13 @@ def rl_measured(data) -> str:
 def _training(results: Path) -> dict[str, Any]:
     """The training record of the agent the sweep ran: its ``training.json``,
     a data file of its code, kept with that code in the results dir
-    (``code/<sha256>/``, `ResultStore.save_code`); {} when none is there."""
+    (``code/<sha256>/``, the store's ``save_code``); {} when none is there."""
     import json
 
-    from schedlab.platform.storage.store import CODE, ResultStore
+    from schedlab.platform.storage.seam import read_manifest
+    from schedlab.platform.storage.store import CODE
 
-    for entry in ((ResultStore(results).read_manifest() or {}).get("user_code") or {}).values():
+    for entry in ((read_manifest(results) or {}).get("user_code") or {}).values():
         path = results / CODE / entry["sha256"] / TRAINING
         if TRAINING in entry.get("files", ()) and path.is_file():
             record: dict[str, Any] = json.loads(path.read_text())

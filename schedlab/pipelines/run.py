@@ -1,7 +1,7 @@
 """Running a pipeline: its sweeps through the platform, then its figures and report.md.
 
 `run_pipeline` runs every spec of a pipeline through
-`schedlab.sweep.run_sweep` (so resume, Ray, MLflow and searches come for
+`schedlab.platform.sweep.run_sweep` (so resume, Ray, MLflow and searches come for
 free), then writes the figures and ``report.md`` to the pipeline's output dir
 and, with tracking on, attaches them to each sweep's MLflow parent run. It
 lives apart from `base` (the pipeline types) so that `base` imports nothing
@@ -33,13 +33,13 @@ def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
     configuration, times the windows when a trace is replayed window by
     window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
     None for a sweep without rows."""
-    import json
 
     import polars as pl
 
     from schedlab import load
+    from schedlab.platform.storage.seam import require_manifest
 
-    manifest = json.loads((Path(results_dir) / "manifest.json").read_text())
+    manifest = require_manifest(results_dir)
     frame = load(results_dir).collect()
     if frame.height == 0:
         return None
@@ -66,8 +66,9 @@ def _rows_on_disk(results_dir: Path) -> int:
     import polars as pl
 
     from schedlab import load
+    from schedlab.platform.storage.seam import is_results_dir
 
-    if not (Path(results_dir) / "manifest.json").exists():
+    if not is_results_dir(results_dir):
         return 0
     try:
         return int(load(results_dir).select(pl.len()).collect().item())
@@ -129,7 +130,8 @@ def run_pipeline(
     from schedlab.pipelines.registry import get_pipeline
     from schedlab.platform.execution.report import Interrupted
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
+    from schedlab.search_figure import convergence
 
     pipe = get_pipeline(name)
     check_scale(scale)
@@ -156,7 +158,15 @@ def run_pipeline(
         try:
             for spec in specs:
                 sweeps.append(
-                    run_sweep(spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress)
+                    run_sweep(
+                        spec,
+                        address=address,
+                        backend=backend,
+                        fresh=fresh,
+                        tracking=tracking,
+                        progress=progress,
+                        draw=convergence,
+                    )
                 )
                 if sweeps[-1].interrupted:  # Ctrl-C while it compacted: it is complete; the next one must not start
                     raise Interrupted(f"interrupted: {spec.name} is complete in {out_dir}; run again to resume")

@@ -66,7 +66,7 @@ def select(
     ``--policy``, ``--where``, ``--replication`` or a config id). Without
     ``replication`` the lowest one stored. No row, or rows of several
     configurations, is a `UserError` saying which values to fix."""
-    from schedlab.plotting import filter_where, stored_rows
+    from schedlab.platform.storage.query import filter_where, stored_rows
 
     root, manifest, frame = stored_rows(root)
     if config_id is not None:
@@ -124,11 +124,9 @@ def replay(sel: Selected) -> Schedule:
     the stored row; a mismatch is a `UserError` naming the metric."""
     from schedlab.docs_columns import time_unit
     from schedlab.engines import get_engine
-    from schedlab.platform.execution.tasks import _build, _extra_metrics, _warmup_hook
-    from schedlab.platform.planning.plan import build_plan, shared_input_key
+    from schedlab.platform.execution.instance import run_planned
+    from schedlab.platform.planning.plan import build_plan
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.usercode import worker_load
-    from schedlab.workloads.registry import workload_kind
 
     defining = dict(sel.manifest["spec"])
     outputs = {"per_job": defining.pop("per_job", False)}
@@ -152,26 +150,13 @@ def replay(sel: Selected) -> Schedule:
                 f"({'; '.join(changed)}); `schedlab run` on the spec re-runs it with the code as it is now"
             )
         raise UserError(f"{sel.root}: configuration {sel.config_id} is not in the spec of manifest.json")
-    point = next(p for p in plan.points if any(c.config_id == sel.config_id for c in p.configs))
-    (instance,) = plan.instances([sel.replication], [point])
-    shared = None
-    if shared_input_key(point) is not None:
-        kind = workload_kind(point.kind)
-        assert kind.load_shared is not None  # shared_input_key gives a key only to kinds that load one
-        shared = kind.load_shared(point.params)
-    rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
-    engine = get_engine(plan.engine)
-    jobs = _build(plan.engine, point, rng, shared)
-    policy = worker_load(config.code) if config.code is not None else config.policy
     recorder = _recorder(plan.engine)
-    result = engine.run(jobs, policy, config.policy_params, config.system, recorder=recorder)
-    metric_fns = [(m, m.function()) for m in plan.metrics]
-    summary = {**result.summary, **_extra_metrics(result, metric_fns, plan.engine)}
-    steady = _warmup_hook(plan.engine, instance, jobs, shared)
-    if steady is not None:
-        summary.update(steady(result, metric_fns))
+    planned = run_planned(plan, sel.config_id, sel.replication, recorder=recorder)
+    result, jobs, point = planned.run.result, planned.jobs, planned.point
+    summary = planned.run.metrics
     check_replay(sel, summary)
     per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
+    engine = get_engine(plan.engine)
     schedule = _schedule(plan.engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
     schedule.label = sel.label
     schedule.time_unit = time_unit(plan.engine, point.kind)
@@ -275,10 +260,11 @@ def record_run(
     """One policy on one job table, recorded (no results dir): what tests and
     the benchmark call, and what ``replay`` does after choosing the run."""
     from schedlab.engines import get_engine
+    from schedlab.engines.instance import run_instance
 
     engine = get_engine(engine_name)
     recorder = _recorder(engine_name)
-    result = engine.run(jobs, policy, params or {}, system or {}, recorder=recorder)
+    result = run_instance(engine, jobs, policy, params or {}, system or {}, recorder=recorder).result
     per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
     return _schedule(
         engine_name, recorder, per_job, dict(result.summary), jobs, {**engine.system_defaults, **(system or {})}

@@ -57,10 +57,10 @@ def headline_figure(results_dir: str | Path) -> list[Path]:
     """Draw ``schedlab plot`` of the sweep's headline metric (`headline_axes`):
     [its PNG, its PDF], or [] when the sweep has nothing to draw. The run
     hands these to its tracker, which adds them to the parent run."""
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import open_store
     from schedlab.plotting import plot
 
-    store = ResultStore(results_dir)
+    store = open_store(results_dir)
     manifest = store.read_manifest() or {}
     axes = headline_axes(manifest, store.scan().collect_schema().names())
     if axes is None:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.engines.batch.features import JOB_FEATURES, WAIT_SCALE
-from schedlab.engines.batch.sim.fast import _sorted_add, _sorted_remove
+from schedlab.engines.batch.sim.fast import sorted_add, sorted_remove
 from schedlab.sim.common.jit import HOT, JIT, NONE, ZERO, hpop, hpush, njit
 
 #: Float columns of ``F``.
@@ -102,7 +102,7 @@ def _launch(Fe, Ie, S, T, e, job, backfill, term, tau):
     if backfill:
         x = now + Fe[REQUESTED, job]
         Fe[REQ_END, job] = x
-        S[e, R] = _sorted_add(Fe[RK], Ie[RI], S[e, R], x, job)
+        S[e, R] = sorted_add(Fe[RK], Ie[RI], S[e, R], x, job)
     Fe[START, job] = now
     end = now + Fe[RUNTIME, job]
     Fe[END, job] = end
@@ -195,7 +195,7 @@ def _advance(Fe, Ie, S, T, e, backfill):
         S[e, HS] = hpop(Fe[HK], Ie[HI], S[e, HS])
         S[e, FREE] += Ie[NEED, j]
         if backfill:
-            S[e, R] = _sorted_remove(Fe[RK], Ie[RI], S[e, R], Fe[REQ_END, j], j)
+            S[e, R] = sorted_remove(Fe[RK], Ie[RI], S[e, R], Fe[REQ_END, j], j)
     while i < n and Fe[SUBMIT, Ie[ORDER, i]] <= t:
         j = Ie[ORDER, i]
         i += 1

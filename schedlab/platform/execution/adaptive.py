@@ -26,11 +26,11 @@ from schedlab.platform.statistics import stopping
 if TYPE_CHECKING:
     from schedlab.platform.execution.report import SweepReport
     from schedlab.platform.planning.spec import SweepSpec
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import ResultsStore
 
 
 def run_adaptive(
-    spec: SweepSpec, plan: Plan, store: ResultStore, run_round: Callable[[list[Instance]], None], report: SweepReport
+    spec: SweepSpec, plan: Plan, store: ResultsStore, run_round: Callable[[list[Instance]], None], report: SweepReport
 ) -> None:
     """Rounds of replications until every configuration's 95 % CI half-width of
     the metric is within rel_halfwidth of its mean (``target`` unset or
@@ -73,7 +73,7 @@ def run_adaptive(
 def select_best(
     spec: SweepSpec,
     plan: Plan,
-    store: ResultStore,
+    store: ResultsStore,
     run_round: Callable[[list[Instance]], None],
     report: SweepReport,
 ) -> dict[str, Any]:

@@ -88,10 +88,10 @@ def unit_of(engine: str, policy: str, params: dict[str, Any] | None = None) -> U
     if engine == "packing":
         from schedlab.engines.packing import kernel_id as packing_kernel
         from schedlab.engines.packing.sim.fast_io import MULTI_KERNELS
-        from schedlab.engines.packing.sim.table import _fast_path
+        from schedlab.engines.packing.sim.table import fast_path
 
         pk = packing_kernel(cls)
-        module = _fast_path(pk, dict(params or {}))
+        module = fast_path(pk, dict(params or {}))
         if module is None:
             return None
 

@@ -38,6 +38,13 @@ CPUS_TTL = 10.0
 _OWNED: dict[str, Any] = {}
 
 
+def forget_ray() -> None:
+    """Forget that schedlab started the Ray of this process: what a caller does
+    after ``ray.shutdown()`` of its own (a test between sweeps), so the next sweep
+    starts Ray anew with its own user code shipped."""
+    _OWNED.clear()
+
+
 def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, str], ...] = ()) -> ModuleType:
     """Start (or join) Ray. User code (``shipped``: (path, sha256) pairs)
     goes to every worker through the job's ``runtime_env`` ``py_modules``:

@@ -30,14 +30,14 @@ from schedlab.errors import UserError
 from schedlab.platform.execution.backends import Choice, choose
 from schedlab.platform.execution.executor import Executor, Lost, Task, busy_seconds
 from schedlab.platform.execution.parts import keep_only
-from schedlab.platform.execution.ray_backend import _OWNED
+from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
 from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.manifest import manifest_for
-from schedlab.platform.storage.store import ResultStore
+from schedlab.platform.storage.seam import ResultsStore, compact_store, open_store
 from schedlab.sim.common.compiling import compiling as compiling_now
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from schedlab.platform.tracking.tracker import TrackProgress
 
 __all__ = [
-    "_OWNED",
     "Interrupted",
     "Progress",
     "SweepReport",
+    "forget_ray",
     "manifest_for",
     "run_sweep",
 ]
@@ -90,7 +90,7 @@ FLUSH_SECONDS = 2.0
 class _Sink:
     """Buffers task results and commits them in atomic batches."""
 
-    def __init__(self, store: ResultStore, on_commit: Callable[[set[str]], None]) -> None:
+    def __init__(self, store: ResultsStore, on_commit: Callable[[set[str]], None]) -> None:
         self.store = store
         self.on_commit = on_commit
         self.written: set[tuple[str, int]] = set()
@@ -181,7 +181,7 @@ def run_sweep(
     fresh: bool = False,
     tracking: bool | None = None,
     progress: Callable[[Progress | TrackProgress], None] | None = None,
-    store: ResultStore | None = None,
+    store: ResultsStore | None = None,
     figures: Callable[[Path], list[Path]] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> SweepReport:
@@ -190,20 +190,22 @@ def run_sweep(
     choose where tasks run (`backends`). ``progress`` is called with a
     `Progress` at each round's start and after each finished task. A spec
     with ``[search]`` comes here only from its search (`schedlab.platform.search`,
-    started by `schedlab.sweep.run_sweep`), with ``store``: the results dir,
+    started by `schedlab.platform.sweep.run_sweep`), with ``store``: the results dir,
     whose lock the search holds. ``figures`` (with tracking on) draws the
     sweep's figures from its results dir once every round is done, while
     tracking catches up; the tracker adds them to the sweep's parent run.
     ``notify`` gets, before any work starts, the line saying what re-runs
     because user code changed (`ResultStore.prepare`; also ``report.reruns``)."""
     if spec.search is not None and store is None:
-        raise ValueError("a spec with [search] runs through schedlab.sweep.run_sweep (the search drives this runner)")
+        raise ValueError(
+            "a spec with [search] runs through schedlab.platform.sweep.run_sweep (the search drives this runner)"
+        )
     started = time.monotonic()
     plan = plan_of(spec)  # the one parse_spec built, when the spec is unchanged since
     planned = time.monotonic() - started
     choice = choose(spec, address, backend)  # a contradiction (local + an address) stops here, before any lock
     held = store is not None
-    store = store if store is not None else ResultStore(spec.results_dir())
+    store = store if store is not None else open_store(spec.results_dir())
     store.lock()  # one writer per results dir, for this driver's life (released on return or death)
     try:
         report = _run_locked(
@@ -272,7 +274,7 @@ class _Sweep:
         self,
         spec: SweepSpec,
         plan: Plan,
-        store: ResultStore,
+        store: ResultsStore,
         started: float,
         choice: Choice,
         address: str | None,
@@ -543,7 +545,7 @@ def _draw(figures: Callable[[Path], list[Path]], root: Path) -> tuple[list[str],
 
 def _wait_for_tracking(
     tracker: TrackingProcess,
-    store: ResultStore,
+    store: ResultsStore,
     progress: Callable[[Progress | TrackProgress], None] | None,
     figures: list[str],
 ) -> TrackReport:
@@ -561,7 +563,7 @@ def _wait_for_tracking(
         ) from None
 
 
-def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
+def _compact_at_end(store: ResultsStore, report: SweepReport) -> None:
     """Merge the run's small part files (`compact`), after the last commit
     and after tracking's final check: the tracker's thread reads the part
     files until `Tracker.close` returns, and compaction changes no row, so
@@ -570,10 +572,8 @@ def _compact_at_end(store: ResultStore, report: SweepReport) -> None:
     Ctrl-C leaves every row in place and is reported, not raised: the sweep
     itself is complete (a Ctrl-C also sets ``report.interrupted``, on which a
     pipeline or a search stops instead of starting its next sweep)."""
-    from schedlab.platform.storage.compact import compact_locked
-
     try:
-        report.compaction = compact_locked(store)
+        report.compaction = compact_store(store)
     except UserError as err:
         report.compaction_error = str(err)
     except KeyboardInterrupt:

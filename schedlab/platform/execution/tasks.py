@@ -15,21 +15,19 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from schedlab.engines.instance import build_workload, run_instance, seeded
 from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS, BudgetExceeded, sim_budget
+from schedlab.platform.execution.instance import warmup_hook
 from schedlab.platform.planning.plan import Config, Instance, MetricSpec, WorkloadPoint
 from schedlab.sim.common import compiling
 
 if TYPE_CHECKING:
-    import polars as pl
-
-    from schedlab.engines.base import RunResult
     from schedlab.platform.execution.payload import PackedWork
     from schedlab.platform.storage.part import Part
 
@@ -71,8 +69,6 @@ class TaskResult:
 STAGES = ("build", "warmup", "engine", "engine_other", "rows", "encode", "task")
 #: (engine, policy, path) already run once in this worker process.
 _WARM: set[tuple[str, str, str]] = set()
-#: Built-in workload kinds, built once per worker (a kind's construction reads signatures).
-_KINDS: dict[str, Any] = {}
 
 
 def _column_value(v: Any, integer: bool = False) -> Any:
@@ -154,61 +150,6 @@ def _describe(err: BaseException) -> tuple[str, str]:
     return line, user_frames_traceback(err, fallback=False)
 
 
-def _build(engine_name: str, point: WorkloadPoint, rng: np.random.Generator, shared: Any) -> pl.DataFrame:
-    """One workload instance: a built-in kind, or a user's generator (whose
-    table is checked against the engine's schema)."""
-    from schedlab.api.workloads import check_job_table
-    from schedlab.usercode import worker_load
-    from schedlab.workloads.registry import workload_kind, workload_kinds
-
-    if point.code is not None and point.kind not in workload_kinds():
-        jobs = worker_load(point.code)(rng, **point.params)
-        return check_job_table(jobs, engine_name, f"workload {point.kind} ({point.code.ref})")
-    kind = _KINDS.get(point.kind)
-    if kind is None:
-        kind = _KINDS[point.kind] = workload_kind(point.kind)
-    table: pl.DataFrame = kind.instance(rng, point.params, shared)
-    return table
-
-
-def _extra_metrics(
-    result: RunResult, metric_fns: list[tuple[MetricSpec, Callable[..., Any]]], engine_name: str
-) -> dict[str, float]:
-    """The spec's extra metrics of one run (``schedlab.api.metrics``)."""
-    if not metric_fns:
-        return {}
-    import polars as pl
-
-    table = pl.DataFrame(result.jobs)
-    out = {}
-    for m, fn in metric_fns:
-        if m.name in result.summary:
-            raise ValueError(
-                f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; rename yours"
-            )
-        out[m.name] = float(fn(table, **m.params))
-    return out
-
-
-def _warmup_hook(
-    engine_name: str, instance: Instance, jobs: pl.DataFrame, shared: Any
-) -> Callable[[RunResult, list[tuple[MetricSpec, Callable[..., Any]]]], dict[str, Any]] | None:
-    """With ``[outputs] warmup``: a function (run result, extra metrics) ->
-    the columns the cut changes (``schedlab.platform.statistics.warmup``: one cut per
-    workload point, from pilot instances); None without warm-up deletion."""
-    point = instance.point
-    method = getattr(point, "warmup", None)
-    if method is None:
-        return None
-    from schedlab.platform.statistics import warmup
-
-    d = warmup.point_cut(
-        method, instance.seed_words[0], point.point_id, lambda rng: _build(engine_name, point, rng, shared)
-    )
-    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
-    return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
-
-
 def run_instances(
     engine_name: str,
     work: list[tuple[Instance, list[Config]]] | PackedWork,
@@ -248,10 +189,9 @@ def run_instances(
         point = instance.point
         try:
             t0 = time.perf_counter()
-            rng = np.random.default_rng(np.random.SeedSequence(list(instance.seed_words)))
             with sim_budget(sim_budget_seconds):
-                jobs = _build(engine_name, point, rng, shared)
-                steady = _warmup_hook(engine_name, instance, jobs, shared)
+                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared)
+                steady = warmup_hook(engine_name, instance, jobs, shared)
             clock["build"] += time.perf_counter() - t0
         except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - becomes a failure record, see module docstring
             line, trace = _describe(err)
@@ -273,11 +213,18 @@ def run_instances(
                 t0 = time.perf_counter()
                 gated = compiling.reference_runs()
                 with sim_budget(sim_budget_seconds):
-                    result = engine.run(jobs, policy, config.policy_params, config.system, path=engine_path)
-                    t1 = time.perf_counter()
-                    extra = _extra_metrics(result, metric_fns, engine_name)
-                    if steady is not None:  # warm-up deletion: the same cut for every policy of this instance
-                        extra.update(steady(result, metric_fns))
+                    run = run_instance(
+                        engine,
+                        jobs,
+                        policy,
+                        config.policy_params,
+                        config.system,
+                        path=engine_path,
+                        metrics=metric_fns,
+                        after=steady,
+                    )
+                result, extra = run.result, run.extra
+                t1 = t0 + run.engine_wall
                 sim = result.summary.get("sim_seconds", 0.0)
                 first = (engine_name, config.policy, engine_path)
                 clock["engine"] += sim
@@ -338,7 +285,7 @@ def encode_result(result: TaskResult) -> None:
     """Turn a `tasks.TaskResult`'s rows into one `Part` per policy (in place:
     its summary, jobs and series lists are emptied)."""
     from schedlab.platform.storage.part import Part, encode
-    from schedlab.platform.storage.store import JOBS, SERIES, SUMMARY, _rows_table
+    from schedlab.platform.storage.store import JOBS, SERIES, SUMMARY, rows_table
 
     by_policy: dict[str, list[dict[str, Any]]] = {}
     for row in result.summary:
@@ -350,7 +297,7 @@ def encode_result(result: TaskResult) -> None:
             extra.setdefault((name, policy), []).append(table)
     for policy, rows in by_policy.items():
         keys = [(r["config_id"], r["replication"]) for r in rows]
-        summary = _typed(_rows_table(rows), result.column_types)
+        summary = _typed(rows_table(rows), result.column_types)
         if not any(extra.get((name, policy)) for name in (JOBS, SERIES)):
             result.parts.append(Part(policy, keys, {}, 0, summary))
             continue

@@ -426,7 +426,7 @@ def plan_of(spec: SweepSpec) -> Plan:
     this very spec (same fields, same base folder): a run does not expand and
     check a large grid twice. Not with user code: its files may have been
     edited since (a notebook), and a run resolves and hashes them anew."""
-    checked = spec._checked_plan
+    checked = spec.checked_plan
     if checked is not None and not checked[1].code and checked[0] == plan_key(spec):
         plan: Plan = checked[1]
         return plan

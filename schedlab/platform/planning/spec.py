@@ -417,6 +417,19 @@ class SweepSpec(_Model):
     def base_dir(self) -> Path:
         return self._base_dir
 
+    def place(self, base_dir: str | Path) -> None:
+        """Relative ``use`` paths start from ``base_dir`` (the spec file's folder)."""
+        self._base_dir = Path(base_dir).resolve()
+
+    @property
+    def checked_plan(self) -> tuple[str, Any] | None:
+        """(`plan.plan_key`, plan) of the plan `validate.parse_spec` built to check this spec, or None."""
+        return self._checked_plan
+
+    def keep_checked_plan(self, key: str, plan: Any) -> None:
+        """Keep the plan built to check this spec, with the key of what it was built from."""
+        self._checked_plan = (key, plan)
+
     def policy_entries(self) -> list[PolicyEntry]:
         return [PolicyEntry(name=p) if isinstance(p, str) else p for p in self.policies]
 

@@ -37,11 +37,11 @@ def parse_spec(data: dict[str, Any], source: str = "spec", base_dir: str | Path 
     if spec is None:  # invariant: a failed validation added its messages above, so raise_any() raised
         raise AssertionError("spec validation failed without reporting an error")
     if base_dir is not None:
-        spec._base_dir = Path(base_dir).resolve()
+        spec.place(base_dir)
     # Engine, policies and every workload grid point: checked by plan expansion.
     plan = build_plan(spec, source)
     probe_plan(plan, source)  # what only running says: a policy refusing the [system], a metric's column
-    spec._checked_plan = (plan_key(spec), plan)
+    spec.keep_checked_plan(plan_key(spec), plan)
     if spec.search is not None:  # the searched parameters against what the policy and workload declare
         from schedlab.platform.search.space import check_search
 
@@ -73,7 +73,7 @@ def _check_sound_parts(
     except ValidationError:
         return
     if base_dir is not None:
-        checked._base_dir = Path(base_dir).resolve()
+        checked.place(base_dir)
     plan_errors = Collector()
     with plan_errors.check():
         probe_plan(build_plan(checked, source), source)
@@ -94,7 +94,7 @@ def _check_search_alone(checked: SweepSpec, search: dict[str, Any], source: str,
         spec = SweepSpec.model_validate({**checked.model_dump(exclude_unset=True), "search": search})
     except ValidationError:  # a rule between [search] and the rest: the models' lines said it
         return
-    spec._base_dir = checked.base_dir
+    spec.place(checked.base_dir)
     with errors.check():
         check_search(spec, source)
 

@@ -55,7 +55,7 @@ from schedlab.platform.search.space import (
     trials_spec,
     workload_key,
 )
-from schedlab.platform.storage.store import ResultStore
+from schedlab.platform.storage.seam import ResultsStore, open_store
 
 if TYPE_CHECKING:
     import optuna
@@ -267,7 +267,7 @@ def read_trials(results_dir: str | Path) -> list[dict[str, Any]] | None:
     return doc if isinstance(doc, list) else None
 
 
-def trial_values(store: ResultStore, config_ids: list[str], metric: str, replications: int) -> dict[str, float]:
+def trial_values(store: ResultsStore, config_ids: list[str], metric: str, replications: int) -> dict[str, float]:
     """config id -> mean of ``metric`` over replications 0..replications-1, for
     each configuration that has all of them with a finite value."""
     import polars as pl
@@ -295,7 +295,7 @@ class _Runs:
     def __init__(
         self,
         spec: SweepSpec,
-        store: ResultStore,
+        store: ResultsStore,
         report: SearchReport,
         *,
         address: str | None,
@@ -399,9 +399,9 @@ def run_search(
 ) -> SearchReport:
     """Run (or resume) ``spec``'s search, then its final selection (`select`)
     and, with ``draw`` (`schedlab.search_figure.convergence`, handed down by
-    `schedlab.sweep`: figures sit above the platform), the convergence figure
+    `schedlab.platform.sweep`: figures sit above the platform), the convergence figure
     before tracking logs it; returns a `SearchReport`."""
-    store = ResultStore(spec.results_dir())
+    store = open_store(spec.results_dir())
     store.lock()
     try:
         return _search_locked(
@@ -414,7 +414,7 @@ def run_search(
 
 def _search_locked(
     spec: SweepSpec,
-    store: ResultStore,
+    store: ResultsStore,
     *,
     address: str | None,
     backend: str | None,
@@ -517,7 +517,7 @@ def _write_trials(root: Path, recs: list[TrialRecord]) -> None:
 
 
 def _figure(
-    spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], doc: dict[str, Any] | None, draw: Draw | None
+    spec: SweepSpec, store: ResultsStore, recs: list[TrialRecord], doc: dict[str, Any] | None, draw: Draw | None
 ) -> str | None:
     if draw is None:
         return None

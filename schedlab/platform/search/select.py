@@ -47,7 +47,7 @@ from schedlab.platform.statistics.selection import SOURCE, kn, write
 
 if TYPE_CHECKING:
     from schedlab.platform.planning.spec import SweepSpec
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import ResultsStore
 
 
 class _Runs(Protocol):
@@ -161,7 +161,7 @@ def degenerate(d: dict[str, Any]) -> str | None:
     return None
 
 
-def _outputs(store: ResultStore, config_ids: list[str], metric: str, first: int) -> dict[str, list[float]]:
+def _outputs(store: ResultsStore, config_ids: list[str], metric: str, first: int) -> dict[str, list[float]]:
     import polars as pl
 
     from schedlab.platform.statistics.stopping import outputs_prefix as prefix
@@ -205,7 +205,7 @@ def params_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-def select(spec: SweepSpec, store: ResultStore, recs: list[TrialRecord], runs: _Runs) -> dict[str, Any] | None:
+def select(spec: SweepSpec, store: ResultsStore, recs: list[TrialRecord], runs: _Runs) -> dict[str, Any] | None:
     """Run the final selection (see the module docstring); write and return ``selection.json``."""
     search = spec.search
     if search is None:

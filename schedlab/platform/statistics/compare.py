@@ -182,7 +182,7 @@ def paired_stats(
     )
 
 
-def _arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
+def arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
     """Policy name, with its varying parameters when the sweep grids them:
     ``PSBS[beta=2]``."""
     if not policy_params:
@@ -223,12 +223,12 @@ def compare(
     of the policy or of the baseline (`stats.DOMINATED_NOTE`): the row is a
     flag, not a result. Bad input (a baseline or metric that is not in the
     results) is a `UserError` naming it."""
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such directory")
-    store = ResultStore(root)
+    store = open_store(root)
     lf = store.scan()
     columns = lf.collect_schema().names()
     manifest = store.read_manifest() or {}
@@ -252,7 +252,7 @@ def compare(
             if b in ("policy", metric, "replication"):
                 raise UserError(f"--by: {b!r} cannot be a group column of a comparison")
     pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
-    frame = frame.with_columns(_arm_labels(frame, pparams).alias("_arm"))
+    frame = frame.with_columns(arm_labels(frame, pparams).alias("_arm"))
     if baseline not in policies:  # a policy, or one setting of a policy's params as its label names it
         if baseline not in set(frame["_arm"].to_list()):
             raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")

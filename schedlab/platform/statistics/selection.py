@@ -41,15 +41,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from schedlab.platform.planning.plan import canonical
-
-if TYPE_CHECKING:
-    from mlflow.tracking import MlflowClient
 
 SOURCE = (
     "Kim & Nelson (2001), A fully sequential procedure for indifference-zone selection in simulation, "
@@ -235,9 +230,14 @@ def read(results_dir: str | Path) -> dict[str, Any] | None:
     path = root / FILE
     if not path.exists():
         return None
+    from schedlab.errors import UserError
+    from schedlab.platform.storage.seam import read_manifest
+
     try:
-        manifest = json.loads((root / "manifest.json").read_text())
-    except (OSError, ValueError):
+        manifest = read_manifest(root)
+    except UserError:  # an unreadable manifest: not a selection of this dir's to show
+        return None
+    if manifest is None:
         return None
     spec = manifest.get("spec") or {}
     if spec.get("replications", {}).get("mode") != "select-best" and not spec.get("search"):
@@ -331,61 +331,3 @@ def describe_search(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  vs baseline {setting(b['params'])}: {iv(b)}; difference {iv(b['difference'])}")
     lines.append(f"  {doc.get('guarantee')}")
     return lines
-
-
-def search_mlflow_tags(doc: dict[str, Any]) -> dict[str, str]:
-    """The selection as tags of the search's MLflow parent run."""
-    tags = {
-        "schedlab.selection": str(doc["procedure"]),
-        "schedlab.selection.confidence": f"{doc['confidence']:g}",
-        "schedlab.selection.conclusive": str(bool(doc.get("conclusive"))).lower(),
-        "schedlab.search.trials": str(doc.get("search", {}).get("trials")),
-        "schedlab.search.sampler": str(doc.get("search", {}).get("sampler")),
-    }
-    if doc.get("delta") is not None:
-        tags["schedlab.selection.delta"] = f"{doc['delta']:g}"
-    w = doc.get("winner")
-    if w:
-        tags["schedlab.selection.winner_trial"] = str(w["trial"])
-        tags["schedlab.selection.winner"] = canonical(w["params"])[:5000]
-        tags["schedlab.selection.winner_interval"] = (
-            f"{w['mean']:.6g} [{w['low']:.6g}, {w['high']:.6g}] n={w['n']}"
-            if w.get("low") is not None and w.get("high") is not None
-            else f"{w['mean']:.6g} (no interval) n={w['n']}"
-        )
-    for key in ("runner_up", "baseline"):
-        d = (doc.get(key) or {}).get("difference")
-        if d and d.get("mean") is not None and d.get("low") is not None:
-            tags[f"schedlab.selection.vs_{key}"] = f"{d['mean']:.6g} [{d['low']:.6g}, {d['high']:.6g}] n={d['n']}"
-    return tags
-
-
-def log_to_mlflow(client: MlflowClient, run_id: str, results_dir: str | Path) -> None:
-    """Hook for the tracker: put ``selection.json`` (if the sweep has one) on
-    the sweep's MLflow parent run as an artifact, with the winners and KN's
-    constants as tags (tags, unlike params, may change as a sweep resumes)."""
-    doc = read(results_dir)
-    if doc is None:
-        return
-    from mlflow.entities import RunTag
-
-    client.log_artifact(run_id, str(Path(results_dir) / FILE))
-    if "search" in doc:  # a search's final selection
-        for figure in sorted((Path(results_dir) / "search").glob("convergence.*")):
-            client.log_artifact(run_id, str(figure))
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in search_mlflow_tags(doc).items()], synchronous=True)
-        return
-    tags = {
-        "schedlab.selection": doc["procedure"],
-        "schedlab.selection.delta": f"{doc['delta']:g}",
-        "schedlab.selection.confidence": f"{doc['confidence']:g}",
-        "schedlab.selection.n0": str(doc["n0"]),
-    }
-    winners = []
-    for pt in doc["points"]:
-        label = ",".join(f"{k}={v}" for k, v in pt["where"].items())
-        winners.append(f"{label}: {pt['winner']}" if label else str(pt["winner"]))
-        tags["schedlab.selection.eta"] = f"{pt['eta']:.6g}"
-        tags["schedlab.selection.h2"] = f"{pt['h2']:.6g}"
-    tags["schedlab.selection.winners"] = "; ".join(winners)[:5000]
-    client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()], synchronous=True)

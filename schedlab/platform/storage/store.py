@@ -571,10 +571,10 @@ class ResultStore:
                             path = self.root / table_name / part / batch
                             self._atomic_table(path, pa.concat_tables(extra[(table_name, policy)]))
                             published.append(path)
-                    self._atomic_table(self.root / SUMMARY / part / batch, _rows_table(rows))
+                    self._atomic_table(self.root / SUMMARY / part / batch, rows_table(rows))
                     published.clear()  # the partition's batch is committed
                 if failures:
-                    self._atomic_table(self.root / FAILURES / batch, _rows_table(failures))
+                    self._atomic_table(self.root / FAILURES / batch, rows_table(failures))
         except BaseException:
             for path in published:  # not committed: roll back (readers ignore them anyway)
                 try:
@@ -688,7 +688,7 @@ def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
     return ResultStore(results_dir).scan(table)
 
 
-def _rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows as a table with every key any row has (``pa.Table.from_pylist``
     takes the columns of the first row only: a metric or a traceback that
     only later rows have would be dropped); a row without a key gets null."""

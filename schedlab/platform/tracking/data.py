@@ -118,12 +118,10 @@ def run_name(config: dict[str, Any], varying: Iterable[str]) -> str:
 def read_manifest(results_dir: str | Path) -> dict[str, Any]:
     """The sweep's manifest (read by the store); a `UserError` naming the file
     if it is missing or lacks what tracking needs."""
-    from schedlab.platform.storage.store import MANIFEST, ResultStore
+    from schedlab.platform.storage.seam import manifest_path, require_manifest
 
-    path = Path(results_dir) / MANIFEST
-    manifest = ResultStore(results_dir).read_manifest()
-    if manifest is None:
-        raise UserError(f"{path}: not found (is {results_dir} a sweep results dir?)")
+    path = manifest_path(results_dir)
+    manifest = require_manifest(results_dir)
     if not isinstance(manifest, dict):
         raise UserError(f"{path}: expected a JSON object")
     for key in ("name", "configs"):
@@ -188,9 +186,10 @@ def aggregate_summary(
     `UserError` naming it."""
     import polars as pl
 
-    from schedlab.platform.storage.store import SUMMARY, ResultStore, part_schema
+    from schedlab.platform.storage.seam import open_store
+    from schedlab.platform.storage.store import SUMMARY, part_schema
 
-    files = ResultStore(results_dir).files(SUMMARY)
+    files = open_store(results_dir).files(SUMMARY)
     if not files:
         return None, []
     param_columns = list(param_columns)

@@ -347,9 +347,9 @@ class Sync:
             if self.mirror is None or self.manifest is None:  # invariant: connect() set both or we returned
                 raise RuntimeError("Sync.finalize without a connected mirror")
             try:
-                from schedlab.platform.statistics.selection import log_to_mlflow
+                from schedlab.platform.tracking.selection import log_selection
 
-                log_to_mlflow(self.mirror.client, self.mirror.parent.run_id, self.results_dir)  # selection.json, if any
+                log_selection(self.mirror.client, self.mirror.parent.run_id, self.results_dir)  # selection.json, if any
                 if expected is not None:
                     self.mirror.describe(self.manifest, expected)
                 self.mirror.finish()

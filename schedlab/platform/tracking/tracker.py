@@ -104,11 +104,11 @@ def track_results(results_dir: str | Path, uri: str | None = None, experiment: s
     """Synchronously make MLflow mirror a results dir (backfill; idempotent)
     and verify it. A missing or invalid manifest or a damaged part file is a
     `UserError`; tracking failures are reported, never raised."""
-    from schedlab.platform.storage.store import ResultStore
+    from schedlab.platform.storage.seam import open_store
 
     results_dir = Path(results_dir)
     manifest = read_manifest(results_dir)
-    ResultStore(results_dir).files()  # a damaged part file: UserError before MLflow is touched
+    open_store(results_dir).files()  # a damaged part file: UserError before MLflow is touched
     return Sync(resolve_uri(uri), experiment, results_dir, manifest).finalize()
 
 

@@ -121,7 +121,7 @@ def _lower_bound(rk, ri, r, key, item):
 
 
 @njit(**_HOT)
-def _sorted_add(rk, ri, r, key, item):
+def sorted_add(rk, ri, r, key, item):
     """Insert (key, item); return the new size."""
     p = _lower_bound(rk, ri, r, key, item)
     k = r
@@ -135,7 +135,7 @@ def _sorted_add(rk, ri, r, key, item):
 
 
 @njit(**_HOT)
-def _sorted_remove(rk, ri, r, key, item):
+def sorted_remove(rk, ri, r, key, item):
     """Remove (key, item), which is present; return the new size."""
     p = _lower_bound(rk, ri, r, key, item)
     r -= 1
@@ -216,7 +216,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
             j = hi[0]
             hs = hpop(hk, hi, hs)
             free += need[j]
-            r = _sorted_remove(rk, ri, r, req_end[j], j)  # EASY.complete
+            r = sorted_remove(rk, ri, r, req_end[j], j)  # EASY.complete
         while i < n and submit[order[i]] <= t:
             j = order[i]
             i += 1
@@ -243,7 +243,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
                 free -= nh
                 e = now + requested[head]
                 req_end[head] = e
-                r = _sorted_add(rk, ri, r, e, head)
+                r = sorted_add(rk, ri, r, e, head)
                 start[head] = t
                 e = t + runtime[head]
                 end[head] = e
@@ -292,7 +292,7 @@ def _easy(submit, runtime, requested, need, order, capacity):
                                 qtail = p
                             e = now + requested[job]
                             req_end[job] = e
-                            r = _sorted_add(rk, ri, r, e, job)
+                            r = sorted_add(rk, ri, r, e, job)
                             start[job] = t
                             e = t + runtime[job]
                             end[job] = e
@@ -361,7 +361,7 @@ def _priority(submit, runtime, requested, need, order, capacity, kind, backfill)
             hs = hpop(hk, hi, hs)
             free += need[j]
             if backfill:
-                r = _sorted_remove(rk, ri, r, req_end[j], j)
+                r = sorted_remove(rk, ri, r, req_end[j], j)
         while i < n and submit[order[i]] <= t:
             j = order[i]
             i += 1
@@ -400,7 +400,7 @@ def _priority(submit, runtime, requested, need, order, capacity, kind, backfill)
                 if backfill:
                     e = now + requested[head]
                     req_end[head] = e
-                    r = _sorted_add(rk, ri, r, e, head)
+                    r = sorted_add(rk, ri, r, e, head)
                 start[head] = t
                 e = t + runtime[head]
                 end[head] = e
@@ -450,7 +450,7 @@ def _priority(submit, runtime, requested, need, order, capacity, kind, backfill)
                                 qtail = p
                             e = now + requested[job]
                             req_end[job] = e
-                            r = _sorted_add(rk, ri, r, e, job)
+                            r = sorted_add(rk, ri, r, e, job)
                             start[job] = t
                             e = t + runtime[job]
                             end[job] = e

@@ -117,12 +117,12 @@ from schedlab.engines.packing.sim.engine import FIT_TOL  # the engine's fit tole
 from schedlab.engines.packing.sim.vqs_partition import (
     DEFAULT_J,
     TYPE1_RESERVE,
-    _ascending_bounds,
-    _check_J,
-    _split,
-    _type_of,
+    ascending_bounds,
+    check_J,
     k_red,
     max_weight,
+    split_config,
+    type_of,
     universal_partition,
 )
 from schedlab.errors import UserError
@@ -135,7 +135,7 @@ class _VQSBase(PackingPolicy):
         super().__init__(cluster)
         if params:
             raise UserError(f"policy {self.name}: unknown parameter(s) {', '.join(sorted(params))}")
-        self.J = _check_J(J, f"policy {self.name} parameter J")
+        self.J = check_J(J, f"policy {self.name} parameter J")
         if cluster.resources != 1:
             raise UserError(
                 f"policy {self.name}: needs a single resource (d = 1), the cluster has d = {cluster.resources}"
@@ -149,9 +149,9 @@ class _VQSBase(PackingPolicy):
                 )
         self.n_types = 2 * self.J
         self.partition = universal_partition(self.J)
-        self._asc = _ascending_bounds(self.J)
+        self._asc = ascending_bounds(self.J)
         self.configs = k_red(self.J)
-        self._cinfo = [_split(k) for k in self.configs]
+        self._cinfo = [split_config(k) for k in self.configs]
         self._size: dict[int, float] = {}
         self._type: dict[int, int] = {}
         self._total = 0  # jobs queued
@@ -175,7 +175,7 @@ class _VQSBase(PackingPolicy):
         r = float(self.cluster.demand(job)[0])
         if not (0.0 <= r <= 1.0 + FIT_TOL):
             raise UserError(f"job {job}: size {r} is not in [0, 1] (policy {self.name} needs normalised sizes)")
-        t = _type_of(min(r, 1.0), self._asc)  # size 0 joins the last type, like (0, 1/2^J]
+        t = type_of(min(r, 1.0), self._asc)  # size 0 joins the last type, like (0, 1/2^J]
         self._size[job] = r
         self._type[job] = t
         return r, t

@@ -1,7 +1,7 @@
 """The packing engine's registry adapter: :func:`run_table` and its choice of path.
 
 ``run_table`` turns a job table and the engine's system parameters into a
-``simulate_packing`` run (or a compiled kernel's: ``_fast_path`` picks
+``simulate_packing`` run (or a compiled kernel's: ``fast_path`` picks
 ``schedlab.engines.packing.sim.fast`` or ``schedlab.engines.packing.sim.multi_fast`` for the
 kernel id the engine registry gives, ``fast_io.fast_vqs_J`` checks VQS's J).
 Kept apart from the engine itself (``schedlab.engines.packing.sim.engine``).
@@ -77,7 +77,7 @@ def run_table(
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
     res = None
-    fast = _fast_path(kernel, params) if path == "fast" and recorder is None else None
+    fast = fast_path(kernel, params) if path == "fast" and recorder is None else None
     if fast is not None and not compiling.ready(fast.UNIT):  # compiled beside this process now: the reference runs
         fast = None
     if fast is not None:
@@ -137,7 +137,7 @@ def run_table(
     return per_job, summary, res.samples
 
 
-def _fast_path(kernel: str | None, params=None):
+def fast_path(kernel: str | None, params=None):
     """``schedlab.engines.packing.sim.fast`` if ``kernel`` is one of the kernels it
     compiles with parameters it takes (none; VQS and VQS-BF: ``J``);
     ``schedlab.engines.packing.sim.multi_fast`` for Tetris and Slots-Fair (any

@@ -17,7 +17,7 @@ TYPE1_RESERVE = 2.0 / 3.0
 DEFAULT_J = 4
 
 
-def _check_J(J, where: str = "J") -> int:
+def check_J(J, where: str = "J") -> int:
     if isinstance(J, bool) or not isinstance(J, int) or J < 2:
         raise UserError(f"{where}: must be an integer >= 2, got {J!r}")
     return J
@@ -25,7 +25,7 @@ def _check_J(J, where: str = "J") -> int:
 
 def universal_partition(J: int) -> list[tuple[float, float]]:
     """The intervals ``(lo, hi]`` of eq. 18, index = type ``0..2J-1``."""
-    _check_J(J)
+    check_J(J)
     out: list[tuple[float, float]] = []
     for m in range(J):
         s = 2.0**-m
@@ -34,7 +34,7 @@ def universal_partition(J: int) -> list[tuple[float, float]]:
     return out
 
 
-def _ascending_bounds(J: int) -> list[float]:
+def ascending_bounds(J: int) -> list[float]:
     part = universal_partition(J)
     return [part[-1][0]] + [hi for _, hi in reversed(part)]
 
@@ -42,13 +42,13 @@ def _ascending_bounds(J: int) -> list[float]:
 def job_type(r: float, J: int) -> int:
     """Type of a job of (normalised) size ``r in (0, 1]``: ``j`` with ``r in I_j``,
     ``2J-1`` for ``r <= 1/2^J``."""
-    _check_J(J)
+    check_J(J)
     if not (0.0 < r <= 1.0):
         raise ValueError(f"job size {r!r} is not in (0, 1]")
-    return _type_of(r, _ascending_bounds(J))
+    return type_of(r, ascending_bounds(J))
 
 
-def _type_of(r: float, asc: list[float]) -> int:
+def type_of(r: float, asc: list[float]) -> int:
     # asc[i] = upper end of type (2J - i); r in (asc[i-1], asc[i]] -> type 2J - i
     n_types = len(asc) - 1
     i = bisect_left(asc, r)
@@ -67,7 +67,7 @@ def upper_rounded(j: int, J: int) -> float:
 
 def k_red(J: int) -> list[tuple[int, ...]]:
     """The reduced configuration set of eq. 19, in eq. 19's order (4J - 4)."""
-    _check_J(J)
+    check_J(J)
     n = 2 * J
 
     def vec(*pairs: tuple[int, int]) -> tuple[int, ...]:
@@ -83,7 +83,7 @@ def k_red(J: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _split(config: tuple[int, ...]) -> tuple[int, int, int]:
+def split_config(config: tuple[int, ...]) -> tuple[int, int, int]:
     """(k_1, other type j, k_j) of a K_RED configuration."""
     others = [(t, c) for t, c in enumerate(config) if c and t != 1]
     assert len(others) == 1 and config[1] in (0, 1), config

@@ -49,8 +49,8 @@ The kernel is a transcription, operation for operation:
 
 * VQS and VQS-BF (``engines/packing/policies/vqs.py``, any J from 2 to
   ``fast_io.FAST_VQS_MAX_J``): each job's type is the reference's
-  ``_type_of`` (bisect_left = searchsorted 'left') and K_RED comes from the
-  reference's own ``k_red``/``_split`` (``engines/packing/sim/vqs_partition.py``) as (k_1, j, k_j) triples, renewed by
+  ``type_of`` (bisect_left = searchsorted 'left') and K_RED comes from the
+  reference's own ``k_red``/``split_config`` (``engines/packing/sim/vqs_partition.py``) as (k_1, j, k_j) triples, renewed by
   the same integer ``argmax <k, Q>`` (ties to the first). Per server: the
   configuration (-1 = None), job and per-type counts, and (VQS) the per-type
   sums ``used[s][t]`` with the same ``+=``, ``-=`` and reset to 0.0.
@@ -164,7 +164,7 @@ from schedlab.engines.packing.sim.fast.structures import (  # noqa: F401  (INF, 
     VQS_BF,
 )
 from schedlab.engines.packing.sim.fast_io import checked_inputs, fast_vqs_J, horizon
-from schedlab.engines.packing.sim.vqs_partition import TYPE1_RESERVE, _ascending_bounds, _split, k_red
+from schedlab.engines.packing.sim.vqs_partition import TYPE1_RESERVE, ascending_bounds, k_red, split_config
 
 # ---- the Python side ----------------------------------------------------------------------
 
@@ -209,13 +209,13 @@ def _ranks(size: np.ndarray):
 
 def _vqs_tables(size: np.ndarray, J: int):
     """VQS's tables for the kernel: each job's type (the reference's
-    ``_type_of(min(r, 1.0), asc)``: bisect_left is searchsorted 'left'), K_RED
+    ``type_of(min(r, 1.0), asc)``: bisect_left is searchsorted 'left'), K_RED
     as (k_1, j, k_j) triples and VQS's capacity for type j per configuration."""
-    asc = np.array(_ascending_bounds(J))
+    asc = np.array(ascending_bounds(J))
     T = 2 * J
     i = np.searchsorted(asc, np.minimum(size, 1.0), side="left")
     typ = np.where(i == 0, T - 1, T - i).astype(np.int64)
-    info = [_split(k) for k in k_red(J)]
+    info = [split_config(k) for k in k_red(J)]
     cfg = np.array([x for triple in info for x in triple], dtype=np.int64)
     capj = np.array([1.0 - TYPE1_RESERVE if k1 else 1.0 for k1, _, _ in info])
     return typ, cfg, capj, T

@@ -2,11 +2,13 @@
 
 A plain spec goes to the runner (`schedlab.platform.execution.runner`); a
 spec with ``[search]`` goes to its search (`schedlab.platform.search.loop`),
-which runs its trials through the runner and is handed the convergence
-figure's drawing (`schedlab.search_figure`). This choice lives here, above
-the platform and the figures, so that the runner never imports the search
-that drives it and the platform never imports plotting: the CLI,
-`schedlab.run` and the pipelines call this function.
+which runs its trials through the runner. The platform's top room: it may
+import every room below, and nothing in the platform imports it (the runner
+never imports the search that drives it). Figures are drawn above the
+platform, so they are handed in: ``figures`` (a plain sweep's, for its MLflow
+parent run) and ``draw`` (a search's convergence figure,
+`schedlab.search_figure.convergence`); the CLI, `schedlab.run` and the
+pipelines pass both.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from schedlab.platform.execution.runner import SweepReport
     from schedlab.platform.planning.spec import SweepSpec
+    from schedlab.platform.search.loop import Draw
 
 
 def run_sweep(
@@ -30,22 +33,23 @@ def run_sweep(
     progress: Callable[[Any], None] | None = None,
     figures: Callable[[Path], list[Path]] | None = None,
     notify: Callable[[str], None] | None = None,
+    draw: Draw | None = None,
 ) -> SweepReport:
     """Run (or resume) ``spec``: its search when it has ``[search]``, else its
     sweep; returns the run's report (a `SearchReport` for a search).
     ``figures``: a plain sweep's figures for its MLflow parent run, drawn
     from its results dir while tracking catches up (the runner's ``figures``);
-    ``notify``: the runner's, a line said before a plain sweep starts."""
+    ``notify``: the runner's, a line said before a plain sweep starts;
+    ``draw``: a search's convergence figure (none drawn without it)."""
     if spec.tracking.enabled if tracking is None else tracking:
         from schedlab.platform.tracking.process import warm
 
         warm()  # its MLflow import overlaps with planning (`schedlab.platform.tracking.process`)
     if spec.search is not None:
         from schedlab.platform.search.loop import run_search
-        from schedlab.search_figure import convergence
 
         return run_search(
-            spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, draw=convergence
+            spec, address=address, backend=backend, fresh=fresh, tracking=tracking, progress=progress, draw=draw
         )
     from schedlab.platform.execution.runner import run_sweep as run_plain
 

@@ -1,0 +1,134 @@
+"""One way to run an instance: a job table, a policy, its parameters and
+``[system]`` -> the run's rows.
+
+A sweep's task (``schedlab.platform.execution.tasks``), a view's replay
+(``schedlab.views.replay``, through ``schedlab.platform.execution.instance``
+for a stored configuration) and ``schedlab simulate`` all run a policy on a
+workload instance through `run_instance`, so what a view draws and what
+``simulate`` prints are computed by the very code that computed the sweep's
+rows: the engine's run, then the spec's extra metrics, then (``[outputs]
+warmup``) the columns the warm-up cut changes, in that order.
+
+`build_workload` draws the instance itself (a built-in workload kind or a
+user's generator) from a workload point and a generator seeded with the
+instance's seed words.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schedlab.engines.base import Engine, RunResult
+
+#: An extra metric as the spec declares it (``name``, ``params``: ``schedlab.platform.planning.plan.MetricSpec``)
+#: with its function (per-job table, **params -> number: ``schedlab.api.metrics``).
+MetricFn = tuple[Any, Callable[..., Any]]
+#: After the extra metrics: (run result, metric functions) -> the columns the warm-up cut changes.
+AfterRun = Callable[["RunResult", Sequence[MetricFn]], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class InstanceRun:
+    """One policy on one workload instance."""
+
+    #: The engine's result: per-job columns, its summary metrics, a time series.
+    result: RunResult
+    #: The spec's extra metrics, then the warm-up cut's columns (which may replace engine metrics).
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: Wall seconds of the engine's run alone (the extra metrics excluded).
+    engine_wall: float = 0.0
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The metrics of the run's summary row: the engine's summary (as
+        floats), then `extra`, keys in that order (the order of a sweep's row)."""
+        return {**{k: float(v) for k, v in self.result.summary.items()}, **self.extra}
+
+
+#: Built-in workload kinds, built once per process (a kind's construction reads signatures).
+_KINDS: dict[str, Any] = {}
+
+
+def build_workload(engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None) -> pl.DataFrame:
+    """One workload instance of ``point`` (a plan's workload point: ``kind``,
+    ``params``, ``code``): a built-in kind, or a user's generator (whose table
+    is checked against the engine's schema). ``shared``: the kind's shared
+    input (a trace), loaded once per process."""
+    from schedlab.api.workloads import check_job_table
+    from schedlab.usercode import worker_load
+    from schedlab.workloads.registry import workload_kind, workload_kinds
+
+    if point.code is not None and point.kind not in workload_kinds():
+        jobs = worker_load(point.code)(rng, **point.params)
+        return check_job_table(jobs, engine_name, f"workload {point.kind} ({point.code.ref})")
+    kind = _KINDS.get(point.kind)
+    if kind is None:
+        kind = _KINDS[point.kind] = workload_kind(point.kind)
+    table: pl.DataFrame = kind.instance(rng, point.params, shared)
+    return table
+
+
+def seeded(seed_words: Sequence[int]) -> np.random.Generator:
+    """The generator an instance is drawn with: its seed words (common random
+    numbers: every policy of a replication sees the same draw)."""
+    return np.random.default_rng(np.random.SeedSequence(list(seed_words)))
+
+
+def extra_metrics(result: RunResult, metric_fns: Sequence[MetricFn], engine_name: str) -> dict[str, float]:
+    """The spec's extra metrics of one run (``schedlab.api.metrics``)."""
+    if not metric_fns:
+        return {}
+    import polars as pl
+
+    table = pl.DataFrame(result.jobs)
+    out = {}
+    for m, fn in metric_fns:
+        if m.name in result.summary:
+            raise ValueError(
+                f"metric {m.name!r}: the {engine_name} engine already reports a metric of that name; rename yours"
+            )
+        out[m.name] = float(fn(table, **m.params))
+    return out
+
+
+def run_instance(
+    engine: str | Engine,
+    jobs: Any,
+    policy: str | type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    path: str = "fast",
+    recorder: Any = None,
+    metrics: Sequence[MetricFn] = (),
+    after: AfterRun | None = None,
+) -> InstanceRun:
+    """Run ``policy`` (a built-in's name or a policy class) with ``params`` on
+    the job table ``jobs`` under ``system`` (``[system]``; the engine's
+    defaults fill the rest). ``path``: "fast" or "reference"
+    (``schedlab.engines.base.ENGINE_PATHS``); ``recorder``: the engine's
+    schedule recorder (``schedlab.views.record``; the reference loop runs).
+    ``metrics``: the spec's extra metrics, computed from the per-job rows;
+    ``after``: the warm-up cut's columns (``[outputs] warmup``). Same inputs,
+    same numbers, to the bit, whichever caller asks."""
+    from schedlab.engines import get_engine
+
+    eng = get_engine(engine) if isinstance(engine, str) else engine
+    t0 = time.perf_counter()
+    result = eng.run(jobs, policy, params, system, path=path, recorder=recorder)
+    wall = time.perf_counter() - t0
+    extra: dict[str, Any] = extra_metrics(result, metrics, eng.name)
+    if after is not None:  # warm-up deletion: the same cut for every policy of an instance
+        extra.update(after(result, metrics))
+    return InstanceRun(result, extra, wall)
+
+
+__all__ = ["InstanceRun", "build_workload", "extra_metrics", "run_instance", "seeded"]
