@@ -50,7 +50,8 @@ The kernel is a transcription, operation for operation:
 * VQS and VQS-BF (``engines/packing/policies/vqs.py``, any J from 2 to
   ``fast_io.FAST_VQS_MAX_J``): each job's type is the reference's
   ``type_of`` (bisect_left = searchsorted 'left') and K_RED comes from the
-  reference's own ``k_red``/``split_config`` (``engines/packing/sim/vqs_partition.py``) as (k_1, j, k_j) triples, renewed by
+  reference's own ``k_red``/``split_config`` (``engines/packing/sim/vqs_partition.py``) as
+  (k_1, j, k_j) triples, renewed by
   the same integer ``argmax <k, Q>`` (ties to the first). Per server: the
   configuration (-1 = None), job and per-type counts, and (VQS) the per-type
   sums ``used[s][t]`` with the same ``+=``, ``-=`` and reset to 0.0.
