@@ -29,7 +29,6 @@ lets hypothesis shrink a failure to a minimal table:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -80,10 +79,12 @@ def check_policy(
         raise UserError(f"{where}: --examples must be an integer >= 1; got {examples!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"{where}: --seed must be an integer; got {seed!r}")
-    module = importlib.import_module(f"schedlab.checks.{eng.name}")
+    check = eng.declared("checks")
+    if check is None:
+        raise UserError(f"{where}: engine {eng.name!r} declares no invariants (Engine.checks)")
     from schedlab.checks.common import run_check
 
-    return run_check(module.Check(cls, params), label, examples, seed)
+    return run_check(check(cls, params), label, examples, seed)
 
 
 __all__ = ["CheckReport", "Failure", "Invariant", "Workload", "check_policy", "resolve_policy"]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from schedlab.engines.base import RunResult
     from schedlab.platform.execution.payload import PackedWork
     from schedlab.platform.storage.part import Part
+    from schedlab.usercode import CodeRef
 
 
 @dataclass
@@ -210,7 +211,7 @@ def _warmup_hook(
 
 
 def run_instances(
-    engine_name: str,
+    engine_name: str | CodeRef,
     work: list[tuple[Instance, list[Config]]] | PackedWork,
     shared: Any,
     per_job: bool,
@@ -220,7 +221,8 @@ def run_instances(
     sim_budget_seconds: float | None = DEFAULT_SIM_BUDGET_SECONDS,
 ) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
-    (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
+    (``engine_name``: a built-in's, or your engine's code; ``engine_path``:
+    ``Engine.run``'s path, from ``[execution]``).
     ``encode``: return the rows as Parquet parts (`encode_result`), so
     the Parquet encoding runs here, on the worker, and the driver only writes
     bytes (what a sweep does; direct callers get rows). A sweep sends
@@ -238,7 +240,8 @@ def run_instances(
     from schedlab.usercode import worker_load
     from schedlab.version import __version__
 
-    engine = get_engine(engine_name)
+    engine = get_engine(engine_name)  # your own engine: its shipped code, checked against its digest
+    engine_name = engine.name
     provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]

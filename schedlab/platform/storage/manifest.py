@@ -222,7 +222,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
         defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
     return {
         "name": spec.name,
-        "engine": spec.engine,
+        "engine": plan.engine,  # the engine's name (a user engine's reference is in "spec")
         "description": spec.description or "",
         "spec": defining,
         "spec_hash": digest(defining),

@@ -1,5 +1,5 @@
 """The four engines' ``[system]`` declarations (QUEUE, PACKING, BATCH,
-DFRS; ``SYSTEMS`` by engine name): their parameters, the rules that tie
+DFRS; each engine's registry entry names its own, ``Engine.system``): their parameters, the rules that tie
 fields to each other or to the job table, and each engine's oversize rule
 (``SystemSchema.fits``). Split from the machinery (``schema``) because this
 is what an engine's author edits."""
@@ -368,5 +368,3 @@ DFRS = SystemSchema(
     ),
     fits=_dfrs_fits,
 )
-
-SYSTEMS: dict[str, SystemSchema] = {s.engine: s for s in (QUEUE, PACKING, BATCH, DFRS)}
