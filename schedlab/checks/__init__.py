@@ -69,10 +69,11 @@ def check_policy(
     ``params`` against ``engine``'s invariants on ``examples`` random
     workloads drawn from ``seed``. Bad input raises UserError; a violation
     is not an error: it is in the returned report (``report.ok`` False)."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import spec_engine
 
-    eng = get_engine(engine)
-    cls, label = resolve_policy(eng, policy, Path.cwd() if base_dir is None else base_dir, where)
+    base = Path.cwd() if base_dir is None else base_dir
+    eng = spec_engine(engine, base, f"{where} --engine")[0]  # a built-in's name or your "my_engine.py:MyEngine"
+    cls, label = resolve_policy(eng, policy, base, where)
     params = dict(params or {})
     eng.check_policy_params(cls, params, f"{where} --param", sep=" ")
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
