@@ -65,6 +65,7 @@ KEYS = (
     Column("schedlab_digest", "String", "-", "digest of the engine's and its policies' source"),
     Column("code_sha256", "String", "-", "your policy's source digest (only with a user policy)"),
     Column("workload_code_sha256", "String", "-", "your generator's / reader's digest (only with user code)"),
+    Column("engine_code_sha256", "String", "-", 'your engine\'s source digest (only with engine = "file.py:Name")'),
 )
 
 #: Summary metrics per engine (``Engine.metrics``; every value is Float64), by name.

@@ -243,6 +243,8 @@ def run_instances(
     engine = get_engine(engine_name)  # your own engine: its shipped code, checked against its digest
     engine_name = engine.name
     provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
+    if engine.code_sha256:  # your own engine: its code's digest, in every row (built-in rows unchanged)
+        provenance["engine_code_sha256"] = engine.code_sha256
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)

@@ -413,6 +413,7 @@ RESERVED_COLUMNS = frozenset(
         "schedlab_digest",
         "code_sha256",
         "workload_code_sha256",
+        "engine_code_sha256",
     }
 )
 
