@@ -194,18 +194,25 @@ class Engine:
         seam: type = getattr(importlib.import_module(module), attr)
         return seam
 
+    @property
+    def seam_name(self) -> str:
+        """How messages name the seam: the public ``schedlab.api.<engine>.Policy``
+        of a built-in engine, the class itself of a user's engine."""
+        if isinstance(self.seam, type):
+            return f"{self.seam.__module__}.{self.seam.__qualname__}"
+        return f"schedlab.api.{self.name}.Policy"
+
     def check_policy_class(self, obj: Any, where: str) -> type:
         """``obj`` (loaded user code) must be a class implementing this
         engine's seam, with every abstract method defined."""
         seam = self.seam_class()
         if not (isinstance(obj, type) and issubclass(obj, seam)):
             what = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__name__}"
-            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass schedlab.api.{self.name}.Policy")
+            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass {self.seam_name}")
         missing = sorted(getattr(obj, "__abstractmethods__", ()))
         if missing:
             raise UserError(
-                f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
-                f"(required by schedlab.api.{self.name}.Policy)"
+                f"{where}: class {obj.__name__} does not implement {', '.join(missing)} (required by {self.seam_name})"
             )
         return obj
 
