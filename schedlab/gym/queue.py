@@ -43,6 +43,7 @@ from schedlab.gym.common import REWARD_MODES, check_choice, check_int, episode_s
 from schedlab.policies.queue.base import QueuePolicy
 from schedlab.sim.common.metrics import slowdown
 from schedlab.sim.queue.engine import Server
+from schedlab.sim.system.jobs import QUEUE_JOBS
 
 ENV = "schedlab/Queue-v0"
 JOB_FEATURES = 4
@@ -114,7 +115,7 @@ def _load(trace: str | Path | None, jobs: pl.DataFrame | None) -> pl.DataFrame |
         jobs = read_job_table(resolve_trace(ENV, trace))
     if jobs is None:
         return None
-    missing = [c for c in ("job_id", "submit", "size") if c not in jobs.columns]
+    missing = [c for c in QUEUE_JOBS.required if c not in jobs.columns]
     if missing:
         raise UserError(f"{ENV}: the job table needs the columns {', '.join(missing)}")
     if "estimate" not in jobs.columns:
