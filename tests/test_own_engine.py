@@ -149,3 +149,46 @@ def test_a_pool_gives_the_drivers_rows(written, monkeypatch):
         tables["in-process"].drop("sim_seconds", strict=False),
         check_exact=True,
     )
+
+
+def test_a_declared_decision_point_is_a_gymnasium_environment(written):
+    gymnasium = pytest.importorskip("gymnasium")
+    import numpy as np
+
+    import schedlab.gym
+    from schedlab.engines import spec_engine
+
+    class Choose(gymnasium.Env):
+        """A stand-in for an engine's environment (four waiting jobs, one taken
+        per step): what is tested is that the declaration registers it."""
+
+        observation_space = gymnasium.spaces.Box(0.0, np.inf, (1,))
+        action_space = gymnasium.spaces.Discrete(4)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.waiting = list(range(4))
+            return np.array([len(self.waiting)], dtype=np.float32), {}
+
+        def step(self, action):
+            self.waiting.pop(min(int(action), len(self.waiting) - 1))
+            done = not self.waiting
+            return np.array([len(self.waiting)], dtype=np.float32), -1.0, done, False, {}
+
+    try:
+        engine, _ = spec_engine("my_engine.py:MyEngine", written, "engine")
+        from dataclasses import replace
+
+        env_id = schedlab.gym.register(replace(engine, decision_point=Choose))
+        assert env_id == "schedlab/Mmc-v0"
+        env = gymnasium.make(env_id)
+        env.reset(seed=0)
+        steps = 0
+        while not env.step(0)[2]:
+            steps += 1
+        assert steps == 3
+        with pytest.raises(ValueError, match="declares no decision point"):
+            schedlab.gym.register(engine)
+    finally:
+        forget_modules(written)
+        gymnasium.registry.pop("schedlab/Mmc-v0", None)
