@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.workloads.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from schedlab.workloads.queue_columns import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 
 @dataclass(frozen=True)
