@@ -35,7 +35,9 @@ def policies() -> None:
 
 
 @main.command()
-@click.option("--engine", default="queue", show_default=True, help="Simulator engine.")
+@click.option(
+    "--engine", default="queue", show_default=True, help='Simulator engine (or your own: "my_engine.py:MyEngine").'
+)
 @click.option("--policy", required=True, help="Policy name (see `schedlab policies`), or your own class: file.py:Name.")
 @click.option(
     "--workload-file",
@@ -104,11 +106,11 @@ def simulate(
     **synthetic,
 ) -> None:
     """Run one policy on one workload and print a summary."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import spec_engine
     from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS
     from schedlab.usercode import is_reference, resolve
 
-    eng = get_engine(engine)
+    eng = spec_engine(engine, Path.cwd(), "--engine")[0]  # a built-in or your "my_engine.py:MyEngine"
     if is_reference(policy):  # your own class: "file.py:Name" (relative to the current folder) or "module:Name"
         policy_obj = eng.check_policy_class(resolve(policy, Path.cwd(), "--policy").load(), "--policy")
     else:
