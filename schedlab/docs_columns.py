@@ -12,15 +12,34 @@ lists: JSON text; see ``schedlab.platform.execution.tasks._column_value``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from schedlab.engines.declare import Column, EngineUnits
 
 
-@dataclass(frozen=True)
-class Column:
-    name: str  # "<c>" / "<r>" stand for a weight class / resource name
-    dtype: str
-    unit: str
-    meaning: str
+class ByEngine(Mapping[str, Any]):
+    """One declaration of every engine (``Engine.<what>``), by engine name: the
+    built-in engines and the users' engines loaded in this process (an engine
+    that declares none is left out). Read from the registry when asked, so
+    importing this module stays light."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def _table(self) -> dict[str, Any]:
+        from schedlab.engines import known_engines
+
+        return {n: getattr(e, self.what) for n, e in known_engines().items() if getattr(e, self.what)}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
 
 
 #: Columns of every summary row, whatever the engine.
@@ -46,116 +65,19 @@ KEYS = (
     Column("schedlab_digest", "String", "-", "digest of the engine's and its policies' source"),
     Column("code_sha256", "String", "-", "your policy's source digest (only with a user policy)"),
     Column("workload_code_sha256", "String", "-", "your generator's / reader's digest (only with user code)"),
+    Column("engine_code_sha256", "String", "-", 'your engine\'s source digest (only with engine = "file.py:Name")'),
 )
 
-#: Summary metrics per engine (``Engine.run(...).summary``; every value is Float64).
-METRICS: dict[str, tuple[Column, ...]] = {
-    "queue": (
-        Column("n_jobs", "Float64", "jobs", "jobs simulated"),
-        Column("mst", "Float64", "time units of the workload (s for traces)", "mean sojourn time"),
-        Column("slowdown_mean", "Float64", "ratio", "mean slowdown, sojourn / size"),
-        Column("slowdown_p50", "Float64", "ratio", "median slowdown"),
-        Column("slowdown_p99", "Float64", "ratio", "99th percentile of slowdown"),
-        Column("slowdown_max", "Float64", "ratio", "largest slowdown"),
-        Column(
-            "mst_class_<c>",
-            "Float64",
-            "time units",
-            "mean sojourn time of weight class c (only with a weight_class column)",
-        ),
-        Column("makespan", "Float64", "time units", "last completion time"),
-        Column("events", "Float64", "events", "events the simulation processed"),
-        Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
-    ),
-    "packing": (
-        Column("queue_jobs_mean", "Float64", "jobs", "time-average number of queued jobs"),
-        Column("running_jobs_mean", "Float64", "jobs", "time-average number of running jobs"),
-        Column("wait_mean", "Float64", "slots / s", "mean wait, start - submit"),
-        Column("wait_p99", "Float64", "slots / s", "99th percentile of wait"),
-        Column(
-            "jct_mean", "Float64", "slots / s", "mean job completion time of multi-task jobs (only with group_column)"
-        ),
-        Column("jct_p99", "Float64", "slots / s", "99th percentile of job completion time (only with group_column)"),
-        Column("throughput", "Float64", "jobs per time unit", "completed jobs / horizon"),
-        Column("makespan", "Float64", "slots / s", "last completion time"),
-        Column("completed", "Float64", "jobs", "jobs completed"),
-        Column("started", "Float64", "jobs", "jobs started"),
-        Column("epochs", "Float64", "decisions", "decision epochs"),
-        Column("queue_resource_mean", "Float64", "capacity units", "time-average queued demand (one resource)"),
-        Column(
-            "queue_resource_mean_<r>",
-            "Float64",
-            "capacity units",
-            "time-average queued demand of resource r (cpu, mem)",
-        ),
-        Column("utilisation", "Float64", "fraction", "used / total capacity over the horizon (one resource)"),
-        Column("utilisation_<r>", "Float64", "fraction", "utilisation of resource r (cpu, mem)"),
-        Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
-    ),
-    "batch": (
-        Column("n_jobs", "Float64", "jobs", 'jobs simulated (after oversize = "drop")'),
-        Column("stretch_mean", "Float64", "ratio", "mean bounded stretch"),
-        Column("stretch_max", "Float64", "ratio", "largest bounded stretch"),
-        Column("wait_mean", "Float64", "s", "mean wait, start - submit"),
-        Column("wait_max", "Float64", "s", "largest wait"),
-        Column("utilisation", "Float64", "fraction", "held units x run time / (capacity x horizon)"),
-        Column("makespan", "Float64", "s", "last end time"),
-        Column("underutilization", "Float64", "fraction", "normalised underutilization (the DFRS paper's)"),
-        Column("events", "Float64", "events", "events the simulation processed"),
-        Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
-        Column("model_nodes", "Float64", "0 / 1", '1 for model "nodes", 0 for "procs"'),
-        Column("capacity", "Float64", "processors or nodes", "machine size the run used"),
-        Column("tasks_per_node", "Float64", "tasks", "tasks per node the run used"),
-        Column("dropped_oversize", "Float64", "jobs", "jobs dropped as wider than the machine"),
-        Column("stretch_lower_bound", "Float64", "ratio", "LP lower bound on the optimal max stretch (bound = true)"),
-        Column("degradation", "Float64", "ratio", "stretch_max / stretch_lower_bound (bound = true)"),
-        Column("bound_seconds", "Float64", "s (wall)", "time spent on the bound (bound = true)"),
-    ),
-    "dfrs": (
-        Column("n_jobs", "Float64", "jobs", 'jobs simulated (after oversize = "drop")'),
-        Column("stretch_mean", "Float64", "ratio", "mean bounded stretch"),
-        Column("stretch_max", "Float64", "ratio", "largest bounded stretch"),
-        Column("makespan", "Float64", "s", "last end time"),
-        Column("underutilization", "Float64", "fraction", "normalised underutilization"),
-        Column("pauses", "Float64", "events", "task pauses"),
-        Column("migrations", "Float64", "events", "job migrations"),
-        Column("migrated_tasks", "Float64", "tasks", "tasks moved by migrations"),
-        Column("mem_moved", "Float64", "node memories", "memory moved by migrations"),
-        Column("stretch_lower_bound", "Float64", "ratio", "LP lower bound on the optimal max stretch (bound = true)"),
-        Column("degradation", "Float64", "ratio", "stretch_max / stretch_lower_bound (bound = true)"),
-        Column("bound_seconds", "Float64", "s (wall)", "time spent on the bound (bound = true)"),
-        Column("events", "Float64", "events", "events the simulation processed"),
-        Column("lp_failures", "Float64", "count", "allocation LPs that failed"),
-        Column("sim_seconds", "Float64", "s (wall)", "wall-clock time of the simulation"),
-        Column("nodes", "Float64", "nodes", "cluster size the run used"),
-        Column("penalty", "Float64", "s", "pause / migration penalty the run used"),
-        Column("dropped_oversize", "Float64", "jobs", "jobs dropped as not fitting the empty cluster"),
-    ),
-}
+#: Summary metrics per engine (``Engine.metrics``; every value is Float64), by name.
+METRICS: Mapping[str, tuple[Column, ...]] = ByEngine("metrics")
 
 #: How a metric's unit is spelled when it is "the engine's unit of time" (docs/columns.md
 #: keeps the general spelling; a figure of one sweep says which one it is: `figure_unit`).
 TIME_UNITS = ("time units of the workload (s for traces)", "time units", "slots / s")
 
 
-@dataclass(frozen=True)
-class EngineUnits:
-    """What an engine's figures and schedule views call its time and its load, declared
-    with its columns: a figure labels an axis in these, never in another engine's units."""
-
-    time: str  # the unit of time under a generated workload
-    trace_time: str  # the unit of time under a trace (the trace's own clock)
-    load: str  # what an offered load (``load``, ``arrival_load``) is a fraction of
-    color_by: str  # the job column a schedule view colours by unless told (``--color-by``)
-    color_meaning: str  # what that colour says, for the view's legend title
-
-
-UNITS: dict[str, EngineUnits] = {
-    "queue": EngineUnits("time units of the workload", "s", "fraction of the server", "size", "job size"),
-    "packing": EngineUnits("slots", "slots", "fraction of the servers' capacity", "demand", "job demand"),
-    "batch": EngineUnits("s", "s", "fraction of the machine", "procs", "job width (processors)"),
-    "dfrs": EngineUnits("s", "s", "fraction of the machine", "procs", "job width (processors)"),
-}
+#: Each engine's units (``Engine.units``), by name: built-in and loaded user engines.
+UNITS: Mapping[str, EngineUnits] = ByEngine("units")
 
 
 def time_unit(engine: str | None, workload_kind: str | None = None) -> str:
@@ -170,7 +92,7 @@ def time_unit(engine: str | None, workload_kind: str | None = None) -> str:
 def figure_unit(column: Column, engine: str | None, workload_kind: str | None = None) -> str:
     """``column``'s unit in a figure of one sweep: the engine's time unit for a time, the
     engine's load for an offered load, the declared unit otherwise."""
-    if engine not in UNITS:
+    if engine is None or engine not in UNITS:
         return column.unit
     if column.unit in TIME_UNITS:
         return time_unit(engine, workload_kind)
@@ -277,10 +199,10 @@ def workload_columns(kind_name: str) -> list[Column]:
 
 
 def system_columns(engine: str) -> list[Column]:
-    from schedlab.sim.system import SYSTEMS
+    from schedlab.engines import get_engine
 
     out = []
-    for p in SYSTEMS[engine].params:
+    for p in get_engine(engine).system.params:
         dtype = (
             "Int64"
             if p.integer
@@ -317,7 +239,7 @@ def render() -> str:
         "",
     ] + _table(KEYS)
     for name, engine in ENGINES.items():
-        out += [f"## Engine `{name}`", "", f"{engine.summary}.", "", "Metrics:", ""] + _table(METRICS[name])
+        out += [f"## Engine `{name}`", "", f"{engine.summary}.", "", "Metrics:", ""] + _table(engine.metrics)
         system = system_columns(name)
         if system:
             out += ["System parameters:", ""] + _table(system)

@@ -18,7 +18,7 @@ table as to the built-in readers'. It runs once, on the driver; declare
 skipping (and counting) malformed lines -- and name ``file:line`` in your
 errors.
 
-The job table each engine reads (``COLUMNS``: required, then optional):
+The job table each engine reads (``get_engine(name).jobs``: required, then optional):
 
 * queue: job_id, submit, size; estimate (default size), weight (default 1)
 * packing: job_id, submit, duration (or runtime), demand (or cpu and mem);
@@ -37,42 +37,32 @@ import polars as pl
 from schedlab.errors import UserError
 from schedlab.workloads.traces.base import Trace
 
-COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "queue": (("job_id", "submit", "size"), ("estimate", "weight", "weight_class")),
-    "packing": (("job_id", "submit"), ("duration", "runtime", "demand", "cpu", "mem", "group", "estimate")),
-    "batch": (("job_id", "submit", "runtime", "procs"), ("requested_time", "cpu_need", "memory", "machine_procs")),
-    "dfrs": (("job_id", "submit", "runtime", "procs"), ("cpu_need", "memory")),
-}
-#: Alternatives of which the packing engine needs one each.
-_ONE_OF = {"packing": (("duration", "runtime"), ("demand", "cpu"))}
-
 
 def check_job_table(jobs: object, engine: str, source: str) -> pl.DataFrame:
     """``jobs`` as a job table ``engine`` can run, or a UserError naming
-    ``source`` (the generator) and what is wrong. The queue engine's table
-    is completed (estimate = size, weight = 1) and fully validated."""
+    ``source`` (the generator) and what is wrong: the columns the engine
+    declares (``Engine.jobs``), then its own completion and validation
+    (``Engine.complete_jobs``: the queue's table gets estimate = size,
+    weight = 1) or, without one, rows sorted by submit."""
+    from schedlab.engines import get_engine
+
     if not isinstance(jobs, pl.DataFrame):
         raise UserError(f"{source}: returned {type(jobs).__name__}, not a polars DataFrame")
-    required, _ = COLUMNS[engine]
-    missing = [c for c in required if c not in jobs.columns]
-    for group in _ONE_OF.get(engine, ()):
-        if not any(c in jobs.columns for c in group):
-            missing.append(" or ".join(group))
+    declared = get_engine(engine)
+    missing = declared.jobs.missing(jobs.columns)
     if missing:
         raise UserError(
             f"{source}: the job table has no {', '.join(missing)} column for the {engine} engine "
             f"(columns: {', '.join(jobs.columns)})"
         )
-    if engine == "queue":
-        from schedlab.workloads.schema import validate_queue_table
-
-        extra = jobs.select("weight_class") if "weight_class" in jobs.columns else None
-        table = validate_queue_table(jobs, source, None)
-        return table.with_columns(extra) if extra is not None else table
+    complete = declared.declared("complete_jobs")
+    if complete is not None:
+        table: pl.DataFrame = complete(jobs, source)
+        return table
     submit = jobs["submit"]
     if submit.null_count() or not submit.cast(pl.Float64).is_sorted():
         raise UserError(f"{source}: the job table must be sorted by submit, with no missing values")
     return jobs
 
 
-__all__ = ["COLUMNS", "Trace", "check_job_table"]
+__all__ = ["Trace", "check_job_table"]

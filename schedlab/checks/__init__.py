@@ -29,7 +29,6 @@ lets hypothesis shrink a failure to a minimal table:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -70,20 +69,23 @@ def check_policy(
     ``params`` against ``engine``'s invariants on ``examples`` random
     workloads drawn from ``seed``. Bad input raises UserError; a violation
     is not an error: it is in the returned report (``report.ok`` False)."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import spec_engine
 
-    eng = get_engine(engine)
-    cls, label = resolve_policy(eng, policy, Path.cwd() if base_dir is None else base_dir, where)
+    base = Path.cwd() if base_dir is None else base_dir
+    eng = spec_engine(engine, base, f"{where} --engine")[0]  # a built-in's name or your "my_engine.py:MyEngine"
+    cls, label = resolve_policy(eng, policy, base, where)
     params = dict(params or {})
     eng.check_policy_params(cls, params, f"{where} --param", sep=" ")
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
         raise UserError(f"{where}: --examples must be an integer >= 1; got {examples!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"{where}: --seed must be an integer; got {seed!r}")
-    module = importlib.import_module(f"schedlab.engines.{eng.name}.checks")
+    check = eng.declared("checks")
+    if check is None:
+        raise UserError(f"{where}: engine {eng.name!r} declares no invariants (Engine.checks)")
     from schedlab.checks.common import run_check
 
-    return run_check(module.Check(cls, params), label, examples, seed)
+    return run_check(check(cls, params), label, examples, seed)
 
 
 __all__ = ["CheckReport", "Failure", "Invariant", "Workload", "check_policy", "resolve_policy"]

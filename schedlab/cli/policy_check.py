@@ -14,7 +14,7 @@ from schedlab.errors import UserError
 
 @main.command("check-policy")
 @click.argument("ref")
-@click.option("--engine", help="queue, packing, batch or dfrs (required).")
+@click.option("--engine", help='queue, packing, batch, dfrs or your own ("my_engine.py:MyEngine"; required).')
 @click.option(
     "--param",
     "param_items",

@@ -35,7 +35,9 @@ def policies() -> None:
 
 
 @main.command()
-@click.option("--engine", default="queue", show_default=True, help="Simulator engine.")
+@click.option(
+    "--engine", default="queue", show_default=True, help='Simulator engine (or your own: "my_engine.py:MyEngine").'
+)
 @click.option("--policy", required=True, help="Policy name (see `schedlab policies`), or your own class: file.py:Name.")
 @click.option(
     "--workload-file",
@@ -104,39 +106,29 @@ def simulate(
     **synthetic,
 ) -> None:
     """Run one policy on one workload and print a summary."""
-    from schedlab.engines import get_engine
+    from schedlab.engines import spec_engine
     from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS
     from schedlab.usercode import is_reference, resolve
 
-    eng = get_engine(engine)
+    eng = spec_engine(engine, Path.cwd(), "--engine")[0]  # a built-in or your "my_engine.py:MyEngine"
     if is_reference(policy):  # your own class: "file.py:Name" (relative to the current folder) or "module:Name"
         policy_obj = eng.check_policy_class(resolve(policy, Path.cwd(), "--policy").load(), "--policy")
     else:
         policy_obj = eng.policy(policy)  # fail fast on an unknown name, before any work
     if jobs_out is not None and jobs_out.suffix not in (".parquet", ".csv"):
         raise UserError(f"--jobs-out {jobs_out}: the file name must end in .parquet or .csv")
-    if engine == "batch" and workload_file is None:
-        raise UserError("--engine batch needs --workload-file (an SWF log)")
-    if procs is not None and engine != "batch":
+    read_file = eng.declared("read_workload_file")
+    if eng.needs_workload_file and workload_file is None:
+        raise UserError(f"--engine {engine} needs --workload-file (an SWF log)")
+    if procs is not None and read_file is None:
         raise UserError("--procs is only for --engine batch")
     system = None
     if workload_file is not None:
         clash = [o for o in SYNTHETIC_OPTIONS if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
         if clash:
             raise UserError(f"--workload-file cannot be combined with --{clash[0].replace('_', '-')}")
-        if engine == "batch":
-            from schedlab.workloads.traces.swf import read as read_swf
-
-            trace = read_swf(workload_file)
-            jobs = trace.jobs
-            machine = procs if procs is not None else trace.meta.get("machine_procs")
-            if machine is None:
-                raise UserError(
-                    f"--workload-file {workload_file}: the SWF header has no MaxProcs or MaxNodes; "
-                    f"give the machine size with --procs"
-                )
-            system = {"model": "procs", "procs": int(machine)}
-            described = f"SWF {workload_file} on {machine} processors"
+        if read_file is not None:
+            jobs, system, described = read_file(workload_file, procs)
         else:
             from schedlab.workloads.files import read_job_table
 
@@ -157,8 +149,8 @@ def simulate(
     wall = time.perf_counter() - started
     if jobs_out is not None:
         columns = result.jobs
-        if engine == "batch":
-            columns = {k: columns[k] for k in ("job_id", "submit", "start", "end", "procs", "wait", "stretch")}
+        if eng.jobs_out:
+            columns = {k: columns[k] for k in eng.jobs_out}
         _write_jobs(columns, jobs_out)
     summary = {"engine": engine, "policy": policy, "workload": described, **result.summary, "wall_seconds": wall}
     if as_json:
@@ -166,35 +158,9 @@ def simulate(
         return
     s = result.summary
     click.echo(f"{engine} / {policy} on {described}")
-    if engine == "batch":
-        rows = [
-            ("jobs", f"{int(s['n_jobs'])}"),
-            ("bounded stretch mean", f"{s['stretch_mean']:.6g}"),
-            ("bounded stretch max", f"{s['stretch_max']:.6g}"),
-            ("wait mean (s)", f"{s['wait_mean']:.6g}"),
-            ("wait max (s)", f"{s['wait_max']:.6g}"),
-            ("utilisation", f"{s['utilisation']:.6g}"),
-            ("makespan (s)", f"{s['makespan']:.6g}"),
-            ("events", f"{int(s['events'])}"),
-            ("wall time", f"{wall:.3f} s"),
-        ]
-        for label, value in rows:
-            click.echo(f"  {label:22s} {value}")
-        if jobs_out is not None:
-            click.echo(f"  per-job rows written to {jobs_out}")
-        return
-    rows = [
-        ("jobs", f"{int(s['n_jobs'])}"),
-        ("mean sojourn time", f"{s['mst']:.6g}"),
-        ("slowdown mean", f"{s['slowdown_mean']:.6g}"),
-        ("slowdown p50", f"{s['slowdown_p50']:.6g}"),
-        ("slowdown p99", f"{s['slowdown_p99']:.6g}"),
-        ("slowdown max", f"{s['slowdown_max']:.6g}"),
-    ]
-    rows += [
-        (f"MST weight class {k.rsplit('_', 1)[1]}", f"{v:.6g}") for k, v in s.items() if k.startswith("mst_class_")
-    ]
-    rows += [("events", f"{int(s['events'])}"), ("wall time", f"{wall:.3f} s")]
+    lines = eng.declared("summary_lines")
+    rows = lines(s) if lines is not None else [(k, f"{v:.6g}") for k, v in s.items() if k != "sim_seconds"]
+    rows += [("wall time", f"{wall:.3f} s")]
     for label, value in rows:
         click.echo(f"  {label:22s} {value}")
     if jobs_out is not None:

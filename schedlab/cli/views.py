@@ -75,7 +75,7 @@ def view_cmd(
         results_dir, policy=policy, where=parse_where(where_items), replication=replication, config_id=config_id
     )
     engine = sel.manifest.get("engine")
-    if batsim_csv is not None and engine != "batch":
+    if batsim_csv is not None and not rp.engine_of(sel).batsim:
         raise UserError(f"--batsim-csv: Batsim's jobs.csv describes batch runs; {results_dir} is a {engine} sweep")
     schedules = [rp.replay(sel)]
     if vs_policy is not None:

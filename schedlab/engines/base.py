@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedlab.engines.declare import Column, EngineUnits, lazy
 from schedlab.errors import PolicyError, UserError
-from schedlab.sim.system import SYSTEMS, SystemSchema, check_workload_points
+from schedlab.sim.system import SystemSchema, check_workload_points
+from schedlab.sim.system.jobs import JobColumns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -55,9 +57,9 @@ class Engine:
     #: The spec's [system] table: every parameter's type, range, default and
     #: the cross-field rules (``schedlab.sim.system``); the engine's
     #: ``run_table`` checks its arguments against the same declaration.
-    system: SystemSchema = field(default_factory=lambda: SYSTEMS["queue"])
+    system: SystemSchema = field(default_factory=lambda: SystemSchema(""))  # default: no parameters
     #: The policy seam (``schedlab.api.<engine>.Policy``): user classes must subclass it.
-    seam: str = ""
+    seam: str | type = ""
     #: Positional arguments of a policy's constructor before its parameters (the engine's handle).
     handle_args: int = 1
     #: Source files and folders (relative to the schedlab package) whose
@@ -65,6 +67,64 @@ class Engine:
     sources: tuple[str, ...] = ()
     #: The adapter takes ``path=`` (a compiled fast path for built-in policies).
     fast_path: bool = False
+    #: The job table it reads (checked on every generator's table; read by the environments).
+    jobs: JobColumns = field(default_factory=JobColumns)
+    #: ``jobs -> jobs``: a generator's table completed to the engine's canonical
+    #: form and validated (or a "module:attr" string; None: only ``jobs`` is checked
+    #: and rows must be sorted by submit).
+    complete_jobs: Any = None
+    #: The metrics of its summary rows (docs/columns.md, tests/test_columns_doc.py).
+    metrics: tuple[Column, ...] = ()
+    #: The metrics a sweep's MLflow parent run and views show first.
+    headline: tuple[str, ...] = ()
+    #: The units its figures and schedule views speak in (None: the generic ones).
+    units: EngineUnits | None = None
+    #: ``schedlab check-policy``: its invariants, an ``schedlab.checks.common.EngineCheck``
+    #: subclass (or "module:attr"); None: the engine declares none.
+    checks: Any = None
+    #: ``schedlab view``: a recorder class (or "module:attr") the engine loop
+    #: records into, with ``finish(per_job, summary, jobs, system) -> Schedule``; None: no view.
+    recorder: Any = None
+    #: Its Gymnasium environment: the class whose steps are its decision points
+    #: (or "module:attr"); None: no environment.
+    decision_point: Any = None
+    #: Its vector environment (``gymnasium.make_vec`` builds it unless asked for
+    #: ``vectorization_mode="sync"`` or ``"async"``): a class or "module:attr"; None: Gymnasium's own.
+    vector_decision_point: Any = None
+    #: ``compiled_unit(cls, params) -> (name, cached, warm) | None``: the compiled
+    #: function a built-in policy runs on, which the sweep compiles beside the
+    #: first round (``schedlab.platform.execution.precompile``); or "module:attr".
+    compiled_unit: Any = None
+    #: Offered loads (a workload's ``load``) at or above which the engine has no
+    #: steady state, warned about by ``schedlab validate`` (None: no such bound).
+    unstable_load: float | None = None
+    #: ``[outputs] warmup`` (MSER-5 deletion of the start of each run) applies:
+    #: its per-job rows are one stream in submission order with a ``sojourn``.
+    warmup: bool = False
+    #: ``schedlab simulate`` needs a job-table file (no built-in generator fits it).
+    needs_workload_file: bool = False
+    #: ``schedlab simulate --workload-file``: ``read(path, procs) -> (jobs, system,
+    #: described)`` (or "module:attr"); None: a job-table file (CSV / Parquet) and no ``--procs``.
+    read_workload_file: Any = None
+    #: ``schedlab simulate``: ``lines(summary) -> [(label, value)]`` (or "module:attr");
+    #: None: every summary metric.
+    summary_lines: Any = None
+    #: ``schedlab simulate --jobs-out``: the per-job columns written (empty: all).
+    jobs_out: tuple[str, ...] = ()
+    #: ``schedlab view --batsim-csv``: the schedule can be written as Batsim's jobs CSV.
+    batsim: bool = False
+    #: A user's engine (``engine = "file.py:Name"``): the digest of its code
+    #: (``schedlab.engines.user`` sets it), part of ``digest()``.
+    code_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.system.engine:  # the default: no [system] parameters, named after the engine
+            object.__setattr__(self, "system", SystemSchema(self.name))
+
+    def declared(self, what: str) -> Any:
+        """One of the declarations given by reference (``checks``,
+        ``recorder``, ``decision_point``, ``complete_jobs``), imported now."""
+        return lazy(getattr(self, what))
 
     @property
     def system_defaults(self) -> dict[str, Any]:
@@ -86,6 +146,8 @@ class Engine:
             for rel in sorted(self.sources):
                 h.update(rel.encode() + b"\0" + file_digest(root / rel).encode())
             _DIGESTS[self.name] = h.hexdigest()[:16]
+        if self.code_sha256:  # a user's engine: its own code too
+            return hashlib.sha256(f"{_DIGESTS[self.name]}\0{self.code_sha256}".encode()).hexdigest()[:16]
         return _DIGESTS[self.name]
 
     def check_system(self, system: Mapping[str, Any], where: str) -> None:
@@ -129,9 +191,19 @@ class Engine:
         """The base class every policy of this engine subclasses."""
         import importlib
 
+        if isinstance(self.seam, type):  # a user's engine may give its seam class itself
+            return self.seam
         module, _, attr = self.seam.rpartition(".")
         seam: type = getattr(importlib.import_module(module), attr)
         return seam
+
+    @property
+    def seam_name(self) -> str:
+        """How messages name the seam: the public ``schedlab.api.<engine>.Policy``
+        of a built-in engine, the class itself of a user's engine."""
+        if isinstance(self.seam, type):
+            return f"{self.seam.__module__}.{self.seam.__qualname__}"
+        return f"schedlab.api.{self.name}.Policy"
 
     def check_policy_class(self, obj: Any, where: str) -> type:
         """``obj`` (loaded user code) must be a class implementing this
@@ -139,12 +211,11 @@ class Engine:
         seam = self.seam_class()
         if not (isinstance(obj, type) and issubclass(obj, seam)):
             what = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__name__}"
-            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass schedlab.api.{self.name}.Policy")
+            raise UserError(f"{where}: {what} is not a {self.name} policy: subclass {self.seam_name}")
         missing = sorted(getattr(obj, "__abstractmethods__", ()))
         if missing:
             raise UserError(
-                f"{where}: class {obj.__name__} does not implement {', '.join(missing)} "
-                f"(required by schedlab.api.{self.name}.Policy)"
+                f"{where}: class {obj.__name__} does not implement {', '.join(missing)} (required by {self.seam_name})"
             )
         return obj
 

@@ -53,7 +53,10 @@ def interval_set(ranges: list[tuple[int, int]]) -> str:
 
 def write_jobs_csv(schedule: Schedule, path: str | Path, workload_name: str = "w0") -> Path:
     """Write a batch schedule's jobs as Batsim's jobs.csv (module docstring)."""
-    if schedule.engine != "batch":
+    from schedlab.engines import known_engines
+
+    engine = known_engines().get(schedule.engine)
+    if engine is None or not engine.batsim:
         raise UserError(f"--batsim-csv: Batsim's jobs.csv describes batch runs; this is a {schedule.engine} run")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -88,6 +88,10 @@ class QueueRecorder:
                 raise AssertionError(f"queue recorder: jobs {sorted(open_)} still served at the end")
         return out
 
+    def finish(self, jobs: dict[str, np.ndarray], summary: dict[str, float], table: Any, system: dict[str, Any]):
+        """What ``schedlab view`` calls after the run (``Engine.recorder``)."""
+        return self.schedule(jobs, summary)
+
     def schedule(self, jobs: dict[str, np.ndarray], summary: dict[str, float]) -> Schedule:
         n = len(jobs["job_id"])
         boxes = BoxList()
@@ -148,6 +152,11 @@ class BatchRecorder:
                 heapq.heappush(heap, (float(end[j]), j))
         return out
 
+    def finish(self, jobs: dict[str, np.ndarray], summary: dict[str, float], table: Any, system: dict[str, Any]):
+        """What ``schedlab view`` calls after the run (``Engine.recorder``): units
+        are processors under model "procs", nodes otherwise."""
+        return self.schedule(jobs, summary, "processor" if system.get("model") == "procs" else "node")
+
     def schedule(self, jobs: dict[str, np.ndarray], summary: dict[str, float], unit: str) -> Schedule:
         n = len(jobs["job_id"])
         alloc = self.allocate(jobs["end"])
@@ -184,6 +193,20 @@ class PackingRecorder:
 
     def __call__(self, now: float, kind: str, job: int, server: int) -> None:
         self.events.append((now, kind, job, server))
+
+    def finish(self, jobs: dict[str, np.ndarray], summary: dict[str, float], table: Any, system: dict[str, Any]):
+        """What ``schedlab view`` calls after the run (``Engine.recorder``): the
+        job table's demands and the servers' capacities, per resource."""
+        from schedlab.sim.system.declarations import resources
+
+        names = resources(table.columns)
+        if names == [""]:
+            demand = table["demand"].to_numpy().astype(float)[:, None]
+        else:
+            demand = np.column_stack([table[c].to_numpy().astype(float) for c in names])
+        cap = np.broadcast_to(np.atleast_1d(np.asarray(system["capacity"], dtype=float)), (demand.shape[1],))
+        capacity = np.tile(cap, (int(system["servers"]), 1))
+        return self.schedule(jobs, summary, demand, capacity, names)
 
     def schedule(
         self,
@@ -310,6 +333,10 @@ class DfrsRecorder:
         if not self.util_t or self.util_v[-1] != used / st.nodes:
             self.util_t.append(t)
             self.util_v.append(used / st.nodes)
+
+    def finish(self, jobs: dict[str, np.ndarray], summary: dict[str, float], table: Any, system: dict[str, Any]):
+        """What ``schedlab view`` calls after the run (``Engine.recorder``)."""
+        return self.schedule(jobs, summary)
 
     def schedule(self, jobs: dict[str, np.ndarray], summary: dict[str, float]) -> Schedule:
         if self.open_nodes or self.open_job:

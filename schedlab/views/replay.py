@@ -21,12 +21,15 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedlab.errors import UserError
 from schedlab.views.schedule import Schedule
+
+if TYPE_CHECKING:
+    from schedlab.engines import Engine
 
 #: Summary values that measure the machine, not the schedule: never compared.
 TIMING_METRICS = ("sim_seconds", "bound_seconds")
@@ -150,14 +153,14 @@ def replay(sel: Selected) -> Schedule:
                 f"({'; '.join(changed)}); `schedlab run` on the spec re-runs it with the code as it is now"
             )
         raise UserError(f"{sel.root}: configuration {sel.config_id} is not in the spec of manifest.json")
-    recorder = _recorder(plan.engine)
+    engine = get_engine(plan.engine_ref)
+    recorder = _recorder(engine)
     planned = run_planned(plan, sel.config_id, sel.replication, recorder=recorder)
     result, jobs, point = planned.run.result, planned.jobs, planned.point
     summary = planned.run.metrics
     check_replay(sel, summary)
     per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
-    engine = get_engine(plan.engine)
-    schedule = _schedule(plan.engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
+    schedule = _schedule(engine, recorder, per_job, summary, jobs, {**engine.system_defaults, **config.system})
     schedule.label = sel.label
     schedule.time_unit = time_unit(plan.engine, point.kind)
     return schedule
@@ -214,43 +217,38 @@ def check_replay(sel: Selected, summary: dict[str, Any]) -> None:
             )
 
 
-def _recorder(engine: str) -> Any:
-    from schedlab.views import record
+def engine_of(sel: Selected) -> Any:
+    """The engine of ``sel``'s sweep: a built-in by name, a user's engine
+    from the code the results dir keeps (``stored_code``)."""
+    from schedlab.engines import get_engine, known_engines
 
-    return {
-        "queue": record.QueueRecorder,
-        "batch": record.BatchRecorder,
-        "packing": record.PackingRecorder,
-        "dfrs": record.DfrsRecorder,
-    }[engine]()
+    name = str(sel.manifest.get("engine", ""))
+    if name in known_engines():
+        return get_engine(name)
+    from schedlab.engines.user import resolve
+
+    ref = stored_code(dict(sel.manifest["spec"]), sel.manifest, sel.root).get("engine", name)
+    return resolve(str(ref), sel.root, f"{sel.root}/manifest.json: engine")[0]
+
+
+def _recorder(engine: Engine) -> Any:
+    """A fresh recorder of ``engine`` (``Engine.recorder``), or a UserError: it declares none."""
+    cls = engine.declared("recorder")
+    if cls is None:
+        raise UserError(f"view: engine {engine.name!r} declares no schedule recorder (Engine.recorder)")
+    return cls()
 
 
 def _schedule(
-    engine: str,
+    engine: Engine,
     recorder: Any,
     per_job: dict[str, np.ndarray],
     summary: dict[str, Any],
     jobs: Any,
     system: dict[str, Any],
 ) -> Schedule:
-    """The engine's recorder and rows as a Schedule."""
-    if engine == "queue":
-        schedule: Schedule = recorder.schedule(per_job, summary)
-    elif engine == "batch":
-        schedule = recorder.schedule(per_job, summary, "processor" if system.get("model") == "procs" else "node")
-    elif engine == "packing":
-        from schedlab.sim.system.declarations import resources
-
-        names = resources(jobs.columns)
-        if names == [""]:
-            demand = jobs["demand"].to_numpy().astype(float)[:, None]
-        else:
-            demand = np.column_stack([jobs[c].to_numpy().astype(float) for c in names])
-        cap = np.broadcast_to(np.atleast_1d(np.asarray(system["capacity"], dtype=float)), (demand.shape[1],))
-        capacity = np.tile(cap, (int(system["servers"]), 1))
-        schedule = recorder.schedule(per_job, summary, demand, capacity, names)
-    else:
-        schedule = recorder.schedule(per_job, summary)
+    """The engine's recorder and rows as a Schedule (the recorder's ``finish``)."""
+    schedule: Schedule = recorder.finish(per_job, summary, jobs, system)
     return schedule
 
 
@@ -263,9 +261,9 @@ def record_run(
     from schedlab.engines.instance import run_instance
 
     engine = get_engine(engine_name)
-    recorder = _recorder(engine_name)
+    recorder = _recorder(engine)
     result = run_instance(engine, jobs, policy, params or {}, system or {}, recorder=recorder).result
     per_job = {k: np.asarray(v) for k, v in result.jobs.items()}
     return _schedule(
-        engine_name, recorder, per_job, dict(result.summary), jobs, {**engine.system_defaults, **(system or {})}
+        engine, recorder, per_job, dict(result.summary), jobs, {**engine.system_defaults, **(system or {})}
     )

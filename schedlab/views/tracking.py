@@ -41,11 +41,11 @@ def headline_axes(manifest: dict[str, Any], columns: list[str]) -> tuple[str, st
     have, against the first grid axis (faceted by the second); None when the
     sweep has no axis to draw along, or more than two (a figure would have to
     average over one)."""
-    from schedlab.platform.tracking.data import HEADLINE, varying_params
+    from schedlab.platform.tracking.data import engine_headline, varying_params
 
     spec = manifest.get("spec") or {}
     wanted = [m for m in [(spec.get("replications") or {}).get("metric")] if m]
-    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    wanted += list(engine_headline(manifest))
     metric = next((m for m in wanted if m in columns), None)
     axes = [a for a in varying_params(manifest) if not a.startswith("policy_") and a in columns]
     if metric is None or not axes or len(axes) > 2:

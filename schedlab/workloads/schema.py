@@ -16,8 +16,7 @@ import numpy as np
 import polars as pl
 
 from schedlab.errors import UserError
-
-QUEUE_COLUMNS = ("job_id", "submit", "size", "estimate", "weight")
+from schedlab.workloads.queue_columns import OPTIONAL_COLUMNS, QUEUE_COLUMNS, REQUIRED_COLUMNS
 
 QUEUE_SCHEMA: dict[str, pl.DataType] = {
     "job_id": pl.Int64(),
@@ -26,9 +25,6 @@ QUEUE_SCHEMA: dict[str, pl.DataType] = {
     "estimate": pl.Float64(),
     "weight": pl.Float64(),
 }
-
-REQUIRED_COLUMNS = ("job_id", "submit", "size")
-OPTIONAL_COLUMNS = ("estimate", "weight")
 
 # Value checks that every row must pass: (column, predicate for a bad value,
 # what the value must be). NaN compares False, so NaN rows are not flagged

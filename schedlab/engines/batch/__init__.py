@@ -10,9 +10,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
-from schedlab.sim.system import SYSTEMS
+from schedlab.engines.batch.columns import JOBS_OUT, METRICS, UNITS
+from schedlab.sim.system import BATCH
+from schedlab.sim.system.jobs import BATCH_JOBS
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import polars as pl
 
 
@@ -57,6 +61,32 @@ def run_table(
     return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
 
 
+def read_swf_file(path: Path, procs: int | None) -> tuple[pl.DataFrame, dict[str, Any], str]:
+    """``schedlab simulate --workload-file``: an SWF log on ``procs``
+    processors (default: its header's MaxProcs / MaxNodes)."""
+    from schedlab.errors import UserError
+    from schedlab.workloads.traces.swf import read as read_swf
+
+    trace = read_swf(path)
+    machine = procs if procs is not None else trace.meta.get("machine_procs")
+    if machine is None:
+        raise UserError(
+            f"--workload-file {path}: the SWF header has no MaxProcs or MaxNodes; give the machine size with --procs"
+        )
+    return trace.jobs, {"model": "procs", "procs": int(machine)}, f"SWF {path} on {machine} processors"
+
+
+def compiled_unit(cls: type, params: Mapping[str, Any] | None) -> tuple[str, Any, Any] | None:
+    """(name, cached, warm) of the kernel ``cls`` runs on with ``params`` (None: the reference)."""
+    if params:
+        return None
+    from schedlab.engines.batch.sim import fast
+
+    bk = kernel_id(cls)
+    name = fast.unit(bk)
+    return None if name is None else (name, lambda: fast.cached(bk), lambda: fast.warm(bk))
+
+
 def kernel_id(cls: type) -> str | tuple[str, int, bool] | None:
     """The id of ``cls``'s compiled kernel in ``schedlab.engines.batch.sim.fast``, if
     it *is* a built-in batch policy class (identity, never a subclass): FCFS
@@ -95,6 +125,20 @@ ENGINE = Engine(
         "engines/batch/policies",
     ),
     workload_kinds=("trace", "lublin"),
-    system=SYSTEMS["batch"],
+    system=BATCH,
+    jobs=BATCH_JOBS,
+    metrics=METRICS,
+    headline=("stretch_max", "wait_mean"),
+    units=UNITS,
+    checks="schedlab.engines.batch.checks:Check",
+    recorder="schedlab.views.record:BatchRecorder",
+    decision_point="schedlab.engines.batch.gym:BatchEnv",
+    vector_decision_point="schedlab.engines.batch.gym:BatchVectorEnv",
+    needs_workload_file=True,
+    compiled_unit="schedlab.engines.batch:compiled_unit",
+    read_workload_file="schedlab.engines.batch:read_swf_file",
+    summary_lines="schedlab.engines.batch.columns:summary_lines",
+    jobs_out=JOBS_OUT,
+    batsim=True,
     fast_path=True,
 )

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
-from schedlab.sim.system import SYSTEMS
+from schedlab.engines.dfrs.columns import METRICS, UNITS
+from schedlab.sim.system import DFRS
+from schedlab.sim.system.jobs import DFRS_JOBS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -58,5 +60,11 @@ ENGINE = Engine(
     ),
     handle_args=0,
     workload_kinds=("trace", "lublin"),
-    system=SYSTEMS["dfrs"],
+    system=DFRS,
+    jobs=DFRS_JOBS,
+    metrics=METRICS,
+    headline=("stretch_max", "degradation"),
+    units=UNITS,
+    checks="schedlab.engines.dfrs.checks:Check",
+    recorder="schedlab.views.record:DfrsRecorder",
 )

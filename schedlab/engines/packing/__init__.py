@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
-from schedlab.sim.system import SYSTEMS
+from schedlab.engines.packing.columns import METRICS, UNITS
+from schedlab.sim.system import PACKING
+from schedlab.sim.system.jobs import PACKING_JOBS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -62,6 +64,25 @@ def run_table(
     return simulate_table(jobs, cls, path=path, kernel=kernel, **kwargs)
 
 
+def compiled_unit(cls: type, params: Mapping[str, Any] | None) -> tuple[str, Any, Any] | None:
+    """(name, cached, warm) of the kernel ``cls`` runs on with ``params`` (None: the reference)."""
+    from schedlab.engines.packing.sim.fast_io import MULTI_KERNELS
+    from schedlab.engines.packing.sim.table import fast_path
+
+    pk = kernel_id(cls)
+    module = fast_path(pk, dict(params or {}))
+    if module is None:
+        return None
+
+    def warm() -> None:
+        if pk in MULTI_KERNELS:
+            module.warm(pk, cls)
+        else:
+            module.warm()
+
+    return module.UNIT, module.cached, warm
+
+
 def kernel_id(cls: type) -> str | None:
     """The id of ``cls``'s compiled kernel (``schedlab.engines.packing.sim.fast`` or
     ``multi_fast``): its registry name if it *is* a built-in packing policy
@@ -92,6 +113,14 @@ ENGINE = Engine(
         "engines/packing/policies",
     ),
     workload_kinds=("packing", "trace"),
-    system=SYSTEMS["packing"],
+    system=PACKING,
+    jobs=PACKING_JOBS,
+    metrics=METRICS,
+    headline=("queue_jobs_mean", "wait_mean"),
+    units=UNITS,
+    compiled_unit="schedlab.engines.packing:compiled_unit",
+    checks="schedlab.engines.packing.checks:Check",
+    recorder="schedlab.views.record:PackingRecorder",
+    decision_point="schedlab.engines.packing.gym:PackingEnv",
     fast_path=True,
 )

@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.engines.queue.columns import METRICS, UNITS
 from schedlab.errors import UserError
-from schedlab.sim.system import SYSTEMS
+from schedlab.sim.system import QUEUE
+from schedlab.sim.system.jobs import QUEUE_JOBS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -77,6 +79,28 @@ def run(
     return RunResult(per_job, summary)
 
 
+def complete_jobs(jobs: pl.DataFrame, source: str) -> pl.DataFrame:
+    """A generator's table in the queue's canonical form (estimate = size and
+    weight = 1 where absent, every value checked: ``schedlab.workloads.schema``),
+    its ``weight_class`` column kept."""
+    from schedlab.workloads.schema import validate_queue_table
+
+    extra = jobs.select("weight_class") if "weight_class" in jobs.columns else None
+    table = validate_queue_table(jobs, source, None)
+    return table.with_columns(extra) if extra is not None else table
+
+
+def compiled_unit(cls: type, params: Mapping[str, Any] | None) -> tuple[str, Any, Any] | None:
+    """(name, cached, warm) of the kernel ``cls`` runs on with ``params`` (None: the reference)."""
+    if params:
+        return None
+    from schedlab.engines.queue.sim import fast
+
+    qk = kernel_id(cls)
+    name = fast.unit(qk)
+    return None if name is None else (name, lambda: fast.cached(qk), lambda: fast.warm(qk))
+
+
 def kernel_id(cls: type) -> str | None:
     """The id of ``cls``'s compiled kernel in ``schedlab.engines.queue.sim.fast``: its
     registry name if it *is* a built-in queue policy class (identity, never a
@@ -102,6 +126,18 @@ ENGINE = Engine(
         "engines/queue/policies",
     ),
     workload_kinds=("synthetic", "file", "trace"),
-    system=SYSTEMS["queue"],
+    system=QUEUE,
+    jobs=QUEUE_JOBS,
+    metrics=METRICS,
+    headline=("mst", "slowdown_mean"),
+    units=UNITS,
+    complete_jobs="schedlab.engines.queue:complete_jobs",
+    checks="schedlab.engines.queue.checks:Check",
+    recorder="schedlab.views.record:QueueRecorder",
+    decision_point="schedlab.engines.queue.gym:QueueEnv",
+    warmup=True,
+    compiled_unit="schedlab.engines.queue:compiled_unit",
+    unstable_load=1.0,
+    summary_lines="schedlab.engines.queue.columns:summary_lines",
     fast_path=True,
 )

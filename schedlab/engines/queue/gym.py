@@ -43,6 +43,7 @@ from schedlab.errors import UserError
 from schedlab.gym.bridge import AgentSteps, EngineThread
 from schedlab.gym.common import INVALID_ACTIONS, REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
 from schedlab.sim.common.metrics import slowdown
+from schedlab.sim.system.jobs import QUEUE_JOBS
 
 ENV = "schedlab/Queue-v0"
 JOB_FEATURES = 4
@@ -114,7 +115,7 @@ def _load(trace: str | Path | None, jobs: pl.DataFrame | None) -> pl.DataFrame |
         jobs = read_job_table(resolve_trace(ENV, trace))
     if jobs is None:
         return None
-    missing = [c for c in ("job_id", "submit", "size") if c not in jobs.columns]
+    missing = [c for c in QUEUE_JOBS.required if c not in jobs.columns]
     if missing:
         raise UserError(f"{ENV}: the job table needs the columns {', '.join(missing)}")
     if "estimate" not in jobs.columns:

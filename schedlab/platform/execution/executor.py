@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from schedlab.platform.execution.tasks import TaskResult
     from schedlab.platform.planning.plan import Config, Instance, MetricSpec
+    from schedlab.usercode import CodeRef
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Task:
 class TaskCall:
     """What every task of a sweep is called with besides its work."""
 
-    engine: str
+    engine: str | CodeRef  # a built-in's name or your engine's code (`Plan.engine_ref`)
     per_job: bool
     metrics: tuple[MetricSpec, ...]
     engine_path: str

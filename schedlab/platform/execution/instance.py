@@ -74,8 +74,10 @@ def run_planned(
     the same instance, seed words, extra metrics and warm-up cut as the
     sweep's row of that key (``InstanceRun.metrics`` equals the row's
     metrics to the bit). A config id not in the plan is a `KeyError`."""
+    from schedlab.engines import get_engine
     from schedlab.usercode import worker_load
 
+    engine = get_engine(plan.engine_ref)  # your own engine: loaded (and known by name) from its code
     config = plan.configs[config_id]
     point = next(p for p in plan.points if any(c.config_id == config_id for c in p.configs))
     (instance,) = plan.instances([replication], [point])
@@ -85,7 +87,7 @@ def run_planned(
     metric_fns = [(m, m.function()) for m in plan.metrics]
     after = warmup_hook(plan.engine, instance, jobs, shared)
     run = run_instance(
-        plan.engine,
+        engine,
         jobs,
         policy,
         config.policy_params,

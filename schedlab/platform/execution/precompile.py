@@ -70,39 +70,10 @@ def unit_of(engine: str, policy: str, params: dict[str, Any] | None = None) -> U
     gated kernels: DFRS's kernels are part of its one loop). Imports numba."""
     from schedlab.engines import get_engine
 
-    cls = get_engine(engine).policy(policy)
-    if engine == "queue" and not params:
-        from schedlab.engines.queue import kernel_id as queue_kernel
-        from schedlab.engines.queue.sim import fast as queue_fast
-
-        qk = queue_kernel(cls)
-        name = queue_fast.unit(qk)
-        return None if name is None else Unit(name, lambda: queue_fast.cached(qk), lambda: queue_fast.warm(qk))
-    if engine == "batch" and not params:
-        from schedlab.engines.batch import kernel_id as batch_kernel
-        from schedlab.engines.batch.sim import fast as batch_fast
-
-        bk = batch_kernel(cls)
-        name = batch_fast.unit(bk)
-        return None if name is None else Unit(name, lambda: batch_fast.cached(bk), lambda: batch_fast.warm(bk))
-    if engine == "packing":
-        from schedlab.engines.packing import kernel_id as packing_kernel
-        from schedlab.engines.packing.sim.fast_io import MULTI_KERNELS
-        from schedlab.engines.packing.sim.table import fast_path
-
-        pk = packing_kernel(cls)
-        module = fast_path(pk, dict(params or {}))
-        if module is None:
-            return None
-
-        def warm() -> None:
-            if pk in MULTI_KERNELS:
-                module.warm(pk, cls)
-            else:
-                module.warm()
-
-        return Unit(module.UNIT, module.cached, warm)
-    return None
+    declared = get_engine(engine)
+    found = declared.declared("compiled_unit")
+    unit = None if found is None else found(declared.policy(policy), params)
+    return None if unit is None else Unit(*unit)
 
 
 #: Seconds per job-run of the reference loops, the prior `worth_a_child` weighs before any is

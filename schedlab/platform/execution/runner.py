@@ -360,7 +360,7 @@ class _Sweep:
             spec = self.spec
             execution = spec.execution
             call = TaskCall(
-                self.plan.engine,
+                self.plan.engine_ref,
                 spec.outputs.per_job,
                 self.plan.metrics,
                 execution.engine_path,

@@ -30,6 +30,7 @@ from schedlab.sim.common import compiling
 if TYPE_CHECKING:
     from schedlab.platform.execution.payload import PackedWork
     from schedlab.platform.storage.part import Part
+    from schedlab.usercode import CodeRef
 
 
 @dataclass
@@ -151,7 +152,7 @@ def _describe(err: BaseException) -> tuple[str, str]:
 
 
 def run_instances(
-    engine_name: str,
+    engine_name: str | CodeRef,
     work: list[tuple[Instance, list[Config]]] | PackedWork,
     shared: Any,
     per_job: bool,
@@ -161,7 +162,8 @@ def run_instances(
     sim_budget_seconds: float | None = DEFAULT_SIM_BUDGET_SECONDS,
 ) -> TaskResult:
     """Run, for each workload instance, the configurations still to do
-    (``engine_path``: ``Engine.run``'s path, from ``[execution]``).
+    (``engine_name``: a built-in's, or your engine's code; ``engine_path``:
+    ``Engine.run``'s path, from ``[execution]``).
     ``encode``: return the rows as Parquet parts (`encode_result`), so
     the Parquet encoding runs here, on the worker, and the driver only writes
     bytes (what a sweep does; direct callers get rows). A sweep sends
@@ -179,8 +181,11 @@ def run_instances(
     from schedlab.usercode import worker_load
     from schedlab.version import __version__
 
-    engine = get_engine(engine_name)
+    engine = get_engine(engine_name)  # your own engine: its shipped code, checked against its digest
+    engine_name = engine.name
     provenance = {"schedlab_version": __version__, "schedlab_digest": engine.digest()}
+    if engine.code_sha256:  # your own engine: its code's digest, in every row (built-in rows unchanged)
+        provenance["engine_code_sha256"] = engine.code_sha256
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)

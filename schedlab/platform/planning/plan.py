@@ -142,6 +142,12 @@ class Plan:
     #: spec field -> resolved user code, e.g. "policies[3].use" -> CodeRef
     code: dict[str, CodeRef] = field(default_factory=dict)
 
+    @property
+    def engine_ref(self) -> str | CodeRef:
+        """What finds the engine in any process (``schedlab.engines.get_engine``):
+        a built-in's name, or the code of your own engine (shipped to the workers)."""
+        return self.code.get("engine") or self.engine
+
     def shipped(self) -> tuple[tuple[str, str], ...]:
         """(file or package folder, digest) of the user code Ray's py_modules
         must ship to the workers."""
@@ -407,6 +413,7 @@ RESERVED_COLUMNS = frozenset(
         "schedlab_digest",
         "code_sha256",
         "workload_code_sha256",
+        "engine_code_sha256",
     }
 )
 
@@ -465,16 +472,23 @@ def _engine_and_kind(
 ) -> tuple[Any, Any, str, CodeRef | None, dict[str, CodeRef]]:
     """(engine, workload kind, its name, the workload's user code, the user
     code so far); the engine and the kind are None when wrong (reported)."""
-    from schedlab.engines import ENGINES, get_engine
-    from schedlab.usercode import resolve
+    from schedlab.engines import ENGINES, spec_engine
+    from schedlab.platform.planning.spec import warmup_applies
+    from schedlab.usercode import is_reference, resolve
     from schedlab.workloads.registry import user_kind, workload_kind, workload_kinds
 
     engine = None
-    try:
-        engine = get_engine(spec.engine)
-    except UserError as err:
-        errors.add(f"{source}: engine: {err}{did_you_mean(spec.engine, ENGINES)}")
     codes: dict[str, CodeRef] = {}
+    try:
+        engine, engine_code = spec_engine(spec.engine, spec.base_dir, f"{source}: engine")
+        if engine_code is not None:  # your own engine: hashed and shipped like a policy's code
+            codes["engine"] = engine_code
+            if spec.outputs.warmup is not None and not warmup_applies(engine.name):
+                errors.add(f"{source}: outputs.warmup: engine {engine.name!r} declares no warm-up deletion")
+    except UserError as err:
+        errors.add(
+            str(err) if is_reference(spec.engine) else f"{source}: engine: {err}{did_you_mean(spec.engine, ENGINES)}"
+        )
     kind = wl_code = None
     kind_name = spec.workload.kind
     with errors.check():
@@ -560,7 +574,17 @@ def _expand(
             for name, pparams, code in policies:
                 columns = integers | policy_integers.get(name, frozenset())
                 config = _config(
-                    engine, name, pparams, code, kind_name, params, point_id, workload_identity, system, columns
+                    engine,
+                    name,
+                    pparams,
+                    code,
+                    kind_name,
+                    params,
+                    point_id,
+                    workload_identity,
+                    system,
+                    columns,
+                    codes.get("engine"),
                 )
                 configs[config.config_id] = config
                 point_configs.append(config)
@@ -605,6 +629,7 @@ def _config(
     workload_identity: dict[str, Any],
     system: dict[str, Any],
     integers: frozenset[str],
+    engine_code: CodeRef | None = None,
 ) -> Config:
     """One configuration: its id is the digest of its identity (module docstring)."""
     identity: dict[str, Any] = {
@@ -617,6 +642,8 @@ def _config(
         identity["system"] = system
     if code is not None:  # only user code carries a digest (built-in ids unchanged)
         identity["code"] = code.identity
+    if engine_code is not None:  # your own engine's code, likewise
+        identity["engine_code"] = engine_code.identity
     cid = digest(identity)
     return Config(
         cid,

@@ -347,6 +347,15 @@ class ExecutionSpec(_Model):
     connect_timeout_seconds: float = Field(default=60.0, gt=0, le=MAX_WAIT_SECONDS)
 
 
+def warmup_applies(engine: str) -> bool:
+    """``[outputs] warmup`` applies to ``engine`` (``Engine.warmup``); an
+    engine not known yet (your own, loaded by the plan) is checked there."""
+    from schedlab.engines import known_engines
+
+    found = known_engines().get(engine)
+    return found is None or found.warmup
+
+
 class SweepSpec(_Model):
     name: str
     engine: str
@@ -400,7 +409,7 @@ class SweepSpec(_Model):
                 )
             if len(self.policies) != 1:
                 raise ValueError("policies: a search tunes one policy; name exactly one")
-        if self.outputs.warmup is not None and self.engine != "queue":
+        if self.outputs.warmup is not None and not warmup_applies(self.engine):
             raise ValueError(
                 f"outputs.warmup: warm-up deletion works on the queue engine's per-job sojourn times; "
                 f"engine {self.engine!r} has none"

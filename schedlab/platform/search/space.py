@@ -52,10 +52,10 @@ class Target:
 
 
 def _policy_class(spec: SweepSpec) -> tuple[Any, type]:
-    from schedlab.engines import get_engine
+    from schedlab.engines import spec_engine
     from schedlab.usercode import resolve
 
-    engine = get_engine(spec.engine)
+    engine = spec_engine(spec.engine, spec.base_dir, "engine")[0]
     entry = spec.policy_entries()[0]
     if entry.use is not None:
         return engine, engine.check_policy_class(resolve(entry.use, spec.base_dir, "policies[0].use").load(), "use")
@@ -97,6 +97,11 @@ def _tail(message: str, prefixes: int) -> str:
     return parts[prefixes] if len(parts) > prefixes else message
 
 
+def plan_engine(spec: SweepSpec) -> str:
+    """The name of the spec's engine (your own engine's declared name)."""
+    return str(_policy_class(spec)[0].name)
+
+
 def check_search(spec: SweepSpec, source: str) -> None:
     """Every mistake of ``[search]`` as one line (`UserError` / `UserErrors`),
     after the rest of the spec passed `build_plan`."""
@@ -108,7 +113,7 @@ def check_search(spec: SweepSpec, source: str) -> None:
         return
     errors = Collector()
     where = f"{source}: search"
-    metrics = [c.name for c in METRICS.get(spec.engine, ())] + [m.name for m in spec.metrics]
+    metrics = [c.name for c in METRICS.get(plan_engine(spec), ())] + [m.name for m in spec.metrics]
     known = search.metric in metrics or any(
         m.endswith("_<r>") and search.metric.startswith(m[: -len("<r>")]) for m in metrics
     )

@@ -77,15 +77,14 @@ def stale_digests(changes: list[CodeChange], new: dict[str, Any]) -> set[str]:
     return {c.old for c in changes} - current
 
 
+#: The columns (and manifest config fields) holding the digest of user code a row was computed with.
+CODE_DIGESTS = ("code_sha256", "workload_code_sha256", "engine_code_sha256")
+
+
 def superseded_configs(old: dict[str, Any], stale: set[str]) -> dict[str, dict[str, Any]]:
     """The old manifest's configurations computed with ``stale`` code: their
-    policy's or their workload's digest (``code_sha256``,
-    ``workload_code_sha256``) is one of them."""
-    return {
-        cid: c
-        for cid, c in (old.get("configs") or {}).items()
-        if c.get("code_sha256") in stale or c.get("workload_code_sha256") in stale
-    }
+    policy's, their workload's or their engine's digest (`CODE_DIGESTS`) is one of them."""
+    return {cid: c for cid, c in (old.get("configs") or {}).items() if any(c.get(k) in stale for k in CODE_DIGESTS)}
 
 
 def superseded_entry(
@@ -222,7 +221,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
         defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
     return {
         "name": spec.name,
-        "engine": spec.engine,
+        "engine": plan.engine,  # the engine's name (a user engine's reference is in "spec")
         "description": spec.description or "",
         "spec": defining,
         "spec_hash": digest(defining),
@@ -238,6 +237,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
                 "params": c.flat_params(),
                 **({"code_sha256": c.code.sha256} if c.code is not None else {}),
                 **({"workload_code_sha256": wcode[cid]} if cid in wcode else {}),
+                **({"engine_code_sha256": plan.code["engine"].sha256} if "engine" in plan.code else {}),
             }
             for cid, c in plan.configs.items()
         },

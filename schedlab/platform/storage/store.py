@@ -84,6 +84,7 @@ from schedlab.platform.storage.damage import explain_read_error as explain_read_
 from schedlab.platform.storage.damage import part_schema as part_schema
 from schedlab.platform.storage.durable import fsync_dir as _fsync_dir
 from schedlab.platform.storage.manifest import (
+    CODE_DIGESTS,
     EVERY_ROW_CODE,
     SUPERSEDED,
     CodeChange,
@@ -313,7 +314,7 @@ class ResultStore:
 
         The configurations are those the old manifest lists with a stale
         digest and those whose summary rows carry one (``code_sha256``,
-        ``workload_code_sha256``). A part file holding only such rows is
+        ``workload_code_sha256``, ``engine_code_sha256``). A part file holding only such rows is
         renamed there; one that mixes them with other rows (a workload's
         code reaches every policy's partition; ``failures/`` is not
         partitioned) is split: the moved rows are written there first (once:
@@ -327,7 +328,7 @@ class ResultStore:
         moved = superseded_configs(old, stale)
         if self.has(SUMMARY):
             columns = self.scan().collect_schema().names()
-            digests = [c for c in ("code_sha256", "workload_code_sha256") if c in columns]
+            digests = [c for c in CODE_DIGESTS if c in columns]
             if digests:
                 hit = pl.any_horizontal(pl.col(c).is_in(sorted(stale)) for c in digests)
                 found = self.scan().filter(hit).select("config_id").unique().collect()["config_id"].to_list()
@@ -336,7 +337,7 @@ class ResultStore:
         rerun = sum(
             1
             for c in (new.get("configs") or {}).values()
-            if {c.get("code_sha256"), c.get("workload_code_sha256")} & {ch.new for ch in changes}
+            if {c.get(k) for k in CODE_DIGESTS} & {ch.new for ch in changes}
         )
         self.clean()  # a compaction step under way is finished first: its journal names the files
         ids = pa.array(sorted(moved), pa.string())

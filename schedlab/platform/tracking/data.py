@@ -65,14 +65,16 @@ _REPS, _DIGESTS = "__replications", "__schedlab_digests"
 #: A run tag's value limit (mlflow.utils.validation.MAX_TAG_VAL_LENGTH): the
 #: parent's description is cut to fit, table rows first.
 MAX_NOTE = 8000
-#: Metrics the parent's table shows per engine, the first ones the rows have
-#: (an adaptive sweep's own metric comes first).
-HEADLINE = {
-    "queue": ("mst", "slowdown_mean"),
-    "packing": ("queue_jobs_mean", "wait_mean"),
-    "batch": ("stretch_max", "wait_mean"),
-    "dfrs": ("stretch_max", "degradation"),
-}
+
+
+def engine_headline(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The metrics the parent's table shows for the sweep's engine
+    (``Engine.headline``; the first ones the rows have, an adaptive sweep's
+    own metric first): none for an engine not loaded in this process."""
+    from schedlab.engines import known_engines
+
+    engine = known_engines().get(str(manifest.get("engine", "")))
+    return engine.headline if engine is not None else ()
 
 
 @dataclass
@@ -332,11 +334,11 @@ def code_digest(code_dir: Path) -> str | None:
 
 def headline_metrics(manifest: dict[str, Any], expected: dict[str, Expected]) -> list[str]:
     """The sweep's headline metrics, at most two: the spec's replication
-    metric, then the engine's `HEADLINE` ones, those the runs hold (logged,
+    metric, then the engine's headline ones (`engine_headline`), those the runs hold (logged,
     or flagged as dominated)."""
     reps = (manifest.get("spec") or {}).get("replications") or {}
     wanted = [reps["metric"]] if reps.get("metric") else []
-    wanted += list(HEADLINE.get(str(manifest.get("engine", "")), ()))
+    wanted += list(engine_headline(manifest))
     have = {k for e in expected.values() for k in e.values} | {
         m for e in expected.values() for m in e.tags.get(DOMINATED_TAG, "").split(",") if m
     }

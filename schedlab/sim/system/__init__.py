@@ -26,7 +26,7 @@ known without drawing an instance (:func:`job_columns`), and at run time
 against the real table.
 
 Layout: ``schema`` (Param, Rule, SystemSchema and the parameter builders),
-``declarations`` (the engines' QUEUE, PACKING, BATCH, DFRS and ``SYSTEMS``),
+``declarations`` (the engines' QUEUE, PACKING, BATCH, DFRS),
 ``workload_checks`` (plan time: job_columns, probe_jobs, check_workload_points,
 check_jobs_fit -- where jobs wider than the machine are checked before a
 run; tiny_jobs, the table plan time constructs policies on). Every name is
@@ -42,7 +42,6 @@ from schedlab.sim.system.declarations import (
     PACKING,
     QUEUE,
     RESOURCE_COLUMNS,
-    SYSTEMS,
     Misfit,
     resources,
     units_needed,
@@ -76,7 +75,6 @@ __all__ = [
     "PACKING",
     "QUEUE",
     "RESOURCE_COLUMNS",
-    "SYSTEMS",
     "Columns",
     "Misfit",
     "Param",

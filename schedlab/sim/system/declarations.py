@@ -1,5 +1,5 @@
 """The four engines' ``[system]`` declarations (QUEUE, PACKING, BATCH,
-DFRS; ``SYSTEMS`` by engine name): their parameters, the rules that tie
+DFRS; each engine's registry entry names its own, ``Engine.system``): their parameters, the rules that tie
 fields to each other or to the job table, and each engine's oversize rule
 (``SystemSchema.fits``). Split from the machinery (``schema``) because this
 is what an engine's author edits."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedlab.sim.system.jobs import BATCH_JOBS, DFRS_JOBS
 from schedlab.sim.system.schema import (
     Columns,
     Rule,
@@ -163,7 +164,7 @@ def _missing(jobs, engine: str, columns: tuple[str, ...]) -> Misfit | None:
 
 def _batch_fits(jobs, point) -> Misfit | None:
     """The batch engine's oversize rule (``schedlab.engines.batch.sim.engine.run_table``)."""
-    missing = _missing(jobs, "batch", ("job_id", "submit", "runtime", "procs"))
+    missing = _missing(jobs, "batch", BATCH_JOBS.required)
     if missing or not jobs.height:
         return missing
     model, tpn = point["model"], int(point["tasks_per_node"])
@@ -188,7 +189,7 @@ def _dfrs_fits(jobs, point) -> Misfit | None:
 
     from schedlab.engines.dfrs.sim.state import tasks_per_node
 
-    missing = _missing(jobs, "dfrs", ("job_id", "submit", "runtime", "procs"))
+    missing = _missing(jobs, "dfrs", DFRS_JOBS.required)
     if missing or not jobs.height:
         return missing
     mem = (
@@ -368,5 +369,3 @@ DFRS = SystemSchema(
     ),
     fits=_dfrs_fits,
 )
-
-SYSTEMS: dict[str, SystemSchema] = {s.engine: s for s in (QUEUE, PACKING, BATCH, DFRS)}

@@ -104,6 +104,7 @@ from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_
 from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
 from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS, units_needed
+from schedlab.sim.system.jobs import BATCH_JOBS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -398,7 +399,7 @@ def run_table(
             )
     else:
         capacity = int(system["nodes"])
-    for col in ("job_id", "submit", "runtime", "procs"):
+    for col in BATCH_JOBS.required:
         if col not in jobs.columns:
             raise UserError(f"batch engine: the job table needs a {col!r} column")
     job_id = jobs["job_id"].to_numpy()

@@ -19,6 +19,7 @@ from schedlab.errors import UserError
 from schedlab.sim.bound.stretch_bound import bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.system import DFRS as DFRS_SYSTEM
+from schedlab.sim.system.jobs import DFRS_JOBS
 
 
 def _num_column(jobs, name: str, default: float | None) -> np.ndarray:
@@ -97,7 +98,7 @@ def run_table(
         "dfrs engine",
         jobs.columns,
     )
-    for col in ("job_id", "submit", "runtime", "procs"):
+    for col in DFRS_JOBS.required:
         if col not in jobs.columns:
             raise UserError(f"dfrs engine: the job table needs a {col!r} column")
     job_id = jobs["job_id"].to_numpy()

@@ -1,0 +1,194 @@
+"""A researcher's own engine (docs/guide/your-own-engine.md) gets the whole
+platform: the chapter's multi-server queue, written out from the page, runs
+as a sweep through the CLI, and its FCFS and LCFS mean waits agree with
+Erlang C's M/M/c mean wait within the sweep's 95 % interval and
+`ERLANG_REL_TOL`; `results`, `compare`, `view` and `check-policy` run on it;
+its rows carry its digest and its ids change with its code (not with a
+comment); a pool runs it to the same rows, bit for bit, as the driver.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import schedlab
+from tests.processes import checkout_env
+from tests.test_docs import FILE_MARK, GUIDE, blocks, forget_modules
+
+PAGE = GUIDE / "your-own-engine.md"
+#: How far (a fraction of W) the sweep's mean wait may sit beyond its 95 % interval
+#: from Erlang C's: each replication starts empty, a little below the steady state.
+ERLANG_REL_TOL = 0.05
+
+
+def erlang_c_wait(c: int, lam: float, mu: float = 1.0) -> float:
+    """The M/M/c queue's mean wait: C(c, a) / (c mu - lambda), a = lambda / mu."""
+    a = lam / mu
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (sum(a**k / math.factorial(k) for k in range(c)) + top) / (c * mu - lam)
+
+
+def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", *args],
+        cwd=folder,
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    """The page's files in a folder of their own: my_engine.py and my-engine.toml."""
+    folder = tmp_path_factory.mktemp("own-engine").resolve()
+    for _, text, _ in blocks(PAGE):
+        first, _, rest = text.partition("\n")
+        mark = FILE_MARK.fullmatch(first.strip())
+        if mark:
+            (folder / mark.group(1)).write_text(rest)
+    assert {p.name for p in folder.iterdir()} >= {"my_engine.py", "my-engine.toml"}
+    return folder
+
+
+@pytest.fixture(scope="module")
+def swept(written) -> Path:
+    run = cli(written, "run", "my-engine.toml", "--no-tracking")
+    assert run.returncode == 0, run.stderr[-2000:]
+    return written / "results" / "my-engine"
+
+
+def test_the_mean_wait_is_erlang_c(written, swept):
+    spec = tomllib.loads((written / "my-engine.toml").read_text())
+    c, lam = spec["system"]["servers"], spec["workload"]["load"]  # mu = 1: exponential sizes of mean 1
+    w = erlang_c_wait(c, lam)
+    out = cli(written, "results", str(swept), "--metric", "wait_mean", "--csv")
+    assert out.returncode == 0, out.stderr
+    import io
+
+    table = pl.read_csv(io.StringIO(out.stdout))
+    means = {row["policy"]: row for row in table.iter_rows(named=True)}
+    for policy in ("FCFS", "LCFS"):  # size-blind orders: the same mean wait
+        row = means[policy]
+        assert row["n"] == spec["replications"]["n"]
+        assert abs(row["wait_mean_mean"] - w) <= row["wait_mean_ci95"] + ERLANG_REL_TOL * w, (policy, row, w)
+    assert means["SJF"]["wait_mean_mean"] < w
+
+
+def test_compare_view_and_check_policy_run_on_it(written, swept):
+    compared = cli(written, "compare", str(swept), "--metric", "wait_mean", "--baseline", "FCFS")
+    assert compared.returncode == 0, compared.stderr
+    assert "SJF" in compared.stdout and "LCFS" in compared.stdout
+    viewed = cli(written, "view", str(swept), "--policy", "SJF", "--window", "0:20")
+    assert viewed.returncode == 0, viewed.stderr
+    assert "replay matches the row" in viewed.stdout
+    checked = cli(written, "check-policy", "my_engine.py:LCFS", "--engine", "my_engine.py:MyEngine", "--examples", "40")
+    assert checked.returncode == 0 and checked.stdout.startswith("ok (40 workloads)"), checked.stdout + checked.stderr
+    (written / "skip.py").write_text(
+        "from my_engine import Policy\n\n\nclass Skip(Policy):\n"
+        "    def pick(self, waiting, submit, size):\n        return len(waiting)\n"
+    )
+    broken = cli(written, "check-policy", "skip.py:Skip", "--engine", "my_engine.py:MyEngine", "--examples", "40")
+    assert broken.returncode == 1 and "invariant runs violated" in broken.stdout, broken.stdout + broken.stderr
+
+
+def test_rows_carry_the_engine_digest_and_ids_follow_its_code(written, swept):
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.validate import load_spec
+    from schedlab.usercode import source_digest
+
+    rows = schedlab.load(swept).collect()
+    assert set(rows["engine"]) == {"mmc"}
+    assert set(rows["engine_code_sha256"]) == {source_digest(written / "my_engine.py")}
+    try:
+        ids = set(build_plan(load_spec(written / "my-engine.toml"), "spec").configs)
+        assert ids == set(rows["config_id"])
+        source = (written / "my_engine.py").read_text()
+        (written / "my_engine.py").write_text(source + "\n# a comment changes no id\n")
+        forget_modules(written)
+        assert set(build_plan(load_spec(written / "my-engine.toml"), "spec").configs) == ids
+        (written / "my_engine.py").write_text(source.replace("wait = start - submit", "wait = (start - submit) * 1"))
+        forget_modules(written)
+        assert not set(build_plan(load_spec(written / "my-engine.toml"), "spec").configs) & ids
+    finally:
+        (written / "my_engine.py").write_text(source)
+        forget_modules(written)
+
+
+def test_a_pool_gives_the_drivers_rows(written, monkeypatch):
+    from schedlab.platform.execution import backends
+    from schedlab.platform.planning.validate import parse_spec
+    from schedlab.sweep import run_sweep
+
+    data = tomllib.loads((written / "my-engine.toml").read_text())
+    data["workload"]["njobs"] = 2000
+    data["tracking"] = {"enabled": False}
+    tables = {}
+    try:
+        for where in ("in-process", "pool"):
+            if where == "pool":
+                monkeypatch.setattr(backends, "IN_PROCESS_SECONDS", 0.0)  # any estimate asks for the pool
+                monkeypatch.setattr(backends, "COLD_POOL_SECONDS", 0.0)
+            data["outputs"] = {"dir": str(written / where)}
+            report = run_sweep(parse_spec(data, str(written / "my-engine.toml"), written), backend="local")
+            assert not report.failures and report.backend.startswith("in a local pool" if where == "pool" else where)
+            tables[where] = schedlab.load(report.results_dir).collect().sort("config_id", "replication")
+    finally:
+        forget_modules(written)
+    assert_frame_equal(
+        tables["pool"].drop("sim_seconds", strict=False),
+        tables["in-process"].drop("sim_seconds", strict=False),
+        check_exact=True,
+    )
+
+
+def test_a_declared_decision_point_is_a_gymnasium_environment(written):
+    gymnasium = pytest.importorskip("gymnasium")
+    import numpy as np
+
+    import schedlab.gym
+    from schedlab.engines import spec_engine
+
+    class Choose(gymnasium.Env):
+        """A stand-in for an engine's environment (four waiting jobs, one taken
+        per step): what is tested is that the declaration registers it."""
+
+        observation_space = gymnasium.spaces.Box(0.0, np.inf, (1,))
+        action_space = gymnasium.spaces.Discrete(4)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.waiting = list(range(4))
+            return np.array([len(self.waiting)], dtype=np.float32), {}
+
+        def step(self, action):
+            self.waiting.pop(min(int(action), len(self.waiting) - 1))
+            done = not self.waiting
+            return np.array([len(self.waiting)], dtype=np.float32), -1.0, done, False, {}
+
+    try:
+        engine, _ = spec_engine("my_engine.py:MyEngine", written, "engine")
+        from dataclasses import replace
+
+        env_id = schedlab.gym.register(replace(engine, decision_point=Choose))
+        assert env_id == "schedlab/Mmc-v0"
+        env = gymnasium.make(env_id)
+        env.reset(seed=0)
+        steps = 0
+        while not env.step(0)[2]:
+            steps += 1
+        assert steps == 3
+        with pytest.raises(ValueError, match="declares no decision point"):
+            schedlab.gym.register(engine)
+    finally:
+        forget_modules(written)
+        gymnasium.registry.pop("schedlab/Mmc-v0", None)
