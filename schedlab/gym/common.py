@@ -1,5 +1,6 @@
 """What the three environments share: argument checks (one clear error),
-trace lookup, episode sampling and the invalid-action error."""
+trace lookup, episode sampling, the invalid-action error and (Packing-v0,
+Queue-v0) the agent-step plumbing :class:`AgentSteps`."""
 
 from __future__ import annotations
 
@@ -72,3 +73,26 @@ def check_action(env: str, action: Any, mask: np.ndarray) -> int:
         shown = f"0..{valid[-1]}" if len(valid) and valid[-1] == len(valid) - 1 else valid.tolist()
         raise InvalidAction(f"{env}: action {action!r} is outside info['action_mask'] (valid: {shown})")
     return a
+
+
+class AgentSteps:
+    """What the environments that step their engine's run to the agent's
+    next question (Packing-v0, Queue-v0) share: the current action mask
+    (``_mask``, set at each question), `action_masks` for sb3-contrib,
+    ``info``, and the start of a step: refuse a step after the episode and
+    check the action against the mask."""
+
+    env_id: str
+    _mask: Any
+
+    def action_masks(self) -> Any:
+        return self._mask.copy()
+
+    def _info(self) -> dict[str, Any]:
+        return {"action_mask": self.action_masks()}
+
+    def _checked(self, action: Any, run: object) -> int:
+        """``action`` as an int, for the episode's ``run`` (None: it has ended)."""
+        if run is None:
+            raise UserError(f"{self.env_id}: step() after the episode ended; call reset()")
+        return check_action(self.env_id, action, self._mask)

@@ -375,6 +375,8 @@ class QueueRun:
         self._weights = weight.tolist()
         self.completion = [0.0] * n
         self._arrive, self._depart = policy.arrive, policy.depart
+        self._next_completion, self._complete, self._admit = server._next_completion, server._complete, server._admit
+        self._w = server._w
         self._next_event_time, self._on_event = policy.next_event_time, policy.on_event
         self._recorder = recorder
         self._conserving = getattr(policy, "work_conserving", True)
@@ -422,27 +424,38 @@ class QueueRun:
         if self.done:
             raise RuntimeError("step() on a finished run")
         server = self.server
-        i, n = self.arrived, self.n
+        i = self.arrived
+        n = self.n
         t_arrival = self._sub[i] if i < n else INF
-        t_done, job = server._next_completion()
+        t_done, job = self._next_completion()
         t_policy = self._next_event_time()
         self.events += 1
         if job >= 0:
-            t_done = self._settled(t_done, job, t_policy if t_policy < t_arrival else t_arrival)
+            t_other = t_policy if t_policy < t_arrival else t_arrival
+            # Completion first if the job's residual work at the other event is
+            # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
+            if (
+                t_done > t_other
+                and (t_done - t_other) * self._w[job] <= DONE_REL_TOL * self._sizes[job] * server.served_weight
+            ):
+                t_done = t_other if t_other > server.now else server.now
             self._idle_at = -INF
+            if t_done <= t_policy and t_done <= t_arrival:
+                server.now = t_done
+                self._complete(job)
+                self.completion[job] = t_done
+                self.completed += 1
+                self._same = 0
+                self._depart(job)
+                if self._recorder is not None:
+                    self._recorder(t_done, server)
+                return
         elif i > self.completed:
             if self._idle_at == -INF:
                 self._idle_at = server.now
             if t_policy == INF and t_arrival > server.now and (self._conserving or i == n):
                 raise _stalled(server, n, i - self.completed, self._idle_at)
-        if t_done <= t_policy and t_done <= t_arrival and job >= 0:
-            server.now = t_done
-            server._complete(job)
-            self.completion[job] = t_done
-            self.completed += 1
-            self._same = 0
-            self._depart(job)
-        elif t_policy <= t_arrival and t_policy < INF:
+        if t_policy <= t_arrival and t_policy < INF:
             if t_policy > server.now:
                 server.now = t_policy
                 self._same = 0
@@ -454,7 +467,7 @@ class QueueRun:
         elif i < n:
             server.now = t_arrival
             self._same = 0
-            server._admit(i)
+            self._admit(i)
             self.arrived = i + 1
             self._arrive(i, self._seen[i], self._weights[i])
         else:
