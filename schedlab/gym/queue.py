@@ -192,9 +192,10 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self._submit = ep["submit"].to_numpy().astype(float)
         self._size = ep["size"].to_numpy().astype(float)
         cls: type[_AgentServe] = type("Agent", (_AgentServe,), {"window": self.window, "scale": self.scale})
-        arrays = [ep[c].to_numpy() for c in ("submit", "size", "estimate", "weight")]
         self._started = time.perf_counter()
-        run = QueueRun(*arrays, cls)
+        run = QueueRun(
+            ep["submit"].to_numpy(), ep["size"].to_numpy(), ep["estimate"].to_numpy(), ep["weight"].to_numpy(), cls
+        )
         self._run = run
         self._agent: _AgentServe = run.policy
         self.result = None

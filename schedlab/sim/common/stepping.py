@@ -19,20 +19,23 @@ answering it, and steps with :func:`run_until` until the question is there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
+
+R = TypeVar("R", covariant=True)
+T = TypeVar("T")
 
 
-class SteppableRun(Protocol):
-    """What every engine's run offers (see the module docstring)."""
+class SteppableRun(Protocol[R]):
+    """What every engine's run offers (see the module docstring); ``R`` is its result."""
 
     @property
     def done(self) -> bool: ...
     def peek(self) -> float: ...
     def step(self) -> None: ...
-    def result(self) -> Any: ...
+    def result(self) -> R: ...
 
 
-def run_until(run: SteppableRun, stop: Callable[[], bool]) -> bool:
+def run_until(run: SteppableRun[object], stop: Callable[[], bool]) -> bool:
     """Step ``run`` until ``stop()`` holds (tested before each step) or the
     run is done; return whether it stopped on ``stop()`` (False: done). The
     "run until the next decision" of a driver whose policy leaves a question
@@ -42,3 +45,12 @@ def run_until(run: SteppableRun, stop: Callable[[], bool]) -> bool:
             return True
         run.step()
     return False
+
+
+def run_to_end(run: SteppableRun[T]) -> T:
+    """Step ``run`` until it is done and return its result: every engine's
+    ``simulate*`` function is this over a fresh run, so each engine has one loop."""
+    step = run.step
+    while not run.done:
+        step()
+    return run.result()

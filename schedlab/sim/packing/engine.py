@@ -106,6 +106,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from schedlab.errors import PolicyError
+from schedlab.sim.common.stepping import run_to_end
 
 #: Absolute tolerance per dimension of the fit test (see module docstring).
 FIT_TOL = 1e-9
@@ -707,10 +708,7 @@ def simulate_packing(
         hidden=hidden,
         recorder=recorder,
     )
-    step = run.step
-    while not run.done:
-        step()
-    return run.result()
+    return run_to_end(run)
 
 
 def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:

@@ -58,6 +58,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from schedlab.errors import PolicyError
+from schedlab.sim.common.stepping import run_to_end
 
 INF = float("inf")
 
@@ -510,10 +511,7 @@ def simulate(
     None (the normal path) costs one test per event.
     """
     run = QueueRun(submit, size, estimate, weight, policy_factory, hidden=hidden, recorder=recorder)
-    step = run.step
-    while not run.done:
-        step()
-    return run.result()
+    return run_to_end(run)
 
 
 def _stalled(server: Server, n: int, present: int, since: float) -> PolicyStalled:
