@@ -388,6 +388,51 @@ class PackingRun:
     ``run.policy`` may be read.
     """
 
+    __slots__ = (
+        "L",
+        "_area_q",
+        "_area_qres",
+        "_area_run",
+        "_area_used",
+        "_arr_t",
+        "_dem_t",
+        "_demand",
+        "_dur",
+        "_every",
+        "_fixed",
+        "_heap",
+        "_inputs",
+        "_k_sample",
+        "_next_sample",
+        "_policy_name",
+        "_qres",
+        "_recorder",
+        "_samples",
+        "_state",
+        "_t0",
+        "_t1",
+        "_t_prev",
+        "_used",
+        "arrived",
+        "check",
+        "cluster",
+        "completed",
+        "d",
+        "deciding",
+        "done",
+        "epoch",
+        "epochs",
+        "n",
+        "now",
+        "policy",
+        "queued",
+        "running",
+        "server",
+        "start",
+        "started",
+        "until",
+    )
+
     def __init__(
         self,
         submit: ArrayLike,
@@ -454,6 +499,27 @@ class PackingRun:
             self._samples = {"t": [], "queue_jobs": [], "queue_resource": [], "running_jobs": []}
             self._every = sample_every
         self._k_sample = 0
+        # what never changes during the run, read by every epoch in one load
+        self._fixed = (
+            policy,
+            recorder,
+            self._state,
+            self._dem_t,
+            cluster._free,
+            cluster._jobs_on,
+            demand,
+            self._dur,
+            self.start,
+            self.server,
+            self._heap,
+            self._arr_t,
+            epoch,
+            until,
+            n,
+            self.L,
+            d,
+            range(d),
+        )
 
     def _record_until(self, t_lim: float, inclusive: bool) -> None:
         samples, t0 = self._samples, self._t0
@@ -484,16 +550,15 @@ class PackingRun:
         :meth:`step` makes its decision. False (and nothing done): no epoch is left."""
         if self.deciding or self.done:
             raise RuntimeError("advance() on a run that is deciding or done")
-        i, n, heap = self.arrived, self.n, self._heap
-        arr_t = self._arr_t
+        policy, recorder, state, dem_t, free, jobs_on, demand, _, _, server, heap, arr_t, _, until, n, _, d, srange = (
+            self._fixed
+        )
+        i = self.arrived
         t_arr = arr_t[i] if i < n else INF
         t_dep = heap[0][0] if heap else INF
         now = t_arr if t_arr < t_dep else t_dep
-        until = self.until
         if now == INF or (until is not None and now > until):
             return False
-        d = self.d
-        srange = range(d)
         if self._t0 is None:
             self._t0 = now
             if self._samples is not None:
@@ -508,27 +573,27 @@ class PackingRun:
                 area_used[k] += used[k] * dt
             if self._samples is not None:
                 self._record_until(now, False)
-        cluster = self.cluster
-        cluster.now = self.now = now
-        policy, recorder, state, dem_t = self.policy, self._recorder, self._state, self._dem_t
+        self.cluster.now = self.now = now
 
         # departures
         if heap and heap[0][0] <= now:
-            free, jobs_on, server, demand, used = cluster._free, cluster._jobs_on, self.server, self._demand, self._used
+            used = self._used
+            left = 0
             while heap and heap[0][0] <= now:
                 _, j = heapq.heappop(heap)
                 s = server[j]
                 free[s] += demand[j]
                 jobs_on[s].discard(j)
                 state[j] = _DONE
-                self.running -= 1
-                self.completed += 1
+                left += 1
                 dj = dem_t[j]
                 for k in srange:
                     used[k] -= dj[k]
                 policy.depart(j, s)
                 if recorder is not None:
                     recorder(now, "depart", j, s)
+            self.running -= left
+            self.completed += left
         if self.running == 0:
             self._used = [0.0] * d  # no drift when the cluster is empty
 
@@ -557,13 +622,29 @@ class PackingRun:
                 self._finish()
                 return
         self.deciding = False
-        now, n, L, d = self.now, self.n, self.L, self.d
-        srange = range(d)
-        policy, recorder, state, dem_t = self.policy, self._recorder, self._state, self._dem_t
-        cluster = self.cluster
-        free, jobs_on, demand, dur = cluster._free, cluster._jobs_on, self._demand, self._dur
-        start, server, heap, epoch = self.start, self.server, self._heap, self.epoch
+        now = self.now
+        (
+            policy,
+            recorder,
+            state,
+            dem_t,
+            free,
+            jobs_on,
+            demand,
+            dur,
+            start,
+            server,
+            heap,
+            _,
+            epoch,
+            until,
+            n,
+            L,
+            d,
+            srange,
+        ) = self._fixed
         qres, used = self._qres, self._used
+        placed = 0
         for j, s in policy.schedule():
             if not (0 <= j < n) or state[j] != _QUEUED:
                 raise PlacementError(f"t={now}: job {j} is not in the queue (policy {type(policy).__name__})")
@@ -579,9 +660,7 @@ class PackingRun:
             state[j] = _RUNNING
             server[j] = s
             start[j] = now
-            self.queued -= 1
-            self.running += 1
-            self.started += 1
+            placed += 1
             for k in srange:
                 qres[k] -= dj[k]
                 used[k] += dj[k]
@@ -589,14 +668,18 @@ class PackingRun:
             heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
             if recorder is not None:
                 recorder(now, "place", j, s)
+        if placed:
+            self.queued -= placed
+            self.running += placed
+            self.started += placed
         if self.queued == 0:
             self._qres = [0.0] * d
-        elif self.running == 0 and self.until is None:  # every server idle with jobs waiting: a stall from now on
+        elif self.running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
             queue = np.array([j for j in range(self.arrived) if state[j] == _QUEUED])  # once, on the way out
             raise _stalled(self._policy_name, now, queue, n, demand)
         self.epochs += 1
         if self.check:
-            _check_cluster(cluster, demand, now)
+            _check_cluster(self.cluster, demand, now)
         self._t_prev = now
 
     def _finish(self) -> None:

@@ -353,6 +353,34 @@ class QueueRun:
     Arguments are those of :func:`simulate`.
     """
 
+    __slots__ = (
+        "n",
+        "_sub",
+        "_sizes",
+        "server",
+        "policy",
+        "_seen",
+        "_weights",
+        "completion",
+        "_arrive",
+        "_depart",
+        "_next_event_time",
+        "_on_event",
+        "_next_completion",
+        "_complete",
+        "_admit",
+        "_w",
+        "_recorder",
+        "_conserving",
+        "_stall",
+        "arrived",
+        "completed",
+        "events",
+        "done",
+        "_idle_at",
+        "_same",
+    )
+
     def __init__(
         self,
         submit: np.ndarray,
@@ -440,7 +468,8 @@ class QueueRun:
                 and (t_done - t_other) * self._w[job] <= DONE_REL_TOL * self._sizes[job] * server.served_weight
             ):
                 t_done = t_other if t_other > server.now else server.now
-            self._idle_at = -INF
+            if self._idle_at != -INF:
+                self._idle_at = -INF
             if t_done <= t_policy and t_done <= t_arrival:
                 server.now = t_done
                 self._complete(job)
