@@ -118,7 +118,7 @@ def test_bad_input_gets_one_clear_error():
 #: Seeded episodes with a fixed action rule (the ((7 k + 3) mod |valid|)-th valid action at step k):
 #: steps and the SHA-256 of every observation, mask and reward, recorded from the environments as they
 #: were before they stepped their engine's run themselves (an engine loop in a worker thread, commit
-#: aa04a74). Stepping the run must give the same episodes.
+#: aa04a74). Stepping the run in the environment's own thread must give the same episodes.
 EPISODES = {
     "queue-sojourn-step": (
         "schedlab/Queue-v0",
@@ -156,11 +156,14 @@ EPISODES = {
 @pytest.mark.parametrize("case", sorted(EPISODES))
 def test_seeded_episodes_are_those_of_the_threaded_environments(case):
     import hashlib
+    import threading
 
     env_id, kwargs, steps, digest = EPISODES[case]
     env = gymnasium.make(env_id, **kwargs)
     h = hashlib.sha256()
+    threads = threading.active_count()
     obs, info = env.reset(seed=3)
+    assert threading.active_count() == threads  # the run is stepped here, in no thread of its own
     h.update(obs.tobytes())
     h.update(info["action_mask"].tobytes())
     k = 0
