@@ -320,7 +320,7 @@ class BAlternating(BFcfs):
 
 class BFramePeeker(BFcfs):
     def schedule(self, now):
-        runtimes = sys._getframe(1).f_locals["run"].run_l  # the engine loop's BatchRun
+        runtimes = sys._getframe(1).f_locals["self"].run_l  # the engine loop: BatchRun.step
         self.shortest = min(runtimes[j] for j in self.queue) if self.queue else 0.0
         return super().schedule(now)
 

@@ -144,3 +144,67 @@ def test_an_action_outside_the_mask_is_the_nearest_or_a_penalised_no_op(env_id, 
     assert np.array_equal(obs, obs2) and r == -INVALID_ACTION_PENALTY and not (term or trunc)
     for env in (near, chosen, pen):
         env.close()
+
+
+#: Seeded episodes with a fixed action rule (the ((7 k + 3) mod |valid|)-th valid action at step k):
+#: steps and the SHA-256 of every observation, mask and reward, recorded from the environments as they
+#: were before they stepped their engine's run themselves (an engine loop in a worker thread, commit
+#: aa04a74). Stepping the run in the environment's own thread must give the same episodes.
+EPISODES = {
+    "queue-sojourn-step": (
+        "schedlab/Queue-v0",
+        {"sequence": 120, "reward_mode": "step"},
+        162,
+        "3983b94b1d8045e862ad2859acd37e50b93cfd7276763ba679fcd856d138c305",
+    ),
+    "queue-slowdown-final": (
+        "schedlab/Queue-v0",
+        {"sequence": 120, "reward": "slowdown", "window": 4},
+        162,
+        "4348970dd2b3f29189e0e9ec987a278f4b4a987a96af01875b6ed5e16d0e9672",
+    ),
+    "packing-head-step": (
+        "schedlab/Packing-v0",
+        {"sequence": 150, "reward_mode": "step"},
+        150,
+        "882dcbf2b8c655b30a764e382653431bc78422cc35f6175d9a4893a6cfed32c5",
+    ),
+    "packing-pair-step": (
+        "schedlab/Packing-v0",
+        {"sequence": 150, "mode": "pair", "window": 4, "servers": 4, "reward_mode": "step"},
+        150,
+        "fec74c16aca8f43539d10f861dd8e9d9fe603c669aebf3e23431430d18b11b71",
+    ),
+    "packing-pair-event": (
+        "schedlab/Packing-v0",
+        {"sequence": 100, "mode": "pair", "window": 3, "servers": 3, "epoch": 0.0, "reward": "utilisation"},
+        100,
+        "9fcdb3e0a76e9063322a67d8e4a434257307d57bd476af1718f51dfa6a4d8d62",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EPISODES))
+def test_seeded_episodes_are_those_of_the_threaded_environments(case):
+    import hashlib
+    import threading
+
+    env_id, kwargs, steps, digest = EPISODES[case]
+    env = gymnasium.make(env_id, **kwargs)
+    h = hashlib.sha256()
+    threads = threading.active_count()
+    obs, info = env.reset(seed=3)
+    assert threading.active_count() == threads  # the run is stepped here, in no thread of its own
+    h.update(obs.tobytes())
+    h.update(info["action_mask"].tobytes())
+    k = 0
+    while True:
+        valid = np.flatnonzero(info["action_mask"])
+        obs, r, term, trunc, info = env.step(int(valid[(k * 7 + 3) % len(valid)]))
+        h.update(obs.tobytes())
+        h.update(info["action_mask"].tobytes())
+        h.update(repr(float(r)).encode())
+        k += 1
+        if term or trunc:
+            break
+    assert (k, h.hexdigest()) == (steps, digest)

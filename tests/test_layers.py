@@ -41,13 +41,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("schedlab.workloads",),
     # the toolkit every engine builds on: shared metrics, numba set-up, bounds, [system] schemas; the
     # check-policy search (checks.common, checks.guard) and the environments' plumbing (gym.common,
-    # gym.bridge) -- each engine's package declares its own invariants and environment on them
+    # ) -- each engine's package declares its own invariants and environment on them
     (
         "schedlab.sim",
         "schedlab.checks.common",
         "schedlab.checks.guard",
         "schedlab.gym.common",
-        "schedlab.gym.bridge",
     ),
     # one package per engine (its core, policies, invariants, environment: see ENGINE_ROOMS), the registry
     # and the public seams that re-export them

@@ -1,5 +1,6 @@
 """What the three environments share: argument checks (one clear error),
-trace lookup, episode sampling and the invalid-action error."""
+trace lookup, episode sampling, the invalid-action error and (Packing-v0,
+Queue-v0) the agent-step plumbing :class:`AgentSteps`."""
 
 from __future__ import annotations
 
@@ -122,3 +123,34 @@ def resolve_action(env: str, action: Any, mask: np.ndarray, mode: str) -> int | 
     if mask[a]:
         return a
     return nearest_valid(a, mask) if mode == "nearest" else None
+
+
+class AgentSteps:
+    """What the environments that step their engine's run to the agent's
+    next question (Packing-v0, Queue-v0) share: the current action mask
+    (``_mask``, set at each question), `action_masks` for sb3-contrib,
+    ``info``, and the start of a step: refuse a step after the episode and
+    check the action against the mask."""
+
+    env_id: str
+    _obs: Any
+    _mask: Any
+    #: `INVALID_ACTIONS`: what an action outside the mask means.
+    invalid_action: str = "nearest"
+
+    def action_masks(self) -> Any:
+        return self._mask.copy()
+
+    def _info(self) -> dict[str, Any]:
+        return {"action_mask": self.action_masks()}
+
+    def _checked(self, action: Any, run: object) -> int | None:
+        """``action`` as an int, for the episode's ``run`` (None: it has ended),
+        under ``invalid_action`` (`resolve_action`); None: a penalised no-op."""
+        if run is None:
+            raise UserError(f"{self.env_id}: step() after the episode ended; call reset()")
+        return resolve_action(self.env_id, action, self._mask, self.invalid_action)
+
+    def _no_op(self) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The step of a penalised no-op: the same observation, ``-INVALID_ACTION_PENALTY``."""
+        return self._obs.copy(), -INVALID_ACTION_PENALTY, False, False, self._info()

@@ -1,9 +1,12 @@
 """``schedlab/Packing-v0``: place jobs on servers, on the packing engine.
 
 The environment is the engine: an episode is one run of the packing engine's
-reference loop (``schedlab.engines.packing.run`` on ``path="reference"``, in
-a worker thread, :mod:`schedlab.gym.bridge`) with a policy whose
-``schedule()`` asks the agent for each placement of a decision epoch.
+reference loop (:class:`schedlab.engines.packing.sim.engine.PackingRun`, built as
+``schedlab.engines.packing.run`` builds it on ``path="reference"``) with a
+policy that asks the agent for each placement of a decision epoch: the
+environment opens each epoch (``run.advance()``: departures, arrivals),
+lets the agent place jobs through the policy while one fits, and then steps
+the epoch's decision, whose ``schedule()`` returns those placements.
 
 Two action modes (``mode``):
 
@@ -34,6 +37,7 @@ mean 20) until ``sequence`` jobs.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +47,17 @@ import polars as pl
 from gymnasium import spaces
 
 from schedlab.engines.packing.policies.base import PackingPolicy
-from schedlab.engines.packing.sim.engine import FIT_TOL, Cluster
+from schedlab.engines.packing.sim.engine import FIT_TOL, Cluster, PackingRun
 from schedlab.errors import UserError
-from schedlab.gym.bridge import AgentSteps, EngineThread
-from schedlab.gym.common import INVALID_ACTIONS, REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.common import (
+    INVALID_ACTIONS,
+    REWARD_MODES,
+    AgentSteps,
+    check_choice,
+    check_int,
+    episode_start,
+    resolve_trace,
+)
 
 ENV = "schedlab/Packing-v0"
 MODES = ("head", "pair")
@@ -57,10 +68,12 @@ GEN_MEAN_SERVICE = 20
 
 
 class _AgentPlace(PackingPolicy):
-    """Ask the environment for each placement of an epoch."""
+    """Place the jobs the environment names in an epoch: :meth:`ask` leaves
+    the question (observation, mask, jobs placed since the last one) in
+    ``asking`` while some waiting job fits, :meth:`answer` takes a placement,
+    and the epoch's ``schedule()`` returns the placements taken."""
 
     name = "agent"
-    bridge: EngineThread
     window: int
     pair: bool
     scale: float
@@ -69,6 +82,12 @@ class _AgentPlace(PackingPolicy):
         super().__init__(cluster)
         self.queue: dict[int, float] = {}  # job -> arrival epoch, arrival order
         self.placed: list[tuple[int, float]] = []
+        self.asking: tuple[np.ndarray, np.ndarray, list[tuple[int, float]]] | None = None
+        self._free: np.ndarray | None = None  # this epoch's copy of the free capacities, as placements go
+        self._cap = np.array([cluster.capacity(s) for s in range(cluster.servers)])
+        self._out: list[tuple[int, int]] = []
+        self._jobs: list[int] = []
+        self._demand = np.zeros((0, cluster.resources))
 
     def arrive(self, job: int) -> None:
         self.queue[job] = self.cluster.now
@@ -76,28 +95,39 @@ class _AgentPlace(PackingPolicy):
     def depart(self, job: int, server: int) -> None:
         pass
 
-    def schedule(self) -> list[tuple[int, int]]:
+    def ask(self) -> bool:
+        """Leave the next question of this epoch in ``asking``; False: no waiting job fits (the epoch's end)."""
         c = self.cluster
-        L = c.servers
-        free = np.array([c.free(s) for s in range(L)])  # this epoch's copy, as placements go
-        cap = np.array([c.capacity(s) for s in range(L)])
-        out: list[tuple[int, int]] = []
-        while self.queue:
-            jobs = list(self.queue)[: self.window]
-            demand = np.array([c.demand(j) for j in jobs])
-            fits = np.all(demand[:, None, :] <= free[None, :, :] + FIT_TOL, axis=2)  # job x server
-            if not self.pair:
-                fits = fits[:1]
-            if not fits.any():
-                break
-            a = self.bridge.ask((self._observe(jobs, demand, free, cap), fits.ravel(), self.placed))
-            self.placed = []
-            k, s = divmod(a, L)
-            job = jobs[k]
-            free[s] -= demand[k]
-            del self.queue[job]
-            self.placed.append((job, c.now))
-            out.append((job, s))
+        if self._free is None:
+            self._free = np.array([c.free(s) for s in range(c.servers)])
+        if not self.queue:
+            return False
+        free = self._free
+        jobs = list(self.queue)[: self.window]
+        demand = np.array([c.demand(j) for j in jobs])
+        fits = np.all(demand[:, None, :] <= free[None, :, :] + FIT_TOL, axis=2)  # job x server
+        if not self.pair:
+            fits = fits[:1]
+        if not fits.any():
+            return False
+        self.asking = (self._observe(jobs, demand, free, self._cap), fits.ravel(), self.placed)
+        self.placed = []
+        self._jobs, self._demand = jobs, demand
+        return True
+
+    def answer(self, a: int) -> None:
+        """Place job ``a // servers`` of the window on server ``a % servers``."""
+        assert self._free is not None
+        self.asking = None
+        k, s = divmod(a, self.cluster.servers)
+        job = self._jobs[k]
+        self._free[s] -= self._demand[k]
+        del self.queue[job]
+        self.placed.append((job, self.cluster.now))
+        self._out.append((job, s))
+
+    def schedule(self) -> list[tuple[int, int]]:
+        out, self._out, self._free = self._out, [], None
         return out
 
     def _observe(self, jobs: list[int], demand: np.ndarray, free: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -180,7 +210,7 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self.obs_size = self.servers + self.window * 3 + 1
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
         self.episode: pl.DataFrame = pl.DataFrame()
-        self._thread: EngineThread | None = None
+        self._run: PackingRun | None = None
         self.result: Any = None
 
     def system(self) -> dict[str, Any]:
@@ -209,40 +239,59 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self._submit = ep["submit"].to_numpy().astype(float)
         attrs = {"window": self.window, "pair": self.mode == "pair", "scale": self.scale}
         cls: type[_AgentPlace] = type("Agent", (_AgentPlace,), attrs)
-        system = self.system()
+        from schedlab.engines.packing import ENGINE
+        from schedlab.engines.packing.sim.table import reference_run, table_inputs
 
-        def run() -> Any:
-            from schedlab.engines.packing import run as run_packing
-
-            return run_packing(ep, cls, None, system, path="reference")
-
-        thread = EngineThread(run)
-        cls.bridge = thread
-        self._thread = thread
+        self._table = table_inputs(ep, {**ENGINE.system_defaults, **self.system()})
+        self._started = time.perf_counter()
+        self._run = run = reference_run(self._table, cls)
+        self._agent: _AgentPlace = run.policy
         self.result = None
         self._placed: list[tuple[int, float]] = []
-        kind, payload = thread.begin()
-        return self._take(kind, payload)[0], self._info()
+        self._advance()
+        return self._take()[0], self._info()
 
-    def _take(self, kind: str, payload: Any) -> tuple[np.ndarray, list[tuple[int, float]]]:
-        if kind == "done":
-            self.result = payload
-            self._thread = None
-            self._mask = np.zeros(self.window * self.servers, dtype=bool)
-            self._obs = np.zeros(self.obs_size, dtype=np.float32)
-            return self._obs, []
-        obs, mask, placed = payload
+    def _advance(self) -> None:
+        """Run to the agent's next question, or to the end: each epoch is
+        opened, asked about while a job fits, and then decided."""
+        run, agent = self._run, self._agent
+        assert run is not None
+        while not run.done:
+            if run.deciding and agent.ask():
+                return
+            if not run.deciding and run.advance():
+                continue
+            run.step()  # the open epoch's decision (the agent's placements), or the end of the run
+
+    def _take(self) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """The observation and placements of the question asked, or, when
+        the run has ended, the engine's result and an empty observation."""
+        run = self._run
+        assert run is not None
         self._mask = np.zeros(self.window * self.servers, dtype=bool)
+        if run.done:
+            from schedlab.engines.base import RunResult
+            from schedlab.engines.packing.sim.table import table_outcome
+
+            per_job, summary, _ = table_outcome(
+                self.episode, self._table, run.result(), time.perf_counter() - self._started
+            )
+            self.result = RunResult(per_job, summary)  # the environment's system samples no series
+            self._run = None
+            return np.zeros(self.obs_size, dtype=np.float32), []
+        assert self._agent.asking is not None
+        obs, mask, placed = self._agent.asking
         self._mask[: len(mask)] = mask
         self._obs = obs
         return obs, placed
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        message = self._answer(action)
-        if message is None:
+        a = self._checked(action, self._run)
+        if a is None:
             return self._no_op()
-        kind, payload = message
-        obs, placed = self._take(kind, payload)
+        self._agent.answer(a)
+        self._advance()
+        obs, placed = self._take()
         terminated = self.result is not None
         if self.reward_mode == "step":
             if terminated:  # the placements after the last decision
@@ -263,6 +312,4 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         return obs, reward, terminated, False, self._info()
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._thread.close()
-            self._thread = None
+        self._run = None

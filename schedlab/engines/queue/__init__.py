@@ -37,7 +37,6 @@ def run(
     (``schedlab.engines.queue.sim.engine``).
     ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
     from schedlab.engines.queue.sim.engine import simulate
-    from schedlab.sim.common.metrics import queue_summary, slowdown
 
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
@@ -60,7 +59,17 @@ def run(
         started = time.perf_counter()
         out = simulate(submit, size, estimate, weight, factory, recorder=recorder)
     completion, events = out
-    wall = time.perf_counter() - started
+    return outcome(jobs, completion, events, time.perf_counter() - started)
+
+
+def outcome(jobs: pl.DataFrame, completion: Any, events: int, wall: float) -> RunResult:
+    """The :class:`RunResult` of a run's completion times and event count
+    (``wall``: its seconds): :func:`run`'s, and that of a run stepped by
+    another driver (``schedlab.engines.queue.gym``)."""
+    from schedlab.sim.common.metrics import queue_summary, slowdown
+
+    submit = jobs["submit"].to_numpy()
+    size = jobs["size"].to_numpy()
     sojourn = completion - submit
     classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
     slowdowns = slowdown(sojourn, size)
@@ -70,8 +79,8 @@ def run(
         "job_id": jobs["job_id"].to_numpy(),
         "submit": submit,
         "size": size,
-        "estimate": estimate,
-        "weight": weight,
+        "estimate": jobs["estimate"].to_numpy(),
+        "weight": jobs["weight"].to_numpy(),
         "completion": completion,
         "sojourn": sojourn,
         "slowdown": slowdowns,

@@ -1,11 +1,13 @@
 """``schedlab/Queue-v0``: which present job the server serves, on the queue engine.
 
 The environment is the engine: an episode is one run of the queue engine's
-reference loop (``schedlab.engines.queue.run`` on ``path="reference"``,
-:mod:`schedlab.gym.bridge` running it in a worker thread) with a policy
-that, after every arrival and every departure while jobs are present, asks
-the agent which job holds the whole server (``server.serve_job``; the
-server is switched only when the choice changes). With one job present there
+reference loop (:class:`schedlab.engines.queue.sim.engine.QueueRun`, stepped here
+until the policy has a question) with a policy that, after every arrival and
+every departure while jobs are present, asks the agent which job holds the
+whole server (``server.serve_job``; the server is switched only when the
+choice changes). The question is left in the policy (``asking``) and the
+step that raised it ends there; the answer is applied before the next step,
+so the run is the one an in-line policy would have made. With one job present there
 is no choice and nothing is asked (it is served); an episode without any
 decision is drawn again (an error for a fixed start). An agent always choosing
 slot 0 (the oldest present job) is FIFO, bit for bit; the final reward is
@@ -29,6 +31,7 @@ without either ``sequence`` jobs of the PSBS paper's generator
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +41,19 @@ import polars as pl
 from gymnasium import spaces
 
 from schedlab.engines.queue.policies.base import QueuePolicy
-from schedlab.engines.queue.sim.engine import Server
+from schedlab.engines.queue.sim.engine import QueueRun, Server
 from schedlab.errors import UserError
-from schedlab.gym.bridge import AgentSteps, EngineThread
-from schedlab.gym.common import INVALID_ACTIONS, REWARD_MODES, check_choice, check_int, episode_start, resolve_trace
+from schedlab.gym.common import (
+    INVALID_ACTIONS,
+    REWARD_MODES,
+    AgentSteps,
+    check_choice,
+    check_int,
+    episode_start,
+    resolve_trace,
+)
 from schedlab.sim.common.metrics import slowdown
+from schedlab.sim.common.stepping import run_until
 from schedlab.sim.system.jobs import QUEUE_JOBS
 
 ENV = "schedlab/Queue-v0"
@@ -54,10 +65,11 @@ NO_DECISION_RETRIES = 100
 
 
 class _AgentServe(QueuePolicy):
-    """Serve the job the environment names after every arrival and departure."""
+    """Serve the job the environment names after every arrival and departure:
+    the question (observation, filled slots, jobs departed since the last
+    one) waits in ``asking`` until :meth:`answer`."""
 
     name = "agent"
-    bridge: EngineThread
     window: int
     scale: float
 
@@ -66,6 +78,8 @@ class _AgentServe(QueuePolicy):
         self.present: dict[int, tuple[float, float]] = {}  # job -> (estimate, submit), arrival order
         self.serving: int | None = None
         self.departed: list[tuple[int, float]] = []
+        self.asking: tuple[np.ndarray, int, list[tuple[int, float]]] | None = None
+        self._slots: list[int] = []
 
     def arrive(self, job: int, estimate: float, weight: float) -> None:
         self.present[job] = (estimate, self.server.now)
@@ -84,11 +98,18 @@ class _AgentServe(QueuePolicy):
     def _decide(self) -> None:
         slots = list(self.present)[: self.window]
         if len(slots) == 1:  # one job present: no choice to ask about
-            job = slots[0]
+            self._serve(slots[0])
         else:
-            a = self.bridge.ask((self._observe(slots), len(slots), self.departed))
+            self.asking = (self._observe(slots), len(slots), self.departed)
             self.departed = []
-            job = slots[a]
+            self._slots = slots
+
+    def answer(self, a: int) -> None:
+        """Serve the job in slot ``a`` of the question asked."""
+        self.asking = None
+        self._serve(self._slots[a])
+
+    def _serve(self, job: int) -> None:
         if job != self.serving:
             self.server.serve_job(job)
             self.serving = job
@@ -161,7 +182,7 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self.obs_size = self.window * JOB_FEATURES + 1
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
         self.episode: pl.DataFrame = pl.DataFrame()
-        self._thread: EngineThread | None = None
+        self._run: QueueRun | None = None
         self.result: Any = None
 
     def _draw(self, options: dict[str, Any] | None) -> pl.DataFrame:
@@ -182,43 +203,51 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self._submit = ep["submit"].to_numpy().astype(float)
         self._size = ep["size"].to_numpy().astype(float)
         cls: type[_AgentServe] = type("Agent", (_AgentServe,), {"window": self.window, "scale": self.scale})
-
-        def run() -> Any:
-            from schedlab.engines.queue import run as run_queue
-
-            return run_queue(ep, cls, path="reference")
-
-        thread = EngineThread(run)
-        cls.bridge = thread
-        self._thread = thread
+        self._started = time.perf_counter()
+        run = QueueRun(
+            ep["submit"].to_numpy(), ep["size"].to_numpy(), ep["estimate"].to_numpy(), ep["weight"].to_numpy(), cls
+        )
+        self._run = run
+        self._agent: _AgentServe = run.policy
         self.result = None
         self._departed_so_far: list[tuple[int, float]] = []
-        kind, payload = thread.begin()
-        if kind == "done":  # no two jobs ever present together: no decision at all
+        if not self._advance():  # no two jobs ever present together: no decision at all
             if (options and "start" in options) or attempt >= NO_DECISION_RETRIES:
                 raise UserError(f"{ENV}: an episode of {self.sequence} jobs without any decision (jobs never overlap)")
             return self._reset(options, attempt + 1)
-        return self._take(kind, payload)[0], self._info()
+        return self._take()[0], self._info()
 
-    def _take(self, kind: str, payload: Any) -> tuple[np.ndarray, list[tuple[int, float]]]:
-        if kind == "done":
-            self.result = payload
-            self._mask = np.zeros(self.window, dtype=bool)
-            self._thread = None
-            self._obs = np.zeros(self.obs_size, dtype=np.float32)
-            return self._obs, []
-        obs, filled, departed = payload
+    def _advance(self) -> bool:
+        """Step the run to the agent's next question (False: the run ended first)."""
+        assert self._run is not None
+        return run_until(self._run, lambda: self._agent.asking is not None)
+
+    def _take(self) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """The observation and departures of the question asked, or, when the
+        run has ended, the engine's result and an empty observation."""
+        run = self._run
+        assert run is not None
         self._mask = np.zeros(self.window, dtype=bool)
+        if run.done:
+            from schedlab.engines.queue import outcome
+
+            completion, events = run.result()
+            self.result = outcome(self.episode, completion, events, time.perf_counter() - self._started)
+            self._run = None
+            return np.zeros(self.obs_size, dtype=np.float32), []
+        assert self._agent.asking is not None
+        obs, filled, departed = self._agent.asking
         self._mask[:filled] = True
         self._obs = obs
         return obs, departed
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        message = self._answer(action)
-        if message is None:
+        a = self._checked(action, self._run)
+        if a is None:
             return self._no_op()
-        kind, payload = message
-        obs, departed = self._take(kind, payload)
+        self._agent.answer(a)
+        self._advance()
+        obs, departed = self._take()
         terminated = self.result is not None
         if self.reward_mode == "step":
             if terminated:
@@ -241,6 +270,4 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         return -float(np.sum(sojourn)) / self.sequence
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._thread.close()
-            self._thread = None
+        self._run = None

@@ -102,6 +102,7 @@ from numpy.typing import ArrayLike
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
+from schedlab.sim.common.stepping import run_to_end
 from schedlab.sim.system import BATCH as BATCH_SYSTEM
 from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS, units_needed
 from schedlab.sim.system.jobs import BATCH_JOBS
@@ -184,9 +185,16 @@ class BatchResult:
 
 class BatchRun:
     """The event loop of :func:`simulate_batch`, one instant at a time: the
-    engine's machine and queue state, so that a caller other than the loop
-    below (the Gymnasium environment ``schedlab/Batch-v0``) can drive it.
+    engine's machine and queue state, so that a caller other than
+    :func:`simulate_batch` (the Gymnasium environment ``schedlab/Batch-v0``,
+    a test) can drive it.
 
+    The surface every engine's run has (``schedlab.sim.common.stepping``):
+    :meth:`peek` is the next instant (``inf``: none is left), :meth:`step`
+    processes it -- its events, the policy's one ``schedule`` pass, the
+    starts, the recorder, the stall test -- and the step that finds nothing
+    left sets ``done``; :meth:`result` is the :class:`BatchResult` (so far,
+    if called before). Its halves, for a driver that makes the pass itself:
     :meth:`advance` applies every event of the next instant (completions in
     (end, job) order, then arrivals in job order, through the policy's
     ``complete`` / ``arrive``), counts one pass and returns the instant (None
@@ -204,7 +212,10 @@ class BatchRun:
         *,
         hidden: Callable[[list[float]], Sequence[float]] | None = None,
         easy_backfill: str = "canonical",
+        recorder: Callable[[float, list[int], Any], None] | None = None,
     ) -> None:
+        self.recorder = recorder
+        self.done = False
         submit_a = np.asarray(submit, dtype=float)
         self.n = n = len(submit_a)
         self.sub_l = submit_a.tolist()
@@ -230,6 +241,33 @@ class BatchRun:
         self.i = 0
         self.passes = 0
         self.started = 0
+
+    def peek(self) -> float:
+        """The next instant (``inf``: none is left)."""
+        i, heap = self.i, self.heap
+        t_arr = self.sub_l[self.order[i]] if i < self.n else math.inf
+        return heap[0][0] if heap and heap[0][0] < t_arr else t_arr
+
+    def step(self) -> None:
+        """Process the next instant: its events, one ``schedule`` pass and its
+        starts (or, with nothing left, end the run: ``done``)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        t = self.advance()
+        if t is None:
+            self.done = True
+            return
+        policy = self.policy
+        starts = policy.schedule(t)
+        self.start(starts, t)
+        if self.recorder is not None:
+            self.recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
+        if not self.heap and self.started < self.i:  # nothing running, a job queued: idle from this instant on
+            queued = [j for j in range(self.n) if self.state[j] == _QUEUED]  # once, on the way out
+            raise BatchStalled(
+                f"t={t}: job {queued[0]} never starts ({len(queued)} of {self.n} jobs queued) although it fits the "
+                f"empty machine: the policy left it queued with every unit free since t={t}"
+            )
 
     def advance(self) -> float | None:
         """Apply the events of the next instant and return it (None: done)."""
@@ -308,23 +346,21 @@ def simulate_batch(
     as ``recorder(t, started, policy)`` (the jobs started at t, in order; the
     policy, whose ``head_reservation`` an EASY-like policy exposes). None (the
     normal path) costs one test per pass. ``easy_backfill``: the machine's
-    ``easy_backfill`` (:class:`Machine`)."""
-    run = BatchRun(
-        submit, runtime, requested, need, capacity, policy_factory, hidden=hidden, easy_backfill=easy_backfill
+    ``easy_backfill`` (:class:`Machine`). The loop is :class:`BatchRun`
+    stepped to its end."""
+    return run_to_end(
+        BatchRun(
+            submit,
+            runtime,
+            requested,
+            need,
+            capacity,
+            policy_factory,
+            hidden=hidden,
+            easy_backfill=easy_backfill,
+            recorder=recorder,
+        )
     )
-    policy = run.policy
-    while (t := run.advance()) is not None:
-        starts = policy.schedule(t)
-        run.start(starts, t)
-        if recorder is not None:
-            recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
-        if not run.heap and run.started < run.i:  # nothing running, a job queued: idle from this instant on
-            queued = [j for j in range(run.n) if run.state[j] == _QUEUED]  # once, on the way out
-            raise BatchStalled(
-                f"t={t}: job {queued[0]} never starts ({len(queued)} of {run.n} jobs queued) although it fits the "
-                f"empty machine: the policy left it queued with every unit free since t={t}"
-            )
-    return run.result()
 
 
 def run_table(

@@ -1,4 +1,5 @@
-"""The DFRS event loop (:func:`simulate_dfrs`): arrivals, completions,
+"""The DFRS event loop (:class:`DfrsRun`, one instant per step;
+:func:`simulate_dfrs` steps it to the end): arrivals, completions,
 penalty expiries and periodic instants, the policy callbacks at each
 instant, then the allocation; and the usage profile it records. The tie
 rule and the ``star_pass`` option are in the package docstring
@@ -17,6 +18,7 @@ from schedlab.engines.dfrs.sim.allocation import allocate
 from schedlab.engines.dfrs.sim.state import DEFAULT_PENALTY, WAITING, DfrsState, check_state
 from schedlab.errors import PolicyError
 from schedlab.sim.bound.underutilization import UsageProfile
+from schedlab.sim.common.stepping import run_to_end
 
 #: Livelock: a periodic policy is declared stuck when, at a periodic call, no
 #: job has progressed, arrived or completed for this many times the time the
@@ -81,6 +83,257 @@ def _whole_second_completions(t_c: np.ndarray, pen_until: np.ndarray, t: float) 
     return t_c, t_ahead
 
 
+class DfrsRun:
+    """One DFRS run, advanced one instant at a time by whoever holds it:
+    :func:`simulate_dfrs` (``while not run.done: run.step()``), a test, a
+    notebook (the shape of SimPy's ``Environment.peek()`` / ``step()``).
+    Arguments are those of :func:`simulate_dfrs`.
+
+    :meth:`step` processes the next instant: the jobs progress to it, its
+    completions, arrivals and periodic call reach the policy, then the
+    allocation; :meth:`peek` is that instant's time (``inf``: none is left).
+    The step that finds no job left to arrive, run or place sets
+    :attr:`done`; :meth:`result` is then the :class:`DfrsResult`. Between
+    steps ``run.state`` (the :class:`DfrsState`) and ``run.policy`` may be read.
+    """
+
+    def __init__(
+        self,
+        release,
+        processing,
+        tasks,
+        cpu,
+        mem,
+        nodes: int,
+        policy,
+        *,
+        penalty: float = DEFAULT_PENALTY,
+        check: bool = False,
+        snapshots: bool = False,
+        hidden=None,
+        star_pass: str = "completion",
+        victims: str = "prefix",
+        stretch_realloc: str = "mapping-change",
+        mcb8_rules: str = "schedlab",
+        relabel: str = "memory",
+        cpu_units: str = "real",
+        penalties: str = "each-change",
+        period_origin: str = "first-release",
+        time_units: str = "real",
+        priority_units: str = "real",
+        arrival_at_period: str = "placed",
+        recorder=None,
+    ) -> None:
+        self.state = st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
+        self.policy = policy
+        st.victims = victims
+        st.mcb8_rules = mcb8_rules
+        st.relabel = relabel
+        st.cpu_units = cpu_units
+        st.penalties = penalties
+        st.priority_units = priority_units
+        self._late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
+        st.star_pass = star_pass
+        if hidden is not None:
+            st.processing = hidden(st.processing)
+        self.n = n = st.n
+        self._rel = rel = np.asarray(st.release)
+        # The engine's own view of the processing times: a plain array (in check
+        # mode the state holds the guarded container, which the compiled
+        # look-ahead could not take; reading it here, in the engine, is allowed).
+        self._p = p = np.asarray(st.processing, dtype=float)
+        self._order = np.argsort(rel, kind="stable").tolist()
+        self._demand_j = np.asarray(st.cpu) * np.asarray(st.tasks, dtype=float)
+        self._times: list[float] = []
+        self._dem: list[float] = []
+        self._alloc: list[float] = []
+        self._demand = 0.0
+        self._snaps: list = []
+        self._check, self._snapshots, self._recorder = check, snapshots, recorder
+        self.arrived = 0  # jobs released so far, in release order
+        self.events = 0
+        self.lp_failures = 0
+        self.now = t = float(rel[self._order[0]]) if n else 0.0
+        st.now = t
+        self._period = period = getattr(policy, "period", None)
+        self._own_allocate = own_allocate = getattr(policy, "allocate", None)  # optional hook (module docstring)
+        self._realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
+        self._whole_seconds = time_units == "seconds"
+        self._remap_arrivals = arrival_at_period == "remap" and bool(period)
+        self._net_penalties = penalties == "instant-net"
+        # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
+        # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
+        # instant equal to the first release runs right after it).
+        self._t0 = 0.0 if period_origin == "zero" else t
+        self._k_per = max(0, math.ceil(t / period)) if period and period_origin == "zero" else 1
+        self._t_per = self._t0 + self._k_per * period if period else math.inf
+        # The livelock guard (STALL_FACTOR): only periodic calls can repeat forever.
+        self._stall = (
+            STALL_FACTOR * (float(rel.max() - rel.min() + p.sum()) + n * st.penalty + period)
+            if period and n
+            else math.inf
+        )
+        self._moved = -math.inf  # time of the last progress, arrival or completion
+        self._idle_at = math.inf  # since when the cluster has been idle with jobs pending (a periodic policy's grace)
+        self._vt_seen = -1.0
+        self.done = False
+        from schedlab.engines.dfrs.sim.fast import horizon_kernel  # numba: loaded when a DFRS run starts
+
+        self._horizon_kernel = horizon_kernel
+
+    def _horizon(self):
+        """(running jobs or None, their rates, predicted completions, the next instant)."""
+        st, i, t, inf = self.state, self.arrived, self.now, math.inf
+        t_next = float(self._rel[self._order[i]]) if i < self.n else inf
+        run = rate = t_c = None
+        if st.running:
+            run = np.fromiter(st.running, dtype=np.int64, count=len(st.running))
+            # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
+            # earliest completion or penalty end: compiled (schedlab.engines.dfrs.sim.fast.horizon_kernel)
+            rate, t_c, t_ahead = self._horizon_kernel(run, st.pen_until, st.y, self._p, st.vt, t)
+            if self._whole_seconds:
+                t_c, t_ahead = _whole_second_completions(t_c, st.pen_until[run], t)
+            t_next = min(t_next, t_ahead)
+        if self._period and (st.running or st.pending):
+            t_next = min(t_next, self._t_per)
+        return run, rate, t_c, t_next
+
+    def peek(self) -> float:
+        """The time of the next instant (``inf``: none is left, or the run is stuck: :meth:`step` says why)."""
+        st = self.state
+        if self.done or not (self.arrived < self.n or st.running or st.pending):
+            return math.inf
+        return float(self._horizon()[3])
+
+    def step(self) -> None:
+        """Process the next instant (or, with nothing left, end the run: ``done``)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        st, n, policy, period = self.state, self.n, self.policy, self._period
+        if not (self.arrived < n or st.running or st.pending):
+            self._finish()
+            return
+        inf = math.inf
+        t = self.now
+        run, rate, t_c, t_next = self._horizon()
+        if t_next == inf:
+            if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
+                raise PolicyError(
+                    f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
+                    "and nothing arrives (every running job has yield 0)"
+                )
+            raise PolicyError(
+                f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
+                "(the policy left an idle cluster with jobs it never places)"
+            )
+        demand_j = self._demand_j
+        dt = t_next - t
+        if dt > 0:
+            self._times.append(t)
+            self._dem.append(self._demand)
+            self._alloc.append(float(np.dot(demand_j[run], rate)) if run is not None else 0.0)  # working CPU only
+        if run is not None:
+            if dt > 0:
+                st.vt[run] += rate * dt
+            done = run[t_c <= t_next]
+        else:
+            done = np.zeros(0, dtype=np.int64)
+        t = t_next
+        self.now = st.now = t
+        self.events += 1
+        p = self._p
+        for j in sorted(done.tolist()):
+            st.vt[j] = p[j]
+            st._finish(j)
+            self._demand -= demand_j[j]
+        late_star = self._late_star
+        if len(done) and not late_star:
+            policy.on_completion(st)
+        acted = bool(len(done))
+        # arrival_at_period = "remap": an arrival at a periodic instant is left to that instant's remap
+        # (the authors' simulator does not run its submission policy then; docs/dfrs.md row 3)
+        skip_arrival = self._remap_arrivals and _periodic_instant(t, self._t0, self._k_per, period)
+        rel, order, i = self._rel, self._order, self.arrived
+        while i < n and rel[order[i]] <= t:
+            acted = True
+            j = order[i]
+            i += 1
+            self.arrived = i
+            st.status[j] = WAITING
+            st.pending.add(j)
+            self._demand += demand_j[j]
+            if not skip_arrival:
+                policy.on_arrival(st, j)
+        if acted:
+            self._moved = t
+        periodic = False  # this instant ran the policy's periodic call
+        if self._t_per <= t:
+            assert period  # t_per is finite only with a period
+            while self._t_per < t:  # instants passed while idle are skipped
+                self._k_per += 1
+                self._t_per = self._t0 + self._k_per * period
+            if self._t_per == t:
+                if st.running or st.pending:
+                    vt_now = float(st.vt.sum())
+                    if vt_now > self._vt_seen:
+                        self._vt_seen, self._moved = vt_now, t
+                    elif t - self._moved > self._stall:
+                        raise DfrsLivelock(
+                            f"the policy never finishes: t={t}: no job progressed, arrived or completed for "
+                            f"{t - self._moved:g} s ({STALL_FACTOR:g}x the time the workload needs run one job "
+                            f"after another): a livelock of jobs kept paused, waiting or in their migration penalty"
+                        )
+                    policy.on_period(st)
+                    acted = periodic = True
+                self._k_per += 1
+                self._t_per = self._t0 + self._k_per * period
+        if late_star and acted:
+            policy.on_completion(st)
+        st.star_skip.clear()
+        if not st.running and not st.pending:
+            self._demand = 0.0  # drop round-off
+        if self._net_penalties:
+            st.settle_instant()
+        if st.dirty or (self._realloc_each and st.running):
+            if self._own_allocate is not None:
+                self.lp_failures += int(self._own_allocate(st, self._t_per))
+            else:
+                self.lp_failures += allocate(st, policy.opt)
+            st.dirty = False
+        if self._check:
+            check_state(st)
+        if st.pending and not st.running:
+            if not period:
+                raise _stalled(t, st, t, "")
+            if self._idle_at == inf:
+                self._idle_at = t
+            if periodic:
+                raise _stalled(t, st, self._idle_at, " after its periodic call")
+        else:
+            self._idle_at = inf
+        if self._recorder is not None:
+            self._recorder(t, st)
+        if self._snapshots:
+            self._snaps.append((t, st.vt.copy(), list(st.status), st.pen_until.copy(), st.y.copy()))
+
+    def _finish(self) -> None:
+        """Close the usage profile at the last instant."""
+        times, t = self._times, self.now
+        times.append(t)
+        if len(times) == 1:
+            times.append(t + 1.0)
+            self._dem.append(0.0)
+            self._alloc.append(0.0)
+        self._profile = UsageProfile(np.asarray(times), np.maximum(np.asarray(self._dem), 0.0), np.asarray(self._alloc))
+        self.done = True
+
+    def result(self) -> DfrsResult:
+        """The :class:`DfrsResult` of the finished run."""
+        if not self.done:
+            raise RuntimeError("result() before the run is done")
+        return DfrsResult(self.state, self.events, self._profile, self.lp_failures, self._snaps)
+
+
 def simulate_dfrs(
     release,
     processing,
@@ -136,170 +389,35 @@ def simulate_dfrs(
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
     instant that has running jobs, not only when the mapping changed (the
-    authors' simulator; docs/dfrs.md row 18)."""
-    st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
-    st.victims = victims
-    st.mcb8_rules = mcb8_rules
-    st.relabel = relabel
-    st.cpu_units = cpu_units
-    st.penalties = penalties
-    st.priority_units = priority_units
-    late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
-    st.star_pass = star_pass
-    if hidden is not None:
-        st.processing = hidden(st.processing)
-    n = st.n
-    rel = np.asarray(st.release)
-    # The engine's own view of the processing times: a plain array (in check
-    # mode the state holds the guarded container, which the compiled
-    # look-ahead could not take; reading it here, in the engine, is allowed).
-    p = np.asarray(st.processing, dtype=float)
-    order = np.argsort(rel, kind="stable").tolist()
-    demand_j = np.asarray(st.cpu) * np.asarray(st.tasks, dtype=float)
-    times: list[float] = []
-    dem: list[float] = []
-    alloc: list[float] = []
-    demand = 0.0
-    snaps: list = []
-    i = 0
-    events = 0
-    lp_failures = 0
-    t = float(rel[order[0]]) if n else 0.0
-    st.now = t
-    period = getattr(policy, "period", None)
-    own_allocate = getattr(policy, "allocate", None)  # optional hook (see the module docstring)
-    realloc_each = stretch_realloc == "every-instant" and own_allocate is not None
-    whole_seconds = time_units == "seconds"
-    remap_arrivals = arrival_at_period == "remap" and bool(period)
-    net_penalties = penalties == "instant-net"
-    # Periodic instants: r_min + k x period, k >= 1 (default), or k x period from the table's time 0
-    # (period_origin = "zero": the authors' simulator, whose grid starts at its trace file's t = 0; an
-    # instant equal to the first release runs right after it).
-    t0 = 0.0 if period_origin == "zero" else t
-    k_per = max(0, math.ceil(t / period)) if period and period_origin == "zero" else 1
-    t_per = t0 + k_per * period if period else math.inf
-    inf = math.inf
-    # The livelock guard (STALL_FACTOR): only periodic calls can repeat forever.
-    stall = STALL_FACTOR * (float(rel.max() - rel.min() + p.sum()) + n * st.penalty + period) if period and n else inf
-    moved = -inf  # time of the last progress, arrival or completion
-    idle_at = inf  # since when the cluster has been idle with jobs pending (a periodic policy's grace)
-    vt_seen = -1.0
-    from schedlab.engines.dfrs.sim.fast import horizon_kernel  # numba: loaded when a DFRS run starts
-
-    while i < n or st.running or st.pending:
-        t_arr = float(rel[order[i]]) if i < n else inf
-        t_next = t_arr
-        run = np.fromiter(st.running, dtype=np.int64, count=len(st.running)) if st.running else None
-        if run is not None:
-            # rate (y, or 0 in a penalty), predicted completions t + (p - vt) / rate (inf at rate 0), and the
-            # earliest completion or penalty end: compiled (schedlab.engines.dfrs.sim.fast.horizon_kernel)
-            rate, t_c, t_ahead = horizon_kernel(run, st.pen_until, st.y, p, st.vt, t)
-            if whole_seconds:
-                t_c, t_ahead = _whole_second_completions(t_c, st.pen_until[run], t)
-            t_next = min(t_next, t_ahead)
-        if period and (st.running or st.pending):
-            t_next = min(t_next, t_per)
-        if t_next == inf:
-            if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
-                raise PolicyError(
-                    f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
-                    "and nothing arrives (every running job has yield 0)"
-                )
-            raise PolicyError(
-                f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
-                "(the policy left an idle cluster with jobs it never places)"
-            )
-        dt = t_next - t
-        if dt > 0:
-            times.append(t)
-            dem.append(demand)
-            alloc.append(float(np.dot(demand_j[run], rate)) if run is not None else 0.0)  # working CPU only
-        if run is not None:
-            if dt > 0:
-                st.vt[run] += rate * dt
-            done = run[t_c <= t_next]
-        else:
-            done = np.zeros(0, dtype=np.int64)
-        t = t_next
-        st.now = t
-        events += 1
-        for j in sorted(done.tolist()):
-            st.vt[j] = p[j]
-            st._finish(j)
-            demand -= demand_j[j]
-        if len(done) and not late_star:
-            policy.on_completion(st)
-        acted = bool(len(done))
-        # arrival_at_period = "remap": an arrival at a periodic instant is left to that instant's remap
-        # (the authors' simulator does not run its submission policy then; docs/dfrs.md row 3)
-        skip_arrival = remap_arrivals and _periodic_instant(t, t0, k_per, period)
-        while i < n and rel[order[i]] <= t:
-            acted = True
-            j = order[i]
-            i += 1
-            st.status[j] = WAITING
-            st.pending.add(j)
-            demand += demand_j[j]
-            if not skip_arrival:
-                policy.on_arrival(st, j)
-        if acted:
-            moved = t
-        periodic = False  # this instant ran the policy's periodic call
-        if t_per <= t:
-            assert period  # t_per is finite only with a period
-            while t_per < t:  # instants passed while idle are skipped
-                k_per += 1
-                t_per = t0 + k_per * period
-            if t_per == t:
-                if st.running or st.pending:
-                    vt_now = float(st.vt.sum())
-                    if vt_now > vt_seen:
-                        vt_seen, moved = vt_now, t
-                    elif t - moved > stall:
-                        raise DfrsLivelock(
-                            f"the policy never finishes: t={t}: no job progressed, arrived or completed for "
-                            f"{t - moved:g} s ({STALL_FACTOR:g}x the time the workload needs run one job after "
-                            f"another): a livelock of jobs kept paused, waiting or in their migration penalty"
-                        )
-                    policy.on_period(st)
-                    acted = periodic = True
-                k_per += 1
-                t_per = t0 + k_per * period
-        if late_star and acted:
-            policy.on_completion(st)
-        st.star_skip.clear()
-        if not st.running and not st.pending:
-            demand = 0.0  # drop round-off
-        if net_penalties:
-            st.settle_instant()
-        if st.dirty or (realloc_each and st.running):
-            if own_allocate is not None:
-                lp_failures += int(own_allocate(st, t_per))
-            else:
-                lp_failures += allocate(st, policy.opt)
-            st.dirty = False
-        if check:
-            check_state(st)
-        if st.pending and not st.running:
-            if not period:
-                raise _stalled(t, st, t, "")
-            if idle_at == inf:
-                idle_at = t
-            if periodic:
-                raise _stalled(t, st, idle_at, " after its periodic call")
-        else:
-            idle_at = inf
-        if recorder is not None:
-            recorder(t, st)
-        if snapshots:
-            snaps.append((t, st.vt.copy(), list(st.status), st.pen_until.copy(), st.y.copy()))
-    times.append(t)
-    if len(times) == 1:
-        times.append(t + 1.0)
-        dem.append(0.0)
-        alloc.append(0.0)
-    prof = UsageProfile(np.asarray(times), np.maximum(np.asarray(dem), 0.0), np.asarray(alloc))
-    return DfrsResult(st, events, prof, lp_failures, snaps)
+    authors' simulator; docs/dfrs.md row 18). The loop is :class:`DfrsRun`
+    stepped to its end."""
+    return run_to_end(
+        DfrsRun(
+            release,
+            processing,
+            tasks,
+            cpu,
+            mem,
+            nodes,
+            policy,
+            penalty=penalty,
+            check=check,
+            snapshots=snapshots,
+            hidden=hidden,
+            star_pass=star_pass,
+            victims=victims,
+            stretch_realloc=stretch_realloc,
+            mcb8_rules=mcb8_rules,
+            relabel=relabel,
+            cpu_units=cpu_units,
+            penalties=penalties,
+            period_origin=period_origin,
+            time_units=time_units,
+            priority_units=priority_units,
+            arrival_at_period=arrival_at_period,
+            recorder=recorder,
+        )
+    )
 
 
 def _stalled(t: float, st: DfrsState, since: float, when: str) -> PolicyError:

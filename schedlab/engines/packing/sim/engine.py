@@ -106,6 +106,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from schedlab.errors import PolicyError
+from schedlab.sim.common.stepping import run_to_end
 from schedlab.sim.common.tolerances import EPOCH_TOL
 
 #: Absolute tolerance per dimension of the fit test (see module docstring).
@@ -366,6 +367,378 @@ def _as_inputs(
     return submit, duration, demand, capacity
 
 
+class PackingRun:
+    """One run of a packing policy, advanced one decision epoch at a time by
+    whoever holds it: :func:`simulate_packing` (``while not run.done:
+    run.step()``), a Gymnasium environment, a test (the shape of SimPy's
+    ``Environment.peek()`` / ``step()``). Arguments are those of
+    :func:`simulate_packing`.
+
+    An epoch has two halves: its events (the clock moves to it, the time
+    averages are integrated, departures then arrivals reach the policy) and
+    its decision (one ``policy.schedule()``, its placements applied and
+    checked). :meth:`step` does both; :meth:`advance` does the first half
+    only and leaves ``deciding`` set, so that a driver may act through the
+    policy before the decision -- the next :meth:`step` then makes it.
+    :meth:`peek` is the time of the next epoch (that of the open one while
+    ``deciding``; ``INF`` when none is left, or the next is past ``until``).
+    The step that finds no epoch left sets :attr:`done`; :meth:`result` is
+    then the :class:`PackingResult`. Between steps ``run.cluster`` and
+    ``run.policy`` may be read.
+    """
+
+    __slots__ = (
+        "L",
+        "_area_q",
+        "_area_qres",
+        "_area_run",
+        "_area_used",
+        "_arr_t",
+        "_dem_t",
+        "_demand",
+        "_dur",
+        "_every",
+        "_fixed",
+        "_heap",
+        "_inputs",
+        "_k_sample",
+        "_next_sample",
+        "_policy_name",
+        "_qres",
+        "_recorder",
+        "_samples",
+        "_state",
+        "_t0",
+        "_t1",
+        "_t_prev",
+        "_used",
+        "arrived",
+        "check",
+        "cluster",
+        "completed",
+        "d",
+        "deciding",
+        "done",
+        "epoch",
+        "epochs",
+        "n",
+        "now",
+        "policy",
+        "queued",
+        "running",
+        "server",
+        "start",
+        "started",
+        "until",
+    )
+
+    def __init__(
+        self,
+        submit: ArrayLike,
+        duration: ArrayLike,
+        demand: ArrayLike,
+        capacity: ArrayLike,
+        policy_factory: Callable[[Cluster], Any],
+        *,
+        epoch: float | None = 1.0,
+        sample_every: float | None = None,
+        until: float | None = None,
+        check: bool = False,
+        group: ArrayLike | None = None,
+        estimate: ArrayLike | None = None,
+        hidden: Callable[[list[float]], Sequence[float]] | None = None,
+        recorder: Callable[[float, str, int, int], None] | None = None,
+    ) -> None:
+        submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
+        group, estimate = _as_groups(group, estimate, duration)
+        if epoch is not None and not (epoch > 0 and math.isfinite(epoch)):
+            raise ValueError(f"epoch must be > 0 or None (got {epoch})")
+        if sample_every is not None and not (sample_every > 0 and math.isfinite(sample_every)):
+            raise ValueError(f"sample_every must be > 0 (got {sample_every})")
+        self._inputs = (submit, duration, capacity, group, demand)
+        self.n, self.d = n, d = demand.shape
+        self.L = capacity.shape[0]
+        self.epoch, self.until, self.check = epoch, until, check
+        self.cluster = cluster = Cluster(capacity, demand, group, estimate)
+        self.policy = policy = policy_factory(cluster)
+        self._policy_name = getattr(type(policy), "name", "") or type(policy).__name__
+        self._recorder = recorder
+        self._arr_t = arrival_epochs(submit, epoch).tolist()
+        dur = duration.tolist()
+        if hidden is not None:
+            dur = hidden(dur)
+        self._dur = dur
+        self._demand = demand
+        self._dem_t = [tuple(row) for row in demand.tolist()]
+        self._state = bytearray(n)
+        self.start = [math.nan] * n
+        self.server = [-1] * n
+        self._heap: list[tuple[float, int]] = []
+        self.arrived = 0  # jobs that have joined the queue (the next is job ``arrived``)
+        self.queued = 0
+        self.running = 0
+        self.completed = 0
+        self.started = 0
+        self._qres = [0.0] * d
+        self._used = [0.0] * d
+        self._area_q = 0.0
+        self._area_run = 0.0
+        self._area_qres = [0.0] * d
+        self._area_used = [0.0] * d
+        self.epochs = 0
+        self._t0: float | None = None
+        self._t_prev = 0.0
+        self.now = 0.0
+        self.deciding = False
+        self.done = False
+        self._samples: dict[str, list[Any]] | None = None  # per-resource queue: tuples
+        self._every = 0.0
+        self._next_sample = INF
+        if sample_every is not None:
+            self._samples = {"t": [], "queue_jobs": [], "queue_resource": [], "running_jobs": []}
+            self._every = sample_every
+        self._k_sample = 0
+        # what never changes during the run, read by every epoch in one load
+        self._fixed = (
+            policy,
+            recorder,
+            self._state,
+            self._dem_t,
+            cluster._free,
+            cluster._jobs_on,
+            demand,
+            self._dur,
+            self.start,
+            self.server,
+            self._heap,
+            self._arr_t,
+            epoch,
+            until,
+            n,
+            self.L,
+            d,
+            range(d),
+        )
+
+    def _record_until(self, t_lim: float, inclusive: bool) -> None:
+        samples, t0 = self._samples, self._t0
+        assert samples is not None and t0 is not None  # called only when sampling, from the first event on
+        while self._next_sample < t_lim or (inclusive and self._next_sample == t_lim):
+            samples["t"].append(self._next_sample)
+            samples["queue_jobs"].append(self.queued)
+            samples["queue_resource"].append(tuple(self._qres))
+            samples["running_jobs"].append(self.running)
+            self._k_sample += 1
+            self._next_sample = t0 + self._k_sample * self._every
+
+    def peek(self) -> float:
+        """The time of the next epoch (the open one while ``deciding``; ``INF``: none left)."""
+        if self.deciding:
+            return self.now
+        if self.done:
+            return INF
+        i, heap = self.arrived, self._heap
+        t_arr = self._arr_t[i] if i < self.n else INF
+        t_dep = heap[0][0] if heap else INF
+        now = t_arr if t_arr < t_dep else t_dep
+        return INF if self.until is not None and now > self.until else now
+
+    def advance(self) -> bool:
+        """The first half of the next epoch: move the clock to it, then its
+        departures and arrivals; ``deciding`` is then set and the next
+        :meth:`step` makes its decision. False (and nothing done): no epoch is left."""
+        if self.deciding or self.done:
+            raise RuntimeError("advance() on a run that is deciding or done")
+        policy, recorder, state, dem_t, free, jobs_on, demand, _, _, server, heap, arr_t, _, until, n, _, d, srange = (
+            self._fixed
+        )
+        i = self.arrived
+        t_arr = arr_t[i] if i < n else INF
+        t_dep = heap[0][0] if heap else INF
+        now = t_arr if t_arr < t_dep else t_dep
+        if now == INF or (until is not None and now > until):
+            return False
+        if self._t0 is None:
+            self._t0 = now
+            if self._samples is not None:
+                self._next_sample = now
+        else:
+            dt = now - self._t_prev
+            self._area_q += self.queued * dt
+            self._area_run += self.running * dt
+            qres, used, area_qres, area_used = self._qres, self._used, self._area_qres, self._area_used
+            for k in srange:
+                area_qres[k] += qres[k] * dt
+                area_used[k] += used[k] * dt
+            if self._samples is not None:
+                self._record_until(now, False)
+        self.cluster.now = self.now = now
+
+        # departures
+        if heap and heap[0][0] <= now:
+            used = self._used
+            left = 0
+            while heap and heap[0][0] <= now:
+                _, j = heapq.heappop(heap)
+                s = server[j]
+                free[s] += demand[j]
+                jobs_on[s].discard(j)
+                state[j] = _DONE
+                left += 1
+                dj = dem_t[j]
+                for k in srange:
+                    used[k] -= dj[k]
+                policy.depart(j, s)
+                if recorder is not None:
+                    recorder(now, "depart", j, s)
+            self.running -= left
+            self.completed += left
+        if self.running == 0:
+            self._used = [0.0] * d  # no drift when the cluster is empty
+
+        # arrivals
+        if i < n and arr_t[i] <= now:
+            qres = self._qres
+            while i < n and arr_t[i] <= now:
+                state[i] = _QUEUED
+                self.queued += 1
+                di = dem_t[i]
+                for k in srange:
+                    qres[k] += di[k]
+                self.arrived = i + 1
+                policy.arrive(i)
+                i += 1
+        self.deciding = True
+        return True
+
+    def step(self) -> None:
+        """Process the next epoch (its decision only, when :meth:`advance`
+        opened it); with none left, end the run (``done``)."""
+        if not self.deciding:
+            if self.done:
+                raise RuntimeError("step() on a finished run")
+            if not self.advance():
+                self._finish()
+                return
+        self.deciding = False
+        now = self.now
+        (
+            policy,
+            recorder,
+            state,
+            dem_t,
+            free,
+            jobs_on,
+            demand,
+            dur,
+            start,
+            server,
+            heap,
+            _,
+            epoch,
+            until,
+            n,
+            L,
+            d,
+            srange,
+        ) = self._fixed
+        qres, used = self._qres, self._used
+        placed = 0
+        for j, s in policy.schedule():
+            if not (0 <= j < n) or state[j] != _QUEUED:
+                raise PlacementError(f"t={now}: job {j} is not in the queue (policy {type(policy).__name__})")
+            if not (0 <= s < L):
+                raise PlacementError(f"t={now}: server {s} does not exist (L = {L})")
+            dj = dem_t[j]
+            row = free[s]
+            for k in srange:
+                if dj[k] > row[k] + FIT_TOL:
+                    raise CapacityExceeded(j, s, row, dj, now)
+            row -= demand[j]
+            jobs_on[s].add(j)
+            state[j] = _RUNNING
+            server[j] = s
+            start[j] = now
+            placed += 1
+            for k in srange:
+                qres[k] -= dj[k]
+                used[k] += dj[k]
+            end = now + dur[j]
+            heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
+            if recorder is not None:
+                recorder(now, "place", j, s)
+        if placed:
+            self.queued -= placed
+            self.running += placed
+            self.started += placed
+        if self.queued == 0:
+            self._qres = [0.0] * d
+        elif self.running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
+            queue = np.array([j for j in range(self.arrived) if state[j] == _QUEUED])  # once, on the way out
+            raise _stalled(self._policy_name, now, queue, n, demand)
+        self.epochs += 1
+        if self.check:
+            _check_cluster(self.cluster, demand, now)
+        self._t_prev = now
+
+    def _finish(self) -> None:
+        """Close the time averages at the end of the run (or at ``until``)."""
+        until, d = self.until, self.d
+        if self._t0 is None:  # no epoch at all
+            self._t0 = self._t_prev = 0.0 if until is None else min(0.0, until)
+        t1 = self._t_prev
+        if until is not None and until > self._t_prev:
+            dt = until - self._t_prev
+            self._area_q += self.queued * dt
+            self._area_run += self.running * dt
+            for k in range(d):
+                self._area_qres[k] += self._qres[k] * dt
+                self._area_used[k] += self._used[k] * dt
+            t1 = until
+        if self._samples is not None:
+            self._record_until(t1, True)
+        self._t1 = t1
+        self.done = True
+
+    def result(self) -> PackingResult:
+        """The :class:`PackingResult` of the finished run."""
+        if not self.done:
+            raise RuntimeError("result() before the run is done")
+        submit, duration, capacity, group, demand = self._inputs
+        samples, d = self._samples, self.d
+        series = None
+        if samples is not None:
+            series = {
+                "t": np.array(samples["t"], dtype=float),
+                "queue_jobs": np.array(samples["queue_jobs"], dtype=np.int64),
+                "queue_resource": np.array(samples["queue_resource"], dtype=float).reshape(-1, d),
+                "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
+            }
+        assert self._t0 is not None
+        return finish_result(
+            submit,
+            duration,
+            capacity,
+            group,
+            np.array(self.start, dtype=float),
+            np.array(self.server, dtype=np.int64),
+            self._t0,
+            self._t1,
+            self._area_q,
+            self._area_run,
+            self._area_qres,
+            self._area_used,
+            self.completed,
+            self.started,
+            self.epochs,
+            series,
+            policy=self._policy_name,
+            until=self.until,
+            demand=demand,
+            epoch=self.epoch,
+        )
+
+
 def simulate_packing(
     submit: ArrayLike,
     duration: ArrayLike,
@@ -400,194 +773,24 @@ def simulate_packing(
     ``recorder(now, "depart", job, server)`` when a job's demand is freed and
     ``recorder(now, "place", job, server)`` when one is placed, in the order
     the engine applies them (None: one test per departure and placement).
+    The loop is :class:`PackingRun` stepped to its end.
     """
-    submit, duration, demand, capacity = _as_inputs(submit, duration, demand, capacity)
-    group, estimate = _as_groups(group, estimate, duration)
-    if epoch is not None and not (epoch > 0 and math.isfinite(epoch)):
-        raise ValueError(f"epoch must be > 0 or None (got {epoch})")
-    if sample_every is not None and not (sample_every > 0 and math.isfinite(sample_every)):
-        raise ValueError(f"sample_every must be > 0 (got {sample_every})")
-    n, d = demand.shape
-    L = capacity.shape[0]
-    cluster = Cluster(capacity, demand, group, estimate)
-    policy = policy_factory(cluster)
-
-    arr_t = arrival_epochs(submit, epoch).tolist()
-    dur = duration.tolist()
-    if hidden is not None:
-        dur = hidden(dur)
-    dem_t = [tuple(row) for row in demand.tolist()]
-    free = cluster._free
-    jobs_on = cluster._jobs_on
-    state = bytearray(n)
-    start = [math.nan] * n
-    server = [-1] * n
-
-    heap: list[tuple[float, int]] = []
-    i = 0
-    queued = 0
-    running = 0
-    completed = 0
-    started = 0
-    qres = [0.0] * d
-    used = [0.0] * d
-    area_q = 0.0
-    area_run = 0.0
-    area_qres = [0.0] * d
-    area_used = [0.0] * d
-    epochs = 0
-    t0: float | None = None
-    t_prev = 0.0
-    srange = range(d)
-
-    samples: dict[str, list[Any]] | None = None  # per-resource queue: tuples
-    every = 0.0
-    next_sample = INF
-    if sample_every is not None:
-        samples = {"t": [], "queue_jobs": [], "queue_resource": [], "running_jobs": []}
-        every = sample_every
-    k_sample = 0
-
-    def record_until(t_lim: float, inclusive: bool) -> None:
-        nonlocal next_sample, k_sample
-        assert samples is not None and t0 is not None  # called only when sampling, from the first event on
-        while next_sample < t_lim or (inclusive and next_sample == t_lim):
-            samples["t"].append(next_sample)
-            samples["queue_jobs"].append(queued)
-            samples["queue_resource"].append(tuple(qres))
-            samples["running_jobs"].append(running)
-            k_sample += 1
-            next_sample = t0 + k_sample * every
-
-    while True:
-        t_arr = arr_t[i] if i < n else INF
-        t_dep = heap[0][0] if heap else INF
-        now = t_arr if t_arr < t_dep else t_dep
-        if now == INF or (until is not None and now > until):
-            break
-        if t0 is None:
-            t0 = now
-            if samples is not None:
-                next_sample = t0
-        else:
-            dt = now - t_prev
-            area_q += queued * dt
-            area_run += running * dt
-            for k in srange:
-                area_qres[k] += qres[k] * dt
-                area_used[k] += used[k] * dt
-            if samples is not None:
-                record_until(now, False)
-        cluster.now = now
-
-        # departures
-        while heap and heap[0][0] <= now:
-            _, j = heapq.heappop(heap)
-            s = server[j]
-            free[s] += demand[j]
-            jobs_on[s].discard(j)
-            state[j] = _DONE
-            running -= 1
-            completed += 1
-            dj = dem_t[j]
-            for k in srange:
-                used[k] -= dj[k]
-            policy.depart(j, s)
-            if recorder is not None:
-                recorder(now, "depart", j, s)
-        if running == 0:
-            used = [0.0] * d  # no drift when the cluster is empty
-
-        # arrivals
-        while i < n and arr_t[i] <= now:
-            state[i] = _QUEUED
-            queued += 1
-            di = dem_t[i]
-            for k in srange:
-                qres[k] += di[k]
-            policy.arrive(i)
-            i += 1
-
-        # decisions
-        for j, s in policy.schedule():
-            if not (0 <= j < n) or state[j] != _QUEUED:
-                raise PlacementError(f"t={now}: job {j} is not in the queue (policy {type(policy).__name__})")
-            if not (0 <= s < L):
-                raise PlacementError(f"t={now}: server {s} does not exist (L = {L})")
-            dj = dem_t[j]
-            row = free[s]
-            for k in srange:
-                if dj[k] > row[k] + FIT_TOL:
-                    raise CapacityExceeded(j, s, row, dj, now)
-            row -= demand[j]
-            jobs_on[s].add(j)
-            state[j] = _RUNNING
-            server[j] = s
-            start[j] = now
-            queued -= 1
-            running += 1
-            started += 1
-            for k in srange:
-                qres[k] -= dj[k]
-                used[k] += dj[k]
-            end = now + dur[j]
-            heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
-            if recorder is not None:
-                recorder(now, "place", j, s)
-        if queued == 0:
-            qres = [0.0] * d
-        elif running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
-            queue = np.array([j for j in range(i) if state[j] == _QUEUED])  # once, on the way out
-            raise _stalled(getattr(type(policy), "name", "") or type(policy).__name__, now, queue, n, demand)
-        epochs += 1
-        if check:
-            _check_cluster(cluster, demand, now)
-        t_prev = now
-
-    if t0 is None:  # no epoch at all
-        t0 = t_prev = 0.0 if until is None else min(0.0, until)
-    t1 = t_prev
-    if until is not None and until > t_prev:
-        dt = until - t_prev
-        area_q += queued * dt
-        area_run += running * dt
-        for k in srange:
-            area_qres[k] += qres[k] * dt
-            area_used[k] += used[k] * dt
-        t1 = until
-    if samples is not None:
-        record_until(t1, True)
-
-    series = None
-    if samples is not None:
-        series = {
-            "t": np.array(samples["t"], dtype=float),
-            "queue_jobs": np.array(samples["queue_jobs"], dtype=np.int64),
-            "queue_resource": np.array(samples["queue_resource"], dtype=float).reshape(-1, d),
-            "running_jobs": np.array(samples["running_jobs"], dtype=np.int64),
-        }
-    return finish_result(
+    run = PackingRun(
         submit,
         duration,
+        demand,
         capacity,
-        group,
-        np.array(start, dtype=float),
-        np.array(server, dtype=np.int64),
-        t0,
-        t1,
-        area_q,
-        area_run,
-        area_qres,
-        area_used,
-        completed,
-        started,
-        epochs,
-        series,
-        policy=getattr(type(policy), "name", "") or type(policy).__name__,
-        until=until,
-        demand=demand,
+        policy_factory,
         epoch=epoch,
+        sample_every=sample_every,
+        until=until,
+        check=check,
+        group=group,
+        estimate=estimate,
+        hidden=hidden,
+        recorder=recorder,
     )
+    return run_to_end(run)
 
 
 def arrival_epochs(submit: np.ndarray, epoch: float | None) -> np.ndarray:

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from schedlab.engines.packing.sim.engine import misfit, simulate_packing
+from schedlab.engines.packing.sim.engine import PackingResult, PackingRun, misfit
 from schedlab.engines.packing.sim.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERNELS, fast_vqs_J
 from schedlab.errors import UserError
 from schedlab.sim import system as system_params
 from schedlab.sim.common import compiling
+from schedlab.sim.common.stepping import run_to_end
 
 
 def run_table(
@@ -49,6 +51,71 @@ def run_table(
     sampled series or None)."""
     if path not in ("fast", "reference"):
         raise UserError(f"packing engine: path must be 'fast' or 'reference'; got {path!r}")
+    t = table_inputs(jobs, params)
+    submit, duration, demand, capacity = t.submit, t.duration, t.demand, t.capacity
+    epoch, sample_every, until, group, estimate, params = (
+        t.epoch,
+        t.sample_every,
+        t.until,
+        t.group,
+        t.estimate,
+        t.params,
+    )
+    res = None
+    fast = fast_path(kernel, params) if path == "fast" and recorder is None else None
+    if fast is not None and not compiling.ready(fast.UNIT):  # compiled beside this process now: the reference runs
+        fast = None
+    if fast is not None:
+        # compile or load the kernel outside the timed run
+        if kernel in MULTI_KERNELS:  # its tables come from the policy's own constructor: it takes the class
+            fast.warm(kernel, policy_cls)
+            run = functools.partial(fast.simulate, kernel, policy_cls)
+        else:
+            fast.warm()
+            run = functools.partial(fast.simulate, kernel)
+        started = time.perf_counter()
+        res = run(
+            submit,
+            duration,
+            demand,
+            capacity,
+            epoch=epoch,
+            sample_every=sample_every,
+            until=until,
+            group=group,
+            estimate=estimate,
+            params=params,
+        )
+    if res is None:  # the reference path (or the kernel declined)
+        started = time.perf_counter()
+        stepped = reference_run(t, policy_cls, recorder)
+        try:
+            res = run_to_end(stepped)
+        except ValueError as exc:
+            raise UserError(f"packing engine: {exc}") from None
+    return table_outcome(jobs, t, res, time.perf_counter() - started)
+
+
+@dataclass
+class TableInputs:
+    """A job table and system parameters as the engine takes them (:func:`table_inputs`)."""
+
+    submit: np.ndarray
+    duration: np.ndarray
+    demand: np.ndarray  # n x d
+    capacity: np.ndarray  # L x d
+    res_names: list[str]  # [""]: one unnamed resource
+    epoch: float | None
+    sample_every: float | None
+    until: float | None
+    group: np.ndarray | None
+    estimate: np.ndarray | None
+    params: dict[str, Any]  # the policy's
+
+
+def table_inputs(jobs, params: dict[str, Any]) -> TableInputs:
+    """Read and check a job table and the parameters of :func:`run_table`
+    (system parameters against the engine's declaration; the rest are the policy's)."""
     params = dict(params)
     system = {name: params.pop(name) for name in system_params.PACKING.defaults() if name in params}
     until = params.pop("until", None)
@@ -76,64 +143,53 @@ def run_table(
         raise UserError(f"packing engine: {why}")
     group = jobs["group"].to_numpy() if "group" in cols else None
     estimate = jobs["estimate"].to_numpy().astype(float) if "estimate" in cols else None
-    res = None
-    fast = fast_path(kernel, params) if path == "fast" and recorder is None else None
-    if fast is not None and not compiling.ready(fast.UNIT):  # compiled beside this process now: the reference runs
-        fast = None
-    if fast is not None:
-        # compile or load the kernel outside the timed run
-        if kernel in MULTI_KERNELS:  # its tables come from the policy's own constructor: it takes the class
-            fast.warm(kernel, policy_cls)
-            run = functools.partial(fast.simulate, kernel, policy_cls)
-        else:
-            fast.warm()
-            run = functools.partial(fast.simulate, kernel)
-        started = time.perf_counter()
-        res = run(
-            submit,
-            duration,
-            demand,
-            capacity,
-            epoch=epoch,
-            sample_every=sample_every,
-            until=until,
-            group=group,
-            estimate=estimate,
-            params=params,
+    return TableInputs(
+        submit, duration, demand, capacity, res_names, epoch, sample_every, until, group, estimate, params
+    )
+
+
+def reference_run(t: TableInputs, policy_cls, recorder=None) -> PackingRun:
+    """The reference engine's run of ``policy_cls`` over ``t``, not yet
+    stepped (:func:`run_table`'s reference path; ``schedlab.engines.packing.gym``
+    steps one itself)."""
+    params = t.params
+    factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
+    try:
+        return PackingRun(
+            t.submit,
+            t.duration,
+            t.demand,
+            t.capacity,
+            factory,
+            epoch=t.epoch,
+            sample_every=t.sample_every,
+            until=t.until,
+            group=t.group,
+            estimate=t.estimate,
+            recorder=recorder,
         )
-    if res is None:  # the reference path (or the kernel declined)
-        factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
-        started = time.perf_counter()
-        try:
-            res = simulate_packing(
-                submit,
-                duration,
-                demand,
-                capacity,
-                factory,
-                epoch=epoch,
-                sample_every=sample_every,
-                until=until,
-                group=group,
-                estimate=estimate,
-                recorder=recorder,
-            )
-        except ValueError as exc:
-            raise UserError(f"packing engine: {exc}") from None
-    wall = time.perf_counter() - started
+    except ValueError as exc:
+        raise UserError(f"packing engine: {exc}") from None
+
+
+def table_outcome(
+    jobs, t: TableInputs, res: PackingResult, wall: float
+) -> tuple[dict[str, np.ndarray], dict[str, float], dict | None]:
+    """:func:`run_table`'s return value for a run's result ``res`` (``wall``: its seconds)."""
+    res_names = t.res_names
     summary = res.summary(None if res_names == [""] else res_names)
     summary["sim_seconds"] = wall
     per_job = {
         "job_id": jobs["job_id"].to_numpy(),
-        "submit": submit,
-        "duration": duration,
+        "submit": t.submit,
+        "duration": t.duration,
         "start": res.start,
         "end": res.end,
         "wait": res.wait,
         "server": res.server,
     }
-    if group is not None:
-        per_job["group"] = np.asarray(group)
+    if t.group is not None:
+        per_job["group"] = np.asarray(t.group)
     return per_job, summary, res.samples
 
 

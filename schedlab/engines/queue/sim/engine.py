@@ -58,6 +58,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from schedlab.errors import PolicyError
+from schedlab.sim.common.stepping import run_to_end
 
 INF = float("inf")
 
@@ -335,6 +336,183 @@ def _stuck(now: float, turns: int, t_policy: float) -> PolicyStuck:
     )
 
 
+class QueueRun:
+    """One run of a policy over a workload, advanced one event at a time by
+    whoever holds it: :func:`simulate` (``while not run.done: run.step()``),
+    a Gymnasium environment, a test or a notebook (the shape of SimPy's
+    ``Environment.peek()`` / ``step()``).
+
+    :meth:`peek` is the time of the next event (``INF`` when none is left);
+    :meth:`step` applies exactly one event -- a completion, one of the
+    policy's internal events or an arrival, in the tie order of the module
+    docstring -- so several events may share an instant. The step that finds
+    nothing left to do sets :attr:`done` (that turn is counted in ``events``,
+    as the loop always has); :meth:`result` is then (completion times, events).
+    Between two steps a driver may read ``run.server`` (time, pools, attained
+    service) and ``run.policy``, and may act through the policy's seam.
+    Arguments are those of :func:`simulate`.
+    """
+
+    __slots__ = (
+        "n",
+        "_sub",
+        "_sizes",
+        "server",
+        "policy",
+        "_seen",
+        "_weights",
+        "completion",
+        "_arrive",
+        "_depart",
+        "_next_event_time",
+        "_on_event",
+        "_next_completion",
+        "_complete",
+        "_admit",
+        "_w",
+        "_recorder",
+        "_conserving",
+        "_stall",
+        "arrived",
+        "completed",
+        "events",
+        "done",
+        "_idle_at",
+        "_same",
+    )
+
+    def __init__(
+        self,
+        submit: np.ndarray,
+        size: np.ndarray,
+        estimate: np.ndarray,
+        weight: np.ndarray,
+        policy_factory: Callable[[Server], Any],
+        *,
+        hidden: Callable[[list[float]], Sequence[float]] | None = None,
+        recorder: Callable[[float, Server], None] | None = None,
+    ) -> None:
+        self.n = n = len(submit)
+        self._sub = submit.tolist()
+        sizes = size.tolist()
+        if hidden is not None:
+            sizes = hidden(sizes)
+        self._sizes = sizes
+        self.server = server = Server(sizes, n)
+        self.policy = policy = policy_factory(server)
+        self._seen = sizes if policy.exact_size else estimate.tolist()
+        self._weights = weight.tolist()
+        self.completion = [0.0] * n
+        self._arrive, self._depart = policy.arrive, policy.depart
+        self._next_completion, self._complete, self._admit = server._next_completion, server._complete, server._admit
+        self._w = server._w
+        self._next_event_time, self._on_event = policy.next_event_time, policy.on_event
+        self._recorder = recorder
+        self._conserving = getattr(policy, "work_conserving", True)
+        self._stall = STALL_EVENTS + STALL_PER_JOB * n
+        self.arrived = 0  # jobs admitted so far (the next arrival is job ``arrived``)
+        self.completed = 0
+        self.events = 0
+        self.done = False
+        self._idle_at = -INF  # since when the server has been idle with jobs present (-INF: it is not)
+        self._same = 0  # loop turns at this instant without an arrival or departure (see STALL_EVENTS)
+
+    @property
+    def now(self) -> float:
+        return self.server.now
+
+    def peek(self) -> float:
+        """The time of the next event (``INF``: none is left). A query: it
+        changes nothing a step would see."""
+        if self.done:
+            return INF
+        server = self.server
+        i = self.arrived
+        t_arrival = self._sub[i] if i < self.n else INF
+        t_done, job = server._next_completion()
+        t_policy = self._next_event_time()
+        if job >= 0:
+            t_done = self._settled(t_done, job, t_policy if t_policy < t_arrival else t_arrival)
+        t = min(t_done, t_policy, t_arrival)
+        return t if t == INF or t > server.now else server.now
+
+    def _settled(self, t_done: float, job: int, t_other: float) -> float:
+        """``job``'s completion time, moved to the other event ``t_other`` when
+        its residual work there is within DONE_REL_TOL of its size (work done
+        in dt is dt * w / W)."""
+        server = self.server
+        if (
+            t_done > t_other
+            and (t_done - t_other) * server._w[job] <= DONE_REL_TOL * self._sizes[job] * server.served_weight
+        ):
+            return t_other if t_other > server.now else server.now
+        return t_done
+
+    def step(self) -> None:
+        """Apply the next event (or, with none left, end the run: ``done``)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        server = self.server
+        i = self.arrived
+        n = self.n
+        t_arrival = self._sub[i] if i < n else INF
+        t_done, job = self._next_completion()
+        t_policy = self._next_event_time()
+        self.events += 1
+        if job >= 0:
+            t_other = t_policy if t_policy < t_arrival else t_arrival
+            # Completion first if the job's residual work at the other event is
+            # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
+            if (
+                t_done > t_other
+                and (t_done - t_other) * self._w[job] <= DONE_REL_TOL * self._sizes[job] * server.served_weight
+            ):
+                t_done = t_other if t_other > server.now else server.now
+            if self._idle_at != -INF:
+                self._idle_at = -INF
+            if t_done <= t_policy and t_done <= t_arrival:
+                server.now = t_done
+                self._complete(job)
+                self.completion[job] = t_done
+                self.completed += 1
+                self._same = 0
+                self._depart(job)
+                if self._recorder is not None:
+                    self._recorder(t_done, server)
+                return
+        elif i > self.completed:
+            if self._idle_at == -INF:
+                self._idle_at = server.now
+            if t_policy == INF and t_arrival > server.now and (self._conserving or i == n):
+                raise _stalled(server, n, i - self.completed, self._idle_at)
+        if t_policy <= t_arrival and t_policy < INF:
+            if t_policy > server.now:
+                server.now = t_policy
+                self._same = 0
+            else:
+                self._same += 1
+                if self._same > self._stall:
+                    raise _stuck(server.now, self._stall, t_policy)
+            self._on_event()
+        elif i < n:
+            server.now = t_arrival
+            self._same = 0
+            self._admit(i)
+            self.arrived = i + 1
+            self._arrive(i, self._seen[i], self._weights[i])
+        else:
+            self.done = True
+            return
+        if self._recorder is not None:
+            self._recorder(server.now, server)
+
+    def result(self) -> tuple[np.ndarray, int]:
+        """(completion times in job-table order, events) of the finished run."""
+        if not self.done:
+            raise RuntimeError("result() before the run is done")
+        return np.asarray(self.completion, dtype=np.float64), self.events
+
+
 def simulate(
     submit: np.ndarray,
     size: np.ndarray,
@@ -348,7 +526,8 @@ def simulate(
     """Run one policy over one workload; return (completion times, events).
 
     ``submit`` must be non-decreasing; ``policy_factory(server)`` builds the
-    policy. Completion times are in job-table order.
+    policy. Completion times are in job-table order. The loop is
+    :class:`QueueRun` stepped to its end.
 
     ``hidden`` (check mode, ``schedlab.checks``): a function applied once to
     the list of true sizes, returning the sequence the engine then uses
@@ -360,71 +539,8 @@ def simulate(
     state the server is in between two events (``Server.served_shares``).
     None (the normal path) costs one test per event.
     """
-    n = len(submit)
-    sub = submit.tolist()
-    sizes = size.tolist()
-    if hidden is not None:
-        sizes = hidden(sizes)
-    server = Server(sizes, n)
-    policy = policy_factory(server)
-    seen = sizes if policy.exact_size else estimate.tolist()
-    weights = weight.tolist()
-    completion = [0.0] * n
-    arrive, depart = policy.arrive, policy.depart
-    next_event_time, on_event = policy.next_event_time, policy.on_event
-    next_completion, complete, admit = server._next_completion, server._complete, server._admit
-    w_of = server._w
-    i = 0
-    events = 0
-    done = 0
-    conserving = getattr(policy, "work_conserving", True)
-    idle_at = -INF  # since when the server has been idle with jobs present (-INF: it is not)
-    same = 0  # loop turns at this instant without an arrival or departure (see STALL_EVENTS)
-    stall = STALL_EVENTS + STALL_PER_JOB * n
-    while True:
-        t_arrival = sub[i] if i < n else INF
-        t_done, job = next_completion()
-        t_policy = next_event_time()
-        events += 1
-        if job >= 0:
-            t_other = t_policy if t_policy < t_arrival else t_arrival
-            # Completion first if the job's residual work at the other event is
-            # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
-            if t_done > t_other and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served_weight:
-                t_done = t_other if t_other > server.now else server.now
-            idle_at = -INF
-        elif i > done:
-            if idle_at == -INF:
-                idle_at = server.now
-            if t_policy == INF and t_arrival > server.now and (conserving or i == n):
-                raise _stalled(server, n, i - done, idle_at)
-        if t_done <= t_policy and t_done <= t_arrival and job >= 0:
-            server.now = t_done
-            complete(job)
-            completion[job] = t_done
-            done += 1
-            same = 0
-            depart(job)
-        elif t_policy <= t_arrival and t_policy < INF:
-            if t_policy > server.now:
-                server.now = t_policy
-                same = 0
-            else:
-                same += 1
-                if same > stall:
-                    raise _stuck(server.now, stall, t_policy)
-            on_event()
-        elif i < n:
-            server.now = t_arrival
-            same = 0
-            admit(i)
-            arrive(i, seen[i], weights[i])
-            i += 1
-        else:
-            break
-        if recorder is not None:
-            recorder(server.now, server)
-    return np.asarray(completion, dtype=np.float64), events
+    run = QueueRun(submit, size, estimate, weight, policy_factory, hidden=hidden, recorder=recorder)
+    return run_to_end(run)
 
 
 def _stalled(server: Server, n: int, present: int, since: float) -> PolicyStalled:
