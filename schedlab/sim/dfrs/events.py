@@ -105,6 +105,7 @@ def simulate_dfrs(
     time_units: str = "real",
     priority_units: str = "real",
     arrival_at_period: str = "placed",
+    victims_settle: str = "arrival",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -131,7 +132,10 @@ def simulate_dfrs(
     (``_whole_second_completions``); ``priority_units = "ms"`` ranks jobs
     as that simulator does (``DfrsState._vcsim_value``);
     ``arrival_at_period = "remap"`` does not call ``on_arrival`` for a job
-    released at a periodic instant: that instant's remap maps it.
+    released at a periodic instant: that instant's remap maps it;
+    ``victims_settle = "instant-end"`` (``state.victims_settle``) holds
+    GreedyP / GreedyPM's victims until the end of the instant, where the
+    policy's ``end_instant`` settles them before the '*' pass.
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -144,6 +148,7 @@ def simulate_dfrs(
     st.cpu_units = cpu_units
     st.penalties = penalties
     st.priority_units = priority_units
+    st.victims_settle = victims_settle
     late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
     st.star_pass = star_pass
     if hidden is not None:
@@ -265,6 +270,8 @@ def simulate_dfrs(
                     acted = periodic = True
                 k_per += 1
                 t_per = t0 + k_per * period
+        if st.held:  # victims_settle = "instant-end": this instant's victims, settled before the '*' pass
+            policy.end_instant(st)
         if late_star and acted:
             policy.on_completion(st)
         st.star_skip.clear()

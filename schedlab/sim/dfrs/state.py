@@ -109,6 +109,10 @@ class DfrsState:
         # instant, which the pass leaves for the next instant (schedlab.policies.dfrs.greedy; cleared by the engine).
         self.star_pass = "completion"
         self.star_skip: set[int] = set()
+        # [system] victims_settle: GreedyP / GreedyPM's victims settled at each arrival (default) or at the
+        # instant's end; then the victims held in this instant, with their nodes (schedlab.policies.dfrs.greedy)
+        self.victims_settle = "arrival"
+        self.held: dict[int, list[int]] = {}
         self.penalties = "each-change"
         self.priority_units = "real"  # [system] priority_units: floats (default) or vcsim's whole milliseconds
         self._before: dict[int, tuple[Any, ...]] = {}
