@@ -150,6 +150,7 @@ VCSIM_OPTIONS = {
     "star_pass": "vcsim",
     "victims": "put-back",
     "victims_settle": "instant-end",
+    "mcb8_remaps": "instant-end",
 }
 #: The batch engine's policies here (the DFRS pipelines' cluster model, exact estimates) and the
 #: [system] options of each ``--variant vcsim`` for them.

@@ -336,6 +336,9 @@ class PeriodicMCB8:
         _set_bounds(self, minvt, minft)
 
     def on_period(self, st: DfrsState) -> None:
+        if st.mcb8_remaps == "instant-end" and isinstance(self, MCB8Star):
+            st.remap_due = True  # MCB8*'s one remap of the instant (MCB8Star.end_instant)
+            return
         mcb8_remap(st, self.minvt, self.minft)
 
 
@@ -412,9 +415,25 @@ class MCB8Star(DfrsPolicy):
         _set_bounds(self, minvt, minft)
 
     def on_arrival(self, st: DfrsState, j: int) -> None:
-        mcb8_remap(st, self.minvt, self.minft)
+        self._remap(st)
 
     def on_completion(self, st: DfrsState) -> None:
+        self._remap(st)
+
+    def _remap(self, st: DfrsState) -> None:
+        if st.mcb8_remaps == "instant-end":
+            st.remap_due = True
+        else:
+            mcb8_remap(st, self.minvt, self.minft)
+
+    def end_instant(self, st: DfrsState) -> None:
+        """``[system] mcb8_remaps = "instant-end"`` (docs/dfrs.md row 4): the
+        authors' simulator runs one MCB8 remap at the end of an instant
+        (``mcb8_sched``: after all its completions, submissions and periodic
+        event), where this policy asked for one; by default it remaps at each
+        arrival, at the completions and at the periodic instant. Called by
+        the engine when ``st.remap_due`` is set."""
+        st.remap_due = False
         mcb8_remap(st, self.minvt, self.minft)
 
 

@@ -106,6 +106,7 @@ def simulate_dfrs(
     priority_units: str = "real",
     arrival_at_period: str = "placed",
     victims_settle: str = "arrival",
+    mcb8_remaps: str = "each-event",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -135,7 +136,9 @@ def simulate_dfrs(
     released at a periodic instant: that instant's remap maps it;
     ``victims_settle = "instant-end"`` (``state.victims_settle``) holds
     GreedyP / GreedyPM's victims until the end of the instant, where the
-    policy's ``end_instant`` settles them before the '*' pass.
+    policy's ``end_instant`` settles them before the '*' pass;
+    ``mcb8_remaps = "instant-end"`` (``state.mcb8_remaps``): MCB8* and
+    MCB8/per remap once, in ``end_instant``, where they asked for a remap.
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -149,6 +152,7 @@ def simulate_dfrs(
     st.penalties = penalties
     st.priority_units = priority_units
     st.victims_settle = victims_settle
+    st.mcb8_remaps = mcb8_remaps
     late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
     st.star_pass = star_pass
     if hidden is not None:
@@ -270,7 +274,7 @@ def simulate_dfrs(
                     acted = periodic = True
                 k_per += 1
                 t_per = t0 + k_per * period
-        if st.held:  # victims_settle = "instant-end": this instant's victims, settled before the '*' pass
+        if st.held or st.remap_due:  # victims_settle / mcb8_remaps = "instant-end": before the '*' pass
             policy.end_instant(st)
         if late_star and acted:
             policy.on_completion(st)

@@ -113,6 +113,9 @@ class DfrsState:
         # instant's end; then the victims held in this instant, with their nodes (schedlab.policies.dfrs.greedy)
         self.victims_settle = "arrival"
         self.held: dict[int, list[int]] = {}
+        # [system] mcb8_remaps: MCB8*'s remap at each event (default) or once at the instant's end, when due
+        self.mcb8_remaps = "each-event"
+        self.remap_due = False
         self.penalties = "each-change"
         self.priority_units = "real"  # [system] priority_units: floats (default) or vcsim's whole milliseconds
         self._before: dict[int, tuple[Any, ...]] = {}
