@@ -57,15 +57,18 @@ vcsim's runs take seconds to minutes (pure Python 2 MCB8); pin them to a core
 the closing table sums it up (mean |C - C_vcsim| per job, jobs off by more
 than vcsim's 1-s rounding).
 
-Measured (1,000-job traces, origin trace; docs/dfrs.md, "The /per
-difference, measured", has the tables): FCFS equal on every job; with
-``--variant vcsim`` Greedy*/per, GreedyP*/per, GreedyPM*/per and MCB8*/per
-equal to vcsim on every job of seeds 1 and 2 (the model's arrivals) and of
-seed 3 at ``--load 0.9`` (schedlab's defaults: 120-17,900 s mean error per
-job). HPC2N week 109: Greedy*/per and GreedyP*/per equal on every job,
-GreedyPM*/per and MCB8*/per not (mean error 121 s and 2,017 s; not traced).
-Each run of the four against vcsim takes ~2-3 min on one core (HPC2N
-week: ~6 min).
+Measured (docs/dfrs.md, "The /per difference, measured", has the tables):
+FCFS equal on every job; with ``--variant vcsim`` Greedy*/per, GreedyP*/per,
+GreedyPM*/per and MCB8*/per equal to vcsim on every job of 1,000-job seeds
+1 and 2 (the model's arrivals, origin trace) and of seed 3 at ``--load 0.9``
+(schedlab's defaults: 120-17,900 s mean error per job); all 13 ``/per``
+algorithms of Table 2 (``VCSIM_ALGOS``) equal on every job of the 300-job
+default trace. HPC2N week 109 (origin first): GreedyPM*/per equal on every
+job once ``victims_settle = "instant-end"`` is among the options. Each
+vcsim run takes 8-30 s on the 300-job trace, ~2-3 min on 1,000 jobs and
+4-22 min on the HPC2N week (MCB8*/per the slowest) on one core; ``--keep
+DIR`` caches vcsim's completion times there, so a second run of the same
+trace and algorithm only runs schedlab.
 
 EASY (vcsim's ``easy``) runs on the batch engine as FCFS does (whole nodes,
 ``estimates = "exact"``), with schedlab's canonical rule and with
