@@ -78,6 +78,8 @@ BASE = {
             "period_origin": "first-release",
             "time_units": "real",
             "priority_units": "real",
+            "victims_settle": "arrival",
+            "mcb8_remaps": "each-event",
             "arrival_at_period": "placed",
         },
     },
@@ -144,6 +146,8 @@ VALID = {
         "period_origin": lambda v: v in ("first-release", "zero") and type(v) is str,
         "time_units": lambda v: v in ("real", "seconds") and type(v) is str,
         "priority_units": lambda v: v in ("real", "ms") and type(v) is str,
+        "victims_settle": lambda v: v in ("arrival", "instant-end") and type(v) is str,
+        "mcb8_remaps": lambda v: v in ("each-event", "instant-end") and type(v) is str,
         "arrival_at_period": lambda v: v in ("placed", "remap") and type(v) is str,
     },
 }
@@ -306,7 +310,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 30 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 32 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

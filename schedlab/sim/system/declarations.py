@@ -366,6 +366,20 @@ DFRS = SystemSchema(
             doc="a job released at a periodic instant: placed by the policy's submission rule, then remapped "
             "(default), or, as the authors' simulator does, left to that instant's remap (docs/dfrs.md)",
         ),
+        choice(
+            "victims_settle",
+            "arrival",
+            ("arrival", "instant-end"),
+            doc="GreedyP / GreedyPM's victims paused or moved at each arrival (default) or, as the authors' "
+            "simulator does, held until the end of the instant, after its other arrivals (docs/dfrs.md)",
+        ),
+        choice(
+            "mcb8_remaps",
+            "each-event",
+            ("each-event", "instant-end"),
+            doc="MCB8* and MCB8/per remap at each arrival, at the completions and at the periodic instant "
+            "(default) or, as the authors' simulator does, once at the end of the instant (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )

@@ -144,7 +144,10 @@ class GreedyStar(DfrsPolicy):
         chosen = choose(st, j)
         if chosen is None:
             return
-        victims, nodes, free, load = chosen
+        victims, nodes, free, load, back = chosen
+        if st.victims_settle == "instant-end":  # settled by ``end_instant``, after this instant's other arrivals
+            hold_victims(st, j, victims, nodes, back)
+            return
         if not self.migrate:
             st.apply(pauses=victims, places={j: nodes})
             if st.star_pass == "vcsim":  # the authors' simulator drops its victims only after its '*' pass
@@ -163,8 +166,43 @@ class GreedyStar(DfrsPolicy):
         if st.star_pass == "vcsim":
             st.star_skip.update(pauses)
 
+    def end_instant(self, st: DfrsState) -> None:
+        """``[system] victims_settle = "instant-end"`` (docs/dfrs.md row 8):
+        at the end of the instant, before the '*' pass, the victims held in it
+        (``st.held``) are settled: GreedyPM re-places them with Greedy,
+        highest priority first; those it cannot place, and GreedyP's, stay
+        paused (and, under ``star_pass = "vcsim"``, are left out of this
+        instant's '*' pass). Called by the engine when ``st.held`` is not
+        empty."""
+        held = [v for v in st.by_priority(st.held) if v in st.pending]
+        st.held.clear()
+        for v in held:
+            nodes = self._greedy(st, v) if self.migrate else None
+            if nodes is not None:
+                st.apply(places={v: nodes})
+            elif st.star_pass == "vcsim":
+                st.star_skip.add(v)
 
-Victims = tuple[list[int], list[int], np.ndarray, np.ndarray]
+
+def hold_victims(st: DfrsState, j: int, victims: list[int], nodes: list[int], back: dict[int, list[int]]) -> None:
+    """GreedyP / GreedyPM under ``victims_settle = "instant-end"``: the
+    authors' simulator takes an arrival's victims off their nodes but
+    settles them only at the end of the instant, after every arrival of that
+    second (``smart_sched``: GreedyPM's migration step, then the '*' pass,
+    then the pause of the rest), and a later arrival's put-back step covers
+    every victim of the instant so far (``schedule_job_greedy_pmtn``). Here
+    they are paused now and kept in ``st.held`` with their nodes;
+    ``end_instant`` settles them. ``back``: the victims held earlier in the
+    instant that this arrival puts back on their own nodes
+    (``put_back_victims``)."""
+    old = {v: st.nodes_of(v).tolist() for v in victims}
+    st.apply(pauses=victims, places={j: nodes, **back})
+    for v in back:
+        del st.held[v]
+    st.held.update(old)
+
+
+Victims = tuple[list[int], list[int], np.ndarray, np.ndarray, dict[int, list[int]]]
 
 
 def prefix_victims(st: DfrsState, j: int) -> Victims | None:
@@ -196,7 +234,7 @@ def prefix_victims(st: DfrsState, j: int) -> Victims | None:
     nodes = greedy_place(free, load, T, m, c)
     assert nodes is not None
     _take(free, load, nodes, m, c, 1.0)
-    return victims, nodes, free, load
+    return victims, nodes, free, load, {}
 
 
 def put_back_victims(st: DfrsState, j: int) -> Victims:
@@ -221,17 +259,23 @@ def put_back_victims(st: DfrsState, j: int) -> Victims:
         nodes = greedy_place(free, load, T, m, c)
     _take(free, load, nodes, m, c, 1.0)
     victims: list[int] = []
-    for v in reversed(taken):  # highest priority first
-        where = st.nodes_of(v)
+    back: dict[int, list[int]] = {}
+    # highest priority first; the victims held earlier in this instant too (victims_settle = "instant-end")
+    candidates = st.by_priority([*taken, *st.held]) if st.held else taken[::-1]
+    for v in candidates:
+        held = st.held.get(v)
+        where = st.nodes_of(v) if held is None else np.asarray(held, dtype=np.int64)
         trial = free.copy()
         np.add.at(trial, where, -st.mem[v])  # the placement's own arithmetic and memory test (DfrsState.apply)
         if float(trial[where].min()) >= -MEM_EPS:
             free = trial
             np.add.at(load, where, st.cpu[v])
-        else:
+            if held is not None:
+                back[v] = held
+        elif held is None:
             victims.append(v)
     victims.reverse()  # lowest priority first, as prefix_victims
-    return victims, nodes, free, load
+    return victims, nodes, free, load, back
 
 
 class GreedyPStar(GreedyStar):
@@ -292,6 +336,9 @@ class PeriodicMCB8:
         _set_bounds(self, minvt, minft)
 
     def on_period(self, st: DfrsState) -> None:
+        if st.mcb8_remaps == "instant-end" and isinstance(self, MCB8Star):
+            st.remap_due = True  # MCB8*'s one remap of the instant (MCB8Star.end_instant)
+            return
         mcb8_remap(st, self.minvt, self.minft)
 
 
@@ -368,9 +415,25 @@ class MCB8Star(DfrsPolicy):
         _set_bounds(self, minvt, minft)
 
     def on_arrival(self, st: DfrsState, j: int) -> None:
-        mcb8_remap(st, self.minvt, self.minft)
+        self._remap(st)
 
     def on_completion(self, st: DfrsState) -> None:
+        self._remap(st)
+
+    def _remap(self, st: DfrsState) -> None:
+        if st.mcb8_remaps == "instant-end":
+            st.remap_due = True
+        else:
+            mcb8_remap(st, self.minvt, self.minft)
+
+    def end_instant(self, st: DfrsState) -> None:
+        """``[system] mcb8_remaps = "instant-end"`` (docs/dfrs.md row 4): the
+        authors' simulator runs one MCB8 remap at the end of an instant
+        (``mcb8_sched``: after all its completions, submissions and periodic
+        event), where this policy asked for one; by default it remaps at each
+        arrival, at the completions and at the periodic instant. Called by
+        the engine when ``st.remap_due`` is set."""
+        st.remap_due = False
         mcb8_remap(st, self.minvt, self.minft)
 
 

@@ -122,6 +122,8 @@ class DfrsRun:
         time_units: str = "real",
         priority_units: str = "real",
         arrival_at_period: str = "placed",
+        victims_settle: str = "arrival",
+        mcb8_remaps: str = "each-event",
         recorder=None,
     ) -> None:
         self.state = st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
@@ -132,6 +134,8 @@ class DfrsRun:
         st.cpu_units = cpu_units
         st.penalties = penalties
         st.priority_units = priority_units
+        st.victims_settle = victims_settle
+        st.mcb8_remaps = mcb8_remaps
         self._late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
         st.star_pass = star_pass
         if hidden is not None:
@@ -287,6 +291,8 @@ class DfrsRun:
                     acted = periodic = True
                 self._k_per += 1
                 self._t_per = self._t0 + self._k_per * period
+        if st.held or st.remap_due:  # victims_settle / mcb8_remaps = "instant-end": before the '*' pass
+            policy.end_instant(st)
         if late_star and acted:
             policy.on_completion(st)
         st.star_skip.clear()
@@ -358,6 +364,8 @@ def simulate_dfrs(
     time_units: str = "real",
     priority_units: str = "real",
     arrival_at_period: str = "placed",
+    victims_settle: str = "arrival",
+    mcb8_remaps: str = "each-event",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -384,7 +392,12 @@ def simulate_dfrs(
     (``_whole_second_completions``); ``priority_units = "ms"`` ranks jobs
     as that simulator does (``DfrsState._vcsim_value``);
     ``arrival_at_period = "remap"`` does not call ``on_arrival`` for a job
-    released at a periodic instant: that instant's remap maps it.
+    released at a periodic instant: that instant's remap maps it;
+    ``victims_settle = "instant-end"`` (``state.victims_settle``) holds
+    GreedyP / GreedyPM's victims until the end of the instant, where the
+    policy's ``end_instant`` settles them before the '*' pass;
+    ``mcb8_remaps = "instant-end"`` (``state.mcb8_remaps``): MCB8* and
+    MCB8/per remap once, in ``end_instant``, where they asked for a remap.
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -415,6 +428,8 @@ def simulate_dfrs(
             time_units=time_units,
             priority_units=priority_units,
             arrival_at_period=arrival_at_period,
+            victims_settle=victims_settle,
+            mcb8_remaps=mcb8_remaps,
             recorder=recorder,
         )
     )

@@ -109,6 +109,13 @@ class DfrsState:
         # instant, which the pass leaves for the next instant (policies.greedy; cleared by the engine).
         self.star_pass = "completion"
         self.star_skip: set[int] = set()
+        # [system] victims_settle: GreedyP / GreedyPM's victims settled at each arrival (default) or at the
+        # instant's end; then the victims held in this instant, with their nodes (schedlab.engines.dfrs.policies.greedy)
+        self.victims_settle = "arrival"
+        self.held: dict[int, list[int]] = {}
+        # [system] mcb8_remaps: MCB8*'s remap at each event (default) or once at the instant's end, when due
+        self.mcb8_remaps = "each-event"
+        self.remap_due = False
         self.penalties = "each-change"
         self.priority_units = "real"  # [system] priority_units: floats (default) or vcsim's whole milliseconds
         self._before: dict[int, tuple[Any, ...]] = {}

@@ -53,6 +53,8 @@ def run_table(
     time_units: str = "real",
     priority_units: str = "real",
     arrival_at_period: str = "placed",
+    victims_settle: str = "arrival",
+    mcb8_remaps: str = "each-event",
     recorder=None,
     **params: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -72,7 +74,9 @@ def run_table(
     ``period_origin``: the periodic grid from the first release or from time 0; ``time_units``: "seconds"
     rounds completions up to whole seconds (``simulate_dfrs``); ``priority_units``: "ms" ranks jobs in whole
     milliseconds (``DfrsState._vcsim_value``); ``arrival_at_period``: "remap" leaves an arrival at a periodic
-    instant to that instant's remap. The
+    instant to that instant's remap; ``victims_settle``: "instant-end" settles GreedyP / GreedyPM's victims at
+    the end of the instant (``schedlab.engines.dfrs.policies.greedy.hold_victims``); ``mcb8_remaps``: "instant-end" runs
+    MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``). The
     system parameters are checked against the engine's declaration
     (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
@@ -94,6 +98,8 @@ def run_table(
             "time_units": time_units,
             "priority_units": priority_units,
             "arrival_at_period": arrival_at_period,
+            "victims_settle": victims_settle,
+            "mcb8_remaps": mcb8_remaps,
         },
         "dfrs engine",
         jobs.columns,
@@ -156,6 +162,8 @@ def run_table(
         time_units=time_units,
         priority_units=priority_units,
         arrival_at_period=arrival_at_period,
+        victims_settle=victims_settle,
+        mcb8_remaps=mcb8_remaps,
         recorder=recorder,
     )
     st = res.state
