@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,37 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "history": history,
         **({"superseded": old["superseded"]} if old.get("superseded") else {}),
     }
+
+
+#: Configurations per chunk `manifest_text` yields (one line each).
+TEXT_CHUNK_CONFIGS = 4096
+
+
+def manifest_text(manifest: dict[str, Any]) -> Iterator[bytes]:
+    """``manifest`` as the bytes of manifest.json, a chunk at a time: the
+    keys indented as ``json.dumps(indent=2)`` lays them out, but each
+    configuration on one line, encoded by json's C encoder (with ``indent``
+    json falls back to its Python encoder and builds the whole text as a list
+    of small strings: about 3 KB of driver memory per configuration at once,
+    the peak of a big sweep's start). Parsed, it is the same document."""
+    keys = sorted(manifest)
+    yield b"{\n"
+    for i, key in enumerate(keys):
+        end = ",\n" if i < len(keys) - 1 else "\n"
+        value = manifest[key]
+        if key == "configs" and isinstance(value, dict) and value:
+            yield f"  {json.dumps(key)}: {{\n".encode()
+            ids = sorted(value)
+            for start in range(0, len(ids), TEXT_CHUNK_CONFIGS):
+                block = ids[start : start + TEXT_CHUNK_CONFIGS]
+                last = start + len(block) == len(ids)
+                lines = [f"    {json.dumps(cid)}: {json.dumps(value[cid], sort_keys=True)}" for cid in block]
+                yield (",\n".join(lines) + ("\n" if last else ",\n")).encode()
+            yield f"  }}{end}".encode()
+        else:
+            text = json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n  ")
+            yield f"  {json.dumps(key)}: {text}{end}".encode()
+    yield b"}\n"
 
 
 def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
