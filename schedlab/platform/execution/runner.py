@@ -313,6 +313,8 @@ class _Sweep:
             previous = store.read_manifest()
         except UserError:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
+        if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile
+            previous = {"inputs": previous.get("inputs") or {}}
         report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh, self.announce)
         store.save_code(self.plan.code.values())
         self.sink.written |= store.done_key_set()  # a damaged part file stops here, before any work
