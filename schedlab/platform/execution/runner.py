@@ -385,11 +385,13 @@ class _Sweep:
 
         self.first_round = False
         compiling.reset()
-        builtin = {
-            (c.policy, json.dumps(c.policy_params, sort_keys=True))
-            for c in self.plan.configs.values()
-            if c.code is None
-        }
+        # a policy configuration's params dict is shared by all its points' configurations: one
+        # json.dumps per dict, not per configuration (ten million of them)
+        shared: dict[tuple[str, int], Config] = {}
+        for c in self.plan.configs.values():
+            if c.code is None:
+                shared.setdefault((c.policy, id(c.policy_params)), c)
+        builtin = {(c.policy, json.dumps(c.policy_params, sort_keys=True)) for c in shared.values()}
         with self.timed("precompile"):
             cold = cold_units(self.plan.engine, [(p, json.loads(params)) for p, params in sorted(builtin)])
             if cold and worth_a_child(list(cold), work_units):
