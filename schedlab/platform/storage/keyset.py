@@ -132,11 +132,13 @@ class KeySet:
         self._sorted[replication] = merged
 
     def _merge(self, replication: int) -> None:
+        """The pending keys of ``replication`` into its sorted array: O(n), no
+        sort of the whole (`add` keeps pending keys out of the array)."""
         pending = self._pending.pop(replication, None)
         if pending:
-            add = np.fromiter(pending, np.uint64, len(pending))
+            add = np.sort(np.fromiter(pending, np.uint64, len(pending)))
             old = self._sorted.get(replication, np.empty(0, np.uint64))
-            self._sorted[replication] = np.union1d(old, add)
+            self._sorted[replication] = np.insert(old, np.searchsorted(old, add), add)
 
     def contains_many(self, ids: Sequence[str], replications: Sequence[int] | np.ndarray) -> np.ndarray:
         """Which keys ``(ids[i], replications[i])`` are in the set, vectorised
@@ -184,12 +186,16 @@ class KeySet:
     def from_columns(cls, tables: Iterable[pa.Table]) -> KeySet:
         """The keys of tables with ``config_id`` and ``replication`` columns (a part file each)."""
         keys = cls()
+        found: dict[int, list[np.ndarray]] = {}  # replication -> its ids, a file's worth each: one sort at the end
         for table in tables:
             numbers, ok = id_numbers(table["config_id"])
             reps = table["replication"].to_numpy()
             for replication in np.unique(reps[ok]).tolist() if ok.any() else []:
-                keys.add_numbers(numbers[ok & (reps == replication)], replication)
+                found.setdefault(int(replication), []).append(numbers[ok & (reps == replication)])
             if not ok.all():
                 bad = pc.filter(table.select(["config_id", "replication"]), pa.array(~ok))
                 keys.update(zip(bad["config_id"].to_pylist(), bad["replication"].to_pylist(), strict=True))
+        for replication, arrays in found.items():
+            keys.add_numbers(np.concatenate(arrays), replication)
+            arrays.clear()
         return keys
