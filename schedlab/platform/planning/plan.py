@@ -603,6 +603,8 @@ def _expand(
         | ({"code": canonical(code.identity)} if code is not None else {})
         for name, pparams, code in policies
     ]
+    # one frozenset per policy, shared by its configurations (not 200 bytes each)
+    columns_of = {name: integers | policy_integers.get(name, frozenset()) for name, _, _ in policies}
     for params, ident, reader_code in expanded:
         pcode = wl_code or reader_code
         if reader_code is not None:
@@ -611,7 +613,7 @@ def _expand(
         point_configs = []
         for system, system_text, engine_text in texts:
             for (name, pparams, code), policy_text in zip(policies, policy_texts, strict=True):
-                columns = integers | policy_integers.get(name, frozenset())
+                columns = columns_of[name]
                 identity = {**engine_text, **policy_text, **system_text, "workload": workload_text}
                 config = Config(
                     text_digest(canonical_object(identity)),
