@@ -66,7 +66,11 @@ def test_key_set_answers_as_a_python_set_does():
     ks.add(keys[0])  # again: still one key
     ks |= {k for k in keys[2_500:4_000]}
     expected |= set(keys[2_500:4_000])
-    absent = keys[4_000:] + [(keys[0][0], 7), ("abcdef0123456789", 1)]
+    fresh = keys[4_000:4_300] + [("odd id", 1)]
+    assert not ks.contains_many([k for k, _ in fresh], [r for _, r in fresh]).any()
+    ks.add_absent(fresh)  # what the sink adds once it has looked them up
+    expected |= set(fresh)
+    absent = keys[4_300:] + [(keys[0][0], 7), ("abcdef0123456789", 1)]
     assert len(ks) == len(expected)
     assert ks == expected and set(ks) == expected
     assert all(k in ks for k in expected) and not any(k in ks for k in absent)

@@ -113,8 +113,10 @@ class _Sink:
 
     def add(self, result: TaskResult) -> None:
         for part in result.parts:
-            fresh = {k for k in part.keys if k not in self.written}
-            self.written |= fresh
+            keys = list(dict.fromkeys(part.keys))
+            done = self.written.contains_many([c for c, _ in keys], [r for _, r in keys]).tolist()
+            fresh = {k for k, d in zip(keys, done, strict=True) if not d}  # a retried task's rows: kept once
+            self.written.add_absent(fresh)
             kept = keep_only(part, fresh)
             if kept is not None:
                 self.parts.append(kept)

@@ -107,6 +107,19 @@ class KeySet:
         if len(pending) >= max(MERGE_MIN, MERGE_FRACTION * len(self._sorted.get(int(replication), ()))):
             self._merge(int(replication))
 
+    def add_absent(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Add distinct keys the caller has just found absent (`contains_many`): not looked up again."""
+        for config_id, replication in keys:
+            self._len += 1
+            number = id_number(config_id)
+            if number is None:
+                self._other.add((config_id, int(replication)))
+                continue
+            pending = self._pending.setdefault(int(replication), set())
+            pending.add(number)
+            if len(pending) >= max(MERGE_MIN, MERGE_FRACTION * len(self._sorted.get(int(replication), ()))):
+                self._merge(int(replication))
+
     def update(self, keys: Iterable[tuple[str, int]]) -> None:
         for key in keys:
             self.add(key)
