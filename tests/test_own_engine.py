@@ -127,7 +127,7 @@ def test_rows_carry_the_engine_digest_and_ids_follow_its_code(written, swept):
 def test_a_pool_gives_the_drivers_rows(written, monkeypatch):
     from schedlab.platform.execution import backends
     from schedlab.platform.planning.validate import parse_spec
-    from schedlab.sweep import run_sweep
+    from schedlab.platform.sweep import run_sweep
 
     data = tomllib.loads((written / "my-engine.toml").read_text())
     data["workload"]["njobs"] = 2000

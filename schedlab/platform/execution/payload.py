@@ -68,9 +68,9 @@ class Packer:
         by default the block itself)."""
         self.points = points
         self.put = put
-        self.index = {p.point_id: k for k, p in enumerate(points)}
-        if len(self.index) != len(points):  # invariant: point ids are digests of distinct points
-            raise RuntimeError("two workload points of the plan share an id")
+        #: point id -> its index, built on the first point not found at the cursor (`_index`)
+        self.index: dict[str, int] | None = None
+        self._cursor = 0
         self._refs: OrderedDict[int, Any] = OrderedDict()
         self._positions: dict[int, dict[str, int]] = {}
 
@@ -83,11 +83,28 @@ class Packer:
             self._refs.popitem(last=False)
         return ref
 
+    def _index(self, point: WorkloadPoint) -> int:
+        """``point``'s index in the plan. A sweep's tasks take the points in
+        plan order, so it is found at the cursor or just after it, with no
+        index of ten million ids in memory; otherwise (an adaptive round's
+        points, which are copies) by the id index, built then."""
+        k = self._cursor
+        for at in (k, k + 1):
+            if at < len(self.points) and self.points[at] is point:
+                self._cursor = at
+                return at
+        if self.index is None:
+            self.index = {p.point_id: k for k, p in enumerate(self.points)}
+            if len(self.index) != len(self.points):  # invariant: point ids are digests of distinct points
+                raise RuntimeError("two workload points of the plan share an id")
+        self._cursor = self.index[point.point_id]
+        return self._cursor
+
     def pack(self, work: list[tuple[Instance, list[Config]]]) -> PackedWork:
         items: list[Item] = []
         blocks: dict[int, Any] = {}
         for inst, todo in work:
-            k = self.index[inst.point.point_id]
+            k = self._index(inst.point)
             if k // BLOCK_POINTS not in blocks:
                 blocks[k // BLOCK_POINTS] = self._block(k // BLOCK_POINTS)
             every = self.points[k].configs

@@ -18,11 +18,12 @@ on, and the report says so (the CLI then exits non-zero).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
 from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
 from schedlab.platform.planning.spec import SweepSpec
+from schedlab.platform.storage.keyset import KeySet
 from schedlab.platform.storage.manifest import manifest_for
 from schedlab.platform.storage.seam import ResultsStore, compact_store, open_store
 from schedlab.sim.common.compiling import compiling as compiling_now
@@ -85,6 +87,8 @@ FLUSH_SUMMARY_ROWS = 5_000
 FLUSH_BYTES = 64 << 20
 #: ... or when the oldest buffered row is this old (seconds).
 FLUSH_SECONDS = 2.0
+#: Instances a round checks against the keys on disk at once (vectorised, `KeySet.contains_many`).
+TODO_BLOCK = 4096
 
 
 class _Sink:
@@ -93,7 +97,7 @@ class _Sink:
     def __init__(self, store: ResultsStore, on_commit: Callable[[set[str]], None]) -> None:
         self.store = store
         self.on_commit = on_commit
-        self.written: set[tuple[str, int]] = set()
+        self.written = KeySet()  # 8 bytes a key: a resume of ten million rows (`keyset`)
         self._reset()
 
     def _reset(self) -> None:
@@ -109,8 +113,10 @@ class _Sink:
 
     def add(self, result: TaskResult) -> None:
         for part in result.parts:
-            fresh = {k for k in part.keys if k not in self.written}
-            self.written |= fresh
+            keys = list(dict.fromkeys(part.keys))
+            done = self.written.contains_many([c for c, _ in keys], [r for _, r in keys]).tolist()
+            fresh = {k for k, d in zip(keys, done, strict=True) if not d}  # a retried task's rows: kept once
+            self.written.add_absent(fresh)
             kept = keep_only(part, fresh)
             if kept is not None:
                 self.parts.append(kept)
@@ -245,7 +251,7 @@ def _run_rounds(
     try:
         if not spec.replications.adaptive:
             first = spec.replications.first
-            sweep.run_round(sweep.plan.instances(range(first, first + spec.replications.first_round)))
+            sweep.run_round(sweep.plan.each_instance(range(first, first + spec.replications.first_round)))
             report.rounds = 1
         else:
             from schedlab.platform.execution.adaptive import run_adaptive
@@ -299,9 +305,8 @@ class _Sweep:
         self.counts = {"round": 1, "done": 0, "total": 0, "failed": 0, "running": 0}
         #: config id -> replications of the current round not yet received (row or failure): a
         #: configuration goes to tracking once settled, so its run is logged once per round, not per commit.
+        #: Kept only with tracking on (nothing else reads it).
         self.unsettled: dict[str, set[int]] = {}
-        #: (point id, replication) -> the configurations of that instance this round runs.
-        self.todo_of: dict[tuple[str, int], list[Config]] = {}
 
     def prepare(self, fresh: bool) -> None:
         """The results dir checked against the spec (or grown, or discarded
@@ -312,9 +317,11 @@ class _Sweep:
             previous = store.read_manifest()
         except UserError:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
+        if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile
+            previous = {"inputs": previous.get("inputs") or {}}
         report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh, self.announce)
         store.save_code(self.plan.code.values())
-        self.sink.written |= store.done_keys()  # a damaged part file stops here, before any work
+        self.sink.written |= store.done_key_set()  # a damaged part file stops here, before any work
         report.stages.update(dict.fromkeys(DRIVER_STAGES, 0.0), **{f"task_{k}": 0.0 for k in STAGES})
         report.stages["prepare"] = time.monotonic() - t0
 
@@ -382,11 +389,13 @@ class _Sweep:
 
         self.first_round = False
         compiling.reset()
-        builtin = {
-            (c.policy, json.dumps(c.policy_params, sort_keys=True))
-            for c in self.plan.configs.values()
-            if c.code is None
-        }
+        # a policy configuration's params dict is shared by all its points' configurations: one
+        # json.dumps per dict, not per configuration (ten million of them)
+        shared: dict[tuple[str, int], Config] = {}
+        for c in self.plan.configs.values():
+            if c.code is None:
+                shared.setdefault((c.policy, id(c.policy_params)), c)
+        builtin = {(c.policy, json.dumps(c.policy_params, sort_keys=True)) for c in shared.values()}
         with self.timed("precompile"):
             cold = cold_units(self.plan.engine, [(p, json.loads(params)) for p, params in sorted(builtin)])
             if cold and worth_a_child(list(cold), work_units):
@@ -415,29 +424,53 @@ class _Sweep:
                 f"with the first calls' imports (the reference loop would have taken longer)"
             )
 
-    def round_work(self, instances: list[Instance]) -> list[tuple[Instance, list[Config]]]:
-        """The (instance, configurations not on disk) pairs of a round; counts them."""
-        work: list[tuple[Instance, list[Config]]] = []
-        for inst in instances:
-            todo = [c for c in inst.point.configs if (c.config_id, inst.replication) not in self.sink.written]
-            self.report.rows_skipped += len(inst.point.configs) - len(todo)
-            if todo:
-                work.append((inst, todo))
-        self.todo_of = {(i.point.point_id, i.replication): todo for i, todo in work}
-        self.counts["total"] += sum(len(todo) for _, todo in work)
-        self.counts["round"] = self.report.rounds + 1
-        self.unsettled.clear()
-        for inst, todo in work:
-            for c in todo:
-                self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
-        return work
+    def unwritten(self, instances: Iterable[Instance]) -> Iterator[tuple[Instance, Sequence[Config]]]:
+        """The (instance, configurations not on disk) pairs of ``instances``,
+        made as they are drawn, `TODO_BLOCK` instances checked at once; an
+        instance with nothing on disk keeps its point's own tuple of
+        configurations (no list per instance)."""
+        written = self.sink.written
+        for block in _batched(instances):
+            ids = [c.config_id for inst in block for c in inst.point.configs]
+            reps = [inst.replication for inst in block for _ in inst.point.configs]
+            done = written.contains_many(ids, reps).tolist()
+            at = 0
+            for inst in block:
+                configs = inst.point.configs
+                flags = done[at : at + len(configs)]
+                at += len(configs)
+                if not any(flags):
+                    yield inst, configs
+                elif not all(flags):
+                    yield inst, [c for c, d in zip(configs, flags, strict=True) if not d]
 
-    def run_round(self, instances: list[Instance]) -> None:
+    def round_work(self, instances: Iterable[Instance]) -> TaskSizer:
+        """The round's work, streamed from ``instances`` (iterated twice: once
+        here to count what is not on disk, once as tasks are handed out), as
+        a `TaskSizer`; counts it."""
+        pending = TaskSizer(self.unwritten(instances), self.spec.execution.task_jobs, remaining=0)
+        total = planned = units = 0
+        tracked = self.tracker is not None
+        self.unsettled.clear()
+        for inst, todo in self.unwritten(instances):
+            total += len(todo)
+            units += pending.cost(inst, todo)
+            if tracked:
+                for c in todo:
+                    self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
+        for inst in instances:
+            planned += len(inst.point.configs)
+        pending.remaining = units
+        self.report.rows_skipped += planned - total
+        self.counts["total"] += total
+        self.counts["round"] = self.report.rounds + 1
+        return pending
+
+    def run_round(self, instances: Iterable[Instance]) -> None:
         """One round: its tasks through the executor, results into the sink,
         committed in batches. Ctrl-C commits what arrived and raises `Interrupted`."""
-        work = self.round_work(instances)
-        executor = self.start_backend() if work else None
-        pending = TaskSizer(work, self.spec.execution.task_jobs)
+        pending = self.round_work(instances)
+        executor = self.start_backend() if pending.remaining else None
         if executor is not None and self.first_round:
             self.compile_beside(pending.remaining)
         self.tell()
@@ -496,8 +529,8 @@ class _Sweep:
         submitted = self.report.tasks
         while pending and executor.in_flight < limit:
             with self.timed("submit"):
-                instances, units = pending.next(executor.slots())
-                work = [(i, self.todo_of[(i.point.point_id, i.replication)]) for i in instances]
+                drawn, units = pending.next_work(executor.slots())
+                work = [(i, list(todo)) for i, todo in drawn]
                 executor.submit(Task(work, units))
                 self.report.tasks += 1
                 self.counts["running"] += sum(len(todo) for _, todo in work)
@@ -533,6 +566,13 @@ class _Sweep:
         self.counts["running"] -= finished
         self.counts["failed"] += len(got.failures)
         self.tell()
+
+
+def _batched(items: Iterable[Instance]) -> Iterator[tuple[Instance, ...]]:
+    """Tuples of `TODO_BLOCK` items (``itertools.batched`` is Python 3.12's)."""
+    it = iter(items)
+    while block := tuple(itertools.islice(it, TODO_BLOCK)):
+        yield block
 
 
 def _draw(figures: Callable[[Path], list[Path]], root: Path) -> tuple[list[str], str | None]:

@@ -18,7 +18,9 @@ packing: rows are keyed and seeded per instance (`plan`).
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from schedlab.platform.planning.plan import Instance, shared_input_key
@@ -33,26 +35,51 @@ TAIL_TASKS_PER_CPU = 4
 FIRST_TASK_WORK = 20_000
 
 
+#: Instances `TaskSizer` draws from its work at a time (a streamed round keeps no more queued).
+LOOKAHEAD = 4096
+
+
 class TaskSizer:
     """Hands out tasks (lists of instances) from ``work`` ((instance,
     configurations to run) pairs, in plan order), each sized as described in
-    the module docstring; ``observe`` feeds back what a finished task cost."""
+    the module docstring; ``observe`` feeds back what a finished task cost.
 
-    def __init__(self, work: list[tuple[Instance, list[Any]]], fixed: int | None = None) -> None:
-        def cost(inst: Instance, todo: list[Any]) -> int:
-            if fixed is not None:  # exactly `Plan.tasks`'s packing
-                return max(1, inst.point.work())
-            return max(1, int(inst.point.params.get("njobs", 10_000)) * len(todo))
+    With ``remaining`` (the job-runs of all of ``work``, counted by the
+    caller) ``work`` is drawn lazily, `LOOKAHEAD` pairs at a time, so a round
+    of ten million instances is never a list in memory; without it ``work``
+    is read whole first and counted here."""
 
-        self.queue: deque[tuple[Instance, int]] = deque((inst, cost(inst, todo)) for inst, todo in work)
+    def __init__(
+        self, work: Iterable[tuple[Instance, Sequence[Any]]], fixed: int | None = None, remaining: int | None = None
+    ) -> None:
         self.fixed = fixed
-        self._keys: dict[str, str | None] = {}  # point id -> shared input key (computed once per point)
-        self.remaining = sum(units for _, units in self.queue)
+        self.queue: deque[tuple[Instance, Sequence[Any], int]] = deque()
+        self._work: Iterator[tuple[Instance, Sequence[Any]]] = iter(work)
+        if remaining is None:
+            self.queue.extend((inst, todo, self.cost(inst, todo)) for inst, todo in self._work)
+            remaining = sum(units for _, _, units in self.queue)
+        self._keys: dict[str, str | None] = {}  # point id -> shared input key (the last few points')
+        self.remaining = remaining
         self.seconds = 0.0
         self.units = 0
 
-    def __bool__(self) -> bool:
+    def cost(self, inst: Instance, todo: Sequence[Any]) -> int:
+        """Job-runs of one pair (``fixed``: exactly `Plan.tasks`'s packing)."""
+        if self.fixed is not None:
+            return max(1, inst.point.work())
+        return max(1, int(inst.point.params.get("njobs", 10_000)) * len(todo))
+
+    def _fill(self) -> bool:
+        """Queue the next `LOOKAHEAD` pairs of the work; False when none is left."""
+        if not self.queue:
+            for inst, todo in itertools.islice(self._work, LOOKAHEAD):
+                self.queue.append((inst, todo, self.cost(inst, todo)))
+            if len(self._keys) > LOOKAHEAD:  # keys of points long handed out
+                self._keys.clear()
         return bool(self.queue)
+
+    def __bool__(self) -> bool:
+        return self._fill()
 
     def observe(self, units: int, busy_seconds: float) -> None:
         """A finished task: its job-runs and its busy seconds (first-call
@@ -73,18 +100,23 @@ class TaskSizer:
     def next(self, cpus: float) -> tuple[list[Instance], int]:
         """The next task's instances and its job-runs. A task never mixes
         instances that need different shared inputs (e.g. two traces)."""
+        work, units = self.next_work(cpus)
+        return [inst for inst, _ in work], units
+
+    def next_work(self, cpus: float) -> tuple[list[tuple[Instance, Sequence[Any]]], int]:
+        """`next`, with each instance's configurations to run."""
         target = self.size(cpus)
-        task: list[Instance] = []
+        task: list[tuple[Instance, Sequence[Any]]] = []
         units, key = 0, None
-        while self.queue:
-            inst, cost = self.queue[0]
+        while self._fill():
+            inst, todo, cost = self.queue[0]
             pid = inst.point.point_id
             k = self._keys[pid] if pid in self._keys else self._keys.setdefault(pid, shared_input_key(inst.point))
             overshoot = self.fixed is None and units + cost > 1.5 * target
             if task and (units >= target or k != key or overshoot):
                 break
             self.queue.popleft()
-            task.append(inst)
+            task.append((inst, todo))
             units += cost
             key = k
         self.remaining -= units

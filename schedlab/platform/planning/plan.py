@@ -17,10 +17,11 @@ differing only there share their instances' random draws.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +54,28 @@ def canonical(obj: Any) -> str:
 
 
 def digest(obj: Any) -> str:
-    return hashlib.sha256(canonical(obj).encode()).hexdigest()[:16]
+    return text_digest(canonical(obj))
 
 
-@dataclass(frozen=True)
+def text_digest(text: str) -> str:
+    """`digest` of an object whose `canonical` text is ``text``."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def canonical_object(parts: dict[str, str]) -> str:
+    """``canonical({k: v})`` from the canonical text of each value: the same
+    characters (keys sorted, escaped and separated as `canonical` does), so a
+    plan canonicalises a workload point once, not once per configuration."""
+    return "{" + ",".join(f"{_key_text(k)}:{v}" for k, v in sorted(parts.items())) + "}"
+
+
+@functools.lru_cache(maxsize=256)
+def _key_text(key: str) -> str:
+    """A key as `canonical` writes it (a plan has a handful)."""
+    return json.dumps(key)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     config_id: str
     engine: str
@@ -80,7 +99,7 @@ class Config:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadPoint:
     point_id: str
     kind: str
@@ -102,7 +121,7 @@ class WorkloadPoint:
         return int(self.params.get("njobs", 10_000)) * len(self.configs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instance:
     point: WorkloadPoint
     replication: int
@@ -161,6 +180,11 @@ class Plan:
             for r in reps
         ]
 
+    def each_instance(self, replications: Iterable[int]) -> Instances:
+        """`instances` of every point, made one at a time as they are iterated
+        (a round of ten million instances is never a list)."""
+        return Instances(self, tuple(replications))
+
     @staticmethod
     def tasks(instances: list[Instance], task_jobs: int) -> list[list[Instance]]:
         """Pack consecutive instances into tasks of about ``task_jobs``
@@ -180,6 +204,25 @@ class Plan:
         if current:
             out.append(current)
         return out
+
+
+@dataclass(frozen=True)
+class Instances:
+    """``plan.instances(replications)`` in the same order, re-iterable, each
+    `Instance` made when it is reached (`Plan.each_instance`)."""
+
+    plan: Plan
+    replications: tuple[int, ...]
+
+    def __iter__(self) -> Iterator[Instance]:
+        seed, reps = self.plan.seed, self.replications
+        for p in self.plan.points:
+            words = int(p.seed_id, 16)
+            for r in reps:
+                yield Instance(p, r, (seed, words, r))
+
+    def __len__(self) -> int:
+        return len(self.plan.points) * len(self.replications)
 
 
 #: Built-in workload kinds by name, for `shared_input_key` (asked once per task submitted).
@@ -564,27 +607,40 @@ def _expand(
     if kind is not None:
         with errors.check():
             expanded = _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload", spec.base_dir)
+    # the canonical text of each part of a configuration's identity, made once (`canonical_object`)
+    engine_code = codes.get("engine")  # your own engine's code: part of its configurations' identity
+    engine_text = {"engine": canonical(engine.name)} | (
+        {"engine_code": canonical(engine_code.identity)} if engine_code is not None else {}
+    )
+    texts = [(system, {"system": canonical(system)} if system else {}, engine_text) for system in systems or ()]
+    policy_texts = [
+        {"policy": canonical(name), "policy_params": canonical(pparams)}
+        | ({"code": canonical(code.identity)} if code is not None else {})
+        for name, pparams, code in policies
+    ]
+    # one frozenset per policy, shared by its configurations (not 200 bytes each)
+    columns_of = {name: integers | policy_integers.get(name, frozenset()) for name, _, _ in policies}
     for params, ident, reader_code in expanded:
         pcode = wl_code or reader_code
         if reader_code is not None:
             codes.setdefault("workload.reader", reader_code)
-        workload_identity, point_id, draw_id = _point_ids(kind, kind_name, params, ident, pcode)
+        workload_text, point_id, draw_id = _point_ids(kind, kind_name, params, ident, pcode)
         point_configs = []
-        for system in systems or ():
-            for name, pparams, code in policies:
-                columns = integers | policy_integers.get(name, frozenset())
-                config = _config(
-                    engine,
+        for system, system_text, engine_text in texts:
+            for (name, pparams, code), policy_text in zip(policies, policy_texts, strict=True):
+                columns = columns_of[name]
+                identity = {**engine_text, **policy_text, **system_text, "workload": workload_text}
+                config = Config(
+                    text_digest(canonical_object(identity)),
+                    engine.name,
                     name,
                     pparams,
-                    code,
                     kind_name,
                     params,
                     point_id,
-                    workload_identity,
                     system,
+                    code,
                     columns,
-                    codes.get("engine"),
                 )
                 configs[config.config_id] = config
                 point_configs.append(config)
@@ -598,13 +654,14 @@ def _expand(
 
 def _point_ids(
     kind: Any, kind_name: str, params: dict[str, Any], ident: dict[str, Any], pcode: CodeRef | None
-) -> tuple[dict[str, Any], str, str | None]:
-    """(the workload point's identity, its id, its draw id: None when it is
-    the point id, see the module docstring)."""
+) -> tuple[str, str, str | None]:
+    """(the canonical text of the workload point's identity, its id, its
+    draw id: None when it is the point id, see the module docstring)."""
     workload_identity = {"kind": kind_name, "params": ident}
     if pcode is not None:
         workload_identity["code"] = pcode.identity
-    point_id = digest(workload_identity)
+    workload_text = canonical(workload_identity)
+    point_id = text_digest(workload_text)
     excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
     draw_id = None
     if excluded:
@@ -615,27 +672,24 @@ def _point_ids(
                 "draw_excludes": sorted(excluded),
             }
         )
-    return workload_identity, point_id, draw_id
+    return workload_text, point_id, draw_id
 
 
-def _config(
-    engine: Any,
-    name: str,
-    pparams: dict[str, Any],
-    code: CodeRef | None,
-    kind_name: str,
-    params: dict[str, Any],
-    point_id: str,
+def config_identity(
+    engine: str,
+    policy: str,
+    policy_params: dict[str, Any],
     workload_identity: dict[str, Any],
     system: dict[str, Any],
-    integers: frozenset[str],
+    code: CodeRef | None,
     engine_code: CodeRef | None = None,
-) -> Config:
-    """One configuration: its id is the digest of its identity (module docstring)."""
+) -> dict[str, Any]:
+    """What a configuration's id is the digest of (the module docstring):
+    `_expand` builds the same text part by part (`canonical_object`)."""
     identity: dict[str, Any] = {
-        "engine": engine.name,
-        "policy": name,
-        "policy_params": pparams,
+        "engine": engine,
+        "policy": policy,
+        "policy_params": policy_params,
         "workload": workload_identity,
     }
     if system:  # only engines with system params carry the key (queue ids unchanged)
@@ -644,19 +698,7 @@ def _config(
         identity["code"] = code.identity
     if engine_code is not None:  # your own engine's code, likewise
         identity["engine_code"] = engine_code.identity
-    cid = digest(identity)
-    return Config(
-        cid,
-        engine.name,
-        name,
-        pparams,
-        kind_name,
-        params,
-        point_id,
-        system,
-        code,
-        integers,
-    )
+    return identity
 
 
 def _check_points(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections import ChainMap
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -156,7 +158,8 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return {
         **new,
         "created": old.get("created", new["created"]),
-        "configs": {**old.get("configs", {}), **new["configs"]},
+        # {**old, **new} without copying either (`ConfigEntries`): new's entry wins
+        "configs": ChainMap(new["configs"], old.get("configs", {})),
         "param_columns": list(dict.fromkeys([*old.get("param_columns", []), *new["param_columns"]])),
         **(
             {"inputs": {**old.get("inputs", {}), **new.get("inputs", {})}}
@@ -166,6 +169,37 @@ def grown_manifest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "history": history,
         **({"superseded": old["superseded"]} if old.get("superseded") else {}),
     }
+
+
+#: Configurations per chunk `manifest_text` yields (one line each).
+TEXT_CHUNK_CONFIGS = 4096
+
+
+def manifest_text(manifest: dict[str, Any]) -> Iterator[bytes]:
+    """``manifest`` as the bytes of manifest.json, a chunk at a time: the
+    keys indented as ``json.dumps(indent=2)`` lays them out, but each
+    configuration on one line, encoded by json's C encoder (with ``indent``
+    json falls back to its Python encoder and builds the whole text as a list
+    of small strings: about 3 KB of driver memory per configuration at once,
+    the peak of a big sweep's start). Parsed, it is the same document."""
+    keys = sorted(manifest)
+    yield b"{\n"
+    for i, key in enumerate(keys):
+        end = ",\n" if i < len(keys) - 1 else "\n"
+        value = manifest[key]
+        if key == "configs" and isinstance(value, Mapping) and value:
+            yield f"  {json.dumps(key)}: {{\n".encode()
+            ids = sorted(value)
+            for start in range(0, len(ids), TEXT_CHUNK_CONFIGS):
+                block = ids[start : start + TEXT_CHUNK_CONFIGS]
+                last = start + len(block) == len(ids)
+                lines = [f"    {json.dumps(cid)}: {json.dumps(value[cid], sort_keys=True)}" for cid in block]
+                yield (",\n".join(lines) + ("\n" if last else ",\n")).encode()
+            yield f"  }}{end}".encode()
+        else:
+            text = json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n  ")
+            yield f"  {json.dumps(key)}: {text}{end}".encode()
+    yield b"}\n"
 
 
 def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -210,13 +244,42 @@ def input_files(plan: Plan) -> list[str]:
     return sorted(x for x in paths if Path(x).exists())
 
 
+class ConfigEntries(Mapping[str, dict[str, Any]]):
+    """The manifest's ``configs`` of a plan: config id -> what the manifest
+    says of it, each entry made when it is looked up (`manifest_text` writes
+    them a chunk at a time), not half a kilobyte a configuration held from
+    the plan to the end of the write."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.configs = plan.configs
+        self.workload_code = {c.config_id: p.code.sha256 for p in plan.points if p.code is not None for c in p.configs}
+        self.engine_code = {"engine_code_sha256": plan.code["engine"].sha256} if "engine" in plan.code else {}
+
+    def __getitem__(self, cid: str) -> dict[str, Any]:
+        c = self.configs[cid]
+        return {
+            "engine": c.engine,
+            "policy": c.policy,
+            "workload_kind": c.workload_kind,
+            "params": c.flat_params(),
+            **({"code_sha256": c.code.sha256} if c.code is not None else {}),
+            **({"workload_code_sha256": self.workload_code[cid]} if cid in self.workload_code else {}),
+            **self.engine_code,
+        }
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.configs)
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+
 def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results dir's manifest for ``spec``; ``previous`` (the manifest on
     disk, if any) lets unchanged input files keep their fingerprint unhashed."""
     old_inputs = (previous or {}).get("inputs") or {}
     inputs = {x: fingerprint(Path(x), old_inputs.get(x)) for x in input_files(plan)}
     defining = spec.result_defining()
-    wcode = {c.config_id: p.code.sha256 for p in plan.points if p.code is not None for c in p.configs}
     if plan.code:  # user code is part of what defines the results (absent otherwise: old hashes hold)
         defining["user_code"] = {field_: code.sha256 for field_, code in sorted(plan.code.items())}
     return {
@@ -229,18 +292,7 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "param_columns": plan.param_columns,
         **({"inputs": inputs} if inputs else {}),
-        "configs": {
-            cid: {
-                "engine": c.engine,
-                "policy": c.policy,
-                "workload_kind": c.workload_kind,
-                "params": c.flat_params(),
-                **({"code_sha256": c.code.sha256} if c.code is not None else {}),
-                **({"workload_code_sha256": wcode[cid]} if cid in wcode else {}),
-                **({"engine_code_sha256": plan.code["engine"].sha256} if "engine" in plan.code else {}),
-            }
-            for cid, c in plan.configs.items()
-        },
+        "configs": ConfigEntries(plan),
         **(
             {
                 "user_code": {

@@ -83,12 +83,14 @@ from schedlab.platform.storage.damage import collect_checked as collect_checked
 from schedlab.platform.storage.damage import explain_read_error as explain_read_error
 from schedlab.platform.storage.damage import part_schema as part_schema
 from schedlab.platform.storage.durable import fsync_dir as _fsync_dir
+from schedlab.platform.storage.keyset import KeySet
 from schedlab.platform.storage.manifest import (
     CODE_DIGESTS,
     EVERY_ROW_CODE,
     SUPERSEDED,
     CodeChange,
     code_changes,
+    manifest_text,
     rerun_note,
     stale_digests,
     superseded_configs,
@@ -295,7 +297,7 @@ class ResultStore:
             manifest = grown_manifest(existing, manifest)
         with self._writing(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
-            self._atomic_bytes(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
+            self._atomic_chunks(self.root / MANIFEST, manifest_text(manifest))
             self.clean()
         return grew
 
@@ -350,7 +352,7 @@ class ResultStore:
             if not (target / MANIFEST).exists():  # the old manifest, restricted to what moved there
                 target.mkdir(parents=True, exist_ok=True)
                 described = {**old, "configs": moved}
-                self._atomic_bytes(target / MANIFEST, json.dumps(described, indent=2, sort_keys=True).encode())
+                self._atomic_chunks(target / MANIFEST, manifest_text(described))
             policies = {str(c["policy"]) for c in moved.values() if c.get("policy")}
             if self.has(SUMMARY):
                 owners = self.scan().filter(pl.col("config_id").is_in(ids.to_pylist())).select("policy").unique()
@@ -537,6 +539,22 @@ class ResultStore:
         )
         return set(zip(keys["config_id"].to_list(), keys["replication"].to_list()))
 
+    def done_key_set(self) -> KeySet:
+        """`done_keys` in 8 bytes a key (`keyset`): the ``config_id`` and
+        ``replication`` columns read a part file at a time, never a Python
+        object per row (a resume of ten million rows)."""
+        files = self.files(SUMMARY) if self.has(SUMMARY) else []
+        columns = ["config_id", "replication"]
+
+        def tables() -> Iterator[pa.Table]:
+            for f in files:
+                try:
+                    yield pq.read_table(f, columns=columns)
+                except (pa.ArrowException, OSError, KeyError) as err:
+                    raise explain_read_error([f], err, columns) from None
+
+        return KeySet.from_columns(tables())
+
     # ---- writing --------------------------------------------------------------------
     def commit(
         self,
@@ -606,9 +624,15 @@ class ResultStore:
             raise
 
     def _atomic_bytes(self, path: Path, data: bytes) -> None:
+        self._atomic_chunks(path, iter((data,)))
+
+    def _atomic_chunks(self, path: Path, chunks: Iterable[bytes]) -> None:
+        """``path`` written whole or not at all from ``chunks`` (never all in memory at once)."""
         tmp = self._tmp_path(path)
         try:
-            tmp.write_bytes(data)
+            with open(tmp, "wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
             self._publish(tmp, path)
         except BaseException:
             _unlink_quietly(tmp)

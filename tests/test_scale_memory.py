@@ -1,0 +1,173 @@
+"""Driver memory that does not grow with a sweep (issue 42): the key set in
+8 bytes a key, the manifest written a chunk at a time, a round streamed
+through the task sizer, and configuration ids built part by part equal to
+the digest of the whole identity."""
+
+from __future__ import annotations
+
+import json
+import random
+import tracemalloc
+from collections import ChainMap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from schedlab.platform.execution.runner import manifest_for, run_sweep
+from schedlab.platform.execution.sizing import LOOKAHEAD, TaskSizer
+from schedlab.platform.planning.plan import build_plan, config_identity, digest
+from schedlab.platform.planning.validate import parse_spec
+from schedlab.platform.storage.keyset import KeySet, id_numbers
+from schedlab.platform.storage.manifest import manifest_text
+from schedlab.platform.storage.store import ResultStore
+
+#: Bytes of Python allocations a configuration may cost at once while the manifest is written
+#: (json's indent=2 Python encoder held about 3,000).
+MANIFEST_BYTES_PER_CONFIG = 1_000
+#: Bytes a key of a `KeySet` may cost (a Python set of (str, int) tuples: about 200).
+KEYSET_BYTES_PER_KEY = 24
+
+
+def spec_of(tmp_path, loads: int, sigmas: int, **changes):
+    data = {
+        "name": "scale",
+        "engine": "queue",
+        "seed": 5,
+        "policies": ["FIFO", "PS"],
+        "workload": {
+            "kind": "synthetic",
+            "njobs": 20,
+            "load": [round(0.2 + 0.7 * i / loads, 6) for i in range(loads)],
+            "sigma": [round(0.1 + 2.0 * i / sigmas, 6) for i in range(sigmas)],
+        },
+        "replications": {"n": 1},
+        "outputs": {"dir": str(tmp_path / "out")},
+        "tracking": {"enabled": False},
+        "execution": {"backend": "local", "num_cpus": 1},
+    }
+    data.update(changes)
+    return parse_spec(data, "test")
+
+
+def hex_id(rng: random.Random) -> str:
+    return f"{rng.getrandbits(64):016x}"
+
+
+def test_key_set_answers_as_a_python_set_does():
+    rng = random.Random(3)
+    keys = [(hex_id(rng), rng.randrange(3)) for _ in range(5_000)]
+    odd = [("not-an-id", 0), ("ABCDEF0123456789", 1), ("", 2), ("0123456789abcdeg", 0)]
+    expected: set[tuple[str, int]] = set()
+    ks = KeySet()
+    for key in keys[:3_000] + odd:
+        ks.add(key)
+        expected.add(key)
+    ks.add(keys[0])  # again: still one key
+    ks |= {k for k in keys[2_500:4_000]}
+    expected |= set(keys[2_500:4_000])
+    fresh = keys[4_000:4_300] + [("odd id", 1)]
+    assert not ks.contains_many([k for k, _ in fresh], [r for _, r in fresh]).any()
+    ks.add_absent(fresh)  # what the sink adds once it has looked them up
+    expected |= set(fresh)
+    absent = keys[4_300:] + [(keys[0][0], 7), ("abcdef0123456789", 1)]
+    assert len(ks) == len(expected)
+    assert ks == expected and set(ks) == expected
+    assert all(k in ks for k in expected) and not any(k in ks for k in absent)
+    probe = list(expected) + absent
+    got = ks.contains_many([k for k, _ in probe], [r for _, r in probe])
+    assert got.tolist() == [k in expected for k in probe]
+
+
+def test_key_set_from_part_columns_and_its_size():
+    rng = random.Random(4)
+    n = 50_000
+    ids = [hex_id(rng) for _ in range(n)] + ["short"]
+    reps = [i % 2 for i in range(n + 1)]
+    numbers, ok = id_numbers(pa.array(ids))
+    assert ok.tolist() == [True] * n + [False]
+    assert numbers[:n].tolist() == [int(x, 16) for x in ids[:n]]
+    table = pa.table({"config_id": ids, "replication": reps})
+    tracemalloc.start()
+    try:
+        ks = KeySet.from_columns([table.slice(0, 20_000), table.slice(20_000)])
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert ks == set(zip(ids, reps, strict=True))
+    assert size / n < KEYSET_BYTES_PER_KEY, size / n
+
+
+def test_manifest_text_parses_to_the_manifest(tmp_path):
+    spec = spec_of(tmp_path, 7, 5)
+    plan = build_plan(spec)
+    manifest = manifest_for(spec, plan)
+    text = b"".join(manifest_text(manifest))
+    assert json.loads(text) == json.loads(json.dumps({**manifest, "configs": dict(manifest["configs"])}))
+    for other in ({}, {"a": [1, {"b": None}], "configs": {}}, {"configs": ChainMap({"x": {"p": 1}}, {"y": {}})}):
+        plain = {k: dict(v) if isinstance(v, ChainMap) else v for k, v in other.items()}
+        assert json.loads(b"".join(manifest_text(other))) == plain
+
+
+def test_writing_the_manifest_holds_little_per_configuration(tmp_path):
+    spec = spec_of(tmp_path, 100, 50)  # 10,000 configurations
+    plan = build_plan(spec)
+    store = ResultStore(spec.results_dir())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        store.prepare(manifest_for(spec, plan), fresh=False)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak / len(plan.configs) < MANIFEST_BYTES_PER_CONFIG, peak / len(plan.configs)
+    assert set(store.read_manifest()["configs"]) == set(plan.configs)
+
+
+def test_configuration_ids_are_the_digest_of_their_identity(tmp_path):
+    spec = spec_of(tmp_path, 3, 2, system={}, policies=["FIFO", {"name": "PSBS"}])
+    plan = build_plan(spec)
+    for point in plan.points:
+        workload = {"kind": point.kind, "params": point.params}
+        for c in point.configs:
+            identity = config_identity(c.engine, c.policy, c.policy_params, workload, c.system, c.code)
+            assert c.config_id == digest(identity)
+
+
+def test_a_streamed_round_queues_at_most_the_lookahead(tmp_path):
+    spec = spec_of(tmp_path, 100, 90)  # 18,000 configurations, 9,000 instances
+    plan = build_plan(spec)
+    instances = plan.each_instance(range(1))
+    assert len(instances) == len(plan.points) and list(instances) == plan.instances(range(1))
+    work = ((i, i.point.configs) for i in instances)
+    sizer = TaskSizer(work, remaining=sum(20 * len(i.point.configs) for i in instances))
+    drawn = []
+    while sizer:
+        assert len(sizer.queue) <= LOOKAHEAD
+        task, _ = sizer.next(2)
+        drawn += task
+    assert drawn == plan.instances(range(1)) and sizer.remaining == 0
+
+
+@pytest.mark.parametrize("kept", [0.0, 0.5])
+def test_a_resume_runs_exactly_what_is_not_on_disk(tmp_path, kept):
+    spec = spec_of(tmp_path, 6, 4)
+    first = run_sweep(spec)
+    assert first.rows_written == len(build_plan(spec).configs) == 48 and not first.failures
+    store = ResultStore(spec.results_dir())
+    rows = store.scan().collect()
+    if kept:  # keep half the rows: rewrite the summary as one part of the first half
+        import shutil
+
+        half = rows.head(int(rows.height * kept))
+        shutil.rmtree(store.root / "summary")
+        store.commit(half.to_dicts(), [], [])
+    again = run_sweep(spec)
+    assert again.rows_skipped == (int(rows.height * kept) if kept else 48)
+    assert again.rows_written == 48 - again.rows_skipped
+    after = store.scan().collect()
+    assert after.height == 48 and not after.select("config_id", "replication").is_duplicated().any()
+    cols = [c for c in rows.columns if c not in ("sim_seconds",) and not c.endswith("_seconds")]
+    assert after.sort("config_id").select(cols).equals(rows.sort("config_id").select(cols))
+    assert np.array_equal(np.sort(store.done_key_set().contains_many(list(after["config_id"]), [0] * 48)), [True] * 48)
