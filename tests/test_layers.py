@@ -99,11 +99,7 @@ ROOMS: dict[str, tuple[tuple[str, ...], ...]] = {
 #: imported) -> why. The graph the tests read leaves them out; each must still exist
 #: (test_known_exceptions_are_still_there), so an allowance never outlives its import.
 #: Empty when the house is in order.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("schedlab.sim.system.declarations", "schedlab.engines.dfrs.sim.state"): (
-        "the DFRS [system] declaration reads the engine's tasks_per_node; it moves into the engine's package"
-    ),
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _modules(root: Path) -> dict[str, tuple[Path, bool]]:

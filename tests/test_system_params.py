@@ -475,11 +475,13 @@ def test_plan_time_columns_match_a_drawn_instance(engine, workload):
 
 def test_run_table_arguments_are_the_declared_fields():
     from schedlab.engines.batch.sim import engine as batch
+    from schedlab.engines.batch.sim.system import BATCH
     from schedlab.engines.dfrs import sim as dfrs
+    from schedlab.engines.dfrs.sim.system import DFRS
 
     for module, schema, extra in (
-        (batch, system_schema.BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay
-        (dfrs, system_schema.DFRS, {"check", "recorder"}),
+        (batch, BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay
+        (dfrs, DFRS, {"check", "recorder"}),
     ):
         sig = inspect.signature(module.run_table)
         kw = {n: p for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}

@@ -197,7 +197,7 @@ class PackingRecorder:
     def finish(self, jobs: dict[str, np.ndarray], summary: dict[str, float], table: Any, system: dict[str, Any]):
         """What ``schedlab view`` calls after the run (``Engine.recorder``): the
         job table's demands and the servers' capacities, per resource."""
-        from schedlab.sim.system.declarations import resources
+        from schedlab.engines.packing.sim.system import resources
 
         names = resources(table.columns)
         if names == [""]:

@@ -110,7 +110,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from schedlab.errors import PolicyError, UserError
-from schedlab.sim.system import DFRS as DFRS_SYSTEM
+from schedlab.engines.dfrs.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.sim.bound.stretch_bound import (
     UsageProfile,
     bounded_stretch,
@@ -522,7 +522,7 @@ def run_table(jobs, policy_cls, *, nodes: int, penalty: float = DEFAULT_PENALTY,
     invariants at every event; ``oversize``: "error" or "drop" for jobs that
     do not fit on the empty cluster (procs > nodes x floor(1/memory)). The
     system parameters are checked against the engine's declaration
-    (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
+    (``schedlab.engines.dfrs.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call({"nodes": nodes, "penalty": penalty, "cpu_need": cpu_need, "memory": memory,
                             "bound": bound, "oversize": oversize}, "dfrs engine", jobs.columns)
     for col in ("job_id", "submit", "runtime", "procs"):

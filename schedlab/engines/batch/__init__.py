@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.engines.batch.columns import JOBS_OUT, METRICS, UNITS
-from schedlab.sim.system import BATCH
+from schedlab.engines.batch.sim.system import BATCH
 from schedlab.sim.system.jobs import BATCH_JOBS
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.engines.dfrs.columns import METRICS, UNITS
-from schedlab.sim.system import DFRS
+from schedlab.engines.dfrs.sim.system import DFRS
 from schedlab.sim.system.jobs import DFRS_JOBS
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import numpy as np
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.engines.packing.columns import METRICS, UNITS
-from schedlab.sim.system import PACKING
+from schedlab.engines.packing.sim.system import PACKING
 from schedlab.sim.system.jobs import PACKING_JOBS
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.base import Engine, LazyPolicies, RunResult
 from schedlab.engines.queue.columns import METRICS, UNITS
+from schedlab.engines.queue.sim.system import QUEUE
 from schedlab.errors import UserError
-from schedlab.sim.system import QUEUE
 from schedlab.sim.system.jobs import QUEUE_JOBS
 
 if TYPE_CHECKING:

@@ -609,9 +609,9 @@ def _expand(
             expanded = _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload", spec.base_dir)
     # the canonical text of each part of a configuration's identity, made once (`canonical_object`)
     engine_code = codes.get("engine")  # your own engine's code: part of its configurations' identity
-    engine_text = {"engine": canonical(engine.name)} | (
-        {"engine_code": canonical(engine_code.identity)} if engine_code is not None else {}
-    )
+    engine_text = {} if engine is None else {"engine": canonical(engine.name)}
+    if engine_code is not None:
+        engine_text["engine_code"] = canonical(engine_code.identity)
     texts = [(system, {"system": canonical(system)} if system else {}, engine_text) for system in systems or ()]
     policy_texts = [
         {"policy": canonical(name), "policy_params": canonical(pparams)}

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from schedlab.platform.storage.compact import CompactReport
+    from schedlab.platform.storage.keyset import KeySet
     from schedlab.platform.storage.manifest import CodeChange
     from schedlab.platform.storage.part import Part
     from schedlab.usercode import CodeRef
@@ -85,6 +86,11 @@ class ResultsStore(Protocol):
 
     def done_keys(self) -> set[tuple[str, int]]:
         """(config id, replication) of every committed summary row."""
+        ...
+
+    def done_key_set(self) -> KeySet:
+        """`done_keys` in 8 bytes a key (`schedlab.platform.storage.keyset`): what a
+        resume of millions of rows checks its work against."""
         ...
 
     def commit(

@@ -26,26 +26,15 @@ known without drawing an instance (:func:`job_columns`), and at run time
 against the real table.
 
 Layout: ``schema`` (Param, Rule, SystemSchema and the parameter builders),
-``declarations`` (the engines' QUEUE, PACKING, BATCH, DFRS),
+``declarations`` (what the engines' declarations share; each engine declares its own
+``[system]`` in ``schedlab.engines.<engine>.sim.system``),
 ``workload_checks`` (plan time: job_columns, probe_jobs, check_workload_points,
 check_jobs_fit -- where jobs wider than the machine are checked before a
 run; tiny_jobs, the table plan time constructs policies on). Every name is
 re-exported here: import them from ``schedlab.sim.system``.
 """
 
-from schedlab.sim.system.declarations import (
-    BATCH,
-    BATCH_MODELS,
-    BOUND_TOL,
-    DFRS,
-    MACHINE_PROCS,
-    PACKING,
-    QUEUE,
-    RESOURCE_COLUMNS,
-    Misfit,
-    resources,
-    units_needed,
-)
+from schedlab.sim.system.declarations import MAX_SECONDS, MAX_UNITS, Misfit, missing_columns
 from schedlab.sim.system.schema import (
     Columns,
     Param,
@@ -67,14 +56,9 @@ from schedlab.sim.system.workload_checks import (
 )
 
 __all__ = [
-    "BATCH",
-    "BATCH_MODELS",
-    "BOUND_TOL",
-    "DFRS",
-    "MACHINE_PROCS",
-    "PACKING",
-    "QUEUE",
-    "RESOURCE_COLUMNS",
+    "MAX_SECONDS",
+    "MAX_UNITS",
+    "missing_columns",
     "Columns",
     "Misfit",
     "Param",
@@ -90,7 +74,5 @@ __all__ = [
     "number",
     "numbers_per_resource",
     "probe_jobs",
-    "resources",
     "tiny_jobs",
-    "units_needed",
 ]

@@ -33,7 +33,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     """A finite real (int or float, numpy ones too), never a bool."""
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -59,7 +59,7 @@ class Param:
 
     def check(self, value: Any, path: str) -> None:
         if not self.accepts(value):
-            if self.most is not None and _is_number(value) and value > self.most:
+            if self.most is not None and is_number(value) and value > self.most:
                 raise UserError(f"{path}: must be at most {self.most:g}; got {_show(value)}")
             raise UserError(f"{path}: must be {self.rule}; got {_show(value)}")
 
@@ -93,7 +93,7 @@ def number(
     text, ok = _bounds(ge, gt, le)
     rule = f"a number {text}" + (f" (0: {zero})" if zero else "")
     below = _at_most(most)
-    return Param(name, default, rule, lambda v: _is_number(v) and ok(v) and below(v), zero, doc, most=most)
+    return Param(name, default, rule, lambda v: is_number(v) and ok(v) and below(v), zero, doc, most=most)
 
 
 def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "") -> Param:
@@ -102,10 +102,10 @@ def numbers_per_resource(name: str, default: float, *, gt: float, doc: str = "")
     text, ok = _bounds(gt=gt)
 
     def accepts(v):
-        if _is_number(v):
+        if is_number(v):
             return ok(v)
         if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim == 1):
-            return len(v) > 0 and all(_is_number(x) and ok(x) for x in v)
+            return len(v) > 0 and all(is_number(x) and ok(x) for x in v)
         return False
 
     return Param(name, default, f"a number {text} or a list of numbers {text} (one per resource)", accepts, doc=doc)

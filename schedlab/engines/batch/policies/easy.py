@@ -77,7 +77,8 @@ from sortedcontainers import SortedList
 
 from schedlab.engines.batch.policies.base import BatchPolicy
 
-#: ``[system] easy_backfill`` values (``schedlab.sim.system.BATCH``): the canonical rule, or the DFRS authors'.
+#: ``[system] easy_backfill`` values (``schedlab.engines.batch.sim.system.BATCH``): the canonical rule,
+#: or the DFRS authors'.
 CANONICAL, VCSIM = "canonical", "vcsim"
 
 

@@ -99,12 +99,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
+from schedlab.engines.batch.sim.system import BATCH as BATCH_SYSTEM
+from schedlab.engines.batch.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS, units_needed
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
 from schedlab.sim.common.stepping import run_to_end
-from schedlab.sim.system import BATCH as BATCH_SYSTEM
-from schedlab.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_PROCS, units_needed
 from schedlab.sim.system.jobs import BATCH_JOBS
 
 if TYPE_CHECKING:
@@ -393,7 +393,7 @@ def run_table(
     ``model="nodes"`` with ``nodes`` nodes and ``tasks_per_node``.
     ``oversize``: "error" or "drop". ``cpu_need`` (a per-job column wins) and
     ``bound``: the DFRS view (module docstring). The machine parameters are
-    checked against the engine's declaration (``schedlab.sim.system.BATCH``),
+    checked against the engine's declaration (``schedlab.engines.batch.sim.system.BATCH``),
     the same one a sweep's plan checks. Other params go to the policy.
     ``path``: "reference" (the default here: :func:`simulate_batch` with the
     Python policy) or "fast" (what ``Engine.run`` passes by default): with

@@ -15,10 +15,10 @@ import numpy as np
 
 from schedlab.engines.dfrs.sim.events import simulate_dfrs
 from schedlab.engines.dfrs.sim.state import DEFAULT_PENALTY, tasks_per_node
+from schedlab.engines.dfrs.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.errors import UserError
 from schedlab.sim.bound.stretch_bound import bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
-from schedlab.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.sim.system.jobs import DFRS_JOBS
 
 
@@ -78,7 +78,7 @@ def run_table(
     the end of the instant (``schedlab.engines.dfrs.policies.greedy.hold_victims``); ``mcb8_remaps``: "instant-end" runs
     MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``). The
     system parameters are checked against the engine's declaration
-    (``schedlab.sim.system.DFRS``), the same one a sweep's plan checks."""
+    (``schedlab.engines.dfrs.sim.system.DFRS``), the same one a sweep's plan checks."""
     DFRS_SYSTEM.check_call(
         {
             "nodes": nodes,

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.engines.packing.sim import system as system_params
 from schedlab.engines.packing.sim.engine import PackingResult, PackingRun, misfit
 from schedlab.engines.packing.sim.fast_io import MULTI_KERNELS, SINGLE_KERNELS, VQS_KERNELS, fast_vqs_J
 from schedlab.errors import UserError
-from schedlab.sim import system as system_params
 from schedlab.sim.common import compiling
 from schedlab.sim.common.stepping import run_to_end
 
@@ -33,7 +33,7 @@ def run_table(
     one per resource, default 1), ``epoch`` (Δ; 0 or None: event-driven;
     default 1), ``sample_every`` (0 or None: no series), ``until``; anything
     else goes to the policy. The system parameters are checked against the
-    engine's declaration (``schedlab.sim.system.PACKING``), the same one a
+    engine's declaration (``schedlab.engines.packing.sim.system.PACKING``), the same one a
     sweep's plan checks. Optional columns ``group`` (task -> multi-task job
     id) and ``estimate`` (the scheduler's duration estimate) are passed to
     ``simulate_packing``; with ``group`` the per-job columns include it and
