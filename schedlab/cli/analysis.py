@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -101,6 +102,21 @@ def _cell(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def results_columns(
+    columns: list[str], manifest: dict[str, Any], keys: list[str], metrics: list[str], where: list[str]
+) -> list[str]:
+    """The summary columns `results` reads (in the file's order): the row
+    keys, the policy, the sweep's parameters (what `swept` looks at), the
+    groups, the ``--where`` columns, the metrics asked for and the columns
+    their dominance rule reads (`stats.DOMINANCE`)."""
+    from schedlab.platform.statistics.stats import DOMINANCE
+
+    wanted = {"config_id", "replication", "policy", *keys, *metrics, *where}
+    wanted |= set(manifest.get("param_columns") or [])
+    wanted |= {c for m in metrics for c in DOMINANCE.get(m, ())}
+    return [c for c in columns if c in wanted]
+
+
 def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     """One row per group of ``keys`` and replication: each metric's mean over
     the grid cells of ``pooled`` (the parameters the user left out of
@@ -182,21 +198,25 @@ def results(
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
+    manifest = store.read_manifest() or {}
+    where = parse_where(where_items)
+    # Only the columns the table reads, --config and --policy applied in the scan: 10^7 rows of a
+    # 30-column summary are read as a few columns of the rows asked for (issue #42).
+    lf = lf.select(results_columns(columns, manifest, keys, list(metrics), list(where)))
+    if config_id is not None:
+        lf = lf.filter(pl.col("config_id") == config_id)
+    kept = lf.filter(pl.col("policy") == policy) if policy is not None else lf
     try:
-        frame = lf.collect()
+        frame = kept.collect()
+        if frame.height == 0 and config_id is not None and lf.select(pl.len()).collect().item() == 0:
+            raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
+        if frame.height == 0 and policy is not None:
+            policies = lf.select("policy").unique().collect()["policy"]
+            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(policies))}")
     except (pl.exceptions.PolarsError, OSError) as err:
         raise explain_read_error(store.files(), err) from None
-    if config_id is not None:
-        frame = frame.filter(pl.col("config_id") == config_id)
-        if frame.height == 0:
-            raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
-    if policy is not None:
-        kept = frame.filter(pl.col("policy") == policy)
-        if kept.height == 0:
-            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(frame['policy'].unique()))}")
-        frame = kept
-    frame = filter_where(frame, parse_where(where_items), results_dir)
-    varying = ["policy"] + swept(frame, store.read_manifest() or {})
+    frame = filter_where(frame, where, results_dir)
+    varying = ["policy"] + swept(frame, manifest)
     if not keys:
         keys = varying
     pooled = [c for c in varying if c not in keys and frame[c].n_unique() > 1]
