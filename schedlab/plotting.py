@@ -393,13 +393,45 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
+#: How close a numeric column must be to a ``--where`` value (relative, at least absolute for |value| < 1).
+WHERE_TOLERANCE = 1e-9
+
+
+def where_expr(col: str, value: Any, numeric: bool) -> pl.Expr:
+    """The row filter of one ``--where col=value`` (`filter_where`); a
+    numeric column's ``value`` must be a number."""
+    import polars as pl
+
+    if numeric:
+        v = float(value)
+        return (pl.col(col).cast(pl.Float64) - v).abs() <= WHERE_TOLERANCE * max(1.0, abs(v))
+    return pl.col(col).cast(pl.String) == str(value)
+
+
+def where_pushdown(schema: pl.Schema, where: dict[str, Any]) -> list[pl.Expr]:
+    """The filters of ``where`` a scan can apply before reading (`filter_where`
+    then runs on the rows they keep, and says what is wrong when none is
+    kept): those of existing columns whose value has the column's kind."""
+    out = []
+    for col, value in where.items():
+        if col not in schema.names():
+            continue
+        numeric = schema[col].is_numeric()
+        if numeric:
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                continue
+        out.append(where_expr(col, value, numeric))
+    return out
+
+
 def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -> pl.DataFrame:
     """The rows of ``frame`` where every ``col = value`` of ``where`` holds
     (``--where``): a numeric column equal within 1e-9 relative, any other
     as text. A column that is not there, or a value no row has, is a
     `UserError` naming it and the values the column takes. The selector of
     ``schedlab plot`` and ``schedlab view``."""
-    import polars as pl
 
     columns = frame.columns
     for col, value in where.items():
@@ -407,12 +439,10 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
             raise UserError(f"--where: {col!r} is not a column of {root}")
         if frame.schema[col].is_numeric():
             try:
-                v = float(value)
+                float(value)
             except (TypeError, ValueError):
                 raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-            kept = frame.filter((pl.col(col).cast(pl.Float64) - v).abs() <= 1e-9 * max(1.0, abs(v)))
-        else:
-            kept = frame.filter(pl.col(col).cast(pl.String) == str(value))
+        kept = frame.filter(where_expr(col, value, frame.schema[col].is_numeric()))
         if kept.height == 0:
             values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
             raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")

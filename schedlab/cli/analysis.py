@@ -185,7 +185,7 @@ def results(
 
     from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
-    from schedlab.plotting import filter_where, swept
+    from schedlab.plotting import filter_where, swept, where_pushdown
 
     store = _open_store(results_dir)
     failed = _failures_note(store)
@@ -206,8 +206,11 @@ def results(
     if config_id is not None:
         lf = lf.filter(pl.col("config_id") == config_id)
     kept = lf.filter(pl.col("policy") == policy) if policy is not None else lf
+    pushed = where_pushdown(lf.collect_schema(), where)
     try:
-        frame = kept.collect()
+        frame = kept.filter(*pushed).collect() if pushed else kept.collect()
+        if frame.height == 0 and pushed:  # let filter_where say which --where keeps no row
+            frame = kept.collect()
         if frame.height == 0 and config_id is not None and lf.select(pl.len()).collect().item() == 0:
             raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
         if frame.height == 0 and policy is not None:
