@@ -178,3 +178,10 @@ def test_bulk_only_for_a_known_schema(tmp_path):
         assert bulk_store(client) is None  # a column the bulk path would not fill
     finally:
         con.close()
+
+
+def test_row_tuples_fill_exactly_the_checked_columns():
+    """The column order the driver path writes its tuples in covers exactly the
+    columns `bulk_store` checks the database for."""
+    assert {table: frozenset(cols) for table, cols in tracking_bulk.ROW_COLUMNS.items()} == tracking_bulk.COLUMNS
+    assert all(len(set(cols)) == len(cols) for cols in tracking_bulk.ROW_COLUMNS.values())

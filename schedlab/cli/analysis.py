@@ -103,15 +103,16 @@ def _cell(value) -> str:
 
 
 def results_columns(
-    columns: list[str], manifest: dict[str, Any], keys: list[str], metrics: list[str], where: list[str]
+    columns: list[str], manifest: dict[str, Any], keys: list[str], metrics: list[str], where: list[str], by_config: bool
 ) -> list[str]:
-    """The summary columns `results` reads (in the file's order): the row
-    keys, the policy, the sweep's parameters (what `swept` looks at), the
-    groups, the ``--where`` columns, the metrics asked for and the columns
-    their dominance rule reads (`stats.DOMINANCE`)."""
+    """The summary columns `results` reads (in the file's order): the
+    replication, the policy, the sweep's parameters (what `swept` looks at),
+    the groups, the ``--where`` columns, the metrics asked for and the
+    columns their dominance rule reads (`stats.DOMINANCE`); the config id
+    only for ``--config`` (or as a group)."""
     from schedlab.platform.statistics.stats import DOMINANCE
 
-    wanted = {"config_id", "replication", "policy", *keys, *metrics, *where}
+    wanted = {"replication", "policy", *keys, *metrics, *where, *(["config_id"] if by_config else [])}
     wanted |= set(manifest.get("param_columns") or [])
     wanted |= {c for m in metrics for c in DOMINANCE.get(m, ())}
     return [c for c in columns if c in wanted]
@@ -202,7 +203,7 @@ def results(
     where = parse_where(where_items)
     # Only the columns the table reads, --config and --policy applied in the scan: 10^7 rows of a
     # 30-column summary are read as a few columns of the rows asked for (issue #42).
-    lf = lf.select(results_columns(columns, manifest, keys, list(metrics), list(where)))
+    lf = lf.select(results_columns(columns, manifest, keys, list(metrics), list(where), config_id is not None))
     if config_id is not None:
         lf = lf.filter(pl.col("config_id") == config_id)
     kept = lf.filter(pl.col("policy") == policy) if policy is not None else lf
