@@ -464,10 +464,14 @@ def swept(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
     return [c for c in parameter_columns(frame, manifest) if frame[c].n_unique() > 1]
 
 
-def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataFrame]:
+def stored_rows(
+    results_dir: str | Path, where: dict[str, Any] | None = None
+) -> tuple[Path, dict[str, Any], pl.DataFrame]:
     """A results dir, its manifest and its summary rows (what `plot` and
     `schedlab view` read); a `UserError` naming the dir when it is missing, is
-    not a results dir or holds no row yet."""
+    not a results dir or holds no row yet. ``where``: only the rows its
+    filters keep are read (`where_pushdown`; all of them when it keeps none,
+    for `filter_where` to say why)."""
     from schedlab.platform.storage.store import ResultStore
 
     root = Path(results_dir)
@@ -477,7 +481,11 @@ def stored_rows(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.DataF
     manifest = store.read_manifest()
     if manifest is None:
         raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
-    frame = store.scan().collect()
+    lf = store.scan()
+    pushed = where_pushdown(lf.collect_schema(), where or {})
+    frame = lf.filter(*pushed).collect() if pushed else lf.collect()
+    if frame.height == 0 and pushed:
+        frame = lf.collect()
     if frame.height == 0:
         raise UserError(f"{root}: no result rows yet")
     return root, manifest, frame
@@ -531,7 +539,7 @@ def plot(
     drawn points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
-    root, manifest, frame = stored_rows(results_dir)
+    root, manifest, frame = stored_rows(results_dir, where)  # --where read in the scan (10^7 rows)
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
     columns = frame.columns
