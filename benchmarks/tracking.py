@@ -27,7 +27,11 @@ machine load; the ratio after/before is printed per target. The servers are
 started with the recipes' default settings and stopped (their own session)
 at the end. The machine is shared and noisy: the load average is printed.
 
+``--configs N`` tracks a wider grid of N configurations instead (e.g. 10000, 100000: the rate at scale);
+``--workers 4`` gives both servers that many workers (the rate and the ceiling per worker count).
+
     python benchmarks/tracking.py [--before REV] [--repeat 1] [--targets sqlite,server,postgres,postgres-db]
+        [--configs 600] [--workers N] [--server-args ...]
 """
 
 from __future__ import annotations
@@ -61,6 +65,28 @@ njobs = 200
 load = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
 shape = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0]
 sigma = [0.25, 0.5, 1.0, 2.0, 4.0]
+
+[replications]
+n = 1
+
+[outputs]
+dir = "{out}"
+per_job = false
+"""
+#: ``--configs N`` (N a multiple of 20, > 600): the same grid widened -- 10 loads x N/20 shapes x 1 sigma
+#: x 2 policies, 20 jobs a configuration (the sweep is only the input here: tracking is timed).
+BIG_SPEC = """
+name = "track{n}"
+engine = "queue"
+seed = 1
+policies = ["FIFO", "PS"]
+
+[workload]
+kind = "synthetic"
+njobs = 20
+load = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+shape = {shapes}
+sigma = 1.0
 
 [replications]
 n = 1
@@ -105,7 +131,7 @@ def track(code: Path, results: Path, uri: str, experiment: str) -> tuple[float, 
     took = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if out.returncode != 0 or f"{N_CONFIGS} configuration runs match" not in out.stdout:
+    if out.returncode != 0 or f"{N_CONFIGS} configuration runs match" not in out.stdout.replace(",", ""):
         print(f"  schedlab track ({code}) into {uri} failed ({out.returncode}): {out.stderr.strip()[-400:]}")
         return float("inf"), cpu
     return took, cpu
@@ -219,12 +245,17 @@ def postgres_missing() -> str | None:
 
 
 def main() -> None:
+    global N_CONFIGS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", help="git revision whose schedlab is timed too (interleaved)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--targets", default="sqlite,server,postgres,postgres-db")
+    ap.add_argument("--configs", type=int, default=N_CONFIGS, help="configurations (600: the issue's sweep)")
+    ap.add_argument("--workers", type=int, help="the servers' worker processes (the recipes' MLFLOW_WORKERS)")
     ap.add_argument("--server-args", default="", help="extra `mlflow server` arguments for both recipes (shell words)")
     args = ap.parse_args()
+    if args.workers:
+        os.environ["MLFLOW_WORKERS"] = str(args.workers)
     work = Path(tempfile.mkdtemp(prefix="schedlab-bench-tracking-"))
     os.chmod(work, 0o755)  # the PostgreSQL recipe runs postgres as an unprivileged user under it
     servers: list[Server] = []
@@ -240,7 +271,12 @@ def main() -> None:
             codes = {"before": before, "after": ROOT}
         spec = work / "track600.toml"
         results = work / "results"
-        spec.write_text(SPEC.format(out=results))
+        if args.configs != N_CONFIGS:
+            shapes = [round(0.25 + 0.01 * i, 2) for i in range(args.configs // 20)]
+            spec.write_text(BIG_SPEC.format(n=args.configs, shapes=shapes, out=results))
+            N_CONFIGS = 20 * len(shapes)
+        else:
+            spec.write_text(SPEC.format(out=results))
         t0 = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],

@@ -457,7 +457,7 @@ def plot(
 
     from schedlab.platform.storage.query import filter_where, stored_rows
 
-    root, manifest, frame = stored_rows(results_dir)
+    root, manifest, frame = stored_rows(results_dir, where)  # --where read in the scan (10^7 rows)
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
     columns = frame.columns

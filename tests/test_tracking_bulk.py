@@ -62,17 +62,51 @@ def table_rows(uri: str, run_config: dict[str, str]) -> dict[str, list[tuple]]:
         engine.dispose()
 
 
-def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch) -> None:
+#: A param value CSV and SQL quoting must carry through unchanged.
+TRICKY = 'say "hi", C:\\dir\\n\nnext\tline, \'quoted\' ""'
+
+
+def assert_read_equals_search(uri: str) -> None:
+    """The children `tracking_bulk_read.child_runs` reads straight from the
+    tables are the ones MLflow's ``search_runs`` returns, in its order."""
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform.tracking.bulk_read import child_runs
+
+    client = MlflowClient(tracking_uri=uri)
+    store = bulk_store(client)
+    assert store is not None
+    exp = client.get_experiment_by_name(SWEEP)
+    parent = next(r for r in client.search_runs([exp.experiment_id]) if "mlflow.parentRunId" not in r.data.tags)
+    flt = f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'"
+    searched = client.search_runs([exp.experiment_id], flt, order_by=["attributes.start_time ASC"])
+    want = [
+        (r.info.run_id, r.info.run_name, r.info.status, r.data.params, r.data.tags, r.data.metrics) for r in searched
+    ]
+    got = [
+        (r.run_id, r.name, r.status, r.params, r.tags, r.metrics)
+        for r in child_runs(store, exp.experiment_id, parent.info.run_id)
+    ]
+    assert len(got) == len(CONFIGS) and got == want
+
+
+def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch, tricky: bool = False) -> None:
     """Track ``d`` in bulk into ``uris[True]`` and through the client into
     ``uris[False]`` (two fresh stores of one kind), 2 runs to a transaction,
     and compare everything MLflow reads back and every table row."""
     monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)  # 3 configurations: two transactions
+    if tricky:  # a tag of every run: quotes, comma, backslash, newline, tab through SQLite's and COPY's paths
+        manifest = json.loads((d / "manifest.json").read_text())
+        manifest["spec_hash"] = TRICKY
+        (d / "manifest.json").write_text(json.dumps(manifest))
     for bulk, uri in uris.items():
         assert track(d, uri, bulk) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+        assert_read_equals_search(uri)
     seen = {}
     for bulk, uri in uris.items():
         client, runs, view = sqlite_children(uri)
-        check_runs(view, expected(d))  # against numpy/scipy, as for the client path
+        if not tricky:  # (check_runs knows the usual spec hash)
+            check_runs(view, expected(d))  # against numpy/scipy, as for the client path
         exp = client.get_experiment_by_name(SWEEP)
         parent_id = next(iter(runs.values())).data.tags["mlflow.parentRunId"]
         info, history, fresh = {}, {}, {}
@@ -101,6 +135,12 @@ def test_bulk_runs_equal_client_runs(tmp_path, monkeypatch):
     d = make_results(tmp_path / "results")
     uris = {bulk: f"sqlite:///{tmp_path / ('bulk' if bulk else 'client')}.db" for bulk in (True, False)}
     assert_bulk_equals_client(d, uris, monkeypatch)
+
+
+def test_bulk_runs_equal_client_runs_with_awkward_text(tmp_path, monkeypatch):
+    d = make_results(tmp_path / "results")
+    uris = {bulk: f"sqlite:///{tmp_path / ('bulk' if bulk else 'client')}.db" for bulk in (True, False)}
+    assert_bulk_equals_client(d, uris, monkeypatch, tricky=True)
 
 
 @pytest.mark.parametrize("bulk", [True, False])
@@ -138,3 +178,10 @@ def test_bulk_only_for_a_known_schema(tmp_path):
         assert bulk_store(client) is None  # a column the bulk path would not fill
     finally:
         con.close()
+
+
+def test_row_tuples_fill_exactly_the_checked_columns():
+    """The column order the driver path writes its tuples in covers exactly the
+    columns `bulk_store` checks the database for."""
+    assert {table: frozenset(cols) for table, cols in tracking_bulk.ROW_COLUMNS.items()} == tracking_bulk.COLUMNS
+    assert all(len(set(cols)) == len(cols) for cols in tracking_bulk.ROW_COLUMNS.values())

@@ -270,14 +270,18 @@ def fresh_database(pg_port: int, name: str) -> str:
     return f"postgresql+psycopg2://mlflow@127.0.0.1:{pg_port}/{name}"
 
 
-def test_bulk_runs_equal_client_runs_in_postgres(tmp_path, monkeypatch, recipe):
+@pytest.mark.parametrize("tricky", [False, True], ids=["plain", "awkward-text"])
+def test_bulk_runs_equal_client_runs_in_postgres(tmp_path, monkeypatch, recipe, tricky):
     """Straight into PostgreSQL (a database URI, not the server), new runs are
-    written in bulk (`tracking_bulk`), and they are the runs the client path
-    writes: everything MLflow reads back and every table row, as for SQLite."""
+    written in bulk (`tracking_bulk`: COPY), and they are the runs the client path
+    writes: everything MLflow reads back and every table row, as for SQLite
+    (awkward-text: quotes, commas, backslashes and newlines in a tag of every run)."""
     from tests.test_tracking import make_results as three_configurations
     from tests.test_tracking_bulk import assert_bulk_equals_client
 
     monkeypatch.chdir(tmp_path)  # a database store's artifacts go to ./mlflow-artifacts (tracking_ui.artifact_root)
-    uris = {bulk: fresh_database(recipe.pg_port, "bulk" if bulk else "client") for bulk in (True, False)}
+    uris = {
+        bulk: fresh_database(recipe.pg_port, f"{'bulk' if bulk else 'client'}_{tricky:d}") for bulk in (True, False)
+    }
     # (assert_bulk_equals_client also checks that each path was the one taken)
-    assert_bulk_equals_client(three_configurations(tmp_path / "results"), uris, monkeypatch)
+    assert_bulk_equals_client(three_configurations(tmp_path / "results"), uris, monkeypatch, tricky)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -102,6 +103,22 @@ def _cell(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def results_columns(
+    columns: list[str], manifest: dict[str, Any], keys: list[str], metrics: list[str], where: list[str], by_config: bool
+) -> list[str]:
+    """The summary columns `results` reads (in the file's order): the
+    replication, the policy, the sweep's parameters (what `swept` looks at),
+    the groups, the ``--where`` columns, the metrics asked for and the
+    columns their dominance rule reads (`stats.DOMINANCE`); the config id
+    only for ``--config`` (or as a group)."""
+    from schedlab.platform.statistics.stats import DOMINANCE
+
+    wanted = {"replication", "policy", *keys, *metrics, *where, *(["config_id"] if by_config else [])}
+    wanted |= set(manifest.get("param_columns") or [])
+    wanted |= {c for m in metrics for c in DOMINANCE.get(m, ())}
+    return [c for c in columns if c in wanted]
+
+
 def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     """One row per group of ``keys`` and replication: each metric's mean over
     the grid cells of ``pooled`` (the parameters the user left out of
@@ -169,7 +186,7 @@ def results(
     import polars as pl
 
     from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
-    from schedlab.platform.storage.query import filter_where
+    from schedlab.platform.storage.query import filter_where, where_pushdown
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
     from schedlab.plotting import swept
 
@@ -184,21 +201,28 @@ def results(
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
+    manifest = store.read_manifest() or {}
+    where = parse_where(where_items)
+    # Only the columns the table reads, --config and --policy applied in the scan: 10^7 rows of a
+    # 30-column summary are read as a few columns of the rows asked for (issue #42).
+    lf = lf.select(results_columns(columns, manifest, keys, list(metrics), list(where), config_id is not None))
+    if config_id is not None:
+        lf = lf.filter(pl.col("config_id") == config_id)
+    kept = lf.filter(pl.col("policy") == policy) if policy is not None else lf
+    pushed = where_pushdown(lf.collect_schema(), where)
     try:
-        frame = lf.collect()
+        frame = kept.filter(*pushed).collect() if pushed else kept.collect()
+        if frame.height == 0 and pushed:  # let filter_where say which --where keeps no row
+            frame = kept.collect()
+        if frame.height == 0 and config_id is not None and lf.select(pl.len()).collect().item() == 0:
+            raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
+        if frame.height == 0 and policy is not None:
+            policies = lf.select("policy").unique().collect()["policy"]
+            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(policies))}")
     except (pl.exceptions.PolarsError, OSError) as err:
         raise explain_read_error(store.files(), err) from None
-    if config_id is not None:
-        frame = frame.filter(pl.col("config_id") == config_id)
-        if frame.height == 0:
-            raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
-    if policy is not None:
-        kept = frame.filter(pl.col("policy") == policy)
-        if kept.height == 0:
-            raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(frame['policy'].unique()))}")
-        frame = kept
-    frame = filter_where(frame, parse_where(where_items), results_dir)
-    varying = ["policy"] + swept(frame, store.read_manifest() or {})
+    frame = filter_where(frame, where, results_dir)
+    varying = ["policy"] + swept(frame, manifest)
     if not keys:
         keys = varying
     pooled = [c for c in varying if c not in keys and frame[c].n_unique() > 1]

@@ -54,7 +54,7 @@ BULK_DIALECTS = frozenset({"sqlite", "postgresql"})
 #: Runs written per transaction: large enough that the commit and the
 #: experiment check are a small share, small enough that the live tracker
 #: still reports progress often and a failed commit loses little work.
-BULK_RUNS = 100
+BULK_RUNS = 1000
 
 #: MLflow schema revisions (``alembic_version``) whose run tables are the
 #: `COLUMNS` below and for which the test compares both paths (MLflow 3.x heads).
@@ -161,26 +161,56 @@ def _start_time_ms() -> int:
         return _last_start_ms
 
 
+#: The columns written per table, in the order `write_new_runs` builds its row tuples.
+ROW_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": (
+        "run_uuid",
+        "name",
+        "source_type",
+        "source_name",
+        "entry_point_name",
+        "user_id",
+        "status",
+        "start_time",
+        "end_time",
+        "deleted_time",
+        "source_version",
+        "lifecycle_stage",
+        "artifact_uri",
+        "experiment_id",
+    ),
+    "tags": ("key", "value", "run_uuid"),
+    "params": ("key", "value", "run_uuid"),
+    "metrics": ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+    "latest_metrics": ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+}
+
+
 def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
     """Create a finished child run of ``parent_id`` for each of ``exps`` (none
     may have a run yet) in one transaction: the caller hands `BULK_RUNS` at a
     time (`tracking_sync.Sync`). Configurations whose data MLflow rejects
     come back with ``error`` set and are not written; a failure of the store
-    is raised, and then none of these runs exists."""
+    is raised, and then none of these runs exists. The rows go in through the
+    driver (`tracking_bulk_insert`), runs first: the others refer to them."""
     from mlflow.entities import LifecycleStage, RunStatus, SourceType
-    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
     from mlflow.utils.uri import append_to_uri_path
-    from sqlalchemy import insert
+
+    from schedlab.platform.tracking.bulk_insert import insert_rows
 
     out: list[NewRun] = []
-    rows: dict[str, list[dict[str, Any]]] = {"runs": [], "tags": [], "params": [], "metrics": []}
+    rows: dict[str, list[tuple[Any, ...]]] = {"runs": [], "tags": [], "params": [], "metrics": []}
     # MLflow leaves these unannotated.
     get_experiment: Callable[[str], Any] = store.get_experiment
     check_active: Callable[[Any], None] = store._check_experiment_is_active
     artifact_uri: Callable[..., str] = append_to_uri_path
+    sanitize: Callable[[float], tuple[bool, float]] = store.sanitize_metric_value
+    source_type = SourceType.to_string(SourceType.UNKNOWN)
+    finished = RunStatus.to_string(RunStatus.FINISHED)
     with store.ManagedSessionMaker(read_only=False) as session:
         experiment = get_experiment(experiment_id)
         check_active(experiment)
+        location = experiment.artifact_location
         for exp in exps:
             name = exp.run_name or exp.config_id
             tags = dict(exp.tags)
@@ -192,43 +222,19 @@ def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, e
                 continue
             run_id = uuid.uuid4().hex
             now = _start_time_ms()
+            uri = artifact_uri(location, run_id, store.ARTIFACTS_FOLDER_NAME)
             rows["runs"].append(
-                {
-                    "run_uuid": run_id,
-                    "name": name,
-                    "source_type": SourceType.to_string(SourceType.UNKNOWN),
-                    "source_name": "",
-                    "entry_point_name": "",
-                    "user_id": "unknown",
-                    "status": RunStatus.to_string(RunStatus.FINISHED),
-                    "start_time": now,
-                    "end_time": now,
-                    "deleted_time": None,
-                    "source_version": "",
-                    "lifecycle_stage": LifecycleStage.ACTIVE,
-                    "artifact_uri": artifact_uri(experiment.artifact_location, run_id, store.ARTIFACTS_FOLDER_NAME),
-                    "experiment_id": int(experiment_id),
-                }
+                (run_id, name, source_type, "", "", "unknown", finished, now, now, None, "")
+                + (LifecycleStage.ACTIVE, uri, int(experiment_id))
             )
-            rows["tags"] += [{"key": t.key, "value": t.value, "run_uuid": run_id} for t in tag_list]
-            rows["params"] += [{"key": p.key, "value": p.value, "run_uuid": run_id} for p in params]
+            rows["tags"] += [(t.key, t.value, run_id) for t in tag_list]
+            rows["params"] += [(p.key, p.value, run_id) for p in params]
             for m in metrics:
-                is_nan, value = store.sanitize_metric_value(m.value)
-                rows["metrics"].append(
-                    {
-                        "key": m.key,
-                        "value": value,
-                        "timestamp": m.timestamp,
-                        "step": m.step,
-                        "is_nan": is_nan,
-                        "run_uuid": run_id,
-                    }
-                )
+                is_nan, value = sanitize(m.value)
+                rows["metrics"].append((m.key, value, m.timestamp, m.step, is_nan, run_id))
             out.append(NewRun(exp, run_id, {t.key: t.value for t in tag_list}, {p.key: p.value for p in params}))
-        tables: dict[str, Any] = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric}
-        for table, model in tables.items():  # runs first: the others refer to them
-            if rows[table]:
-                session.execute(insert(model.__table__), rows[table])
-        if rows["metrics"]:  # one point per metric: it is also the latest
-            session.execute(insert(SqlLatestMetric.__table__), rows["metrics"])
+        for table in ("runs", "tags", "params", "metrics"):  # runs first: the others refer to them
+            insert_rows(session, store.db_type, table, ROW_COLUMNS[table], rows[table])
+        # one point per metric: it is also the latest
+        insert_rows(session, store.db_type, "latest_metrics", ROW_COLUMNS["latest_metrics"], rows["metrics"])
     return out

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedlab.platform.tracking.bulk import PARENT_TAG, RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
+from schedlab.platform.tracking.bulk_read import child_runs
 from schedlab.platform.tracking.data import (
     CONFIG_TAG,
     PROVENANCE_TAGS,
@@ -238,7 +239,16 @@ class Mirror:
         return state
 
     def search_children(self, parent_id: str | None = None) -> list[RunState]:
-        """Child runs of a parent (ours by default), oldest first, fresh from the store."""
+        """Child runs of a parent (ours by default), oldest first, fresh from the store
+        (a bulk store: read straight from its tables, `tracking_bulk_read`)."""
+        if self.bulk is not None:
+            stored = child_runs(self.bulk, self.experiment_id, parent_id or self.parent.run_id)
+            self.tick()
+            return [
+                RunState(r.run_id, r.params, r.tags, r.metrics, r.status == "FINISHED", r.name)
+                for r in stored
+                if r.tags.get(CONFIG_TAG) is not None
+            ]
         runs = self._search(f"tags.`{PARENT_TAG}` = '{parent_id or self.parent.run_id}'")
         return [RunState.of(r) for r in runs if r.data.tags.get(CONFIG_TAG) is not None]
 

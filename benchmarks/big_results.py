@@ -1,0 +1,202 @@
+"""Reading a big result: ``schedlab results``, ``compare``, ``plot`` and
+``schedlab.load`` on 10^7 summary rows (a benchmark: prints figures, asserts
+nothing; issue #42 asks for <= 10 s each, in bounded memory).
+
+The results dir is written directly, not simulated: a real sweep of a few
+configurations (2 policies, 2 loads, one replication) gives the manifest's
+form and the summary's schema; then the grid is widened to ``--configs``
+configurations (2 policies x 10 loads x 50 shapes x configs/1000 sigmas) of
+``--reps`` replications each (default 100,000 x 100 = 10^7 rows), the
+manifest written by the store (`ResultStore.prepare`) and the rows published
+through the store's own write path (`store.publish` of `part.Part`\\ s, one
+Parquet file per policy and chunk), metric values drawn from a fixed seed.
+Each command then runs as a fresh process (``python -m schedlab.cli``), timed
+end to end with its peak RSS (``/usr/bin/time``-style, from the child's
+rusage). The machine is shared: the load average is printed.
+
+    python benchmarks/big_results.py [--configs 100000] [--reps 100] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE_SPEC = """
+name = "{name}"
+engine = "queue"
+seed = 1
+policies = ["FIFO", "PS"]
+
+[workload]
+kind = "synthetic"
+njobs = 20
+load = [0.5, 0.9]
+
+[replications]
+n = 1
+
+[outputs]
+dir = "{out}"
+per_job = false
+"""
+LOADS = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+SHAPES = [round(0.25 + 0.05 * i, 2) for i in range(50)]
+#: Configurations per published chunk (times the replications: the rows of one file per policy).
+CHUNK_CONFIGS = 5_000
+METRICS = ("mst", "slowdown_mean", "slowdown_p50", "slowdown_p99", "slowdown_max", "makespan", "events")
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def template(work: Path) -> Path:
+    """A real sweep's results dir (4 configurations)."""
+    out = work / "template"
+    spec = work / "template.toml"
+    spec.write_text(TEMPLATE_SPEC.format(name="big", out=out))
+    subprocess.run(
+        [sys.executable, "-m", "schedlab.cli", "run", str(spec), "--no-tracking", "--no-progress"],
+        env=env(),
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def write_big(work: Path, configs: int, reps: int) -> Path:
+    """The widened results dir of ``configs`` x ``reps`` summary rows."""
+    import numpy as np
+    import polars as pl
+
+    from schedlab.platform.storage.part import Part, encode
+    from schedlab.platform.storage.store import SUMMARY, ResultStore, publish
+
+    base = template(work)
+    manifest = json.loads((base / "manifest.json").read_text())
+    row = pl.read_parquet(base / "summary", hive_partitioning=True).drop("policy").row(0, named=True)
+    first = next(iter(manifest["configs"].values()))
+    sigmas = [round(0.1 + 0.01 * i, 2) for i in range(max(1, configs // (2 * len(LOADS) * len(SHAPES))))]
+    points = [(load, shape, sigma) for sigma in sigmas for shape in SHAPES for load in LOADS]
+    ids: list[tuple[str, str, tuple[float, float, float]]] = []  # (config id, policy, point)
+    for i, point in enumerate(points):
+        for j, policy in enumerate(("FIFO", "PS")):
+            ids.append((f"{2 * i + j:016x}", policy, point))
+    manifest["configs"] = {
+        cid: {**first, "policy": policy, "params": {**first["params"], "load": p[0], "shape": p[1], "sigma": p[2]}}
+        for cid, policy, p in ids
+    }
+    manifest["name"] = f"big{len(ids)}"
+    out = work / "big"
+    store = ResultStore(out)
+    store.prepare(manifest, fresh=True)
+    rng = np.random.default_rng(1)
+    for start in range(0, len(ids), CHUNK_CONFIGS):
+        chunk = ids[start : start + CHUNK_CONFIGS]
+        parts = []
+        for policy in ("FIFO", "PS"):
+            mine = [(cid, p) for cid, pol, p in chunk if pol == policy]
+            n = len(mine) * reps
+            cols = {k: [v] * 1 for k, v in row.items() if k not in METRICS}
+            frame = pl.DataFrame(cols).select(pl.all().repeat_by(n).explode())
+            frame = frame.with_columns(
+                pl.Series("config_id", [cid for cid, _ in mine]).repeat_by(reps).explode(),
+                pl.Series("replication", list(range(reps)) * len(mine), dtype=pl.Int64),
+                pl.Series("load", [p[0] for _, p in mine]).repeat_by(reps).explode(),
+                pl.Series("shape", [p[1] for _, p in mine]).repeat_by(reps).explode(),
+                pl.Series("sigma", [p[2] for _, p in mine]).repeat_by(reps).explode(),
+                *(pl.Series(m, rng.lognormal(0.0, 1.0, n)) for m in METRICS),
+            )
+            frame = frame.select([c for c in dict.fromkeys([*row, *METRICS]) if c in frame.columns])
+            parts.append(Part(policy, [], {SUMMARY: encode(frame.to_arrow())}))
+        publish(store, parts)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configs", type=int, default=100_000)
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--keep", type=Path, help="write the results dir here and keep it (default: a temporary dir)")
+    args = ap.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="schedlab-bench-big-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        t0 = time.perf_counter()
+        big = write_big(work, args.configs, args.reps)
+        import polars as pl
+
+        rows = pl.scan_parquet(big / "summary", hive_partitioning=True).select(pl.len()).collect().item()
+        print(f"wrote {rows:,} summary rows in {time.perf_counter() - t0:.0f} s -> {big}", flush=True)
+        cli = [sys.executable, "-m", "schedlab.cli"]
+        load_code = (
+            "import polars as pl, schedlab, sys; "
+            "print(schedlab.load(sys.argv[1]).group_by('policy').agg(pl.col('mst').mean()).collect().height)"
+        )
+        commands = {
+            "results --by policy,load": [*cli, "results", str(big), "--by", "policy,load"],
+            "results --where load=0.9 --where shape=0.25 --csv": [
+                *cli,
+                "results",
+                str(big),
+                "--where",
+                "load=0.9",
+                "--where",
+                "shape=0.25",
+                "--csv",
+            ],
+            "compare --baseline FIFO --by load": [*cli, "compare", str(big), "--baseline", "FIFO", "--by", "load"],
+            "plot --x load --y mst (shape, sigma held)": [
+                *cli,
+                "plot",
+                str(big),
+                "--x",
+                "load",
+                "--y",
+                "mst",
+                "--where",
+                "shape=0.25",
+                "--where",
+                "sigma=0.1",
+                "--out",
+                str(work / "fig.pdf"),
+            ],
+            "schedlab.load(...).group_by(policy)": [sys.executable, "-c", load_code, str(big)],
+        }
+        for label, argv in commands.items():
+            # RUSAGE_CHILDREN's peak is the largest child so far: a fresh interpreter per command keeps them apart
+            wrapper = [
+                sys.executable,
+                "-c",
+                "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+                "sys.exit(r.returncode)",
+                *argv,
+            ]
+            t1 = time.perf_counter()
+            out = subprocess.run(wrapper, env=env(), capture_output=True, text=True)
+            took = time.perf_counter() - t1
+            peak = int(out.stderr.strip().splitlines()[-1]) / 1e6
+            last = (out.stdout.strip().splitlines() or [""])[-1][:80]
+            status = "ok" if out.returncode == 0 else f"FAILED ({out.stderr.strip()[-200:]})"
+            print(
+                f"{label}: {took:.1f} s, peak RSS {peak:.2f} GB, {status}; last line: {last} "
+                f"[load average {os.getloadavg()[0]:.1f}]",
+                flush=True,
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
