@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--njobs", type=int, default=10_000)
     args = parser.parse_args()
-    policies = Path(schedlab.__file__).parent / "policies"
+    engines = Path(schedlab.__file__).parent / "engines"
     folder = Path(tempfile.mkdtemp(prefix="schedlab-user-"))
     try:
         print(
@@ -79,7 +79,7 @@ def main() -> None:
         )
         for i, (name, module, cls, builtin, system) in enumerate(CASES):
             copy = folder / f"copy{i}.py"
-            shutil.copy(policies / module, copy)
+            shutil.copy(engines / name / "policies" / module.split("/", 1)[1], copy)
             user_cls = resolve(f"{copy.name}:{cls}", folder, "benchmark").load()
             engine = get_engine(name)
             jobs = workload(name, args.njobs, np.random.default_rng(1))

@@ -308,7 +308,7 @@ def write_user_policy(spec_dir: Path) -> None:
     imported the copy Ray shipped, not the driver's file."""
     import schedlab
 
-    source = (Path(schedlab.__file__).parent / "policies" / "queue" / "fsp.py").read_text()
+    source = (Path(schedlab.__file__).parent / "engines" / "queue" / "policies" / "fsp.py").read_text()
     target = spec_dir / USER_POLICY
     target.parent.mkdir(parents=True, exist_ok=True)
     log = (

@@ -28,7 +28,7 @@ from schedlab.platform.planning.plan import build_plan
 from schedlab.platform.planning.validate import parse_spec
 from schedlab.usercode import source_digest
 
-POLICIES = Path(schedlab.__file__).parent / "policies"
+ENGINES = Path(schedlab.__file__).parent / "engines"
 #: Columns that may differ between a built-in and its verbatim copy: identity,
 #: the policy's name and code digest, and wall-clock time.
 IDENTITY = ["config_id", "policy", "code_sha256", "sim_seconds"]
@@ -116,7 +116,7 @@ def same_rows(df: pl.DataFrame, a: str, b: str) -> None:
 def test_a_verbatim_copy_of_a_builtin_gives_identical_rows(
     tmp_path, ray_owner, engine, module, cls, builtin, workload, system
 ):
-    shutil.copy(POLICIES / module, tmp_path / "copied.py")
+    shutil.copy(ENGINES / engine / "policies" / module.split("/", 1)[1], tmp_path / "copied.py")
     spec = {
         "name": f"copy-{engine}",
         "engine": engine,
