@@ -88,7 +88,7 @@ FLUSH_BYTES = 64 << 20
 #: ... or when the oldest buffered row is this old (seconds).
 FLUSH_SECONDS = 2.0
 #: Instances a round checks against the keys on disk at once (vectorised, `KeySet.contains_many`).
-TODO_BLOCK = 4096
+UNWRITTEN_BLOCK = 4096
 
 
 class _Sink:
@@ -426,7 +426,7 @@ class _Sweep:
 
     def unwritten(self, instances: Iterable[Instance]) -> Iterator[tuple[Instance, Sequence[Config]]]:
         """The (instance, configurations not on disk) pairs of ``instances``,
-        made as they are drawn, `TODO_BLOCK` instances checked at once; an
+        made as they are drawn, `UNWRITTEN_BLOCK` instances checked at once; an
         instance with nothing on disk keeps its point's own tuple of
         configurations (no list per instance)."""
         written = self.sink.written
@@ -569,9 +569,9 @@ class _Sweep:
 
 
 def _batched(items: Iterable[Instance]) -> Iterator[tuple[Instance, ...]]:
-    """Tuples of `TODO_BLOCK` items (``itertools.batched`` is Python 3.12's)."""
+    """Tuples of `UNWRITTEN_BLOCK` items (``itertools.batched`` is Python 3.12's)."""
     it = iter(items)
-    while block := tuple(itertools.islice(it, TODO_BLOCK)):
+    while block := tuple(itertools.islice(it, UNWRITTEN_BLOCK)):
         yield block
 
 
