@@ -36,6 +36,16 @@ RTOL = 1e-6
 WEIGHTS = [1.0, 0.5, 0.25, 1 / 3, 0.2]
 
 
+def _grid_ints(draw, n, lo, hi, zeros=False):
+    """(k, den): n integers k with k/den in [lo, hi], den drawn once per
+    array from 1/10, 1/1000 or 2**-20 (see _on_grid)."""
+    den = draw(st.sampled_from([10, 1000, 2**20]))
+    k = st.integers(int(np.ceil(lo * den)), int(np.floor(hi * den)))
+    if zeros:
+        k = st.one_of(st.just(0), k)
+    return np.array(draw(st.lists(k, min_size=n, max_size=n)), dtype=float), den
+
+
 def _on_grid(draw, n, lo, hi, zeros=False):
     """n floats in [lo, hi] on one grid drawn per array: 1/10, 1/1000 or 2**-20.
 
@@ -47,26 +57,31 @@ def _on_grid(draw, n, lo, hi, zeros=False):
     PRIO_TOL. Decimal grids still round (0.9 is not a binary float), so
     both implementations must cope with ties and coincidences that hold only
     up to rounding. The 1/10 grid makes such coincidences common."""
-    den = draw(st.sampled_from([10, 1000, 2**20]))
-    k = st.integers(int(np.ceil(lo * den)), int(np.floor(hi * den)))
-    if zeros:
-        k = st.one_of(st.just(0), k)
-    return np.array(draw(st.lists(k, min_size=n, max_size=n)), dtype=float) / den
+    k, den = _grid_ints(draw, n, lo, hi, zeros)
+    return k / den
 
 
 @st.composite
 def workloads(draw):
     """1-20 jobs: gaps in [0, 5] with some exact zeros (simultaneous
     arrivals); sizes in [0.05, 10]; estimate = size * factor, factor in
-    [0.1, 10], rounded to 1e-9; weights from WEIGHTS."""
+    [0.1, 10], put back on the sizes' grid (at least one step); weights from
+    WEIGHTS.
+
+    Why the estimates share the sizes' grid: sums and differences of sizes
+    and estimates (a job's work left when another turns late, say) are then
+    multiples of one step, either zero up to rounding or far above DONE_TOL.
+    Estimates rounded to 1e-9 instead (as this test once did) can leave a
+    job 7e-10 of real work when it should end: within the reference's
+    DONE_TOL, so the reference ends it, while exact arithmetic (and the
+    engine) serve the residue later. See test_estimates_off_grid_by_less_than_done_tol."""
     n = draw(st.integers(1, 20))
     submit = np.cumsum(_on_grid(draw, n, 0.0, 5.0, zeros=True))
-    size = _on_grid(draw, n, 0.05, 10.0)
+    k, den = _grid_ints(draw, n, 0.05, 10.0)
     factor = _on_grid(draw, n, 0.1, 10.0)
     weight = np.array(draw(st.lists(st.sampled_from(WEIGHTS), min_size=n, max_size=n)))
-    # Round to 1e-9 so that 0.8 * 3.0 and 4.8 * 0.5 are the same 2.4, not
-    # two floats one ulp apart (see _on_grid).
-    return submit, size, np.round(size * factor, 9), weight
+    estimate = np.maximum(1.0, np.round(k * factor)) / den
+    return submit, k / den, estimate, weight
 
 
 def assert_agree(policy, submit, size, estimate, weight):
@@ -239,3 +254,25 @@ def test_engine_on_exact_coincidences(case):
     assert ref(policy, submit, size, est) == pytest.approx(expected, rel=RTOL)
     weight = [1.0] * len(size)
     assert_agree(policy, *(np.array(x, dtype=float) for x in (submit, size, est, weight)))
+
+
+def test_estimates_off_grid_by_less_than_done_tol():
+    """A case hypothesis once found (CI, SRPTE+LAS, compiled kernels), worked
+    by hand. 16 jobs arrive at 0, each of size s = 52429 / 2**20; 14 are
+    estimated at 0.005000019, one at e14 = 0.020000076, one at
+    e15 = 0.030000114. When the last head (e15) turns late, the 15 late jobs
+    have each received e14 + e15 and have s - e14 - e15 = 7.3e-10 of real
+    work left: less than DONE_TOL, so the reference ends them at
+    15 s + e15 and serves the last job alone to 16 s. In exact arithmetic
+    the residue is real work: under LAS the just-late job (attained e15)
+    goes first, catches up, and all 16 end together at 16 s, the total
+    work. The engine follows exact arithmetic, on both paths."""
+    n = 16
+    s = 52429 / 2**20
+    est = np.full(n, 0.005000019)
+    est[14], est[15] = 0.020000076, 0.030000114
+    args = (np.zeros(n), np.full(n, s), est, np.ones(n))
+    assert 0 < s - est[14] - est[15] < 1e-9  # the residue the reference rounds away
+    assert np.asarray(run("SRPTE+LAS", *args)) == pytest.approx([16 * s] * n, rel=RTOL)
+    expected_reference = [15 * s + est[15]] * 15 + [16 * s]
+    assert reference_completions("SRPTE+LAS", *args) == pytest.approx(expected_reference, rel=RTOL)
