@@ -72,7 +72,7 @@ def start(
     from schedlab.engines.batch.sim.engine import reference_run, table_inputs, table_outcome
 
     kw = dict(params or {})
-    t = table_inputs(jobs, cls, kw, **{**ENGINE.system_defaults, **(system or {})})
+    t = table_inputs(jobs, **{**ENGINE.system_defaults, **(system or {})})
     started = time.perf_counter()
     run = reference_run(t, cls, kw, recorder=recorder, hidden=hidden, watch=watch)
     return StartedRun(run, lambda res, t0: RunResult(*table_outcome(t, res, time.perf_counter() - t0)), started)

@@ -412,8 +412,6 @@ def run_table(
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
     t = table_inputs(
         jobs,
-        policy_cls,
-        params,
         model=model,
         procs=procs,
         nodes=nodes,
@@ -425,6 +423,11 @@ def run_table(
         easy_backfill=easy_backfill,
     )
     submit, runtime, requested, need, capacity = t.submit, t.runtime, t.requested, t.need, t.capacity
+    if params:
+        try:
+            policy_cls(Machine(capacity, [], [], []), **params)
+        except TypeError as exc:
+            raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
     res = None
     if easy_backfill != "canonical" and kernel == "EASY":
         kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
@@ -467,8 +470,6 @@ class TableInputs:
 
 def table_inputs(
     jobs: pl.DataFrame,
-    policy_cls: Any,
-    params: Mapping[str, Any],
     *,
     model: str = "procs",
     procs: int | None = None,
@@ -481,9 +482,9 @@ def table_inputs(
     easy_backfill: str = "canonical",
 ) -> TableInputs:
     """Read and check a job table and the machine parameters of :func:`run_table`
-    (against the engine's declaration), apply the oversize rule and check that
-    ``policy_cls`` takes ``params``: the instance :func:`run_table` runs on either
-    path, and :func:`reference_run` builds its run from."""
+    (against the engine's declaration) and apply the oversize rule: the
+    instance :func:`run_table` runs on either path, and :func:`reference_run`
+    builds its run from."""
     system = BATCH_SYSTEM.check_call(
         {
             "model": model,
@@ -554,11 +555,6 @@ def table_inputs(
         job_id, submit, runtime, jprocs, requested, need, cpu = (
             a[keep] for a in (job_id, submit, runtime, jprocs, requested, need, cpu)
         )
-    if params:
-        try:
-            policy_cls(Machine(capacity, [], [], []), **params)
-        except TypeError as exc:
-            raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
     # The DFRS view needs the tasks sharing a node to fit its CPU (tpn x c <= 1).
     dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + BOUND_TOL
     if bound and not dfrs_view:
