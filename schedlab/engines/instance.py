@@ -16,6 +16,7 @@ instance's seed words.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -100,6 +101,12 @@ def extra_metrics(result: RunResult, metric_fns: Sequence[MetricFn], engine_name
     return out
 
 
+@functools.cache
+def _keywords(start: Callable[..., Any]) -> frozenset[str]:
+    """The names an engine's ``start`` takes (read once: check-policy starts thousands of small runs)."""
+    return frozenset(inspect.signature(start).parameters)
+
+
 def start_instance(
     engine: str | Engine,
     jobs: Any,
@@ -140,8 +147,7 @@ def start_instance(
     cls = eng.policy(policy) if isinstance(policy, str) else policy
     hooks = {"recorder": recorder, "hidden": hidden, "check": check, "watch": watch}
     asked = {name: value for name, value in hooks.items() if value is not None and value is not False}
-    taken = inspect.signature(start).parameters
-    missing = sorted(name for name in asked if name not in taken)
+    missing = sorted(name for name in asked if name not in _keywords(start))
     if missing:
         raise UserError(f"engine {eng.name!r}: its run takes no {', '.join(missing)}")
     started: StartedRun = start(jobs, cls, params, system, **asked)
