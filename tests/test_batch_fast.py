@@ -259,17 +259,19 @@ class MyEASY(EASY):
 
 
 class _Spy:
-    """Counts calls to the reference simulate_batch (patched into schedlab.engines.batch.sim.engine)."""
+    """Counts the reference runs run_table builds (``reference_run``, the
+    ``BatchRun`` that ``start_instance`` hands out too; patched into
+    schedlab.engines.batch.sim.engine)."""
 
     def __init__(self, monkeypatch):
         self.calls = 0
-        reference = batch.simulate_batch
+        reference = batch.reference_run
 
         def spy(*args, **kwargs):
             self.calls += 1
             return reference(*args, **kwargs)
 
-        monkeypatch.setattr(batch, "simulate_batch", spy)
+        monkeypatch.setattr(batch, "reference_run", spy)
 
 
 def test_kernel_for_matches_by_identity():

@@ -32,6 +32,9 @@ holds a trained network's numpy forward pass as a batch policy.
 the one way every caller runs an instance (a sweep's tasks, ``schedlab
 view``'s replay, ``schedlab simulate``): the engine's run, then extra metrics
 (``metrics=``) and a schedule recorder (``recorder=``) if asked.
+``start_instance(engine, jobs, policy, params, system)`` builds that run and
+hands it out unstepped (peek / step / done, then ``rows()``): what the
+Gymnasium environments and ``schedlab check-policy`` step.
 
 ``UserError`` (bad input: a message naming the place) and ``PolicyError``
 (a policy broke the engine's model) are the errors a seam raises.
@@ -50,7 +53,7 @@ from schedlab.usercode import data_file
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from schedlab.engines.base import Engine
+    from schedlab.engines.base import Engine, StartedRun
     from schedlab.engines.instance import AfterRun, InstanceRun, MetricFn
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "packing",
     "queue",
     "run_instance",
+    "start_instance",
     "workloads",
 ]
 
@@ -99,3 +103,23 @@ def run_instance(
     from schedlab.engines.instance import run_instance as run
 
     return run(engine, jobs, policy, params, system, path=path, recorder=recorder, metrics=metrics, after=after)
+
+
+def start_instance(
+    engine: str | Engine,
+    jobs: Any,
+    policy: str | type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    check: bool = False,
+    watch: Any = None,
+) -> StartedRun:
+    """The run `run_instance` runs on its reference path, built and not yet
+    stepped (``schedlab.engines.instance.start_instance``): ``.run`` (peek /
+    step / done), then ``.rows()``. The engines are imported on the first call."""
+    from schedlab.engines.instance import start_instance as start
+
+    return start(engine, jobs, policy, params, system, recorder=recorder, hidden=hidden, check=check, watch=watch)

@@ -150,6 +150,15 @@ class Workload:
     def n(self) -> int:
         return len(next(iter(self.columns.values()))) if self.columns else 0
 
+    def table(self, **rename: str):
+        """The workload as the job table its engine reads (``job`` is
+        ``job_id``; ``rename``: other columns' names there), the table
+        ``schedlab.engines.instance.start_instance`` builds the checked run from."""
+        import polars as pl
+
+        names = {"job": "job_id", **rename}
+        return pl.DataFrame({names.get(name, name): values for name, values in self.columns.items()})
+
     def without(self, k: int) -> Workload:
         """The same workload without job ``k`` (jobs renumbered)."""
         cols = {name: values[:k] + values[k + 1 :] for name, values in self.columns.items()}

@@ -37,6 +37,38 @@ class RunResult:
     series: dict[str, np.ndarray] | None = None
 
 
+@dataclass
+class StartedRun:
+    """One instance built and not yet run (an engine's ``start``,
+    ``schedlab.engines.instance.start_instance``): the engine's steppable
+    reference run (``QueueRun``, ``PackingRun``, ``BatchRun``, ``DfrsRun``:
+    peek / step / done / result, ``schedlab.sim.common.stepping``) and how its
+    result becomes the rows, so whoever steps it (a sweep's reference path, an
+    environment, ``check-policy``) gets the rows ``run_instance`` gives."""
+
+    #: The engine's run, not yet stepped.
+    run: Any
+    #: ``finish(run.result(), started) -> RunResult``: the rows of the finished run
+    #: (``started``: when it began, by ``time.perf_counter``, for ``sim_seconds``).
+    finish: Callable[[Any, float], RunResult]
+    #: When the run began (``time.perf_counter``; the engine's own loop times from there).
+    started: float
+
+    def rows(self) -> RunResult:
+        """The rows of the finished run (the engine's per-job columns and summary)."""
+        return self.finish(self.run.result(), self.started)
+
+
+def run_to_end_rows(started: StartedRun) -> RunResult:
+    """Step a started run to its end and return its rows: every engine's
+    reference path (its ``adapter`` without a compiled kernel), so that path
+    and ``start`` build the very same run."""
+    from schedlab.sim.common.stepping import run_to_end
+
+    run_to_end(started.run)
+    return started.rows()
+
+
 _DIGESTS: dict[str, str] = {}
 
 #: Values of ``Engine.run``'s ``path``: "fast" (the default) runs a built-in
@@ -85,6 +117,11 @@ class Engine:
     #: ``schedlab view``: a recorder class (or "module:attr") the engine loop
     #: records into, with ``finish(per_job, summary, jobs, system) -> Schedule``; None: no view.
     recorder: Any = None
+    #: ``start(jobs, cls, params, system, **hooks) -> StartedRun`` (or "module:attr"):
+    #: its reference run built from a job table the way ``adapter`` builds it, not yet
+    #: stepped (``schedlab.engines.instance.start_instance``); hooks: ``recorder``,
+    #: ``hidden``, ``check``, ``watch`` as the engine takes them. None: no steppable run.
+    start: Any = None
     #: Its Gymnasium environment: the class whose steps are its decision points
     #: (or "module:attr"); None: no environment.
     decision_point: Any = None
@@ -123,7 +160,7 @@ class Engine:
 
     def declared(self, what: str) -> Any:
         """One of the declarations given by reference (``checks``,
-        ``recorder``, ``decision_point``, ``complete_jobs``), imported now."""
+        ``recorder``, ``decision_point``, ``complete_jobs``, ``start``), imported now."""
         return lazy(getattr(self, what))
 
     @property

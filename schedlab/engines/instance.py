@@ -16,6 +16,8 @@ instance's seed words.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ import numpy as np
 if TYPE_CHECKING:
     import polars as pl
 
-    from schedlab.engines.base import Engine, RunResult
+    from schedlab.engines.base import Engine, RunResult, StartedRun
 
 #: An extra metric as the spec declares it (``name``, ``params``: ``schedlab.platform.planning.plan.MetricSpec``)
 #: with its function (per-job table, **params -> number: ``schedlab.api.metrics``).
@@ -99,6 +101,59 @@ def extra_metrics(result: RunResult, metric_fns: Sequence[MetricFn], engine_name
     return out
 
 
+@functools.cache
+def _keywords(start: Callable[..., Any]) -> frozenset[str]:
+    """The names an engine's ``start`` takes (read once: check-policy starts thousands of small runs)."""
+    return frozenset(inspect.signature(start).parameters)
+
+
+def start_instance(
+    engine: str | Engine,
+    jobs: Any,
+    policy: str | type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    check: bool = False,
+    watch: Callable[[Any, Any], Any] | None = None,
+) -> StartedRun:
+    """The instance `run_instance` runs, built and not yet run: ``policy``
+    (a built-in's name or a policy class) with ``params`` on the job table
+    ``jobs`` under ``system``, as the engine's reference run
+    (``StartedRun.run``: ``QueueRun``, ``PackingRun``, ``BatchRun``,
+    ``DfrsRun``; peek / step / done / result) and ``StartedRun.rows()``, the
+    rows of that run once stepped to its end -- bit for bit `run_instance`'s
+    with ``path="reference"``, whose reference path builds its run with the
+    same engine function (``Engine.start``).
+
+    For the callers that step a run themselves: an environment passes its
+    agent's decision point as the policy class (a policy that leaves its
+    question for the agent); ``schedlab check-policy`` passes its hooks:
+    ``hidden`` (the hidden-truth guard, ``schedlab.checks.guard.hider``),
+    ``check`` (the engine's own consistency checks, where it has them:
+    packing, DFRS) and ``watch(policy, handle) -> object`` (what the engine
+    calls instead of the policy: check mode's counters). ``recorder``: the
+    engine's schedule recorder (``schedlab.views.record``). An engine without
+    a steppable run, or without a hook asked for, is a UserError."""
+    from schedlab.engines import get_engine
+    from schedlab.errors import UserError
+
+    eng = get_engine(engine) if isinstance(engine, str) else engine
+    start = eng.declared("start")
+    if start is None:
+        raise UserError(f"engine {eng.name!r} declares no steppable run (Engine.start)")
+    cls = eng.policy(policy) if isinstance(policy, str) else policy
+    hooks = {"recorder": recorder, "hidden": hidden, "check": check, "watch": watch}
+    asked = {name: value for name, value in hooks.items() if value is not None and value is not False}
+    missing = sorted(name for name in asked if name not in _keywords(start))
+    if missing:
+        raise UserError(f"engine {eng.name!r}: its run takes no {', '.join(missing)}")
+    started: StartedRun = start(jobs, cls, params, system, **asked)
+    return started
+
+
 def run_instance(
     engine: str | Engine,
     jobs: Any,
@@ -131,4 +186,4 @@ def run_instance(
     return InstanceRun(result, extra, wall)
 
 
-__all__ = ["InstanceRun", "build_workload", "extra_metrics", "run_instance", "seeded"]
+__all__ = ["InstanceRun", "build_workload", "extra_metrics", "run_instance", "seeded", "start_instance"]

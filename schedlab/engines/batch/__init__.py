@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.engines.base import Engine, LazyPolicies, RunResult, StartedRun
 from schedlab.engines.batch.columns import JOBS_OUT, METRICS, UNITS
 from schedlab.engines.batch.sim.system import BATCH
 from schedlab.sim.system.jobs import BATCH_JOBS
@@ -48,6 +48,34 @@ def run(
     sys_params = {**ENGINE.system_defaults, **(system or {})}
     per_job, summary = run_table(jobs, cls, **sys_params, path=path, recorder=recorder, **(params or {}))
     return RunResult(per_job, summary)
+
+
+def start(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    watch: Any = None,
+) -> StartedRun:
+    """The reference run of ``cls`` with ``params`` over a rigid-job table
+    under ``system`` (the engine's defaults fill the rest), not yet stepped:
+    the inputs and the run :func:`run`'s reference path builds
+    (``schedlab.engines.batch.sim.engine``: ``table_inputs``, ``reference_run``).
+    ``recorder`` and ``hidden``: ``simulate_batch``'s; ``watch(policy, machine)``:
+    what the engine calls instead of the policy. The batch engine has no
+    consistency checks of its own (no ``check``)."""
+    import time
+
+    from schedlab.engines.batch.sim.engine import reference_run, table_inputs, table_outcome
+
+    kw = dict(params or {})
+    t = table_inputs(jobs, **{**ENGINE.system_defaults, **(system or {})})
+    started = time.perf_counter()
+    run = reference_run(t, cls, kw, recorder=recorder, hidden=hidden, watch=watch)
+    return StartedRun(run, lambda res, t0: RunResult(*table_outcome(t, res, time.perf_counter() - t0)), started)
 
 
 def run_table(
@@ -132,6 +160,7 @@ ENGINE = Engine(
     units=UNITS,
     checks="schedlab.engines.batch.checks:Check",
     recorder="schedlab.views.record:BatchRecorder",
+    start=start,
     decision_point="schedlab.engines.batch.gym:BatchEnv",
     vector_decision_point="schedlab.engines.batch.gym:BatchVectorEnv",
     needs_workload_file=True,

@@ -102,27 +102,21 @@ class Check(EngineCheck):
         return _workloads()
 
     def run(self, w: Workload):
+        """The policy's run on ``w`` (a ``BatchResult``): the instance a sweep
+        runs (``schedlab.engines.instance.start_instance``; model procs on
+        ``procs`` processors, the requested times as estimates), built in check
+        mode (runtimes guarded) and stepped to its end."""
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.engines.batch.sim.engine import (
-            BatchCapacityExceeded,
-            BatchStalled,
-            BatchStartError,
-            simulate_batch,
-        )
+        from schedlab.engines.batch.sim.engine import BatchCapacityExceeded, BatchStalled, BatchStartError
+        from schedlab.engines.instance import start_instance
+        from schedlab.sim.common.stepping import run_to_end
 
         cols = w.columns
         guard = hider("schedlab.engines.batch.sim.engine", "a job's actual runtime")
-        cls, params = self.cls, self.params
         try:
-            res = simulate_batch(
-                cols["submit"],
-                cols["runtime"],
-                cols["requested"],
-                cols["procs"],
-                w.system["procs"],
-                lambda machine: cls(machine, **params),
-                hidden=guard,
-            )
+            table = w.table(requested="requested_time")
+            started = start_instance(self.engine, table, self.cls, self.params, w.system, hidden=guard)
+            res = run_to_end(started.run)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-runtime-access", str(err)) from None

@@ -13,6 +13,18 @@ head of the queue, the agent chooses. So an agent that always picks slot 0
 ``backfill="easy"``) bit for bit, one that picks the shortest requested time
 gives SJF's (SJF+EASY's), and so on (tests).
 
+The instance is the engine's: an episode's arrays (submit, runtime,
+requested time, need) and machine are read from its job table by the batch
+engine's own ``table_inputs`` (:func:`job_arrays`), the function from which
+``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` and a
+sweep's run builds its (tests: bit for bit the same arrays). What the
+episode does not use is that ``BatchRun``: it is the Python reference loop,
+one policy object called per instant, and this environment's decisions run
+inside the compiled kernel's priority pass, many episodes per call (the
+vector environment), which is the point of the kernel; driving the Python
+loop with a question-leaving policy, as ``schedlab/Queue-v0`` and
+``schedlab/Packing-v0`` do, would put that loop back on the training path.
+
 Decisions. At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
 ``window`` waiting jobs (oldest first); if it fits it starts now and the
@@ -109,15 +121,18 @@ def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> 
     return None, None
 
 
-def job_arrays(table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """submit, runtime, requested time (the runtime where there is none), need: float64, int64."""
-    col = "requested_time" if "requested_time" in table.columns else "runtime"
-    return (
-        table["submit"].to_numpy().astype(float),
-        table["runtime"].to_numpy().astype(float),
-        table[col].to_numpy().astype(float),
-        table["procs"].to_numpy().astype(np.int64),
-    )
+def job_arrays(table: pl.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """submit, runtime, requested time (the runtime where there is none), need
+    (float64, int64) of ``table`` on a machine of ``nodes`` processors: the
+    batch engine's own reading of a job table (its ``table_inputs``: the
+    checks, the requested-time and machine-model rules) that
+    ``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` from.
+    The episode then runs on the compiled kernel, not on that ``BatchRun``
+    (module docstring: the environment is the engine, compiled)."""
+    from schedlab.engines.batch.sim.engine import table_inputs
+
+    t = table_inputs(table, model="procs", procs=nodes)
+    return t.submit, t.runtime, t.requested, t.need
 
 
 def episode_metric(
@@ -186,7 +201,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
                     f"{ENV}: {where}: job {row['job_id']} needs {row['procs']} processors but the machine has "
                     f"{self.nodes} (give nodes >= {int(table['procs'].to_numpy().max())}, or another trace)"
                 )
-            self._source_arrays = job_arrays(table)
+            self._source_arrays = job_arrays(table, self.nodes)
             self.runtime_scale = max(float(self._source_arrays[2].max()), 1.0)
         else:
             self.runtime_scale = LUBLIN_RUNTIME_CAP
@@ -226,7 +241,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
             from schedlab.workloads.lublin import lublin_workload
 
             table = lublin_workload(rng, njobs=self.sequence, nodes=self.nodes)
-            return 0, table, job_arrays(table)
+            return 0, table, job_arrays(table, self.nodes)
         k = episode_start(ENV, rng, self.source.height, self.sequence, options)
         return k, None, tuple(a[k : k + self.sequence] for a in self._source_arrays)
 

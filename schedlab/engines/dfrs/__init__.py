@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.engines.base import Engine, LazyPolicies, RunResult, StartedRun, run_to_end_rows
 from schedlab.engines.dfrs.columns import METRICS, UNITS
 from schedlab.engines.dfrs.sim.system import DFRS
 from schedlab.sim.system.jobs import DFRS_JOBS
@@ -31,11 +31,41 @@ def run(
     bound (also compute the max-stretch lower bound and the degradation),
     oversize ("error" or "drop"). Policy params: period (/per). ``recorder``:
     the schedule recorder of ``simulate_dfrs``."""
-    from schedlab.engines.dfrs.sim import run_table
+    return run_to_end_rows(start(jobs, cls, params, system, recorder=recorder))
 
-    sys_params = {**ENGINE.system_defaults, **(system or {})}
-    per_job, summary = run_table(jobs, cls, **sys_params, recorder=recorder, **(params or {}))
-    return RunResult(per_job, summary)
+
+def start(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    check: bool = False,
+    watch: Any = None,
+) -> StartedRun:
+    """The run of ``cls`` with ``params`` over a rigid-job table under
+    ``system`` (the engine's defaults fill the rest), not yet stepped: the
+    inputs and the run :func:`run` builds (``schedlab.engines.dfrs.sim.table``:
+    ``table_inputs``, ``reference_run``). ``recorder``, ``hidden`` and
+    ``check``: ``simulate_dfrs``'s; ``watch(policy, None)``: what the engine
+    calls instead of the policy (a DFRS policy has no handle)."""
+    import time
+
+    from schedlab.engines.dfrs.sim.table import reference_run, table_inputs, table_outcome
+    from schedlab.errors import UserError
+
+    t = table_inputs(jobs, **{**ENGINE.system_defaults, **(system or {})})
+    try:
+        policy = cls(**(params or {}))
+    except TypeError as exc:
+        raise UserError(f"dfrs engine: policy {getattr(cls, 'name', cls.__name__)!r}: {exc}") from None
+    if watch is not None:
+        policy = watch(policy, None)
+    started = time.perf_counter()
+    run = reference_run(t, policy, check=check, hidden=hidden, recorder=recorder)
+    return StartedRun(run, lambda res, t0: RunResult(*table_outcome(t, res, t0)), started)
 
 
 ENGINE = Engine(
@@ -67,4 +97,5 @@ ENGINE = Engine(
     units=UNITS,
     checks="schedlab.engines.dfrs.checks:Check",
     recorder="schedlab.views.record:DfrsRecorder",
+    start=start,
 )

@@ -120,6 +120,11 @@ class _Watched:
         return self._policy.on_period(state)
 
 
+def _watch(policy, handle) -> _Watched:
+    """``start_instance``'s ``watch``: a DFRS policy has no handle."""
+    return _Watched(policy)
+
+
 def _workloads():
     from hypothesis import strategies as st
 
@@ -167,26 +172,22 @@ class Check(EngineCheck):
         return _workloads()
 
     def run(self, w: Workload):
+        """The final state of the policy's run on ``w``: the instance a sweep
+        runs (``schedlab.engines.instance.start_instance``), built in check mode
+        (processing times guarded, the engine's invariants checked at every
+        event, the policy's calls counted) and stepped to its end."""
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.engines.dfrs.sim import DfrsCapacityError, DfrsCheckError, simulate_dfrs
+        from schedlab.engines.dfrs.sim import DfrsCapacityError, DfrsCheckError
+        from schedlab.engines.instance import start_instance
         from schedlab.errors import PolicyError
+        from schedlab.sim.common.stepping import run_to_end
 
-        cols, system = w.columns, w.system
         guard = hider("schedlab.engines.dfrs.sim.events", "the true processing times (state.processing)")
         try:
-            policy = _Watched(self.cls(**self.params))
-            res = simulate_dfrs(
-                cols["submit"],
-                cols["runtime"],
-                cols["procs"],
-                cols["cpu_need"],
-                cols["memory"],
-                system["nodes"],
-                policy,
-                penalty=system["penalty"],
-                check=True,
-                hidden=guard,
+            started = start_instance(
+                self.engine, w.table(), self.cls, self.params, w.system, hidden=guard, check=True, watch=_watch
             )
+            res = run_to_end(started.run)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-processing-access", str(err)) from None

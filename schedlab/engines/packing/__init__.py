@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.engines.base import Engine, LazyPolicies, RunResult, StartedRun
 from schedlab.engines.packing.columns import METRICS, UNITS
 from schedlab.engines.packing.sim.system import PACKING
 from schedlab.sim.system.jobs import PACKING_JOBS
@@ -39,7 +39,12 @@ def run(
     everything else, and whatever a kernel declines, runs on the reference engine.
     ``recorder``: the schedule recorder of ``simulate_packing`` (the reference path runs)."""
     sys_params = {**ENGINE.system_defaults, **(system or {})}
-    per_job, summary, samples = run_table(jobs, cls, path=path, recorder=recorder, **sys_params, **(params or {}))
+    return rows(*run_table(jobs, cls, path=path, recorder=recorder, **sys_params, **(params or {})))
+
+
+def rows(per_job: dict[str, Any], summary: dict[str, float], samples: dict[str, Any] | None) -> RunResult:
+    """The :class:`RunResult` of a run's per-job columns, summary and sampled
+    series (one column per resource)."""
     series = None
     if samples is not None:
         series = {}
@@ -51,6 +56,33 @@ def run(
                 for r in range(arr.shape[1]):
                     series[key if arr.shape[1] == 1 else f"{key}_{r}"] = arr[:, r]
     return RunResult(per_job, summary, series)
+
+
+def start(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    check: bool = False,
+    watch: Any = None,
+) -> StartedRun:
+    """The reference run of ``cls`` with ``params`` over a job table under
+    ``system`` (the engine's defaults fill the rest), not yet stepped: the
+    inputs and the run :func:`run`'s reference path builds
+    (``schedlab.engines.packing.sim.table``: ``table_inputs``, ``reference_run``).
+    ``recorder``, ``hidden`` and ``check``: ``simulate_packing``'s;
+    ``watch(policy, cluster)``: what the engine calls instead of the policy."""
+    import time
+
+    from schedlab.engines.packing.sim.table import reference_run, table_inputs, table_outcome
+
+    t = table_inputs(jobs, {**ENGINE.system_defaults, **(system or {}), **(params or {})})
+    started = time.perf_counter()
+    run = reference_run(t, cls, recorder, hidden=hidden, check=check, watch=watch)
+    return StartedRun(run, lambda res, t0: rows(*table_outcome(jobs, t, res, time.perf_counter() - t0)), started)
 
 
 def run_table(
@@ -121,6 +153,7 @@ ENGINE = Engine(
     compiled_unit="schedlab.engines.packing:compiled_unit",
     checks="schedlab.engines.packing.checks:Check",
     recorder="schedlab.views.record:PackingRecorder",
+    start=start,
     decision_point="schedlab.engines.packing.gym:PackingEnv",
     fast_path=True,
 )

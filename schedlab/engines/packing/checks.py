@@ -128,34 +128,19 @@ class Check(EngineCheck):
         return _workloads(self.resources)
 
     def run(self, w: Workload):
-        import numpy as np
-
+        """The policy's run on ``w`` (a ``PackingResult``): the instance a sweep
+        runs (``schedlab.engines.instance.start_instance``), built in check mode
+        (durations guarded, the engine's re-check after each epoch on) and
+        stepped to its end."""
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.engines.packing.sim.engine import (
-            CapacityExceeded,
-            PackingStalled,
-            PlacementError,
-            simulate_packing,
-        )
+        from schedlab.engines.instance import start_instance
+        from schedlab.engines.packing.sim.engine import CapacityExceeded, PackingStalled, PlacementError
+        from schedlab.sim.common.stepping import run_to_end
 
-        cols = w.columns
-        names = ["demand"] if "demand" in cols else ["cpu", "mem"]
-        demand = np.column_stack([np.asarray(cols[c], dtype=float) for c in names])
-        capacity = np.full((w.system["servers"], len(names)), w.system["capacity"])
         guard = hider("schedlab.engines.packing.sim.engine", "a job's duration")
-        cls, params = self.cls, self.params
         try:
-            res = simulate_packing(
-                cols["submit"],
-                cols["duration"],
-                demand,
-                capacity,
-                lambda cluster: cls(cluster, **params),
-                epoch=w.system["epoch"] or None,
-                check=True,
-                group=cols.get("group"),
-                hidden=guard,
-            )
+            started = start_instance(self.engine, w.table(), self.cls, self.params, w.system, hidden=guard, check=True)
+            res = run_to_end(started.run)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-duration-access", str(err)) from None

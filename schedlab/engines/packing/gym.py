@@ -1,8 +1,9 @@
 """``schedlab/Packing-v0``: place jobs on servers, on the packing engine.
 
 The environment is the engine: an episode is one run of the packing engine's
-reference loop (:class:`schedlab.engines.packing.sim.engine.PackingRun`, built as
-``schedlab.engines.packing.run`` builds it on ``path="reference"``) with a
+reference loop (:class:`schedlab.engines.packing.sim.engine.PackingRun`, built by
+``schedlab.engines.instance.start_instance`` as a sweep's reference path
+builds it, its rows the engine's own) with a
 policy that asks the agent for each placement of a decision epoch: the
 environment opens each epoch (``run.advance()``: departures, arrivals),
 lets the agent place jobs through the policy while one fits, and then steps
@@ -37,7 +38,6 @@ mean 20) until ``sequence`` jobs.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 from gymnasium import spaces
 
+from schedlab.engines.instance import start_instance
 from schedlab.engines.packing.policies.base import PackingPolicy
 from schedlab.engines.packing.sim.engine import FIT_TOL, Cluster, PackingRun
 from schedlab.errors import UserError
@@ -60,6 +61,8 @@ from schedlab.gym.common import (
 )
 
 ENV = "schedlab/Packing-v0"
+#: The engine whose instance an episode is (``schedlab.engines.instance.start_instance``).
+ENGINE = "packing"
 MODES = ("head", "pair")
 REWARDS = ("wait", "utilisation")
 #: The default generator (Psychas & Ghaderi's slotted model, one resource).
@@ -239,12 +242,8 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self._submit = ep["submit"].to_numpy().astype(float)
         attrs = {"window": self.window, "pair": self.mode == "pair", "scale": self.scale}
         cls: type[_AgentPlace] = type("Agent", (_AgentPlace,), attrs)
-        from schedlab.engines.packing import ENGINE
-        from schedlab.engines.packing.sim.table import reference_run, table_inputs
-
-        self._table = table_inputs(ep, {**ENGINE.system_defaults, **self.system()})
-        self._started = time.perf_counter()
-        self._run = run = reference_run(self._table, cls)
+        self._instance = start_instance(ENGINE, ep, cls, None, self.system())  # the agent is its policy
+        self._run = run = self._instance.run
         self._agent: _AgentPlace = run.policy
         self.result = None
         self._placed: list[tuple[int, float]] = []
@@ -270,13 +269,7 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         assert run is not None
         self._mask = np.zeros(self.window * self.servers, dtype=bool)
         if run.done:
-            from schedlab.engines.base import RunResult
-            from schedlab.engines.packing.sim.table import table_outcome
-
-            per_job, summary, _ = table_outcome(
-                self.episode, self._table, run.result(), time.perf_counter() - self._started
-            )
-            self.result = RunResult(per_job, summary)  # the environment's system samples no series
+            self.result = self._instance.rows()  # the environment's system samples no series
             self._run = None
             return np.zeros(self.obs_size, dtype=np.float32), []
         assert self._agent.asking is not None

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from schedlab.engines.base import Engine, LazyPolicies, RunResult
+from schedlab.engines.base import Engine, LazyPolicies, RunResult, StartedRun, run_to_end_rows
 from schedlab.engines.queue.columns import METRICS, UNITS
 from schedlab.engines.queue.sim.system import QUEUE
 from schedlab.errors import UserError
@@ -36,8 +36,6 @@ def run(
     (``schedlab.sim.common.compiling``) run on the reference engine
     (``schedlab.engines.queue.sim.engine``).
     ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
-    from schedlab.engines.queue.sim.engine import simulate
-
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
     submit = jobs["submit"].to_numpy()
@@ -55,11 +53,48 @@ def run(
             started = time.perf_counter()
             out = fast.simulate(kernel, submit, size, estimate, weight)
     if out is None:  # the reference path (or the kernel declined)
-        factory = (lambda server: cls(server, **params)) if params else cls
-        started = time.perf_counter()
-        out = simulate(submit, size, estimate, weight, factory, recorder=recorder)
+        return run_to_end_rows(start(jobs, cls, params, recorder=recorder))
     completion, events = out
     return outcome(jobs, completion, events, time.perf_counter() - started)
+
+
+def start(
+    jobs: pl.DataFrame,
+    cls: type,
+    params: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+    *,
+    recorder: Any = None,
+    hidden: Any = None,
+    watch: Any = None,
+) -> StartedRun:
+    """The reference run of ``cls`` with ``params`` over a canonical job table,
+    not yet stepped (:func:`run`'s reference path;
+    ``schedlab.engines.instance.start_instance``). ``recorder`` and ``hidden``:
+    ``schedlab.engines.queue.sim.engine.simulate``'s; ``watch(policy, server)``:
+    what the engine calls instead of the policy (check mode's counters,
+    ``schedlab.engines.queue.checks``). The queue engine has no consistency
+    checks of its own (no ``check``)."""
+    from schedlab.engines.queue.sim.engine import QueueRun
+
+    if system:
+        raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
+    kw = dict(params or {})
+    if watch is not None:
+        factory: Any = lambda server: watch(cls(server, **kw), server)  # noqa: E731
+    else:
+        factory = (lambda server: cls(server, **kw)) if kw else cls  # noqa: E731
+    started = time.perf_counter()
+    run = QueueRun(
+        jobs["submit"].to_numpy(),
+        jobs["size"].to_numpy(),
+        jobs["estimate"].to_numpy(),
+        jobs["weight"].to_numpy(),
+        factory,
+        hidden=hidden,
+        recorder=recorder,
+    )
+    return StartedRun(run, lambda res, t0: outcome(jobs, res[0], res[1], time.perf_counter() - t0), started)
 
 
 def outcome(jobs: pl.DataFrame, completion: Any, events: int, wall: float) -> RunResult:
@@ -143,6 +178,7 @@ ENGINE = Engine(
     complete_jobs="schedlab.engines.queue:complete_jobs",
     checks="schedlab.engines.queue.checks:Check",
     recorder="schedlab.views.record:QueueRecorder",
+    start=start,
     decision_point="schedlab.engines.queue.gym:QueueEnv",
     warmup=True,
     compiled_unit="schedlab.engines.queue:compiled_unit",

@@ -152,24 +152,22 @@ class Check(EngineCheck):
         return _workloads()
 
     def run(self, w: Workload) -> list[float]:
-        import numpy as np
-
+        """The completion times of the policy on ``w``: the instance a sweep
+        runs (``schedlab.engines.instance.start_instance``), built in check mode
+        (the sizes guarded, the policy watched) and stepped to its end."""
         from schedlab.checks.guard import HiddenTruthError, hider
-        from schedlab.engines.queue.sim.engine import PolicyStalled, PolicyStuck, simulate
+        from schedlab.engines.instance import start_instance
+        from schedlab.engines.queue.sim.engine import PolicyStalled, PolicyStuck
+        from schedlab.sim.common.stepping import run_to_end
 
         guard = (
             None
             if "no-size-access" in self.skipped
             else hider("schedlab.engines.queue.sim.engine", "a job's true size")
         )
-        cls, params = self.cls, self.params
-        submit, size, estimate, weight = (
-            np.asarray(w.columns[c], dtype=float) for c in ("submit", "size", "estimate", "weight")
-        )
         try:
-            completion, _ = simulate(
-                submit, size, estimate, weight, lambda server: _Watched(cls(server, **params), server), hidden=guard
-            )
+            started = start_instance(self.engine, w.table(), self.cls, self.params, hidden=guard, watch=_Watched)
+            completion, _ = run_to_end(started.run)
         except Exception as err:  # noqa: BLE001 - every failure of the policy is a finding
             if isinstance(err, HiddenTruthError):
                 raise violation("no-size-access", str(err)) from None

@@ -1,8 +1,10 @@
 """``schedlab/Queue-v0``: which present job the server serves, on the queue engine.
 
 The environment is the engine: an episode is one run of the queue engine's
-reference loop (:class:`schedlab.engines.queue.sim.engine.QueueRun`, stepped here
-until the policy has a question) with a policy that, after every arrival and
+reference loop (:class:`schedlab.engines.queue.sim.engine.QueueRun`, built by
+``schedlab.engines.instance.start_instance`` as a sweep's reference path
+builds it, its rows the engine's own; stepped here until the policy has a
+question) with a policy that, after every arrival and
 every departure while jobs are present, asks the agent which job holds the
 whole server (``server.serve_job``; the server is switched only when the
 choice changes). The question is left in the policy (``asking``) and the
@@ -31,7 +33,6 @@ without either ``sequence`` jobs of the PSBS paper's generator
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ import numpy as np
 import polars as pl
 from gymnasium import spaces
 
+from schedlab.engines.instance import start_instance
 from schedlab.engines.queue.policies.base import QueuePolicy
 from schedlab.engines.queue.sim.engine import QueueRun, Server
 from schedlab.errors import UserError
@@ -57,6 +59,8 @@ from schedlab.sim.common.stepping import run_until
 from schedlab.sim.system.jobs import QUEUE_JOBS
 
 ENV = "schedlab/Queue-v0"
+#: The engine whose instance an episode is (``schedlab.engines.instance.start_instance``).
+ENGINE = "queue"
 JOB_FEATURES = 4
 REWARDS = ("sojourn", "slowdown")
 METRIC = {"sojourn": "mst", "slowdown": "slowdown_mean"}
@@ -203,10 +207,8 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         self._submit = ep["submit"].to_numpy().astype(float)
         self._size = ep["size"].to_numpy().astype(float)
         cls: type[_AgentServe] = type("Agent", (_AgentServe,), {"window": self.window, "scale": self.scale})
-        self._started = time.perf_counter()
-        run = QueueRun(
-            ep["submit"].to_numpy(), ep["size"].to_numpy(), ep["estimate"].to_numpy(), ep["weight"].to_numpy(), cls
-        )
+        self._instance = start_instance(ENGINE, ep, cls)  # the run a sweep's reference path runs, the agent its policy
+        run: QueueRun = self._instance.run
         self._run = run
         self._agent: _AgentServe = run.policy
         self.result = None
@@ -229,10 +231,7 @@ class QueueEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
         assert run is not None
         self._mask = np.zeros(self.window, dtype=bool)
         if run.done:
-            from schedlab.engines.queue import outcome
-
-            completion, events = run.result()
-            self.result = outcome(self.episode, completion, events, time.perf_counter() - self._started)
+            self.result = self._instance.rows()
             self._run = None
             return np.zeros(self.obs_size, dtype=np.float32), []
         assert self._agent.asking is not None

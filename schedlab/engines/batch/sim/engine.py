@@ -92,7 +92,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -410,6 +410,81 @@ def run_table(
     Returns (per-job columns, summary)."""
     if path not in ("fast", "reference"):
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
+    t = table_inputs(
+        jobs,
+        model=model,
+        procs=procs,
+        nodes=nodes,
+        tasks_per_node=tasks_per_node,
+        oversize=oversize,
+        cpu_need=cpu_need,
+        bound=bound,
+        estimates=estimates,
+        easy_backfill=easy_backfill,
+    )
+    submit, runtime, requested, need, capacity = t.submit, t.runtime, t.requested, t.need, t.capacity
+    if params:
+        try:
+            policy_cls(Machine(capacity, [], [], []), **params)
+        except TypeError as exc:
+            raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
+    res = None
+    if easy_backfill != "canonical" and kernel == "EASY":
+        kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
+    if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
+        from schedlab.engines.batch.sim import fast
+        from schedlab.sim.common import compiling
+
+        if compiling.ready(fast.unit(kernel)):  # else compiled beside this process now: the reference runs
+            fast.warm(kernel)  # compile or load the kernel outside the timed run
+            started = time.perf_counter()
+            out = fast.simulate(kernel, submit, runtime, requested, need, capacity)
+            if out is not None:
+                res = BatchResult(out[0], out[1], out[2], None)
+    if res is None:  # the reference path (or the kernel declined)
+        started = time.perf_counter()
+        res = run_to_end(reference_run(t, policy_cls, params, recorder=recorder))
+    return table_outcome(t, res, time.perf_counter() - started)
+
+
+@dataclass
+class TableInputs:
+    """A job table and the machine as the engine runs them (:func:`table_inputs`):
+    the job arrays after the oversize rule, the machine's units and the settings the metrics read."""
+
+    job_id: np.ndarray
+    submit: np.ndarray
+    runtime: np.ndarray
+    jprocs: np.ndarray
+    requested: np.ndarray
+    need: np.ndarray
+    cpu: np.ndarray
+    capacity: int
+    model: str
+    tpn: int
+    dropped: int
+    dfrs_view: bool
+    bound: bool
+    easy_backfill: str
+
+
+def table_inputs(
+    jobs: pl.DataFrame,
+    *,
+    model: str = "procs",
+    procs: int | None = None,
+    nodes: int | None = None,
+    tasks_per_node: int = 1,
+    oversize: str = "error",
+    cpu_need: float = 1.0,
+    bound: bool = False,
+    estimates: str = "requested",
+    easy_backfill: str = "canonical",
+) -> TableInputs:
+    """Read and check a job table and the machine parameters of :func:`run_table`
+    (against the engine's declaration) and apply the oversize rule: the
+    instance :func:`run_table` runs on either path, and :func:`reference_run`
+    builds its run from."""
     system = BATCH_SYSTEM.check_call(
         {
             "model": model,
@@ -480,35 +555,63 @@ def run_table(
         job_id, submit, runtime, jprocs, requested, need, cpu = (
             a[keep] for a in (job_id, submit, runtime, jprocs, requested, need, cpu)
         )
-    if params:
-        try:
-            policy_cls(Machine(capacity, [], [], []), **params)
-        except TypeError as exc:
-            raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
     # The DFRS view needs the tasks sharing a node to fit its CPU (tpn x c <= 1).
     dfrs_view = model == "procs" or not len(cpu) or tpn * float(cpu.max()) <= 1.0 + BOUND_TOL
     if bound and not dfrs_view:
         raise UserError(f"batch engine: bound needs tasks_per_node x cpu_need <= 1 (got {tpn} x {float(cpu.max())})")
-    res = None
-    if easy_backfill != "canonical" and kernel == "EASY":
-        kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
-    if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
-        from schedlab.engines.batch.sim import fast
-        from schedlab.sim.common import compiling
+    return TableInputs(
+        job_id,
+        submit,
+        runtime,
+        jprocs,
+        requested,
+        need,
+        cpu,
+        capacity,
+        model,
+        tpn,
+        dropped,
+        dfrs_view,
+        bound,
+        easy_backfill,
+    )
 
-        if compiling.ready(fast.unit(kernel)):  # else compiled beside this process now: the reference runs
-            fast.warm(kernel)  # compile or load the kernel outside the timed run
-            started = time.perf_counter()
-            out = fast.simulate(kernel, submit, runtime, requested, need, capacity)
-            if out is not None:
-                res = BatchResult(out[0], out[1], out[2], None)
-    if res is None:  # the reference path (or the kernel declined)
-        factory = (lambda m: policy_cls(m, **params)) if params else policy_cls
-        started = time.perf_counter()
-        res = simulate_batch(
-            submit, runtime, requested, need, capacity, factory, recorder=recorder, easy_backfill=easy_backfill
-        )
-    wall = time.perf_counter() - started
+
+def reference_run(
+    t: TableInputs,
+    policy_cls: Any,
+    params: Mapping[str, Any] | None = None,
+    *,
+    recorder: Callable[[float, list[int], Any], None] | None = None,
+    hidden: Callable[[list[float]], Sequence[float]] | None = None,
+    watch: Callable[[Any, Machine], Any] | None = None,
+) -> BatchRun:
+    """The reference engine's run of ``policy_cls`` with ``params`` over ``t``,
+    not yet stepped (:func:`run_table`'s reference path; ``schedlab.engines.batch.start``).
+    ``hidden``: :func:`simulate_batch`'s; ``watch(policy, machine)``: what the
+    engine calls instead of the policy (check mode's counters, ``schedlab.checks``)."""
+    if watch is not None:
+        factory: Callable[[Machine], Any] = lambda m: watch(policy_cls(m, **(params or {})), m)  # noqa: E731
+    else:
+        factory = (lambda m: policy_cls(m, **params)) if params else policy_cls  # noqa: E731
+    return BatchRun(
+        t.submit,
+        t.runtime,
+        t.requested,
+        t.need,
+        t.capacity,
+        factory,
+        hidden=hidden,
+        easy_backfill=t.easy_backfill,
+        recorder=recorder,
+    )
+
+
+def table_outcome(t: TableInputs, res: BatchResult, wall: float) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`run_table`'s return value for a run's result ``res`` (``wall``: its seconds)."""
+    submit, runtime, need, capacity, cpu, jprocs = t.submit, t.runtime, t.need, t.capacity, t.cpu, t.jprocs
+    model, tpn, dropped, dfrs_view, bound = t.model, t.tpn, t.dropped, t.dfrs_view, t.bound
+    job_id, requested = t.job_id, t.requested
     wait = res.start - submit
     stretch = bounded_stretch(submit, runtime, res.end, threshold=BOUNDED_STRETCH_THRESHOLD)
     n = len(submit)

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from schedlab.engines.dfrs.sim.events import simulate_dfrs
+from schedlab.engines.dfrs.sim.events import DfrsRun
 from schedlab.engines.dfrs.sim.state import DEFAULT_PENALTY, tasks_per_node
 from schedlab.engines.dfrs.sim.system import DFRS as DFRS_SYSTEM
 from schedlab.errors import UserError
 from schedlab.sim.bound.underutilization import normalized_underutilization
+from schedlab.sim.common.stepping import run_to_end
 from schedlab.sim.system.jobs import DFRS_JOBS
 
 
@@ -78,6 +80,82 @@ def run_table(
     MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``). The
     system parameters are checked against the engine's declaration
     (``schedlab.engines.dfrs.sim.system.DFRS``), the same one a sweep's plan checks."""
+    t = table_inputs(
+        jobs,
+        nodes=nodes,
+        penalty=penalty,
+        cpu_need=cpu_need,
+        memory=memory,
+        bound=bound,
+        oversize=oversize,
+        star_pass=star_pass,
+        victims=victims,
+        stretch_realloc=stretch_realloc,
+        mcb8_rules=mcb8_rules,
+        relabel=relabel,
+        cpu_units=cpu_units,
+        penalties=penalties,
+        period_origin=period_origin,
+        time_units=time_units,
+        priority_units=priority_units,
+        arrival_at_period=arrival_at_period,
+        victims_settle=victims_settle,
+        mcb8_remaps=mcb8_remaps,
+    )
+    try:
+        policy = policy_cls(**params)
+    except TypeError as exc:
+        raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
+    started = time.perf_counter()
+    res = run_to_end(reference_run(t, policy, check=check, recorder=recorder))
+    return table_outcome(t, res, started)
+
+
+@dataclass
+class TableInputs:
+    """A job table and ``[system]`` as the engine runs them (:func:`table_inputs`):
+    the job arrays after the oversize rule and the settings."""
+
+    job_id: np.ndarray
+    submit: np.ndarray
+    runtime: np.ndarray
+    procs: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    nodes: int
+    penalty: float
+    bound: bool
+    dropped: int
+    #: The loop's rule settings (``simulate_dfrs``'s keyword arguments from star_pass on).
+    settings: dict[str, Any]
+
+
+def table_inputs(
+    jobs,
+    *,
+    nodes: int,
+    penalty: float = DEFAULT_PENALTY,
+    cpu_need: float = 1.0,
+    memory: float = 0.1,
+    bound: bool = False,
+    oversize: str = "error",
+    star_pass: str = "completion",
+    victims: str = "prefix",
+    stretch_realloc: str = "mapping-change",
+    mcb8_rules: str = "schedlab",
+    relabel: str = "memory",
+    cpu_units: str = "real",
+    penalties: str = "each-change",
+    period_origin: str = "first-release",
+    time_units: str = "real",
+    priority_units: str = "real",
+    arrival_at_period: str = "placed",
+    victims_settle: str = "arrival",
+    mcb8_remaps: str = "each-event",
+) -> TableInputs:
+    """Read and check a job table and the ``[system]`` arguments of
+    :func:`run_table` (against the engine's declaration) and apply the
+    oversize rule: the instance :func:`reference_run` builds its run from."""
     DFRS_SYSTEM.check_call(
         {
             "nodes": nodes,
@@ -135,36 +213,51 @@ def run_table(
             )
         keep = ~big
         job_id, submit, runtime, procs, cpu, mem = (a[keep] for a in (job_id, submit, runtime, procs, cpu, mem))
-    try:
-        policy = policy_cls(**params)
-    except TypeError as exc:
-        raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
-    started = time.perf_counter()
-    res = simulate_dfrs(
-        submit,
-        runtime,
-        procs,
-        cpu,
-        mem,
-        int(nodes),
-        policy,
-        penalty=float(penalty),
-        check=check,
-        star_pass=star_pass,
-        victims=victims,
-        stretch_realloc=stretch_realloc,
-        mcb8_rules=mcb8_rules,
-        relabel=relabel,
-        cpu_units=cpu_units,
-        penalties=penalties,
-        period_origin=period_origin,
-        time_units=time_units,
-        priority_units=priority_units,
-        arrival_at_period=arrival_at_period,
-        victims_settle=victims_settle,
-        mcb8_remaps=mcb8_remaps,
-        recorder=recorder,
+    settings = {
+        "star_pass": star_pass,
+        "victims": victims,
+        "stretch_realloc": stretch_realloc,
+        "mcb8_rules": mcb8_rules,
+        "relabel": relabel,
+        "cpu_units": cpu_units,
+        "penalties": penalties,
+        "period_origin": period_origin,
+        "time_units": time_units,
+        "priority_units": priority_units,
+        "arrival_at_period": arrival_at_period,
+        "victims_settle": victims_settle,
+        "mcb8_remaps": mcb8_remaps,
+    }
+    return TableInputs(
+        job_id, submit, runtime, procs, cpu, mem, int(nodes), float(penalty), bool(bound), dropped, settings
     )
+
+
+def reference_run(t: TableInputs, policy, *, check: bool = False, hidden=None, recorder=None) -> DfrsRun:
+    """The engine's run of ``policy`` (an instance) over ``t``, not yet
+    stepped (:func:`run_table`'s; ``schedlab.engines.dfrs.start``). ``check`` and
+    ``hidden``: :func:`simulate_dfrs`'s check mode and hidden-truth guard."""
+    return DfrsRun(
+        t.submit,
+        t.runtime,
+        t.procs,
+        t.cpu,
+        t.mem,
+        t.nodes,
+        policy,
+        penalty=t.penalty,
+        check=check,
+        hidden=hidden,
+        recorder=recorder,
+        **t.settings,
+    )
+
+
+def table_outcome(t: TableInputs, res, started: float) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`run_table`'s return value for a run's result ``res`` (``started``:
+    when the run began, by ``time.perf_counter``: ``sim_seconds`` counts the metrics too, as it always has)."""
+    job_id, submit, runtime, procs, cpu, mem = t.job_id, t.submit, t.runtime, t.procs, t.cpu, t.mem
+    nodes, penalty, bound, dropped = t.nodes, t.penalty, t.bound, t.dropped
     # the bound's module imports scipy: loaded by a run, not by the registry that declares the engine
     from schedlab.sim.bound.stretch_bound import bounded_stretch, max_stretch_lower_bound
 

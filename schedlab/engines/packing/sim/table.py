@@ -148,12 +148,20 @@ def table_inputs(jobs, params: dict[str, Any]) -> TableInputs:
     )
 
 
-def reference_run(t: TableInputs, policy_cls, recorder=None) -> PackingRun:
+def reference_run(
+    t: TableInputs, policy_cls, recorder=None, *, hidden=None, check: bool = False, watch=None
+) -> PackingRun:
     """The reference engine's run of ``policy_cls`` over ``t``, not yet
-    stepped (:func:`run_table`'s reference path; ``schedlab.engines.packing.gym``
-    steps one itself)."""
+    stepped (:func:`run_table`'s reference path; ``schedlab.engines.packing.start``
+    builds the runs ``schedlab.engines.instance.start_instance`` hands out).
+    ``hidden`` and ``check``: ``simulate_packing``'s hidden-truth guard and
+    consistency checks; ``watch(policy, cluster)``: what the engine calls
+    instead of the policy (check mode)."""
     params = t.params
-    factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
+    if watch is not None:
+        factory = lambda cluster: watch(policy_cls(cluster, **params), cluster)  # noqa: E731
+    else:
+        factory = (lambda cluster: policy_cls(cluster, **params)) if params else policy_cls
     try:
         return PackingRun(
             t.submit,
@@ -164,8 +172,10 @@ def reference_run(t: TableInputs, policy_cls, recorder=None) -> PackingRun:
             epoch=t.epoch,
             sample_every=t.sample_every,
             until=t.until,
+            check=check,
             group=t.group,
             estimate=t.estimate,
+            hidden=hidden,
             recorder=recorder,
         )
     except ValueError as exc:
