@@ -393,18 +393,25 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
-def parameter_columns(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+def parameter_columns(frame: pl.DataFrame | pl.LazyFrame, manifest: dict[str, Any]) -> list[str]:
     """The sweep's parameter columns (the manifest's ``param_columns``) that ``frame`` has."""
-    return [c for c in (manifest.get("param_columns") or []) if c in frame.columns]
+    import polars as pl
+
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    return [c for c in (manifest.get("param_columns") or []) if c in names]
 
 
-def swept(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+def swept(frame: pl.DataFrame | pl.LazyFrame, manifest: dict[str, Any]) -> list[str]:
     """The parameters that take more than one value among ``frame``'s rows
     (after ``--where``): with the policy, what tells one configuration from
     another. `plot` never averages over them (each must be an axis, a line,
     a panel or held fixed), and ``schedlab results`` shows one row per
-    policy and combination of them unless ``--by`` says what to pool."""
-    return [c for c in parameter_columns(frame, manifest) if frame[c].n_unique() > 1]
+    policy and combination of them unless ``--by`` says what to pool. A
+    LazyFrame (a scan) is read one column pass, not materialised."""
+    from schedlab.platform.storage.query import distinct_counts
+
+    counts = distinct_counts(frame, parameter_columns(frame, manifest))
+    return [c for c, n in counts.items() if n > 1]
 
 
 def plot(

@@ -3,7 +3,11 @@ and `schedlab view` select them: `stored_rows` (the dir, its manifest, its
 summary rows; a missing dir, a dir without a manifest or without rows is
 one line saying so) and `filter_where` (``--where col=value``), whose
 filters `where_pushdown` hands to the scan so that a big results dir (ten
-million rows) is read only where ``--where`` keeps rows.
+million rows) is read only where ``--where`` keeps rows. `where_lazy` is
+`filter_where` on a scan: the same rows and the same errors, the rows never
+materialised (what `results`, `compare` and ``schedlab.load(where=...)``
+read through); `row_count` counts a scan's rows, `distinct_counts` the
+values of its columns.
 
 Below both the figures (``schedlab.plotting``) and the views
 (``schedlab.views``), which read rows the same way; read through the
@@ -77,14 +81,77 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
     return frame
 
 
-def stored_rows(
-    results_dir: str | Path, where: dict[str, Any] | None = None
-) -> tuple[Path, dict[str, Any], pl.DataFrame]:
-    """A results dir, its manifest and its summary rows (what `plot` and
-    `schedlab view` read); a `UserError` naming the dir when it is missing, is
-    not a results dir or holds no row yet. ``where``: only the rows its
-    filters keep are read (`where_pushdown`; all of them when it keeps none,
-    for `filter_where` to say why)."""
+def row_count(lf: pl.LazyFrame) -> int:
+    """How many rows ``lf`` has (a scan reads only what its filters need)."""
+    import polars as pl
+
+    return int(lf.select(pl.len()).collect().item())
+
+
+def where_lazy(lf: pl.LazyFrame, where: dict[str, Any], root: str | Path) -> pl.LazyFrame:
+    """`filter_where` on a scan: the rows of ``lf`` where every ``col =
+    value`` of ``where`` holds, as a LazyFrame, with `filter_where`'s errors
+    in its order (a column that is not there, a numeric column's value that
+    is not a number, a value no row has: checked one ``--where`` after the
+    other). Costs one count of the filtered rows; only when that is zero or a
+    ``--where`` is bad does it count step by step to say which."""
+    schema = lf.collect_schema()
+    exprs = []
+    for col, value in where.items():
+        if col not in schema.names():
+            break
+        numeric = schema[col].is_numeric()
+        if numeric:
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                break
+        exprs.append(where_expr(col, value, numeric))
+    else:
+        if not exprs:
+            return lf
+        kept = lf.filter(*exprs)
+        if row_count(kept) > 0:
+            return kept
+    for col, value in where.items():  # something is wrong: find the first --where that says what, as filter_where does
+        if col not in schema.names():
+            raise UserError(f"--where: {col!r} is not a column of {root}")
+        numeric = schema[col].is_numeric()
+        if numeric:
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
+        kept = lf.filter(where_expr(col, value, numeric))
+        if row_count(kept) == 0:
+            taken = lf.select(pl_unique(col)).collect().to_series()
+            values = ", ".join(map(str, sorted(taken.to_list())))
+            raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
+        lf = kept
+    return lf
+
+
+def distinct_counts(frame: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> dict[str, int]:
+    """How many distinct values (null one of them) each of ``columns`` takes
+    among ``frame``'s rows: one pass over those columns of a scan."""
+    import polars as pl
+
+    if not columns:
+        return {}
+    row = frame.lazy().select([pl.col(c).n_unique() for c in columns]).collect().row(0)
+    return dict(zip(columns, (int(n) for n in row)))
+
+
+def pl_unique(col: str) -> pl.Expr:
+    """The distinct non-null values of ``col`` (in no particular order)."""
+    import polars as pl
+
+    return pl.col(col).unique().drop_nulls()
+
+
+def stored_scan(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.LazyFrame]:
+    """A results dir, its manifest and a scan of its summary rows; a
+    `UserError` naming the dir when it is missing or is not a results dir."""
     from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
@@ -94,7 +161,22 @@ def stored_rows(
     manifest = store.read_manifest()
     if manifest is None:
         raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
-    lf = store.scan()
+    return root, manifest, store.scan()
+
+
+def stored_rows(
+    results_dir: str | Path, where: dict[str, Any] | None = None, columns: list[str] | None = None
+) -> tuple[Path, dict[str, Any], pl.DataFrame]:
+    """A results dir, its manifest and its summary rows (what `plot` and
+    `schedlab view` read); a `UserError` naming the dir when it is missing, is
+    not a results dir or holds no row yet. ``where``: only the rows its
+    filters keep are read (`where_pushdown`; all of them when it keeps none,
+    for `filter_where` to say why). ``columns``: only these columns are read
+    (those the scan has, in its order; the ``where`` columns with them)."""
+    root, manifest, lf = stored_scan(results_dir)
+    if columns is not None:
+        wanted = set(columns) | set(where or {})
+        lf = lf.select([c for c in lf.collect_schema().names() if c in wanted])
     pushed = where_pushdown(lf.collect_schema(), where or {})
     frame = lf.filter(*pushed).collect() if pushed else lf.collect()
     if frame.height == 0 and pushed:
@@ -104,4 +186,15 @@ def stored_rows(
     return root, manifest, frame
 
 
-__all__ = ["WHERE_REL_TOL", "filter_where", "stored_rows", "where_expr", "where_pushdown"]
+__all__ = [
+    "WHERE_REL_TOL",
+    "distinct_counts",
+    "filter_where",
+    "pl_unique",
+    "row_count",
+    "stored_rows",
+    "stored_scan",
+    "where_expr",
+    "where_lazy",
+    "where_pushdown",
+]
