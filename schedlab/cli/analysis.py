@@ -162,7 +162,10 @@ def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     "per configuration); what you leave out is pooled: each replication's mean over it, and the header says so.",
 )
 @click.option(
-    "--metric", "metrics", multiple=True, default=["mst"], show_default=True, help="Metric column (repeatable)."
+    "--metric",
+    "metrics",
+    multiple=True,
+    help="Metric column (repeatable; default: the engine's headline metric, e.g. mst for the queue engine).",
 )
 @click.option("--policy", help="Only this policy's rows.")
 @click.option(
@@ -195,7 +198,14 @@ def results(
     import polars as pl
 
     from schedlab.platform.statistics.stats import DOMINANCE, DOMINATED_NOTE, IDENTICAL_NOTE, summarize
-    from schedlab.platform.storage.query import distinct_counts, pl_unique, row_count, where_lazy, where_pushdown
+    from schedlab.platform.storage.query import (
+        distinct_counts,
+        headline_metric,
+        pl_unique,
+        row_count,
+        where_lazy,
+        where_pushdown,
+    )
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
     from schedlab.plotting import parameter_columns
 
@@ -207,10 +217,12 @@ def results(
         click.echo(f"schedlab: warning: {warning}", err=True)
     columns = lf.collect_schema().names()
     keys = [k.strip() for k in (by or "").split(",") if k.strip()]
+    manifest = store.read_manifest() or {}
+    if not metrics:
+        metrics = (headline_metric(results_dir, manifest, lf),)
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
-    manifest = store.read_manifest() or {}
     where = parse_where(where_items)
     # Only the columns the table reads, --config, --policy and --where applied in the scan, and the
     # groups formed by polars: 10^7 rows of a 30-column summary are never held in memory (issue #42).
@@ -297,7 +309,7 @@ def results(
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--baseline", required=True, help="The policy every other policy is compared with.")
-@click.option("--metric", default="mst", show_default=True, help="Metric column.")
+@click.option("--metric", help="Metric column (default: the engine's headline metric, e.g. mst for the queue engine).")
 @click.option(
     "--by",
     default=None,
@@ -307,7 +319,7 @@ def results(
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (method and rows).")
 def compare(
-    results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
+    results_dir: Path, baseline: str, metric: str | None, by: str | None, ratio: bool, as_csv: bool, as_json: bool
 ) -> None:
     """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p.
 
@@ -319,7 +331,12 @@ def compare(
 
     if as_csv and as_json:
         raise UserError("--csv and --json: choose one")
-    failed = _failures_note(_open_store(results_dir))
+    store = _open_store(results_dir)
+    failed = _failures_note(store)
+    if metric is None:
+        from schedlab.platform.storage.query import headline_metric
+
+        metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
     table = paired_compare(results_dir, baseline, metric, by, ratio)
     k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)

@@ -203,7 +203,7 @@ def arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
 def compare(
     results_dir: str | Path,
     baseline: str,
-    metric: str = "mst",
+    metric: str | None = None,
     by: list[str] | str | None = None,
     ratio: bool = False,
     confidence: float = CONFIDENCE,
@@ -221,9 +221,10 @@ def compare(
     ``significant``, ``identical`` and ``n_effective`` (`paired_stats`), and
     ``dominated``: the metric is a per-job mean dominated by one job in a row
     of the policy or of the baseline (`stats.DOMINATED_NOTE`): the row is a
-    flag, not a result. Bad input (a baseline or metric that is not in the
-    results) is a `UserError` naming it."""
-    from schedlab.platform.storage.query import distinct_counts
+    flag, not a result. ``metric``: by default the engine's headline metric
+    (`query.headline_metric`). Bad input (a baseline or metric that is not in
+    the results) is a `UserError` naming it."""
+    from schedlab.platform.storage.query import distinct_counts, headline_metric
     from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
@@ -235,6 +236,8 @@ def compare(
     columns = schema.names()
     manifest = store.read_manifest() or {}
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
+    if metric is None:
+        metric = headline_metric(root, manifest, lf)
     if metric not in columns or metric in params or metric in ("config_id", "replication", "policy", "seed"):
         raise UserError(f"--metric: {metric!r} is not a metric column of {root}")
     if not schema[metric].is_numeric():

@@ -24,6 +24,8 @@ from schedlab.errors import UserError
 if TYPE_CHECKING:
     import polars as pl
 
+    from schedlab.engines import Engine
+
 #: ``--where col=value`` on a numeric column: equal within this much, relative (absolute below 1).
 WHERE_REL_TOL = 1e-9
 
@@ -79,6 +81,84 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
             raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
         frame = kept
     return frame
+
+
+def where_exprs(schema: pl.Schema, where: dict[str, Any], root: str | Path) -> list[pl.Expr]:
+    """The filters of ``where`` (`where_expr`, as ``--where`` reads them) for
+    rows of ``schema``, checked against it alone: a column that is not there
+    or a numeric column's value that is not a number is a `UserError` naming
+    it. What ``schedlab.load(where=...)`` applies in its scan (no row is read
+    to check that a value is taken)."""
+    out = []
+    for col, value in where.items():
+        if col not in schema.names():
+            raise UserError(f"where: {col!r} is not a column of {root}; columns: {', '.join(schema.names())}")
+        numeric = schema[col].is_numeric()
+        if numeric:
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"where {col}={value}: {col} is numeric, {value!r} is not a number") from None
+        out.append(where_expr(col, value, numeric))
+    return out
+
+
+def headline_metric(root: str | Path, manifest: dict[str, Any], lf: pl.LazyFrame) -> str:
+    """The metric `results` and `compare` report when ``--metric`` is not
+    given: the first headline metric (``Engine.headline``, as MLflow's parent
+    run shows them) of the engine the rows name in their ``engine`` column --
+    a built-in, or your own engine, loaded from the copy of its code the
+    results dir keeps (``code/<sha256>/``). Rows of engines whose headline
+    metrics differ, an engine that declares none or one whose declaration
+    cannot be found are a `UserError` asking for ``--metric``."""
+    import polars as pl
+
+    from schedlab.engines import known_engines
+
+    if "engine" in lf.collect_schema().names():
+        names = sorted(lf.select(pl.col("engine").unique().drop_nulls()).collect().to_series().to_list())
+    else:
+        names = [str(manifest.get("engine") or "")]
+    heads: dict[str, str] = {}
+    for name in names:
+        engine = known_engines().get(name) or _stored_engine(Path(root), manifest, name)
+        if engine is None:
+            raise UserError(
+                f"--metric: the rows are of engine {name!r}, whose declaration is not in {root}/code/; "
+                f"name the metric with --metric"
+            )
+        if not engine.headline:
+            raise UserError(f"--metric: engine {name!r} declares no headline metric; name the metric with --metric")
+        heads[name] = engine.headline[0]
+    if len(set(heads.values())) > 1:
+        mixed = ", ".join(f"{name} ({metric})" for name, metric in heads.items())
+        raise UserError(
+            f"--metric: {root} holds rows of engines with different headline metrics: {mixed}; "
+            f"name the metric with --metric"
+        )
+    if not heads:
+        raise UserError(f"--metric: the rows of {root} name no engine; name the metric with --metric")
+    return next(iter(heads.values()))
+
+
+def _stored_engine(root: Path, manifest: dict[str, Any], name: str) -> Engine | None:
+    """Your own engine ``name``, declared by the code the results dir keeps
+    under ``code/<sha256>/`` (the manifest's ``user_code.engine``), loaded;
+    None when the rows' engine is not the manifest's or the copy is absent."""
+    from schedlab.engines import spec_engine
+    from schedlab.platform.storage.store import CODE
+
+    info = (manifest.get("user_code") or {}).get("engine")
+    if not info or manifest.get("engine") != name:
+        return None
+    folder = root.resolve() / CODE / str(info.get("sha256"))
+    module, files = str(info.get("module", "")), set(info.get("files") or [])
+    base = module.replace(".", "/")
+    rel = next((f for f in (f"{base}.py", f"{base}/__init__.py") if f in files and (folder / f).is_file()), None)
+    if rel is None:
+        return None
+    engine, _ = spec_engine(f"{folder / rel}:{info.get('attr')}", folder, f"{root}/manifest.json: engine")
+    return engine if engine.name == name else None
 
 
 def row_count(lf: pl.LazyFrame) -> int:
@@ -165,15 +245,24 @@ def stored_scan(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.LazyF
 
 
 def stored_rows(
-    results_dir: str | Path, where: dict[str, Any] | None = None, columns: list[str] | None = None
+    results_dir: str | Path, where: dict[str, Any] | None = None
 ) -> tuple[Path, dict[str, Any], pl.DataFrame]:
     """A results dir, its manifest and its summary rows (what `plot` and
     `schedlab view` read); a `UserError` naming the dir when it is missing, is
     not a results dir or holds no row yet. ``where``: only the rows its
-    filters keep are read (`where_pushdown`; all of them when it keeps none,
-    for `filter_where` to say why). ``columns``: only these columns are read
-    (those the scan has, in its order; the ``where`` columns with them)."""
+    filters keep are read (`scan_rows`)."""
     root, manifest, lf = stored_scan(results_dir)
+    return root, manifest, scan_rows(root, lf, where)
+
+
+def scan_rows(
+    root: str | Path, lf: pl.LazyFrame, where: dict[str, Any] | None = None, columns: list[str] | None = None
+) -> pl.DataFrame:
+    """The rows of the scan ``lf`` of ``root``: with ``where``, only those its
+    filters keep are read (`where_pushdown`; all of them when it keeps none,
+    for `filter_where` to say why); with ``columns``, only these columns
+    (those the scan has, in its order, the ``where`` columns with them). No
+    row at all is a `UserError` naming the dir."""
     if columns is not None:
         wanted = set(columns) | set(where or {})
         lf = lf.select([c for c in lf.collect_schema().names() if c in wanted])
@@ -183,18 +272,21 @@ def stored_rows(
         frame = lf.collect()
     if frame.height == 0:
         raise UserError(f"{root}: no result rows yet")
-    return root, manifest, frame
+    return frame
 
 
 __all__ = [
     "WHERE_REL_TOL",
     "distinct_counts",
     "filter_where",
+    "headline_metric",
     "pl_unique",
     "row_count",
+    "scan_rows",
     "stored_rows",
     "stored_scan",
     "where_expr",
+    "where_exprs",
     "where_lazy",
     "where_pushdown",
 ]
