@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -120,7 +120,7 @@ def results_columns(
 
 
 #: The polars engine `pooled_means` aggregates with (see there).
-POOLED_ENGINE = "in-memory"
+POOLED_ENGINE: Final = "in-memory"
 
 
 def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
@@ -199,7 +199,8 @@ def results(
 
     from schedlab.platform.statistics.stats import DOMINANCE, DOMINATED_NOTE, IDENTICAL_NOTE, summarize
     from schedlab.platform.storage.query import (
-        distinct_counts,
+        COUNT_ENGINE,
+        counts_of,
         headline_metric,
         pl_unique,
         row_count,
@@ -233,24 +234,27 @@ def results(
     pushed = where_pushdown(lf.collect_schema(), where)
     notes = []
     try:
+        params = parameter_columns(kept, manifest)
+        counted = list(dict.fromkeys(["policy", *params]))
         rows = kept.filter(*pushed) if pushed else kept
-        n = row_count(rows)
+        n, counts = counts_of(rows, counted)  # one pass: the rows kept and the values each parameter takes
         if n == 0 and pushed:  # let where_lazy say which --where keeps no row
-            rows, n = kept, row_count(kept)
+            rows = kept
+            n, counts = counts_of(rows, counted)
         if n == 0 and config_id is not None and row_count(lf) == 0:
             raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
         if n == 0 and policy is not None:
             policies = lf.select("policy").unique().collect()["policy"]
             raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(policies))}")
-        rows = where_lazy(rows, where, results_dir)
-        params = parameter_columns(rows, manifest)
-        counts = distinct_counts(rows, list(dict.fromkeys(["policy", *params])))
+        if len(pushed) < len(where) or rows is kept and where:  # a --where the scan could not apply: says why
+            rows = where_lazy(rows, where, results_dir)
+            n, counts = counts_of(rows, counted)
         varying = ["policy"] + [c for c in params if counts[c] > 1]
         if not keys:
             keys = varying
         pooled = [c for c in varying if c not in keys and counts[c] > 1]
         if pooled:
-            taken = rows.select([pl_unique(c).implode() for c in pooled]).collect()
+            taken = rows.select([pl_unique(c).implode() for c in pooled]).collect(engine=COUNT_ENGINE)
             values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(taken[c][0].to_list())))})" for c in pooled)
             frame, dropped = pooled_means(rows, keys, pooled, list(metrics))
             notes.append(

@@ -17,7 +17,7 @@ results-store seam (`schedlab.platform.storage.seam`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from schedlab.errors import UserError
 
@@ -116,7 +116,8 @@ def headline_metric(root: str | Path, manifest: dict[str, Any], lf: pl.LazyFrame
     from schedlab.engines import known_engines
 
     if "engine" in lf.collect_schema().names():
-        names = sorted(lf.select(pl.col("engine").unique().drop_nulls()).collect().to_series().to_list())
+        engines = lf.select(pl.col("engine").unique().drop_nulls()).collect(engine=COUNT_ENGINE)
+        names = sorted(engines.to_series().to_list())
     else:
         names = [str(manifest.get("engine") or "")]
     heads: dict[str, str] = {}
@@ -165,7 +166,7 @@ def row_count(lf: pl.LazyFrame) -> int:
     """How many rows ``lf`` has (a scan reads only what its filters need)."""
     import polars as pl
 
-    return int(lf.select(pl.len()).collect().item())
+    return int(lf.select(pl.len()).collect(engine=COUNT_ENGINE).item())
 
 
 def where_lazy(lf: pl.LazyFrame, where: dict[str, Any], root: str | Path) -> pl.LazyFrame:
@@ -204,22 +205,30 @@ def where_lazy(lf: pl.LazyFrame, where: dict[str, Any], root: str | Path) -> pl.
                 raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
         kept = lf.filter(where_expr(col, value, numeric))
         if row_count(kept) == 0:
-            taken = lf.select(pl_unique(col)).collect().to_series()
+            taken = lf.select(pl_unique(col)).collect(engine=COUNT_ENGINE).to_series()
             values = ", ".join(map(str, sorted(taken.to_list())))
             raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
         lf = kept
     return lf
 
 
+#: The polars engine of the reads whose answer is a count or a set of values (exact whichever engine
+#: runs them): streaming, so a scan of 10^7 rows is read in batches, never held whole.
+COUNT_ENGINE: Final = "streaming"
+
+
 def distinct_counts(frame: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> dict[str, int]:
     """How many distinct values (null one of them) each of ``columns`` takes
     among ``frame``'s rows: one pass over those columns of a scan."""
+    return counts_of(frame, columns)[1]
+
+
+def counts_of(frame: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> tuple[int, dict[str, int]]:
+    """How many rows ``frame`` has, and `distinct_counts` of ``columns``: one pass."""
     import polars as pl
 
-    if not columns:
-        return {}
-    row = frame.lazy().select([pl.col(c).n_unique() for c in columns]).collect().row(0)
-    return dict(zip(columns, (int(n) for n in row)))
+    row = frame.lazy().select([pl.len(), *(pl.col(c).n_unique() for c in columns)]).collect(engine=COUNT_ENGINE).row(0)
+    return int(row[0]), dict(zip(columns, (int(n) for n in row[1:])))
 
 
 def pl_unique(col: str) -> pl.Expr:
@@ -276,7 +285,9 @@ def scan_rows(
 
 
 __all__ = [
+    "COUNT_ENGINE",
     "WHERE_REL_TOL",
+    "counts_of",
     "distinct_counts",
     "filter_where",
     "headline_metric",
