@@ -220,7 +220,10 @@ def results(
     keys = [k.strip() for k in (by or "").split(",") if k.strip()]
     manifest = store.read_manifest() or {}
     if not metrics:
-        metrics = (headline_metric(results_dir, manifest, lf),)
+        try:
+            metrics = (headline_metric(results_dir, manifest, lf),)
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise explain_read_error(store.files(), err) from None
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
@@ -338,9 +341,15 @@ def compare(
     store = _open_store(results_dir)
     failed = _failures_note(store)
     if metric is None:
-        from schedlab.platform.storage.query import headline_metric
+        import polars as pl
 
-        metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
+        from schedlab.platform.storage.query import headline_metric
+        from schedlab.platform.storage.store import explain_read_error
+
+        try:
+            metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise explain_read_error(store.files(), err) from None
     table = paired_compare(results_dir, baseline, metric, by, ratio)
     k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)
