@@ -1,20 +1,28 @@
 """Reading a big result: ``schedlab results``, ``compare``, ``plot`` and
-``schedlab.load`` on 10^7 summary rows (a benchmark: prints figures, asserts
-nothing; issue #42 asks for <= 10 s each, in bounded memory).
+``schedlab.load`` on 10^6 and 10^7 summary rows (a benchmark: prints figures,
+asserts nothing; issue #42 asks for <= 10 s each, in bounded memory).
 
 The results dir is written directly, not simulated: a real sweep of a few
 configurations (2 policies, 2 loads, one replication) gives the manifest's
 form and the summary's schema; then the grid is widened to ``--configs``
 configurations (2 policies x 10 loads x 50 shapes x configs/1000 sigmas) of
-``--reps`` replications each (default 100,000 x 100 = 10^7 rows), the
-manifest written by the store (`ResultStore.prepare`) and the rows published
-through the store's own write path (`store.publish` of `part.Part`\\ s, one
-Parquet file per policy and chunk), metric values drawn from a fixed seed.
-Each command then runs as a fresh process (``python -m schedlab.cli``), timed
-end to end with its peak RSS (``/usr/bin/time``-style, from the child's
-rusage). The machine is shared: the load average is printed.
+``--reps`` replications each (default 10,000 and 100,000 configurations x
+100 = 10^6 and 10^7 rows), the manifest written by the store
+(`ResultStore.prepare`) and the rows published through the store's own write
+path (`store.publish` of `part.Part`\\ s, one Parquet file per policy and
+chunk), metric values drawn from a fixed seed. ``--store DIR`` keeps the
+results dirs there (``DIR/<configs>x<reps>``) and reuses them in later runs.
 
-    python benchmarks/big_results.py [--configs 100000] [--reps 100] [--keep DIR]
+Each command then runs as a fresh process (``python -m schedlab.cli``),
+timed end to end with its peak RSS (from the child's rusage). With ``--old
+CHECKOUT`` (e.g. a worktree of the commit before the lazy reads) every
+command runs from that checkout too, old and new alternating, and the table
+says whether their outputs are identical. The last lines put each command's
+new peak RSS at the largest size against `MEMORY_BUDGET_GB` and against its
+peak at the smallest: memory that does not grow with the rows read. The
+machine is shared: the load average is printed.
+
+    python benchmarks/big_results.py [--configs 10000,100000] [--reps 100] [--store DIR] [--old CHECKOUT]
 """
 
 from __future__ import annotations
@@ -122,80 +130,139 @@ def write_big(work: Path, configs: int, reps: int) -> Path:
     return out
 
 
+#: Peak RSS (GB) a read of 10^7 rows should stay within (issue #42: bounded memory); printed against, not asserted.
+MEMORY_BUDGET_GB = 1.5
+#: Marks a results dir whose writing finished (a later run reuses it).
+DONE_MARK = "benchmark-complete"
+
+
+def commands(big: Path, work: Path) -> dict[str, list[str]]:
+    """Label -> argv of each read (the interpreter and ``-m schedlab.cli`` included)."""
+    cli = [sys.executable, "-m", "schedlab.cli"]
+    load_code = (
+        "import polars as pl, schedlab, sys; "
+        "print(schedlab.load(sys.argv[1]).group_by('policy').agg(pl.col('mst').mean()).collect().sort('policy'))"
+    )
+    load_where_code = (
+        "import polars as pl, schedlab, sys; "
+        "f = schedlab.load(sys.argv[1], columns=['policy', 'load', 'mst'], where={'shape': 0.25, 'sigma': 0.1}); "
+        "print(f.group_by('policy', 'load').agg(pl.len()).collect().height)"
+    )
+    return {
+        "results --where load=0.9 --where shape=0.25 --csv": [
+            *cli,
+            "results",
+            str(big),
+            "--where",
+            "load=0.9",
+            "--where",
+            "shape=0.25",
+            "--csv",
+        ],
+        "results --by policy,load": [*cli, "results", str(big), "--by", "policy,load"],
+        "compare --baseline FIFO --by load": [*cli, "compare", str(big), "--baseline", "FIFO", "--by", "load"],
+        "plot --x load --y mst (shape, sigma held)": [
+            *cli,
+            "plot",
+            str(big),
+            "--x",
+            "load",
+            "--y",
+            "mst",
+            "--where",
+            "shape=0.25",
+            "--where",
+            "sigma=0.1",
+            "--out",
+            str(work / "fig.pdf"),
+        ],
+        "schedlab.load(...).group_by(policy)": [sys.executable, "-c", load_code, str(big)],
+        "schedlab.load(columns=, where=) (new only)": [sys.executable, "-c", load_where_code, str(big)],
+    }
+
+
+def measure(argv: list[str], checkout: Path) -> tuple[float, float, bool, str]:
+    """(wall s, peak RSS GB, ok, stdout) of ``argv`` run from ``checkout``."""
+    # RUSAGE_CHILDREN's peak is the largest child so far: a fresh interpreter per command keeps them apart
+    wrapper = [
+        sys.executable,
+        "-c",
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+        "sys.exit(r.returncode)",
+        *argv,
+    ]
+    t1 = time.perf_counter()
+    out = subprocess.run(wrapper, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True)
+    took = time.perf_counter() - t1
+    peak = int(out.stderr.strip().splitlines()[-1]) / 1e6
+    if out.returncode != 0:
+        print(f"  ({checkout.name}: FAILED: {out.stderr.strip()[-300:]})", flush=True)
+    return took, peak, out.returncode == 0, out.stdout
+
+
+def results_dir(root: Path, configs: int, reps: int) -> Path:
+    """The results dir of ``configs`` x ``reps`` rows under ``root``, written unless a finished one is there."""
+    work = root / f"{configs}x{reps}"
+    big = work / "big"
+    if (work / DONE_MARK).exists():
+        return big
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    t0 = time.perf_counter()
+    write_big(work, configs, reps)
+    (work / DONE_MARK).write_text("")
+    print(f"wrote {configs * reps:,} summary rows in {time.perf_counter() - t0:.0f} s -> {big}", flush=True)
+    return big
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs", type=int, default=100_000)
+    ap.add_argument("--configs", default="10000,100000", help="comma-separated sizes (configurations)")
     ap.add_argument("--reps", type=int, default=100)
-    ap.add_argument("--keep", type=Path, help="write the results dir here and keep it (default: a temporary dir)")
+    ap.add_argument("--store", type=Path, help="keep the results dirs here and reuse them (default: a temporary dir)")
+    ap.add_argument("--old", type=Path, help="a checkout of the code to compare with (run alternately with this one)")
+    ap.add_argument("--only", help="run only the commands whose label contains this text")
     args = ap.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="schedlab-bench-big-"))
-    work.mkdir(parents=True, exist_ok=True)
+    root = args.store or Path(tempfile.mkdtemp(prefix="schedlab-bench-big-"))
+    root.mkdir(parents=True, exist_ok=True)
+    checkouts = {"new": ROOT, **({"old": args.old.resolve()} if args.old else {})}
+    peaks: dict[tuple[str, int], float] = {}
     try:
-        t0 = time.perf_counter()
-        big = write_big(work, args.configs, args.reps)
-        import polars as pl
-
-        rows = pl.scan_parquet(big / "summary", hive_partitioning=True).select(pl.len()).collect().item()
-        print(f"wrote {rows:,} summary rows in {time.perf_counter() - t0:.0f} s -> {big}", flush=True)
-        cli = [sys.executable, "-m", "schedlab.cli"]
-        load_code = (
-            "import polars as pl, schedlab, sys; "
-            "print(schedlab.load(sys.argv[1]).group_by('policy').agg(pl.col('mst').mean()).collect().height)"
-        )
-        commands = {
-            "results --by policy,load": [*cli, "results", str(big), "--by", "policy,load"],
-            "results --where load=0.9 --where shape=0.25 --csv": [
-                *cli,
-                "results",
-                str(big),
-                "--where",
-                "load=0.9",
-                "--where",
-                "shape=0.25",
-                "--csv",
-            ],
-            "compare --baseline FIFO --by load": [*cli, "compare", str(big), "--baseline", "FIFO", "--by", "load"],
-            "plot --x load --y mst (shape, sigma held)": [
-                *cli,
-                "plot",
-                str(big),
-                "--x",
-                "load",
-                "--y",
-                "mst",
-                "--where",
-                "shape=0.25",
-                "--where",
-                "sigma=0.1",
-                "--out",
-                str(work / "fig.pdf"),
-            ],
-            "schedlab.load(...).group_by(policy)": [sys.executable, "-c", load_code, str(big)],
-        }
-        for label, argv in commands.items():
-            # RUSAGE_CHILDREN's peak is the largest child so far: a fresh interpreter per command keeps them apart
-            wrapper = [
-                sys.executable,
-                "-c",
-                "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
-                "sys.exit(r.returncode)",
-                *argv,
-            ]
-            t1 = time.perf_counter()
-            out = subprocess.run(wrapper, env=env(), capture_output=True, text=True)
-            took = time.perf_counter() - t1
-            peak = int(out.stderr.strip().splitlines()[-1]) / 1e6
-            last = (out.stdout.strip().splitlines() or [""])[-1][:80]
-            status = "ok" if out.returncode == 0 else f"FAILED ({out.stderr.strip()[-200:]})"
-            print(
-                f"{label}: {took:.1f} s, peak RSS {peak:.2f} GB, {status}; last line: {last} "
-                f"[load average {os.getloadavg()[0]:.1f}]",
-                flush=True,
-            )
+        sizes = [int(c) for c in args.configs.split(",")]
+        print(f"| rows | command | {' | '.join(f'{k} wall s | {k} peak GB' for k in checkouts)} | same output |")
+        print(f"|---|---|{'---|---|' * len(checkouts)}---|")
+        for configs in sizes:
+            big = results_dir(root, configs, args.reps)
+            rows = configs * args.reps
+            for label, argv in commands(big, root / f"{configs}x{args.reps}").items():
+                if args.only and args.only not in label:
+                    continue
+                cells, outputs = [], []
+                for name, checkout in checkouts.items():  # old and new alternate, command by command
+                    if name == "old" and "new only" in label:
+                        cells.append("– | –")
+                        continue
+                    took, peak, ok, stdout = measure(argv, checkout)
+                    cells.append(f"{took:.1f} | {peak:.2f}" if ok else "failed | –")
+                    outputs.append(stdout)
+                    if name == "new":
+                        peaks[(label, rows)] = peak
+                same = "–" if len(outputs) < 2 else ("yes" if outputs[0] == outputs[1] else "NO")
+                print(
+                    f"| {rows:,} | {label} | {' | '.join(cells)} | {same} | (load average {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+        small, large = min(sizes) * args.reps, max(sizes) * args.reps
+        for label in dict.fromkeys(label for label, _ in peaks):
+            if (label, large) in peaks:
+                top = peaks[(label, large)]
+                growth = f", x{top / peaks[(label, small)]:.1f} of its peak at {small:,}" if small != large else ""
+                verdict = "within" if top <= MEMORY_BUDGET_GB else "OVER"
+                print(f"{label}: new peak {top:.2f} GB at {large:,} rows, {verdict} {MEMORY_BUDGET_GB} GB{growth}")
     finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
+        if args.store is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

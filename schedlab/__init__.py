@@ -45,19 +45,42 @@ def run(spec, *, backend=None, address=None, fresh: bool = False, tracking=None,
     )
 
 
-def load(results_dir, table: str = "summary"):
-    """A sweep's results as a polars LazyFrame (table: summary, jobs or failures)."""
+def load(results_dir, table: str = "summary", columns=None, where=None):
+    """A sweep's results as a polars LazyFrame (table: summary, jobs, series
+    or failures). ``columns``: only these columns, in this order; ``where``:
+    ``{column: value}``, only the rows where every column takes its value, as
+    ``--where`` selects them (a numeric column within
+    `schedlab.platform.storage.query.WHERE_REL_TOL`, any other as text). Both
+    go into the scan: the rows left out are never read, so ten million rows
+    filtered down to a few are read in seconds and little memory. A column
+    that is not there (or a text value for a numeric column) is a
+    `UserError` naming it."""
+    from schedlab.errors import UserError
+    from schedlab.platform.storage.query import where_exprs
     from schedlab.platform.storage.store import load as _load
 
-    return _load(results_dir, table)
+    lf = _load(results_dir, table)
+    if where:
+        lf = lf.filter(*where_exprs(lf.collect_schema(), dict(where), results_dir))
+    if columns is not None:
+        columns = [columns] if isinstance(columns, str) else list(columns)
+        names = lf.collect_schema().names()
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise UserError(
+                f"columns: {', '.join(map(repr, missing))} not in {results_dir}; columns: {', '.join(names)}"
+            )
+        lf = lf.select(columns)
+    return lf
 
 
-def compare(results_dir, baseline: str, metric: str = "mst", by=None, ratio: bool = False):
+def compare(results_dir, baseline: str, metric=None, by=None, ratio: bool = False):
     """Paired comparison of every policy with ``baseline`` (same workload point
     and replication = a pair): per workload point (``by``) and policy, the
     mean difference or geometric mean ratio, its 95 % t interval, n pairs and
     Holm-adjusted p values, as a polars DataFrame
-    (``schedlab.platform.statistics.compare``)."""
+    (``schedlab.platform.statistics.compare``). ``metric``: by default the
+    engine's headline metric (``mst`` for the queue engine)."""
     from schedlab.platform.statistics.compare import compare as _compare
 
     return _compare(results_dir, baseline, metric=metric, by=by, ratio=ratio)

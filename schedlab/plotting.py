@@ -393,18 +393,25 @@ def _check_scale(option: str, value: str) -> None:
         raise UserError(f"{option}: {value!r} is not one of {', '.join(_SCALES)}")
 
 
-def parameter_columns(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+def parameter_columns(frame: pl.DataFrame | pl.LazyFrame, manifest: dict[str, Any]) -> list[str]:
     """The sweep's parameter columns (the manifest's ``param_columns``) that ``frame`` has."""
-    return [c for c in (manifest.get("param_columns") or []) if c in frame.columns]
+    import polars as pl
+
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    return [c for c in (manifest.get("param_columns") or []) if c in names]
 
 
-def swept(frame: pl.DataFrame, manifest: dict[str, Any]) -> list[str]:
+def swept(frame: pl.DataFrame | pl.LazyFrame, manifest: dict[str, Any]) -> list[str]:
     """The parameters that take more than one value among ``frame``'s rows
     (after ``--where``): with the policy, what tells one configuration from
     another. `plot` never averages over them (each must be an axis, a line,
     a panel or held fixed), and ``schedlab results`` shows one row per
-    policy and combination of them unless ``--by`` says what to pool."""
-    return [c for c in parameter_columns(frame, manifest) if frame[c].n_unique() > 1]
+    policy and combination of them unless ``--by`` says what to pool. A
+    LazyFrame (a scan) is read one column pass, not materialised."""
+    from schedlab.platform.storage.query import distinct_counts
+
+    counts = distinct_counts(frame, parameter_columns(frame, manifest))
+    return [c for c, n in counts.items() if n > 1]
 
 
 def plot(
@@ -455,13 +462,17 @@ def plot(
     drawn points go beside it. Bad input is a `UserError` naming the option."""
     import polars as pl
 
-    from schedlab.platform.storage.query import filter_where, stored_rows
+    from schedlab.platform.storage.query import filter_where, scan_rows, stored_scan
 
-    root, manifest, frame = stored_rows(results_dir, where)  # --where read in the scan (10^7 rows)
+    root, manifest, lf = stored_scan(results_dir)
+    schema = lf.collect_schema()
+    params = parameter_columns(lf, manifest)
+    # --where read in the scan, and only the columns the figure reads (10^7 rows of 30 columns: issue #42)
+    axes = [c for c in (x, by, facet, y) if c is not None]
+    frame = scan_rows(root, lf, where, columns=[*params, "policy", "replication", *axes])
     _check_scale("--logx", logx)
     _check_scale("--logy", logy)
-    columns = frame.columns
-    params = parameter_columns(frame, manifest)
+    columns = schema.names()
     for option, col in (("--x", x), ("--by", by), ("--facet", facet)):
         if col is not None and col not in columns:
             raise UserError(
@@ -470,9 +481,7 @@ def plot(
         if col in _BOOKKEEPING or col == y:
             raise UserError(f"{option}: {col!r} cannot be an axis of this figure")
     metrics = [
-        c
-        for c in columns
-        if c not in params and c not in _BOOKKEEPING and c != "policy" and frame.schema[c].is_numeric()
+        c for c in columns if c not in params and c not in _BOOKKEEPING and c != "policy" and schema[c].is_numeric()
     ]
     if y not in metrics:
         raise UserError(f"--y: {y!r} is not a metric column of {root}; metrics: {', '.join(metrics)}")

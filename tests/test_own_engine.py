@@ -2,7 +2,8 @@
 platform: the chapter's multi-server queue, written out from the page, runs
 as a sweep through the CLI, and its FCFS and LCFS mean waits agree with
 Erlang C's M/M/c mean wait within the sweep's 95 % interval and
-`ERLANG_REL_TOL`; `results`, `compare`, `view` and `check-policy` run on it;
+`ERLANG_REL_TOL`; `results`, `compare`, `view` and `check-policy` run on it
+(`results` and `compare` on its headline metric when no --metric is given);
 its rows carry its digest and its ids change with its code (not with a
 comment); a pool runs it to the same rows, bit for bit, as the driver.
 """
@@ -99,6 +100,19 @@ def test_compare_view_and_check_policy_run_on_it(written, swept):
     )
     broken = cli(written, "check-policy", "skip.py:Skip", "--engine", "my_engine.py:MyEngine", "--examples", "40")
     assert broken.returncode == 1 and "invariant runs violated" in broken.stdout, broken.stdout + broken.stderr
+
+
+def test_results_and_compare_default_to_its_headline_metric(written, swept, tmp_path):
+    """Without --metric, `results` and `compare` report the engine's headline
+    (``headline=("wait_mean", ...)``), its declaration read from the copy of
+    its code the results dir keeps: run from a folder without my_engine.py."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for command in (["results", str(swept), "--csv"], ["compare", str(swept), "--baseline", "FCFS", "--csv"]):
+        default = cli(elsewhere, *command)
+        named = cli(elsewhere, *command, "--metric", "wait_mean")
+        assert default.returncode == 0, default.stderr
+        assert default.stdout == named.stdout and "wait_mean" in default.stdout.splitlines()[0]
 
 
 def test_rows_carry_the_engine_digest_and_ids_follow_its_code(written, swept):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -119,29 +119,38 @@ def results_columns(
     return [c for c in columns if c in wanted]
 
 
+#: The polars engine `pooled_means` aggregates with (see there).
+POOLED_ENGINE: Final = "in-memory"
+
+
 def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     """One row per group of ``keys`` and replication: each metric's mean over
     the grid cells of ``pooled`` (the parameters the user left out of
     ``--by``), and whether any of them was dominated (`stats.dominated`).
     A replication is one independent sample of that mean only when it has a
     row in every cell its group has: incomplete replications are left out.
-    Returns (frame, how many replications were left out)."""
+    ``frame`` may be a scan (a LazyFrame): the groups are formed in polars,
+    the rows never held. Returns (frame, how many replications were left out)."""
     import polars as pl
 
-    from schedlab.platform.statistics.stats import dominated
+    from schedlab.platform.statistics.stats import dominated_expr
 
-    flags = [f for f in (dominated(frame, m) for m in dict.fromkeys(metrics)) if f is not None]
-    frame = frame.with_columns(flags)
+    lf = frame.lazy()
+    names = lf.collect_schema().names()
+    flags = [f for f in (dominated_expr(names, m) for m in dict.fromkeys(metrics)) if f is not None]
+    lf = lf.with_columns(flags)
     per = keys + (["replication"] if "replication" not in keys else [])
-    cells = frame.group_by(keys).agg(pl.struct(pooled).n_unique().alias("_cells"))
-    reps = frame.group_by(per).agg(
+    cells = lf.group_by(keys).agg(pl.struct(pooled).n_unique().alias("_cells"))
+    reps = lf.group_by(per).agg(
         [pl.col(m).cast(pl.Float64).mean() for m in dict.fromkeys(metrics)]
-        + [pl.col(f.name).any() for f in flags]
+        + [pl.col(f.meta.output_name()).any() for f in flags]
         + [pl.struct(pooled).n_unique().alias("_have")]
     )
-    reps = reps.join(cells, on=keys, how="left", nulls_equal=True)
-    complete = reps.filter(pl.col("_have") == pl.col("_cells"))
-    return complete.drop("_have", "_cells"), reps.height - complete.height
+    # polars' in-memory engine: its float means are the eager group_by's, bit for bit (what this table
+    # printed when the rows were collected first); the streaming engine sums in other orders (last bits differ)
+    joined = reps.join(cells, on=keys, how="left", nulls_equal=True).collect(engine=POOLED_ENGINE)
+    complete = joined.filter(pl.col("_have") == pl.col("_cells"))
+    return complete.drop("_have", "_cells"), joined.height - complete.height
 
 
 @main.command()
@@ -153,7 +162,10 @@ def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     "per configuration); what you leave out is pooled: each replication's mean over it, and the header says so.",
 )
 @click.option(
-    "--metric", "metrics", multiple=True, default=["mst"], show_default=True, help="Metric column (repeatable)."
+    "--metric",
+    "metrics",
+    multiple=True,
+    help="Metric column (repeatable; default: the engine's headline metric, e.g. mst for the queue engine).",
 )
 @click.option("--policy", help="Only this policy's rows.")
 @click.option(
@@ -185,10 +197,18 @@ def results(
     (marked "identical"). Failed simulations are counted, with where to look."""
     import polars as pl
 
-    from schedlab.platform.statistics.stats import DOMINATED_NOTE, IDENTICAL_NOTE, summarize
-    from schedlab.platform.storage.query import filter_where, where_pushdown
+    from schedlab.platform.statistics.stats import DOMINANCE, DOMINATED_NOTE, IDENTICAL_NOTE, summarize
+    from schedlab.platform.storage.query import (
+        COUNT_ENGINE,
+        counts_of,
+        headline_metric,
+        pl_unique,
+        row_count,
+        where_lazy,
+        where_pushdown,
+    )
     from schedlab.platform.storage.store import explain_read_error, mixed_digests
-    from schedlab.plotting import swept
+    from schedlab.plotting import parameter_columns
 
     store = _open_store(results_dir)
     failed = _failures_note(store)
@@ -198,43 +218,58 @@ def results(
         click.echo(f"schedlab: warning: {warning}", err=True)
     columns = lf.collect_schema().names()
     keys = [k.strip() for k in (by or "").split(",") if k.strip()]
+    manifest = store.read_manifest() or {}
+    if not metrics:
+        try:
+            metrics = (headline_metric(results_dir, manifest, lf),)
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise explain_read_error(store.files(), err) from None
     for name in keys + list(metrics):
         if name not in columns:
             raise UserError(f"{name!r} is not a column of {results_dir}; columns: {', '.join(columns)}")
-    manifest = store.read_manifest() or {}
     where = parse_where(where_items)
-    # Only the columns the table reads, --config and --policy applied in the scan: 10^7 rows of a
-    # 30-column summary are read as a few columns of the rows asked for (issue #42).
+    # Only the columns the table reads, --config, --policy and --where applied in the scan, and the
+    # groups formed by polars: 10^7 rows of a 30-column summary are never held in memory (issue #42).
     lf = lf.select(results_columns(columns, manifest, keys, list(metrics), list(where), config_id is not None))
     if config_id is not None:
         lf = lf.filter(pl.col("config_id") == config_id)
     kept = lf.filter(pl.col("policy") == policy) if policy is not None else lf
     pushed = where_pushdown(lf.collect_schema(), where)
+    notes = []
     try:
-        frame = kept.filter(*pushed).collect() if pushed else kept.collect()
-        if frame.height == 0 and pushed:  # let filter_where say which --where keeps no row
-            frame = kept.collect()
-        if frame.height == 0 and config_id is not None and lf.select(pl.len()).collect().item() == 0:
+        params = parameter_columns(kept, manifest)
+        counted = list(dict.fromkeys(["policy", *params]))
+        rows = kept.filter(*pushed) if pushed else kept
+        n, counts = counts_of(rows, counted)  # one pass: the rows kept and the values each parameter takes
+        if n == 0 and pushed:  # let where_lazy say which --where keeps no row
+            rows = kept
+            n, counts = counts_of(rows, counted)
+        if n == 0 and config_id is not None and row_count(lf) == 0:
             raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
-        if frame.height == 0 and policy is not None:
+        if n == 0 and policy is not None:
             policies = lf.select("policy").unique().collect()["policy"]
             raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(policies))}")
+        if len(pushed) < len(where) or rows is kept and where:  # a --where the scan could not apply: says why
+            rows = where_lazy(rows, where, results_dir)
+            n, counts = counts_of(rows, counted)
+        varying = ["policy"] + [c for c in params if counts[c] > 1]
+        if not keys:
+            keys = varying
+        pooled = [c for c in varying if c not in keys and counts[c] > 1]
+        if pooled:
+            taken = rows.select([pl_unique(c).implode() for c in pooled]).collect(engine=COUNT_ENGINE)
+            values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(taken[c][0].to_list())))})" for c in pooled)
+            frame, dropped = pooled_means(rows, keys, pooled, list(metrics))
+            notes.append(
+                f"pooled over {values}: each replication's mean over them, then the interval over replications (n)"
+            )
+            if dropped:
+                notes.append(f"{dropped} replication(s) without a row in every pooled cell left out")
+        else:  # every row its own sample: only the groups, the metrics and what their dominance rule reads
+            wanted = {*keys, *metrics, *(c for m in metrics for c in DOMINANCE.get(m, ()))}
+            frame = rows.select([c for c in rows.collect_schema().names() if c in wanted]).collect()
     except (pl.exceptions.PolarsError, OSError) as err:
         raise explain_read_error(store.files(), err) from None
-    frame = filter_where(frame, where, results_dir)
-    varying = ["policy"] + swept(frame, manifest)
-    if not keys:
-        keys = varying
-    pooled = [c for c in varying if c not in keys and frame[c].n_unique() > 1]
-    notes = []
-    if pooled:
-        values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(frame[c].unique().drop_nulls())))})" for c in pooled)
-        frame, dropped = pooled_means(frame, keys, pooled, list(metrics))
-        notes.append(
-            f"pooled over {values}: each replication's mean over them, then the interval over replications (n)"
-        )
-        if dropped:
-            notes.append(f"{dropped} replication(s) without a row in every pooled cell left out")
     table = summarize(frame, keys, list(metrics))
     if as_csv:
         click.echo(table.write_csv(), nl=False)
@@ -281,7 +316,7 @@ def results(
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--baseline", required=True, help="The policy every other policy is compared with.")
-@click.option("--metric", default="mst", show_default=True, help="Metric column.")
+@click.option("--metric", help="Metric column (default: the engine's headline metric, e.g. mst for the queue engine).")
 @click.option(
     "--by",
     default=None,
@@ -291,7 +326,7 @@ def results(
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (method and rows).")
 def compare(
-    results_dir: Path, baseline: str, metric: str, by: str | None, ratio: bool, as_csv: bool, as_json: bool
+    results_dir: Path, baseline: str, metric: str | None, by: str | None, ratio: bool, as_csv: bool, as_json: bool
 ) -> None:
     """Paired comparison with a baseline: mean difference (or ratio), 95% CI, n pairs, Holm-adjusted p.
 
@@ -303,7 +338,18 @@ def compare(
 
     if as_csv and as_json:
         raise UserError("--csv and --json: choose one")
-    failed = _failures_note(_open_store(results_dir))
+    store = _open_store(results_dir)
+    failed = _failures_note(store)
+    if metric is None:
+        import polars as pl
+
+        from schedlab.platform.storage.query import headline_metric
+        from schedlab.platform.storage.store import explain_read_error
+
+        try:
+            metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise explain_read_error(store.files(), err) from None
     table = paired_compare(results_dir, baseline, metric, by, ratio)
     k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)

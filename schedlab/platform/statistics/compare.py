@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
-from schedlab.platform.statistics.stats import CONFIDENCE, dominated, group_moments, holm, paired
+from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated, group_moments, holm, paired
 
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
@@ -101,7 +101,7 @@ def paired_stats(
         joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
-    order = {a: i for i, a in enumerate(dict.fromkeys(frame[arm].to_list()))}
+    order = {a: i for i, a in enumerate(frame[arm].unique(maintain_order=True).to_list())}
     means = group_moments(joined, cells + [arm], [value, "_base"]).select(
         cells + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
     )
@@ -203,7 +203,7 @@ def arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
 def compare(
     results_dir: str | Path,
     baseline: str,
-    metric: str = "mst",
+    metric: str | None = None,
     by: list[str] | str | None = None,
     ratio: bool = False,
     confidence: float = CONFIDENCE,
@@ -221,8 +221,10 @@ def compare(
     ``significant``, ``identical`` and ``n_effective`` (`paired_stats`), and
     ``dominated``: the metric is a per-job mean dominated by one job in a row
     of the policy or of the baseline (`stats.DOMINATED_NOTE`): the row is a
-    flag, not a result. Bad input (a baseline or metric that is not in the
-    results) is a `UserError` naming it."""
+    flag, not a result. ``metric``: by default the engine's headline metric
+    (`query.headline_metric`). Bad input (a baseline or metric that is not in
+    the results) is a `UserError` naming it."""
+    from schedlab.platform.storage.query import distinct_counts, headline_metric
     from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
@@ -230,17 +232,19 @@ def compare(
         raise UserError(f"{root}: no such directory")
     store = open_store(root)
     lf = store.scan()
-    columns = lf.collect_schema().names()
+    schema = lf.collect_schema()
+    columns = schema.names()
     manifest = store.read_manifest() or {}
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
+    if metric is None:
+        metric = headline_metric(root, manifest, lf)
     if metric not in columns or metric in params or metric in ("config_id", "replication", "policy", "seed"):
         raise UserError(f"--metric: {metric!r} is not a metric column of {root}")
-    frame = lf.collect()
-    policies = list(dict.fromkeys(frame["policy"].to_list()))
-    if not frame.schema[metric].is_numeric():
+    if not schema[metric].is_numeric():
         raise UserError(f"--metric: {metric!r} is not numeric")
     instance_cols = [c for c in params if not c.startswith("policy_")]
-    varying = [c for c in params if frame[c].n_unique() > 1]
+    counts = distinct_counts(lf, params)  # one pass over the parameter columns, the rows not held
+    varying = [c for c in params if counts[c] > 1]
     if by is None:
         by_cols = [c for c in varying if not c.startswith("policy_")]
     else:
@@ -252,9 +256,16 @@ def compare(
             if b in ("policy", metric, "replication"):
                 raise UserError(f"--by: {b!r} cannot be a group column of a comparison")
     pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
+    # a pair: the same workload point (the instance parameters that vary; one every row shares tells no
+    # pair from another, and a key of ten columns where two vary made the joins of 10^7 rows slow) and replication
+    pair = [c for c in instance_cols if c not in by_cols and counts[c] > 1] + ["replication"]
+    # only the columns the comparison reads (10^7 rows of a 30-column summary: a few columns, issue #42)
+    wanted = {"policy", *by_cols, *pair, *pparams, metric, *DOMINANCE.get(metric, ())}
+    frame = lf.select([c for c in columns if c in wanted]).collect()
+    policies = frame["policy"].unique(maintain_order=True).to_list()
     frame = frame.with_columns(arm_labels(frame, pparams).alias("_arm"))
     if baseline not in policies:  # a policy, or one setting of a policy's params as its label names it
-        if baseline not in set(frame["_arm"].to_list()):
+        if baseline not in set(frame["_arm"].unique().to_list()):
             raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")
         base_arms = [baseline]
     else:
@@ -267,7 +278,6 @@ def compare(
     base_arm = base_arms[0]
     flag = dominated(frame, metric)
     frame = frame.with_columns(flag if flag is not None else pl.lit(False).alias(f"{metric}_dominated"))
-    pair = [c for c in instance_cols if c not in by_cols] + ["replication"]
     data = frame.select(by_cols + [c for c in pair if c not in by_cols] + ["_arm", pl.col(metric).cast(pl.Float64)])
     out = paired_stats(
         data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio, confidence

@@ -72,17 +72,26 @@ DOMINATED_NOTE = (
 )
 
 
-def dominated(frame: pl.DataFrame, metric: str) -> pl.Series | None:
-    """Per row, whether ``metric`` (a per-job mean of `DOMINANCE`) is
-    dominated by one job (`DOMINANT_SHARE`); None when the metric has no rule
-    or the frame lacks its columns. A missing value is not dominated."""
+def dominated_expr(columns: Iterable[str], metric: str) -> pl.Expr | None:
+    """`dominated` as an expression (``<metric>_dominated``) on rows with
+    these ``columns``: what a scan computes without the rows in memory; None
+    when the metric has no rule or the columns lack what it reads."""
     rule = DOMINANCE.get(metric)
-    if rule is None or not all(c in frame.columns for c in (metric, *rule)):
+    have = set(columns)
+    if rule is None or not all(c in have for c in (metric, *rule)):
         return None
     top, count = rule
     share = pl.col(top).cast(pl.Float64) / (pl.col(metric).cast(pl.Float64) * pl.col(count).cast(pl.Float64))
     flag = (share > DOMINANT_SHARE).fill_null(False) | (pl.col(metric).cast(pl.Float64).is_infinite().fill_null(False))
-    return frame.select(flag.alias(f"{metric}_dominated")).to_series()
+    return flag.alias(f"{metric}_dominated")
+
+
+def dominated(frame: pl.DataFrame, metric: str) -> pl.Series | None:
+    """Per row, whether ``metric`` (a per-job mean of `DOMINANCE`) is
+    dominated by one job (`DOMINANT_SHARE`); None when the metric has no rule
+    or the frame lacks its columns. A missing value is not dominated."""
+    flag = dominated_expr(frame.columns, metric)
+    return None if flag is None else frame.select(flag).to_series()
 
 
 def identical(x: npt.ArrayLike) -> bool:
