@@ -7,7 +7,9 @@ with the workload and the policy, then advanced by its holder:
 ``peek()`` is the time of the next event (``inf`` when none is left),
 ``step()`` processes the next event (an event of the queue engine; a
 decision epoch of the packing engine; an instant of DFRS and batch), and the
-step that finds nothing left sets ``done``; ``result()`` is then what the
+step that finds nothing left sets ``done``; ``step_to_end()`` steps until
+then (each run's ``step()`` and ``step_to_end()`` are one loop, stopped after
+one event or not); ``result()`` is then what the
 engine's ``simulate*`` function returns -- that function is the same run
 stepped to its end, so there is one loop per engine.
 
@@ -32,6 +34,7 @@ class SteppableRun(Protocol[R]):
     def done(self) -> bool: ...
     def peek(self) -> float: ...
     def step(self) -> None: ...
+    def step_to_end(self) -> None: ...
     def result(self) -> R: ...
 
 
@@ -49,8 +52,10 @@ def run_until(run: SteppableRun[object], stop: Callable[[], bool]) -> bool:
 
 def run_to_end(run: SteppableRun[T]) -> T:
     """Step ``run`` until it is done and return its result: every engine's
-    ``simulate*`` function is this over a fresh run, so each engine has one loop."""
-    step = run.step
-    while not run.done:
-        step()
+    ``simulate*`` function is this over a fresh run, so each engine has one loop.
+    ``step_to_end()`` is that loop run to the end in one call: the same
+    events as ``while not run.done: run.step()``, without a method call and
+    the run's state loaded and stored again per event."""
+    if not run.done:
+        run.step_to_end()
     return run.result()

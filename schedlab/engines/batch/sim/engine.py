@@ -253,21 +253,34 @@ class BatchRun:
         starts (or, with nothing left, end the run: ``done``)."""
         if self.done:
             raise RuntimeError("step() on a finished run")
-        t = self.advance()
-        if t is None:
-            self.done = True
-            return
-        policy = self.policy
-        starts = policy.schedule(t)
-        self.start(starts, t)
-        if self.recorder is not None:
-            self.recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
-        if not self.heap and self.started < self.i:  # nothing running, a job queued: idle from this instant on
-            queued = [j for j in range(self.n) if self.state[j] == _QUEUED]  # once, on the way out
-            raise BatchStalled(
-                f"t={t}: job {queued[0]} never starts ({len(queued)} of {self.n} jobs queued) although it fits the "
-                f"empty machine: the policy left it queued with every unit free since t={t}"
-            )
+        self._instants_until(self.passes + 1)
+
+    def step_to_end(self) -> None:
+        """Process every instant left: what ``while not run.done: run.step()``
+        does, in one loop (:func:`simulate_batch`'s)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        self._instants_until(-1)
+
+    def _instants_until(self, stop: int) -> None:
+        """The engine's one loop: process instants until the pass numbered
+        ``stop`` (``passes``) has run or the run is done (``stop = -1``: to
+        the end), with the run's fixed references loaded once, not per instant."""
+        policy, recorder, advance, start, heap = self.policy, self.recorder, self.advance, self.start, self.heap
+        while (t := advance()) is not None:
+            starts = policy.schedule(t)
+            start(starts, t)
+            if recorder is not None:
+                recorder(t, list(starts), policy)  # schedule() returns a list (the seam)
+            if not heap and self.started < self.i:  # nothing running, a job queued: idle from this instant on
+                queued = [j for j in range(self.n) if self.state[j] == _QUEUED]  # once, on the way out
+                raise BatchStalled(
+                    f"t={t}: job {queued[0]} never starts ({len(queued)} of {self.n} jobs queued) although it fits "
+                    f"the empty machine: the policy left it queued with every unit free since t={t}"
+                )
+            if self.passes == stop:
+                return
+        self.done = True
 
     def advance(self) -> float | None:
         """Apply the events of the next instant and return it (None: done)."""

@@ -85,9 +85,10 @@ def _whole_second_completions(t_c: np.ndarray, pen_until: np.ndarray, t: float) 
 
 class DfrsRun:
     """One DFRS run, advanced one instant at a time by whoever holds it:
-    :func:`simulate_dfrs` (``while not run.done: run.step()``), a test, a
-    notebook (the shape of SimPy's ``Environment.peek()`` / ``step()``).
-    Arguments are those of :func:`simulate_dfrs`.
+    :func:`simulate_dfrs` (:meth:`step_to_end`: the instants of ``while not
+    run.done: run.step()`` in one loop), a test, a notebook (the shape of
+    SimPy's ``Environment.peek()`` / ``step()``). Arguments are those of
+    :func:`simulate_dfrs`.
 
     :meth:`step` processes the next instant: the jobs progress to it, its
     completions, arrivals and periodic call reach the policy, then the
@@ -213,114 +214,127 @@ class DfrsRun:
         """Process the next instant (or, with nothing left, end the run: ``done``)."""
         if self.done:
             raise RuntimeError("step() on a finished run")
-        st, n, policy, period = self.state, self.n, self.policy, self._period
-        if not (self.arrived < n or st.running or st.pending):
-            self._finish()
-            return
-        inf = math.inf
-        t = self.now
-        run, rate, t_c, t_next = self._horizon()
-        if t_next == inf:
-            if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
+        self._instants_until(self.events + 1)
+
+    def step_to_end(self) -> None:
+        """Process every instant left: what ``while not run.done: run.step()``
+        does, in one loop (:func:`simulate_dfrs`'s)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        self._instants_until(-1)
+
+    def _instants_until(self, stop: int) -> None:
+        """The engine's one loop: process instants until the one numbered
+        ``stop`` (``events``) has run or the run is done (``stop = -1``: to
+        the end), the run's fixed references loaded once, not per instant."""
+        st, n, policy, period, inf = self.state, self.n, self.policy, self._period, math.inf
+        demand_j, p, late_star, rel, order = self._demand_j, self._p, self._late_star, self._rel, self._order
+        while True:
+            if not (self.arrived < n or st.running or st.pending):
+                self._finish()
+                return
+            t = self.now
+            run, rate, t_c, t_next = self._horizon()
+            if t_next == inf:
+                if not st.pending:  # placed jobs that never progress (a policy's own allocate gave them yield 0)
+                    raise PolicyError(
+                        f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
+                        "and nothing arrives (every running job has yield 0)"
+                    )
                 raise PolicyError(
-                    f"t={t}: job {min(st.running)}: {len(st.running)} placed jobs make no progress "
-                    "and nothing arrives (every running job has yield 0)"
+                    f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing "
+                    "arrives (the policy left an idle cluster with jobs it never places)"
                 )
-            raise PolicyError(
-                f"t={t}: job {min(st.pending)}: {len(st.pending)} jobs pending but nothing runs and nothing arrives "
-                "(the policy left an idle cluster with jobs it never places)"
-            )
-        demand_j = self._demand_j
-        dt = t_next - t
-        if dt > 0:
-            self._times.append(t)
-            self._dem.append(self._demand)
-            self._alloc.append(float(np.dot(demand_j[run], rate)) if run is not None else 0.0)  # working CPU only
-        if run is not None:
+            dt = t_next - t
             if dt > 0:
-                st.vt[run] += rate * dt
-            done = run[t_c <= t_next]
-        else:
-            done = np.zeros(0, dtype=np.int64)
-        t = t_next
-        self.now = st.now = t
-        self.events += 1
-        p = self._p
-        for j in sorted(done.tolist()):
-            st.vt[j] = p[j]
-            st._finish(j)
-            self._demand -= demand_j[j]
-        late_star = self._late_star
-        if len(done) and not late_star:
-            policy.on_completion(st)
-        acted = bool(len(done))
-        # arrival_at_period = "remap": an arrival at a periodic instant is left to that instant's remap
-        # (the authors' simulator does not run its submission policy then; docs/dfrs.md row 3)
-        skip_arrival = self._remap_arrivals and _periodic_instant(t, self._t0, self._k_per, period)
-        rel, order, i = self._rel, self._order, self.arrived
-        while i < n and rel[order[i]] <= t:
-            acted = True
-            j = order[i]
-            i += 1
-            self.arrived = i
-            st.status[j] = WAITING
-            st.pending.add(j)
-            self._demand += demand_j[j]
-            if not skip_arrival:
-                policy.on_arrival(st, j)
-        if acted:
-            self._moved = t
-        periodic = False  # this instant ran the policy's periodic call
-        if self._t_per <= t:
-            assert period  # t_per is finite only with a period
-            while self._t_per < t:  # instants passed while idle are skipped
-                self._k_per += 1
-                self._t_per = self._t0 + self._k_per * period
-            if self._t_per == t:
-                if st.running or st.pending:
-                    vt_now = float(st.vt.sum())
-                    if vt_now > self._vt_seen:
-                        self._vt_seen, self._moved = vt_now, t
-                    elif t - self._moved > self._stall:
-                        raise DfrsLivelock(
-                            f"the policy never finishes: t={t}: no job progressed, arrived or completed for "
-                            f"{t - self._moved:g} s ({STALL_FACTOR:g}x the time the workload needs run one job "
-                            f"after another): a livelock of jobs kept paused, waiting or in their migration penalty"
-                        )
-                    policy.on_period(st)
-                    acted = periodic = True
-                self._k_per += 1
-                self._t_per = self._t0 + self._k_per * period
-        if st.held or st.remap_due:  # victims_settle / mcb8_remaps = "instant-end": before the '*' pass
-            policy.end_instant(st)
-        if late_star and acted:
-            policy.on_completion(st)
-        st.star_skip.clear()
-        if not st.running and not st.pending:
-            self._demand = 0.0  # drop round-off
-        if self._net_penalties:
-            st.settle_instant()
-        if st.dirty or (self._realloc_each and st.running):
-            if self._own_allocate is not None:
-                self.lp_failures += int(self._own_allocate(st, self._t_per))
+                self._times.append(t)
+                self._dem.append(self._demand)
+                self._alloc.append(float(np.dot(demand_j[run], rate)) if run is not None else 0.0)  # working CPU only
+            if run is not None:
+                if dt > 0:
+                    st.vt[run] += rate * dt
+                done = run[t_c <= t_next]
             else:
-                self.lp_failures += allocate(st, policy.opt)
-            st.dirty = False
-        if self._check:
-            check_state(st)
-        if st.pending and not st.running:
-            if not period:
-                raise _stalled(t, st, t, "")
-            if self._idle_at == inf:
-                self._idle_at = t
-            if periodic:
-                raise _stalled(t, st, self._idle_at, " after its periodic call")
-        else:
-            self._idle_at = inf
-        if self._recorder is not None:
-            self._recorder(t, st)
-        if self._snapshots:
-            self._snaps.append((t, st.vt.copy(), list(st.status), st.pen_until.copy(), st.y.copy()))
+                done = np.zeros(0, dtype=np.int64)
+            t = t_next
+            self.now = st.now = t
+            self.events += 1
+            for j in sorted(done.tolist()):
+                st.vt[j] = p[j]
+                st._finish(j)
+                self._demand -= demand_j[j]
+            if len(done) and not late_star:
+                policy.on_completion(st)
+            acted = bool(len(done))
+            # arrival_at_period = "remap": an arrival at a periodic instant is left to that instant's remap
+            # (the authors' simulator does not run its submission policy then; docs/dfrs.md row 3)
+            skip_arrival = self._remap_arrivals and _periodic_instant(t, self._t0, self._k_per, period)
+            i = self.arrived
+            while i < n and rel[order[i]] <= t:
+                acted = True
+                j = order[i]
+                i += 1
+                self.arrived = i
+                st.status[j] = WAITING
+                st.pending.add(j)
+                self._demand += demand_j[j]
+                if not skip_arrival:
+                    policy.on_arrival(st, j)
+            if acted:
+                self._moved = t
+            periodic = False  # this instant ran the policy's periodic call
+            if self._t_per <= t:
+                assert period  # t_per is finite only with a period
+                while self._t_per < t:  # instants passed while idle are skipped
+                    self._k_per += 1
+                    self._t_per = self._t0 + self._k_per * period
+                if self._t_per == t:
+                    if st.running or st.pending:
+                        vt_now = float(st.vt.sum())
+                        if vt_now > self._vt_seen:
+                            self._vt_seen, self._moved = vt_now, t
+                        elif t - self._moved > self._stall:
+                            raise DfrsLivelock(
+                                f"the policy never finishes: t={t}: no job progressed, arrived or completed for "
+                                f"{t - self._moved:g} s ({STALL_FACTOR:g}x the time the workload needs run one job "
+                                f"after another): a livelock of jobs kept paused, waiting or in their migration penalty"
+                            )
+                        policy.on_period(st)
+                        acted = periodic = True
+                    self._k_per += 1
+                    self._t_per = self._t0 + self._k_per * period
+            if st.held or st.remap_due:  # victims_settle / mcb8_remaps = "instant-end": before the '*' pass
+                policy.end_instant(st)
+            if late_star and acted:
+                policy.on_completion(st)
+            st.star_skip.clear()
+            if not st.running and not st.pending:
+                self._demand = 0.0  # drop round-off
+            if self._net_penalties:
+                st.settle_instant()
+            if st.dirty or (self._realloc_each and st.running):
+                if self._own_allocate is not None:
+                    self.lp_failures += int(self._own_allocate(st, self._t_per))
+                else:
+                    self.lp_failures += allocate(st, policy.opt)
+                st.dirty = False
+            if self._check:
+                check_state(st)
+            if st.pending and not st.running:
+                if not period:
+                    raise _stalled(t, st, t, "")
+                if self._idle_at == inf:
+                    self._idle_at = t
+                if periodic:
+                    raise _stalled(t, st, self._idle_at, " after its periodic call")
+            else:
+                self._idle_at = inf
+            if self._recorder is not None:
+                self._recorder(t, st)
+            if self._snapshots:
+                self._snaps.append((t, st.vt.copy(), list(st.status), st.pen_until.copy(), st.y.copy()))
+            if self.events == stop:
+                return
 
     def _finish(self) -> None:
         """Close the usage profile at the last instant."""

@@ -369,10 +369,10 @@ def _as_inputs(
 
 class PackingRun:
     """One run of a packing policy, advanced one decision epoch at a time by
-    whoever holds it: :func:`simulate_packing` (``while not run.done:
-    run.step()``), a Gymnasium environment, a test (the shape of SimPy's
-    ``Environment.peek()`` / ``step()``). Arguments are those of
-    :func:`simulate_packing`.
+    whoever holds it: :func:`simulate_packing` (:meth:`step_to_end`: the
+    epochs of ``while not run.done: run.step()`` in one loop), a Gymnasium
+    environment, a test (the shape of SimPy's ``Environment.peek()`` /
+    ``step()``). Arguments are those of :func:`simulate_packing`.
 
     An epoch has two halves: its events (the clock moves to it, the time
     averages are integrated, departures then arrivals reach the policy) and
@@ -520,14 +520,16 @@ class PackingRun:
             range(d),
         )
 
-    def _record_until(self, t_lim: float, inclusive: bool) -> None:
+    def _record_until(self, t_lim: float, inclusive: bool, queued: int, qres: list[float], running: int) -> None:
+        """The samples due before ``t_lim`` (at it too, ``inclusive``): the
+        queue and running counts held since the last epoch."""
         samples, t0 = self._samples, self._t0
         assert samples is not None and t0 is not None  # called only when sampling, from the first event on
         while self._next_sample < t_lim or (inclusive and self._next_sample == t_lim):
             samples["t"].append(self._next_sample)
-            samples["queue_jobs"].append(self.queued)
-            samples["queue_resource"].append(tuple(self._qres))
-            samples["running_jobs"].append(self.running)
+            samples["queue_jobs"].append(queued)
+            samples["queue_resource"].append(tuple(qres))
+            samples["running_jobs"].append(running)
             self._k_sample += 1
             self._next_sample = t0 + self._k_sample * self._every
 
@@ -549,79 +551,33 @@ class PackingRun:
         :meth:`step` makes its decision. False (and nothing done): no epoch is left."""
         if self.deciding or self.done:
             raise RuntimeError("advance() on a run that is deciding or done")
-        policy, recorder, state, dem_t, free, jobs_on, demand, _, _, server, heap, arr_t, _, until, n, _, d, srange = (
-            self._fixed
-        )
-        i = self.arrived
-        t_arr = arr_t[i] if i < n else INF
-        t_dep = heap[0][0] if heap else INF
-        now = t_arr if t_arr < t_dep else t_dep
-        if now == INF or (until is not None and now > until):
-            return False
-        if self._t0 is None:
-            self._t0 = now
-            if self._samples is not None:
-                self._next_sample = now
-        else:
-            dt = now - self._t_prev
-            self._area_q += self.queued * dt
-            self._area_run += self.running * dt
-            qres, used, area_qres, area_used = self._qres, self._used, self._area_qres, self._area_used
-            for k in srange:
-                area_qres[k] += qres[k] * dt
-                area_used[k] += used[k] * dt
-            if self._samples is not None:
-                self._record_until(now, False)
-        self.cluster.now = self.now = now
-
-        # departures
-        if heap and heap[0][0] <= now:
-            used = self._used
-            left = 0
-            while heap and heap[0][0] <= now:
-                _, j = heapq.heappop(heap)
-                s = server[j]
-                free[s] += demand[j]
-                jobs_on[s].discard(j)
-                state[j] = _DONE
-                left += 1
-                dj = dem_t[j]
-                for k in srange:
-                    used[k] -= dj[k]
-                policy.depart(j, s)
-                if recorder is not None:
-                    recorder(now, "depart", j, s)
-            self.running -= left
-            self.completed += left
-        if self.running == 0:
-            self._used = [0.0] * d  # no drift when the cluster is empty
-
-        # arrivals
-        if i < n and arr_t[i] <= now:
-            qres = self._qres
-            while i < n and arr_t[i] <= now:
-                state[i] = _QUEUED
-                self.queued += 1
-                di = dem_t[i]
-                for k in srange:
-                    qres[k] += di[k]
-                self.arrived = i + 1
-                policy.arrive(i)
-                i += 1
-        self.deciding = True
-        return True
+        return self._epochs_until(-1, True)
 
     def step(self) -> None:
         """Process the next epoch (its decision only, when :meth:`advance`
         opened it); with none left, end the run (``done``)."""
-        if not self.deciding:
-            if self.done:
-                raise RuntimeError("step() on a finished run")
-            if not self.advance():
-                self._finish()
-                return
-        self.deciding = False
-        now = self.now
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        self._epochs_until(self.epochs + 1, False)
+
+    def step_to_end(self) -> None:
+        """Process every epoch left: what ``while not run.done: run.step()``
+        does, in one loop (:func:`simulate_packing`'s)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        self._epochs_until(-1, False)
+
+    def _epochs_until(self, stop: int, open_only: bool) -> bool:
+        """The engine's one epoch loop: process epochs until the one numbered
+        ``stop`` (``epochs``) has made its decision (``stop = -1``: to the end
+        of the run), or, ``open_only``, until the next epoch is opened (its
+        first half: :meth:`advance`); an epoch already open (``deciding``)
+        starts with its decision. False: no epoch was left (the run is then
+        done, unless ``open_only``). Why one loop rather than a method call per
+        epoch: the run's counters live in locals while it turns and are
+        written back when it stops (also when a policy error ends it), so a
+        run stepped to its end pays what the single-function loop did; they
+        are the run's between two steps, not during one (a policy's call)."""
         (
             policy,
             recorder,
@@ -634,7 +590,7 @@ class PackingRun:
             start,
             server,
             heap,
-            _,
+            arr_t,
             epoch,
             until,
             n,
@@ -642,44 +598,126 @@ class PackingRun:
             d,
             srange,
         ) = self._fixed
-        qres, used = self._qres, self._used
-        placed = 0
-        for j, s in policy.schedule():
-            if not (0 <= j < n) or state[j] != _QUEUED:
-                raise PlacementError(f"t={now}: job {j} is not in the queue (policy {type(policy).__name__})")
-            if not (0 <= s < L):
-                raise PlacementError(f"t={now}: server {s} does not exist (L = {L})")
-            dj = dem_t[j]
-            row = free[s]
-            for k in srange:
-                if dj[k] > row[k] + FIT_TOL:
-                    raise CapacityExceeded(j, s, row, dj, now)
-            row -= demand[j]
-            jobs_on[s].add(j)
-            state[j] = _RUNNING
-            server[j] = s
-            start[j] = now
-            placed += 1
-            for k in srange:
-                qres[k] -= dj[k]
-                used[k] += dj[k]
-            end = now + dur[j]
-            heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
-            if recorder is not None:
-                recorder(now, "place", j, s)
-        if placed:
-            self.queued -= placed
-            self.running += placed
-            self.started += placed
-        if self.queued == 0:
-            self._qres = [0.0] * d
-        elif self.running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
-            queue = np.array([j for j in range(self.arrived) if state[j] == _QUEUED])  # once, on the way out
-            raise _stalled(self._policy_name, now, queue, n, demand)
-        self.epochs += 1
-        if self.check:
-            _check_cluster(self.cluster, demand, now)
-        self._t_prev = now
+        cluster, check, sampling = self.cluster, self.check, self._samples is not None
+        i, queued, running, completed, started, epochs = (
+            self.arrived,
+            self.queued,
+            self.running,
+            self.completed,
+            self.started,
+            self.epochs,
+        )
+        qres, used, area_qres, area_used = self._qres, self._used, self._area_qres, self._area_used
+        area_q, area_run, t_prev, now, deciding = self._area_q, self._area_run, self._t_prev, self.now, self.deciding
+        opened = True
+        try:
+            while True:
+                if not deciding:
+                    t_arr = arr_t[i] if i < n else INF
+                    t_dep = heap[0][0] if heap else INF
+                    t_next = t_arr if t_arr < t_dep else t_dep
+                    if t_next == INF or (until is not None and t_next > until):
+                        opened = False
+                        break
+                    now = t_next
+                    if self._t0 is None:
+                        self._t0 = now
+                        if sampling:
+                            self._next_sample = now
+                    else:
+                        dt = now - t_prev
+                        area_q += queued * dt
+                        area_run += running * dt
+                        for k in srange:
+                            area_qres[k] += qres[k] * dt
+                            area_used[k] += used[k] * dt
+                        if sampling:
+                            self._record_until(now, False, queued, qres, running)
+                    cluster.now = now
+
+                    # departures
+                    while heap and heap[0][0] <= now:
+                        _, j = heapq.heappop(heap)
+                        s = server[j]
+                        free[s] += demand[j]
+                        jobs_on[s].discard(j)
+                        state[j] = _DONE
+                        running -= 1
+                        completed += 1
+                        dj = dem_t[j]
+                        for k in srange:
+                            used[k] -= dj[k]
+                        policy.depart(j, s)
+                        if recorder is not None:
+                            recorder(now, "depart", j, s)
+                    if running == 0:
+                        used = [0.0] * d  # no drift when the cluster is empty
+
+                    # arrivals
+                    while i < n and arr_t[i] <= now:
+                        state[i] = _QUEUED
+                        queued += 1
+                        di = dem_t[i]
+                        for k in srange:
+                            qres[k] += di[k]
+                        policy.arrive(i)
+                        i += 1
+                    if open_only:
+                        deciding = True
+                        break
+                deciding = False
+
+                # the decision
+                for j, s in policy.schedule():
+                    if not (0 <= j < n) or state[j] != _QUEUED:
+                        raise PlacementError(f"t={now}: job {j} is not in the queue (policy {type(policy).__name__})")
+                    if not (0 <= s < L):
+                        raise PlacementError(f"t={now}: server {s} does not exist (L = {L})")
+                    dj = dem_t[j]
+                    row = free[s]
+                    for k in srange:
+                        if dj[k] > row[k] + FIT_TOL:
+                            raise CapacityExceeded(j, s, row, dj, now)
+                    row -= demand[j]
+                    jobs_on[s].add(j)
+                    state[j] = _RUNNING
+                    server[j] = s
+                    start[j] = now
+                    queued -= 1
+                    running += 1
+                    started += 1
+                    for k in srange:
+                        qres[k] -= dj[k]
+                        used[k] += dj[k]
+                    end = now + dur[j]
+                    heapq.heappush(heap, (end if epoch is None else _epoch_of(end, epoch), j))
+                    if recorder is not None:
+                        recorder(now, "place", j, s)
+                if queued == 0:
+                    qres = [0.0] * d
+                elif running == 0 and until is None:  # every server idle with jobs waiting: a stall from now on
+                    queue = np.array([j for j in range(i) if state[j] == _QUEUED])  # once, on the way out
+                    raise _stalled(self._policy_name, now, queue, n, demand)
+                epochs += 1
+                if check:
+                    _check_cluster(cluster, demand, now)
+                t_prev = now
+                if epochs == stop:
+                    break
+        finally:
+            self.arrived, self.queued, self.running, self.completed, self.started, self.epochs = (
+                i,
+                queued,
+                running,
+                completed,
+                started,
+                epochs,
+            )
+            self._qres, self._used, self._area_q, self._area_run = qres, used, area_q, area_run
+            self._t_prev, self.now, self.deciding = t_prev, now, deciding
+        if not opened and not open_only:
+            self._finish()
+        return opened
 
     def _finish(self) -> None:
         """Close the time averages at the end of the run (or at ``until``)."""
@@ -696,7 +734,7 @@ class PackingRun:
                 self._area_used[k] += self._used[k] * dt
             t1 = until
         if self._samples is not None:
-            self._record_until(t1, True)
+            self._record_until(t1, True, self.queued, self._qres, self.running)
         self._t1 = t1
         self.done = True
 

@@ -338,8 +338,8 @@ def _stuck(now: float, turns: int, t_policy: float) -> PolicyStuck:
 
 class QueueRun:
     """One run of a policy over a workload, advanced one event at a time by
-    whoever holds it: :func:`simulate` (``while not run.done: run.step()``),
-    a Gymnasium environment, a test or a notebook (the shape of SimPy's
+    whoever holds it: :func:`simulate` (:meth:`step_to_end`: the events of
+    ``while not run.done: run.step()`` in one loop), a Gymnasium environment, a test or a notebook (the shape of SimPy's
     ``Environment.peek()`` / ``step()``).
 
     :meth:`peek` is the time of the next event (``INF`` when none is left);
@@ -452,59 +452,81 @@ class QueueRun:
         """Apply the next event (or, with none left, end the run: ``done``)."""
         if self.done:
             raise RuntimeError("step() on a finished run")
+        self._events_until(self.events + 1)
+
+    def step_to_end(self) -> None:
+        """Apply every event left: what ``while not run.done: run.step()``
+        does, in one loop (:func:`simulate`'s)."""
+        if self.done:
+            raise RuntimeError("step() on a finished run")
+        self._events_until(-1)
+
+    def _events_until(self, stop: int) -> None:
+        """The engine's one event loop: apply events until the loop turn
+        numbered ``stop`` (``events``) has run or the run is done (``stop =
+        -1``: to the end). Why a loop here rather than :meth:`step` called per
+        event: the run's counters live in locals while it turns and are
+        written back when it stops (also when a policy error ends it), so a
+        run stepped to its end pays what the single-function loop did; they
+        are the run's between two steps, not during one (a policy's call)."""
         server = self.server
-        i = self.arrived
-        n = self.n
-        t_arrival = self._sub[i] if i < n else INF
-        t_done, job = self._next_completion()
-        t_policy = self._next_event_time()
-        self.events += 1
-        if job >= 0:
-            t_other = t_policy if t_policy < t_arrival else t_arrival
-            # Completion first if the job's residual work at the other event is
-            # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
-            if (
-                t_done > t_other
-                and (t_done - t_other) * self._w[job] <= DONE_REL_TOL * self._sizes[job] * server.served_weight
-            ):
-                t_done = t_other if t_other > server.now else server.now
-            if self._idle_at != -INF:
-                self._idle_at = -INF
-            if t_done <= t_policy and t_done <= t_arrival:
-                server.now = t_done
-                self._complete(job)
-                self.completion[job] = t_done
-                self.completed += 1
-                self._same = 0
-                self._depart(job)
-                if self._recorder is not None:
-                    self._recorder(t_done, server)
-                return
-        elif i > self.completed:
-            if self._idle_at == -INF:
-                self._idle_at = server.now
-            if t_policy == INF and t_arrival > server.now and (self._conserving or i == n):
-                raise _stalled(server, n, i - self.completed, self._idle_at)
-        if t_policy <= t_arrival and t_policy < INF:
-            if t_policy > server.now:
-                server.now = t_policy
-                self._same = 0
-            else:
-                self._same += 1
-                if self._same > self._stall:
-                    raise _stuck(server.now, self._stall, t_policy)
-            self._on_event()
-        elif i < n:
-            server.now = t_arrival
-            self._same = 0
-            self._admit(i)
-            self.arrived = i + 1
-            self._arrive(i, self._seen[i], self._weights[i])
-        else:
-            self.done = True
-            return
-        if self._recorder is not None:
-            self._recorder(server.now, server)
+        n, sub, sizes, w_of, seen, weights = self.n, self._sub, self._sizes, self._w, self._seen, self._weights
+        completion, recorder, conserving, stall = self.completion, self._recorder, self._conserving, self._stall
+        arrive, depart, next_event_time, on_event = self._arrive, self._depart, self._next_event_time, self._on_event
+        next_completion, complete, admit = self._next_completion, self._complete, self._admit
+        i, done, events, idle_at, same = self.arrived, self.completed, self.events, self._idle_at, self._same
+        try:
+            while True:
+                t_arrival = sub[i] if i < n else INF
+                t_done, job = next_completion()
+                t_policy = next_event_time()
+                events += 1
+                if job >= 0:
+                    t_other = t_policy if t_policy < t_arrival else t_arrival
+                    # Completion first if the job's residual work at the other event is
+                    # within DONE_REL_TOL of its size (work done in dt is dt * w / W).
+                    if (
+                        t_done > t_other
+                        and (t_done - t_other) * w_of[job] <= DONE_REL_TOL * sizes[job] * server.served_weight
+                    ):
+                        t_done = t_other if t_other > server.now else server.now
+                    idle_at = -INF
+                elif i > done:
+                    if idle_at == -INF:
+                        idle_at = server.now
+                    if t_policy == INF and t_arrival > server.now and (conserving or i == n):
+                        raise _stalled(server, n, i - done, idle_at)
+                if t_done <= t_policy and t_done <= t_arrival and job >= 0:
+                    server.now = t_done
+                    complete(job)
+                    completion[job] = t_done
+                    done += 1
+                    same = 0
+                    depart(job)
+                elif t_policy <= t_arrival and t_policy < INF:
+                    if t_policy > server.now:
+                        server.now = t_policy
+                        same = 0
+                    else:
+                        same += 1
+                        if same > stall:
+                            raise _stuck(server.now, stall, t_policy)
+                    on_event()
+                elif i < n:
+                    server.now = t_arrival
+                    same = 0
+                    admit(i)
+                    arrive(i, seen[i], weights[i])
+                    i += 1
+                else:
+                    self.done = True
+                    return
+                if recorder is not None:
+                    recorder(server.now, server)
+                if events == stop:
+                    return
+        finally:
+            self.arrived, self.completed, self.events, self._idle_at, self._same = i, done, events, idle_at, same
 
     def result(self) -> tuple[np.ndarray, int]:
         """(completion times in job-table order, events) of the finished run."""
@@ -539,8 +561,7 @@ def simulate(
     state the server is in between two events (``Server.served_shares``).
     None (the normal path) costs one test per event.
     """
-    run = QueueRun(submit, size, estimate, weight, policy_factory, hidden=hidden, recorder=recorder)
-    return run_to_end(run)
+    return run_to_end(QueueRun(submit, size, estimate, weight, policy_factory, hidden=hidden, recorder=recorder))
 
 
 def _stalled(server: Server, n: int, present: int, since: float) -> PolicyStalled:
