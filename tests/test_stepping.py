@@ -168,3 +168,30 @@ def test_run_until_stops_where_asked_and_a_finished_run_refuses_more_steps():
     assert run_to_end(QueueRun(submit, size, size, np.ones(3), QUEUE_POLICIES["PS"]))[0].tolist() == (
         run.result()[0].tolist()
     )
+
+
+def test_run_to_end_steps_a_run_that_offers_only_step():
+    """A researcher's run (docs/guide/your-own-engine.md) need not have
+    step_to_end: run_to_end then steps it one event at a time."""
+    from schedlab.sim.common.stepping import run_to_end
+
+    class Countdown:
+        def __init__(self, n):
+            self.left, self.seen = n, []
+
+        @property
+        def done(self):
+            return self.left == 0
+
+        def peek(self):
+            return float(self.left) if self.left else float("inf")
+
+        def step(self):
+            self.seen.append(self.left)
+            self.left -= 1
+
+        def result(self):
+            return self.seen
+
+    assert run_to_end(Countdown(3)) == [3, 2, 1]
+    assert run_to_end(Countdown(0)) == []

@@ -8,8 +8,9 @@ with the workload and the policy, then advanced by its holder:
 ``step()`` processes the next event (an event of the queue engine; a
 decision epoch of the packing engine; an instant of DFRS and batch), and the
 step that finds nothing left sets ``done``; ``step_to_end()`` steps until
-then (each run's ``step()`` and ``step_to_end()`` are one loop, stopped after
-one event or not); ``result()`` is then what the
+then (each built-in run's ``step()`` and ``step_to_end()`` are one loop,
+stopped after one event or not; a run without ``step_to_end``, a researcher's
+engine's say, is stepped one ``step()`` at a time); ``result()`` is then what the
 engine's ``simulate*`` function returns -- that function is the same run
 stepped to its end, so there is one loop per engine.
 
@@ -34,7 +35,6 @@ class SteppableRun(Protocol[R]):
     def done(self) -> bool: ...
     def peek(self) -> float: ...
     def step(self) -> None: ...
-    def step_to_end(self) -> None: ...
     def result(self) -> R: ...
 
 
@@ -56,6 +56,11 @@ def run_to_end(run: SteppableRun[T]) -> T:
     ``step_to_end()`` is that loop run to the end in one call: the same
     events as ``while not run.done: run.step()``, without a method call and
     the run's state loaded and stored again per event."""
-    if not run.done:
-        run.step_to_end()
+    to_end = getattr(run, "step_to_end", None)  # optional: a run may offer only step()
+    if to_end is not None:
+        if not run.done:
+            to_end()
+    else:
+        while not run.done:
+            run.step()
     return run.result()
