@@ -183,45 +183,48 @@ def chaos_cluster(raylets: int, cpus: int, log_dir: Path) -> Iterator[ChaosClust
 
 # ---- the chaos ----------------------------------------------------------------------------
 class Chaos(threading.Thread):
-    """Every ``every`` seconds, on a fixed clock (the n-th tick at n x ``every``
-    from the start): SIGKILL every process of an alive raylet picked at random
-    (seeded), and a replacement started with `ray start --address` beside the
-    clock (a restart takes 10-30 s on a loaded 2-core machine: it delays no
-    later kill). A tick with no raylet alive kills nothing (``idle``)."""
+    """Every ``every`` seconds: SIGKILL every process of a raylet picked at
+    random (seeded) and start its replacement with `ray start --address`. At
+    most one raylet is down at a time: a tick that comes while the last
+    replacement is still starting (10-30 s on a loaded 2-core machine) waits
+    for it, so kills come every max(``every``, restart) seconds
+    (``intervals``). Without that wait, kills faster than restarts left the
+    cluster with only raylets too young to have finished a task: no progress
+    at all, which says nothing about the platform."""
 
     def __init__(self, cluster: ChaosCluster, every: float, seed: int) -> None:
         super().__init__(name="chaos", daemon=True)
         self.cluster, self.every, self.rng = cluster, every, random.Random(seed)
         self.stopping = threading.Event()
-        self.kills = self.restarts = self.idle = 0
+        self.kills = self.restarts = 0
         self.errors: list[str] = []
-        self.restarting: list[threading.Thread] = []
+        self.kill_times: list[float] = []
 
     def run(self) -> None:
-        start, tick = time.monotonic(), 1
-        while not self.stopping.wait(max(0.0, start + tick * self.every - time.monotonic())):
-            tick += 1
+        last = time.monotonic()
+        while not self.stopping.wait(max(0.0, last + self.every - time.monotonic())):
+            last = time.monotonic()
             if not self.cluster.kill_one(self.rng):
-                self.idle += 1
                 continue
             self.kills += 1
-            restart = threading.Thread(target=self._restart, name="restart", daemon=True)
-            restart.start()
-            self.restarting.append(restart)
+            self.kill_times.append(last)
+            try:
+                self.cluster.start_raylet()
+            except RuntimeError as err:
+                if not self.stopping.is_set():  # not the clean-up's doing: a finding, said in the figures
+                    self.errors.append(str(err))
+                continue
+            self.restarts += 1
 
-    def _restart(self) -> None:
-        try:
-            self.cluster.start_raylet()
-        except RuntimeError as err:
-            if not self.stopping.is_set():  # not the clean-up's doing: a finding, said in the figures
-                self.errors.append(str(err))
-            return
-        self.restarts += 1
+    @property
+    def intervals(self) -> float:
+        """Mean seconds between kills (nan with fewer than two)."""
+        times = self.kill_times
+        return (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else float("nan")
 
     def stop(self) -> None:
-        """No more kills (a restart under way finishes or is killed by `ChaosCluster.close`)."""
+        """No more kills (a replacement still starting is killed by `ChaosCluster.close`)."""
         self.stopping.set()
-        self.join()
 
 
 # ---- the run ------------------------------------------------------------------------------
@@ -237,7 +240,7 @@ class Outcome:
     raylets: int
     kills: int  # raylets killed while the sweep ran
     restarts: int  # replacements that came up while it ran
-    idle: int  # ticks with no raylet alive to kill
+    interval: float  # mean seconds between kills (`Chaos.intervals`)
     restart_errors: list[str]
     sweep_wall: float  # seconds of the `schedlab run --address` process
     reference_wall: float  # seconds of the one-process run
@@ -309,7 +312,8 @@ def run_chaos(work: Path, *, configs: int, raylets: int, cpus: int, every: float
             )
         finally:
             chaos.stop()
-        kills, restarts = chaos.kills, chaos.restarts
+        kills, restarts = chaos.kills, chaos.restarts  # while the sweep ran
+    chaos.join(START_TIMEOUT)  # a replacement that was starting ended with the cluster
     one_rc, one_output, one_wall = _run(
         [*SCHEDLAB, "run", str(one_spec), "--no-tracking", "--no-progress"],
         checkout_env(),
@@ -330,7 +334,7 @@ def run_chaos(work: Path, *, configs: int, raylets: int, cpus: int, every: float
         raylets=raylets,
         kills=kills,
         restarts=restarts,
-        idle=chaos.idle,
+        interval=chaos.intervals,
         restart_errors=chaos.errors,
         sweep_wall=wall,
         reference_wall=one_wall,
