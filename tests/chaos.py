@@ -38,8 +38,8 @@ from pathlib import Path
 from tests.processes import checkout_env, cmdline, kill_session, proc_stat, session_members
 from tests.test_platform_cluster import HEAD_ENV, RAY, RAY_START_LOOPBACK, free_ports, ray_env
 
-#: Ray's CLI: on PATH, or beside this interpreter (a virtualenv run without activating it).
-RAY_CLI = RAY or str(Path(sys.executable).with_name("ray"))
+#: Ray's CLI: on PATH, or beside this interpreter (a virtualenv run without activating it); None: absent.
+RAY_CLI = RAY or next((str(p) for p in [Path(sys.executable).with_name("ray")] if p.exists()), None)
 
 SCHEDLAB = [sys.executable, "-m", "schedlab.cli"]
 #: Columns that legitimately differ between two runs of the same spec: wall-clock times
@@ -181,8 +181,16 @@ def chaos_cluster(raylets: int, cpus: int, log_dir: Path) -> Iterator[ChaosClust
     gcs, client = free_ports(2)
     cluster = ChaosCluster(f"127.0.0.1:{gcs}", env, temp_dir, log_dir, cpus)
     try:
-        head = [RAY_CLI, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--num-cpus", "0"]
-        head += ["--include-dashboard", "false", "--ray-client-server-port", str(client), *_common(temp_dir)]
+        head = [str(RAY_CLI), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs)]
+        head += [
+            "--num-cpus",
+            "0",
+            "--include-dashboard",
+            "false",
+            "--ray-client-server-port",
+            str(client),
+            *_common(temp_dir),
+        ]
         cluster.start([*head, "--block"], {**env, **HEAD_ENV}, log_dir / "head.log")
         for _ in range(raylets):  # one at a time: raylets registering at once overload a busy GCS
             cluster.start_raylet()
