@@ -121,7 +121,8 @@ class ChaosCluster:
         deadline, raylet = time.monotonic() + START_TIMEOUT, None
         while "Ray runtime started" not in log.read_text():
             raylet = raylet or _raylet_of(proc.pid)
-            died = raylet is not None and proc_stat(raylet) is None
+            state = proc_stat(raylet) if raylet is not None else ("R", 0)
+            died = state is None or state[0] == "Z"  # `ray start` reaps its raylet only when it gives up
             if died or proc.poll() is not None or time.monotonic() > deadline:
                 kill_session(proc)
                 why = "its raylet died" if died else "exited" if proc.poll() is not None else "timed out"
