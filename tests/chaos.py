@@ -203,43 +203,57 @@ def chaos_cluster(raylets: int, cpus: int, log_dir: Path) -> Iterator[ChaosClust
 
 # ---- the chaos ----------------------------------------------------------------------------
 class Chaos(threading.Thread):
-    """Every ``every`` seconds: SIGKILL every process of a raylet picked at
-    random (seeded) and start its replacement with `ray start --address`
-    (again until it comes up: under load a new raylet may abort because its
-    dashboard agent did not write its port file within Ray's fixed 15 s,
-    ray-project/ray#65983; each failed attempt is in ``errors``). At
-    most one raylet is down at a time: a tick that comes while the last
-    replacement is still starting (10-30 s on a loaded 2-core machine) waits
-    for it, so kills come every max(``every``, restart) seconds
-    (``intervals``). Without that wait, kills faster than restarts left the
-    cluster with only raylets too young to have finished a task: no progress
-    at all, which says nothing about the platform."""
+    """Every ``every`` seconds, on a fixed clock: SIGKILL every process of an
+    up raylet picked at random (seeded), and start its replacement with `ray
+    start --address` beside the clock (again until it comes up: under load a
+    new raylet may abort because its dashboard agent did not write its port
+    file within Ray's fixed 15 s, ray-project/ray#65983; each failed attempt
+    is in ``errors``). At most half the raylets (at least one) are down or
+    starting at once: a tick that would exceed it kills nothing
+    (``deferred``). Without that bound, kills faster than a loaded machine
+    restarts raylets left only raylets too young to finish a task: no
+    progress, which says nothing about the platform."""
 
-    def __init__(self, cluster: ChaosCluster, every: float, seed: int) -> None:
+    def __init__(self, cluster: ChaosCluster, every: float, seed: int, raylets: int) -> None:
         super().__init__(name="chaos", daemon=True)
         self.cluster, self.every, self.rng = cluster, every, random.Random(seed)
+        self.max_down = max(1, raylets // 2)
         self.stopping = threading.Event()
-        self.kills = self.restarts = 0
+        self.kills = self.restarts = self.deferred = 0
+        self.down = 0  # raylets killed whose replacement is not up yet
         self.errors: list[str] = []
         self.kill_times: list[float] = []
+        self.lock = threading.Lock()
 
     def run(self) -> None:
-        last = time.monotonic()
-        while not self.stopping.wait(max(0.0, last + self.every - time.monotonic())):
-            last = time.monotonic()
-            if not self.cluster.kill_one(self.rng):
-                continue
-            self.kills += 1
-            self.kill_times.append(last)
-            while not self.stopping.is_set():
-                try:
-                    self.cluster.start_raylet()
-                except RuntimeError as err:  # e.g. ray-project/ray#65983: a raylet whose agent starts slowly aborts
-                    if not self.stopping.is_set():
-                        self.errors.append(str(err))
+        start, tick = time.monotonic(), 1
+        while not self.stopping.wait(max(0.0, start + tick * self.every - time.monotonic())):
+            tick += 1
+            with self.lock:
+                if self.down >= self.max_down:
+                    self.deferred += 1
                     continue
+            if not self.cluster.kill_one(self.rng):
+                self.deferred += 1
+                continue
+            with self.lock:
+                self.down += 1
+                self.kills += 1
+                self.kill_times.append(time.monotonic())
+            threading.Thread(target=self._replace, name="replace", daemon=True).start()
+
+    def _replace(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.cluster.start_raylet()
+            except RuntimeError as err:
+                if not self.stopping.is_set():  # not the clean-up's doing
+                    self.errors.append(str(err))
+                continue
+            with self.lock:
+                self.down -= 1
                 self.restarts += 1
-                break
+            return
 
     @property
     def intervals(self) -> float:
@@ -248,7 +262,7 @@ class Chaos(threading.Thread):
         return (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else float("nan")
 
     def stop(self) -> None:
-        """No more kills (a replacement still starting is killed by `ChaosCluster.close`)."""
+        """No more kills nor restarts (a replacement still starting is killed by `ChaosCluster.close`)."""
         self.stopping.set()
 
 
@@ -266,6 +280,7 @@ class Outcome:
     kills: int  # raylets killed while the sweep ran
     restarts: int  # replacements that came up while it ran
     interval: float  # mean seconds between kills (`Chaos.intervals`)
+    deferred: int  # ticks that killed nothing: half the raylets down already (`Chaos`)
     restart_errors: list[str]
     sweep_wall: float  # seconds of the `schedlab run --address` process
     reference_wall: float  # seconds of the one-process run
@@ -325,7 +340,7 @@ def run_chaos(work: Path, *, configs: int, raylets: int, cpus: int, every: float
     one_spec.write_text(spec_text(configs, seed, in_process, name="chaos", execution=one))
     started: list[int] = []  # sessions of the `schedlab run`s
     with chaos_cluster(raylets, cpus, work) as cluster:
-        chaos = Chaos(cluster, every, seed)
+        chaos = Chaos(cluster, every, seed, raylets)
         chaos.start()
         try:
             rc, output, wall = _run(
@@ -337,8 +352,8 @@ def run_chaos(work: Path, *, configs: int, raylets: int, cpus: int, every: float
             )
         finally:
             chaos.stop()
-        kills, restarts = chaos.kills, chaos.restarts  # while the sweep ran
-    chaos.join(START_TIMEOUT)  # a replacement that was starting ended with the cluster
+        kills, restarts, deferred = chaos.kills, chaos.restarts, chaos.deferred  # while the sweep ran
+    chaos.join()
     one_rc, one_output, one_wall = _run(
         [*SCHEDLAB, "run", str(one_spec), "--no-tracking", "--no-progress"],
         checkout_env(),
@@ -360,6 +375,7 @@ def run_chaos(work: Path, *, configs: int, raylets: int, cpus: int, every: float
         kills=kills,
         restarts=restarts,
         interval=chaos.intervals,
+        deferred=deferred,
         restart_errors=chaos.errors,
         sweep_wall=wall,
         reference_wall=one_wall,
