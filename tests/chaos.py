@@ -10,7 +10,8 @@ so every task runs on a raylet that may be killed; the driver
 (`schedlab run --address`) attaches to the head, which is never killed. A kill
 is a node's loss: every process of that raylet's session (the raylet, its
 agents, its workers) gets SIGKILL by PID (`processes.kill_session`); a
-replacement joins with `ray start --address` right after. Clean-up kills the
+replacement joins with `ray start --address` meanwhile (`Chaos`: at most half
+the raylets down at once). Clean-up kills the
 sessions this module started and removes its temp dir, never `ray stop`.
 
 The checks: the sweep's rows against the same spec run in one process
