@@ -54,6 +54,8 @@ from schedlab.errors import UserError
 if TYPE_CHECKING:
     import polars as pl
 
+    from schedlab.engines.declare import Column
+
 #: Bitmap resolution: 300 dpi is the usual minimum for line art in print.
 PNG_DPI = 300
 #: Formats written as pixels: a PDF goes beside them (every other format is vector: a PNG goes beside).
@@ -315,9 +317,12 @@ def plotted_range(values: Sequence[float], logy: bool) -> tuple[float, float]:
     return (min(vals), max(vals)) if vals else (math.nan, math.nan)
 
 
-def column_label(name: str, engine: str | None = None, workload_kind: str | None = None) -> str:
+def column_label(
+    name: str, engine: str | None = None, workload_kind: str | None = None, declared: Sequence[Column] = ()
+) -> str:
     """An axis label for a result column, in one line: its documented meaning and unit
-    (`schedlab.docs_columns`: a metric of ``engine`` or any engine, a workload or
+    (``declared``: the columns your own engine declares, first; then
+    `schedlab.docs_columns`: a metric of ``engine`` or any engine, a workload or
     [system] parameter), the unit as this engine on this workload kind has it
     (`docs_columns.figure_unit`: "mean sojourn time [s]" on a trace, "[slots]" for
     packing, an offered load as a fraction of the machine for batch), e.g. "mean
@@ -325,7 +330,8 @@ def column_label(name: str, engine: str | None = None, workload_kind: str | None
     documented (your own metric)."""
     from schedlab import docs_columns as dc
 
-    columns = [c for e, cols in dc.METRICS.items() if engine in (None, e) for c in cols]
+    columns = list(declared)
+    columns += [c for e, cols in dc.METRICS.items() if engine in (None, e) for c in cols]
     kinds = [workload_kind] if workload_kind in dc.WORKLOAD else []
     if engine is not None:
         from schedlab.engines import ENGINES
@@ -556,12 +562,7 @@ def plot(
                 f"--out {vector}: unknown figure format {vector.suffix or '(none)'!r}; write one of "
                 f"{', '.join(file_types())}"
             )
-    engine = str(manifest.get("engine") or "") or None
-    kind = str((manifest.get("spec") or {}).get("workload", {}).get("kind") or "") or None
-    # one line each; how the points and intervals are made is the caption's (``method``)
-    what = column_label(y, engine, kind)
-    ylabel = f"{what.split(' [')[0]} / {ratio_to}" if ratio_to else what
-    xlabel = column_label(x, engine, kind)
+    xlabel, ylabel = axis_labels(root, manifest, x, y, ratio_to)
     caption = _caption(frame, params, axes_cols + pparams, table, method)
     spec_policies = [
         p if isinstance(p, str) else p.get("name", "") for p in (manifest.get("spec") or {}).get("policies", [])
@@ -583,6 +584,26 @@ def plot(
 #: Caption text size (points) and its characters per inch of figure width (for wrapping).
 CAPTION_SIZE = 7
 CAPTION_CHARS_PER_INCH = 15
+
+
+def axis_labels(root: Path, manifest: dict[str, Any], x: str, y: str, ratio_to: str | None) -> tuple[str, str]:
+    """(x label, y label) of a figure of the results dir ``root``, one line
+    each (how points and intervals are made is the caption's): `column_label`
+    with the engine and workload kind of the sweep, and, for your own engine,
+    the metric columns it declares (loaded from the copy of its code the
+    results dir keeps), so its axes read like a built-in engine's."""
+    from schedlab.engines import known_engines
+    from schedlab.platform.storage.query import stored_engine
+
+    engine = str(manifest.get("engine") or "") or None
+    kind = str((manifest.get("spec") or {}).get("workload", {}).get("kind") or "") or None
+    declared: tuple[Column, ...] = ()
+    if engine is not None and engine not in known_engines():
+        own = stored_engine(root, manifest, engine)
+        declared = own.metrics if own is not None else ()
+    what = column_label(y, engine, kind, declared)
+    ylabel = f"{what.split(' [')[0]} / {ratio_to}" if ratio_to else what
+    return column_label(x, engine, kind, declared), ylabel
 
 
 def add_caption(fig, text: str) -> None:

@@ -115,6 +115,39 @@ def test_results_and_compare_default_to_its_headline_metric(written, swept, tmp_
         assert default.stdout == named.stdout and "wait_mean" in default.stdout.splitlines()[0]
 
 
+def test_plot_labels_its_metrics_as_it_declares_them(written, swept, tmp_path):
+    """A figure's axis reads the meaning the engine declares for its metric
+    (``Column("wait_mean", ..., "time units", "mean wait, start - submit")``)
+    in the time unit it declares (``EngineUnits("time units of the
+    workload", ...)``), read from the code copy the results dir keeps, not
+    the bare column name; run from a folder without my_engine.py. (`plot`
+    labels its axes with `axis_labels`; this sweep has one point, no x to
+    draw, so the labels are asked for directly.)"""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import sys\n"
+        "from schedlab.plotting import axis_labels\n"
+        "from schedlab.platform.storage.query import stored_scan\n"
+        "root, manifest, _ = stored_scan(sys.argv[1])\n"
+        "print(axis_labels(root, manifest, 'replication', 'wait_mean', None)[1])\n"
+        "print(axis_labels(root, manifest, 'replication', 'wait_mean', 'FCFS')[1])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(swept)],
+        cwd=elsewhere,
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "mean wait, start - submit [time units of the workload]",
+        "mean wait, start - submit / FCFS",
+    ]
+
+
 def test_rows_carry_the_engine_digest_and_ids_follow_its_code(written, swept):
     from schedlab.platform.planning.plan import build_plan
     from schedlab.platform.planning.validate import load_spec

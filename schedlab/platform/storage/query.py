@@ -122,7 +122,7 @@ def headline_metric(root: str | Path, manifest: dict[str, Any], lf: pl.LazyFrame
         names = [str(manifest.get("engine") or "")]
     heads: dict[str, str] = {}
     for name in names:
-        engine = known_engines().get(name) or _stored_engine(Path(root), manifest, name)
+        engine = known_engines().get(name) or stored_engine(Path(root), manifest, name)
         if engine is None:
             raise UserError(
                 f"--metric: the rows are of engine {name!r}, whose declaration is not in {root}/code/; "
@@ -142,7 +142,7 @@ def headline_metric(root: str | Path, manifest: dict[str, Any], lf: pl.LazyFrame
     return next(iter(heads.values()))
 
 
-def _stored_engine(root: Path, manifest: dict[str, Any], name: str) -> Engine | None:
+def stored_engine(root: Path, manifest: dict[str, Any], name: str) -> Engine | None:
     """Your own engine ``name``, declared by the code the results dir keeps
     under ``code/<sha256>/`` (the manifest's ``user_code.engine``), loaded;
     None when the rows' engine is not the manifest's or the copy is absent."""
