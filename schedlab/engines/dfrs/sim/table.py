@@ -7,6 +7,7 @@ and knows nothing of tables or metrics."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from dataclasses import dataclass
@@ -37,34 +38,19 @@ def run_table(
     policy_cls,
     *,
     nodes: int,
-    penalty: float = DEFAULT_PENALTY,
-    cpu_need: float = 1.0,
-    memory: float = 0.1,
-    bound: bool = False,
     check: bool = False,
-    oversize: str = "error",
-    star_pass: str = "completion",
-    victims: str = "prefix",
-    stretch_realloc: str = "mapping-change",
-    mcb8_rules: str = "schedlab",
-    relabel: str = "memory",
-    cpu_units: str = "real",
-    penalties: str = "each-change",
-    period_origin: str = "first-release",
-    time_units: str = "real",
-    priority_units: str = "real",
-    arrival_at_period: str = "placed",
-    victims_settle: str = "arrival",
-    mcb8_remaps: str = "each-event",
     recorder=None,
-    **params: Any,
+    **kwargs: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: job_id, submit, runtime, procs and
     optional per-job ``cpu_need`` / ``memory`` columns (the annotation; when
     absent every task gets ``cpu_need`` / ``memory``). ``nodes``: cluster
-    size; ``penalty``: seconds per pause/migration; ``bound``: also compute
-    the LP max-stretch lower bound and the degradation; ``check``: verify the
-    invariants at every event; ``oversize``: "error" or "drop" for jobs that
+    size; ``penalty``: seconds per pause/migration; ``check``: verify the
+    invariants at every event; ``recorder``: the view's schedule recorder.
+    ``kwargs``: the [system] settings :func:`table_inputs` takes (its keyword
+    arguments, their defaults there), the rest the policy's parameters.
+    The settings: ``bound``: also compute the LP max-stretch lower bound and
+    the degradation; ``oversize``: "error" or "drop" for jobs that
     do not fit on the empty cluster (procs > nodes x floor(1/memory));
     ``star_pass``: when the Greedy '*' pass runs (module docstring);
     ``victims``: GreedyP / GreedyPM's victim rule (``schedlab.engines.dfrs.policies.greedy``);
@@ -80,28 +66,9 @@ def run_table(
     MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``). The
     system parameters are checked against the engine's declaration
     (``schedlab.engines.dfrs.sim.system.DFRS``), the same one a sweep's plan checks."""
-    t = table_inputs(
-        jobs,
-        nodes=nodes,
-        penalty=penalty,
-        cpu_need=cpu_need,
-        memory=memory,
-        bound=bound,
-        oversize=oversize,
-        star_pass=star_pass,
-        victims=victims,
-        stretch_realloc=stretch_realloc,
-        mcb8_rules=mcb8_rules,
-        relabel=relabel,
-        cpu_units=cpu_units,
-        penalties=penalties,
-        period_origin=period_origin,
-        time_units=time_units,
-        priority_units=priority_units,
-        arrival_at_period=arrival_at_period,
-        victims_settle=victims_settle,
-        mcb8_remaps=mcb8_remaps,
-    )
+    settings = {k: kwargs.pop(k) for k in list(kwargs) if k in TABLE_SETTINGS}
+    t = table_inputs(jobs, nodes=nodes, **settings)
+    params = kwargs
     try:
         policy = policy_cls(**params)
     except TypeError as exc:
@@ -231,6 +198,12 @@ def table_inputs(
     return TableInputs(
         job_id, submit, runtime, procs, cpu, mem, int(nodes), float(penalty), bool(bound), dropped, settings
     )
+
+
+#: The [system] settings :func:`run_table` hands to :func:`table_inputs` (its
+#: keyword arguments, read once): a ``run_table`` keyword outside them is a
+#: policy parameter. One list of the settings and their defaults, not two.
+TABLE_SETTINGS = frozenset(inspect.signature(table_inputs).parameters) - {"jobs", "nodes"}
 
 
 def reference_run(t: TableInputs, policy, *, check: bool = False, hidden=None, recorder=None) -> DfrsRun:
