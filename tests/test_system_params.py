@@ -482,9 +482,11 @@ def test_run_table_arguments_are_the_declared_fields():
 
     # DFRS: run_table takes the settings as **kwargs and hands them to table_inputs, whose
     # keywords (and defaults) are the one list of them (dfrs_table.TABLE_SETTINGS).
-    assert {
-        n for n, p in inspect.signature(dfrs.run_table).parameters.items() if p.kind is p.KEYWORD_ONLY
-    } == {"nodes", "check", "recorder"}
+    assert {n for n, p in inspect.signature(dfrs.run_table).parameters.items() if p.kind is p.KEYWORD_ONLY} == {
+        "nodes",
+        "check",
+        "recorder",
+    }
     assert dfrs_table.TABLE_SETTINGS | {"nodes"} == set(DFRS.defaults())
     for function, schema, extra in (
         (batch.run_table, BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay
