@@ -480,18 +480,16 @@ def test_run_table_arguments_are_the_declared_fields():
     from schedlab.engines.dfrs.sim import table as dfrs_table
     from schedlab.engines.dfrs.sim.system import DFRS
 
-    # DFRS: run_table takes the settings as **kwargs and hands them to table_inputs, whose
-    # keywords (and defaults) are the one list of them (dfrs_table.TABLE_SETTINGS).
-    assert {n for n, p in inspect.signature(dfrs.run_table).parameters.items() if p.kind is p.KEYWORD_ONLY} == {
-        "nodes",
-        "check",
-        "recorder",
-    }
-    assert dfrs_table.TABLE_SETTINGS | {"nodes"} == set(DFRS.defaults())
-    for function, schema, extra in (
-        (batch.run_table, BATCH, {"path", "kernel", "recorder"}),  # recorder: schedlab view's replay
-        (dfrs_table.table_inputs, DFRS, set()),
+    # run_table takes the settings as **kwargs and hands them to table_inputs, whose keywords (and
+    # defaults) are the one list of them (TABLE_SETTINGS); recorder: schedlab view's replay.
+    for run_table, own in (
+        (batch.run_table, {"path", "kernel", "recorder"}),
+        (dfrs.run_table, {"nodes", "check", "recorder"}),
     ):
+        assert {n for n, p in inspect.signature(run_table).parameters.items() if p.kind is p.KEYWORD_ONLY} == own
+    assert batch.TABLE_SETTINGS == set(BATCH.defaults())
+    assert dfrs_table.TABLE_SETTINGS | {"nodes"} == set(DFRS.defaults())
+    for function, schema, extra in ((batch.table_inputs, BATCH, set()), (dfrs_table.table_inputs, DFRS, set())):
         sig = inspect.signature(function)
         kw = {n: p for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
         assert set(kw) - extra == set(schema.defaults())

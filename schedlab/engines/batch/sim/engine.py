@@ -90,6 +90,7 @@ outputs, bit for bit.
 from __future__ import annotations
 
 import heapq
+import inspect
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -380,19 +381,10 @@ def run_table(
     jobs: pl.DataFrame,
     policy_cls: Any,
     *,
-    model: str = "procs",
-    procs: int | None = None,
-    nodes: int | None = None,
-    tasks_per_node: int = 1,
-    oversize: str = "error",
-    cpu_need: float = 1.0,
-    bound: bool = False,
-    estimates: str = "requested",
-    easy_backfill: str = "canonical",
     path: str = "reference",
     kernel: str | tuple[str, int, bool] | None = None,
     recorder: Callable[[float, list[int], Any], None] | None = None,
-    **params: Any,
+    **kwargs: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run ``policy_cls`` over a job table: columns job_id, submit, runtime,
     procs and requested_time (absent, or ``estimates="exact"``: requested =
@@ -401,7 +393,9 @@ def run_table(
     or ``"vcsim"`` (the DFRS authors' simulator's, ``schedlab.engines.batch.policies.easy``);
     other policies ignore it, and EASY under ``"vcsim"`` runs on the reference
     engine (its kernel implements the canonical rule only).
-    Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
+    ``kwargs``: the machine settings :func:`table_inputs` takes (its keyword
+    arguments, their defaults there: ``TABLE_SETTINGS``), the rest the
+    policy's parameters. Machine: ``model="procs"`` with ``procs`` processors (0 or None: the
     table's ``machine_procs`` column, an SWF header's MaxProcs), or
     ``model="nodes"`` with ``nodes`` nodes and ``tasks_per_node``.
     ``oversize``: "error" or "drop". ``cpu_need`` (a per-job column wins) and
@@ -423,18 +417,9 @@ def run_table(
     Returns (per-job columns, summary)."""
     if path not in ("fast", "reference"):
         raise UserError(f"batch engine: path must be 'fast' or 'reference'; got {path!r}")
-    t = table_inputs(
-        jobs,
-        model=model,
-        procs=procs,
-        nodes=nodes,
-        tasks_per_node=tasks_per_node,
-        oversize=oversize,
-        cpu_need=cpu_need,
-        bound=bound,
-        estimates=estimates,
-        easy_backfill=easy_backfill,
-    )
+    settings = {k: kwargs.pop(k) for k in list(kwargs) if k in TABLE_SETTINGS}
+    t = table_inputs(jobs, **settings)
+    params = kwargs
     submit, runtime, requested, need, capacity = t.submit, t.runtime, t.requested, t.need, t.capacity
     if params:
         try:
@@ -442,7 +427,7 @@ def run_table(
         except TypeError as exc:
             raise UserError(f"batch engine: policy {policy_cls.name!r}: {exc}") from None
     res = None
-    if easy_backfill != "canonical" and kernel == "EASY":
+    if t.easy_backfill != "canonical" and kernel == "EASY":
         kernel = None  # the kernel implements the canonical rule only: the reference engine runs vcsim's
     if path == "fast" and kernel is not None and not params and recorder is None:  # numba is imported only here
         from schedlab.engines.batch.sim import fast
@@ -588,6 +573,12 @@ def table_inputs(
         bound,
         easy_backfill,
     )
+
+
+#: The machine settings :func:`run_table` hands to :func:`table_inputs` (its
+#: keyword arguments, read once): a ``run_table`` keyword outside them is a
+#: policy parameter. One list of the settings and their defaults, not two.
+TABLE_SETTINGS = frozenset(inspect.signature(table_inputs).parameters) - {"jobs"}
 
 
 def reference_run(
