@@ -41,21 +41,37 @@ def where_expr(col: str, value: Any, numeric: bool) -> pl.Expr:
     return pl.col(col).cast(pl.String) == str(value)
 
 
+def where_filter(
+    schema: pl.Schema, col: str, value: Any, root: str | Path, option: str = "--where", list_columns: bool = False
+) -> pl.Expr:
+    """The filter of one ``col=value`` of ``option`` on rows of ``schema``
+    (`where_expr`): a column that is not there, or a numeric column's value
+    that is not a number, is a `UserError` naming it (with the columns listed
+    when ``list_columns``: for ``schedlab.load(where=...)``, whose caller has
+    not seen them). Every ``where`` reader checks its filters here."""
+    names = schema.names()
+    if col not in names:
+        hint = f"; columns: {', '.join(names)}" if list_columns else ""
+        raise UserError(f"{option}: {col!r} is not a column of {root}{hint}")
+    numeric = schema[col].is_numeric()
+    if numeric:
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            raise UserError(f"{option} {col}={value}: {col} is numeric, {value!r} is not a number") from None
+    return where_expr(col, value, numeric)
+
+
 def where_pushdown(schema: pl.Schema, where: dict[str, Any]) -> list[pl.Expr]:
     """The filters of ``where`` a scan can apply before reading (`filter_where`
     then runs on the rows they keep, and says what is wrong when none is
     kept): those of existing columns whose value has the column's kind."""
     out = []
     for col, value in where.items():
-        if col not in schema.names():
+        try:
+            out.append(where_filter(schema, col, value, ""))
+        except UserError:
             continue
-        numeric = schema[col].is_numeric()
-        if numeric:
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                continue
-        out.append(where_expr(col, value, numeric))
     return out
 
 
@@ -65,17 +81,8 @@ def filter_where(frame: pl.DataFrame, where: dict[str, Any], root: str | Path) -
     as text. A column that is not there, or a value no row has, is a
     `UserError` naming it and the values the column takes. The selector of
     ``schedlab plot`` and ``schedlab view``."""
-    columns = frame.columns
     for col, value in where.items():
-        if col not in columns:
-            raise UserError(f"--where: {col!r} is not a column of {root}")
-        numeric = frame.schema[col].is_numeric()
-        if numeric:
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-        kept = frame.filter(where_expr(col, value, numeric))
+        kept = frame.filter(where_filter(frame.schema, col, value, root))
         if kept.height == 0:
             values = ", ".join(map(str, sorted(frame[col].unique().drop_nulls().to_list())))
             raise UserError(f"--where {col}={value}: no rows; {col} takes {values}")
@@ -89,18 +96,7 @@ def where_exprs(schema: pl.Schema, where: dict[str, Any], root: str | Path) -> l
     or a numeric column's value that is not a number is a `UserError` naming
     it. What ``schedlab.load(where=...)`` applies in its scan (no row is read
     to check that a value is taken)."""
-    out = []
-    for col, value in where.items():
-        if col not in schema.names():
-            raise UserError(f"where: {col!r} is not a column of {root}; columns: {', '.join(schema.names())}")
-        numeric = schema[col].is_numeric()
-        if numeric:
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-        out.append(where_expr(col, value, numeric))
-    return out
+    return [where_filter(schema, col, value, root, "where", list_columns=True) for col, value in where.items()]
 
 
 def headline_metric(root: str | Path, manifest: dict[str, Any], lf: pl.LazyFrame) -> str:
@@ -176,34 +172,19 @@ def where_lazy(lf: pl.LazyFrame, where: dict[str, Any], root: str | Path) -> pl.
     is not a number, a value no row has: checked one ``--where`` after the
     other). Costs one count of the filtered rows; only when that is zero or a
     ``--where`` is bad does it count step by step to say which."""
+    if not where:
+        return lf
     schema = lf.collect_schema()
-    exprs = []
-    for col, value in where.items():
-        if col not in schema.names():
-            break
-        numeric = schema[col].is_numeric()
-        if numeric:
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                break
-        exprs.append(where_expr(col, value, numeric))
-    else:
-        if not exprs:
-            return lf
+    try:
+        exprs = [where_filter(schema, col, value, root) for col, value in where.items()]
+    except UserError:
+        exprs = []  # a bad --where: the loop below raises its error, in filter_where's order
+    if exprs:
         kept = lf.filter(*exprs)
         if row_count(kept) > 0:
             return kept
     for col, value in where.items():  # something is wrong: find the first --where that says what, as filter_where does
-        if col not in schema.names():
-            raise UserError(f"--where: {col!r} is not a column of {root}")
-        numeric = schema[col].is_numeric()
-        if numeric:
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                raise UserError(f"--where {col}={value}: {col} is numeric, {value!r} is not a number") from None
-        kept = lf.filter(where_expr(col, value, numeric))
+        kept = lf.filter(where_filter(schema, col, value, root))
         if row_count(kept) == 0:
             taken = lf.select(pl_unique(col)).collect(engine=COUNT_ENGINE).to_series()
             values = ", ".join(map(str, sorted(taken.to_list())))
@@ -297,6 +278,7 @@ __all__ = [
     "stored_rows",
     "stored_scan",
     "where_expr",
+    "where_filter",
     "where_exprs",
     "where_lazy",
     "where_pushdown",
