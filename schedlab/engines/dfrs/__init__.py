@@ -53,14 +53,10 @@ def start(
     calls instead of the policy (a DFRS policy has no handle)."""
     import time
 
-    from schedlab.engines.dfrs.sim.table import reference_run, table_inputs, table_outcome
-    from schedlab.errors import UserError
+    from schedlab.engines.dfrs.sim.table import make_policy, reference_run, table_inputs, table_outcome
 
     t = table_inputs(jobs, **{**ENGINE.system_defaults, **(system or {})})
-    try:
-        policy = cls(**(params or {}))
-    except TypeError as exc:
-        raise UserError(f"dfrs engine: policy {getattr(cls, 'name', cls.__name__)!r}: {exc}") from None
+    policy = make_policy(cls, dict(params or {}))
     if watch is not None:
         policy = watch(policy, None)
     started = time.perf_counter()

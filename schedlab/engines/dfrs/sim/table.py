@@ -69,13 +69,20 @@ def run_table(
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in TABLE_SETTINGS}
     t = table_inputs(jobs, nodes=nodes, **settings)
     params = kwargs
-    try:
-        policy = policy_cls(**params)
-    except TypeError as exc:
-        raise UserError(f"dfrs engine: policy {policy_cls.name!r}: {exc}") from None
+    policy = make_policy(policy_cls, params)
     started = time.perf_counter()
     res = run_to_end(reference_run(t, policy, check=check, recorder=recorder))
     return table_outcome(t, res, started)
+
+
+def make_policy(policy_cls: Any, params: dict[str, Any]) -> Any:
+    """``policy_cls(**params)``, a parameter it does not take a `UserError`
+    naming the policy: how :func:`run_table` and the engine's ``start`` build
+    a DFRS policy (it has no handle; its parameters are all it takes)."""
+    try:
+        return policy_cls(**params)
+    except TypeError as exc:
+        raise UserError(f"dfrs engine: policy {getattr(policy_cls, 'name', policy_cls.__name__)!r}: {exc}") from None
 
 
 @dataclass
