@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from schedlab.engines.queue.policies import QUEUE_POLICIES
 from schedlab.engines.queue.sim.engine import DONE_REL_TOL
-from tests.conftest import run
+from tests.conftest import run_declinable as run
 
 #: Every test here runs on both engine paths: the Python reference and the
 #: compiled kernels (tests/conftest.py).
