@@ -256,6 +256,50 @@ def test_a_verdict_is_three_valued_and_never_a_bool_from_the_means():
     assert float(m) == 1.2 and (m.low, m.high) == (1.1, 1.5)
 
 
+def test_two_policies_equal_on_every_instance_are_a_measurement_and_a_replayed_instance_one_sample():
+    """A claim "PSBS <= FSPE (ties within 5 %)" where the two made the same
+    value on each of 5 different instances (the psbs-ircache Squid panel at
+    small sigma) holds with the ratio exactly 1, saying on how many; the same
+    equal ratios on one fixed instance replayed 5 times stay one sample (no
+    interval, inconclusive); a ratio that differs somewhere keeps its t interval."""
+    from schedlab.pipelines.common import interval_text, judge, paired_ratios, paired_row
+
+    def rows(a, b):
+        return pl.DataFrame(
+            {
+                "sigma": [0.5] * 10,
+                "replication": [*range(5), *range(5)],
+                "policy": ["PSBS"] * 5 + ["FSPE"] * 5,
+                "mst": [*map(float, a), *map(float, b)],
+            }
+        )
+
+    varying = [2.0, 3.0, 2.5, 4.0, 3.5]
+    equal = paired_row(
+        paired_ratios(rows(varying, varying), "mst", "PSBS", "FSPE", ["sigma"], ["replication"]).row(0, named=True)
+    )
+    assert (float(equal), equal.low, equal.high) == (1.0, 1.0, 1.0)
+    assert interval_text(equal) == "1.000 (equal in all 5 replications)"
+    assert judge(equal, "<=", 1.05) == "holds" and judge(equal, "<", 1.0) == "fails"
+    replayed = paired_row(
+        paired_ratios(rows([2.0] * 5, [2.0] * 5), "mst", "PSBS", "FSPE", ["sigma"], ["replication"]).row(0, named=True)
+    )
+    assert math.isinf(replayed.low) and judge(replayed, "<=", 1.05) == "inconclusive"
+    assert interval_text(replayed) == "1.000 (no interval)"
+    scaled = paired_row(
+        paired_ratios(rows([v * 1.01 for v in varying], varying), "mst", "PSBS", "FSPE", [], ["replication"]).row(
+            0, named=True
+        )
+    )
+    assert math.isinf(scaled.low)  # every ratio 1.01 (not 1): identical, one sample, as before
+    noisy = paired_row(
+        paired_ratios(rows([2.0, 3.1, 2.5, 3.9, 3.5], varying), "mst", "PSBS", "FSPE", [], ["replication"]).row(
+            0, named=True
+        )
+    )
+    assert noisy.low < 1.0 < noisy.high and not noisy.basis
+
+
 def test_pipeline_tables_mark_identical_and_dominated_cells():
     from schedlab.pipelines.common import md_sorted
 

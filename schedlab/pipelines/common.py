@@ -70,7 +70,10 @@ def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], 
     t interval of the mean log ratio, `compare.paired_stats`) per ``keys``,
     from rows that share ``pair`` (the replication, or a trace window): the
     interval a claim "policy beats other" is judged by. Columns: keys,
-    n, estimate, ci_low, ci_high."""
+    n, estimate, ci_low, ci_high, identical, and ``paths_vary``: whether
+    ``other``'s value differs between the pairs (`paired_row` reads an
+    identical ratio of exactly 1 as the two policies being equal on every
+    one of those instances)."""
     import polars as pl
 
     from schedlab.platform.statistics.compare import paired_stats
@@ -80,7 +83,12 @@ def paired_ratios(frame, metric: str, policy: str, other: str, keys: list[str], 
     rows = frame.filter(pl.col("policy").is_in([policy, other])).select(
         keys + [c for c in pair if c not in keys] + ["policy", pl.col(metric).cast(pl.Float64)]
     )
-    return paired_stats(rows, keys, [c for c in pair if c not in keys], "policy", metric, other, ratio=True)
+    out = paired_stats(rows, keys, [c for c in pair if c not in keys], "policy", metric, other, ratio=True)
+    base = rows.filter((pl.col("policy") == other) & pl.col(metric).is_not_nan())
+    if not keys:
+        return out.with_columns(paths_vary=pl.lit(base[metric].n_unique() > 1))
+    vary = base.group_by(keys).agg((pl.col(metric).n_unique() > 1).alias("paths_vary"))
+    return out.join(vary, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
 def absolute(results_dir: str | Path, metric: str | list[str], keys: list[str]):
@@ -336,10 +344,12 @@ class Estimate(float):
 
     low: float
     high: float
+    #: What an exact estimate rests on, when it is a measurement and not a constant ("equal in all 600 replications")
+    basis: str
 
-    def __new__(cls, mean: float, low: float = -math.inf, high: float = math.inf) -> Estimate:
+    def __new__(cls, mean: float, low: float = -math.inf, high: float = math.inf, basis: str = "") -> Estimate:
         obj = super().__new__(cls, mean)
-        obj.low, obj.high = float(low), float(high)
+        obj.low, obj.high, obj.basis = float(low), float(high), basis
         return obj
 
     @property
@@ -496,12 +506,13 @@ def some(outcomes) -> str:
 
 
 def interval_text(x: Any, fmt: str = ".3f") -> str:
-    """'0.830 [0.587, 1.173]', or '0.830 (no interval)'."""
+    """'0.830 [0.587, 1.173]', '0.830 (no interval)', or '1.000 (equal in all 600 replications)'."""
     lo, hi = bounds(x)
     if math.isinf(lo) or math.isinf(hi) or math.isnan(lo):
         return f"{float(x):{fmt}} (no interval)"
     if lo == hi:
-        return f"{float(x):{fmt}}"
+        basis = getattr(x, "basis", "")
+        return f"{float(x):{fmt}}" + (f" ({basis})" if basis else "")
     return f"{float(x):{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
@@ -591,9 +602,21 @@ def paired_estimate(table, **where: Any) -> Estimate:
 
 
 def paired_row(row: dict[str, Any] | None) -> Estimate:
-    """A `compare.paired_stats` row as an `Estimate` (no interval when the pairs are identical or too few)."""
+    """A `compare.paired_stats` row as an `Estimate` (no interval when the pairs are identical or too few).
+
+    One identical case is a measurement, not one sample: a ratio of exactly 1
+    in every pair while the baseline's value differs between the pairs
+    (``paths_vary``, `paired_ratios`) -- the two policies made the same
+    value on each of n different instances (e.g. PSBS and FSPE when size
+    estimates are good enough that they never order two jobs differently).
+    Then the ratio is exactly 1 (an `Estimate` whose interval is [1, 1],
+    saying so): a claim "A <= B" or "A within 5 % of B" holds on every
+    instance drawn, and one "A < B" fails on every one. Identical pairs of a
+    fixed instance replayed (the baseline never varies) stay one sample."""
     if row is None:
         return Estimate(math.nan)
+    if row.get("identical") and row.get("paths_vary") and row["estimate"] == 1.0:
+        return Estimate(1.0, 1.0, 1.0, basis=f"equal in all {row['n']} replications")
     lo, hi = row["ci_low"], row["ci_high"]
     if lo is None or lo != lo or row.get("identical"):
         return Estimate(row["estimate"])
