@@ -300,6 +300,38 @@ def test_two_policies_equal_on_every_instance_are_a_measurement_and_a_replayed_i
     assert noisy.low < 1.0 < noisy.high and not noisy.basis
 
 
+#: A 95 % interval's coverage over 1,000 seeded trials lies within this of 0.95 (binomial sd 0.007)
+COVERAGE_TOL = 0.025
+
+
+def test_a_paired_ratio_of_means_has_the_ratio_estimators_interval():
+    """`paired_mean_ratio` (dfrs-fig1 judges "within 1.25x of the best mean"
+    by it): worked by hand, identical linearised differences give no
+    interval, and over seeded trials of heavy-tailed pairs its interval
+    covers the true ratio of the means about 95 % of the time (933 of 1,000:
+    the linearised interval is a little short on heavy tails at n = 100)."""
+    from scipy import stats as st
+
+    from schedlab.pipelines.common import paired_mean_ratio
+
+    # a = (1, 2, 3, 6), b = (1, 1, 2, 2): R = 12 / 6 = 2, a - R b = (-1, 0, -1, 2): mean 0, sd sqrt(2)
+    r = paired_mean_ratio(dict(enumerate([1.0, 2.0, 3.0, 6.0])), dict(enumerate([1.0, 1.0, 2.0, 2.0])))
+    half = st.t.ppf(0.975, 3) * math.sqrt(2) / 2 / 1.5  # t quantile x sd / sqrt(n), over mean(b)
+    assert (
+        float(r) == 2.0 and r.low == pytest.approx(2 - half, rel=1e-12) and r.high == pytest.approx(2 + half, rel=1e-12)
+    )
+    proportional = paired_mean_ratio({0: 2.0, 1: 4.0, 2: 6.0}, {0: 1.0, 1: 2.0, 2: 3.0})
+    assert float(proportional) == 2.0 and math.isinf(proportional.low)  # a = 2 b on every pair: one sample
+    rng = np.random.default_rng(20261206)
+    covered = 0
+    for _ in range(1000):
+        b = rng.lognormal(1.0, 1.0, 100)
+        a = 0.8 * b * rng.lognormal(-0.125, 0.5, 100)  # E[a] / E[b] = 0.8 exactly (E of the factor is 1)
+        e = paired_mean_ratio(dict(enumerate(a)), dict(enumerate(b)))
+        covered += e.low <= 0.8 <= e.high
+    assert abs(covered / 1000 - 0.95) <= COVERAGE_TOL, covered
+
+
 def test_pipeline_tables_mark_identical_and_dominated_cells():
     from schedlab.pipelines.common import md_sorted
 
