@@ -208,3 +208,41 @@ def test_seeded_episodes_are_those_of_the_threaded_environments(case):
         if term or trunc:
             break
     assert (k, h.hexdigest()) == (steps, digest)
+
+
+def test_packing_reads_the_job_table_the_engine_declares():
+    """Packing-v0 takes the columns of the packing engine's declaration
+    (``Engine.jobs``), read as the engine reads them: a table whose durations
+    are in ``runtime`` (the declared alternative of ``duration``) plays the
+    very episodes of the same table with ``duration``; a table the
+    declaration refuses is one line naming what it lacks, in the
+    declaration's words; two resources (cpu, mem) are one line too (the
+    environment observes one resource, ``demand``)."""
+    rng = np.random.default_rng(7)
+    n = 120
+    table = pl.DataFrame(
+        {
+            "job_id": np.arange(n),
+            "submit": np.sort(rng.uniform(0.0, 60.0, n)),
+            "duration": rng.integers(1, 30, n).astype(float),
+            "demand": rng.uniform(0.1, 0.5, n),
+        }
+    )
+    runs = []
+    for jobs in (table, table.rename({"duration": "runtime"})):
+        env = gymnasium.make("schedlab/Packing-v0", jobs=jobs, sequence=100)
+        total = play(env, first, seed=0)
+        runs.append((env.unwrapped.scale, total, env.unwrapped.result.jobs["start"]))
+    assert runs[0][:2] == runs[1][:2] and np.array_equal(runs[0][2], runs[1][2])
+
+    declared = get_engine("packing").jobs
+    for drop, named in (("duration", "duration or runtime"), ("submit", "submit"), ("demand", "demand or cpu")):
+        lacking = table.drop(drop)
+        with pytest.raises(UserError) as err:
+            gymnasium.make("schedlab/Packing-v0", jobs=lacking, sequence=100)
+        assert declared.missing(lacking.columns) == [named]
+        assert str(err.value) == f"schedlab/Packing-v0: the job table needs the columns {named}"
+    two = table.drop("demand").with_columns(cpu=pl.lit(0.2), mem=pl.lit(0.3))
+    one_resource = r"^schedlab/Packing-v0: one resource: the job table needs a 'demand' column, not cpu, mem$"
+    with pytest.raises(UserError, match=one_resource):
+        gymnasium.make("schedlab/Packing-v0", jobs=two, sequence=100)

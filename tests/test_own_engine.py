@@ -5,7 +5,10 @@ Erlang C's M/M/c mean wait within the sweep's 95 % interval and
 `ERLANG_REL_TOL`; `results`, `compare`, `view` and `check-policy` run on it
 (`results` and `compare` on its headline metric when no --metric is given);
 its rows carry its digest and its ids change with its code (not with a
-comment); a pool runs it to the same rows, bit for bit, as the driver.
+comment); a pool runs it to the same rows, bit for bit, as the driver; its
+declared decision point, the page's Gymnasium environment (mmc_env.py), is
+registered from the declaration, keeps the page's invalid-action rule and
+refuses bad input in one line.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -50,14 +54,14 @@ def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> Path:
-    """The page's files in a folder of their own: my_engine.py and my-engine.toml."""
+    """The page's files in a folder of their own: my_engine.py, my-engine.toml and mmc_env.py."""
     folder = tmp_path_factory.mktemp("own-engine").resolve()
     for _, text, _ in blocks(PAGE):
         first, _, rest = text.partition("\n")
         mark = FILE_MARK.fullmatch(first.strip())
         if mark:
             (folder / mark.group(1)).write_text(rest)
-    assert {p.name for p in folder.iterdir()} >= {"my_engine.py", "my-engine.toml"}
+    assert {p.name for p in folder.iterdir()} >= {"my_engine.py", "my-engine.toml", "mmc_env.py"}
     return folder
 
 
@@ -198,44 +202,91 @@ def test_a_pool_gives_the_drivers_rows(written, monkeypatch):
     )
 
 
-def test_a_declared_decision_point_is_a_gymnasium_environment(written):
+@pytest.fixture
+def mmc_env(written, monkeypatch):
+    """The page's environment module (mmc_env.py, beside my_engine.py, which it
+    imports), its engine's environment registered as ``schedlab/Mmc-v0``."""
     gymnasium = pytest.importorskip("gymnasium")
-    import numpy as np
+    import importlib
 
     import schedlab.gym
+
+    monkeypatch.syspath_prepend(str(written))
+    try:
+        module = importlib.import_module("mmc_env")
+        assert schedlab.gym.register(module.MyEngine) == module.ENV == "schedlab/Mmc-v0"
+        yield module
+    finally:
+        gymnasium.registry.pop("schedlab/Mmc-v0", None)
+        forget_modules(written)
+
+
+def play(env, agent, seed):
+    """One episode of ``agent(obs, mask, env) -> action``: the masks asked with and the rewards."""
+    obs, info = env.reset(seed=seed)
+    masks, rewards, done = [], [], False
+    while not done:
+        masks.append(info["action_mask"])
+        obs, reward, done, _, info = env.step(agent(obs, info["action_mask"], env))
+        rewards.append(reward)
+    return masks, rewards
+
+
+def test_the_pages_environment_is_its_engines_decision_point(written, mmc_env):
+    """The environment of the page, made from the declaration of the engine a
+    spec names (``decision_point="mmc_env:MmcEnv"``): each question has two
+    waiting jobs or more; an action on an empty slot is the last filled slot
+    (the page's rule), so an agent naming the last slot of the window is
+    LCFS when the window holds every waiting job (the engine's own LCFS rows,
+    bit for bit) and plays the episode of the nearest-slot agent otherwise;
+    the same seed gives the same episode; an engine without a decision point
+    registers nothing."""
+    import gymnasium
+
+    import schedlab.gym
+    from schedlab.api import run_instance
     from schedlab.engines import spec_engine
 
-    class Choose(gymnasium.Env):
-        """A stand-in for an engine's environment (four waiting jobs, one taken
-        per step): what is tested is that the declaration registers it."""
+    engine, _ = spec_engine("my_engine.py:MyEngine", written, "engine")
+    assert engine.decision_point == "mmc_env:MmcEnv"
+    assert gymnasium.spec(schedlab.gym.register(engine)).entry_point == "mmc_env:MmcEnv"
 
-        observation_space = gymnasium.spaces.Box(0.0, np.inf, (1,))
-        action_space = gymnasium.spaces.Discrete(4)
+    env = gymnasium.make("schedlab/Mmc-v0", sequence=150, window=150).unwrapped
+    masks, _ = play(env, lambda obs, mask, env: 149, seed=3)
+    assert masks and all(int(m.sum()) >= 2 for m in masks)
+    lcfs = run_instance(mmc_env.MyEngine, env.episode, sys.modules["my_engine"].LCFS, None, {"servers": 3}).result
+    assert env.result.summary == lcfs.summary
+    assert all(np.array_equal(env.result.jobs[k], lcfs.jobs[k]) for k in lcfs.jobs)
 
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self.waiting = list(range(4))
-            return np.array([len(self.waiting)], dtype=np.float32), {}
+    last, nearest = (gymnasium.make("schedlab/Mmc-v0", window=4).unwrapped for _ in range(2))
+    by_last = play(last, lambda obs, mask, env: 3, seed=4)
+    by_nearest = play(nearest, lambda obs, mask, env: int(np.flatnonzero(mask)[-1]), seed=4)
+    assert any(int(m.sum()) < 4 for m in by_last[0])  # the rule was used
+    assert by_last[1] == by_nearest[1] and np.array_equal(last.result.jobs["start"], nearest.result.jobs["start"])
+    again = gymnasium.make("schedlab/Mmc-v0", window=4).unwrapped
+    assert play(again, lambda obs, mask, env: 3, seed=4)[1] == by_last[1]
 
-        def step(self, action):
-            self.waiting.pop(min(int(action), len(self.waiting) - 1))
-            done = not self.waiting
-            return np.array([len(self.waiting)], dtype=np.float32), -1.0, done, False, {}
+    from dataclasses import replace
 
-    try:
-        engine, _ = spec_engine("my_engine.py:MyEngine", written, "engine")
-        from dataclasses import replace
+    with pytest.raises(ValueError, match="declares no decision point"):
+        schedlab.gym.register(replace(engine, decision_point=None))
 
-        env_id = schedlab.gym.register(replace(engine, decision_point=Choose))
-        assert env_id == "schedlab/Mmc-v0"
-        env = gymnasium.make(env_id)
-        env.reset(seed=0)
-        steps = 0
-        while not env.step(0)[2]:
-            steps += 1
-        assert steps == 3
-        with pytest.raises(ValueError, match="declares no decision point"):
-            schedlab.gym.register(engine)
-    finally:
-        forget_modules(written)
-        gymnasium.registry.pop("schedlab/Mmc-v0", None)
+
+def test_the_pages_environment_refuses_bad_input_in_one_line(mmc_env):
+    from schedlab.errors import UserError
+
+    for options, message in (
+        ({"servers": 0}, "schedlab/Mmc-v0.servers: must be an integer >= 1; got 0"),
+        ({"window": 0}, "schedlab/Mmc-v0: window must be an integer >= 1; got 0"),
+        ({"load": "high"}, "schedlab/Mmc-v0: load must be > 0; got 'high'"),
+    ):
+        with pytest.raises(UserError) as err:
+            mmc_env.MmcEnv(**options)
+        assert str(err.value) == message
+    env = mmc_env.MmcEnv(window=4)
+    env.reset(seed=0)
+    with pytest.raises(UserError, match=r"^schedlab/Mmc-v0: action 4 is not a slot 0\.\.3$"):
+        env.step(4)
+    play(env, lambda obs, mask, env: 0, seed=0)
+    with pytest.raises(UserError, match="step\\(\\) after the episode ended; call reset\\(\\)"):
+        env.step(0)

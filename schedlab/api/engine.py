@@ -23,7 +23,9 @@ Optional declarations: ``checks`` (an ``EngineCheck`` subclass of
 ``schedlab.checks.common``: ``schedlab check-policy``), ``recorder`` (a
 class whose instances the adapter calls while it runs and whose
 ``finish(per_job, summary, jobs, system)`` returns a
-``schedlab.views.schedule.Schedule``: ``schedlab view``), ``decision_point``
+``schedlab.views.schedule.Schedule``: ``schedlab view``), ``start`` (``start(jobs,
+cls, params, system) -> StartedRun``: the adapter's run built and not yet
+stepped, which ``schedlab.api.start_instance`` hands out), ``decision_point``
 (a Gymnasium environment class: ``schedlab.gym.register``), ``units``,
 ``warmup``, ``unstable_load``. docs/guide/your-own-engine.md builds one.
 
@@ -36,7 +38,7 @@ the platform. Importing this module loads no simulator.
 
 from __future__ import annotations
 
-from schedlab.engines.base import Engine, RunResult
+from schedlab.engines.base import Engine, RunResult, StartedRun
 from schedlab.engines.declare import Column, EngineUnits
 from schedlab.sim.system.jobs import JobColumns
 from schedlab.sim.system.schema import Param, Rule, SystemSchema, choice, flag, integer, number
@@ -49,6 +51,7 @@ __all__ = [
     "Param",
     "Rule",
     "RunResult",
+    "StartedRun",
     "SystemSchema",
     "choice",
     "flag",

@@ -29,8 +29,10 @@ window (at most 1). Rewards: ``"wait"`` (minus the engine's ``wait_mean``)
 or ``"utilisation"`` (the engine's ``utilisation``, one resource, final
 only); ``"final"`` at the last step or ``"step"`` (minus the waits of the
 jobs each step placed / ``sequence``). Episodes: ``sequence`` consecutive
-jobs of a job table (``trace``: CSV / Parquet with job_id, submit, duration,
-demand; or ``jobs``), the first drawn by the seeded RNG, or without either
+jobs of a job table (``trace``: CSV / Parquet; or ``jobs``) with the columns
+the engine declares (``Engine.jobs``: job_id, submit, duration or runtime,
+read as the engine reads them) and one resource, ``demand``; the first drawn
+by the seeded RNG, or without either
 the engine's slotted generator (Psychas & Ghaderi: Poisson(``rate``)
 arrivals per slot, demands uniform in [0.1, 0.5], geometric durations of
 mean 20) until ``sequence`` jobs.
@@ -49,6 +51,8 @@ from gymnasium import spaces
 from schedlab.engines.instance import start_instance
 from schedlab.engines.packing.policies.base import PackingPolicy
 from schedlab.engines.packing.sim.engine import FIT_TOL, Cluster, PackingRun
+from schedlab.engines.packing.sim.system import resources
+from schedlab.engines.packing.sim.table import table_inputs
 from schedlab.errors import UserError
 from schedlab.gym.common import (
     INVALID_ACTIONS,
@@ -59,6 +63,7 @@ from schedlab.gym.common import (
     episode_start,
     resolve_trace,
 )
+from schedlab.sim.system.jobs import PACKING_JOBS
 
 ENV = "schedlab/Packing-v0"
 #: The engine whose instance an episode is (``schedlab.engines.instance.start_instance``).
@@ -155,9 +160,12 @@ def _load(trace: str | Path | None, jobs: pl.DataFrame | None) -> pl.DataFrame |
         jobs = read_job_table(resolve_trace(ENV, trace))
     if jobs is None:
         return None
-    missing = [c for c in ("job_id", "submit", "duration", "demand") if c not in jobs.columns]
+    missing = PACKING_JOBS.missing(jobs.columns)  # the engine's declaration (``Engine.jobs``)
     if missing:
         raise UserError(f"{ENV}: the job table needs the columns {', '.join(missing)}")
+    names = resources(jobs.columns)
+    if names != [""]:  # cpu / mem: the observation and the utilisation reward are of one resource
+        raise UserError(f"{ENV}: one resource: the job table needs a 'demand' column, not {', '.join(names)}")
     return jobs.sort("submit", maintain_order=True)
 
 
@@ -206,7 +214,8 @@ class PackingEnv(AgentSteps, gymnasium.Env[np.ndarray, np.int64]):
                 raise UserError(
                     f"{ENV}: job {row['job_id']} demands {row['demand']} but a server's capacity is {self.capacity}"
                 )
-            self.scale = max(float(self.source["duration"].to_numpy().mean()), 1e-12)
+            duration = table_inputs(self.source, self.system()).duration  # as the engine reads it
+            self.scale = max(float(duration.mean()), 1e-12)
         else:
             self.scale = float(GEN_MEAN_SERVICE)
         self.action_space = spaces.Discrete(self.window * self.servers)
