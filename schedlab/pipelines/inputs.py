@@ -143,11 +143,13 @@ def data_path(rel: str) -> str:
     return require("data", rel)
 
 
-def substitute(value: str) -> str:
+def substitute(value: str, check: bool = True) -> str:
     """A string of a pipeline's sweep with its ``{name}`` folder (`INPUTS`) put in:
     ``"{data}/lublin/x.swf.gz"`` -> ``"../shared/data/lublin/x.swf.gz"``, checked
-    to exist (`require`). A string not starting with a placeholder is returned as it is."""
+    to exist (`require`; ``check=False``: not, `joined`). A string not starting
+    with a placeholder is returned as it is."""
     for name, spec in INPUTS.items():
         if value.startswith(spec.placeholder + "/"):
-            return require(name, value.removeprefix(spec.placeholder + "/"))
+            rel = value.removeprefix(spec.placeholder + "/")
+            return require(name, rel) if check else joined(name, rel)
     return value
