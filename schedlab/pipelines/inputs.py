@@ -10,12 +10,13 @@ and ``use = "{agent}/agent.py:Agent"`` in its sweeps (`substitute`); its
 Python code asks `data_path` for a trace.
 
 A root is written into the spec as given, joined with ``/`` and never made
-absolute or normalised: a trace's path is part of the configuration ids of
-the rows read from it, so the same root spelled the same way finds the rows
-of an earlier run on resume. (An agent's path is not part of the ids -- its
-code's digest is, `schedlab.usercode.CodeRef.identity` -- so moving an agent
-keeps them.) A root given for a run holds only for that run's expansion of
-its specs (`using`: a context variable, not a global).
+absolute or normalised: both paths are part of the spec a results dir holds
+(a run under other paths does not resume it), and a trace's path is part of
+the configuration ids of the rows read from it (an agent's is not: its
+code's digest is, `schedlab.usercode.CodeRef.identity`), so the same root
+spelled the same way finds the rows of an earlier run. A root given for a run
+holds only for that run's expansion of its specs (`using`: a context
+variable, not a global).
 
 A path that is not there is one `UserError` line naming the option, the
 variable and the path tried, raised while the specs are expanded: before a
