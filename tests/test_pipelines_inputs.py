@@ -192,3 +192,25 @@ def test_a_linked_trace_under_another_root_and_the_default(tmp_path, monkeypatch
     assert res.exit_code == 0, res.output
     assert rows_of(tmp_path / "default")[0] == f"{DEFAULT_DATA}/{TRACE}"
     assert "0 rows new" in (tmp_path / "default" / "report.md").read_text()
+
+
+@needs_data
+def test_an_agent_elsewhere_keeps_its_configuration_ids(tmp_path, monkeypatch):
+    """--agent names a folder; the agent's configuration ids are its code's digest, not that path: a copy of
+    the repository's agent elsewhere plans the same configurations."""
+    import shutil
+
+    from schedlab.platform.planning.plan import build_plan
+    from schedlab.platform.planning.validate import parse_spec
+
+    shutil.copytree(ROOT / DEFAULT_AGENT, tmp_path / "rl")
+    monkeypatch.chdir(ROOT)
+
+    def configs(agent: str) -> list[str]:
+        with inputs.using(data=DEFAULT_DATA, agent=agent):
+            (spec,) = [s for s in PIPELINES["rlsched-tables"].specs("smoke", {}) if s["name"].startswith("rlsched-rl-")]
+        assert spec["policies"][0]["use"] == f"{agent}/agent.py:Agent"
+        return sorted(build_plan(parse_spec(spec, "rlsched-tables"), "rlsched-tables").configs)
+
+    moved, here = configs(str(tmp_path / "rl")), configs(DEFAULT_AGENT)
+    assert moved == here and len(here) == 4  # the agent, EASY, SJF+EASY, F1+EASY on the smoke sequence
