@@ -182,3 +182,22 @@ def test_trace_group_column(tmp_path):
     assert "group" not in kind.instance(np.random.default_rng(0), plan().points[0].params, shared).columns
     with pytest.raises(UserError, match="group_column: the trace has no column 'nope'"):
         plan(group_column="nope")
+
+
+@needs_trace
+def test_offered_loads_read_the_trace_the_sweep_ran(tmp_path):
+    """The report's offered load per window is read from the trace the sweep's spec names (its manifest),
+    wherever the data root was: a link to the trace under another folder gives the same loads."""
+    import json
+
+    from schedlab.platform.storage.seam import manifest_path
+
+    rows = [{"window": 0, "window_length": 3600.0, "system_servers": 100}]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "google").symlink_to(Path(TRACE).resolve())
+    loads = {}
+    for name, trace in (("here", TRACE), ("linked", str(tmp_path / "data" / "google"))):
+        (tmp_path / name).mkdir()
+        manifest_path(tmp_path / name).write_text(json.dumps({"spec": {"workload": {"path": trace}}}))
+        loads[name] = tp_pipe.offered_loads(rows, tmp_path / name)
+    assert loads["here"] is not None and loads["here"][0] > 0 and loads["linked"] == loads["here"]
