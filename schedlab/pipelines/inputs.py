@@ -108,7 +108,7 @@ def root(name: str) -> Root:
         return given
     value = os.environ.get(spec.env, "")
     if value:
-        return Root(value, spec.env)
+        return Root(value, f"${spec.env}")
     raise UserError(
         f"{spec.option}: this pipeline reads {spec.what}, and no folder was given: "
         f"give {spec.option} DIR or set {spec.env}"
