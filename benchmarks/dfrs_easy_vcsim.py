@@ -41,11 +41,15 @@ Table 2's 3,041.9, 4,955.4 and 5,262.0.
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
 
 RULES = ["canonical", "vcsim"]
+#: The pipelines' data root (schedlab.pipelines.inputs): the repository's ../shared/data unless $SCHEDLAB_DATA says.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def batch_spec(trace_set: str, subset: float | None, pipeline: str = "dfrs-table") -> dict:

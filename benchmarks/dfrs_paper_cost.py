@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +49,8 @@ from schedlab.sim.bound.stretch_bound import _BOUND_MEMO, max_stretch_lower_boun
 from schedlab.workloads.registry import workload_kind
 
 BOUND = "LP bound (Theorem 1)"
+#: The pipelines' data root (schedlab.pipelines.inputs): the repository's ../shared/data unless $SCHEDLAB_DATA says.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 WARM_JOBS = 60  # jobs of the untimed warm-up run per policy (``warm_up``)
 
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import time
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -67,6 +68,7 @@ import polars as pl
 from schedlab.engines.batch import run_table
 from schedlab.engines.batch.policies import FCFS
 from schedlab.pipelines.dfrs_common import HPC2N, PENALTY, SUBSET_SEED, WEEK
+from schedlab.pipelines.inputs import data_path
 from schedlab.sim.bound.stretch_bound import (
     BOUNDED_STRETCH_THRESHOLD,
     max_stretch_lower_bound,
@@ -76,6 +78,8 @@ from schedlab.workloads import trace_kind
 from schedlab.workloads.annotate import HPC2N_HALF, HPC2N_MEMORY_FLOOR, HPC2N_NODE_MEMORY_KB
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The pipelines' data root (schedlab.pipelines.inputs): the repository's ../shared/data unless $SCHEDLAB_DATA says.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 NODES = 120
 #: Table 2, real-world column (RR-7659): avg, std, max.
 TABLE2 = {
@@ -95,7 +99,7 @@ def params(**extra) -> dict:
     p = {
         **trace_kind.DEFAULTS,
         "reader": "swf",
-        "path": str((ROOT / HPC2N).resolve()),
+        "path": str(Path(data_path(HPC2N)).resolve()),
         "window_length": WEEK,
         "window_origin": "header",
         "annotation": "dfrs-hpc2n",
@@ -107,7 +111,7 @@ def params(**extra) -> dict:
 def unix_start() -> int:
     import gzip
 
-    with gzip.open((ROOT / HPC2N).resolve(), "rt") as fh:
+    with gzip.open(Path(data_path(HPC2N)).resolve(), "rt") as fh:
         for line in fh:
             if "UnixStartTime" in line:
                 return int(line.split(":")[1])

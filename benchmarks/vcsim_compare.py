@@ -101,6 +101,8 @@ from schedlab.workloads.registry import workload_kind
 
 PENALTY = 300  # s: the paper's penalty (vcsim's restart_delay)
 NODES = 128  # the paper's synthetic cluster
+#: The pipelines' data root (schedlab.pipelines.inputs): the repository's ../shared/data unless $SCHEDLAB_DATA says.
+os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 HPC2N_NODES = 120  # the paper's HPC2N cluster (dual-core nodes)
 END_TOL = 1e-6  # s: completion times closer than this are "equal" (vcsim's are integers)
 SECOND_TOL = 1.0 + 1e-6  # s: vcsim rounds every completion up to a whole second; a difference above this is more

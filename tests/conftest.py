@@ -16,6 +16,9 @@ PATHS = ("reference", "fast")
 #: The Gymnasium environments look bare trace names up in $SCHEDLAB_DATA (schedlab.gym.common): the tests'
 #: (and their subprocesses') data folder is the checkout's ../shared/data unless the caller set one.
 os.environ.setdefault("SCHEDLAB_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+#: The same folder is the pipelines' data root ({data} in their specs, schedlab.pipelines.inputs), and the
+#: repository's trained agent their agent ({agent}) for the tests that expand or run them in-process.
+os.environ.setdefault("SCHEDLAB_AGENT", str(Path(__file__).resolve().parents[1] / "sweeps" / "rl"))
 _current = ["reference"]
 
 

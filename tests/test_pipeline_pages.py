@@ -163,12 +163,18 @@ def test_which_invocations_ran_a_reports_sweeps():
 
 def test_a_page_names_a_command_a_reader_can_rerun():
     """An absolute ``--out`` (a folder on the machine that ran it) is dropped, so the command runs from the
-    repository root into the default results/pipelines/NAME; a relative one is kept."""
+    repository root into the default results/pipelines/NAME; a relative one is kept. So are ``--data``
+    and ``--agent``."""
     assert pages.rerunnable("schedlab pipelines run a --scale paper --out /srv/x/a") == (
         "schedlab pipelines run a --scale paper"
     )
     assert pages.rerunnable("schedlab pipelines run a --out=/srv/x/a --fresh") == "schedlab pipelines run a --fresh"
     assert pages.rerunnable("schedlab pipelines run a --out runs/a") == "schedlab pipelines run a --out runs/a"
+    # the traces' and the agent's folders likewise: the reader's are the defaults, or the relative ones named
+    assert pages.rerunnable("schedlab pipelines run a --data /srv/traces --agent=/srv/rl --decide") == (
+        "schedlab pipelines run a --decide"
+    )
+    assert pages.rerunnable("schedlab pipelines run a --data=traces") == "schedlab pipelines run a --data=traces"
 
 
 def test_checked_in_pages_name_no_machine_paths():

@@ -167,13 +167,14 @@ def test_pg_fig5_specs_every_scale():
     """Fig. 5: the Google prefix setting of sweeps/google-packing.toml at every scale."""
     from pathlib import Path
 
+    from schedlab.pipelines import inputs
     from schedlab.platform.planning.validate import parse_spec
 
     fig5 = PIPELINES["pg-fig5"].doc  # the pipeline's data (pg_fig5.toml)
-    trace, traffic = fig5["sweeps"][0]["workload"]["path"], fig5["scales"]["paper"]["traffic"]
-    root = Path(__file__).resolve().parents[1]
-    if not (root / trace).exists():
-        pytest.skip(f"Google trace not found at {trace} (relative to the repository root)")
+    written, traffic = fig5["sweeps"][0]["workload"]["path"], fig5["scales"]["paper"]["traffic"]
+    trace = inputs.substitute(written, check=False)  # below the data root ($SCHEDLAB_DATA: conftest)
+    if not Path(trace).exists():
+        pytest.skip(f"Google trace not found at {trace}")
     p = PIPELINES["pg-fig5"]
     for scale in ("smoke", "quick", "paper"):
         (s,) = p.specs(scale, {})
@@ -193,7 +194,7 @@ def test_pg_fig5_specs_every_scale():
 def test_ircache_specs_every_scale():
     """Fig. 15: two web-proxy panels by default; a workload.path override (the user's own
     IRCache access.log) gives one squid panel."""
-    from schedlab.pipelines import psbs_ircache
+    from schedlab.pipelines import inputs, psbs_ircache
     from schedlab.platform.planning.validate import parse_spec
 
     p = PIPELINES["psbs-ircache"]
@@ -207,8 +208,9 @@ def test_ircache_specs_every_scale():
             assert w["kind"] == "trace" and w["load"] == 0.9 and w["sigma"] == sigmas[scale]
             assert s["policies"] == ["PS", "LAS", "SRPTE", "FSPE", "PSBS", "SRPT"]
         squid, bu98 = (s["workload"] for s in specs)
-        assert squid["reader"] == "squid" and squid["path"] == psbs_ircache.SQUID and "arrival_load" not in squid
-        assert bu98["reader"] == "bu98" and bu98["path"] == psbs_ircache.BU98 and bu98["arrival_load"] == 0.9
+        squid_path, bu98_path = (inputs.substitute(p) for p in (psbs_ircache.SQUID, psbs_ircache.BU98))
+        assert squid["reader"] == "squid" and squid["path"] == squid_path and "arrival_load" not in squid
+        assert bu98["reader"] == "bu98" and bu98["path"] == bu98_path and bu98["arrival_load"] == 0.9
     assert [s["replications"]["n"] for s in p.specs("quick", {})] == [3, 3]
     assert [s["replications"]["n"] for s in p.specs("smoke", {})] == [1, 1]
     (own,) = p.specs("quick", {"workload": {"path": "/data/access.log"}})

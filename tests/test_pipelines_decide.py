@@ -151,12 +151,13 @@ def test_pg_fig5_identical_replications_are_an_exact_replay(tmp_path):
     (inconclusive), two that agree at every point show it deterministic and decide the claims."""
     from pathlib import Path
 
+    from schedlab.pipelines import inputs
     from schedlab.pipelines.registry import PIPELINES
     from schedlab.pipelines.run import run_pipeline
 
-    trace = PIPELINES["pg-fig5"].doc["sweeps"][0]["workload"]["path"]
-    if not (Path(__file__).resolve().parents[1] / trace).exists():
-        pytest.skip(f"Google trace not found at {trace} (relative to the repository root)")
+    trace = inputs.substitute(PIPELINES["pg-fig5"].doc["sweeps"][0]["workload"]["path"], check=False)
+    if not Path(trace).exists():
+        pytest.skip(f"Google trace not found at {trace} (below $SCHEDLAB_DATA)")
     one = run_pipeline("pg-fig5", "smoke", out=tmp_path, tracking=False, backend="local")
     assert {c.outcome for f in one.figures for c in f.checks} == {"inconclusive"}
     two = run_pipeline("pg-fig5", "smoke", out=tmp_path, tracking=False, backend="local", grow={"pg-fig5-smoke": 2})

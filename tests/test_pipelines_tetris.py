@@ -12,14 +12,15 @@ import numpy as np
 import polars as pl
 import pytest
 
+from schedlab.pipelines import inputs
 from schedlab.pipelines import tetris_fairness as tf_pipe
 from schedlab.pipelines import tetris_packing as tp_pipe
 from schedlab.pipelines.registry import PIPELINES
 from tests.pipeline_outputs import check_outputs, run_smoke
 
-ROOT = Path(__file__).resolve().parents[1]
-HAVE_TRACE = (ROOT / tp_pipe.TRACE).exists()
-needs_trace = pytest.mark.skipif(not HAVE_TRACE, reason=f"Google trace not found at {tp_pipe.TRACE}")
+TRACE = inputs.substitute(tp_pipe.TRACE, check=False)  # below the data root ($SCHEDLAB_DATA: conftest)
+HAVE_TRACE = Path(TRACE).exists()
+needs_trace = pytest.mark.skipif(not HAVE_TRACE, reason=f"Google trace not found at {TRACE}")
 
 EXPECTED_SERIES = {
     "tetris-packing": ["Tetris", "FIFO-FF", "BF-J/S", "Slots-Fair"],
@@ -31,7 +32,7 @@ RATIO_TOL = 1e-12  # ratios recomputed from the summary rows
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     if not HAVE_TRACE:
-        pytest.skip(f"Google trace not found at {tp_pipe.TRACE}")
+        pytest.skip(f"Google trace not found at {TRACE}")
     return run_smoke(EXPECTED_SERIES, tmp_path_factory.mktemp("tetris"))
 
 
@@ -124,7 +125,7 @@ def test_specs_every_scale():
             assert specs and all(s["name"].endswith(f"-{scale}") for s in specs)
             for s in specs:
                 w = s["workload"]
-                assert w["reader"] == "google" and w["group_column"] == "google_job_id" and w["path"] == tp_pipe.TRACE
+                assert w["reader"] == "google" and w["group_column"] == "google_job_id" and w["path"] == TRACE
     two, one = PIPELINES["tetris-packing"].specs("quick", {})
     assert "reader_single_resource" not in two["workload"] and one["workload"]["reader_single_resource"] is True
     assert two["policies"][0] == {"name": "Tetris", "params": {"fairness": 0.75}}
@@ -159,7 +160,7 @@ def test_trace_group_column(tmp_path):
                     "workload": {
                         "kind": "trace",
                         "reader": "google",
-                        "path": str(ROOT / tp_pipe.TRACE),
+                        "path": TRACE,
                         "window_length": 300.0,
                         "window": 0,
                         **extra,
@@ -181,3 +182,22 @@ def test_trace_group_column(tmp_path):
     assert "group" not in kind.instance(np.random.default_rng(0), plan().points[0].params, shared).columns
     with pytest.raises(UserError, match="group_column: the trace has no column 'nope'"):
         plan(group_column="nope")
+
+
+@needs_trace
+def test_offered_loads_read_the_trace_the_sweep_ran(tmp_path):
+    """The report's offered load per window is read from the trace the sweep's spec names (its manifest),
+    wherever the data root was: a link to the trace under another folder gives the same loads."""
+    import json
+
+    from schedlab.platform.storage.seam import manifest_path
+
+    rows = [{"window": 0, "window_length": 3600.0, "system_servers": 100}]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "google").symlink_to(Path(TRACE).resolve())
+    loads = {}
+    for name, trace in (("here", TRACE), ("linked", str(tmp_path / "data" / "google"))):
+        (tmp_path / name).mkdir()
+        manifest_path(tmp_path / name).write_text(json.dumps({"spec": {"workload": {"path": trace}}}))
+        loads[name] = tp_pipe.offered_loads(rows, tmp_path / name)
+    assert loads["here"] is not None and loads["here"][0] > 0 and loads["linked"] == loads["here"]

@@ -15,6 +15,11 @@ from schedlab.pipelines.base import HIDDEN_SCALES, SCALES
 
 #: Every scale `pipelines run --scale` accepts, as its help lists them.
 ALL_SCALES = SCALES + HIDDEN_SCALES
+#: Where `pipelines run` reads the traces and the trained agent unless told (--data / $SCHEDLAB_DATA,
+#: --agent / $SCHEDLAB_AGENT): the repository's folders, relative to the working directory (a checkout's
+#: root). A path is part of the spec a results dir holds, so these spellings keep earlier runs resumable.
+DEFAULT_DATA = "../shared/data"
+DEFAULT_AGENT = "sweeps/rl"
 
 
 @main.group()
@@ -80,6 +85,26 @@ def pipelines_list() -> None:
     metavar="N",
     help="With --decide: replications per point a claim may take (default 64).",
 )
+@click.option(
+    "--data",
+    envvar="SCHEDLAB_DATA",
+    show_envvar=True,
+    default=DEFAULT_DATA,
+    show_default=True,
+    metavar="DIR",
+    help="The folder of the traces the pipeline reads ({data}/... in its specs), relative to the working "
+    "directory or absolute; written into the specs as given (the default's folder keeps the default's spelling).",
+)
+@click.option(
+    "--agent",
+    envvar="SCHEDLAB_AGENT",
+    show_envvar=True,
+    default=DEFAULT_AGENT,
+    show_default=True,
+    metavar="DIR",
+    help="rlsched-tables: the folder of the trained agent (agent.py and its data files, as `schedlab gym "
+    "export --out DIR` writes them).",
+)
 def pipelines_run(
     name: str,
     scale: str,
@@ -92,6 +117,8 @@ def pipelines_run(
     report_only: bool,
     decide: bool,
     budget: int | None,
+    data: str,
+    agent: str,
 ) -> None:
     """Run a pipeline's sweeps (resuming), then write its figures and report.md."""
     from schedlab.pipelines.base import check_scale
@@ -133,6 +160,8 @@ def pipelines_run(
             tracking=not no_tracking,
             progress=progress,
             overrides=overrides,
+            data=_root("data", data, DEFAULT_DATA),
+            agent=_root("agent", agent, DEFAULT_AGENT),
         )
     )
     from schedlab.pipelines.base import tally
@@ -150,6 +179,27 @@ def pipelines_run(
     if result.failures:
         click.echo(f"{result.failures} simulations failed (see the sweeps' failures/ dirs)", err=True)
         sys.exit(1)
+
+
+def _root(param: str, value: str, default: str):
+    """The folder option ``param`` gave, with where it came from (for the error naming it); the
+    default's folder however spelled (an absolute $SCHEDLAB_DATA, a trailing slash) as the default
+    spells it, so that the specs -- and the results dirs they resume -- stay the same."""
+    from click.core import ParameterSource
+
+    from schedlab.pipelines.inputs import INPUTS, Root
+
+    source = click.get_current_context().get_parameter_source(param)
+    option, env = INPUTS[param].option, INPUTS[param].env
+    if source is ParameterSource.COMMANDLINE:
+        origin = option
+    elif source is ParameterSource.ENVIRONMENT:
+        origin = f"${env}"
+    else:
+        origin = f"the default of {option} (${env} unset)"
+    if value.strip() and Path(value).expanduser().resolve() == Path(default).resolve():
+        value = default
+    return Root(value, origin)
 
 
 @pipelines.command("pages")

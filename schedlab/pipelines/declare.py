@@ -6,8 +6,10 @@ claims the paper makes. A pipeline's TOML file states all three, and
 figure alone needs (a heat map, an ECDF, a claim no comparison below states),
 in the module of the same name, referred to by function name.
 
-Sweeps (``[[sweeps]]``): plain sweep specs, with ``{scale}`` in the name and
-``"$var"`` wherever a value depends on the scale; ``[scales.<scale>]`` gives
+Sweeps (``[[sweeps]]``): plain sweep specs, with ``{scale}`` in the name,
+``"$var"`` wherever a value depends on the scale and ``"{data}/..."`` for a
+trace below the data root (``"{agent}/agent.py:Agent"``: the trained agent's
+folder; `inputs`); ``[scales.<scale>]`` gives
 the vars (and may ``merge`` a table into every sweep); ``[every_sweep]``:
 what the sweeps share, each sweep merged over it. Figures
 (``[[figures]]``): key, title, png, paper_says; ``table`` (an aggregation:
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
+from schedlab.pipelines import inputs
 from schedlab.pipelines.base import (
     INCONCLUSIVE,
     OUTCOMES,
@@ -310,7 +313,8 @@ KINDS: dict[str, Callable[[FigureData, Claim], Check | None]] = {"spread": sprea
 
 
 def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
-    """``value`` with every ``"$var"`` replaced by the scale's value (``place``: where, for errors)."""
+    """``value`` with every ``"$var"`` replaced by the scale's value (``place``: where, for errors)
+    and every ``"{data}/..."`` (``"{agent}/..."``) path put below its folder (`inputs.substitute`)."""
     if isinstance(value, dict):
         return {k: _substitute(v, scale, env, f"{place}.{k}") for k, v in value.items()}
     if isinstance(value, list):
@@ -319,6 +323,8 @@ def _substitute(value: Any, scale: str, env: dict[str, Any], place: str) -> Any:
         if value[1:] not in env:
             raise UserError(f"{place}: {value} has no value at scale {scale!r}")
         return copy.deepcopy(env[value[1:]])
+    if isinstance(value, str):
+        return inputs.substitute(value)
     return value
 
 

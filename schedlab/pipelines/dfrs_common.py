@@ -65,9 +65,11 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import deep_merge
+from schedlab.pipelines.inputs import data_path
 from schedlab.platform.storage.seam import is_results_dir, require_manifest
 
-HPC2N = "../shared/data/pwa-swf/HPC2N-2002-2.2-cln.swf.gz"  # relative to the repository root
+#: The HPC2N log, below the data root (`inputs.data_path`: ``--data``, ``$SCHEDLAB_DATA``).
+HPC2N = "pwa-swf/HPC2N-2002-2.2-cln.swf.gz"
 PENALTY = 300.0  # s per pause or migration (§5: "a five-minute penalty")
 DAY = 86400.0
 WEEK = 7 * DAY
@@ -132,7 +134,7 @@ def hpc2n_windows(scale: str) -> list[int]:
     from schedlab.workloads.trace_kind import DEFAULTS, load_shared
     from schedlab.workloads.transforms import window_indices
 
-    jobs = load_shared({**DEFAULTS, "reader": "swf", "path": HPC2N})
+    jobs = load_shared({**DEFAULTS, "reader": "swf", "path": data_path(HPC2N)})
     return window_indices(jobs, SCALES[scale]["window_length"], 0.0)
 
 
@@ -153,7 +155,7 @@ def workload(trace_set: str, scale: str, subset: float | None = None) -> dict[st
         return {
             "kind": "trace",
             "reader": "swf",
-            "path": HPC2N,
+            "path": data_path(HPC2N),
             "window_length": s["window_length"],
             "window": windows,
             "window_origin": "header",

@@ -184,11 +184,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
 
 
+#: The options of `pipelines run` naming a folder: one given as an absolute path is the machine's.
+FOLDER_OPTIONS = ("--out", "--data", "--agent")
+
+
 def rerunnable(command: str) -> str:
-    """``command`` as a reader can run it from the repository root: an ``--out``
-    naming an absolute path (a folder on the machine that ran it) is dropped, so
-    the pipeline writes to its default ``results/pipelines/NAME``; a relative
-    ``--out`` is kept."""
+    """``command`` as a reader can run it from the repository root: a folder
+    option (`FOLDER_OPTIONS`) naming an absolute path (a folder on the machine
+    that ran it) is dropped, so the pipeline writes to its default
+    ``results/pipelines/NAME`` and reads the default traces and agent; a
+    relative one is kept."""
     words = command.split()
     kept: list[str] = []
     skip = False
@@ -196,10 +201,11 @@ def rerunnable(command: str) -> str:
         if skip:
             skip = False
             continue
-        if w == "--out" and i + 1 < len(words) and Path(words[i + 1]).expanduser().is_absolute():
+        if w in FOLDER_OPTIONS and i + 1 < len(words) and Path(words[i + 1]).expanduser().is_absolute():
             skip = True
             continue
-        if w.startswith("--out=") and Path(w.removeprefix("--out=")).expanduser().is_absolute():
+        option, eq, value = w.partition("=")
+        if eq and option in FOLDER_OPTIONS and Path(value).expanduser().is_absolute():
             continue
         kept.append(w)
     return " ".join(kept)

@@ -25,6 +25,7 @@ from schedlab.pipelines.base import (
     deep_merge,
     tally,
 )
+from schedlab.pipelines.inputs import Root, using
 
 
 def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
@@ -115,6 +116,8 @@ def run_pipeline(
     progress: Callable[[Any], None] | None = None,
     report_only: bool = False,
     grow: dict[str, int] | None = None,
+    data: str | Root | None = None,
+    agent: str | Root | None = None,
 ) -> PipelineResult:
     """Run every sweep of a pipeline (resuming), then write its figures and
     report.md. ``report_only``: run nothing, write them from the rows on
@@ -123,7 +126,10 @@ def run_pipeline(
     runs sweeps is logged in ``OUT/runs.jsonl`` (`runlog`), also when it is
     interrupted (Ctrl-C, an error): the rows it committed and its cost.
     ``grow``: {sweep name: n}, at least n replications per configuration of
-    that sweep (`grown`): the sweep resumes, only the new replications run."""
+    that sweep (`grown`): the sweep resumes, only the new replications run.
+    ``data``, ``agent``: the folders of the traces and of the trained agent
+    the pipeline's specs name (`inputs`; None: ``$SCHEDLAB_DATA``,
+    ``$SCHEDLAB_AGENT``), written into the specs as given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,6 +142,8 @@ def run_pipeline(
     pipe = get_pipeline(name)
     check_scale(scale)
     started = time.monotonic()
+    with using(data=data, agent=agent):  # a trace or agent not there: one line, before anything is written
+        expanded = pipe.specs(scale, overrides or {})
     out_dir = Path(out) if out is not None else Path("results") / "pipelines" / name
     out_dir.mkdir(parents=True, exist_ok=True)
     from schedlab.pipelines.runlog import Invocation
@@ -143,13 +151,13 @@ def run_pipeline(
     invocation = None if report_only else Invocation.start(out_dir, scale, overrides)
 
     specs = []
-    for data in pipe.specs(scale, overrides or {}):
-        if want := (grow or {}).get(data["name"]):
-            data = {**data, "replications": grown(data.get("replications") or {}, want)}
-        data = deep_merge(
-            data, {"outputs": {"dir": str(out_dir / data["name"])}, "tracking": {"enabled": bool(tracking)}}
+    for spec_data in expanded:
+        if want := (grow or {}).get(spec_data["name"]):
+            spec_data = {**spec_data, "replications": grown(spec_data.get("replications") or {}, want)}
+        spec_data = deep_merge(
+            spec_data, {"outputs": {"dir": str(out_dir / spec_data["name"])}, "tracking": {"enabled": bool(tracking)}}
         )
-        specs.append(parse_spec(data, f"pipeline {name} ({data['name']})"))
+        specs.append(parse_spec(spec_data, f"pipeline {name} ({spec_data['name']})"))
 
     sweeps: list[Any] = []
     results_dirs = {s.name: s.results_dir() for s in specs}

@@ -22,7 +22,7 @@ from schedlab.pipelines.common import (
 from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
-TRACE = DOC["every_sweep"]["workload"]["path"]  # relative to the repository root, as pg-fig5
+TRACE = DOC["every_sweep"]["workload"]["path"]  # "{data}/...": below the data root (`inputs`), as pg-fig5
 EPOCH = DOC["every_sweep"]["system"]["epoch"]
 BASELINE, TETRIS = "Slots-Fair", "Tetris"
 POLICIES = [TETRIS, "FIFO-FF", "BF-J/S", BASELINE]  # plotting / table order
@@ -44,15 +44,17 @@ def load_table(results_dirs: dict[str, Path]):
     return frame, summarize(frame, ["policy"], [f"{m}_ratio" for m in METRICS] + [*METRICS])
 
 
-def offered_loads(rows: list[dict[str, Any]]) -> dict[int, float] | None:
+def offered_loads(rows: list[dict[str, Any]], results_dir: Path) -> dict[int, float] | None:
     """Per window of ``rows``: max over cpu, mem of Σ demand x runtime / (servers x window length),
-    from the trace (None if it cannot be read here)."""
+    from the trace the sweep in ``results_dir`` read (its spec's path; None if it cannot be read here)."""
     try:
+        from schedlab.platform.storage.seam import require_manifest
         from schedlab.workloads import trace_kind
         from schedlab.workloads import transforms as tf
 
+        trace = require_manifest(results_dir)["spec"]["workload"]["path"]
         jobs = trace_kind.load_shared(
-            {"reader": "google", "path": TRACE, "on_bad_line": "error", "arrival_load": 0.0}
+            {"reader": "google", "path": trace, "on_bad_line": "error", "arrival_load": 0.0}
         ).sort("submit", maintain_order=True)
         out = {}
         for r in rows:
@@ -93,7 +95,7 @@ def plot(data, path: Path) -> list[str]:
 def measured(data) -> str:
     frame, table = data.table
     tetris = frame.filter(frame["policy"] == TETRIS).sort("window").rows(named=True)
-    loads = offered_loads(tetris)
+    loads = offered_loads(tetris, next(iter(data.dirs.values())))
     cols = ["makespan_ratio", "jct_mean_ratio", "makespan", "jct_mean"]
     head = ["policy", "makespan / Slots-Fair", "mean JCT / Slots-Fair", "makespan (s)", "mean JCT (s)", "windows"]
     rows = [
