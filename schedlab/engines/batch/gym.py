@@ -5,25 +5,37 @@ The environment is the engine
 -----------------------------
 An episode replays ``sequence`` consecutive jobs on a machine of ``nodes``
 units (model procs: a job holds its ``procs``) through the batch engine's
-event loop and the priority policies' pass, compiled
-(:mod:`schedlab.engines.batch.gym_kernel`, the operations of
-``schedlab.engines.batch.sim.fast._priority``): wherever that pass would choose the
-head of the queue, the agent chooses. So an agent that always picks slot 0
-(the oldest waiting job) gives FCFS's schedule (EASY's with
+event loop and the priority policies' pass: wherever that pass would choose
+the head of the queue, the agent chooses. So an agent that always picks
+slot 0 (the oldest waiting job) gives FCFS's schedule (EASY's with
 ``backfill="easy"``) bit for bit, one that picks the shortest requested time
 gives SJF's (SJF+EASY's), and so on (tests).
 
-The instance is the engine's: an episode's arrays (submit, runtime,
-requested time, need) and machine are read from its job table by the batch
-engine's own ``table_inputs`` (:func:`job_arrays`), the function from which
-``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` and a
-sweep's run builds its (tests: bit for bit the same arrays). What the
-episode does not use is that ``BatchRun``: it is the Python reference loop,
-one policy object called per instant, and this environment's decisions run
-inside the compiled kernel's priority pass, many episodes per call (the
-vector environment), which is the point of the kernel; driving the Python
-loop with a question-leaving policy, as ``schedlab/Queue-v0`` and
-``schedlab/Packing-v0`` do, would put that loop back on the training path.
+Two loops run it (``loop``), with identical observations, masks, rewards,
+ends and schedules, step for step, to the bit
+(tests/test_batch_gym_reference.py, a hypothesis property among them):
+
+* ``"kernel"`` (the default; training): the pass compiled
+  (:mod:`schedlab.engines.batch.gym_kernel`, the operations of
+  ``schedlab.engines.batch.sim.fast._priority``), one numba call per step,
+  many episodes per call in the vector environment (:class:`BatchVectorEnv`,
+  kernel only). Its inputs are read from the episode's job table by the batch
+  engine's own ``table_inputs`` (:func:`job_arrays`), the function
+  ``start_instance`` builds its ``BatchRun`` from (tests: the same arrays).
+* ``"reference"``: the engine's own run. Each episode is the ``BatchRun``
+  ``schedlab.engines.instance.start_instance`` builds from the episode's job
+  table with the agent as its policy (:class:`_AgentHead`, an explicit
+  ask / answer state machine, as ``schedlab/Packing-v0``'s ``_AgentPlace``:
+  no thread, no coroutine), driven here through the run's halves
+  (``advance()``, the pass, ``start()``), and stepped to its end after the
+  last start (:attr:`BatchEnv.result`: the engine's rows). It is the
+  kernel's check, and the loop a researcher changing the batch engine's
+  Python loop or the priority pass sees: the queue, the running jobs'
+  requested ends and EASY's reservation and backfill scan are the priority
+  policies' own (``policies.priority``, ``policies.easy``). It costs about
+  3x (no backfilling) to 6x (EASY) the kernel's time per decision (one run
+  alternating the loops, a random valid agent, Lublin's log, ``sequence``
+  256, ``window`` 128; 2 cores at load 8.7; docs/gym.md).
 
 Decisions. At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
@@ -32,7 +44,9 @@ agent picks again, otherwise it is the head: nothing else starts
 (``backfill="none"``), or EASY backfilling starts the other waiting jobs
 that do not delay its reservation (``"easy"``), and time moves on. Nothing
 is asked when the choice could not change anything: no waiting job fits,
-one job waits, or every waiting job fits at once (all start now).
+one job waits, every waiting job fits at once (all start now), or, with
+EASY, the one job that fits would start whatever the head (the kernel's
+module docstring, rule (c); both loops apply the same rule).
 
 Observation (``float32``, in [0, 1]; :func:`schedlab.engines.batch.features.batch_observation`,
 which an exported agent calls too): for each of the ``window`` slots
@@ -135,9 +149,9 @@ def job_arrays(table: pl.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndarray,
     (float64, int64) of ``table`` on a machine of ``nodes`` processors: the
     batch engine's own reading of a job table (its ``table_inputs``: the
     checks, the requested-time and machine-model rules) that
-    ``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` from.
-    The episode then runs on the compiled kernel, not on that ``BatchRun``
-    (module docstring: the environment is the engine, compiled)."""
+    ``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` from:
+    the compiled kernel's inputs (``loop="kernel"``; ``loop="reference"``
+    runs that ``BatchRun`` itself, module docstring)."""
     from schedlab.engines.batch.sim.engine import table_inputs
 
     t = table_inputs(table, model="procs", procs=nodes)
@@ -577,7 +591,9 @@ class BatchVectorEnv(VectorEnv):
     ends is reset at the next step (``AutoresetMode.NEXT_STEP``: that step's
     action is ignored, its reward is 0). ``info["action_mask"]``: the
     ``(num_envs, window)`` masks (also :meth:`action_masks`); ``info["jobs"]``:
-    each slot's job row."""
+    each slot's job row. The compiled kernel only: ``loop="reference"`` is
+    refused (one UserError line); its episodes run one at a time
+    (``gymnasium.make``, or ``make_vec``'s ``vectorization_mode="sync"``)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012 (Gymnasium declares it so)
 
