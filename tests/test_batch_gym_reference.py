@@ -58,6 +58,11 @@ def random_slot(env, info, rng):
     return int(rng.integers(0, len(info["action_mask"])))
 
 
+def same_bits(a: float, b: float) -> bool:
+    """The same float64, bit for bit (a NaN -- utilisation over an empty horizon -- equal to itself)."""
+    return np.float64(a).tobytes() == np.float64(b).tobytes()
+
+
 def same_info(a: dict, b: dict, where: str) -> None:
     assert np.array_equal(a["action_mask"], b["action_mask"]), f"{where}: masks differ"
     assert np.array_equal(a["jobs"], b["jobs"]), f"{where}: slots differ"
@@ -86,7 +91,7 @@ def lockstep(kernel: BatchEnv, reference: BatchEnv, agent, seed: int, options=No
         steps += 1
         where = f"step {steps} (action {a})"
         assert np.array_equal(o1, o2), f"{where}: observations differ"
-        assert r1 == r2, f"{where}: reward {r1!r} != {r2!r}"
+        assert type(r1) is type(r2) is float and same_bits(r1, r2), f"{where}: reward {r1!r} != {r2!r}"
         assert (t1, u1) == (t2, u2), f"{where}: terminations differ"
         same_info(i1, i2, where)
         same_schedule(kernel, reference, where)
@@ -279,14 +284,18 @@ def job_tables(draw):
     return kw, draw(st.lists(ints(0, 3), min_size=1, max_size=12))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(job_tables())
 def test_property_the_reference_loop_is_the_kernel_on_small_tables(case):
     kw, actions = case
     kernel, reference = pair(**kw)
     turn = iter(range(10**6))
 
-    def scripted(env, info, rng):  # hypothesis's actions in turn (an empty slot: invalid_action), cycled
-        return actions[next(turn) % len(actions)] % len(info["action_mask"])
+    def scripted(env, info, rng):
+        """Hypothesis's actions in turn (an empty slot: ``invalid_action``), then cycled with
+        an empty slot read as slot 0 (under "penalty" an empty slot forever would never end)."""
+        i = next(turn)
+        a = actions[i % len(actions)] % len(info["action_mask"])
+        return a if i < len(actions) or info["action_mask"][a] else 0
 
     lockstep(kernel, reference, scripted, 0, options={"start": 0})
