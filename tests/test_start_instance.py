@@ -147,23 +147,27 @@ def _first_slot(info) -> int:
 
 
 @pytest.mark.parametrize(
-    ("env_id", "module", "engine", "same_as"),
+    ("env_id", "module", "engine", "same_as", "kwargs"),
     [
-        ("schedlab/Queue-v0", "schedlab.engines.queue.gym", "queue", "FIFO"),
-        ("schedlab/Packing-v0", "schedlab.engines.packing.gym", "packing", "FIFO-FF"),
+        ("schedlab/Queue-v0", "schedlab.engines.queue.gym", "queue", "FIFO", {}),
+        ("schedlab/Packing-v0", "schedlab.engines.packing.gym", "packing", "FIFO-FF", {}),
+        ("schedlab/Batch-v0", "schedlab.engines.batch.gym", "batch", "FCFS", {"loop": "reference"}),
+        ("schedlab/Batch-v0", "schedlab.engines.batch.gym", "batch", "EASY", {"loop": "reference", "backfill": "easy"}),
     ],
 )
-def test_an_environment_builds_its_episode_with_start_instance(monkeypatch, env_id, module, engine, same_as):
+def test_an_environment_builds_its_episode_with_start_instance(monkeypatch, env_id, module, engine, same_as, kwargs):
     """The episode is the instance `start_instance` builds with the agent's
     decision point as its policy; the first-slot agent is the built-in it
-    mirrors, so the episode's rows are `run_instance`'s for that policy."""
+    mirrors, so the episode's rows are `run_instance`'s for that policy
+    (Batch-v0: its reference loop; its compiled kernel reads the same arrays,
+    the next test, and gives the same schedules, tests/test_batch_gym_reference.py)."""
     import importlib
 
     gymnasium = pytest.importorskip("gymnasium")
     import schedlab.gym  # noqa: F401  (registers the environments)
 
     calls = _spy_on(monkeypatch, importlib.import_module(module))
-    env = gymnasium.make(env_id, sequence=120)
+    env = gymnasium.make(env_id, sequence=120, **kwargs)
     obs, info = env.reset(seed=7)
     done = False
     while not done:
@@ -178,9 +182,9 @@ def test_an_environment_builds_its_episode_with_start_instance(monkeypatch, env_
 
 
 def test_batch_env_episodes_are_the_arrays_start_instance_builds():
-    """Batch-v0 runs its episodes on its compiled kernel, not on the
-    ``BatchRun`` `start_instance` builds; the instance itself is the same:
-    submit, runtime, requested time and need, to the bit, on both sources."""
+    """Batch-v0's compiled kernel (its default loop) runs its episodes on the
+    arrays of the ``BatchRun`` `start_instance` builds (which its reference
+    loop runs): submit, runtime, requested time and need, to the bit, on both sources."""
     gymnasium = pytest.importorskip("gymnasium")
     from schedlab.engines.batch import gym_kernel as K
     from schedlab.workloads.lublin import lublin_workload

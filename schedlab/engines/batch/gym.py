@@ -5,25 +5,37 @@ The environment is the engine
 -----------------------------
 An episode replays ``sequence`` consecutive jobs on a machine of ``nodes``
 units (model procs: a job holds its ``procs``) through the batch engine's
-event loop and the priority policies' pass, compiled
-(:mod:`schedlab.engines.batch.gym_kernel`, the operations of
-``schedlab.engines.batch.sim.fast._priority``): wherever that pass would choose the
-head of the queue, the agent chooses. So an agent that always picks slot 0
-(the oldest waiting job) gives FCFS's schedule (EASY's with
+event loop and the priority policies' pass: wherever that pass would choose
+the head of the queue, the agent chooses. So an agent that always picks
+slot 0 (the oldest waiting job) gives FCFS's schedule (EASY's with
 ``backfill="easy"``) bit for bit, one that picks the shortest requested time
 gives SJF's (SJF+EASY's), and so on (tests).
 
-The instance is the engine's: an episode's arrays (submit, runtime,
-requested time, need) and machine are read from its job table by the batch
-engine's own ``table_inputs`` (:func:`job_arrays`), the function from which
-``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` and a
-sweep's run builds its (tests: bit for bit the same arrays). What the
-episode does not use is that ``BatchRun``: it is the Python reference loop,
-one policy object called per instant, and this environment's decisions run
-inside the compiled kernel's priority pass, many episodes per call (the
-vector environment), which is the point of the kernel; driving the Python
-loop with a question-leaving policy, as ``schedlab/Queue-v0`` and
-``schedlab/Packing-v0`` do, would put that loop back on the training path.
+Two loops run it (``loop``), with identical observations, masks, rewards,
+ends and schedules, step for step, to the bit
+(tests/test_batch_gym_reference.py, a hypothesis property among them):
+
+* ``"kernel"`` (the default; training): the pass compiled
+  (:mod:`schedlab.engines.batch.gym_kernel`, the operations of
+  ``schedlab.engines.batch.sim.fast._priority``), one numba call per step,
+  many episodes per call in the vector environment (:class:`BatchVectorEnv`,
+  kernel only). Its inputs are read from the episode's job table by the batch
+  engine's own ``table_inputs`` (:func:`job_arrays`), the function
+  ``start_instance`` builds its ``BatchRun`` from (tests: the same arrays).
+* ``"reference"``: the engine's own run. Each episode is the ``BatchRun``
+  ``schedlab.engines.instance.start_instance`` builds from the episode's job
+  table with the agent as its policy (:class:`_AgentHead`, an explicit
+  ask / answer state machine, as ``schedlab/Packing-v0``'s ``_AgentPlace``:
+  no thread, no coroutine), driven here through the run's halves
+  (``advance()``, the pass, ``start()``), and stepped to its end after the
+  last start (:attr:`BatchEnv.result`: the engine's rows). It is the
+  kernel's check, and the loop a researcher changing the batch engine's
+  Python loop or the priority pass sees: the queue, the running jobs'
+  requested ends and EASY's reservation and backfill scan are the priority
+  policies' own (``policies.priority``, ``policies.easy``). It costs about
+  3x (no backfilling) to 6x (EASY) the kernel's time per decision (one run
+  alternating the loops, a random valid agent, Lublin's log, ``sequence``
+  256, ``window`` 128; 2 cores at load 8.7; docs/gym.md).
 
 Decisions. At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
@@ -32,7 +44,9 @@ agent picks again, otherwise it is the head: nothing else starts
 (``backfill="none"``), or EASY backfilling starts the other waiting jobs
 that do not delay its reservation (``"easy"``), and time moves on. Nothing
 is asked when the choice could not change anything: no waiting job fits,
-one job waits, or every waiting job fits at once (all start now).
+one job waits, every waiting job fits at once (all start now), or, with
+EASY, the one job that fits would start whatever the head (the kernel's
+module docstring, rule (c); both loops apply the same rule).
 
 Observation (``float32``, in [0, 1]; :func:`schedlab.engines.batch.features.batch_observation`,
 which an exported agent calls too): for each of the ``window`` slots
@@ -67,6 +81,7 @@ drawn from the same RNG. An episode ends when its last job has started.
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +94,9 @@ from gymnasium.vector.utils import batch_space
 
 from schedlab.engines.batch import features
 from schedlab.engines.batch import gym_kernel as K
+from schedlab.engines.batch.policies.easy import backfill, reservation
+from schedlab.engines.batch.policies.priority import PriorityPolicy
+from schedlab.engines.instance import start_instance
 from schedlab.errors import UserError
 from schedlab.gym.common import (
     INVALID_ACTION_PENALTY,
@@ -97,6 +115,11 @@ ENV = "schedlab/Batch-v0"
 LUBLIN_RUNTIME_CAP = float(np.exp(12.0))
 REWARDS = ("bsld", "wait", "utilisation")
 BACKFILL = ("none", "easy")
+#: ``loop``: the compiled kernel (training) or the batch engine's own reference run (module docstring).
+KERNEL, REFERENCE = "kernel", "reference"
+LOOPS = (KERNEL, REFERENCE)
+#: The engine whose instance an episode is (``schedlab.engines.instance.start_instance``).
+ENGINE = "batch"
 
 
 def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> tuple[pl.DataFrame | None, int | None]:
@@ -126,9 +149,9 @@ def job_arrays(table: pl.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndarray,
     (float64, int64) of ``table`` on a machine of ``nodes`` processors: the
     batch engine's own reading of a job table (its ``table_inputs``: the
     checks, the requested-time and machine-model rules) that
-    ``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` from.
-    The episode then runs on the compiled kernel, not on that ``BatchRun``
-    (module docstring: the environment is the engine, compiled)."""
+    ``schedlab.engines.instance.start_instance`` builds a ``BatchRun`` from:
+    the compiled kernel's inputs (``loop="kernel"``; ``loop="reference"``
+    runs that ``BatchRun`` itself, module docstring)."""
     from schedlab.engines.batch.sim.engine import table_inputs
 
     t = table_inputs(table, model="procs", procs=nodes)
@@ -149,6 +172,185 @@ def episode_metric(
     return used / (nodes * horizon) if horizon > 0 else float("nan")
 
 
+class _AgentHead(PriorityPolicy):
+    """The priority pass with the agent choosing the head (``loop="reference"``):
+    the decisions of the compiled kernel (:mod:`schedlab.engines.batch.gym_kernel`,
+    ``_run`` and ``_head``) as an explicit ask / answer state machine that
+    the environment drives, no coroutine: after the engine's ``advance()``
+    the environment calls :meth:`open`, then :meth:`ask` runs the pass to the
+    agent's next question (True: the waiting jobs in :attr:`queue`, the free
+    units in :attr:`free`) or to its end (False), :meth:`answer` takes the
+    head, and the pass's ``schedule()`` returns the jobs started, in order,
+    for the engine's ``start()``. The queue, the running jobs' requested ends
+    and the reservation and backfill scan are the priority policies' own
+    (:class:`PriorityPolicy`, ``policies.easy``); what is asked and what is
+    not is the kernel's rule (its module docstring). ``backfill`` is set per
+    environment (a subclass built at reset)."""
+
+    name = "agent"
+
+    def __init__(self, machine: Any) -> None:
+        super().__init__(machine)
+        self.passing = False  # a pass is open (after open(), until its head blocks or nothing fits)
+        self.out: list[int] = []  # the open pass's starts, in order
+        #: Starts since the environment last took them: (job, instant), in start order (its step rewards).
+        self.launched: list[tuple[int, float]] = []
+
+    def open(self) -> None:
+        """Open the pass of the instant the engine has just advanced to."""
+        self.passing = True
+        self.free = self.machine.free
+
+    def _launch(self, job: int, now: float) -> None:
+        self._start(job, now)
+        self.free -= self.machine.need[job]
+        self.out.append(job)
+        self.launched.append((job, now))
+
+    def ask(self) -> bool:
+        """Run the open pass to the agent's next question (True) or to its end
+        (False). Nothing is asked when no waiting job fits; when one job waits
+        or every waiting job fits at once, the oldest starts; with EASY, when
+        the one job that fits ends (by its requested time) by the shadow time
+        of the narrowest job that does not, it starts (any head would start or
+        backfill it) -- the kernel's ``_run``."""
+        queue, need, requested = self.queue, self.machine.need, self.machine.requested
+        now = self.machine.now
+        while self.passing and queue:
+            free = self.free
+            fits = total = 0
+            only = -1  # the first waiting job that fits; the least need of those that do not
+            least = self.machine.capacity + 1
+            for q in queue:
+                nq = need[q]
+                total += nq
+                if nq <= free:
+                    fits += 1
+                    if only < 0:
+                        only = q
+                elif nq < least:
+                    least = nq
+            if fits == 0:
+                break  # nothing fits: no choice could change this pass
+            if len(queue) == 1 or total <= free:
+                self._launch(next(iter(queue)), now)
+                continue
+            if (
+                self.backfill
+                and fits == 1
+                and now + requested[only] <= reservation(self.running, need, free, now, least)[0]
+            ):
+                self._launch(only, now)
+                continue
+            return True
+        self.passing = False
+        return False
+
+    def answer(self, head: int) -> None:
+        """The agent's head: it starts if it fits (the pass goes on); else
+        EASY's reservation and backfill scan with ``backfill`` and the pass
+        ends (``PriorityPolicy.decisions``' rule, the kernel's ``_head``)."""
+        need, now = self.machine.need, self.machine.now
+        nh = need[head]
+        if nh <= self.free:
+            self._launch(head, now)
+            return
+        if self.backfill:
+            shadow, extra = reservation(self.running, need, self.free, now, nh)
+            others = (j for j in self.queue if j != head)
+            for job in backfill(others, need, self.machine.requested, self.free, now, shadow, extra):
+                self._launch(job, now)
+        self.passing = False
+
+    def schedule(self, now: float) -> list[int]:
+        """The pass's starts, in order (the engine's ``start()`` applies them);
+        after the episode's last start the engine's own loop finishes the run,
+        and its passes find the queue empty."""
+        out, self.out = self.out, []
+        self.passing = False
+        return out
+
+
+class _ReferenceEpisode:
+    """One episode of ``loop="reference"``: the ``BatchRun``
+    ``start_instance`` builds from the episode's job table, with the agent
+    as its policy, driven here through the run's halves (``advance()``, the
+    agent's pass, ``start()``); after the last start the run is stepped to
+    its end (``step_to_end``) and :attr:`result` is the engine's rows."""
+
+    def __init__(self, table: pl.DataFrame, nodes: int, easy: bool) -> None:
+        cls: type[_AgentHead] = type("Agent", (_AgentHead,), {"backfill": easy})
+        self.instance = start_instance(ENGINE, table, cls, None, {"model": "procs", "procs": nodes})
+        self.run = run = self.instance.run
+        self.agent: _AgentHead = run.policy
+        self.submit = np.array(run.sub_l)
+        self.runtime = np.array(run.run_l)
+        self.requested = np.array(run.machine.requested)
+        self.need = np.array(run.need_l, dtype=np.int64)
+        self.now = 0.0
+        self.result: Any = None
+        self.pending = self.advance()
+
+    def advance(self) -> bool:
+        """Run to the agent's next question (True) or, every job started, to the run's end (False)."""
+        run, agent = self.run, self.agent
+        while True:
+            if agent.ask():
+                return True
+            run.start(agent.schedule(self.now), self.now)
+            if run.started == run.n:
+                run.step_to_end()
+                self.result = self.instance.rows()
+                return False
+            t = run.advance()
+            assert t is not None  # a job not started yet: an arrival, or a running job's end, is left
+            self.now = t
+            agent.open()
+
+    def answer(self, job: int) -> None:
+        self.agent.answer(job)
+        self.pending = self.advance()
+
+    def observe(self, obs: np.ndarray, mask: np.ndarray, slots: np.ndarray, nodes: int, scale: float) -> None:
+        """The question's observation, mask and slots into these rows (the
+        kernel's ``_observe``: slot 0 alone, a no-op, when nothing is asked)."""
+        mask[:] = False
+        slots[:] = -1
+        if not self.pending:
+            obs[:] = 0.0
+            mask[0] = True
+            return
+        queue = self.agent.queue
+        jobs = list(islice(queue, len(mask)))
+        obs[:] = features.batch_observation(
+            jobs, len(queue), self.now, self.submit, self.requested, self.need, self.agent.free, nodes, scale, len(mask)
+        )
+        mask[: len(jobs)] = True
+        slots[: len(jobs)] = jobs
+
+    def reward_terms(self, term: int, tau: float) -> float:
+        """The summed reward terms of the starts since the last call, in start order (the kernel's ``_launch``)."""
+        total = 0.0
+        submit, runtime = self.run.sub_l, self.run.run_l
+        for j, t in self.agent.launched:
+            if term == K.TERM_BSLD:
+                d = (t + runtime[j]) - submit[j]
+                p = runtime[j]
+                total += (d if d > tau else tau) / (p if p > tau else tau)
+            elif term == K.TERM_WAIT:
+                total += t - submit[j]
+        self.agent.launched = []
+        return total
+
+    def schedule(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of the jobs started so far (those of the open pass included; NaN: not started)."""
+        start, end = np.array(self.run.start_l), np.array(self.run.end_l)
+        for j in self.agent.out:
+            start[j] = self.now
+            end[j] = self.now + self.runtime[j]
+        return start, end
+
+
 class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
     """``schedlab/Batch-v0`` (module docstring)."""
 
@@ -167,7 +369,9 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         reward_mode: str = "final",
         span: tuple[int, int] | None = None,
         invalid_action: str = "nearest",
+        loop: str = KERNEL,
     ) -> None:
+        self.loop = check_choice(ENV, "loop", loop, LOOPS)
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
         self.backfill = check_choice(ENV, "backfill", backfill, BACKFILL)
@@ -221,6 +425,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._episode: pl.DataFrame | None = pl.DataFrame()
         self._start = 0
         self._loaded = False
+        self._ref: _ReferenceEpisode | None = None  # loop="reference": the episode's run
 
     def _buffers(self, envs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Observation, mask and slot buffers for ``envs`` episodes."""
@@ -262,15 +467,27 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
     @property
     def requested(self) -> np.ndarray:
         """The current episode's requested times (s), by job row (scripted agents read them)."""
+        if self._ref is not None:
+            return self._ref.requested
         return self._state[0][0, K.REQUESTED]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self._start, self._episode, arrays = self.draw(self.np_random, options)
-        self.load(self._state, 0, arrays)
         self._loaded = True
+        if self.loop == REFERENCE:
+            self._ref = _ReferenceEpisode(self.episode, self.nodes, self.backfill == "easy")
+            self._observe_reference()
+            return self._out[0][0].copy(), self._info()
+        self.load(self._state, 0, arrays)
         K.observe(*self._state, 0, *self._out, self.nodes, self.runtime_scale)
         return self._out[0][0].copy(), self._info()
+
+    @property
+    def result(self) -> Any:
+        """``loop="reference"``: the engine's rows of the episode's run once it has ended
+        (``StartedRun.rows()``: per-job columns and summary), else None."""
+        return self._ref.result if self._ref is not None else None
 
     # ---- observations -------------------------------------------------------------------------
 
@@ -281,7 +498,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         return {
             "action_mask": self._out[1][0].copy(),
             "jobs": self._out[2][0].copy(),
-            "time": float(self._state[3][0, K.NOW]),
+            "time": self._ref.now if self._ref is not None else float(self._state[3][0, K.NOW]),
         }
 
     # ---- steps --------------------------------------------------------------------------------
@@ -296,12 +513,38 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
             a = resolve_action(ENV, action, mask[0], self.invalid_action)
             if a is None:
                 return obs[0].copy(), -INVALID_ACTION_PENALTY, False, False, self._info()
+        if self._ref is not None:
+            return self._step_reference(int(slots[0, a]))
         heads = self._heads
         heads[0] = slots[0, a]
         K.step(F, N, S, T, heads, _ONE, *self._kernel_args, obs, mask, slots, self.nodes, self.runtime_scale)
         terminated = bool(S[0, K.PENDING] == 0)
         self._loaded = not terminated
         return obs[0].copy(), self._reward(0, terminated), terminated, False, self._info()
+
+    def _observe_reference(self) -> None:
+        """``loop="reference"``: the question's observation, mask and slots into the environment's buffers."""
+        assert self._ref is not None
+        obs, mask, slots = self._out
+        self._ref.observe(obs[0], mask[0], slots[0], self.nodes, self.runtime_scale)
+
+    def _step_reference(self, job: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """``loop="reference"``: answer the question with ``job`` (-1: none was
+        asked; the episode ends) and run the engine's run to the next one."""
+        ref = self._ref
+        assert ref is not None
+        if ref.pending:
+            ref.answer(job)
+        self._observe_reference()
+        terminated = not ref.pending
+        self._loaded = not terminated
+        if self.reward_mode == "step":
+            reward = -ref.reward_terms(self._kernel_args[1], self._kernel_args[2]) / self.sequence
+        elif terminated:
+            reward = self.metric() * (1.0 if self.reward_kind == "utilisation" else -1.0)
+        else:
+            reward = 0.0
+        return self._out[0][0].copy(), reward, terminated, False, self._info()
 
     def _reward(self, e: int, terminated: bool) -> float:
         if self.reward_mode == "step":
@@ -317,12 +560,17 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def schedule(self, e: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) of the episode's jobs so far, in :attr:`episode` row order (NaN: not started)."""
+        if self._ref is not None:
+            return self._ref.schedule()
         F = self._state[0]
         return F[e, K.START].copy(), F[e, K.END].copy()
 
     def metric(self, e: int = 0) -> float:
         """The episode's ``reward`` metric over its jobs, computed as the batch
         engine computes its summary (``stretch_mean``, ``wait_mean``, ``utilisation``)."""
+        if self._ref is not None:
+            ref = self._ref
+            return episode_metric(self.reward_kind, ref.submit, ref.runtime, ref.need, *ref.schedule(), self.nodes)
         F, N = self._state[0], self._state[1]
         return episode_metric(
             self.reward_kind, F[e, K.SUBMIT], F[e, K.RUNTIME], N[e, K.NEED], F[e, K.START], F[e, K.END], self.nodes
@@ -343,13 +591,20 @@ class BatchVectorEnv(VectorEnv):
     ends is reset at the next step (``AutoresetMode.NEXT_STEP``: that step's
     action is ignored, its reward is 0). ``info["action_mask"]``: the
     ``(num_envs, window)`` masks (also :meth:`action_masks`); ``info["jobs"]``:
-    each slot's job row."""
+    each slot's job row. The compiled kernel only: ``loop="reference"`` is
+    refused (one UserError line); its episodes run one at a time
+    (``gymnasium.make``, or ``make_vec``'s ``vectorization_mode="sync"``)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012 (Gymnasium declares it so)
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
         self.num_envs = check_int(ENV, "num_envs", num_envs)
         self.env = env = BatchEnv(**kwargs)
+        if env.loop != KERNEL:
+            raise UserError(
+                f"{ENV}: the vector environment steps its episodes in the compiled kernel only (loop={KERNEL!r}); "
+                f"loop={env.loop!r} is one episode at a time (gymnasium.make, or make_vec's vectorization_mode='sync')"
+            )
         self.single_observation_space = env.observation_space
         self.single_action_space = env.action_space
         self.observation_space = batch_space(env.observation_space, self.num_envs)
