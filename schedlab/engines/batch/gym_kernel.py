@@ -5,7 +5,8 @@ one call).
 
 Why it exists
 -------------
-Driving ``BatchRun`` and the priority pass (a Python coroutine) cost tens of
+Driving ``BatchRun`` and the priority pass in Python (``Batch-v0``'s
+``loop="reference"``, kept as this kernel's check) costs tens of
 microseconds a decision; RLScheduler's environment schedules about 7,500
 jobs/s with its backfilling (issue 38). Here a step is one call into numba
 that applies the action, runs the engine to the next decision that can change

@@ -57,8 +57,11 @@ The pass is written once, as a coroutine (:meth:`PriorityPolicy.decisions`):
 ``schedule`` answers its questions with :meth:`choose`. The Gymnasium
 environment ``schedlab/Batch-v0`` runs the same pass compiled
 (``schedlab.engines.batch.gym_kernel``, the operations of the compiled kernel
-``_priority``) with the agent's action as the head; its tests check that a
-scripted agent gives this module's schedules bit for bit.
+``_priority``) with the agent's action as the head, or, with
+``loop="reference"``, on the engine's own ``BatchRun`` with this class's
+queue and backfill scan (``schedlab.engines.batch.gym._AgentHead``, an ask /
+answer state machine that the environment drives); its tests check that a
+scripted agent gives this module's schedules bit for bit on both.
 """
 
 from __future__ import annotations
