@@ -184,7 +184,7 @@ def test_the_reference_loop_passes_gymnasiums_check_env():
 def test_the_episode_is_the_run_start_instance_builds(monkeypatch):
     """The reference loop's episode is `start_instance`'s run of the job table
     with the agent as its policy, stepped to its end by the environment."""
-    import schedlab.engines.batch.gym as gym_module
+    import schedlab.engines.batch.gym_reference as gym_module
 
     calls = []
 

@@ -151,8 +151,14 @@ def _first_slot(info) -> int:
     [
         ("schedlab/Queue-v0", "schedlab.engines.queue.gym", "queue", "FIFO", {}),
         ("schedlab/Packing-v0", "schedlab.engines.packing.gym", "packing", "FIFO-FF", {}),
-        ("schedlab/Batch-v0", "schedlab.engines.batch.gym", "batch", "FCFS", {"loop": "reference"}),
-        ("schedlab/Batch-v0", "schedlab.engines.batch.gym", "batch", "EASY", {"loop": "reference", "backfill": "easy"}),
+        ("schedlab/Batch-v0", "schedlab.engines.batch.gym_reference", "batch", "FCFS", {"loop": "reference"}),
+        (
+            "schedlab/Batch-v0",
+            "schedlab.engines.batch.gym_reference",
+            "batch",
+            "EASY",
+            {"loop": "reference", "backfill": "easy"},
+        ),
     ],
 )
 def test_an_environment_builds_its_episode_with_start_instance(monkeypatch, env_id, module, engine, same_as, kwargs):

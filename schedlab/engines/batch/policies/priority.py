@@ -59,7 +59,7 @@ environment ``schedlab/Batch-v0`` runs the same pass compiled
 (``schedlab.engines.batch.gym_kernel``, the operations of the compiled kernel
 ``_priority``) with the agent's action as the head, or, with
 ``loop="reference"``, on the engine's own ``BatchRun`` with this class's
-queue and backfill scan (``schedlab.engines.batch.gym._AgentHead``, an ask /
+queue and backfill scan (``schedlab.engines.batch.gym_reference.AgentHead``, an ask /
 answer state machine that the environment drives); its tests check that a
 scripted agent gives this module's schedules bit for bit on both.
 """
