@@ -13,7 +13,9 @@ timed into
   (d) that PostgreSQL directly (a ``postgresql+psycopg2://`` database URI, no
       server: a fresh database per timed run),
 
-and configuration runs/s are printed. For a server, the CPU its processes
+and configuration runs/s are printed, with runs per CPU-second of the
+``schedlab track`` process (its own CPU, not the database's: on a shared
+machine the steadier figure). For a server, the CPU its processes
 (the recipe's session: mlflow's workers; and PostgreSQL's, found from its
 ``postmaster.pid``) spent per configuration run is read from /proc before and
 after each timed ``schedlab track``, next to the client's, and the ceiling
@@ -338,13 +340,16 @@ def main() -> None:
                     server_cpus[which].append(server.cpu() - busy if server else 0.0)
             rates = {k: N_CONFIGS / min(v) for k, v in times.items()}  # 0.0: it failed
             line = f"{label[name]}: " + ", ".join(
-                f"{k} {rates[k]:.1f} runs/s ({min(times[k]):.1f} s wall, {min(cpus[k]):.1f} s CPU in schedlab track)"
+                f"{k} {rates[k]:.1f} runs/s ({min(times[k]):.1f} s wall, {min(cpus[k]):.1f} s CPU in schedlab track: "
+                f"{N_CONFIGS / min(cpus[k]):.0f} runs per CPU-second)"
                 for k in codes
             )
             if "before" in rates:
                 line += (
                     f", after/before {rates['after'] / rates['before']:.2f}x" if rates["before"] else ", before failed"
                 )
+                per_cpu = {k: N_CONFIGS / min(v) for k, v in cpus.items()}
+                line += f", runs per CPU-second after/before {per_cpu['after'] / per_cpu['before']:.2f}x"
             elif name in ISSUE_BEFORE:
                 line += f" (the issue's figure before: {ISSUE_BEFORE[name]:g} runs/s)"
             print(line + f" [load average {os.getloadavg()[0]:.1f}]", flush=True)

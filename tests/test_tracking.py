@@ -514,3 +514,29 @@ def test_unreachable_server_is_fast_then_backfill(tmp_path, mlflow_server):
     # Once a server is there, backfill mirrors everything.
     assert track_results(d, uri=mlflow_server, experiment="backfill") == TrackReport(3, False, None)
     check_runs(rest_children(mlflow_server, "backfill"), expected(d))
+
+
+def test_varying_params_compares_values_as_json_does():
+    """The grid axes are the params whose JSON text differs between
+    configurations: 1 and 1.0, true and 1, "1" and 1 differ; equal lists and
+    dicts (in any key order) do not."""
+    from schedlab.platform.tracking.data import varying_params
+
+    pairs = {
+        "int_float": (1, 1.0),
+        "bool_int": (True, 1),
+        "str_int": ("1", 1),
+        "none_str": (None, "None"),
+        "zeros": (0.0, -0.0),
+        "same_list": ([1, 2], [1, 2]),
+        "same_dict": ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+        "same_float": (0.1, 0.1),
+        "same_nan": (math.nan, float("nan")),
+        "other_list": ([1, 2], [1, 2.0]),
+    }
+    manifest = {
+        "configs": {f"c{i}": {"params": {k: v[i] for k, v in pairs.items()}} for i in (0, 1)},
+    }
+    want = [k for k, (a, b) in pairs.items() if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True)]
+    assert varying_params(manifest) == want
+    assert want == ["int_float", "bool_int", "str_int", "none_str", "zeros", "other_list"]

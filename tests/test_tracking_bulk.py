@@ -8,7 +8,10 @@ ordering -- and every row of the five tables (ids and times aside) is compared."
 from __future__ import annotations
 
 import json
+import math
+import re
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -185,3 +188,90 @@ def test_row_tuples_fill_exactly_the_checked_columns():
     columns `bulk_store` checks the database for."""
     assert {table: frozenset(cols) for table, cols in tracking_bulk.ROW_COLUMNS.items()} == tracking_bulk.COLUMNS
     assert all(len(set(cols)) == len(cols) for cols in tracking_bulk.ROW_COLUMNS.values())
+
+
+def test_run_ids_are_time_ordered_and_read_by_mlflow(tmp_path):
+    """Bulk-written run ids are MLflow's form (32 lowercase hex digits), version-7
+    UUIDs whose time is the run's start time, so they grow with it; MLflow's
+    client fetches each by id and finds it by an id filter."""
+    from mlflow.tracking import MlflowClient
+
+    d = make_results(tmp_path / "results")
+    uri = f"sqlite:///{tmp_path}/ids.db"
+    assert track(d, uri, True).failed is False
+    client, runs, _ = sqlite_children(uri)
+    exp = client.get_experiment_by_name(SWEEP)
+    infos = sorted((r.info for r in runs.values()), key=lambda i: i.start_time)
+    ids = [i.run_id for i in infos]
+    assert len(ids) == len(CONFIGS) and ids == sorted(ids)
+    for info in infos:
+        run_id = info.run_id
+        assert re.fullmatch(r"[0-9a-f]{32}", run_id)
+        as_uuid = uuid.UUID(hex=run_id)
+        assert as_uuid.version == 7 and as_uuid.variant == uuid.RFC_4122
+        assert int(run_id[:12], 16) == info.start_time
+        assert MlflowClient(tracking_uri=uri).get_run(run_id).info.run_id == run_id
+        [found] = client.search_runs([exp.experiment_id], f"attributes.run_id = '{run_id}'")
+        assert found.info.run_id == run_id
+
+
+def test_time_ordered_ids_sort_by_time_and_differ():
+    ms = 1_765_000_000_000
+    ids = [tracking_bulk.time_ordered_id(ms + i // 3) for i in range(300)]  # three per millisecond
+    assert len(set(ids)) == len(ids)
+    assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)
+    assert all(uuid.UUID(hex=i).version == 7 for i in ids)
+
+
+def _mlflow_answer(exp, tags):
+    """`_validated`'s answer as dicts, or its error's message."""
+    try:
+        metrics, params, tag_list = tracking_bulk._validated(exp, tags)
+    except Exception as err:  # noqa: BLE001 - MLflow's own validation error, compared
+        return _message(err)
+    return {m.key: m.value for m in metrics}, {p.key: p.value for p in params}, {t.key: t.value for t in tag_list}
+
+
+def _checked_answer(exp, tags):
+    try:
+        return tracking_bulk.checked(exp, dict(tags))
+    except Exception as err:  # noqa: BLE001 - MLflow's own validation error, compared
+        return _message(err)
+
+
+def _message(err: Exception) -> str:
+    """An error's type and text, the clock it names (a metric's timestamp, ms) masked."""
+    return type(err).__name__ + ": " + re.sub(r"timestamp=\d+", "timestamp=T", str(err))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"params": {"long": "p" * 7000}},  # cut to MLflow's param length
+        {"tags": {"note": "t" * 9000}},  # cut to MLflow's tag length
+        {"params": {"x*y": "1"}},  # a name MLflow refuses
+        {"params": {"../up": "1"}},  # a name that resolves to another path
+        {"values": {"nan": math.nan, "inf": math.inf}},
+        {"values": {"flag": True}},  # a bool is not a metric value
+        {"values": {"count": 3}},
+        {"values": {"n" * 300: 1.0}},  # a name longer than MLflow's key limit
+        {"tags": {"mlflow.runName": "r"}},
+    ],
+)
+def test_checked_is_mlflows_validation(change):
+    """`checked` answers as MLflow's validators (`_validated`) do: the first
+    time a run's names are met (MLflow checks them) and again once they were
+    accepted (the check of names done before)."""
+    base = {"params": {"policy": "FIFO", "load": "0.9"}, "tags": {"schedlab.config_id": "c1"}}
+    exp = tracking_bulk.Expected(
+        config_id="c1",
+        params={**base["params"], **change.get("params", {})},
+        tags={**base["tags"], **change.get("tags", {})},
+        values={"mst": 1.5, "n": 4.0, **change.get("values", {})},
+        n=4,
+    )
+    tags = {**exp.tags, "mlflow.parentRunId": "p" * 32}
+    want = _mlflow_answer(exp, tags)
+    assert _checked_answer(exp, tags) == want  # names maybe new
+    assert _checked_answer(exp, tags) == want  # names accepted the first time: the quick check

@@ -33,9 +33,10 @@ client, as before.
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -145,6 +146,61 @@ def _validated(exp: Expected, tags: dict[str, str]) -> tuple[list[Any], list[Any
     return metrics, params, tag_list
 
 
+#: Metric, param and tag names MLflow's validators (`_validated`) accepted in
+#: this process. A name's check (its characters, that it is not a path that
+#: resolves elsewhere, its length) depends on the name alone, and a sweep's
+#: runs share their names: checked once, not once per run.
+_ACCEPTED: dict[str, set[str]] = {"metrics": set(), "params": set(), "tags": set()}
+_ACCEPTED_LOCK = threading.Lock()
+
+
+def _limits() -> tuple[int, int]:
+    """MLflow's longest param value and tag value (longer ones are cut or refused)."""
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
+
+    return int(MAX_PARAM_VAL_LENGTH), int(MAX_TAG_VAL_LENGTH)
+
+
+def _passes_unchanged(exp: Expected, tags: dict[str, str]) -> bool:
+    """Whether `_validated` would accept this run's entities and leave them
+    as they are: every name accepted before, every metric value a number
+    (not a bool), every param and tag value a string within MLflow's length
+    limit. Anything else goes through MLflow's validators themselves."""
+    param_limit, tag_limit = _limits()
+    accepted = _ACCEPTED
+    names = accepted["metrics"]
+    for key, value in exp.values.items():
+        if key not in names or type(value) not in (float, int):
+            return False
+    names = accepted["params"]
+    for key, text in exp.params.items():
+        if key not in names or type(text) is not str or len(text) > param_limit:
+            return False
+    names = accepted["tags"]
+    for key, text in tags.items():
+        if key not in names or type(text) is not str or len(text) > tag_limit:
+            return False
+    return True
+
+
+def checked(exp: Expected, tags: dict[str, str]) -> tuple[dict[str, float], dict[str, str], dict[str, str]]:
+    """One run's metric values, params and tags as MLflow's validators leave
+    them (long values cut), or their INVALID_PARAMETER_VALUE error raised:
+    `_validated`'s answer, computed by it the first time a name is met
+    (`_passes_unchanged` then answers for the runs whose entities it would
+    leave unchanged: a sweep's runs share their names). At 10,000 runs
+    MLflow's validators were the largest cost of writing them.
+    ``tests/test_tracking_bulk.py`` compares both on awkward input."""
+    if _passes_unchanged(exp, tags):
+        return exp.values, dict(exp.params), tags
+    metrics, params, tag_list = _validated(exp, tags)
+    with _ACCEPTED_LOCK:  # no error: every name passed its check
+        _ACCEPTED["metrics"].update(m.key for m in metrics)
+        _ACCEPTED["params"].update(p.key for p in params)
+        _ACCEPTED["tags"].update(t.key for t in tag_list)
+    return {m.key: m.value for m in metrics}, {p.key: p.value for p in params}, {t.key: t.value for t in tag_list}
+
+
 _clock = threading.Lock()
 _last_start_ms = 0
 
@@ -159,6 +215,29 @@ def _start_time_ms() -> int:
     with _clock:
         _last_start_ms = max(int(time.time() * 1000), _last_start_ms + 1)
         return _last_start_ms
+
+
+#: The bits of a version-7 UUID (RFC 9562) around its 48-bit millisecond time: version, variant, random.
+_UUID7_VERSION = 0x7 << 76
+_UUID7_VARIANT = 0b10 << 62
+_RAND_A_BITS, _RAND_B_BITS = 12, 62
+
+
+def time_ordered_id(ms: int) -> str:
+    """A new run id that sorts by its creation time ``ms`` (Unix ms): a
+    version-7 UUID (48 bits of ``ms``, then 74 random bits from
+    ``os.urandom``) as 32 lowercase hex digits, the form of MLflow's own ids
+    (``uuid.uuid4().hex``), which it reads like any other. Random ids put
+    each new run at a random place in every index keyed by run id (the five
+    tables' primary keys and ``run_uuid`` indexes): at 10,000 runs that
+    index upkeep was most of SQLite's time. Ids that grow with time are
+    appended at the end instead. Not deterministic, as uuid4 ids were not:
+    a run id is an identity, not a result."""
+    rand = int.from_bytes(os.urandom(10), "big")
+    rand_a = (rand >> _RAND_B_BITS) & ((1 << _RAND_A_BITS) - 1)
+    rand_b = rand & ((1 << _RAND_B_BITS) - 1)
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | _UUID7_VERSION | rand_a << 64 | _UUID7_VARIANT | rand_b
+    return f"{value:032x}"
 
 
 #: The columns written per table, in the order `write_new_runs` builds its row tuples.
@@ -186,6 +265,15 @@ ROW_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _stored(
+    sanitize: Callable[[float], tuple[bool, float]], key: str, value: float, timestamp: int, run_id: str
+) -> tuple[Any, ...]:
+    """The ``metrics`` row of a NaN or an infinity, as MLflow's store writes it (``sanitize_metric_value``:
+    NaN -> 0 with ``is_nan``, +-inf -> the largest double)."""
+    is_nan, stored = sanitize(value)
+    return (key, stored, timestamp, 0, is_nan, run_id)
+
+
 def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
     """Create a finished child run of ``parent_id`` for each of ``exps`` (none
     may have a run yet) in one transaction: the caller hands `BULK_RUNS` at a
@@ -211,28 +299,32 @@ def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, e
         experiment = get_experiment(experiment_id)
         check_active(experiment)
         location = experiment.artifact_location
+        folder = store.ARTIFACTS_FOLDER_NAME
+        experiment_key = int(experiment_id)
         for exp in exps:
             name = exp.run_name or exp.config_id
             tags = dict(exp.tags)
             tags.update({PARENT_TAG: parent_id, RUN_NAME_TAG: name})
             try:
-                metrics, params, tag_list = _validated(exp, tags)
+                values, params, tags = checked(exp, tags)
             except Exception as err:  # noqa: BLE001 - MlflowException(INVALID_PARAMETER_VALUE): this config's data
                 out.append(NewRun(exp, error=err))
                 continue
-            run_id = uuid.uuid4().hex
             now = _start_time_ms()
-            uri = artifact_uri(location, run_id, store.ARTIFACTS_FOLDER_NAME)
+            logged = int(time.time() * 1000)  # the metrics' timestamp, as MLflow's log_batch stamps them
+            run_id = time_ordered_id(now)
+            uri = artifact_uri(location, run_id, folder)
             rows["runs"].append(
                 (run_id, name, source_type, "", "", "unknown", finished, now, now, None, "")
-                + (LifecycleStage.ACTIVE, uri, int(experiment_id))
+                + (LifecycleStage.ACTIVE, uri, experiment_key)
             )
-            rows["tags"] += [(t.key, t.value, run_id) for t in tag_list]
-            rows["params"] += [(p.key, p.value, run_id) for p in params]
-            for m in metrics:
-                is_nan, value = sanitize(m.value)
-                rows["metrics"].append((m.key, value, m.timestamp, m.step, is_nan, run_id))
-            out.append(NewRun(exp, run_id, {t.key: t.value for t in tag_list}, {p.key: p.value for p in params}))
+            rows["tags"] += [(k, v, run_id) for k, v in tags.items()]
+            rows["params"] += [(k, v, run_id) for k, v in params.items()]
+            rows["metrics"] += [
+                (k, v, logged, 0, False, run_id) if math.isfinite(v) else _stored(sanitize, k, v, logged, run_id)
+                for k, v in values.items()
+            ]
+            out.append(NewRun(exp, run_id, tags, params))
         for table in ("runs", "tags", "params", "metrics"):  # runs first: the others refer to them
             insert_rows(session, store.db_type, table, ROW_COLUMNS[table], rows[table])
         # one point per metric: it is also the latest
