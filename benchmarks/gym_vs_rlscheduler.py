@@ -228,6 +228,7 @@ def main() -> None:
                     f"vector {vec[0] / vec[2] / p:.1f}x"
                 )
         envs.close()
+    print(f"load at the end: {os.getloadavg()[0]:.2f}")
     tmp.cleanup()
 
 
