@@ -15,7 +15,10 @@ installed Gymnasium stands in for it (the environment uses ``gym.Env`` and
 
 Protocol: the same ``--sequences`` starts (drawn once from ``--seed``) for
 both; each figure is jobs (or decisions) / wall seconds of the stepping
-loop, resets excluded, the two environments alternating per sequence.
+loop, resets excluded, the two environments alternating per sequence; the
+last column and the ratios in brackets divide by the process's CPU seconds
+instead (on a shared machine the wall clock also counts the time the
+process waited for a core).
 Agents: the first valid slot (RLScheduler: slot 0, a job whenever the queue
 is not empty; schedlab: slot 0) and the same agent behind a forward pass of
 a 64 x 64 tanh MLP in numpy (Stable-Baselines3's default policy shape, as
@@ -112,13 +115,14 @@ def peer_env(module, swf: Path, backfill: bool):
     return env
 
 
-def peer_run(env, module, start: int, length: int, layers) -> tuple[int, int, float]:
-    """(jobs, decisions, seconds) of one sequence: the first valid slot, after the MLP if ``layers``."""
+def peer_run(env, module, start: int, length: int, layers) -> tuple[int, int, float, float]:
+    """(jobs, decisions, wall seconds, CPU seconds) of one sequence: the first
+    valid slot, after the MLP if ``layers``."""
     env.np_random = _Start(start)
     env.reset_for_test(length, start)
     o = env.build_observation()
     decisions = 0
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     while True:
         if layers is not None:
             forward(layers, np.asarray(o, np.float32))
@@ -126,16 +130,16 @@ def peer_run(env, module, start: int, length: int, layers) -> tuple[int, int, fl
         decisions += 1
         if d:
             break
-    return len(env.scheduled_rl), decisions, time.perf_counter() - t
+    return len(env.scheduled_rl), decisions, time.perf_counter() - t, time.process_time() - c
 
 
 # ---- schedlab ---------------------------------------------------------------------------------
 
 
-def ours_run(env, start: int, layers) -> tuple[int, int, float]:
+def ours_run(env, start: int, layers) -> tuple[int, int, float, float]:
     obs, info = env.reset(options={"start": start})
     decisions = 0
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     while True:
         if layers is not None:
             out = forward(layers, obs)
@@ -144,18 +148,18 @@ def ours_run(env, start: int, layers) -> tuple[int, int, float]:
         decisions += 1
         if term or trunc:
             break
-    return env.unwrapped.sequence, decisions, time.perf_counter() - t
+    return env.unwrapped.sequence, decisions, time.perf_counter() - t, time.process_time() - c
 
 
-def ours_vector(envs, episodes: int, layers) -> tuple[int, int, float]:
-    """Steady state of a vector environment (autoreset, random starts):
-    (jobs of the episodes ended, decisions, seconds) until ``episodes`` have ended."""
+def ours_vector(envs, episodes: int, layers) -> tuple[int, int, float, float]:
+    """Steady state of a vector environment (autoreset, random starts): (jobs of
+    the episodes ended, decisions, wall and CPU seconds) until ``episodes`` have ended."""
     u = envs.unwrapped
     obs, info = envs.reset(seed=0)
     mask = info["action_mask"]
     ended = decisions = 0
     zeros = np.zeros(u.num_envs, dtype=np.int64)
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     while ended < episodes:
         if layers is not None:
             out = forward(layers, obs)
@@ -165,7 +169,7 @@ def ours_vector(envs, episodes: int, layers) -> tuple[int, int, float]:
         mask = info["action_mask"]
         decisions += int(stepping.sum())
         ended += int(term.sum())
-    return ended * u.env.sequence, decisions, time.perf_counter() - t
+    return ended * u.env.sequence, decisions, time.perf_counter() - t, time.process_time() - c
 
 
 def main() -> None:
@@ -197,7 +201,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     starts = sorted(int(k) for k in rng.integers(args.length, 10_000 - args.length - 1, args.sequences))
     print(f"Lublin-1, {args.sequences} sequences of {args.length} jobs; load: {os.getloadavg()[0]:.2f}")
-    print(f"{'backfill':<9} {'agent':<10} {'environment':<22} {'jobs/s':>9} {'decisions/s':>12} {'dec/job':>8}")
+    print(
+        f"{'backfill':<9} {'agent':<10} {'environment':<22} {'jobs/s':>9} {'decisions/s':>12} {'dec/job':>8} "
+        f"{'jobs/CPU-s':>11}"
+    )
     for backfill in ("none", "easy"):
         kw = {"trace": str(swf), "sequence": args.length, "window": 128, "backfill": backfill}
         env = gymnasium.make("schedlab/Batch-v0", **kw)
@@ -208,26 +215,28 @@ def main() -> None:
             ("first", None, None),
             ("MLP", mlp(env.unwrapped.obs_size, 128), mlp(8 * 128, 128)),
         ):
-            tot = {"peer": [0, 0, 0.0], "ours": [0, 0, 0.0]}
+            tot = {"peer": [0, 0, 0.0, 0.0], "ours": [0, 0, 0.0, 0.0]}
             for k in starts:  # alternating
                 if penv is not None:
-                    j, d, s = peer_run(penv, peer, k, args.length, layers_peer)
-                    tot["peer"] = [tot["peer"][0] + j, tot["peer"][1] + d, tot["peer"][2] + s]
-                j, d, s = ours_run(env, k, layers_ours)
-                tot["ours"] = [tot["ours"][0] + j, tot["ours"][1] + d, tot["ours"][2] + s]
-            vec = ours_vector(envs, 2 * args.envs, layers_ours)
+                    got = peer_run(penv, peer, k, args.length, layers_peer)
+                    tot["peer"] = [a + b for a, b in zip(tot["peer"], got, strict=True)]
+                tot["ours"] = [a + b for a, b in zip(tot["ours"], ours_run(env, k, layers_ours), strict=True)]
+            vec = list(ours_vector(envs, 2 * args.envs, layers_ours))
             rows = [("schedlab Batch-v0", tot["ours"]), (f"schedlab vector x{args.envs}", vec)]
             if penv is not None:
                 rows.insert(0, ("RLScheduler HPCEnv", tot["peer"]))
-            for name, (j, d, s) in rows:
-                print(f"{backfill:<9} {agent:<10} {name:<22} {j / s:>9,.0f} {d / s:>12,.0f} {d / j:>8.3f}")
+            for name, (j, d, s, c) in rows:
+                figures = f"{j / s:>9,.0f} {d / s:>12,.0f} {d / j:>8.3f} {j / c:>11,.0f}"
+                print(f"{backfill:<9} {agent:<10} {name:<22} {figures}")
             if penv is not None:
-                p = tot["peer"][0] / tot["peer"][2]
+                (pj, _, ps, pc), (oj, _, os_, oc), (vj, _, vs, vc) = tot["peer"], tot["ours"], vec
                 print(
-                    f"{'':<9} {'':<10} {'ratio to RLScheduler':<22} single {tot['ours'][0] / tot['ours'][2] / p:.1f}x, "
-                    f"vector {vec[0] / vec[2] / p:.1f}x"
+                    f"{'':<9} {'':<10} {'ratio to RLScheduler':<22} single {oj / os_ / (pj / ps):.1f}x "
+                    f"(CPU {oj / oc / (pj / pc):.1f}x), vector {vj / vs / (pj / ps):.1f}x "
+                    f"(CPU {vj / vc / (pj / pc):.1f}x)"
                 )
         envs.close()
+    print(f"load at the end: {os.getloadavg()[0]:.2f}")
     tmp.cleanup()
 
 

@@ -158,6 +158,36 @@ def test_an_action_outside_the_mask_is_the_nearest_slot_or_a_penalised_no_op():
     assert np.array_equal(info["jobs"], info2["jobs"])
 
 
+@pytest.mark.parametrize("loop", ["kernel", "reference"])
+def test_what_a_step_returns_is_the_users_never_written_again_nor_read_back(loop):
+    """The observation, mask and slots a step hands out are fresh arrays: the
+    environment never writes them again (the user keeps them, as a rollout
+    buffer does), and what the user writes into them does not change the
+    episode (the environment reads its own state, not them)."""
+    kw = {"jobs": burst(n=30), "nodes": 4, "sequence": 30, "window": 8, "backfill": "easy", "loop": loop}
+    kept, scribbled = gymnasium.make("schedlab/Batch-v0", **kw), gymnasium.make("schedlab/Batch-v0", **kw)
+    rng = np.random.default_rng(0)
+    returned, snapshots = [], []
+    a, ia = kept.reset(seed=0)
+    b, ib = scribbled.reset(seed=0)
+    term = False
+    while not term:
+        assert np.array_equal(a, b) and np.array_equal(ia["action_mask"], ib["action_mask"])
+        assert np.array_equal(ia["jobs"], ib["jobs"])
+        returned.append((a, ia["action_mask"], ia["jobs"]))
+        snapshots.append((a.copy(), ia["action_mask"].copy(), ia["jobs"].copy()))
+        b[:] = 1.0  # the user's own arrays now
+        ib["action_mask"][:] = False
+        ib["jobs"][:] = 0
+        action = int(rng.integers(0, 8))  # empty slots included: the nearest filled one
+        a, ra, term, _, ia = kept.step(action)
+        b, rb, term_b, _, ib = scribbled.step(action)
+        assert ra == rb and term == term_b
+    for got, want in zip(returned, snapshots, strict=True):
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    assert np.array_equal(kept.unwrapped.schedule()[0], scribbled.unwrapped.schedule()[0])
+
+
 def test_decisions_that_cannot_change_the_schedule_are_not_asked():
     """Three jobs that fit together start without a question; then one job waits alone: none either."""
     jobs = pl.DataFrame(

@@ -228,19 +228,26 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(self.window)
         self.obs_size = features.size(self.window)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.obs_size,), dtype=np.float32)
+        #: The kernel's settings, written into an episode's state by ``K.load``: backfilling, the reward
+        #: terms, tau, the observation's requested-time scale.
         self._kernel_args = (
             self.backfill == "easy",
             {"bsld": K.TERM_BSLD, "wait": K.TERM_WAIT}.get(self.reward_kind, K.TERM_NONE)
             if self.reward_mode == "step"
             else K.TERM_NONE,
             BOUNDED_STRETCH_THRESHOLD,
+            self.runtime_scale,
         )
         self._state = K.allocate(1, self.sequence)
-        self._out = self._buffers(1)
-        self._heads = np.zeros(1, dtype=np.int64)
         self._episode: pl.DataFrame | None = pl.DataFrame()
         self._start = 0
         self._loaded = False
+        #: Slots of the current question's mask (a prefix; 1 when none is pending: slot 0, a no-op).
+        self._valid = 0
+        #: ``loop="kernel"`` and the episode running: the slots a step may take without a check (else 0).
+        self._fast = 0
+        self._time = 0.0  # the current instant (info["time"]) for the no-op's info
+        self._step_terms = self.reward_mode == "step"  # rewards at each step: the kernel's summed terms
         self._ref: ReferenceEpisode | None = None  # loop="reference": the episode's run
 
     def _buffers(self, envs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -250,6 +257,11 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
             np.zeros((envs, self.window), dtype=bool),
             np.full((envs, self.window), -1, dtype=np.int64),
         )
+
+    def _fresh(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A new observation, mask and slots, each written in full by the loop and then handed to the user:
+        nothing the environment returns is written again (Gymnasium's rule; no copy needed)."""
+        return _empty(self.obs_size, _OBS), _empty(self.window, _MASK), _empty(self.window, _SLOT)
 
     # ---- episodes ---------------------------------------------------------------------------
 
@@ -293,11 +305,10 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._loaded = True
         if self.loop == REFERENCE:
             self._ref = ReferenceEpisode(self.episode, self.nodes, self.backfill == "easy")
-            self._observe_reference()
-            return self._out[0][0].copy(), self._info()
-        self.load(self._state, 0, arrays)
-        K.observe(*self._state, 0, *self._out, self.nodes, self.runtime_scale)
-        return self._out[0][0].copy(), self._info()
+        else:
+            self.load(self._state, 0, arrays)
+        obs, mask, slots = self._observe()
+        return obs, self._info(mask, slots)
 
     @property
     def result(self) -> Any:
@@ -308,41 +319,57 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
     # ---- observations -------------------------------------------------------------------------
 
     def action_masks(self) -> np.ndarray:
-        return self._out[1][0].copy()
+        mask = np.zeros(self.window, dtype=bool)
+        mask[: self._valid] = True
+        return mask
 
-    def _info(self) -> dict[str, Any]:
-        return {
-            "action_mask": self._out[1][0].copy(),
-            "jobs": self._out[2][0].copy(),
-            "time": self._ref.now if self._ref is not None else float(self._state[3][0, K.NOW]),
-        }
+    def _observe(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current question's observation, mask and slots, fresh (after a reset or a no-op step)."""
+        obs, mask, slots = out = self._fresh()
+        if self._ref is not None:
+            self._ref.observe(obs, mask, slots, self.nodes, self.runtime_scale)
+            k = int(mask.sum()) if self._ref.pending else 0
+            self._time = self._ref.now
+        else:
+            k = K.observe(*self._state, 0, obs, mask, slots)
+            self._time = float(self._state[3][0, K.NOW])
+        self._valid = k or 1
+        self._fast = k if self._loaded and self._ref is None else 0
+        return out
+
+    def _info(self, mask: np.ndarray, slots: np.ndarray) -> dict[str, Any]:
+        return {"action_mask": mask, "jobs": slots, "time": self._time}
 
     # ---- steps --------------------------------------------------------------------------------
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        F, N, S, T = self._state
+        a = action if type(action) in _INTS else -1
+        if 0 <= a < self._fast:  # the common case: a slot of the mask, the compiled loop (checked without a call)
+            window = self.window  # self._fresh(), inlined
+            obs, mask, slots = _empty(self.obs_size, _OBS), _empty(window, _MASK), _empty(window, _SLOT)
+            F, N, S, T = self._state
+            k = K.step_one(F, N, S, T, a, obs, mask, slots)
+            self._valid = k or 1
+            self._fast = k
+            terminated = k == 0
+            self._loaded = not terminated
+            self._time = now = T.item(0, K.NOW)
+            if self._step_terms:  # self._reward(0, terminated), inlined
+                reward = -T.item(0, K.REW) / self.sequence
+                T[0, K.REW] = 0.0
+            else:
+                reward = self._reward(0, terminated) if terminated else 0.0
+            return obs, reward, terminated, False, {"action_mask": mask, "jobs": slots, "time": now}
         if not self._loaded:
             raise UserError(f"{ENV}: step() after the episode ended; call reset()")
-        obs, mask, slots = self._out
-        a = action if type(action) is int else None  # the common case, checked without a call
-        if a is None or not (0 <= a < self.window and mask[0, a]):
-            a = resolve_action(ENV, action, mask[0], self.invalid_action)
-            if a is None:
-                return obs[0].copy(), -INVALID_ACTION_PENALTY, False, False, self._info()
+        a = resolve_action(ENV, action, self.action_masks(), self.invalid_action)
+        if a is None:
+            obs, mask, slots = self._observe()
+            return obs, -INVALID_ACTION_PENALTY, False, False, self._info(mask, slots)
         if self._ref is not None:
-            return self._step_reference(int(slots[0, a]))
-        heads = self._heads
-        heads[0] = slots[0, a]
-        K.step(F, N, S, T, heads, _ONE, *self._kernel_args, obs, mask, slots, self.nodes, self.runtime_scale)
-        terminated = bool(S[0, K.PENDING] == 0)
-        self._loaded = not terminated
-        return obs[0].copy(), self._reward(0, terminated), terminated, False, self._info()
-
-    def _observe_reference(self) -> None:
-        """``loop="reference"``: the question's observation, mask and slots into the environment's buffers."""
-        assert self._ref is not None
-        obs, mask, slots = self._out
-        self._ref.observe(obs[0], mask[0], slots[0], self.nodes, self.runtime_scale)
+            return self._step_reference(self._ref.job_at(a))
+        self._fast = self._valid  # a slot of the mask now: the step above
+        return self.step(a)
 
     def _step_reference(self, job: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         """``loop="reference"``: answer the question with ``job`` (-1: none was
@@ -351,16 +378,16 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         assert ref is not None
         if ref.pending:
             ref.answer(job)
-        self._observe_reference()
         terminated = not ref.pending
         self._loaded = not terminated
+        obs, mask, slots = self._observe()
         if self.reward_mode == "step":
             reward = -ref.reward_terms(self._kernel_args[1], self._kernel_args[2]) / self.sequence
         elif terminated:
             reward = self.metric() * (1.0 if self.reward_kind == "utilisation" else -1.0)
         else:
             reward = 0.0
-        return self._out[0][0].copy(), reward, terminated, False, self._info()
+        return obs, reward, terminated, False, self._info(mask, slots)
 
     def _reward(self, e: int, terminated: bool) -> float:
         if self.reward_mode == "step":
@@ -393,7 +420,12 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         )
 
 
-_ONE = np.ones(1, dtype=bool)
+#: The action types the single environment's step takes without a call (a Python int, numpy's int64).
+_INTS = (int, np.int64)
+#: The dtypes of an observation, a mask, the slots' jobs.
+_OBS, _MASK, _SLOT = np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int64)
+#: numpy's ``empty``, bound once (a step allocates three arrays: dtype objects and a bound name halve the cost).
+_empty = np.empty
 #: ``invalid_action`` -> the kernel's code.
 INVALID_CODES = {"nearest": K.NEAREST, "penalty": K.PENALTY, "raise": K.RAISE}
 
@@ -435,7 +467,8 @@ class BatchVectorEnv(VectorEnv):
     def _load(self, e: int, options: dict[str, Any] | None = None) -> None:
         _, _, arrays = self.env.draw(self._rngs[e], options)
         self.env.load(self._state, e, arrays)
-        K.observe(*self._state, e, *self._out, self.env.nodes, self.env.runtime_scale)
+        obs, mask, slots = self._out
+        K.observe(*self._state, e, obs[e], mask[e], slots[e])
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
@@ -474,8 +507,7 @@ class BatchVectorEnv(VectorEnv):
         skip = self._autoreset
         invalid = INVALID_CODES[env.invalid_action]
         factor = -1.0 / env.sequence if env.reward_mode == "step" else 0.0
-        args = (invalid, INVALID_ACTION_PENALTY, factor, *env._kernel_args, *self._out)
-        bad = K.vstep(F, N, S, T, a, skip, *args, env.nodes, env.runtime_scale, rewards)
+        bad = K.vstep(F, N, S, T, a, skip, invalid, INVALID_ACTION_PENALTY, factor, obs, mask, slots, rewards)
         if bad >= 0:
             resolve_action(f"{ENV} (sub-environment {bad})", int(a[bad]), mask[bad], "raise")
         terminated = S[:, K.PENDING] == 0

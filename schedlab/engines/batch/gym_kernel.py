@@ -39,9 +39,12 @@ State layout (``E`` episodes of ``n`` jobs; row ``e`` is one episode)
 ---------------------------------------------------------------------
 ``F[e, c, :]`` float64 columns (:data:`SUBMIT` ... :data:`REQ_END`),
 ``N[e, c, :]`` int64 columns (:data:`NEED` ... :data:`PRV`), ``S[e, :]``
-int64 scalars (:data:`HS` ... :data:`CAP`), ``T[e, :]`` float64 scalars
-(:data:`NOW`, :data:`REW`). A handful of arrays keeps numba's per-call
-argument checks cheap.
+int64 scalars (:data:`HS` ... :data:`TERM`), ``T[e, :]`` float64 scalars
+(:data:`NOW` ... :data:`SCALE`). The environment's settings (backfilling, the
+reward terms, tau, the observation's scale; the machine's size is ``CAP``)
+are written there by :func:`load`, not passed at each step: numba checks
+every argument of every call from Python, about 0.1 us each, so a handful
+of arrays keeps a step's call cheap (:func:`step_one` takes eight).
 """
 
 from __future__ import annotations
@@ -58,10 +61,12 @@ SUBMIT, RUNTIME, REQUESTED, START, END, HK, RK, REQ_END = range(8)
 NEED, ORDER, HI, RI, NXT, PRV = range(6)
 #: Int scalars of ``S``: heap size, running-list size, queue ends, free units,
 #: next arrival, jobs started, queue length and summed need, decision pending,
-#: passes, capacity.
-HS, R, QHEAD, QTAIL, FREE, NEXT, STARTED, QLEN, QNEED, PENDING, PASSES, CAP = range(12)
-#: Float scalars of ``T``: the current instant; the step's summed reward terms.
-NOW, REW = range(2)
+#: passes, capacity (the machine's units: the observation's ``nodes``); the
+#: settings: EASY backfilling (1) or none (0), the reward terms (``TERM_*``).
+HS, R, QHEAD, QTAIL, FREE, NEXT, STARTED, QLEN, QNEED, PENDING, PASSES, CAP, BACKFILL, TERM = range(14)
+#: Float scalars of ``T``: the current instant; the step's summed reward terms;
+#: the settings: tau (bounded slowdown), the observation's requested-time scale.
+NOW, REW, TAU, SCALE = range(4)
 
 #: Reward terms kernels add up per started job (``reward_mode="step"``).
 TERM_NONE, TERM_BSLD, TERM_WAIT = 0, 1, 2
@@ -72,8 +77,8 @@ def allocate(envs: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return (
         np.zeros((envs, 8, n)),
         np.zeros((envs, 6, n), dtype=np.int64),
-        np.zeros((envs, 12), dtype=np.int64),
-        np.zeros((envs, 2)),
+        np.zeros((envs, 14), dtype=np.int64),
+        np.zeros((envs, 4)),
     )
 
 
@@ -230,7 +235,15 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
     while True:
         while open_pass and S[e, QLEN] > 0:
             free = S[e, FREE]
-            fits = ZERO  # waiting jobs that fit; the first of them; the least need of the others
+            if S[e, QNEED] <= free:
+                # every waiting job fits at once (the one waiting job fits): all start now whatever the order
+                _launch(Fe, Ie, S, T, e, S[e, QHEAD], backfill, term, tau)
+                continue
+            if S[e, QLEN] == 1:
+                break  # the one waiting job does not fit
+            # waiting jobs that fit: how many (the scan stops at two: a question, unless one fits only
+            # and it is EASY's, which needs the least need of the others); the first of them
+            fits = ZERO
             only = NONE
             least = S[e, CAP] + 1
             q = S[e, QHEAD]
@@ -240,15 +253,13 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
                     fits += 1
                     if only < 0:
                         only = q
+                    if fits == 2 or not backfill:
+                        break
                 elif nq < least:
                     least = nq
                 q = Ie[NXT, q]
             if fits == 0:
                 break  # nothing fits: no choice could change this pass
-            if S[e, QLEN] == 1 or S[e, QNEED] <= free:
-                # the only choice, or every waiting job starts now whatever the order
-                _launch(Fe, Ie, S, T, e, S[e, QHEAD], backfill, term, tau)
-                continue
             if backfill and fits == 1 and T[e, NOW] + Fe[REQUESTED, only] <= _shadow(Fe, Ie, S, T, e, least):
                 # the one job that fits starts now whatever the head: chosen, it starts; behind any
                 # other head it backfills (it ends by the earliest shadow time any head can get)
@@ -263,20 +274,24 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
 
 
 @njit(**HOT)
-def _observe(Fe, Ie, S, T, e, obs, mask, slots, nodes, scale):
-    """``schedlab.engines.batch.features.batch_observation`` of row ``e`` into ``obs[e]``,
-    the same float64 operations rounded once to float32; ``mask[e]`` and
-    ``slots[e]`` (each slot's job, -1 if empty)."""
-    window = mask.shape[1]
-    o = obs[e]
+def _observe(Fe, Ie, S, T, e, o, mask, slots):
+    """``schedlab.engines.batch.features.batch_observation`` of row ``e`` into
+    ``o`` (every entry written), the same float64 operations rounded once to
+    float32 (``nodes``: the machine's units, ``CAP``; the requested-time scale:
+    ``SCALE``); ``mask`` and ``slots`` (each slot's job, -1 if empty). Returns
+    the number of slots holding a job (the mask is always a prefix): 0 when no
+    decision is pending."""
+    window = mask.shape[0]
     o[:] = 0.0
-    mask[e, :] = False
-    slots[e, :] = -1
+    mask[:] = False
+    slots[:] = -1
     if S[e, PENDING] == 0:
         # no decision: slot 0 is the one valid action, a no-op (an episode that
         # ended, or one that needed no decision at all and ends at its first step)
-        mask[e, 0] = True
-        return
+        mask[0] = True
+        return ZERO
+    nodes = S[e, CAP]
+    scale = T[e, SCALE]
     now = T[e, NOW]
     free = S[e, FREE]
     k = ZERO
@@ -290,19 +305,22 @@ def _observe(Fe, Ie, S, T, e, obs, mask, slots, nodes, scale):
         o[b + 2] = r if r < 1.0 else 1.0
         o[b + 3] = Ie[NEED, job] / nodes
         o[b + 4] = 1.0 if Ie[NEED, job] <= free else 0.0
-        mask[e, k] = True
-        slots[e, k] = job
+        mask[k] = True
+        slots[k] = job
         k += 1
         job = Ie[NXT, job]
     m = window * JOB_FEATURES
     o[m] = free / nodes
     x = (S[e, QLEN] - k) / window
     o[m + 1] = x if x < 1.0 else 1.0
+    return k
 
 
 @njit(**JIT)
-def load(F, N, S, T, e, submit, runtime, requested, need, order, capacity, backfill, term, tau):
-    """Start episode ``e`` on these jobs and run it to its first decision."""
+def load(F, N, S, T, e, submit, runtime, requested, need, order, capacity, backfill, term, tau, scale):
+    """Start episode ``e`` on these jobs, with these settings (backfilling, the
+    reward terms, tau, the observation's requested-time scale), and run it to
+    its first decision."""
     n = submit.shape[0]
     Fe = F[e]
     Ie = N[e]
@@ -320,23 +338,40 @@ def load(F, N, S, T, e, submit, runtime, requested, need, order, capacity, backf
     S[e, QTAIL] = NONE
     S[e, FREE] = capacity
     S[e, CAP] = capacity
+    S[e, BACKFILL] = 1 if backfill else 0
+    S[e, TERM] = term
+    T[e, TAU] = tau
+    T[e, SCALE] = scale
     _run(Fe, Ie, S, T, e, NONE, backfill, term, tau)
 
 
 @njit(**JIT)
-def step(F, N, S, T, heads, active, backfill, term, tau, obs, mask, slots, nodes, scale):
-    """Apply ``heads[e]`` to each episode with ``active[e]`` and run it to its
-    next decision; then write every active episode's observation."""
-    for e in range(S.shape[0]):
-        if active[e]:
-            _run(F[e], N[e], S, T, e, heads[e], backfill, term, tau)
-            _observe(F[e], N[e], S, T, e, obs, mask, slots, nodes, scale)
+def step_one(F, N, S, T, slot, obs, mask, slots):
+    """The single environment's step (episode 0): the agent picks ``slot``, a
+    slot of the mask (the caller checked it: a prefix of the queue, or slot 0
+    when no decision is pending, a no-op); its job is found by walking the
+    queue (the observation's slots, without trusting arrays handed to the
+    user), applied, the episode run to its next decision and observed into
+    ``obs``, ``mask``, ``slots`` (1-D, fresh from the caller: nothing returned
+    to the user is written again). Returns the number of slots holding a job,
+    0 when the episode has ended. The step's reward terms are in ``T[0, REW]``."""
+    Fe = F[0]
+    Ie = N[0]
+    job = NONE
+    if S[0, PENDING]:
+        job = S[0, QHEAD]
+        for _ in range(slot):
+            job = Ie[NXT, job]
+    _run(Fe, Ie, S, T, 0, job, S[0, BACKFILL] != 0, S[0, TERM], T[0, TAU])
+    return _observe(Fe, Ie, S, T, 0, obs, mask, slots)
 
 
 @njit(**JIT)
-def observe(F, N, S, T, e, obs, mask, slots, nodes, scale):
-    """Write episode ``e``'s observation (after :func:`load`)."""
-    _observe(F[e], N[e], S, T, e, obs, mask, slots, nodes, scale)
+def observe(F, N, S, T, e, obs, mask, slots):
+    """Write episode ``e``'s observation into the 1-D ``obs``, ``mask``,
+    ``slots`` (after :func:`load`, or again after a no-op); the number of
+    slots holding a job (0: no decision pending)."""
+    return _observe(F[e], N[e], S, T, e, obs, mask, slots)
 
 
 #: ``invalid_action`` codes of :func:`vstep` (``schedlab.gym.common.INVALID_ACTIONS``).
@@ -344,9 +379,7 @@ NEAREST, PENALTY, RAISE = 0, 1, 2
 
 
 @njit(**JIT)
-def vstep(
-    F, N, S, T, actions, skip, invalid, penalty, factor, backfill, term, tau, obs, mask, slots, nodes, scale, out
-):
+def vstep(F, N, S, T, actions, skip, invalid, penalty, factor, obs, mask, slots, out):
     """The vector environment's step: for each episode not in ``skip`` (an
     autoreset pending), the action ``actions[e]`` read under ``invalid``
     (the mask is a prefix of the slots: the nearest filled slot of an empty
@@ -372,8 +405,8 @@ def vstep(
                 continue
             while a > 0 and not mask[e, a]:
                 a -= 1
-        _run(F[e], N[e], S, T, e, slots[e, a], backfill, term, tau)
-        _observe(F[e], N[e], S, T, e, obs, mask, slots, nodes, scale)
+        _run(F[e], N[e], S, T, e, slots[e, a], S[e, BACKFILL] != 0, S[e, TERM], T[e, TAU])
+        _observe(F[e], N[e], S, T, e, obs[e], mask[e], slots[e])
         out[e] = T[e, REW] * factor
         T[e, REW] = 0.0
     return NONE

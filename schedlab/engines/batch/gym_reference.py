@@ -166,6 +166,11 @@ class ReferenceEpisode:
         self.agent.answer(job)
         self.pending = self.advance()
 
+    def job_at(self, slot: int) -> int:
+        """The job in ``slot`` of the question's observation (the queue's ``slot``-th, oldest first);
+        -1 if none is asked."""
+        return next(islice(self.agent.queue, slot, None)) if self.pending else -1
+
     def observe(self, obs: np.ndarray, mask: np.ndarray, slots: np.ndarray, nodes: int, scale: float) -> None:
         """The question's observation, mask and slots into these rows (the
         kernel's ``_observe``: slot 0 alone, a no-op, when nothing is asked)."""
