@@ -33,9 +33,9 @@ ends and schedules, step for step, to the bit
   Python loop or the priority pass sees: the queue, the running jobs'
   requested ends and EASY's reservation and backfill scan are the priority
   policies' own (``policies.priority``, ``policies.easy``). It costs about
-  3x (no backfilling) to 6x (EASY) the kernel's time per decision (one run
-  alternating the loops, a random valid agent, Lublin's log, ``sequence``
-  256, ``window`` 128; 2 cores at load 8.7; docs/gym.md).
+  3.6x (no backfilling) to 4.7x (EASY) the kernel's CPU time per decision
+  (one run alternating the loops, a random valid agent, Lublin's log,
+  ``sequence`` 256, ``window`` 128; 2 cores at load 9.9; docs/gym.md).
 
 Decisions. At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
