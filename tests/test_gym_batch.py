@@ -266,6 +266,9 @@ def test_bad_input_gets_one_clear_error():
         gymnasium.make("schedlab/Batch-v0", jobs=burst(seed=2), nodes=2, sequence=5)
     with pytest.raises(UserError, match="sequence 50 is longer than the job table"):
         gymnasium.make("schedlab/Batch-v0", jobs=burst(), nodes=4, sequence=50)
+    # the columns the batch engine declares (Engine.jobs), in its words
+    with pytest.raises(UserError, match="^schedlab/Batch-v0: the job table needs the columns procs$"):
+        gymnasium.make("schedlab/Batch-v0", jobs=burst().drop("procs"), nodes=4, sequence=5)
     with pytest.raises(UserError, match="no such file"):
         gymnasium.make("schedlab/Batch-v0", trace="no-such-trace.swf")
     with pytest.raises(UserError, match="reward 'utilisation' is given at the end only"):

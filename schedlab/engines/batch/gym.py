@@ -106,6 +106,7 @@ from schedlab.gym.common import (
     resolve_trace,
 )
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch
+from schedlab.sim.system.jobs import BATCH_JOBS
 
 ENV = "schedlab/Batch-v0"
 #: The generator's requested times are scaled by its runtime cap, e^12 s.
@@ -131,7 +132,7 @@ def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> 
         size = t.meta.get("machine_procs")
         return t.jobs, int(size) if size else None
     if jobs is not None:
-        missing = [c for c in ("job_id", "submit", "runtime", "procs") if c not in jobs.columns]
+        missing = BATCH_JOBS.missing(jobs.columns)  # the engine's declaration (``Engine.jobs``)
         if missing:
             raise UserError(f"{env}: the job table needs the columns {', '.join(missing)}")
         size = int(jobs["machine_procs"][0]) if "machine_procs" in jobs.columns and jobs.height else None
