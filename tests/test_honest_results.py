@@ -320,6 +320,10 @@ def test_a_paired_ratio_of_means_has_the_ratio_estimators_interval():
     assert (
         float(r) == 2.0 and r.low == pytest.approx(2 - half, rel=1e-12) and r.high == pytest.approx(2 + half, rel=1e-12)
     )
+    # one pair dominating both averages: the symmetric interval would reach below 0, which a ratio of
+    # non-negative values cannot
+    heavy = paired_mean_ratio(dict(enumerate([300.0, 1.0, 1.0, 1.0])), dict(enumerate([1.0, 1.0, 1.0, 10.0])))
+    assert heavy.low == 0.0 and heavy.high > float(heavy) > 1.0
     proportional = paired_mean_ratio({0: 2.0, 1: 4.0, 2: 6.0}, {0: 1.0, 1: 2.0, 2: 3.0})
     assert float(proportional) == 2.0 and math.isinf(proportional.low)  # a = 2 b on every pair: one sample
     rng = np.random.default_rng(20261206)

@@ -565,7 +565,9 @@ def paired_mean_ratio(a: dict[Any, float], b: dict[Any, float]) -> Estimate:
     plotted means), where `paired_log_ratio` would read the geometric mean
     of per-instance ratios, a different statistic when a few instances
     dominate the averages. No interval below two pairs, when mean(b) is not
-    positive or when the linearised differences are identical."""
+    positive or when the linearised differences are identical. The interval
+    is symmetric and, on heavy tails, can reach below 0; where no value is
+    negative the ratio cannot be, and its lower end is clipped at 0."""
     import numpy as np
 
     keys = sorted(set(a) & set(b))
@@ -578,7 +580,10 @@ def paired_mean_ratio(a: dict[Any, float], b: dict[Any, float]) -> Estimate:
     lo, hi = bounds(d)
     if math.isinf(lo) or math.isinf(hi) or math.isnan(lo):
         return Estimate(r)
-    return Estimate(r, r + lo / y.mean(), r + hi / y.mean())
+    low = r + lo / y.mean()
+    if (x >= 0).all() and (y >= 0).all():
+        low = max(low, 0.0)
+    return Estimate(r, low, r + hi / y.mean())
 
 
 def per_replication(results_dir: str | Path, stat, keys: tuple[str, ...] = ()) -> dict[tuple[Any, ...], dict[int, Any]]:

@@ -13,8 +13,8 @@ from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
 from schedlab.pipelines.common import (
     Estimate,
     emin,
-    erank,
     every,
+    interval_text,
     judge,
     lookup,
     md_table,
@@ -96,20 +96,38 @@ def _best_other(deg, policy: str, loads: list[float]) -> dict[float, str]:
 
 def good_low_poor_high(data, claim):
     """Within ``than`` of the best DFRS at the ``where`` loads, at or above the
-    median DFRS above them (on the means' intervals: the median algorithm at
-    a load is GreedyPM*/OPT=MIN itself at some loads, which makes no pair)."""
+    median DFRS above them: each on the ratio of GreedyPM*/OPT=MIN's average
+    degradation to one other algorithm's at the load, with that ratio's paired
+    interval (`_pairs`) -- the best other one's below (`_best_other`), the
+    median one's above (the k-th lowest mean, k = half the DFRS algorithms;
+    at a load where that is GreedyPM*/OPT=MIN itself, it is at the median)."""
     loads, deg, best = _loads_and_deg(data.table)
     pm, low_load = claim.quantity.split(" / ")[0], claim.where["load"]["<="]
     low = [x for x in loads if x <= low_load + 1e-9]
     high = [x for x in loads if x > low_load + 1e-9]
     if not (low and high):
         return None
-    good_low = [judge(deg(pm, x), "<=", claim.than * best[x]) for x in low]
-    median = {x: erank((deg(p, x) for p in DFRS), len(DFRS) // 2) for x in high}
-    poor_high = [judge(deg(pm, x), ">=", median[x]) for x in high]
+    pairs, other = _pairs(data), _best_other(deg, pm, low)
+    median = {x: sorted(DFRS, key=lambda p: float(deg(p, x)))[len(DFRS) // 2] for x in high}
+
+    def ratio(b: str, x: float) -> Estimate:
+        """pm / b at load x: the paired interval, else (no rows at hand) the quotient of the means' intervals."""
+        r = pairs(pm, b, x)
+        return deg(pm, x) / deg(b, x) if math.isnan(r) else r
+
+    good_low = [judge(ratio(other[x], x), "<=", claim.than) for x in low]
+    poor_high = [HOLDS if median[x] == pm else judge(ratio(median[x], x), ">=", 1.0) for x in high]
     return claim.verdict(
         every(good_low + poor_high),
-        ", ".join(f"load {x:g}: {deg(pm, x):.3g} (best {best[x]:.3g})" for x in loads),
+        ", ".join(
+            [f"load {x:g}: {deg(pm, x):.3g} / best other {interval_text(ratio(other[x], x))}" for x in low]
+            + [
+                f"load {x:g}: {deg(pm, x):.3g}, the median algorithm"
+                if median[x] == pm
+                else f"load {x:g}: {deg(pm, x):.3g} / median {interval_text(ratio(median[x], x))}"
+                for x in high
+            ]
+        ),
         low=low_load,
     )
 
