@@ -65,6 +65,7 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.pipelines.base import deep_merge
+from schedlab.pipelines.common import Estimate
 from schedlab.pipelines.inputs import data_path
 from schedlab.platform.storage.seam import is_results_dir, require_manifest
 
@@ -80,6 +81,9 @@ BATCH = ["FCFS", "EASY"]
 BEST = "GreedyPM*/per/OPT=MIN/MINVT=600"  # §5.1: "the best DFRS algorithm regardless of the load level"
 #: Instances behind the paper's averages per set (RR-7659 §5.3: 182 weeks, 100 traces, 100 x 9 loads).
 PAPER_INSTANCES = {"hpc2n": 182, "unscaled": 100, "scaled": 900}
+#: The sets whose instances are fixed, not drawn: HPC2N's weeks are the trace replayed as it is,
+#: annotated by a rule (`workloads.annotate.dfrs_hpc2n`); the synthetic sets are random draws.
+FIXED_SETS = frozenset({"hpc2n"})
 #: Seed of the HPC2N window sample of a subset run (fixed: the same F always picks the same weeks).
 SUBSET_SEED = 7659
 SUBSET_KEY = "subset"  # the overrides key the CLI's --subset sets (consumed here, never reaches a spec)
@@ -563,3 +567,57 @@ def counts(ns: dict[str, Any]) -> str:
 def instance_key(trace_set: str) -> list[str]:
     """The columns naming one instance within a set (with ``replication``)."""
     return ["window"] if trace_set == "hpc2n" else ["load"]
+
+
+def exact_set(trace_set: str, ns: Any) -> bool:
+    """Whether a set's averages are exact rather than estimated: a fixed set
+    (`FIXED_SETS`: HPC2N's weeks, the trace replayed as it is, its
+    annotation a rule, the engines deterministic) of which every instance of
+    the paper's set finished (``ns``: the instance counts behind its
+    averages, every one the paper's). Such an average is the very quantity
+    the paper reports for that set, not a sample estimate of it: the
+    interval of a mean over a whole finite population is the point (the
+    finite-population correction at n = N). The synthetic sets are draws
+    from the Lublin model, other draws than the paper's: their averages are
+    estimates, with 95 % intervals."""
+    ns = list(ns)
+    return trace_set in FIXED_SETS and bool(ns) and all(n == PAPER_INSTANCES[trace_set] for n in ns)
+
+
+def exact(v: float, trace_set: str) -> Estimate:
+    """An average (or a ratio of averages) of a whole fixed set (`exact_set`): its interval is the point, saying why."""
+    return Estimate(v, v, v, basis=f"all {PAPER_INSTANCES[trace_set]} weeks: exact")
+
+
+def per_instance(frame, trace_set: str, by: str, metric: str) -> dict[Any, dict[tuple[Any, ...], float]]:
+    """{value of ``by``: {instance: metric}} of a set's rows (`rows`): what a paired comparison reads."""
+    import polars as pl
+
+    keys = ["replication", *instance_key(trace_set)]
+    out: dict[Any, dict[tuple[Any, ...], float]] = {}
+    for (value,), group in frame.group_by([by]):
+        instances = zip(*(group[k].to_list() for k in keys), strict=True)
+        out[value] = dict(zip(instances, group[metric].cast(pl.Float64).to_list(), strict=True))
+    return out
+
+
+def exactness_note(sets: list[str], whole: list[str]) -> str:
+    """The page's sentence on which averages are exact (`exact_set`) and which are estimates."""
+    parts = [
+        f"The {TITLES[s]} averages are over every instance of the paper's set ({PAPER_INSTANCES[s]} of "
+        f"{PAPER_INSTANCES[s]}), each replayed once by deterministic engines from the trace as it is, annotated "
+        "by a rule: they are that set's own averages, the quantity the paper reports, not estimates of it, so "
+        'their intervals are points ("exact"). '
+        for s in whole
+    ]
+    drawn = [TITLES[s] for s in sets if s not in FIXED_SETS]
+    if drawn:
+        parts.append(
+            f"The {' and '.join(drawn)} sets are draws from the Lublin model (other draws than the paper's): "
+            "their averages are estimates with 95 % intervals. "
+        )
+    return "".join(parts) + (
+        "A ratio of two averages over the same instances is judged on its paired interval (the ratio of "
+        "means' delta-method interval, `paired_mean_ratio`), not on the quotient of the two averages' own "
+        "intervals."
+    )

@@ -8,7 +8,18 @@ import math
 from pathlib import Path
 
 from schedlab.pipelines import dfrs_common as dc
-from schedlab.pipelines.common import RATIO_FLOOR, Estimate, cell, ci_or_zero, emax, estimate, every, judge, md
+from schedlab.pipelines.common import (
+    RATIO_FLOOR,
+    Estimate,
+    cell,
+    ci_or_zero,
+    emax,
+    estimate,
+    every,
+    judge,
+    md,
+    paired_mean_ratio,
+)
 from schedlab.plotting import save
 
 DOC = dc.read(__name__)
@@ -73,15 +84,64 @@ def measured(data) -> str:
         f"{dc.coverage(data.dirs, 'dfrs-period', SETS)}\n\n{data.fig['caption']}:\n\n"
         + md(["trace set", "EASY"] + [f"period {p:g} s" for p in periods], rows)
         + f"\n\nInstances per point: {dc.counts({s: tabs[s][0] for s in SETS})}; "
-        + "± is the 95 % CI half-width (Student t)."
+        + "± is the 95 % CI half-width (Student t).\n\n**How the verdicts read these numbers.** "
+        + dc.exactness_note(SETS, [s for s in SETS if _exact(data, s)])
     )
 
 
+def _exact(data, trace_set: str) -> bool:
+    """Whether a set's averages are exact (`dfrs_common.exact_set`: every HPC2N week of the paper's set ran)."""
+    dfrs, easy = data.table[trace_set]
+    return dc.exact_set(trace_set, dfrs["n"].to_list() + easy["n"].to_list())
+
+
 def _at(data, col: str) -> tuple[dict[str, dict[float, Estimate]], dict[str, Estimate]]:
-    """({set: {period: mean}}, {set: EASY's mean}) of ``col``, each an `Estimate` with its 95 % interval."""
+    """({set: {period: mean}}, {set: EASY's mean}) of ``col``, each an `Estimate` with its 95 % interval
+    (exact on a whole fixed set: `dfrs_common.exact_set`)."""
     tabs = data.table
-    by = {s: {r["policy_period"]: estimate(r, col) for r in tabs[s][0].iter_rows(named=True)} for s in SETS}
-    return by, {s: estimate(tabs[s][1].row(0, named=True), col) for s in SETS}
+
+    def est(row, s: str) -> Estimate:
+        e = estimate(row, col)
+        return dc.exact(float(e), s) if _exact(data, s) else e
+
+    by = {s: {r["policy_period"]: est(r, s) for r in tabs[s][0].iter_rows(named=True)} for s in SETS}
+    return by, {s: est(tabs[s][1].row(0, named=True), s) for s in SETS}
+
+
+def _paired(data, col: str):
+    """``ratio(a, b, set)`` of two terms' averages (EASY, first, last,
+    worst: `per_set`'s) with the paired interval over the set's instances
+    (every period and EASY ran the same ones: `paired_mean_ratio`), exact on
+    a whole fixed set; NaN with no rows at hand (a table checked alone),
+    when the claim reads the quotient of the two averages' own intervals."""
+    if not data.dirs:
+        return lambda a, b, s: Estimate(math.nan)
+    import polars as pl
+
+    by, _ = _at(data, col)
+    per = {}
+    for s in SETS:
+        rows = dc.rows(data.dirs, "dfrs-period", s)
+        per[s] = dc.per_instance(rows.filter(pl.col("policy") == dc.BEST), s, "policy_period", col)
+        per[s]["EASY"] = dc.per_instance(rows.filter(pl.col("policy") == "EASY"), s, "policy", col)["EASY"]
+
+    def key(name: str, s: str):
+        periods = by[s]
+        return {
+            "EASY": "EASY",
+            "first": min(periods),
+            "last": max(periods),
+            "worst": max(periods, key=lambda p: float(periods[p])),
+        }.get(name)
+
+    def ratio(a: str, b: str, s: str) -> Estimate:
+        ka, kb = key(a, s), key(b, s)
+        if ka is None or kb is None or ka not in per[s] or kb not in per[s]:
+            return Estimate(math.nan)
+        r = paired_mean_ratio(per[s][ka], per[s][kb])
+        return dc.exact(float(r), s) if _exact(data, s) and r == r else r
+
+    return ratio
 
 
 def per_set(data, claim):
@@ -89,18 +149,24 @@ def per_set(data, claim):
     EASY (its mean), first and last (the means at the smallest and the largest
     period), first period and last period, worst (the largest mean over the
     periods), growth (last / first) and limit (the set's bound in the figure's
-    ``growth``, listed by ``{factors}`` in ``says``)."""
-    by, easy = _at(data, data.fig["column"])
+    ``growth``, listed by ``{factors}`` in ``says``). A ratio of two of the
+    averages, and the growth, are judged on their paired interval (`_paired`)."""
+    col = data.fig["column"]
+    by, easy = _at(data, col)
     limit = data.fig.get("growth", {})
+    ratio = _paired(data, col)
 
     def term(name: str, s: str) -> float:
         lo, hi = min(by[s]), max(by[s])
         if name == "growth":  # (only asked of a degradation, >= 1: never a division by 0)
-            return by[s][hi] / by[s][lo]
+            paired = ratio("last", "first", s)
+            return paired if paired == paired else by[s][hi] / by[s][lo]
         named = {"first": by[s][lo], "last": by[s][hi], "first period": lo, "last period": hi}
         return {**named, "EASY": easy[s], "worst": emax(by[s].values()), "limit": limit.get(s, math.nan)}[name]
 
-    return claim.at_points(SETS, term, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit))
+    return claim.at_points(
+        SETS, term, ratio=ratio, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit)
+    )
 
 
 def below_easy_beyond(data, claim):

@@ -6,12 +6,14 @@ need a rank correlation or Table 2 itself; `per_set` checks the others."""
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from schedlab.pipelines import dfrs_common as dc
 from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE
-from schedlab.pipelines.common import Estimate, bounds, emin, every, judge, md
+from schedlab.pipelines.common import Estimate, bounds, emin, every, judge, md, paired_mean_ratio
 from schedlab.plotting import save
 
 
@@ -139,11 +141,19 @@ def underutil_markdown(table) -> str:
 GROUPS = {"DFRS": DFRS, "batch": dc.BATCH, "Table 2 DFRS": TABLE2_ROWS[2:]}
 
 
+def whole_set(table, trace_set: str) -> bool:
+    """Whether a set's averages in the table are exact (`dfrs_common.exact_set`)."""
+    return "n" in table.columns and dc.exact_set(trace_set, table.filter(table["set"] == trace_set)["n"].to_list())
+
+
 def estimated(table, trace_set: str, policy: str, col: str = "mean") -> Estimate:
     """`value` with its 95 % interval: the average degradation ("mean") with ``ci95``, another
-    column with ``<col>_ci95`` when the table has it (else no interval)."""
-    ci = value(table, trace_set, policy, "ci95" if col == "mean" else f"{col}_ci95")
+    column with ``<col>_ci95`` when the table has it (else no interval); exact on a whole
+    fixed set (`whole_set`)."""
     v = value(table, trace_set, policy, col)
+    if whole_set(table, trace_set) and v == v:
+        return dc.exact(v, trace_set)
+    ci = value(table, trace_set, policy, "ci95" if col == "mean" else f"{col}_ci95")
     return Estimate(v, v - ci, v + ci) if ci == ci else Estimate(v)
 
 
@@ -156,56 +166,161 @@ def _term(table, trace_set: str, term: str) -> Estimate | str:
     return estimated(table, trace_set, term)
 
 
+def _policy(table, trace_set: str, term: str) -> str:
+    """The algorithm a term names: itself, or a group's lowest average ("min DFRS")."""
+    kind, _, group = term.partition(" ")
+    return min(GROUPS[group], key=lambda p: value(table, trace_set, p)) if kind == "min" and group in GROUPS else term
+
+
+def paired(data) -> Callable[[str, str, str], Estimate]:
+    """``ratio(a, b, set)``: a's average degradation / b's on a set, with the
+    paired interval of that ratio of means over the set's instances (every
+    algorithm ran the same instances: `dfrs_common.complete`;
+    `paired_mean_ratio`), a group's lowest ("min DFRS") read as its
+    algorithm of lowest average; exact on a whole fixed set (`whole_set`).
+    Table 2 compares averages, so the claims on two of its algorithms read
+    this, not the quotient of the two averages' own intervals, which ignores
+    that both ran the same weeks and traces. With no rows at hand (a table
+    checked alone) the ratio is NaN and the claim reads that quotient."""
+    if not data.dirs:
+        return lambda a, b, s: Estimate(math.nan)
+    per = _per_instance(data)
+
+    def ratio(a: str, b: str, s: str) -> Estimate:
+        pa, pb = _policy(data.table, s, a), _policy(data.table, s, b)
+        if (s, pa) not in per or (s, pb) not in per:
+            return Estimate(math.nan)
+        r = paired_mean_ratio(per[(s, pa)], per[(s, pb)])
+        return dc.exact(float(r), s) if whole_set(data.table, s) and r == r else r
+
+    return ratio
+
+
 def per_set(data, claim):
-    """`Claim.at_points` on every set; ``published`` (a format field of
-    ``says``): the same ratio on Table 2 when both terms are its rows."""
+    """`Claim.at_points` on every set, a ratio of two algorithms judged on its
+    paired interval (`paired`); ``published`` (a format field of ``says``):
+    the same ratio on Table 2 when both terms are its rows."""
     a, _, b = claim.quantity.partition(" / ")
     published = (
         ", ".join(f"{s} x{TABLE2[a][s].avg / TABLE2[b][s].avg:.0f}" for s in SETS) if {a, b} <= set(TABLE2) else ""
     )
-    return claim.at_points(SETS, lambda term, s: _term(data.table, s, term), published=published)
+    return claim.at_points(SETS, lambda term, s: _term(data.table, s, term), ratio=paired(data), published=published)
 
 
-def ranks_certain(values: list[Any]) -> bool:
-    """Whether the ranks of ``values`` are the same for every choice of values
-    within their 95 % intervals (`Estimate`s; a plain number is exact): no two
-    intervals overlap, or they are the same exact number (a tie)."""
-    spans = sorted(bounds(v) for v in values)
-    return all(a[1] < b[0] or (a[0] == a[1] == b[0] == b[1]) for a, b in zip(spans, spans[1:]))
+def _per_instance(data) -> dict[tuple[str, str], dict[tuple[Any, ...], float]]:
+    """{(set, policy): {instance: degradation}} over the sets' finished instances (`dfrs_common.rows`)."""
+    return {
+        (s, str(policy)): values
+        for s in SETS
+        for policy, values in dc.per_instance(dc.rows(data.dirs, "dfrs-table", s), s, "policy", METRIC).items()
+    }
 
 
-def _rho_at_least(claim, pairs: dict[str, tuple[list[Any], list[Any]]]):
-    """The Spearman rank correlation of every pair of lists at least ``than``,
-    read from the ranks: they are certain when no two intervals of a list
-    overlap (`ranks_certain`), and the verdict is then rho's; otherwise
-    inconclusive (the ranks, hence rho, depend on where in their intervals
-    the averages lie)."""
+def rank_ranges(values: list[Any], below: Callable[[int, int], bool | None]) -> list[tuple[float, float]]:
+    """Each value's rank (1 = lowest) as the range it can take: ``below(i,
+    j)`` is True when i is certainly below j, False when certainly not
+    (above, or an exact tie), None when uncertain. A value related with
+    certainty to every other gets a point, its mid-rank among exact ties
+    (as `scipy.stats.spearmanr` ranks them); otherwise [1 + values certainly
+    below, n - values certainly above]."""
+    n = len(values)
+    out = []
+    for i in range(n):
+        lower = above = ties = 0
+        certain = True
+        for j in range(n):
+            if i == j:
+                continue
+            under, over = below(j, i), below(i, j)
+            if under is None or over is None:
+                certain = False
+            elif under:
+                lower += 1
+            elif over:
+                above += 1
+            else:
+                ties += 1
+        out.append((lower + 1 + ties / 2,) * 2 if certain else (lower + 1.0, float(n - above)))
+    return out
+
+
+def rho_range(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> tuple[float, float]:
+    """The Spearman rank correlation of two lists whose ranks lie in the
+    given ranges (`rank_ranges`): exact (scipy's, ties at mid-ranks) when
+    every rank is known; otherwise bounds from 1 - 6 sum(d^2) / (n (n^2 - 1))
+    with each |d| at its largest and its smallest over the two ranges, taken
+    independently (wider than the joint range of rank vectors, so the
+    bounds are conservative; the no-ties formula, where at most a few exact
+    ties move rho by less than the bounds' width)."""
     from scipy.stats import spearmanr
 
-    rho = {k: float(spearmanr([float(x) for x in a], [float(x) for x in b])[0]) for k, (a, b) in pairs.items()}
-    certain = {k: ranks_certain(a) and ranks_certain(b) for k, (a, b) in pairs.items()}
-    outcome = every((HOLDS if rho[k] >= claim.than else FAILS) if certain[k] else INCONCLUSIVE for k in pairs)
+    if all(lo == hi for lo, hi in a + b):
+        rho = float(spearmanr([lo for lo, _ in a], [lo for lo, _ in b])[0])
+        return rho, rho
+    n = len(a)
+    k = 6.0 / (n * (n * n - 1))
+    dmax = sum(max(abs(ah - bl), abs(bh - al)) ** 2 for (al, ah), (bl, bh) in zip(a, b, strict=True))
+    dmin = sum(max(0.0, al - bh, bl - ah) ** 2 for (al, ah), (bl, bh) in zip(a, b, strict=True))
+    return 1 - k * dmax, 1 - k * dmin
+
+
+def _below(data, ratio, trace_set: str, policies: list[str]) -> Callable[[int, int], bool | None]:
+    """Whether the i-th policy's average is certainly below the j-th's on a
+    set: read from the paired interval of the ratio of their averages
+    (``ratio``: `paired`, exact on a whole fixed set), else (no rows at
+    hand) from the two averages' own intervals."""
+
+    def below(i: int, j: int) -> bool | None:
+        r = ratio(policies[i], policies[j], trace_set)
+        if r != r:  # no rows: the averages' own intervals
+            (alo, ahi), (blo, bhi) = (bounds(estimated(data.table, trace_set, p)) for p in (policies[i], policies[j]))
+            return True if ahi < blo else False if alo >= bhi else None
+        lo, hi = bounds(r)
+        return True if hi < 1 else False if lo >= 1 else None
+
+    return below
+
+
+def _exact(values: list[float]) -> Callable[[int, int], bool | None]:
+    """`rank_ranges`' relation of exact numbers (published averages)."""
+    return lambda i, j: values[i] < values[j]
+
+
+def _rho_at_least(claim, pairs: dict[str, tuple[list[tuple[float, float]], list[tuple[float, float]]]]):
+    """The Spearman rank correlation of every pair of rank lists
+    (`rank_ranges`) at least ``than``: holds when its lower bound is
+    (`rho_range`), fails when its upper bound is below, else inconclusive
+    (where in their intervals the averages lie decides it)."""
+    rho = {k: rho_range(a, b) for k, (a, b) in pairs.items()}
+    outcome = every(
+        HOLDS if lo >= claim.than else FAILS if hi < claim.than else INCONCLUSIVE for lo, hi in rho.values()
+    )
     return claim.verdict(
         outcome,
         ", ".join(
-            f"{k}: rho {r:.2f}" + ("" if certain[k] else " (ranks within overlapping intervals)")
-            for k, r in rho.items()
+            f"{k}: rho {lo:.2f}" if lo == hi else f"{k}: rho in [{lo:.2f}, {hi:.2f}]" for k, (lo, hi) in rho.items()
         ),
     )
 
 
 def consistent(data, claim):
-    """Our averages ranked alike on every pair of sets."""
-    avg = {s: [estimated(data.table, s, p) for p in POLICIES] for s in SETS}
-    return _rho_at_least(claim, {f"{a}/{b}": (avg[a], avg[b]) for a, b in itertools.combinations(SETS, 2)})
+    """Our averages ranked alike on every pair of sets, each set's ranks read
+    from the paired comparisons of its averages (`_below`)."""
+    ratio = paired(data)
+    ranks = {s: rank_ranges(POLICIES, _below(data, ratio, s, POLICIES)) for s in SETS}
+    return _rho_at_least(claim, {f"{a}/{b}": (ranks[a], ranks[b]) for a, b in itertools.combinations(SETS, 2)})
 
 
 def ranking_matches(data, claim):
     """Our averages of Table 2's rows ranked as the published ones, on every set."""
+    ratio = paired(data)
     return _rho_at_least(
         claim,
         {
-            s: ([estimated(data.table, s, p) for p in TABLE2_ROWS], [TABLE2[p][s].avg for p in TABLE2_ROWS])
+            s: (
+                rank_ranges(TABLE2_ROWS, _below(data, ratio, s, TABLE2_ROWS)),
+                rank_ranges(TABLE2_ROWS, _exact([TABLE2[p][s].avg for p in TABLE2_ROWS])),
+            )
             for s in SETS
         },
     )
@@ -221,9 +336,22 @@ def underutil_above_easy(data, claim):
     )
 
 
+def reading(table) -> str:
+    """How the verdicts read the averages (`whole_set`, `paired`, `rank_ranges`)."""
+    return (
+        "**How the verdicts read these numbers.** "
+        + dc.exactness_note(SETS, [s for s in SETS if whole_set(table, s)])
+        + " A group's lowest average is compared through its algorithm's. A rank correlation is read from "
+        "the ranks each average can take: two algorithms whose paired interval does not tell them apart may "
+        "take either order, and rho is given as the range those orders allow."
+    )
+
+
 def measured(data) -> str:
     return (
         dc.coverage(data.dirs, "dfrs-table", SETS)
+        + "\n\n"
+        + reading(data.table)
         + "\n\nDegradation from bound next to RR-7659 Table 2, row by row:\n\n"
         + markdown(data.table)
         + "\n\nAverage normalized underutilization next to RR-7659 Table 4 (§6.4.2):\n\n"
