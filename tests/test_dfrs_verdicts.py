@@ -230,3 +230,24 @@ def test_period_growth_is_paired_and_exact_on_the_whole_hpc2n_set(monkeypatch):
     assert ratio("EASY", "worst", "scaled") == pytest.approx(sum(easy) / sum(last), rel=1e-12)
     growth_claim = d.checks(fig, data)[0]
     assert "hpc2n: x1.25 from 600 s to 12000 s (growth / limit 0.625)" in growth_claim.detail
+
+
+def test_an_undecided_claim_reads_only_its_undecided_sets():
+    """A claim inconclusive on the unscaled set alone reads that set's sweeps,
+    so --decide grows them and not the others; decided, or undecided
+    everywhere, it keeps reading every sweep."""
+    from schedlab.pipelines.base import FAILS, HOLDS, INCONCLUSIVE, Check
+
+    outcome = {"hpc2n": HOLDS, "unscaled": INCONCLUSIVE, "scaled": HOLDS}
+
+    def on(sets):
+        per = [outcome[s] for s in sets]
+        o = INCONCLUSIVE if INCONCLUSIVE in per else FAILS if FAILS in per else HOLDS
+        return Check("claim", o, "")
+
+    sets = list(outcome)
+    assert dc.reads_undecided(on(sets), sets, "dfrs-period", on).reads == ("dfrs-period-unscaled-",)
+    outcome["unscaled"] = HOLDS
+    assert dc.reads_undecided(on(sets), sets, "dfrs-period", on).reads == ()
+    outcome.update({s: INCONCLUSIVE for s in sets})
+    assert dc.reads_undecided(on(sets), sets, "dfrs-period", on).reads == ()

@@ -621,3 +621,17 @@ def exactness_note(sets: list[str], whole: list[str]) -> str:
         "means' delta-method interval, `paired_mean_ratio`), not on the quotient of the two averages' own "
         "intervals."
     )
+
+
+def reads_undecided(check: Any, sets: list[str], prefix: str, on: Any) -> Any:
+    """A claim over several sets, inconclusive on some only: it reads (`base.Check.reads`) the sweeps
+    of those sets alone, so that ``--decide`` grows them and not the decided ones (a set's
+    instances are independent draws: more of one set's do not move another's verdict). ``on(sets)``
+    checks the claim on a list of sets."""
+    from schedlab.pipelines.base import INCONCLUSIVE
+
+    if check.outcome == INCONCLUSIVE:
+        undecided = [s for s in sets if on([s]).outcome == INCONCLUSIVE]
+        if undecided and len(undecided) < len(sets):
+            check.reads = tuple(f"{prefix}-{s}-" for s in undecided)
+    return check

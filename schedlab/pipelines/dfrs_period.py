@@ -164,9 +164,12 @@ def per_set(data, claim):
         named = {"first": by[s][lo], "last": by[s][hi], "first period": lo, "last period": hi}
         return {**named, "EASY": easy[s], "worst": emax(by[s].values()), "limit": limit.get(s, math.nan)}[name]
 
-    return claim.at_points(
-        SETS, term, ratio=ratio, factors=", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit)
-    )
+    factors = ", ".join(f"{limit[s]:g} ({s})" for s in SETS if s in limit)
+
+    def on(sets: list[str]):
+        return claim.at_points(sets, term, ratio=ratio, factors=factors)
+
+    return dc.reads_undecided(on(SETS), SETS, "dfrs-period", on)
 
 
 def below_easy_beyond(data, claim):

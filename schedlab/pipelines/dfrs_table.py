@@ -204,7 +204,12 @@ def per_set(data, claim):
     published = (
         ", ".join(f"{s} x{TABLE2[a][s].avg / TABLE2[b][s].avg:.0f}" for s in SETS) if {a, b} <= set(TABLE2) else ""
     )
-    return claim.at_points(SETS, lambda term, s: _term(data.table, s, term), ratio=paired(data), published=published)
+    ratio = paired(data)
+
+    def on(sets: list[str]):
+        return claim.at_points(sets, lambda term, s: _term(data.table, s, term), ratio=ratio, published=published)
+
+    return dc.reads_undecided(on(SETS), SETS, "dfrs-table", on)
 
 
 def _per_instance(data) -> dict[tuple[str, str], dict[tuple[Any, ...], float]]:
