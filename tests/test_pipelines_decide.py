@@ -44,6 +44,7 @@ def test_budget_stops_the_rounds_and_the_page_says_how_close(budget_4, tmp_path)
     assert claims(state, FLAT) == [(1, "inconclusive"), (2, "inconclusive"), (4, "inconclusive")]
     report = result.report_md.read_text()
     assert decide.SECTION in report and "| 1 → 2 → 4 |" in report
+    assert "Grown: `pg-fig3a-smoke` 1 → 4, `pg-fig3b-smoke` 1 → 4 replications per point" in report
     written = pages.write_pages(out.parent, [NAME], tmp_path)
     page = written[0].read_text()
     line = next(x for x in page.splitlines() if x.startswith(f"- {FLAT}") and "replications per point" in x)

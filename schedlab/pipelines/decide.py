@@ -163,7 +163,8 @@ def section(state: dict[str, Any]) -> str:
         f"under common random numbers), until the claim held or failed or reached the budget of {budget} "
         f"replications per point. {len(rounds)} round(s).",
         "",
-        "| claim | replications per point (the most any point it reads took), by round | verdicts, by round |",
+        "| claim | replications per point (the fewest of the sweeps it reads; of a sweep, the most any point took), "
+        "by round | verdicts, by round |",
         "|---|---|---|",
     ]
     last = rounds[-1]["claims"]
@@ -172,6 +173,14 @@ def section(state: dict[str, Any]) -> str:
         ns = " → ".join(str(s["n"]) for s in seen)
         outcomes = ", ".join(s["outcome"] for s in seen)
         lines.append(f"| {claim.replace('|', '/')} | {ns} | {outcomes} |")
+    first, final = rounds[0]["replications"], rounds[-1]["replications"]
+    grown = [s for s in final if final[s] != first.get(s)]
+    if grown:
+        lines += [
+            "",
+            "Grown: " + ", ".join(f"`{s}` {first.get(s, 0)} → {final[s]}" for s in grown) + " replications per "
+            "point (a claim undecided on some of its sweeps only reads those, so only they grow).",
+        ]
     windowed = rounds[-1].get("windowed", [])
     if windowed:
         lines += [
