@@ -1,0 +1,180 @@
+"""The batch engine in RLScheduler's setting against RLScheduler's own
+simulator, job for job: the start time of every job of its test sequences
+under each of its heuristics, without and with its backfilling (issue 38).
+
+The peer is ``HPCSimPickJobs.HPCEnv`` from a checkout of
+DIR-LAB/deep-batch-scheduler that you point to (``--peer DIR`` or
+``$SCHEDLAB_RLSCHEDULER``), loaded as ``benchmarks/gym_vs_rlscheduler.py``
+loads it (its TensorFlow import left out); nothing is fetched, and with no
+checkout the script says so and stops. Its heuristics run through its own
+``schedule_curr_sequence_reset`` (what ``compare-pick-jobs.py`` calls); each
+job's start is read when it is scored (``job_score`` is called as a job starts).
+
+Sequences: RLScheduler's own test sequences, ``--sequences`` (10) of
+``--length`` (1,024) jobs, first jobs drawn by its generator seeded with
+``--seed`` (1) over the whole log (``schedlab.workloads.rlscheduler_starts``;
+its ``reset_for_test`` is handed each start). schedlab runs the jobs of
+schedlab's own SWF reader at the same positions (checked equal to the peer's:
+submit, run time, requested time, processors) on the log's machine
+(MaxProcs, else MaxNodes), each heuristic with RLScheduler's rules as
+parameters: ``commit = true``, ``passes = "event"``, ``backfill =
+"rlscheduler"`` with backfilling, ``wait = "rlscheduler"`` for WFP3 and
+UNICEP (FCFS needs none: its head is always the oldest job).
+
+Output: per trace and heuristic, the jobs whose start differs (of all the
+sequences' jobs), the largest difference, and the mean bounded slowdown of
+each side (the mean over sequences of the per-sequence mean: Table V's number).
+
+Usage: python benchmarks/rlscheduler_compare.py --peer /tmp/rlsched [--traces lublin1,lublin2,hpc2n]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gym_vs_rlscheduler import PEER_ENV, _Start, load_peer, peer_env  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+TRACES = {
+    "lublin1": ("Lublin-1", DATA / "lublin" / "lublin_256.swf.gz"),
+    "lublin2": ("Lublin-2", DATA / "lublin" / "lublin_256_new2.swf.gz"),
+    "hpc2n": ("HPC2N", DATA / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"),
+}
+#: Heuristic -> (RLScheduler's score function, schedlab's policy without, with backfilling, extra params).
+HEURISTICS = {
+    "FCFS": ("fcfs_score", "FCFS", "EASY", {}),
+    "SJF": ("sjf_score", "SJF", "SJF+EASY", {"commit": True}),
+    "F1": ("f1_score", "F1", "F1+EASY", {"commit": True}),
+    "WFP3": ("wfp_score", "WFP3", "WFP3+EASY", {"commit": True, "wait": "rlscheduler"}),
+    "UNICEP": ("uni_score", "UNICEP", "UNICEP+EASY", {"commit": True, "wait": "rlscheduler"}),
+}
+BSLD_FLOOR = 10.0  # RLScheduler's and schedlab's bounded-slowdown threshold (s)
+
+
+def peer_starts(env, start: int, length: int, score: str) -> dict[int, int]:
+    """Job number -> start time of one sequence under the peer's heuristic ``score``."""
+    env.np_random = _Start(start)
+    env.reset_for_test(length, start)
+    started: dict[int, int] = {}
+    scorer = type(env).job_score
+
+    def record(job):
+        started[job.job_id] = job.scheduled_time
+        return scorer(env, job)
+
+    env.job_score = record
+    try:
+        env.schedule_curr_sequence_reset(getattr(env, score))
+    finally:
+        del env.job_score
+    return started
+
+
+def ours_starts(table, policy: str, params: dict, capacity: int) -> np.ndarray:
+    from schedlab.engines.batch.policies import BATCH_POLICIES
+    from schedlab.engines.batch.sim.engine import simulate_batch
+
+    cls = BATCH_POLICIES[policy]
+    res = simulate_batch(
+        table["submit"],
+        table["runtime"],
+        table["requested"],
+        table["procs"],
+        capacity,
+        lambda m: cls(m, **params),
+    )
+    return res.start
+
+
+def bsld(submit: np.ndarray, run: np.ndarray, start: np.ndarray) -> float:
+    return float(np.mean(np.maximum(1.0, (start - submit + run) / np.maximum(run, BSLD_FLOOR))))
+
+
+def main() -> None:
+    from schedlab.workloads.rlscheduler_starts import sequence_starts
+    from schedlab.workloads.traces.registry import read_trace
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--peer", type=Path, default=os.environ.get(PEER_ENV), help=f"checkout (or ${PEER_ENV})")
+    ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--sequences", type=int, default=10)
+    ap.add_argument("--length", type=int, default=1024)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.peer is None or not (Path(args.peer) / "HPCSimPickJobs.py").is_file():
+        print(f"RLScheduler's HPCEnv: skipped (no checkout: give --peer DIR or ${PEER_ENV})")
+        return
+    peer = load_peer(Path(args.peer))
+    print(f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}); load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{'trace':<9} {'heuristic':<9} {'backfill':<9} {'jobs differing':>15} {'max |diff| s':>13} "
+        f"{'bsld RLScheduler':>17} {'bsld schedlab':>14}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.traces.split(","):
+            label, path = TRACES[key]
+            swf = Path(tmp) / path.name.removesuffix(".gz")
+            swf.write_bytes(gzip.decompress(path.read_bytes()))
+            envs = {bf: peer_env(peer, swf, bf) for bf in (False, True)}
+            loads = envs[False].loads
+            capacity = int(loads.max_procs)
+            jobs = read_trace("swf", str(path)).jobs.sort("submit", maintain_order=True)
+            ids = jobs["job_id"].to_numpy()
+            theirs = np.array(
+                [
+                    [j.job_id, j.submit_time, j.run_time, j.request_time, j.request_number_of_processors]
+                    for j in loads.all_jobs
+                ],
+                dtype=float,
+            )
+            ours = np.column_stack([ids, jobs["submit"], jobs["runtime"], jobs["requested_time"], jobs["procs"]])
+            if theirs.shape != ours.shape or not np.array_equal(theirs, ours.astype(float)):
+                print(f"{label}: schedlab's reader and RLScheduler's Workloads differ; comparing on RLScheduler's jobs")
+            starts = sequence_starts(len(loads.all_jobs), args.seed, args.sequences, args.length)
+            for name, (score, none, easy, extra) in HEURISTICS.items():
+                for bf, policy in ((False, none), (True, easy)):
+                    if policy == "FCFS":
+                        params: dict = {}
+                    elif policy == "EASY":
+                        params = {"backfill": "rlscheduler", "passes": "event"}
+                    else:
+                        params = {**extra, "passes": "event", **({"backfill": "rlscheduler"} if bf else {})}
+                    differ = total = 0
+                    worst = 0.0
+                    ours_b, theirs_b = [], []
+                    for k in starts:
+                        seq = theirs[k : k + args.length]
+                        table = {
+                            "submit": seq[:, 1],
+                            "runtime": seq[:, 2],
+                            "requested": seq[:, 3],
+                            "procs": seq[:, 4].astype(np.int64),
+                        }
+                        got = peer_starts(envs[bf], k, args.length, score)
+                        peer_start = np.array([got[int(j)] for j in seq[:, 0]], dtype=float)
+                        mine = ours_starts(table, policy, params, capacity)
+                        d = np.abs(mine - peer_start)
+                        differ += int((d > 0).sum())
+                        total += len(d)
+                        worst = max(worst, float(d.max()))
+                        ours_b.append(bsld(seq[:, 1], seq[:, 2], mine))
+                        theirs_b.append(bsld(seq[:, 1], seq[:, 2], peer_start))
+                    print(
+                        f"{label:<9} {name:<9} {'theirs' if bf else 'none':<9} {differ:>8} / {total:<5} "
+                        f"{worst:>13.0f} {np.mean(theirs_b):>17.2f} {np.mean(ours_b):>14.2f}",
+                        flush=True,
+                    )
+    print(f"load at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
