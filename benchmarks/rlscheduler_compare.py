@@ -109,12 +109,21 @@ def main() -> None:
     ap.add_argument("--sequences", type=int, default=10)
     ap.add_argument("--length", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--passes",
+        choices=("event", "instant"),
+        default="event",
+        help="schedlab's passes (instant: to measure the rule)",
+    )
     args = ap.parse_args()
     if args.peer is None or not (Path(args.peer) / "HPCSimPickJobs.py").is_file():
         print(f"RLScheduler's HPCEnv: skipped (no checkout: give --peer DIR or ${PEER_ENV})")
         return
     peer = load_peer(Path(args.peer))
-    print(f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}); load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}), schedlab's passes = {args.passes!r}; "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     print(
         f"{'trace':<9} {'heuristic':<9} {'backfill':<9} {'jobs differing':>15} {'max |diff| s':>13} "
         f"{'bsld RLScheduler':>17} {'bsld schedlab':>14}"
@@ -145,9 +154,9 @@ def main() -> None:
                     if policy == "FCFS":
                         params: dict = {}
                     elif policy == "EASY":
-                        params = {"backfill": "rlscheduler", "passes": "event"}
+                        params = {"backfill": "rlscheduler", "passes": args.passes}
                     else:
-                        params = {**extra, "passes": "event", **({"backfill": "rlscheduler"} if bf else {})}
+                        params = {**extra, "passes": args.passes, **({"backfill": "rlscheduler"} if bf else {})}
                     differ = total = 0
                     worst = 0.0
                     ours_b, theirs_b = [], []

@@ -84,6 +84,7 @@ from sortedcontainers import SortedList
 
 from schedlab.engines.batch.policies.base import BatchPolicy
 from schedlab.engines.batch.policies.rlscheduler import EVENT, RLSCHEDULER, RLSchedulerLoop
+from schedlab.errors import UserError
 
 #: ``[system] easy_backfill`` values (``schedlab.engines.batch.sim.system.BATCH``): the canonical rule,
 #: or the DFRS authors'.
@@ -112,8 +113,9 @@ class EASY(BatchPolicy):
         self.loop: RLSchedulerLoop | None = None
         if backfill == RLSCHEDULER:
             if self.vcsim:
-                raise TypeError(
-                    'backfill = "rlscheduler" is not vcsim\'s rule: leave [system] easy_backfill at "canonical"'
+                raise UserError(
+                    'batch engine: EASY\'s backfill = "rlscheduler" is not [system] easy_backfill = "vcsim"\'s rule: '
+                    'leave easy_backfill at "canonical"'
                 )
             submit = machine.submit
             self.loop = RLSchedulerLoop(

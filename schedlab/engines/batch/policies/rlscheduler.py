@@ -86,7 +86,13 @@ class RLSchedulerLoop:
         self.jobs: list[int] = []  # the queue, as RLScheduler keeps it (module docstring)
         self.head: int | None = None  # the committed head
         self.shadow: float | None = None  # its shadow time, once it has blocked (backfill)
+        #: Each blocked head's shadow time (backfill; one store per head): tests check that with
+        #: exact estimates no head starts later (its backfilled jobs end strictly before).
+        self.reservation: dict[int, float] = {}
         self.req_end: dict[int, float] = {}  # running jobs -> requested end (backfill)
+        #: The running jobs as RLScheduler lists them (backfill): in start order, sorted stably by
+        #: requested end at each shadow time; jobs ending at one instant are released in this order.
+        self.running: list[int] = []
         self.arrived: list[int] = []  # this instant's events, in the engine's order
         self.ended: list[int] = []
         self.free = machine.free  # free units at the current decision (read by an environment)
@@ -124,7 +130,7 @@ class RLSchedulerLoop:
         if not self.event_passes:
             self.jobs.extend(arrived)
             for j in ended:
-                self.req_end.pop(j, None)
+                self._release(j)
             yield from self._pass(now, self.machine.free, out)
             return out
         # The engine has freed the units of every job ending now: take back those not yet released.
@@ -132,16 +138,25 @@ class RLSchedulerLoop:
         for j in arrived:
             self.jobs.append(j)
             free = yield from self._pass(now, free, out)
+        if self.backfill and len(ended) > 1:
+            ending = set(ended)
+            ended = [j for j in self.running if j in ending]
         for j in ended:
-            self.req_end.pop(j, None)
+            self._release(j)
             free += need[j]
             free = yield from self._pass(now, free, out)
         return out
+
+    def _release(self, job: int) -> None:
+        if self.backfill:
+            del self.req_end[job]
+            self.running.remove(job)
 
     def _start(self, job: int, now: float, out: list[int]) -> None:
         self.jobs.remove(job)
         if self.backfill:
             self.req_end[job] = now + self.machine.requested[job]
+            self.running.append(job)
         out.append(job)
 
     def _pass(self, now: float, free: int, out: list[int]) -> Generator[None, int, int]:
@@ -167,7 +182,8 @@ class RLSchedulerLoop:
                 continue
             if self.backfill:
                 if self.shadow is None:
-                    self.shadow = shadow_time(self.req_end, need, free, nh, now)
+                    self.shadow = shadow_time(self.running, self.req_end, need, free, nh, now)
+                    self.reservation[head] = self.shadow
                 free = self._scan(now, free, out)
             break
         self.free = free
@@ -186,16 +202,19 @@ class RLSchedulerLoop:
         return free
 
 
-def shadow_time(req_end: dict[int, float], need: list[int], free: int, nh: int, now: float) -> float:
-    """RLScheduler's shadow time for a head of need ``nh``: the running jobs by
-    requested end, the first requested end at which ``free`` plus their units
-    covers ``nh`` (``now`` if none is running: never, a blocked head waits
-    for a running job)."""
+def shadow_time(
+    running: list[int], req_end: dict[int, float], need: list[int], free: int, nh: int, now: float
+) -> float:
+    """RLScheduler's shadow time for a head of need ``nh``: ``running`` sorted
+    (in place, stably) by requested end, the first requested end at which
+    ``free`` plus their units covers ``nh`` (``now`` if none is running:
+    never, a blocked head waits for a running job)."""
+    running.sort(key=req_end.__getitem__)
     avail = free
     shadow = now
-    for j, e in sorted(req_end.items(), key=lambda item: item[1]):
+    for j in running:
         avail += need[j]
-        shadow = e
+        shadow = req_end[j]
         if avail >= nh:
             break
     return shadow
