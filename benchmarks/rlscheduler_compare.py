@@ -12,8 +12,9 @@ job's start is read when it is scored (``job_score`` is called as a job starts).
 
 Sequences: RLScheduler's own test sequences, ``--sequences`` (10) of
 ``--length`` (1,024) jobs, first jobs drawn by its generator seeded with
-``--seed`` (1) over the whole log (``schedlab.workloads.rlscheduler_starts``;
-its ``reset_for_test`` is handed each start). schedlab runs the jobs of
+``--seed`` (1) among the log's jobs, HPC2N's among its first 10,000 (the
+``batch_job_slice`` of its ``make_table_script.py``, which made Table V;
+``schedlab.workloads.rlscheduler_starts``), each handed to its ``reset_for_test``. schedlab runs the jobs of
 schedlab's own SWF reader at the same positions (checked equal to the peer's:
 submit, run time, requested time, processors) on the log's machine
 (MaxProcs, else MaxNodes), each heuristic with RLScheduler's rules as
@@ -44,10 +45,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gym_vs_rlscheduler import PEER_ENV, _Start, load_peer, peer_env  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: Trace -> (Table V's name, the log, the jobs its sequences are drawn among: make_table_script.py's
+#: batch_job_slice, 0 = all).
 TRACES = {
-    "lublin1": ("Lublin-1", DATA / "lublin" / "lublin_256.swf.gz"),
-    "lublin2": ("Lublin-2", DATA / "lublin" / "lublin_256_new2.swf.gz"),
-    "hpc2n": ("HPC2N", DATA / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz"),
+    "lublin1": ("Lublin-1", DATA / "lublin" / "lublin_256.swf.gz", 0),
+    "lublin2": ("Lublin-2", DATA / "lublin" / "lublin_256_new2.swf.gz", 0),
+    "hpc2n": ("HPC2N", DATA / "pwa-swf" / "HPC2N-2002-2.2-cln.swf.gz", 10_000),
 }
 #: Heuristic -> (RLScheduler's score function, schedlab's policy without, with backfilling, extra params).
 HEURISTICS = {
@@ -130,7 +133,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         for key in args.traces.split(","):
-            label, path = TRACES[key]
+            label, path, within = TRACES[key]
             swf = Path(tmp) / path.name.removesuffix(".gz")
             swf.write_bytes(gzip.decompress(path.read_bytes()))
             envs = {bf: peer_env(peer, swf, bf) for bf in (False, True)}
@@ -148,7 +151,7 @@ def main() -> None:
             ours = np.column_stack([ids, jobs["submit"], jobs["runtime"], jobs["requested_time"], jobs["procs"]])
             if theirs.shape != ours.shape or not np.array_equal(theirs, ours.astype(float)):
                 print(f"{label}: schedlab's reader and RLScheduler's Workloads differ; comparing on RLScheduler's jobs")
-            starts = sequence_starts(len(loads.all_jobs), args.seed, args.sequences, args.length)
+            starts = sequence_starts(within or len(loads.all_jobs), args.seed, args.sequences, args.length)
             for name, (score, none, easy, extra) in HEURISTICS.items():
                 for bf, policy in ((False, none), (True, easy)):
                     if policy == "FCFS":
