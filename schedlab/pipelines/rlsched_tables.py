@@ -408,7 +408,7 @@ def theirs_measured(data) -> str:
                 continue
             pub, mean = published(t, p), r[f"{METRIC}_mean"]
             rows.append(
-                [t, p, f"{mean:.2f}", f"{pub:g}" if pub is not None else "–", f"{mean / pub:.4f}" if pub else "–"]
+                [t, p, f"{mean:.2f}", f"{pub:.2f}" if pub is not None else "–", f"{mean / pub:.4f}" if pub else "–"]
             )
     pair_rows = []
     got = {key: _theirs_pairs(frame, *key) for key in THEIRS_PAIRS}
@@ -487,7 +487,14 @@ def equals_published(data, claim):
                 if not ok:
                     parts.append(f"{t} {p} {mean:.2f} (published {pub:g})")
     detail = "; ".join(parts) if parts else f"all {len(outcomes)} means equal the published ones"
-    return claim.verdict(every(outcomes), detail)
+    return _over_sequences(claim.verdict(every(outcomes), detail), summary)
+
+
+def _over_sequences(check, summary):
+    """``check`` counted over RLScheduler's sequences: each is a workload point of one replication,
+    and they are the instances behind the verdict (the report's replication caveat reads this ``n``)."""
+    check.n = int(summary["n"].min())
+    return check
 
 
 def theirs_beats(data, claim):
@@ -501,7 +508,7 @@ def theirs_beats(data, claim):
             ratio = paired_row(got.get(t))
             outcomes.append(judge(ratio, "<", 1.0))
             parts.append(f"{t} {a}/{b} {interval_text(ratio)}")
-    return claim.verdict(every(outcomes), "; ".join(parts))
+    return _over_sequences(claim.verdict(every(outcomes), "; ".join(parts)), summary)
 
 
 def theirs_setting(data) -> dict[str, Any]:
