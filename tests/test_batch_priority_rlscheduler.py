@@ -170,3 +170,28 @@ def test_rlschedulers_test_sequences():
     assert all(1024 <= k < 202_871 - 1025 for k in sequence_starts(202_871))
     with pytest.raises(ValueError, match="more than"):
         sequence_starts(2048)
+
+
+def test_a_policys_own_choose_picks_where_rlschedulers_loop_picks():
+    """A subclass with its own ``choose`` (a learned agent, ``schedlab.api.agent.MLPAgent``) is asked
+    by RLScheduler's loop, reading ``waiting()`` and ``free``: shortest requested first written as
+    such a ``choose`` gives SJF's schedule in that setting, and it is asked once per committed head."""
+    from schedlab.engines.batch.policies.priority import SJF_EASY, PriorityPolicy
+
+    asked = []
+
+    class Shortest(PriorityPolicy):
+        name = "shortest"
+        backfill = True
+
+        def choose(self, now):
+            asked.append((now, self.free, list(self.waiting())))
+            return min(self.waiting(), key=lambda j: self.machine.requested[j])
+
+    w = ([0, 1, 2, 5, 5], [10, 100, 8, 1, 30], [10, 100, 8, 1, 30], [2, 2, 1, 2, 1], 2)
+    params = {**RLSCHED, "backfill": "rlscheduler"}
+    args = [np.array(c, dtype=float) for c in w[:3]] + [np.array(w[3]), w[4]]
+    mine = simulate_batch(*args, lambda m: Shortest(m, **params)).start.tolist()
+    assert mine == simulate_batch(*args, lambda m: SJF_EASY(m, **params)).start.tolist()
+    heads = [min(q, key=lambda j: w[2][j]) for _, _, q in asked]
+    assert len(heads) == len(set(heads)) == 5  # each job chosen once: committed until it starts

@@ -227,18 +227,27 @@ def setting(data) -> dict[str, Any]:
 # ---- the trained agent (figure "rl") ---------------------------------------------------------------
 
 RL_SWEEP = "rlsched-rl-lublin1-"
+#: The label of a policy run with RLScheduler's backfilling (and its committed pick and passes).
+THEIRS = " (RLScheduler)"
 RL_POLICIES = ["RL", "EASY", "SJF+EASY", "F1+EASY"]
+RL_THEIRS = [p + THEIRS for p in RL_POLICIES]
 #: The agent's training record: a data file its code declares (schedlab.gym.train writes it beside agent.py).
 TRAINING = "training.json"
 
 
 def rl_table(results_dirs: dict[str, Path]):
     """(rows of the agent's sweep, summary per policy, the agent's training record)."""
+    import polars as pl
+
     from schedlab import load
     from schedlab.platform.statistics.stats import summarize
 
     (d,) = [d for name, d in results_dirs.items() if name.startswith(RL_SWEEP)]
-    frame = load(d).select(["policy", "replication", "sequence", METRIC]).collect()
+    frame = load(d).collect()
+    if "policy_backfill" in frame.columns:  # results made before the RLScheduler rows have no such column
+        theirs = pl.col("policy_backfill").fill_null("") == "rlscheduler"
+        frame = frame.with_columns(pl.when(theirs).then(pl.col("policy") + THEIRS).otherwise(pl.col("policy")))
+    frame = frame.select(["policy", "replication", "sequence", METRIC])
     return frame, summarize(frame, ["policy"], [METRIC]), _training(d)
 
 
@@ -250,17 +259,18 @@ def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
 def rl_measured(data) -> str:
     frame, summary, budget = data.table
     rows = []
-    for p in RL_POLICIES:
+    for p in RL_POLICIES + RL_THEIRS:
         r = summary.filter(summary["policy"] == p).rows(named=True)
         if r:
-            pub = published("Lublin-1", p) if p != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
+            base = p.removesuffix(THEIRS)
+            pub = published("Lublin-1", base) if base != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
             rows.append([p, fmt_ci(r[0][f"{METRIC}_mean"], r[0][f"{METRIC}_ci95"]), f"{pub:g}" if pub else "–"])
     pair_rows = []
-    for other in RL_POLICIES[1:]:
-        r = _rl_pair(frame, "RL", other)
+    for rl, other in [("RL", o) for o in RL_POLICIES[1:]] + [(RL_THEIRS[0], o) for o in RL_THEIRS[1:]]:
+        r = _rl_pair(frame, rl, other)
         if r and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
             pair_rows.append(
-                [f"RL / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
+                [f"{rl} / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
             )
     return "\n".join(
         [

@@ -72,7 +72,7 @@ scripted agent gives this module's schedules bit for bit on both.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Collection, Generator
 from typing import Any, ClassVar, Literal
 
 from sortedcontainers import SortedList
@@ -117,12 +117,14 @@ class PriorityPolicy(BatchPolicy):
         #: RLScheduler's loop (``policies.rlscheduler``) when one of its rules is asked; None: schedlab's.
         self.loop: RLSchedulerLoop | None = None
         if passes == EVENT or backfill == RLSCHEDULER:
+            own = type(self).choose is not PriorityPolicy.choose  # a learned agent's pick, not the key's
             self.loop = RLSchedulerLoop(
                 machine,
                 self.rlscheduler_key,
                 commit=self.commit,
                 backfill=backfill == RLSCHEDULER,
                 event_passes=passes == EVENT,
+                chooser=self._loop_choose if own else None,
             )
         self.head: int | None = None  # the committed head (commit=True)
         self.queue: dict[int, None] = {}  # waiting jobs in arrival order
@@ -154,6 +156,17 @@ class PriorityPolicy(BatchPolicy):
         """The order RLScheduler's loop sorts its queue by: :meth:`key`
         (SJF adds the submit time, as its ``sjf_score`` does)."""
         return self.key(job, now)
+
+    def waiting(self) -> Collection[int]:
+        """The waiting jobs a :meth:`choose` picks among, in the order it reads
+        them: arrival order (under RLScheduler's loop, its queue list)."""
+        return self.queue if self.loop is None else self.loop.jobs
+
+    def _loop_choose(self, now: float) -> int:
+        """A subclass's own :meth:`choose` asked by RLScheduler's loop (its free units first)."""
+        assert self.loop is not None
+        self.free = self.loop.free
+        return self.choose(now)
 
     def arrive(self, job: int) -> None:
         if self.loop is not None:

@@ -65,7 +65,7 @@ class RLSchedulerLoop:
     one run under RLScheduler's loop. ``key(job, now)``: the head's order (the
     lowest first, ties by the list's order); ``commit``: keep the head until it
     starts; ``backfill``: RLScheduler's backfilling (needs ``commit``);
-    ``event_passes``: one pass per event."""
+    ``event_passes``: one pass per event; ``chooser``: who picks the head (default: :meth:`choose`)."""
 
     def __init__(
         self,
@@ -75,11 +75,15 @@ class RLSchedulerLoop:
         commit: bool,
         backfill: bool,
         event_passes: bool,
+        chooser: Callable[[float], int] | None = None,
     ) -> None:
         if backfill and not commit:
             raise ValueError('backfill = "rlscheduler" needs commit = true (the shadow time is the committed head\'s)')
         self.machine = machine
         self.key = key
+        #: Who picks a head (``chooser(now)``, reading :attr:`jobs` and :attr:`free`): a policy's own
+        #: ``choose`` (a learned agent's), or by default RLScheduler's sort by ``key`` (:meth:`choose`).
+        self.chooser = chooser or self.choose
         self.commit = commit
         self.backfill = backfill
         self.event_passes = event_passes
@@ -114,7 +118,7 @@ class RLSchedulerLoop:
         try:
             next(gen)
             while True:
-                gen.send(self.choose(now))
+                gen.send(self.chooser(now))
         except StopIteration as stop:
             started: list[int] = stop.value
             return started
