@@ -100,6 +100,8 @@ class RLSchedulerLoop:
         self.arrived: list[int] = []  # this instant's events, in the engine's order
         self.ended: list[int] = []
         self.free = machine.free  # free units at the current decision (read by an environment)
+        #: Every job started, in start order (an environment reads its new entries for step rewards).
+        self.launched: list[int] = []
 
     def arrive(self, job: int) -> None:
         self.arrived.append(job)
@@ -162,6 +164,7 @@ class RLSchedulerLoop:
             self.req_end[job] = now + self.machine.requested[job]
             self.running.append(job)
         out.append(job)
+        self.launched.append(job)
 
     def _pass(self, now: float, free: int, out: list[int]) -> Generator[None, int, int]:
         """One pass with ``free`` units free: heads start while they fit; a
