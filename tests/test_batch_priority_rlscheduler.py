@@ -84,6 +84,8 @@ def test_event_passes_commit_to_the_first_arrival_of_an_instant():
     w = ([0, 5, 5], [10, 100, 1], [10, 100, 1], [2, 1, 2], 2)
     assert starts("SJF", *w, **RLSCHED) == [0.0, 10.0, 110.0]
     assert starts("SJF", *w, commit=True) == [0.0, 11.0, 10.0]
+    # re-chosen head, a pass per event: nothing fits until 10, then both wait and job 2 goes first
+    assert starts("SJF", *w, passes="event") == [0.0, 11.0, 10.0]
 
 
 def test_backfilling_scans_between_two_completions_of_one_instant():

@@ -45,7 +45,7 @@ definitions, read in its ``HPCSimPickJobs.py``, except where said)
   RLScheduler's code reads the wait as ``scheduled_time - submit_time``
   while ``scheduled_time`` is still -1, i.e. ``-1 - s``: its WFP3 and UNICEP
   order by submit time, not wait (docs/gym.md, the rlsched-tables pipeline);
-  here the wait is the real one;
+  here the wait is the real one (``wait = "rlscheduler"``: RLScheduler's);
 * UNICEP (Tang et al. 2009): ``-(w + 1e-15) / (log2(n + 1e-15) * r)``, with
   RLScheduler's guards against w = 0 and n = 1 (serial jobs come first);
 * F1..F4 (Carastan-Santos & de Camargo, SC'17; s <= 0 read as 0.1 as in
