@@ -26,7 +26,15 @@ Output: per trace and heuristic, the jobs whose start differs (of all the
 sequences' jobs), the largest difference, and the mean bounded slowdown of
 each side (the mean over sequences of the per-sequence mean: Table V's number).
 
-Usage: python benchmarks/rlscheduler_compare.py --peer /tmp/rlsched [--traces lublin1,lublin2,hpc2n]
+With ``--environments``: the environments instead, side by side --
+RLScheduler's ``HPCEnv`` stepped by ``step_for_test`` and ``schedlab/Batch-v0``
+with ``setting="rlscheduler"`` (``loop="reference"``, ``window=128``, its
+``MAX_QUEUE_SIZE``) -- with the same scripted agents on the same sequences:
+``last`` takes the last filled slot and ``widest`` the job needing the most
+processors (the first such slot), choices that depend on which jobs fill the
+slots and in which order; each job's start and the decisions asked are compared.
+
+Usage: python benchmarks/rlscheduler_compare.py --peer /tmp/rlsched [--traces lublin1,lublin2,hpc2n] [--environments]
 """
 
 from __future__ import annotations
@@ -98,6 +106,102 @@ def ours_starts(table, policy: str, params: dict, capacity: int) -> np.ndarray:
     return res.start
 
 
+#: The scripted agents of --environments: slot index from the slots' (job, processors) in slot order.
+AGENTS = {
+    "last": lambda slots: len(slots) - 1,
+    "widest": lambda slots: max(range(len(slots)), key=lambda i: (slots[i][1], -i)),
+}
+
+
+def peer_episode(env, start: int, length: int, agent) -> tuple[dict[int, int], int]:
+    """Job number -> start time of one HPCEnv episode under ``agent``, and its decisions."""
+    env.np_random = _Start(start)
+    env.reset_for_test(length, start)
+    started: dict[int, int] = {}
+    scorer = type(env).job_score
+
+    def record(job):
+        started[job.job_id] = job.scheduled_time
+        return scorer(env, job)
+
+    env.job_score = record
+    decisions = 0
+    try:
+        env.build_observation()
+        while True:
+            slots = [(p[0], p[0].request_number_of_processors) for p in env.pairs if p[0] is not None]
+            _, _, done, _ = env.step_for_test(agent(slots))
+            decisions += 1
+            if done:
+                break
+    finally:
+        del env.job_score
+    return started, decisions
+
+
+def ours_episode(env, start: int, agent) -> tuple[np.ndarray, np.ndarray, int]:
+    """(job numbers, start times, decisions) of one Batch-v0 episode in RLScheduler's setting under ``agent``."""
+    obs, info = env.reset(options={"start": start})
+    u = env.unwrapped
+    procs = u.episode["procs"].to_numpy()
+    decisions, done = 0, False
+    while not done:
+        jobs = info["jobs"][info["jobs"] >= 0]
+        obs, _, term, trunc, info = env.step(agent([(j, procs[j]) for j in jobs]))
+        decisions += 1
+        done = term or trunc
+    return u.episode["job_id"].to_numpy(), u.schedule()[0], decisions
+
+
+def environments(args, peer, tmp: str) -> None:
+    import gymnasium
+
+    import schedlab.gym  # noqa: F401 (registers the environments)
+    from schedlab.workloads.rlscheduler_starts import sequence_starts
+
+    print(
+        f"{'trace':<9} {'agent':<7} {'backfill':<9} {'jobs differing':>15} {'decisions HPCEnv':>17} "
+        f"{'decisions Batch-v0':>19} {'bsld HPCEnv':>12} {'bsld Batch-v0':>14}"
+    )
+    for key in args.traces.split(","):
+        label, path, within = TRACES[key]
+        swf = Path(tmp) / path.name.removesuffix(".gz")
+        swf.write_bytes(gzip.decompress(path.read_bytes()))
+        for bf in (False, True):
+            penv = peer_env(peer, swf, bf)
+            loads = penv.loads
+            starts = sequence_starts(within or len(loads.all_jobs), args.seed, args.sequences, args.length)
+            env = gymnasium.make(
+                "schedlab/Batch-v0",
+                trace=str(path),
+                nodes=int(loads.max_procs),
+                sequence=args.length,
+                window=128,
+                backfill="easy" if bf else "none",
+                setting="rlscheduler",
+                loop="reference",
+            )
+            for name, agent in AGENTS.items():
+                differ = total = dec_p = dec_o = 0
+                bp, bo = [], []
+                for k in starts:
+                    got, d_p = peer_episode(penv, k, args.length, agent)
+                    ids, mine, d_o = ours_episode(env, k, agent)
+                    theirs = np.array([got[int(j)] for j in ids], dtype=float)
+                    differ += int((theirs != mine).sum())
+                    total += len(ids)
+                    dec_p, dec_o = dec_p + d_p, dec_o + d_o
+                    seq = np.array([[j.submit_time, j.run_time] for j in loads.all_jobs[k : k + args.length]])
+                    bp.append(bsld(seq[:, 0], seq[:, 1], theirs))
+                    bo.append(bsld(seq[:, 0], seq[:, 1], mine))
+                print(
+                    f"{label:<9} {name:<7} {'theirs' if bf else 'none':<9} {differ:>8} / {total:<5} {dec_p:>17} "
+                    f"{dec_o:>19} {np.mean(bp):>12.2f} {np.mean(bo):>14.2f}",
+                    flush=True,
+                )
+            env.close()
+
+
 def bsld(submit: np.ndarray, run: np.ndarray, start: np.ndarray) -> float:
     return float(np.mean(np.maximum(1.0, (start - submit + run) / np.maximum(run, BSLD_FLOOR))))
 
@@ -118,11 +222,18 @@ def main() -> None:
         default="event",
         help="schedlab's passes (instant: to measure the rule)",
     )
+    ap.add_argument("--environments", action="store_true", help="compare the environments (HPCEnv, Batch-v0)")
     args = ap.parse_args()
     if args.peer is None or not (Path(args.peer) / "HPCSimPickJobs.py").is_file():
         print(f"RLScheduler's HPCEnv: skipped (no checkout: give --peer DIR or ${PEER_ENV})")
         return
     peer = load_peer(Path(args.peer))
+    if args.environments:
+        print(f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}); load {os.getloadavg()[0]:.2f}")
+        with tempfile.TemporaryDirectory() as tmp:
+            environments(args, peer, tmp)
+        print(f"load at the end: {os.getloadavg()[0]:.2f}")
+        return
     print(
         f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}), schedlab's passes = {args.passes!r}; "
         f"load {os.getloadavg()[0]:.2f}"
