@@ -53,11 +53,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-#: The option values: schedlab's rule (the default) or RLScheduler's.
+#: The options' values that select RLScheduler's rules (``backfill``, ``wait``; ``passes``).
 RLSCHEDULER = "rlscheduler"
-EASY_BACKFILL = "easy"
-INSTANT, EVENT = "instant", "event"
-REAL_WAIT = "real"
+EVENT = "event"
 
 
 class RLSchedulerLoop:
