@@ -134,6 +134,7 @@ WORKLOAD: dict[str, dict[str, tuple[str, str]]] = {
         "max_procs": ("processors", "jobs wider than this dropped (0: keep all)"),
         "sequence": ("jobs", "consecutive jobs per instance from a start drawn per replication (0: off)"),
         "sequence_within": ("jobs", "sequences drawn among the first this-many jobs (0: all)"),
+        "sequence_start": ("job index", "the sequence's first job, in submit order (-1: drawn)"),
         "reader_<option>": ("-", "a reader option, as given"),
     },
     "lublin": {

@@ -21,7 +21,7 @@ agent's configurations as an edit of its code does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -88,8 +88,17 @@ class MLPAgent(PriorityPolicy):
     #: (path, modification time, size) -> layers: read once per process and file version
     _cache: ClassVar[dict[tuple[str, int, int], Layers]] = {}
 
-    def __init__(self, machine: Any) -> None:
-        super().__init__(machine)
+    def __init__(
+        self,
+        machine: Any,
+        *,
+        commit: bool = False,
+        passes: Literal["instant", "event"] = "instant",
+        backfill: Literal["easy", "rlscheduler"] = "easy",
+    ) -> None:
+        # RLScheduler's rules, as for the built-in priority policies (docs/gym.md): the agent then picks
+        # where its loop picks (commit = true: once per head, kept until it starts).
+        super().__init__(machine, commit=commit, passes=passes, backfill=backfill)
         m = self.machine
         self._submit = np.asarray(m.submit, dtype=float)
         self._requested = np.asarray(m.requested, dtype=float)
@@ -98,13 +107,14 @@ class MLPAgent(PriorityPolicy):
 
     def choose(self, now: float) -> int:
         jobs = []
-        for job in self.queue:
+        waiting = self.waiting()
+        for job in waiting:
             jobs.append(job)
             if len(jobs) == self.window:
                 break
         obs = batch_observation(
             jobs,
-            len(self.queue),
+            len(waiting),
             now,
             self._submit,
             self._requested,

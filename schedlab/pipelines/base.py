@@ -49,8 +49,10 @@ HIDDEN_SCALES = ("smoke",)
 #: replication can flip a claim.
 MIN_REPLICATIONS = 5
 #: The parameter columns whose values are trace windows: a sweep replaying a
-#: trace window by window has its instances there, not in ``replication``.
-WINDOW_COLUMNS = ("window",)
+#: trace window by window has its instances there, not in ``replication``;
+#: so has one replaying fixed sequences of a trace (``sequence_start``: e.g.
+#: RLScheduler's test sequences, rlsched-tables).
+WINDOW_COLUMNS = ("window", "sequence_start")
 
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"

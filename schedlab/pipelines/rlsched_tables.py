@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from schedlab.pipelines.base import FAILS, HOLDS
 from schedlab.pipelines.common import (
     estimate,
     every,
@@ -226,18 +227,27 @@ def setting(data) -> dict[str, Any]:
 # ---- the trained agent (figure "rl") ---------------------------------------------------------------
 
 RL_SWEEP = "rlsched-rl-lublin1-"
+#: The label of a policy run with RLScheduler's backfilling (and its committed pick and passes).
+THEIRS = " (RLScheduler)"
 RL_POLICIES = ["RL", "EASY", "SJF+EASY", "F1+EASY"]
+RL_THEIRS = [p + THEIRS for p in RL_POLICIES]
 #: The agent's training record: a data file its code declares (schedlab.gym.train writes it beside agent.py).
 TRAINING = "training.json"
 
 
 def rl_table(results_dirs: dict[str, Path]):
     """(rows of the agent's sweep, summary per policy, the agent's training record)."""
+    import polars as pl
+
     from schedlab import load
     from schedlab.platform.statistics.stats import summarize
 
     (d,) = [d for name, d in results_dirs.items() if name.startswith(RL_SWEEP)]
-    frame = load(d).select(["policy", "replication", "sequence", METRIC]).collect()
+    frame = load(d).collect()
+    if "policy_backfill" in frame.columns:  # results made before the RLScheduler rows have no such column
+        theirs = pl.col("policy_backfill").fill_null("") == "rlscheduler"
+        frame = frame.with_columns(pl.when(theirs).then(pl.col("policy") + THEIRS).otherwise(pl.col("policy")))
+    frame = frame.select(["policy", "replication", "sequence", METRIC])
     return frame, summarize(frame, ["policy"], [METRIC]), _training(d)
 
 
@@ -249,17 +259,18 @@ def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
 def rl_measured(data) -> str:
     frame, summary, budget = data.table
     rows = []
-    for p in RL_POLICIES:
+    for p in RL_POLICIES + RL_THEIRS:
         r = summary.filter(summary["policy"] == p).rows(named=True)
         if r:
-            pub = published("Lublin-1", p) if p != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
+            base = p.removesuffix(THEIRS)
+            pub = published("Lublin-1", base) if base != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
             rows.append([p, fmt_ci(r[0][f"{METRIC}_mean"], r[0][f"{METRIC}_ci95"]), f"{pub:g}" if pub else "–"])
     pair_rows = []
-    for other in RL_POLICIES[1:]:
-        r = _rl_pair(frame, "RL", other)
+    for rl, other in [("RL", o) for o in RL_POLICIES[1:]] + [(RL_THEIRS[0], o) for o in RL_THEIRS[1:]]:
+        r = _rl_pair(frame, rl, other)
         if r and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
             pair_rows.append(
-                [f"RL / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
+                [f"{rl} / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
             )
     return "\n".join(
         [
@@ -344,3 +355,172 @@ def rl_setting(data) -> dict[str, Any]:
         "timesteps": budget.get("timesteps", "?"),
         "cpu_seconds": float(budget.get("cpu_seconds", float("nan"))),
     }
+
+
+# ---- RLScheduler's setting (figure "table-v-theirs") -------------------------------------------------
+
+THEIRS_SWEEP = "rlsched-theirs-"
+#: The heuristics of Table V in its setting, as the sweep names them (EASY: FCFS with its backfilling).
+THEIRS_POLICIES = ["FCFS", "WFP3", "UNICEP", "SJF", "F1", "EASY", "WFP3+EASY", "UNICEP+EASY", "SJF+EASY", "F1+EASY"]
+#: The log's file name -> the trace's name in Table V.
+THEIRS_TRACES = {
+    "lublin_256.swf.gz": "Lublin-1",
+    "lublin_256_new2.swf.gz": "Lublin-2",
+    "HPC2N-2002-2.2-cln.swf.gz": "HPC2N",
+}
+#: Table V prints two decimals: a mean within half a unit of the last one is the published value.
+PUBLISHED_ROUNDING = 0.005
+#: The paired comparisons listed for its setting (over its sequences).
+THEIRS_PAIRS = [
+    ("EASY", "FCFS"),
+    ("SJF+EASY", "SJF"),
+    ("F1+EASY", "F1"),
+    ("SJF", "FCFS"),
+    ("F1", "SJF"),
+    ("SJF+EASY", "EASY"),
+    ("F1+EASY", "EASY"),
+    ("F1+EASY", "SJF+EASY"),
+]
+
+
+def theirs_table(results_dirs: dict[str, Path]):
+    """(rows: one per trace, policy and sequence, keyed by its first job; summary per trace and policy)."""
+    import polars as pl
+
+    from schedlab import load
+    from schedlab.platform.statistics.stats import summarize
+
+    (d,) = [d for name, d in results_dirs.items() if name.startswith(THEIRS_SWEEP)]
+    frame = (
+        load(d)
+        .select(["policy", "path", "sequence_start", METRIC])
+        .collect()
+        .with_columns(
+            pl.col("path").map_elements(lambda p: THEIRS_TRACES[Path(p).name], return_dtype=pl.String).alias("trace")
+        )
+    )
+    return frame, summarize(frame, ["trace", "policy"], [METRIC])
+
+
+def _theirs_pairs(frame, policy: str, other: str) -> dict[str, dict[str, Any]]:
+    out = paired_ratios(frame, METRIC, policy, other, ["trace"], ["sequence_start"])
+    return {r["trace"]: r for r in out.rows(named=True)}
+
+
+def theirs_measured(data) -> str:
+    frame, summary = data.table
+    head = ["trace", "policy", "ours, its setting", "published", "ours / published"]
+    rows = []
+    for t in traces(summary):
+        for p in THEIRS_POLICIES:
+            r = _row(summary, t, p)
+            if r is None:
+                continue
+            pub, mean = published(t, p), r[f"{METRIC}_mean"]
+            rows.append(
+                [t, p, f"{mean:.2f}", f"{pub:.2f}" if pub is not None else "–", f"{mean / pub:.4f}" if pub else "–"]
+            )
+    pair_rows = []
+    got = {key: _theirs_pairs(frame, *key) for key in THEIRS_PAIRS}
+    for t in traces(summary):
+        cells = []
+        for key in THEIRS_PAIRS:
+            r = got[key].get(t)
+            if r is not None and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
+                cells.append(f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+            else:
+                cells.append("–")
+        pair_rows.append([t, *cells])
+    n = ", ".join(map(str, sorted(set(summary["n"].to_list()))))
+    return "\n".join(
+        [
+            md(head, rows),
+            "",
+            f"Sequences per trace: {n}, RLScheduler's own (the mean is over them, as Table V's). "
+            "The figure above is our setting on fresh sequences.",
+            "",
+            "Paired comparisons in its setting, over its sequences: geometric mean of the per-sequence ratio, "
+            "[paired 95 % t interval] (below 1: the first policy is better):",
+            "",
+            md(["trace", *(f"{a} / {b}" for a, b in THEIRS_PAIRS)], pair_rows),
+        ]
+    )
+
+
+def theirs_plot(data, path: Path) -> list[str]:
+    """Per trace: our means in its setting (bars) and the published values (markers), log scale."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    _, summary = data.table
+    ts = traces(summary)
+    fig, axes = plt.subplots(1, len(ts), figsize=(4.2 * len(ts), 3.8), squeeze=False)
+    for ax, t in zip(axes[0], ts):
+        got = {p: r for p in THEIRS_POLICIES if (r := _row(summary, t, p)) is not None}
+        ps = list(got)
+        x = np.arange(len(ps))
+        ax.bar(x, [got[p][f"{METRIC}_mean"] for p in ps], color="tab:green", label="ours, its setting")
+        pub = [published(t, p) for p in ps]
+        ax.scatter(
+            [i for i, v in zip(x, pub) if v],
+            [v for v in pub if v],
+            color="tab:red",
+            marker="D",
+            zorder=3,
+            label="published",
+        )
+        ax.set_yscale("log")
+        ax.set_xticks(x, ps, rotation=60, fontsize=7)
+        ax.set_title(t)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("mean bounded slowdown")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, path)
+    return THEIRS_POLICIES
+
+
+def equals_published(data, claim):
+    """Our mean in its setting within `PUBLISHED_ROUNDING` of the published value, for each heuristic of
+    ``quantity`` without and with backfilling, on every trace (a deterministic replay: no interval)."""
+    _, summary = data.table
+    outcomes, parts = [], []
+    for base in claim.quantity.split(", "):
+        for p in (base, "EASY" if base == "FCFS" else f"{base}+EASY"):
+            for t in traces(summary):
+                r, pub = _row(summary, t, p), published(t, p)
+                if r is None or pub is None:
+                    continue
+                mean = r[f"{METRIC}_mean"]
+                ok = abs(mean - pub) <= PUBLISHED_ROUNDING
+                outcomes.append(HOLDS if ok else FAILS)
+                if not ok:
+                    parts.append(f"{t} {p} {mean:.2f} (published {pub:g})")
+    detail = "; ".join(parts) if parts else f"all {len(outcomes)} means equal the published ones"
+    return _over_sequences(claim.verdict(every(outcomes), detail), summary)
+
+
+def _over_sequences(check, summary):
+    """``check`` counted over RLScheduler's sequences: each is a workload point of one replication,
+    and they are the instances behind the verdict (the report's replication caveat reads this ``n``)."""
+    check.n = int(summary["n"].min())
+    return check
+
+
+def theirs_beats(data, claim):
+    """Each ``A / B``: its paired 95 % CI over RLScheduler's sequences below 1 on every trace."""
+    frame, summary = data.table
+    outcomes, parts = [], []
+    for q in claim.quantity.split(", "):
+        a, b = q.split(" / ")
+        got = _theirs_pairs(frame, a, b)
+        for t in traces(summary):
+            ratio = paired_row(got.get(t))
+            outcomes.append(judge(ratio, "<", 1.0))
+            parts.append(f"{t} {a}/{b} {interval_text(ratio)}")
+    return _over_sequences(claim.verdict(every(outcomes), "; ".join(parts)), summary)
+
+
+def theirs_setting(data) -> dict[str, Any]:
+    _, summary = data.table
+    return {"sequences": int(summary["n"].max())}

@@ -144,7 +144,7 @@ def _trace() -> WorkloadKind:
         open_prefix=trace_kind.READER_PREFIX,
         expand=trace_kind.expand,
         late=trace_kind.LATE,
-        integers=("window", "max_procs", "cores_per_node", "sequence", "sequence_within"),
+        integers=("window", "max_procs", "cores_per_node", "sequence", "sequence_within", "sequence_start"),
     )
 
 

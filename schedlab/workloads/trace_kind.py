@@ -21,6 +21,9 @@ Parameters (a list value is a grid axis, as everywhere)::
                                #   start drawn uniformly per replication, the log's own submit
                                #   times kept (RLScheduler's episodes); 0 = off
     sequence_within = 10000    # draw the sequences among the first this-many jobs (0 = all)
+    sequence_start = 1981      # the sequence's first job (0-based, in submit order), not drawn
+                               #   (-1 = drawn); a list of them is a grid axis: RLScheduler's test
+                               #   sequences (workloads/rlscheduler_starts.py)
     annotation = "dfrs-hpc2n"  # DFRS annotation (workloads/annotate.py): the paper's
                                #   HPC2N rule (RR-7659 §5.3.1), or "schedlab" (default) with
     cores_per_node = 2         #   these fields: tasks, CPU need and memory per task;
@@ -86,11 +89,20 @@ DEFAULTS: dict[str, Any] = {
     "max_procs": 0,
     "sequence": 0,
     "sequence_within": 0,
+    "sequence_start": -1,
     **annotate.DEFAULTS,
 }
 #: Added after trace sweeps were written: left out of a workload point at
 #: their default (``WorkloadKind.late``), so earlier configuration ids hold.
-LATE = ("group_column", "max_procs", *annotate.DEFAULTS, "window_origin", "sequence", "sequence_within")
+LATE = (
+    "group_column",
+    "max_procs",
+    *annotate.DEFAULTS,
+    "window_origin",
+    "sequence",
+    "sequence_within",
+    "sequence_start",
+)
 WINDOW_ORIGINS = ("first", "header")
 #: Readers whose submit times count from a time origin in the file's header.
 HEADER_ORIGIN_READERS = ("swf",)
@@ -139,6 +151,11 @@ def check(params: dict[str, Any]) -> None:
             raise UserError(f"{name}: must be an integer >= 0 (0: off); got {v!r}")
     if params["sequence"] and params["window_length"]:
         raise UserError("sequence: consecutive-job sequences replace time windows; set window_length = 0")
+    k = params["sequence_start"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < -1:
+        raise UserError(f"sequence_start: must be an integer >= 0 (the first job) or -1 (drawn); got {k!r}")
+    if k >= 0 and not params["sequence"]:
+        raise UserError("sequence_start: needs sequence > 0 (the number of consecutive jobs from it)")
     annotate.check(params)
     o = params["window_origin"]
     if o not in WINDOW_ORIGINS:
@@ -206,14 +223,18 @@ def _check_group_column(jobs: pl.DataFrame, name: str) -> None:
         raise UserError(f"group_column: column {name!r} must hold integers (got {jobs[name].dtype})")
 
 
-def _sequence(jobs: pl.DataFrame, rng: np.random.Generator, n: int, within: int) -> pl.DataFrame:
-    """``n`` consecutive jobs in submit order from a start drawn uniformly
-    (first the start, from the instance's stream) among the first ``within``
-    jobs (0: all); submit times as in the log."""
+def _sequence(jobs: pl.DataFrame, rng: np.random.Generator, n: int, within: int, start: int = -1) -> pl.DataFrame:
+    """``n`` consecutive jobs in submit order from ``start``, or (-1) from a
+    start drawn uniformly (first the start, from the instance's stream) among
+    the first ``within`` jobs (0: all); submit times as in the log."""
     total = min(within, jobs.height) if within else jobs.height
     if n > total:
         raise UserError(f"sequence: {n} jobs asked but the trace has {total} to draw from")
-    start = int(rng.integers(0, total - n + 1))
+    if start >= 0:
+        if start + n > jobs.height:
+            raise UserError(f"sequence_start: {start} + {n} jobs is past the trace's {jobs.height}")
+    else:
+        start = int(rng.integers(0, total - n + 1))
     return jobs.sort("submit", maintain_order=True).slice(start, n)
 
 
@@ -229,7 +250,7 @@ def build(rng, params: dict[str, Any], shared: pl.DataFrame) -> pl.DataFrame:
     if params["arrival_load"]:
         jobs = tf.attach_arrivals(jobs, rng, params["arrival_load"])
     if params["sequence"]:
-        jobs = _sequence(jobs, rng, params["sequence"], params["sequence_within"])
+        jobs = _sequence(jobs, rng, params["sequence"], params["sequence_within"], params["sequence_start"])
     elif params["window_length"]:
         origin = 0.0 if params["window_origin"] == "header" else None
         jobs = tf.window(jobs.sort("submit", maintain_order=True), params["window_length"], params["window"], origin)

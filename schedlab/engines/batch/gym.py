@@ -94,6 +94,7 @@ from gymnasium.vector.utils import batch_space
 from schedlab.engines.batch import features
 from schedlab.engines.batch import gym_kernel as K
 from schedlab.engines.batch.gym_reference import ReferenceEpisode
+from schedlab.engines.batch.gym_rlscheduler import RLSchedulerEpisode
 from schedlab.errors import UserError
 from schedlab.gym.common import (
     INVALID_ACTION_PENALTY,
@@ -116,6 +117,9 @@ BACKFILL = ("none", "easy")
 #: ``loop``: the compiled kernel (training) or the batch engine's own reference run (module docstring).
 KERNEL, REFERENCE = "kernel", "reference"
 LOOPS = (KERNEL, REFERENCE)
+#: ``setting``: schedlab's (the default) or RLScheduler's (``schedlab.engines.batch.gym_rlscheduler``).
+SCHEDLAB, RLSCHEDULER = "schedlab", "rlscheduler"
+SETTINGS = (SCHEDLAB, RLSCHEDULER)
 
 
 def load_jobs(env: str, trace: str | Path | None, jobs: pl.DataFrame | None) -> tuple[pl.DataFrame | None, int | None]:
@@ -187,8 +191,15 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         span: tuple[int, int] | None = None,
         invalid_action: str = "nearest",
         loop: str = KERNEL,
+        setting: str = SCHEDLAB,
     ) -> None:
         self.loop = check_choice(ENV, "loop", loop, LOOPS)
+        self.setting = check_choice(ENV, "setting", setting, SETTINGS)
+        if self.setting == RLSCHEDULER and self.loop != REFERENCE:
+            raise UserError(
+                f"{ENV}: setting={RLSCHEDULER!r} runs on loop={REFERENCE!r} only (the compiled kernel is "
+                f"schedlab's loop): give loop={REFERENCE!r}"
+            )
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
         self.backfill = check_choice(ENV, "backfill", backfill, BACKFILL)
@@ -249,7 +260,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._fast = 0
         self._time = 0.0  # the current instant (info["time"]) for the no-op's info
         self._step_terms = self.reward_mode == "step"  # rewards at each step: the kernel's summed terms
-        self._ref: ReferenceEpisode | None = None  # loop="reference": the episode's run
+        self._ref: ReferenceEpisode | RLSchedulerEpisode | None = None  # loop="reference": the episode's run
 
     def _buffers(self, envs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Observation, mask and slot buffers for ``envs`` episodes."""
@@ -304,7 +315,9 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         self._start, self._episode, arrays = self.draw(self.np_random, options)
         self._loaded = True
-        if self.loop == REFERENCE:
+        if self.setting == RLSCHEDULER:
+            self._ref = RLSchedulerEpisode(self.episode, self.nodes, self.backfill == "easy", self.window)
+        elif self.loop == REFERENCE:
             self._ref = ReferenceEpisode(self.episode, self.nodes, self.backfill == "easy")
         else:
             self.load(self._state, 0, arrays)

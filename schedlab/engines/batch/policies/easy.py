@@ -63,6 +63,12 @@ With exact estimates, the shadow time is the same as the canonical rule's
 and the head starts then in both; only the backfilled jobs differ (a short
 job that fits in the free units but not outside the reservation waits).
 
+RLScheduler's rule (``backfill = "rlscheduler"``, a parameter; with
+``passes = "event"`` a pass per arrival and per completion as it makes them):
+its backfilling around the oldest job, run by
+``schedlab.engines.batch.policies.rlscheduler`` (its module docstring: a
+shadow time computed once and kept, strict ``<``, no extra-units rule).
+
 Cost per pass: O(log r) per start (a sorted list of running jobs by requested
 end), O(r) to find the shadow time and O(q) for the backfill scan (q queued
 jobs), as in the canonical algorithm.
@@ -72,10 +78,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Literal
 
 from sortedcontainers import SortedList
 
 from schedlab.engines.batch.policies.base import BatchPolicy
+from schedlab.engines.batch.policies.rlscheduler import EVENT, RLSCHEDULER, RLSchedulerLoop
+from schedlab.errors import UserError
 
 #: ``[system] easy_backfill`` values (``schedlab.engines.batch.sim.system.BATCH``): the canonical rule,
 #: or the DFRS authors'.
@@ -86,9 +95,32 @@ class EASY(BatchPolicy):
     name = "EASY"
     summary = "FCFS + EASY backfilling: the head job's reservation (from requested times) is never delayed"
 
-    def __init__(self, machine, *, record_reservations: bool = False) -> None:
+    def __init__(
+        self,
+        machine,
+        *,
+        record_reservations: bool = False,
+        backfill: Literal["easy", "rlscheduler"] = "easy",
+        passes: Literal["instant", "event"] = "instant",
+    ) -> None:
         super().__init__(machine)
+        try:
+            self.check_params(backfill=backfill, passes=passes)
+        except ValueError as err:
+            raise TypeError(str(err)) from None
         self.vcsim = getattr(machine, "easy_backfill", CANONICAL) == VCSIM
+        #: RLScheduler's backfilling (``backfill = "rlscheduler"``): its loop with the oldest job as the head.
+        self.loop: RLSchedulerLoop | None = None
+        if backfill == RLSCHEDULER:
+            if self.vcsim:
+                raise UserError(
+                    'batch engine: EASY\'s backfill = "rlscheduler" is not [system] easy_backfill = "vcsim"\'s rule: '
+                    'leave easy_backfill at "canonical"'
+                )
+            submit = machine.submit
+            self.loop = RLSchedulerLoop(
+                machine, lambda j, now: submit[j], commit=True, backfill=True, event_passes=passes == EVENT
+            )
         #: vcsim's rule: the held reservation (head, shadow time) or None, the reserved units of each
         #: running job (job -> units) and the reserved units already free.
         self.held: tuple[int, float] | None = None
@@ -100,10 +132,26 @@ class EASY(BatchPolicy):
         self.reservation: dict[int, float] | None = {} if record_reservations else None
         self.head_reservation: tuple[int, float, int] | None = None
 
+    @classmethod
+    def check_params(
+        cls, *, record_reservations: bool = False, backfill: str = "easy", passes: str = "instant"
+    ) -> None:
+        """The rules between the parameters (ValueError: the user's message)."""
+        if passes == EVENT and backfill != RLSCHEDULER:
+            raise ValueError('passes = "event" needs backfill = "rlscheduler" (EASY\'s pass is per instant)')
+        if record_reservations and backfill == RLSCHEDULER:
+            raise ValueError("record_reservations records EASY's reservations, not backfill = \"rlscheduler\"'s")
+
     def arrive(self, job: int) -> None:
+        if self.loop is not None:
+            self.loop.arrive(job)
+            return
         self.queue[job] = None
 
     def complete(self, job: int) -> None:
+        if self.loop is not None:
+            self.loop.complete(job)
+            return
         self.running.remove((self.req_end.pop(job), job))
         if self.held is not None:
             self.reserved_free += self.reserved_busy.pop(job, 0)
@@ -126,6 +174,8 @@ class EASY(BatchPolicy):
         out.extend(jobs)
 
     def schedule(self, now: float) -> list[int]:
+        if self.loop is not None:
+            return self.loop.schedule(now)
         if self.vcsim:
             return self._schedule_vcsim(now)
         out: list[int] = []

@@ -25,7 +25,12 @@ RLScheduler's semantics instead: as soon as no job is committed and the queue
 is not empty -- even when nothing fits -- the job of smallest key is chosen
 and kept as the head until it starts; later arrivals never overtake it
 (docs/gym.md lists every difference from its simulator; the rlsched-tables
-pipeline measures this one).
+pipeline measures this one). Its other rules are parameters too, each
+RLScheduler's with ``"rlscheduler"`` (``schedlab.engines.batch.policies.rlscheduler``,
+which runs them): ``passes = "event"`` (a pass per arrival and per completion),
+``backfill = "rlscheduler"`` (``+EASY`` policies, with ``commit = true``: its
+backfilling, not EASY's) and ``wait = "rlscheduler"`` (WFP3 and UNICEP: the
+wait read as ``-1 - s``, below). The defaults are schedlab's rules.
 
 A constant key (every job equal: the first in arrival order) gives FCFS
 without backfilling and EASY with it, start for start (a test checks both).
@@ -40,7 +45,7 @@ definitions, read in its ``HPCSimPickJobs.py``, except where said)
   RLScheduler's code reads the wait as ``scheduled_time - submit_time``
   while ``scheduled_time`` is still -1, i.e. ``-1 - s``: its WFP3 and UNICEP
   order by submit time, not wait (docs/gym.md, the rlsched-tables pipeline);
-  here the wait is the real one;
+  here the wait is the real one (``wait = "rlscheduler"``: RLScheduler's);
 * UNICEP (Tang et al. 2009): ``-(w + 1e-15) / (log2(n + 1e-15) * r)``, with
   RLScheduler's guards against w = 0 and n = 1 (serial jobs come first);
 * F1..F4 (Carastan-Santos & de Camargo, SC'17; s <= 0 read as 0.1 as in
@@ -67,13 +72,14 @@ scripted agent gives this module's schedules bit for bit on both.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
-from typing import Any, ClassVar
+from collections.abc import Collection, Generator
+from typing import Any, ClassVar, Literal
 
 from sortedcontainers import SortedList
 
 from schedlab.engines.batch.policies.base import BatchPolicy
 from schedlab.engines.batch.policies.easy import backfill, reservation
+from schedlab.engines.batch.policies.rlscheduler import EVENT, RLSCHEDULER, RLSchedulerLoop
 
 #: Keys' guards (RLScheduler's): added to the wait and to the need in UNICEP;
 #: the submit time a log10 reads when s <= 0 (F1..F4).
@@ -88,24 +94,90 @@ class PriorityPolicy(BatchPolicy):
 
     backfill: ClassVar[bool] = False
     kind: ClassVar[int] = -1
+    #: The key reads the wait (``now - s``): ``wait = "rlscheduler"`` reads ``-1 - s`` instead.
+    reads_wait: ClassVar[bool] = False
 
-    def __init__(self, machine: Any, *, commit: bool = False) -> None:
+    def __init__(
+        self,
+        machine: Any,
+        *,
+        commit: bool = False,
+        passes: Literal["instant", "event"] = "instant",
+        backfill: Literal["easy", "rlscheduler"] = "easy",
+        wait: Literal["real", "rlscheduler"] = "real",
+    ) -> None:
         super().__init__(machine)
+        try:
+            type(self).check_params(commit=commit, passes=passes, backfill=backfill, wait=wait)
+        except ValueError as err:
+            raise TypeError(str(err)) from None
         self.commit = bool(commit)
+        #: WFP3 / UNICEP read the wait as RLScheduler's code does (``-1 - s``).
+        self.wait_rlscheduler = wait == RLSCHEDULER
+        #: RLScheduler's loop (``policies.rlscheduler``) when one of its rules is asked; None: schedlab's.
+        self.loop: RLSchedulerLoop | None = None
+        if passes == EVENT or backfill == RLSCHEDULER:
+            own = type(self).choose is not PriorityPolicy.choose  # a learned agent's pick, not the key's
+            self.loop = RLSchedulerLoop(
+                machine,
+                self.rlscheduler_key,
+                commit=self.commit,
+                backfill=backfill == RLSCHEDULER,
+                event_passes=passes == EVENT,
+                chooser=self._loop_choose if own else None,
+            )
         self.head: int | None = None  # the committed head (commit=True)
         self.queue: dict[int, None] = {}  # waiting jobs in arrival order
         self.running = SortedList()  # (requested end, job), kept with backfilling only
         self.req_end: dict[int, float] = {}
         self.free = machine.free  # free units at the current decision (read by the environment)
 
+    @classmethod
+    def check_params(
+        cls, *, commit: bool = False, passes: str = "instant", backfill: str = "easy", wait: str = "real"
+    ) -> None:
+        """The rules between the parameters (ValueError: the user's message)."""
+        if backfill == RLSCHEDULER and not cls.backfill:
+            raise ValueError(f'backfill = "rlscheduler": {cls.name} does not backfill (its +EASY variant does)')
+        if backfill == RLSCHEDULER and not commit:
+            raise ValueError('backfill = "rlscheduler" needs commit = true (its shadow time is the committed head\'s)')
+        if passes == EVENT and cls.backfill and backfill != RLSCHEDULER:
+            raise ValueError(
+                'passes = "event" with backfilling needs backfill = "rlscheduler" (EASY\'s is per instant)'
+            )
+        if wait == RLSCHEDULER and not cls.reads_wait:
+            raise ValueError(f'wait = "rlscheduler": {cls.name}\'s key does not read the wait (WFP3 and UNICEP do)')
+
     def key(self, job: int, now: float) -> float:
         """Priority of ``job`` at ``now``: lower starts first."""
         return 0.0
 
+    def rlscheduler_key(self, job: int, now: float) -> Any:
+        """The order RLScheduler's loop sorts its queue by: :meth:`key`
+        (SJF adds the submit time, as its ``sjf_score`` does)."""
+        return self.key(job, now)
+
+    def waiting(self) -> Collection[int]:
+        """The waiting jobs a :meth:`choose` picks among, in the order it reads
+        them: arrival order (under RLScheduler's loop, its queue list)."""
+        return self.queue if self.loop is None else self.loop.jobs
+
+    def _loop_choose(self, now: float) -> int:
+        """A subclass's own :meth:`choose` asked by RLScheduler's loop (its free units first)."""
+        assert self.loop is not None
+        self.free = self.loop.free
+        return self.choose(now)
+
     def arrive(self, job: int) -> None:
+        if self.loop is not None:
+            self.loop.arrive(job)
+            return
         self.queue[job] = None
 
     def complete(self, job: int) -> None:
+        if self.loop is not None:
+            self.loop.complete(job)
+            return
         if self.backfill:
             self.running.remove((self.req_end.pop(job), job))
 
@@ -165,6 +237,8 @@ class PriorityPolicy(BatchPolicy):
         return out
 
     def schedule(self, now: float) -> list[int]:
+        if self.loop is not None:
+            return self.loop.schedule(now)
         gen = self.decisions(now)
         try:
             next(gen)
@@ -187,14 +261,21 @@ class SJF(PriorityPolicy):
     def key(self, job: int, now: float) -> float:
         return self.machine.requested[job]
 
+    def rlscheduler_key(self, job: int, now: float) -> Any:
+        return (self.machine.requested[job], self.machine.submit[job])
+
 
 class WFP3(PriorityPolicy):
     name = "WFP3"
     summary = "largest (wait / requested)^3 x need first (Tang et al. 2009); no backfilling"
     kind = 2
+    reads_wait = True
 
     def key(self, job: int, now: float) -> float:
         m = self.machine
+        if self.wait_rlscheduler:
+            q = (-1.0 - m.submit[job]) / m.requested[job]
+            return -(q**3 * m.need[job])  # a power, as RLScheduler's np.power
         q = (now - m.submit[job]) / m.requested[job]
         return -(q * q * q * m.need[job])
 
@@ -203,10 +284,12 @@ class UNICEP(PriorityPolicy):
     name = "UNICEP"
     summary = "largest wait / (log2(need) x requested) first (Tang et al. 2009); no backfilling"
     kind = 3
+    reads_wait = True
 
     def key(self, job: int, now: float) -> float:
         m = self.machine
-        return -((now - m.submit[job] + UNICEP_EPS) / (math.log2(m.need[job] + UNICEP_EPS) * m.requested[job]))
+        w = -1.0 - m.submit[job] if self.wait_rlscheduler else now - m.submit[job]
+        return -((w + UNICEP_EPS) / (math.log2(m.need[job] + UNICEP_EPS) * m.requested[job]))
 
 
 class F1(PriorityPolicy):
