@@ -26,7 +26,10 @@ a 64 x 64 tanh MLP in numpy (Stable-Baselines3's default policy shape, as
 each environment's own observation. schedlab runs as one environment
 (``gymnasium.make``) and as a vector environment stepping every sequence per
 call (``gymnasium.make_vec``, ``--envs`` episodes, autoreset, random
-starts; the agent's forward pass is batched too), measured in steady state
+starts; the agent's forward pass is batched too), and in RLScheduler's own
+setting (``setting="rlscheduler"``: its committed pick, its backfilling and
+decision points; the reference loop, the compiled kernel being schedlab's
+loop only), measured in steady state
 until twice ``--envs`` episodes have ended (jobs of the ended episodes /
 seconds: the partial ones count for nothing). BLAS runs one thread.
 
@@ -209,6 +212,8 @@ def main() -> None:
         kw = {"trace": str(swf), "sequence": args.length, "window": 128, "backfill": backfill}
         env = gymnasium.make("schedlab/Batch-v0", **kw)
         envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=args.envs, **kw)
+        # RLScheduler's own setting (committed pick, its backfilling and decision points), on the reference loop
+        env_theirs = gymnasium.make("schedlab/Batch-v0", **kw, setting="rlscheduler", loop="reference")
         ours_run(env, starts[0], None)  # compile / load the kernel
         penv = peer_env(peer, swf, backfill == "easy") if peer is not None else None
         for agent, layers_ours, layers_peer in (
@@ -221,8 +226,14 @@ def main() -> None:
                     got = peer_run(penv, peer, k, args.length, layers_peer)
                     tot["peer"] = [a + b for a, b in zip(tot["peer"], got, strict=True)]
                 tot["ours"] = [a + b for a, b in zip(tot["ours"], ours_run(env, k, layers_ours), strict=True)]
+                theirs = ours_run(env_theirs, k, layers_ours)
+                tot["theirs"] = [a + b for a, b in zip(tot.get("theirs", [0, 0, 0.0, 0.0]), theirs, strict=True)]
             vec = list(ours_vector(envs, 2 * args.envs, layers_ours))
-            rows = [("schedlab Batch-v0", tot["ours"]), (f"schedlab vector x{args.envs}", vec)]
+            rows = [
+                ("schedlab Batch-v0", tot["ours"]),
+                (f"schedlab vector x{args.envs}", vec),
+                ("Batch-v0, its setting", tot["theirs"]),
+            ]
             if penv is not None:
                 rows.insert(0, ("RLScheduler HPCEnv", tot["peer"]))
             for name, (j, d, s, c) in rows:
@@ -230,10 +241,12 @@ def main() -> None:
                 print(f"{backfill:<9} {agent:<10} {name:<22} {figures}")
             if penv is not None:
                 (pj, _, ps, pc), (oj, _, os_, oc), (vj, _, vs, vc) = tot["peer"], tot["ours"], vec
+                tj, _, ts, tc = tot["theirs"]
                 print(
                     f"{'':<9} {'':<10} {'ratio to RLScheduler':<22} single {oj / os_ / (pj / ps):.1f}x "
                     f"(CPU {oj / oc / (pj / pc):.1f}x), vector {vj / vs / (pj / ps):.1f}x "
-                    f"(CPU {vj / vc / (pj / pc):.1f}x)"
+                    f"(CPU {vj / vc / (pj / pc):.1f}x), its setting {tj / ts / (pj / ps):.1f}x "
+                    f"(CPU {tj / tc / (pj / pc):.1f}x)"
                 )
         envs.close()
     print(f"load at the end: {os.getloadavg()[0]:.2f}")
