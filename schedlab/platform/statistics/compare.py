@@ -211,23 +211,18 @@ def scan_pairs(
     order (first appearance). A pair key with two rows of one arm is the
     `UserError` the collected frame raises; the check is one pass over the
     scan grouped by the pair key without its replication (a configuration's
-    rows: its replications counted and told apart), not a group per row."""
+    rows: its replications told apart, `query.repeats`), not a group per row."""
+    from schedlab.platform.storage.query import repeats
+
     keys = cells + pair
     clean = lf.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
     rep = "replication" if "replication" in pair else None
     if rep is not None and lf.collect_schema()[rep].is_integer():
         outer = [k for k in keys if k != rep] + [arm]
-        bad = (
-            clean.group_by(outer)
-            .agg(pl.len(), pl.col(rep).n_unique().alias("_distinct"))
-            .filter(pl.col("len") > pl.col("_distinct"))
-            .head(1)
-            .collect(engine=SCAN_ENGINE)
-        )
-        if bad.height:  # the first pair key shared within that group names it
-            where = [pl.col(k).eq_missing(v) for k, v in bad.select(outer).row(0, named=True).items()]
-            dup = clean.filter(*where).group_by(keys + [arm]).len().filter(pl.col("len") > 1).collect()
-            raise duplicate_error(dup.sort(keys + [arm]).row(0, named=True), keys + [arm])
+        _, twice = repeats(clean, outer, rep)
+        if twice:  # then find the pair key, as the collected frame does
+            dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1).head(1).collect(engine=SCAN_ENGINE)
+            raise duplicate_error(dup.row(0, named=True), keys + [arm])
     else:
         dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1).head(1).collect(engine=SCAN_ENGINE)
         if dup.height:
@@ -285,7 +280,7 @@ def compare(
     flag, not a result. ``metric``: by default the engine's headline metric
     (`query.headline_metric`). Bad input (a baseline or metric that is not in
     the results) is a `UserError` naming it."""
-    from schedlab.platform.storage.query import distinct_counts, headline_metric
+    from schedlab.platform.storage.query import headline_metric, varying_of
     from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
@@ -304,8 +299,8 @@ def compare(
     if not schema[metric].is_numeric():
         raise UserError(f"--metric: {metric!r} is not numeric")
     instance_cols = [c for c in params if not c.startswith("policy_")]
-    counts = distinct_counts(lf, params)  # one pass over the parameter columns, the rows not held
-    varying = [c for c in params if counts[c] > 1]
+    _, several = varying_of(lf, params)  # one pass over the parameter columns, the rows not held
+    varying = [c for c in params if several[c]]
     if by is None:
         by_cols = [c for c in varying if not c.startswith("policy_")]
     else:
@@ -319,7 +314,7 @@ def compare(
     pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
     # a pair: the same workload point (the instance parameters that vary; one every row shares tells no
     # pair from another, and a key of ten columns where two vary made the joins of 10^7 rows slow) and replication
-    pair = [c for c in instance_cols if c not in by_cols and counts[c] > 1] + ["replication"]
+    pair = [c for c in instance_cols if c not in by_cols and several[c]] + ["replication"]
     # only the columns the comparison reads (10^7 rows of a 30-column summary: a few columns, issue #42)
     wanted = {"policy", *by_cols, *pair, *pparams, metric, *DOMINANCE.get(metric, ())}
     # kept a scan: the pairs are joined in polars' streaming engine and only their values held (issue #42)
