@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.platform.statistics.exact import HUGE_EXPONENT, group_means, group_sums
-from schedlab.platform.statistics.stats import exact_sum
+from schedlab.platform.statistics.stats import LONG_RUN, exact_sum, group_moments, mean_sd, run_sums
 
 
 def reference(frame: pl.DataFrame, by: list[str], value: str) -> dict[tuple, tuple[int, float]]:
@@ -97,3 +97,32 @@ def test_a_scan_split_in_many_files_sums_as_one(tmp_path, rows):
         f.write_parquet(tmp_path / f"part-{i}.parquet")
     scanned = group_sums(pl.scan_parquet(tmp_path / "*.parquet"), ["g"], "x")
     assert {(r[0],): (r[1], r[2]) for r in scanned.iter_rows()} == reference(pl.concat(frames), ["g"], "x")
+
+
+@pytest.mark.parametrize("spread", [1.0, 40.0])  # exponents of a few binades (bincount) or hundreds (sorted)
+def test_run_sums_and_long_runs_moments_are_exact_sum_and_mean_sd(spread):
+    """`stats.run_sums` is `exact_sum` run by run, and `group_moments` of runs of `LONG_RUN`
+    values and more (summed together) is `mean_sd` of each, bit for bit."""
+    rng = np.random.default_rng(int(spread))
+    sizes = [LONG_RUN, 1, 2, 3, 5000, LONG_RUN + 1, 700]
+    x = rng.lognormal(0.0, spread, sum(sizes)) * rng.choice([-1.0, 1.0], sum(sizes))
+    x[5] = 2.0**-1074
+    x[LONG_RUN + 40] = math.inf  # a run with an infinity: exact_sum's answer
+    starts = np.cumsum([0, *sizes[:-1]])
+    sums = run_sums(x, starts)
+    for i, (a, k) in enumerate(zip(starts, sizes)):
+        assert same(sums[i], exact_sum(x[a : a + k].tolist())), i
+    frame = pl.DataFrame({"g": np.repeat(np.arange(len(sizes)), sizes), "x": x})
+    moments = group_moments(frame, ["g"], ["x"])
+    for (g, n, mean, sd), k, a in zip(moments.iter_rows(), sizes, starts):
+        want = mean_sd(x[a : a + k])
+        assert n == k and same(mean, want[0]) and (sd is None if k < 2 else same(sd, want[1])), g
+
+
+def test_run_sums_of_many_short_runs_over_wide_exponents_sort_instead():
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0.0, 60.0, 300) * rng.choice([-1.0, 1.0], 300)
+    x[7], x[8] = 2.0**-1074, -0.0
+    starts = np.arange(0, 300, 3)  # (runs x exponents) slots far more than BINCOUNT_CELLS a value
+    sums = run_sums(x, starts)
+    assert all(same(sums[i], exact_sum(x[a : a + 3].tolist())) for i, a in enumerate(starts))

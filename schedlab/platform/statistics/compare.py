@@ -30,14 +30,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
-from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated_expr, group_moments, holm, paired
+from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated_expr, group_moments, holm, paired_of
 
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
@@ -109,17 +108,26 @@ def paired_stats(
         joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
-    means = group_moments(joined, cells + [arm], [value, "_base"]).select(
-        cells + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
-    )
+    # every comparison's moments at once (correctly rounded sums, `stats.group_moments`), not pair by pair
+    d = pl.col("_d")
+    same = (pl.len() >= 2) & d.is_finite().all() & (d.min() == d.max())
     groups = (
-        joined.group_by(cells + [arm], maintain_order=True)
-        .agg(pl.col("_d"))
-        .join(means, on=cells + [arm], how="left", nulls_equal=True, maintain_order="left")
+        group_moments(joined, cells + [arm], [value, "_base", "_d"])
+        .join(
+            joined.group_by(cells + [arm]).agg(pl.when(same).then(d.min()).alias("_same")),
+            on=cells + [arm],
+            how="left",
+            nulls_equal=True,
+        )
+        .select(
+            cells
+            + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
+            + ["n", "_d_mean", "_d_std", "_same"]
+        )
     )
     records: list[dict[str, Any]] = []
     for rec in groups.iter_rows(named=True):
-        p = paired(np.asarray(rec.pop("_d"), dtype=float), confidence)
+        p = paired_of(rec.pop("n"), rec.pop("_d_mean"), rec.pop("_d_std"), rec.pop("_same"), confidence)
         if ratio:
             est, lo, hi = math.exp(p.mean), math.exp(p.low), math.exp(p.high)
         else:

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from schedlab.platform.statistics.stats import exact_sum
+from schedlab.platform.statistics.stats import exact_sum, rounded_sum
 
 #: The polars engine of the scans here: streaming (the sums are integers: exact in any order).
 ENGINE: Final = "streaming"
@@ -92,7 +92,7 @@ def group_sums(lf: pl.LazyFrame, by: list[str], value: str) -> pl.DataFrame:
             total = _summed_alone(lf, by, key, value)
         else:
             try:
-                total = _rounded(terms)
+                total = rounded_sum(terms)
             except OverflowError:  # past the largest float: as math.fsum would, exact_sum says what
                 total = _summed_alone(lf, by, key, value)
         keys.append(key)
@@ -109,17 +109,6 @@ def group_means(lf: pl.LazyFrame, by: list[str], value: str) -> pl.DataFrame:
     sums = group_sums(lf, by, value)
     mean = pl.when(pl.col("n") > 0).then(pl.col("sum") / pl.col("n").cast(pl.Float64)).alias(value)
     return sums.select([*by, mean])
-
-
-def _rounded(terms: list[tuple[int, int]]) -> float:
-    """sum(k * 2^p for (k, p) in terms), exactly, rounded once to the nearest float (ties to even)."""
-    if not terms:
-        return 0.0
-    low = min(p for _, p in terms)
-    total = sum(k << (p - low) for k, p in terms)
-    if low >= 0:
-        return float(total << low)
-    return total / (1 << -low)  # int / int: correctly rounded (subnormals too)
 
 
 def _summed_alone(lf: pl.LazyFrame, by: list[str], key: tuple[Any, ...], value: str) -> float:
