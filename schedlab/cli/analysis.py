@@ -344,6 +344,7 @@ def compare(
         raise UserError("--csv and --json: choose one")
     store = _open_store(results_dir)
     failed = _failures_note(store)
+    manifest = store.read_manifest() or {}
     if metric is None:
         import polars as pl
 
@@ -351,10 +352,10 @@ def compare(
         from schedlab.platform.storage.store import explain_read_error
 
         try:
-            metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
+            metric = headline_metric(results_dir, manifest, store.scan())
         except (pl.exceptions.PolarsError, OSError) as err:
             raise explain_read_error(store.files(), err) from None
-    table = paired_compare(results_dir, baseline, metric, by, ratio)
+    table = paired_compare(results_dir, baseline, metric, by, ratio, manifest=manifest)
     k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)
     if as_json:

@@ -112,7 +112,7 @@ def paired_stats(
     d = pl.col("_d")
     same = (pl.len() >= 2) & d.is_finite().all() & (d.min() == d.max())
     groups = (
-        group_moments(joined, cells + [arm], [value, "_base", "_d"])
+        group_moments(joined, cells + [arm], [value, "_base", "_d"], means_only=[value, "_base"])
         .join(
             joined.group_by(cells + [arm]).agg(pl.when(same).then(d.min()).alias("_same")),
             on=cells + [arm],
@@ -271,6 +271,8 @@ def compare(
     by: list[str] | str | None = None,
     ratio: bool = False,
     confidence: float = CONFIDENCE,
+    *,
+    manifest: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Paired comparison of every policy of a results dir with ``baseline``
     (see the module docstring). ``by``: the workload-point columns to report
@@ -298,7 +300,8 @@ def compare(
     lf = store.scan()
     schema = lf.collect_schema()
     columns = schema.names()
-    manifest = store.read_manifest() or {}
+    if manifest is None:  # (a caller that has read it passes it: 10^5 configurations are 27 MB of JSON)
+        manifest = store.read_manifest() or {}
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     if metric is None:
         metric = headline_metric(root, manifest, lf)

@@ -136,7 +136,9 @@ def mean_sd(x: npt.ArrayLike) -> tuple[float, float]:
     return mean, math.sqrt(exact_sum((dev * dev).tolist()) / (n - 1))
 
 
-def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+def group_moments(
+    frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str], means_only: Iterable[str] = ()
+) -> pl.DataFrame:
     """One row per group of ``by``, sorted by ``by``: ``n`` (rows) and, per
     metric m, ``m_mean`` and ``m_std`` (ddof = 1) over its non-null values
     (null without a value, resp. with fewer than two), NaN propagating --
@@ -150,6 +152,7 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
     out = df.group_by(by).agg(pl.len().alias("n")).sort(by)
     metrics = list(dict.fromkeys(metrics))
+    skip = set(means_only)  # their m_std is not computed (NaN): a long run's second pass saved
     ordered = df.select(by + [pl.col(m).cast(pl.Float64) for m in metrics]).sort(by)  # one sort for every metric
     whole: tuple[pl.DataFrame, np.ndarray] | None = None  # the runs of the rows, shared by metrics without nulls
     for m in metrics:
@@ -167,7 +170,7 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
             starts = np.flatnonzero(np.diff(run, prepend=-1))
             if vals.height == ordered.height:
                 whole = keys, starts
-        mean, std = _moments(vals[m].to_numpy(), starts)
+        mean, std = _moments(vals[m].to_numpy(), starts, m not in skip)
         count = pl.Series(np.diff(np.append(starts, vals.height)))
         moments_frame = keys[starts].with_columns(
             pl.Series(f"{m}_mean", mean, dtype=pl.Float64),
@@ -177,7 +180,7 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
     return out
 
 
-def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _moments(x: np.ndarray, starts: np.ndarray, spread: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """`mean_sd` of each run ``x[starts[i]:starts[i + 1]]``. Runs of one or two
     values (one replication per configuration, or two: what a large sweep's
     tracking summarises, 10^5 groups) are computed for all at once: one IEEE
@@ -208,11 +211,13 @@ def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         runs = np.cumsum(np.append(0, n))[:-1]
         total = run_sums(vals, runs)
         m = total / n
-        run = np.repeat(np.arange(long.size), n)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dev = vals - m[run]
-            ss = run_sums(dev * dev, runs)
-            mean[long], std[long] = m, np.sqrt(ss / (n - 1))
+        mean[long] = m
+        ss = np.zeros(long.size)
+        if spread:
+            with np.errstate(over="ignore", invalid="ignore"):
+                dev = vals - np.repeat(m, n)
+                ss = run_sums(dev * dev, runs)
+                std[long] = np.sqrt(ss / (n - 1))
         for j in np.flatnonzero(np.isnan(total) | np.isinf(total) | np.isnan(ss) | np.isinf(ss)):
             i = long[j]  # a non-finite or huge value: mean_sd says what, as it does
             mean[i], std[i] = mean_sd(x[starts[i] : starts[i] + size[i]])
@@ -245,17 +250,20 @@ def run_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         odd = ~np.isfinite(x) | (np.abs(x) >= 2.0**HUGE_BINADE)
     frac, exp = np.frexp(np.where(odd, 0.0, x))
-    whole = (frac * 2.0**53).astype(np.int64)  # x = whole * 2^(exp - 53), exactly
     width = int(exp.max() - exp.min()) + 1
-    key = run.astype(np.int64) * width + (exp - exp.min())
+    key = run * width + (exp - exp.min())
     if starts.size * width <= BINCOUNT_CELLS * x.size and x.size < 2**BINCOUNT_BITS:
-        # float64 bincount of integers below 2^27 is exact below 2^26 of them (every partial sum < 2^53)
+        # the halves as floats (exact: integers below 2^27); a float64 bincount of them is exact below
+        # 2^26 of them (every partial sum < 2^53)
+        whole_f = frac * 2.0**53  # x = whole * 2^(exp - 53), exactly
+        high_f = np.floor(frac * 2.0**27)
         slots = starts.size * width
-        high_all = np.bincount(key, weights=whole >> 26, minlength=slots)
-        low_all = np.bincount(key, weights=whole & ((1 << 26) - 1), minlength=slots)
-        used = np.flatnonzero(np.bincount(key, minlength=slots))
+        high_all = np.bincount(key, weights=high_f, minlength=slots)
+        low_all = np.bincount(key, weights=whole_f - high_f * 2.0**26, minlength=slots)
+        used = np.flatnonzero((high_all != 0) | (low_all != 0))
         keys, high, low = used, high_all[used].astype(np.int64), low_all[used].astype(np.int64)
     else:
+        whole = (frac * 2.0**53).astype(np.int64)
         order = np.argsort(key, kind="stable")
         sorted_keys = key[order]
         first = np.flatnonzero(np.diff(sorted_keys, prepend=-1))
