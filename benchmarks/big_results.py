@@ -206,7 +206,9 @@ def measure(argv: list[str], checkout: Path) -> tuple[float, float, float, bool,
         *argv,
     ]
     t1 = time.perf_counter()
-    out = subprocess.run(wrapper, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True)
+    # run in the checkout: ``python -m`` and ``-c`` put the working directory first on sys.path, before PYTHONPATH
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    out = subprocess.run(wrapper, env=env, cwd=checkout, capture_output=True, text=True)
     took = time.perf_counter() - t1
     rss, cpu = out.stderr.strip().splitlines()[-1].split()
     if out.returncode != 0:
