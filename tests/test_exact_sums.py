@@ -12,8 +12,10 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from schedlab.platform.statistics.exact import HUGE_EXPONENT, group_means, group_sums
+from schedlab.platform.statistics.exact import group_moments as exact_moments
 from schedlab.platform.statistics.stats import LONG_RUN, exact_sum, group_moments, mean_sd, run_sums
 
 
@@ -126,3 +128,18 @@ def test_run_sums_of_many_short_runs_over_wide_exponents_sort_instead():
     starts = np.arange(0, 300, 3)  # (runs x exponents) slots far more than BINCOUNT_CELLS a value
     sums = run_sums(x, starts)
     assert all(same(sums[i], exact_sum(x[a : a + 3].tolist())) for i, a in enumerate(starts))
+
+
+def test_exact_group_moments_are_stats_group_moments():
+    """`exact.group_moments` (the moments of a comparison's pairs, not sorted) is `stats.group_moments`."""
+    rng = np.random.default_rng(11)
+    n = 30_000
+    x = rng.lognormal(0.0, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    x[::997] = math.nan
+    x[5] = math.inf
+    frame = pl.DataFrame({"g": rng.integers(0, 60, n), "h": ["a" if v else None for v in rng.random(n) < 0.5], "x": x})
+    frame = frame.with_columns(pl.when(pl.col("g") == 7).then(None).otherwise(pl.col("x")).alias("x"))
+    frame = pl.concat([frame, pl.DataFrame({"g": [100, 101, 101], "h": ["z"] * 3, "x": [1.5, 0.1, 0.2]})])
+    want = group_moments(frame, ["g", "h"], ["x"])
+    got = exact_moments(frame, ["g", "h"], ["x"])
+    assert_frame_equal(got.select(want.columns), want, check_exact=True)

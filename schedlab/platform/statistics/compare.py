@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
+from schedlab.platform.statistics.exact import group_moments as exact_moments
 from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated_expr, group_moments, holm, paired_of
 
 #: Family-wise error rate for the ``significant`` column (Holm).
@@ -108,11 +109,13 @@ def paired_stats(
         joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
-    # every comparison's moments at once (correctly rounded sums, `stats.group_moments`), not pair by pair
+    # every comparison's moments at once (correctly rounded sums, `stats.group_moments`), not pair by pair;
+    # of a scan's pairs without sorting them (`exact.group_moments`: the same bits)
+    moments = exact_moments if isinstance(frame, pl.LazyFrame) else group_moments
     d = pl.col("_d")
     same = (pl.len() >= 2) & d.is_finite().all() & (d.min() == d.max())
     groups = (
-        group_moments(joined, cells + [arm], [value, "_base", "_d"], means_only=[value, "_base"])
+        moments(joined, cells + [arm], [value, "_base", "_d"], means_only=[value, "_base"])
         .join(
             joined.group_by(cells + [arm]).agg(pl.when(same).then(d.min()).alias("_same")),
             on=cells + [arm],

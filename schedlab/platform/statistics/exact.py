@@ -24,6 +24,7 @@ values, read for it alone, by `stats.exact_sum` itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, Final
 
 import polars as pl
@@ -118,4 +119,35 @@ def _summed_alone(lf: pl.LazyFrame, by: list[str], key: tuple[Any, ...], value: 
     return exact_sum(values.drop_nulls().to_list())
 
 
-__all__ = ["ENGINE", "HALF_BITS", "HUGE_EXPONENT", "MAX_ROWS", "group_means", "group_sums"]
+def group_moments(
+    frame: pl.DataFrame, by: list[str], metrics: list[str], means_only: Iterable[str] = ()
+) -> pl.DataFrame:
+    """`stats.group_moments` (``n`` rows, each metric's ``m_mean`` and
+    ``m_std``: `stats.mean_sd` of its non-null values, bit for bit; ``m_std``
+    NaN for the ``means_only`` metrics) from `group_sums` of the values and of
+    their squared deviations from the group's mean, not from the rows sorted
+    by group: a comparison's 10^7 pairs in seconds."""
+    lf = frame.lazy()
+    out = frame.group_by(by).agg(pl.len().alias("n"))
+    skip = set(means_only)
+    for m in dict.fromkeys(metrics):
+        sums = group_sums(lf, by, m)
+        means = sums.select([*by, pl.when(pl.col("n") > 0).then(pl.col("sum") / pl.col("n")).alias("_mean"), "n"])
+        if m in skip:
+            std = means.select([*by, pl.lit(math.nan).alias("_std")])
+        else:
+            dev = lf.join(means.lazy().select([*by, "_mean"]), on=by, how="left", nulls_equal=True)
+            dev = dev.with_columns((pl.col(m).cast(pl.Float64) - pl.col("_mean")).alias("_dev"))
+            squares = group_sums(dev.select([*by, (pl.col("_dev") * pl.col("_dev")).alias("_sq")]), by, "_sq")
+            std = squares.join(means.select([*by, pl.col("n").alias("_k")]), on=by, how="left", nulls_equal=True)
+            std = std.select(
+                [*by, pl.when(pl.col("_k") > 1).then((pl.col("sum") / (pl.col("_k") - 1)).sqrt()).alias("_std")]
+            )
+        moments = means.join(std, on=by, how="left", nulls_equal=True).select(
+            [*by, pl.col("_mean").alias(f"{m}_mean"), pl.col("_std").alias(f"{m}_std")]
+        )
+        out = out.join(moments, on=by, how="left", nulls_equal=True)
+    return out.sort(by)
+
+
+__all__ = ["ENGINE", "HALF_BITS", "HUGE_EXPONENT", "MAX_ROWS", "group_means", "group_moments", "group_sums"]
