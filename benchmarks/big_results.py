@@ -14,7 +14,8 @@ chunk), metric values drawn from a fixed seed. ``--store DIR`` keeps the
 results dirs there (``DIR/<configs>x<reps>``) and reuses them in later runs.
 
 Each command then runs as a fresh process (``python -m schedlab.cli``),
-timed end to end with its peak RSS (from the child's rusage). With ``--old
+timed end to end (wall, and CPU: user + system of every thread, which a
+loaded machine does not inflate) with its peak RSS (from the child's rusage). With ``--old
 CHECKOUT`` (e.g. a worktree of the commit before the lazy reads) every
 command runs from that checkout too, old and new alternating, and the table
 says whether their outputs are identical. The last lines put each command's
@@ -161,6 +162,16 @@ def commands(big: Path, work: Path) -> dict[str, list[str]]:
         ],
         "results --by policy,load": [*cli, "results", str(big), "--by", "policy,load"],
         "compare --baseline FIFO --by load": [*cli, "compare", str(big), "--baseline", "FIFO", "--by", "load"],
+        "compare --baseline FIFO --by load --ratio": [
+            *cli,
+            "compare",
+            str(big),
+            "--baseline",
+            "FIFO",
+            "--by",
+            "load",
+            "--ratio",
+        ],
         "plot --x load --y mst (shape, sigma held)": [
             *cli,
             "plot",
@@ -181,24 +192,28 @@ def commands(big: Path, work: Path) -> dict[str, list[str]]:
     }
 
 
-def measure(argv: list[str], checkout: Path) -> tuple[float, float, bool, str]:
-    """(wall s, peak RSS GB, ok, stdout) of ``argv`` run from ``checkout``."""
+def measure(argv: list[str], checkout: Path) -> tuple[float, float, float, bool, str]:
+    """(wall s, CPU s, peak RSS GB, ok, stdout) of ``argv`` run from ``checkout``; the CPU
+    time (user + system, every thread) is what a loaded machine does not inflate."""
     # RUSAGE_CHILDREN's peak is the largest child so far: a fresh interpreter per command keeps them apart
     wrapper = [
         sys.executable,
         "-c",
         "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr); "
         "sys.exit(r.returncode)",
         *argv,
     ]
     t1 = time.perf_counter()
-    out = subprocess.run(wrapper, env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True, text=True)
+    # run in the checkout: ``python -m`` and ``-c`` put the working directory first on sys.path, before PYTHONPATH
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    out = subprocess.run(wrapper, env=env, cwd=checkout, capture_output=True, text=True)
     took = time.perf_counter() - t1
-    peak = int(out.stderr.strip().splitlines()[-1]) / 1e6
+    rss, cpu = out.stderr.strip().splitlines()[-1].split()
     if out.returncode != 0:
         print(f"  ({checkout.name}: FAILED: {out.stderr.strip()[-300:]})", flush=True)
-    return took, peak, out.returncode == 0, out.stdout
+    return took, float(cpu), int(rss) / 1e6, out.returncode == 0, out.stdout
 
 
 def results_dir(root: Path, configs: int, reps: int) -> Path:
@@ -230,8 +245,9 @@ def main() -> None:
     peaks: dict[tuple[str, int], float] = {}
     try:
         sizes = [int(c) for c in args.configs.split(",")]
-        print(f"| rows | command | {' | '.join(f'{k} wall s | {k} peak GB' for k in checkouts)} | same output |")
-        print(f"|---|---|{'---|---|' * len(checkouts)}---|")
+        cols = " | ".join(f"{k} wall s | {k} CPU s | {k} peak GB" for k in checkouts)
+        print(f"| rows | command | {cols} | same output |")
+        print(f"|---|---|{'---|---|---|' * len(checkouts)}---|")
         for configs in sizes:
             big = results_dir(root, configs, args.reps)
             rows = configs * args.reps
@@ -241,10 +257,10 @@ def main() -> None:
                 cells, outputs = [], []
                 for name, checkout in checkouts.items():  # old and new alternate, command by command
                     if name == "old" and "new only" in label:
-                        cells.append("– | –")
+                        cells.append("– | – | –")
                         continue
-                    took, peak, ok, stdout = measure(argv, checkout)
-                    cells.append(f"{took:.1f} | {peak:.2f}" if ok else "failed | –")
+                    took, cpu, peak, ok, stdout = measure(argv, checkout)
+                    cells.append(f"{took:.1f} | {cpu:.1f} | {peak:.2f}" if ok else "failed | – | –")
                     outputs.append(stdout)
                     if name == "new":
                         peaks[(label, rows)] = peak

@@ -414,10 +414,10 @@ def swept(frame: pl.DataFrame | pl.LazyFrame, manifest: dict[str, Any]) -> list[
     a panel or held fixed), and ``schedlab results`` shows one row per
     policy and combination of them unless ``--by`` says what to pool. A
     LazyFrame (a scan) is read one column pass, not materialised."""
-    from schedlab.platform.storage.query import distinct_counts
+    from schedlab.platform.storage.query import varying_of
 
-    counts = distinct_counts(frame, parameter_columns(frame, manifest))
-    return [c for c, n in counts.items() if n > 1]
+    _, several = varying_of(frame, parameter_columns(frame, manifest))
+    return [c for c, more in several.items() if more]
 
 
 def plot(

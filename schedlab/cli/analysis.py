@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import click
 
@@ -119,36 +119,40 @@ def results_columns(
     return [c for c in columns if c in wanted]
 
 
-#: The polars engine `pooled_means` aggregates with (see there).
-POOLED_ENGINE: Final = "in-memory"
-
-
 def pooled_means(frame, keys: list[str], pooled: list[str], metrics: list[str]):
     """One row per group of ``keys`` and replication: each metric's mean over
     the grid cells of ``pooled`` (the parameters the user left out of
     ``--by``), and whether any of them was dominated (`stats.dominated`).
     A replication is one independent sample of that mean only when it has a
     row in every cell its group has: incomplete replications are left out.
-    ``frame`` may be a scan (a LazyFrame): the groups are formed in polars,
-    the rows never held. Returns (frame, how many replications were left out)."""
+    ``frame`` may be a scan (a LazyFrame): the groups are formed in polars'
+    streaming engine, the rows never held. The means are correctly rounded
+    sums over n (`statistics.exact`: ``math.fsum`` / n, bit for bit, in any
+    order the rows come). Returns (frame, how many replications were left out)."""
     import polars as pl
 
+    from schedlab.platform.statistics.exact import ENGINE, group_means
     from schedlab.platform.statistics.stats import dominated_expr
+    from schedlab.platform.storage.query import repeats
 
     lf = frame.lazy()
     names = lf.collect_schema().names()
     flags = [f for f in (dominated_expr(names, m) for m in dict.fromkeys(metrics)) if f is not None]
     lf = lf.with_columns(flags)
     per = keys + (["replication"] if "replication" not in keys else [])
-    cells = lf.group_by(keys).agg(pl.struct(pooled).n_unique().alias("_cells"))
-    reps = lf.group_by(per).agg(
-        [pl.col(m).cast(pl.Float64).mean() for m in dict.fromkeys(metrics)]
-        + [pl.col(f.meta.output_name()).any() for f in flags]
-        + [pl.struct(pooled).n_unique().alias("_have")]
-    )
-    # polars' in-memory engine: its float means are the eager group_by's, bit for bit (what this table
-    # printed when the rows were collected first); the streaming engine sums in other orders (last bits differ)
-    joined = reps.join(cells, on=keys, how="left", nulls_equal=True).collect(engine=POOLED_ENGINE)
+    # the grid cells of each group, and whether a cell holds a replication twice (then a replication's
+    # cells are counted as distinct values; else they are its rows): one row a cell, not a row a row
+    grid, twice = repeats(lf, keys + pooled, "replication")
+    cells = grid.group_by(keys).agg(pl.len().alias("_cells"))
+    have = pl.struct(pooled).n_unique() if twice else pl.len()
+    flagged = [pl.col(f.meta.output_name()).any() for f in flags]
+    reps = lf.group_by(per).agg(flagged + [have.cast(pl.Int64).alias("_have")]).collect(engine=ENGINE)
+    means = [group_means(lf, per, m) for m in dict.fromkeys(metrics)]
+    joined = means[0]
+    for more in means[1:]:
+        joined = joined.join(more, on=per, how="left", nulls_equal=True)
+    joined = joined.join(reps, on=per, how="left", nulls_equal=True)
+    joined = joined.join(cells.with_columns(pl.col("_cells").cast(pl.Int64)), on=keys, how="left", nulls_equal=True)
     complete = joined.filter(pl.col("_have") == pl.col("_cells"))
     return complete.drop("_have", "_cells"), joined.height - complete.height
 
@@ -200,10 +204,10 @@ def results(
     from schedlab.platform.statistics.stats import DOMINANCE, DOMINATED_NOTE, IDENTICAL_NOTE, summarize
     from schedlab.platform.storage.query import (
         COUNT_ENGINE,
-        counts_of,
         headline_metric,
         pl_unique,
         row_count,
+        varying_of,
         where_lazy,
         where_pushdown,
     )
@@ -240,10 +244,10 @@ def results(
         params = parameter_columns(kept, manifest)
         counted = list(dict.fromkeys(["policy", *params]))
         rows = kept.filter(*pushed) if pushed else kept
-        n, counts = counts_of(rows, counted)  # one pass: the rows kept and the values each parameter takes
+        n, several = varying_of(rows, counted)  # one pass: the rows kept and which parameters vary
         if n == 0 and pushed:  # let where_lazy say which --where keeps no row
             rows = kept
-            n, counts = counts_of(rows, counted)
+            n, several = varying_of(rows, counted)
         if n == 0 and config_id is not None and row_count(lf) == 0:
             raise UserError(f"--config {config_id}: no such configuration in {results_dir}")
         if n == 0 and policy is not None:
@@ -251,11 +255,11 @@ def results(
             raise UserError(f"--policy {policy}: no rows; policies: {', '.join(sorted(policies))}")
         if len(pushed) < len(where) or rows is kept and where:  # a --where the scan could not apply: says why
             rows = where_lazy(rows, where, results_dir)
-            n, counts = counts_of(rows, counted)
-        varying = ["policy"] + [c for c in params if counts[c] > 1]
+            n, several = varying_of(rows, counted)
+        varying = ["policy"] + [c for c in params if several[c]]
         if not keys:
             keys = varying
-        pooled = [c for c in varying if c not in keys and counts[c] > 1]
+        pooled = [c for c in varying if c not in keys and several[c]]
         if pooled:
             taken = rows.select([pl_unique(c).implode() for c in pooled]).collect(engine=COUNT_ENGINE)
             values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(taken[c][0].to_list())))})" for c in pooled)
@@ -340,6 +344,7 @@ def compare(
         raise UserError("--csv and --json: choose one")
     store = _open_store(results_dir)
     failed = _failures_note(store)
+    manifest = store.read_manifest() or {}
     if metric is None:
         import polars as pl
 
@@ -347,10 +352,10 @@ def compare(
         from schedlab.platform.storage.store import explain_read_error
 
         try:
-            metric = headline_metric(results_dir, store.read_manifest() or {}, store.scan())
+            metric = headline_metric(results_dir, manifest, store.scan())
         except (pl.exceptions.PolarsError, OSError) as err:
             raise explain_read_error(store.files(), err) from None
-    table = paired_compare(results_dir, baseline, metric, by, ratio)
+    table = paired_compare(results_dir, baseline, metric, by, ratio, manifest=manifest)
     k = table.filter(~table["identical"])["policy"].n_unique()  # identical: no p value, not in Holm's family
     method = method_text(baseline, k, ratio)
     if as_json:

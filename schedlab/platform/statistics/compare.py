@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from schedlab.errors import UserError
-from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated, group_moments, holm, paired
+from schedlab.platform.statistics.exact import group_moments as exact_moments
+from schedlab.platform.statistics.stats import CONFIDENCE, DOMINANCE, dominated_expr, group_moments, holm, paired_of
 
 #: Family-wise error rate for the ``significant`` column (Holm).
 ALPHA = 0.05
@@ -56,7 +56,7 @@ METHOD_RATIO = (
 
 
 def paired_stats(
-    frame: pl.DataFrame,
+    frame: pl.DataFrame | pl.LazyFrame,
     cells: list[str],
     pair: list[str],
     arm: str,
@@ -78,19 +78,27 @@ def paired_stats(
     ``p_holm`` (within the cell), ``significant``, ``identical`` (the n
     differences are one sample: no interval, no p) and ``n_effective`` (1
     when identical, else n); sorted by cells, then by the arms' first
-    appearance in ``frame``."""
+    appearance in ``frame``.
+
+    ``frame`` may be a scan (a LazyFrame, what `compare` passes: 10^7 rows):
+    the duplicate check and the join then run in polars' streaming engine and
+    only the paired values are held (`scan_pairs`); every number is the one
+    the collected frame gives (means and deviations are correctly rounded
+    sums, `stats.mean_sd`, whatever order the pairs come in)."""
     keys = cells + pair
-    clean = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
-    dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1)
-    if dup.height:
-        row = dup.row(0, named=True)
-        raise UserError(
-            f"{row['len']} rows share one pair key ({', '.join(f'{k}={row[k]}' for k in keys + [arm])}); "
-            f"a comparison needs one row per policy, workload point and replication"
-        )
-    base = clean.filter(pl.col(arm) == baseline).select(keys + [pl.col(value).alias("_base")])
-    others = clean.filter(pl.col(arm) != baseline)
-    joined = others.join(base, on=keys, how="inner", nulls_equal=True)
+    if isinstance(frame, pl.LazyFrame):
+        joined, order = scan_pairs(frame, cells, pair, arm, value, baseline)
+        schema = frame.collect_schema()
+    else:
+        clean = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
+        dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1)
+        if dup.height:
+            raise duplicate_error(dup.row(0, named=True), keys + [arm])
+        base = clean.filter(pl.col(arm) == baseline).select(keys + [pl.col(value).alias("_base")])
+        others = clean.filter(pl.col(arm) != baseline)
+        joined = others.join(base, on=keys, how="inner", nulls_equal=True)
+        order = {a: i for i, a in enumerate(frame[arm].unique(maintain_order=True).to_list())}
+        schema = frame.schema
     if ratio:
         bad = joined.filter((pl.col(value) <= 0) | (pl.col("_base") <= 0))
         if bad.height:
@@ -101,18 +109,28 @@ def paired_stats(
         joined = joined.with_columns((pl.col(value) / pl.col("_base")).log().alias("_d"))
     else:
         joined = joined.with_columns((pl.col(value) - pl.col("_base")).alias("_d"))
-    order = {a: i for i, a in enumerate(frame[arm].unique(maintain_order=True).to_list())}
-    means = group_moments(joined, cells + [arm], [value, "_base"]).select(
-        cells + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
-    )
+    # every comparison's moments at once (correctly rounded sums, `stats.group_moments`), not pair by pair;
+    # of a scan's pairs without sorting them (`exact.group_moments`: the same bits)
+    moments = exact_moments if isinstance(frame, pl.LazyFrame) else group_moments
+    d = pl.col("_d")
+    same = (pl.len() >= 2) & d.is_finite().all() & (d.min() == d.max())
     groups = (
-        joined.group_by(cells + [arm], maintain_order=True)
-        .agg(pl.col("_d"))
-        .join(means, on=cells + [arm], how="left", nulls_equal=True, maintain_order="left")
+        moments(joined, cells + [arm], [value, "_base", "_d"], means_only=[value, "_base"])
+        .join(
+            joined.group_by(cells + [arm]).agg(pl.when(same).then(d.min()).alias("_same")),
+            on=cells + [arm],
+            how="left",
+            nulls_equal=True,
+        )
+        .select(
+            cells
+            + [arm, pl.col(f"{value}_mean").alias("mean"), pl.col("_base_mean").alias("baseline_mean")]
+            + ["n", "_d_mean", "_d_std", "_same"]
+        )
     )
     records: list[dict[str, Any]] = []
     for rec in groups.iter_rows(named=True):
-        p = paired(np.asarray(rec.pop("_d"), dtype=float), confidence)
+        p = paired_of(rec.pop("n"), rec.pop("_d_mean"), rec.pop("_d_std"), rec.pop("_same"), confidence)
         if ratio:
             est, lo, hi = math.exp(p.mean), math.exp(p.low), math.exp(p.high)
         else:
@@ -130,10 +148,10 @@ def paired_stats(
                 "n_effective": p.n_effective,
             }
         )
-    schema_cells = {c: frame.schema[c] for c in cells}
+    schema_cells = {c: schema[c] for c in cells}
     out_schema: dict[str, PolarsDataType] = {
         **schema_cells,
-        arm: frame.schema[arm],
+        arm: schema[arm],
         "mean": pl.Float64,
         "baseline_mean": pl.Float64,
         "n": pl.Int64,
@@ -182,6 +200,55 @@ def paired_stats(
     )
 
 
+def duplicate_error(row: dict[str, Any], keys: list[str]) -> UserError:
+    """The error of ``row["len"]`` rows sharing the pair key ``row`` gives (`paired_stats`)."""
+    return UserError(
+        f"{row['len']} rows share one pair key ({', '.join(f'{k}={row[k]}' for k in keys)}); "
+        f"a comparison needs one row per policy, workload point and replication"
+    )
+
+
+#: The polars engine of the reads of a scan that `paired_stats` makes: streaming, so 10^7 rows are
+#: read in batches; what it returns (counts, the pairs' values) is exact whichever engine runs it.
+SCAN_ENGINE: Final = "streaming"
+
+
+def scan_pairs(
+    lf: pl.LazyFrame, cells: list[str], pair: list[str], arm: str, value: str, baseline: str
+) -> tuple[pl.DataFrame, dict[Any, int]]:
+    """The pairs of a scan (`paired_stats` on a LazyFrame): the rows of
+    ``cells``, ``arm``, ``value`` and the baseline's value ``_base`` of every
+    (cell, pair key) both have, read in the streaming engine, and the arms'
+    order (first appearance). A pair key with two rows of one arm is the
+    `UserError` the collected frame raises; the check is one pass over the
+    scan grouped by the pair key without its replication (a configuration's
+    rows: its replications told apart, `query.repeats`), not a group per row."""
+    from schedlab.platform.storage.query import repeats
+
+    keys = cells + pair
+    clean = lf.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
+    rep = "replication" if "replication" in pair else None
+    if rep is not None and lf.collect_schema()[rep].is_integer():
+        outer = [k for k in keys if k != rep] + [arm]
+        _, twice = repeats(clean, outer, rep)
+        if twice:  # then find the pair key, as the collected frame does
+            dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1).head(1).collect(engine=SCAN_ENGINE)
+            raise duplicate_error(dup.row(0, named=True), keys + [arm])
+    else:
+        dup = clean.group_by(keys + [arm]).len().filter(pl.col("len") > 1).head(1).collect(engine=SCAN_ENGINE)
+        if dup.height:
+            raise duplicate_error(dup.row(0, named=True), keys + [arm])
+    arms = lf.select(pl.col(arm).unique(maintain_order=True)).collect(engine=SCAN_ENGINE).to_series().to_list()
+    base = clean.filter(pl.col(arm) == baseline).select(keys + [pl.col(value).alias("_base")])
+    joined = (
+        clean.filter(pl.col(arm) != baseline)
+        .join(base, on=keys, how="inner", nulls_equal=True)
+        .select(cells + [arm, value, "_base"])
+        .collect(engine=SCAN_ENGINE)
+    )
+    return joined, {a: i for i, a in enumerate(arms)}
+
+
 def arm_labels(frame: pl.DataFrame, policy_params: list[str]) -> pl.Series:
     """Policy name, with its varying parameters when the sweep grids them:
     ``PSBS[beta=2]``."""
@@ -207,6 +274,8 @@ def compare(
     by: list[str] | str | None = None,
     ratio: bool = False,
     confidence: float = CONFIDENCE,
+    *,
+    manifest: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Paired comparison of every policy of a results dir with ``baseline``
     (see the module docstring). ``by``: the workload-point columns to report
@@ -224,7 +293,7 @@ def compare(
     flag, not a result. ``metric``: by default the engine's headline metric
     (`query.headline_metric`). Bad input (a baseline or metric that is not in
     the results) is a `UserError` naming it."""
-    from schedlab.platform.storage.query import distinct_counts, headline_metric
+    from schedlab.platform.storage.query import headline_metric, varying_of
     from schedlab.platform.storage.seam import open_store
 
     root = Path(results_dir)
@@ -234,7 +303,8 @@ def compare(
     lf = store.scan()
     schema = lf.collect_schema()
     columns = schema.names()
-    manifest = store.read_manifest() or {}
+    if manifest is None:  # (a caller that has read it passes it: 10^5 configurations are 27 MB of JSON)
+        manifest = store.read_manifest() or {}
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     if metric is None:
         metric = headline_metric(root, manifest, lf)
@@ -243,8 +313,8 @@ def compare(
     if not schema[metric].is_numeric():
         raise UserError(f"--metric: {metric!r} is not numeric")
     instance_cols = [c for c in params if not c.startswith("policy_")]
-    counts = distinct_counts(lf, params)  # one pass over the parameter columns, the rows not held
-    varying = [c for c in params if counts[c] > 1]
+    _, several = varying_of(lf, params)  # one pass over the parameter columns, the rows not held
+    varying = [c for c in params if several[c]]
     if by is None:
         by_cols = [c for c in varying if not c.startswith("policy_")]
     else:
@@ -258,32 +328,43 @@ def compare(
     pparams = [c for c in varying if c.startswith("policy_") and c not in by_cols]
     # a pair: the same workload point (the instance parameters that vary; one every row shares tells no
     # pair from another, and a key of ten columns where two vary made the joins of 10^7 rows slow) and replication
-    pair = [c for c in instance_cols if c not in by_cols and counts[c] > 1] + ["replication"]
+    pair = [c for c in instance_cols if c not in by_cols and several[c]] + ["replication"]
     # only the columns the comparison reads (10^7 rows of a 30-column summary: a few columns, issue #42)
     wanted = {"policy", *by_cols, *pair, *pparams, metric, *DOMINANCE.get(metric, ())}
-    frame = lf.select([c for c in columns if c in wanted]).collect()
-    policies = frame["policy"].unique(maintain_order=True).to_list()
-    frame = frame.with_columns(arm_labels(frame, pparams).alias("_arm"))
+    # kept a scan: the pairs are joined in polars' streaming engine and only their values held (issue #42)
+    frame = lf.select([c for c in columns if c in wanted])
+    # the arms: each (policy, its gridded parameters) seen, labelled once, in the order the rows give them
+    arms = frame.select(["policy", *pparams]).unique(maintain_order=True).collect(engine=SCAN_ENGINE)
+    arms = arms.with_columns(arm_labels(arms, pparams).alias("_arm"))
+    policies = arms["policy"].unique(maintain_order=True).to_list()
+    if pparams:
+        frame = frame.join(arms.lazy(), on=["policy", *pparams], how="left", nulls_equal=True, maintain_order="left")
+    else:
+        frame = frame.with_columns(pl.col("policy").alias("_arm"))
     if baseline not in policies:  # a policy, or one setting of a policy's params as its label names it
-        if baseline not in set(frame["_arm"].unique().to_list()):
+        if baseline not in set(arms["_arm"].to_list()):
             raise UserError(f"--baseline: {baseline!r} is not a policy of {root}; policies: {', '.join(policies)}")
         base_arms = [baseline]
     else:
-        base_arms = frame.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
+        base_arms = arms.filter(pl.col("policy") == baseline)["_arm"].unique().to_list()
     if len(base_arms) > 1:
         raise UserError(
             f"--baseline: {baseline!r} has {len(base_arms)} parameter settings "
             f"({', '.join(sorted(base_arms))}); name one of them"
         )
     base_arm = base_arms[0]
-    flag = dominated(frame, metric)
+    flag = dominated_expr(frame.collect_schema().names(), metric)
     frame = frame.with_columns(flag if flag is not None else pl.lit(False).alias(f"{metric}_dominated"))
     data = frame.select(by_cols + [c for c in pair if c not in by_cols] + ["_arm", pl.col(metric).cast(pl.Float64)])
     out = paired_stats(
         data, by_cols, [c for c in pair if c not in by_cols], "_arm", metric, base_arm, ratio, confidence
     )
     est = "ratio" if ratio else "diff"
-    flagged = frame.group_by(by_cols + ["_arm"]).agg(pl.col(f"{metric}_dominated").any().alias("dominated"))
+    flagged = (
+        frame.group_by(by_cols + ["_arm"])
+        .agg(pl.col(f"{metric}_dominated").any().alias("dominated"))
+        .collect(engine=SCAN_ENGINE)
+    )
     base_flag = flagged.filter(pl.col("_arm") == base_arm).select(by_cols + [pl.col("dominated").alias("_bd")])
     out = out.join(flagged, on=by_cols + ["_arm"], how="left", nulls_equal=True, maintain_order="left")
     out = (

@@ -136,7 +136,9 @@ def mean_sd(x: npt.ArrayLike) -> tuple[float, float]:
     return mean, math.sqrt(exact_sum((dev * dev).tolist()) / (n - 1))
 
 
-def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
+def group_moments(
+    frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str], means_only: Iterable[str] = ()
+) -> pl.DataFrame:
     """One row per group of ``by``, sorted by ``by``: ``n`` (rows) and, per
     metric m, ``m_mean`` and ``m_std`` (ddof = 1) over its non-null values
     (null without a value, resp. with fewer than two), NaN propagating --
@@ -149,17 +151,26 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
     Correctly rounded sums make the result a function of the values alone."""
     df = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
     out = df.group_by(by).agg(pl.len().alias("n")).sort(by)
-    for m in dict.fromkeys(metrics):
-        vals = df.select(by + [pl.col(m).cast(pl.Float64)]).drop_nulls(m).sort(by)
+    metrics = list(dict.fromkeys(metrics))
+    skip = set(means_only)  # their m_std is not computed (NaN): a long run's second pass saved
+    ordered = df.select(by + [pl.col(m).cast(pl.Float64) for m in metrics]).sort(by)  # one sort for every metric
+    whole: tuple[pl.DataFrame, np.ndarray] | None = None  # the runs of the rows, shared by metrics without nulls
+    for m in metrics:
+        vals = ordered.select(by + [m]).drop_nulls(m)
         if vals.height == 0:
             out = out.with_columns(
                 pl.lit(None, pl.Float64).alias(f"{m}_mean"), pl.lit(None, pl.Float64).alias(f"{m}_std")
             )
             continue
-        keys = vals.select(by)
-        run = keys.select(pl.struct(by).rle_id()).to_series().to_numpy()  # one id per group (nulls equal)
-        starts = np.flatnonzero(np.diff(run, prepend=-1))
-        mean, std = _moments(vals[m].to_numpy(), starts)
+        if vals.height == ordered.height and whole is not None:
+            keys, starts = whole
+        else:
+            keys = vals.select(by)
+            run = keys.select(pl.struct(by).rle_id()).to_series().to_numpy()  # one id per group (nulls equal)
+            starts = np.flatnonzero(np.diff(run, prepend=-1))
+            if vals.height == ordered.height:
+                whole = keys, starts
+        mean, std = _moments(vals[m].to_numpy(), starts, m not in skip)
         count = pl.Series(np.diff(np.append(starts, vals.height)))
         moments_frame = keys[starts].with_columns(
             pl.Series(f"{m}_mean", mean, dtype=pl.Float64),
@@ -169,7 +180,7 @@ def group_moments(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: li
     return out
 
 
-def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _moments(x: np.ndarray, starts: np.ndarray, spread: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """`mean_sd` of each run ``x[starts[i]:starts[i + 1]]``. Runs of one or two
     values (one replication per configuration, or two: what a large sweep's
     tracking summarises, 10^5 groups) are computed for all at once: one IEEE
@@ -189,9 +200,101 @@ def _moments(x: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         da, db = a - m2, b - m2
         mean[two] = m2
         std[two] = np.sqrt(da * da + db * db)
-    for i in np.flatnonzero(size > 2):
+    short = np.flatnonzero((size > 2) & (size < LONG_RUN))
+    for i in short:
         mean[i], std[i] = mean_sd(x[starts[i] : starts[i] + size[i]])
+    long = np.flatnonzero(size >= LONG_RUN)
+    if long.size:  # mean_sd of each, its sums vectorised (run_sums): 10^6 pairs of one comparison
+        lo, n = starts[long], size[long]
+        idx = np.concatenate([np.arange(a, a + k) for a, k in zip(lo.tolist(), n.tolist())])
+        vals = x[idx]
+        runs = np.cumsum(np.append(0, n))[:-1]
+        total = run_sums(vals, runs)
+        m = total / n
+        mean[long] = m
+        ss = np.zeros(long.size)
+        if spread:
+            with np.errstate(over="ignore", invalid="ignore"):
+                dev = vals - np.repeat(m, n)
+                ss = run_sums(dev * dev, runs)
+                std[long] = np.sqrt(ss / (n - 1))
+        for j in np.flatnonzero(np.isnan(total) | np.isinf(total) | np.isnan(ss) | np.isinf(ss)):
+            i = long[j]  # a non-finite or huge value: mean_sd says what, as it does
+            mean[i], std[i] = mean_sd(x[starts[i] : starts[i] + size[i]])
     return mean, std
+
+
+#: Runs of at least this many values have their `mean_sd` computed together (`run_sums`); shorter ones one by one.
+LONG_RUN = 256
+#: A value of magnitude 2^HUGE_BINADE or more makes `run_sums` leave its run to `exact_sum` (fsum may overflow).
+HUGE_BINADE = 1000
+#: `run_sums` adds with a bincount when its (run, exponent) slots are at most this many per value ...
+BINCOUNT_CELLS = 4
+#: ... and the values fewer than 2^BINCOUNT_BITS (float64 sums of 27-bit integers stay exact); else it sorts.
+BINCOUNT_BITS = 26
+
+
+def run_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """`exact_sum` of each run ``x[starts[i]:starts[i + 1]]``, bit for bit,
+    without a Python float per value: each value is split (``np.frexp``) into
+    a 53-bit integer and its exponent, the integers' halves are summed per
+    (run, exponent) as int64 (exact), and each run's few (exponent, sum) terms
+    are added as Python integers and rounded once (`rounded_sum`). A run with a
+    non-finite or huge (`HUGE_BINADE`) value is summed by `exact_sum`."""
+    size = np.diff(np.append(starts, x.size))
+    out = np.empty(starts.size)
+    if x.size == 0:
+        out[:] = 0.0
+        return out
+    run = np.repeat(np.arange(starts.size), size)
+    with np.errstate(invalid="ignore"):
+        odd = ~np.isfinite(x) | (np.abs(x) >= 2.0**HUGE_BINADE)
+    frac, exp = np.frexp(np.where(odd, 0.0, x))
+    width = int(exp.max() - exp.min()) + 1
+    key = run * width + (exp - exp.min())
+    if starts.size * width <= BINCOUNT_CELLS * x.size and x.size < 2**BINCOUNT_BITS:
+        # the halves as floats (exact: integers below 2^27); a float64 bincount of them is exact below
+        # 2^26 of them (every partial sum < 2^53)
+        whole_f = frac * 2.0**53  # x = whole * 2^(exp - 53), exactly
+        high_f = np.floor(frac * 2.0**27)
+        slots = starts.size * width
+        high_all = np.bincount(key, weights=high_f, minlength=slots)
+        low_all = np.bincount(key, weights=whole_f - high_f * 2.0**26, minlength=slots)
+        used = np.flatnonzero((high_all != 0) | (low_all != 0))
+        keys, high, low = used, high_all[used].astype(np.int64), low_all[used].astype(np.int64)
+    else:
+        whole = (frac * 2.0**53).astype(np.int64)
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        first = np.flatnonzero(np.diff(sorted_keys, prepend=-1))
+        keys = sorted_keys[first]
+        high = np.add.reduceat(whole[order] >> 26, first)
+        low = np.add.reduceat(whole[order] & ((1 << 26) - 1), first)
+    terms: list[list[tuple[int, int]]] = [[] for _ in range(starts.size)]
+    lowest = int(exp.min()) - 53
+    for k, h, lw in zip(keys.tolist(), high.tolist(), low.tolist()):
+        terms[k // width].append(((h << 26) + lw, k % width + lowest))
+    for i, t in enumerate(terms):
+        try:
+            out[i] = rounded_sum(t)
+        except OverflowError:  # past the largest float: exact_sum says what (as fsum would not)
+            odd[starts[i]] = True
+    for i in np.unique(run[odd]):
+        out[i] = exact_sum(x[starts[i] : starts[i] + size[i]].tolist())
+    return out
+
+
+def rounded_sum(terms: list[tuple[int, int]]) -> float:
+    """sum(k * 2^p for (k, p) in terms), exactly, rounded once to the nearest
+    float (ties to even: the float ``math.fsum`` gives); OverflowError past
+    the largest float."""
+    if not terms:
+        return 0.0
+    low = min(p for _, p in terms)
+    total = sum(k << (p - low) for k, p in terms)
+    if low >= 0:
+        return float(total << low)
+    return total / (1 << -low)  # int / int: correctly rounded (subnormals too)
 
 
 def summarize(frame: pl.DataFrame | pl.LazyFrame, by: list[str], metrics: list[str], std: bool = False) -> pl.DataFrame:
@@ -283,10 +386,17 @@ def paired(d: npt.ArrayLike, confidence: float = CONFIDENCE) -> Paired:
     if n == 0:
         return Paired(0, math.nan, math.nan, math.nan, math.nan)
     mean, sd = mean_sd(d)
+    return paired_of(n, mean, sd, float(d[0]) if identical(d) else None, confidence)
+
+
+def paired_of(n: int, mean: float, sd: float, same: float | None, confidence: float = CONFIDENCE) -> Paired:
+    """`paired` from the n >= 1 differences' `mean_sd` and, when they are
+    `identical`, their value ``same`` (None otherwise): what `paired_stats`
+    computes for every comparison at once (`group_moments`)."""
     if n < 2:
         return Paired(1, mean, math.nan, math.nan, math.nan)
-    if identical(d):
-        return Paired(n, float(d[0]), 0.0, math.nan, math.nan, identical=True)
+    if same is not None:
+        return Paired(n, same, 0.0, math.nan, math.nan, identical=True)
     se = sd / math.sqrt(n)
     if se == 0.0 or not math.isfinite(se):
         return Paired(n, mean, sd, math.nan, math.nan)
