@@ -142,6 +142,16 @@ def provenance() -> dict[str, Any]:
     return record
 
 
+def quiet_logger() -> Any:
+    """A Stable-Baselines3 logger that writes nothing and makes no folder: its
+    values (``name_to_value``) still reach the MLflow callback. Without one,
+    ``learn()`` configures SB3's default, which creates an empty
+    ``tempdir/SB3-<date>`` folder on every call."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
+
+
 def make_env(env_kwargs: dict[str, Any]) -> Any:
     import gymnasium
     from sb3_contrib.common.wrappers import ActionMasker
@@ -189,6 +199,7 @@ def train(
         verbose=0,
         device="cpu",
     )
+    model.set_logger(quiet_logger())  # else each learn() makes an empty tempdir/SB3-<date> folder
     mlflow.set_tracking_uri(tracking_uri or f"sqlite:///{(out / 'mlflow.db').resolve()}")
     mlflow.set_experiment("schedlab-rl")
     curve: list[tuple[int, float]] = []
