@@ -124,12 +124,14 @@ def run_episodes(
     starts: np.ndarray,
     choose: Chooser,
     record: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    schedules: dict[int, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Each episode's mean bounded slowdown (the environment's final reward,
     the engine's ``stretch_mean``), the episodes starting at ``starts`` (one
     per sub-environment of ``venv``), every decision answered by
     ``choose``; ``record(features, mask, picks)`` sees the decisions of the
-    episodes not yet ended."""
+    episodes not yet ended; ``schedules[e]``, if given, is set to episode
+    ``e``'s start times (by row) when it ends."""
     obs, info = venv.reset(options={"start": [int(s) for s in starts]})
     n = len(starts)
     result = np.full(n, np.nan)
@@ -145,6 +147,11 @@ def run_episodes(
         obs, reward, terminated, _, info = venv.step(picks)
         ended = terminated & ~done
         result[ended] = -reward[ended]
+        if schedules is not None:
+            from schedlab.engines.batch import gym_kernel as K
+
+            for e in np.flatnonzero(ended):
+                schedules[int(e)] = venv._state[0][e, K.START].copy()
         done |= terminated
     return result
 
