@@ -125,13 +125,16 @@ def run_episodes(
     choose: Chooser,
     record: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
     schedules: dict[int, np.ndarray] | None = None,
+    steps: list[int] | None = None,
 ) -> np.ndarray:
     """Each episode's mean bounded slowdown (the environment's final reward,
     the engine's ``stretch_mean``), the episodes starting at ``starts`` (one
     per sub-environment of ``venv``), every decision answered by
     ``choose``; ``record(features, mask, picks)`` sees the decisions of the
     episodes not yet ended; ``schedules[e]``, if given, is set to episode
-    ``e``'s start times (by row) when it ends."""
+    ``e``'s start times (by row) when it ends; ``steps[0]``, if given, is
+    increased by the decisions answered in the episodes (the environment
+    steps a training budget counts)."""
     obs, info = venv.reset(options={"start": [int(s) for s in starts]})
     n = len(starts)
     result = np.full(n, np.nan)
@@ -144,6 +147,8 @@ def run_episodes(
         if record is not None:
             live = ~done & (mask.sum(axis=1) > 1)  # a decision with one filled slot teaches nothing
             record(x[live], mask[live], picks[live])
+        if steps is not None:
+            steps[0] += int(np.count_nonzero(~done))
         obs, reward, terminated, _, info = venv.step(picks)
         ended = terminated & ~done
         result[ended] = -reward[ended]
@@ -241,7 +246,7 @@ def agreement(layers: Layers, x: np.ndarray, mask: np.ndarray, picks: np.ndarray
 
 
 def record_teacher(
-    venv: Any, starts: np.ndarray, teacher: str
+    venv: Any, starts: np.ndarray, teacher: str, steps: list[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The teacher's decisions on the episodes at ``starts`` (features, masks,
     picks) and its per-episode bounded slowdowns."""
@@ -254,7 +259,7 @@ def record_teacher(
         ms.append(m)
         ps.append(p)
 
-    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep)
+    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps)
     return np.concatenate(xs), np.concatenate(ms), np.concatenate(ps), bsld
 
 
@@ -296,7 +301,14 @@ def train(
         if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population):
             raise UserError(f"{path}: a checkpoint of another training spec; use another --out or remove it")
     else:
-        state = {"spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population), "cpu_seconds": 0.0}
+        state = {
+            "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population),
+            "cpu_seconds": 0.0,
+            "wall_seconds": 0.0,
+            "steps": [0],
+        }
+    steps = state["steps"]  # decisions answered so far, all episodes (updated in place)
+    wall0 = time.perf_counter()
     mlflow.set_tracking_uri(tracking_uri or f"sqlite:///{(out / 'mlflow.db').resolve()}")
     mlflow.set_experiment("schedlab-rl")
     with mlflow.start_run(
@@ -308,9 +320,9 @@ def train(
         if "clone" not in state:
             rng = np.random.default_rng([seed, 1])
             venv = make_vec(env_kwargs, clone_episodes)
-            x, m, p, teacher_bsld = record_teacher(venv, draw_starts(venv, rng), teacher)
+            x, m, p, teacher_bsld = record_teacher(venv, draw_starts(venv, rng), teacher, steps)
             layers, losses = clone(x, m, p, hidden=hidden, epochs=clone_epochs, seed=seed)
-            hx, hm, hp, _ = record_teacher(venv, draw_starts(venv, rng), teacher)  # fresh episodes
+            hx, hm, hp, _ = record_teacher(venv, draw_starts(venv, rng), teacher, steps)  # fresh episodes
             state["clone"] = layers
             state["clone_record"] = {
                 "decisions": len(p),
@@ -325,7 +337,8 @@ def train(
             state["curve"] = []
             state["generation"] = 0
             state["cpu_seconds"] += time.process_time() - cpu0
-            cpu0 = time.process_time()
+            state["wall_seconds"] += time.perf_counter() - wall0
+            cpu0, wall0 = time.process_time(), time.perf_counter()
             _save(path, state)
         like = state["clone"]
         if "cma" not in state:
@@ -336,16 +349,19 @@ def train(
         while state["generation"] < generations:
             g = state["generation"]
             starts = draw_starts(venv, np.random.default_rng([seed, 2, g]))
-            base = run_episodes(venv, starts, reference).mean()
+            base = run_episodes(venv, starts, reference, steps=steps).mean()
             told = []
             for _ in range(es.population_size):
                 z = es.ask()
-                told.append((z, run_episodes(venv, starts, network_chooser(unflatten(z, like))).mean() / base))
+                told.append(
+                    (z, run_episodes(venv, starts, network_chooser(unflatten(z, like)), steps=steps).mean() / base)
+                )
             es.tell(told)
             ratios = [r for _, r in told]
             state["generation"] = g + 1
             state["cpu_seconds"] += time.process_time() - cpu0
-            cpu0 = time.process_time()
+            state["wall_seconds"] += time.perf_counter() - wall0
+            cpu0, wall0 = time.process_time(), time.perf_counter()
             state["curve"].append([g + 1, float(np.min(ratios)), float(np.mean(ratios))])
             mlflow.log_metrics(
                 {
@@ -362,12 +378,13 @@ def train(
         vvenv = make_vec(env_kwargs, validation)
         vstarts = draw_starts(vvenv, np.random.default_rng([seed, 3]))
         scores = {
-            "teacher": float(run_episodes(vvenv, vstarts, reference).mean()),
-            "clone": float(run_episodes(vvenv, vstarts, network_chooser(like)).mean()),
-            "evolved": float(run_episodes(vvenv, vstarts, network_chooser(evolved)).mean()),
+            "teacher": float(run_episodes(vvenv, vstarts, reference, steps=steps).mean()),
+            "clone": float(run_episodes(vvenv, vstarts, network_chooser(like), steps=steps).mean()),
+            "evolved": float(run_episodes(vvenv, vstarts, network_chooser(evolved), steps=steps).mean()),
         }
         chosen = "evolved" if scores["evolved"] <= scores["clone"] else "clone"
         state["cpu_seconds"] += time.process_time() - cpu0
+        state["wall_seconds"] += time.perf_counter() - wall0
         mlflow.log_metrics({f"validation_{k}": v for k, v in scores.items()} | {"cpu_seconds": state["cpu_seconds"]})
         _save(path, state)
     record = {
@@ -376,11 +393,12 @@ def train(
         **{k: (list(v) if isinstance(v, tuple) else v) for k, v in state["spec"].items() if k != "env"},
         "generations": state["generation"],
         "population": es.population_size,
-        "episodes_evaluated": state["generation"] * (es.population_size + 1) * batch,
+        "timesteps": steps[0],
         "clone": state["clone_record"],
         "curve": state["curve"],
         "validation": {"episodes": validation, "bsld": scores, "chosen": chosen},
         "cpu_seconds": state["cpu_seconds"],
+        "wall_seconds": state["wall_seconds"],
         "mlflow_run_id": state["mlflow_run_id"],
         **provenance(),
     }
