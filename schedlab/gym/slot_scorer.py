@@ -140,8 +140,9 @@ def run_episodes(
     result = np.full(n, np.nan)
     done = np.zeros(n, dtype=bool)
     while not done.all():
-        mask = info["action_mask"]
-        d = Decision(venv, info["jobs"])
+        width = max(int(info["action_mask"].sum(axis=1).max()), 1)  # the masks are prefixes: the rest is empty
+        mask = info["action_mask"][:, :width]
+        d = Decision(venv, info["jobs"][:, :width])
         x = d.features()
         picks = choose(x, mask, d)
         if record is not None:
@@ -254,9 +255,11 @@ def record_teacher(
     ms: list[np.ndarray] = []
     ps: list[np.ndarray] = []
 
-    def keep(x: np.ndarray, m: np.ndarray, p: np.ndarray) -> None:
-        xs.append(x)
-        ms.append(m)
+    window = venv.env.window
+
+    def keep(x: np.ndarray, m: np.ndarray, p: np.ndarray) -> None:  # padded back to the window's width
+        xs.append(np.pad(x, ((0, 0), (0, window - x.shape[1]), (0, 0))))
+        ms.append(np.pad(m, ((0, 0), (0, window - m.shape[1]))))
         ps.append(p)
 
     bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps)
@@ -300,12 +303,14 @@ def train(
         state = pickle.loads(path.read_bytes())
         if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population):
             raise UserError(f"{path}: a checkpoint of another training spec; use another --out or remove it")
+        state.setdefault("resumed", []).append({"generation": state["generation"], **provenance()})
     else:
         state = {
             "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population),
             "cpu_seconds": 0.0,
             "wall_seconds": 0.0,
             "steps": [0],
+            "provenance": provenance(),  # the code that starts the training (a resume adds its own below)
         }
     steps = state["steps"]  # decisions answered so far, all episodes (updated in place)
     wall0 = time.perf_counter()
@@ -353,9 +358,8 @@ def train(
             told = []
             for _ in range(es.population_size):
                 z = es.ask()
-                told.append(
-                    (z, run_episodes(venv, starts, network_chooser(unflatten(z, like)), steps=steps).mean() / base)
-                )
+                bsld = run_episodes(venv, starts, network_chooser(unflatten(z, like)), steps=steps)
+                told.append((z, float(bsld.mean() / base)))
             es.tell(told)
             ratios = [r for _, r in told]
             state["generation"] = g + 1
@@ -400,7 +404,8 @@ def train(
         "cpu_seconds": state["cpu_seconds"],
         "wall_seconds": state["wall_seconds"],
         "mlflow_run_id": state["mlflow_run_id"],
-        **provenance(),
+        **state["provenance"],
+        "resumed": state.setdefault("resumed", []),
     }
     export(
         evolved if chosen == "evolved" else like,
