@@ -113,6 +113,31 @@ def network_chooser(layers: Layers) -> Chooser:
     return choose
 
 
+def sources(env_kwargs: dict[str, Any], shift: bool) -> list[dict[str, Any]]:
+    """The environments' settings episodes are drawn from: ``env_kwargs``,
+    and with ``shift`` also the same jobs with their submit times shifted so
+    that the span's first job is submitted at 0. F1 (and the slot features)
+    read absolute submit times, and the held-out head of a log has small
+    ones: the shifted copy shows the training such times, with the training
+    jobs only."""
+    if not shift:
+        return [env_kwargs]
+    import polars as pl
+
+    from schedlab.engines.batch.gym import BatchEnv
+
+    probe = BatchEnv(**env_kwargs)
+    assert probe.source is not None
+    table = probe.source.with_columns(pl.col("submit") - probe.source["submit"].min())
+    rest = {k: v for k, v in env_kwargs.items() if k not in ("trace", "span", "nodes")}
+    return [env_kwargs, {**rest, "jobs": table, "nodes": probe.nodes}]
+
+
+def total_bsld(venvs: list[Any], starts: list[np.ndarray], choose: Chooser, steps: list[int]) -> float:
+    """The summed mean bounded slowdowns of the episodes at ``starts`` of each of ``venvs``."""
+    return float(sum(run_episodes(v, s, choose, steps=steps).sum() for v, s in zip(venvs, starts, strict=True)))
+
+
 def make_vec(env_kwargs: dict[str, Any], n: int) -> Any:
     from schedlab.engines.batch.gym import BatchVectorEnv
 
@@ -285,6 +310,7 @@ def train(
     validation: int = 32,
     tracking_uri: str | None = None,
     name: str = "RL",
+    shift: bool = False,
 ) -> dict[str, Any]:
     """Clone, evolve (resuming from OUT/checkpoint.pkl), choose, export (module docstring); returns the record."""
     import mlflow
@@ -301,12 +327,12 @@ def train(
     state: dict[str, Any]
     if path.exists():
         state = pickle.loads(path.read_bytes())
-        if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population):
+        if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift):
             raise UserError(f"{path}: a checkpoint of another training spec; use another --out or remove it")
         state.setdefault("resumed", []).append({"generation": state["generation"], **provenance()})
     else:
         state = {
-            "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population),
+            "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift),
             "cpu_seconds": 0.0,
             "wall_seconds": 0.0,
             "steps": [0],
@@ -349,17 +375,17 @@ def train(
         if "cma" not in state:
             state["cma"] = CMA(mean=flatten(like), sigma=sigma, seed=seed, population_size=population)
         es = state["cma"]
-        venv = make_vec(env_kwargs, batch)
+        venvs = [make_vec(kw, batch) for kw in sources(env_kwargs, shift)]
         reference = teacher_chooser(teacher)
         while state["generation"] < generations:
             g = state["generation"]
-            starts = draw_starts(venv, np.random.default_rng([seed, 2, g]))
-            base = run_episodes(venv, starts, reference, steps=steps).mean()
+            rng = np.random.default_rng([seed, 2, g])
+            starts = [draw_starts(v, rng) for v in venvs]
+            base = total_bsld(venvs, starts, reference, steps)
             told = []
             for _ in range(es.population_size):
                 z = es.ask()
-                bsld = run_episodes(venv, starts, network_chooser(unflatten(z, like)), steps=steps)
-                told.append((z, float(bsld.mean() / base)))
+                told.append((z, total_bsld(venvs, starts, network_chooser(unflatten(z, like)), steps) / base))
             es.tell(told)
             ratios = [r for _, r in told]
             state["generation"] = g + 1
@@ -371,7 +397,7 @@ def train(
                 {
                     "ratio_best": float(np.min(ratios)),
                     "ratio_mean": float(np.mean(ratios)),
-                    "teacher_bsld": float(base),
+                    "teacher_bsld": float(base) / (batch * len(venvs)),
                     "sigma": float(es._sigma),
                     "cpu_seconds": state["cpu_seconds"],
                 },
@@ -379,12 +405,14 @@ def train(
             )
             _save(path, state)
         evolved = unflatten(es._mean, like)
-        vvenv = make_vec(env_kwargs, validation)
-        vstarts = draw_starts(vvenv, np.random.default_rng([seed, 3]))
+        vvenvs = [make_vec(kw, validation) for kw in sources(env_kwargs, shift)]
+        vrng = np.random.default_rng([seed, 3])
+        vstarts = [draw_starts(v, vrng) for v in vvenvs]
+        n = validation * len(vvenvs)
         scores = {
-            "teacher": float(run_episodes(vvenv, vstarts, reference, steps=steps).mean()),
-            "clone": float(run_episodes(vvenv, vstarts, network_chooser(like), steps=steps).mean()),
-            "evolved": float(run_episodes(vvenv, vstarts, network_chooser(evolved), steps=steps).mean()),
+            "teacher": total_bsld(vvenvs, vstarts, reference, steps) / n,
+            "clone": total_bsld(vvenvs, vstarts, network_chooser(like), steps) / n,
+            "evolved": total_bsld(vvenvs, vstarts, network_chooser(evolved), steps) / n,
         }
         chosen = "evolved" if scores["evolved"] <= scores["clone"] else "clone"
         state["cpu_seconds"] += time.process_time() - cpu0
@@ -421,7 +449,14 @@ def train(
 
 
 def _spec(
-    env_kwargs: dict[str, Any], teacher: str, hidden: int, seed: int, sigma: float, batch: int, population: int | None
+    env_kwargs: dict[str, Any],
+    teacher: str,
+    hidden: int,
+    seed: int,
+    sigma: float,
+    batch: int,
+    population: int | None,
+    shift: bool,
 ) -> dict[str, Any]:
     return {
         "env": {k: (list(v) if isinstance(v, tuple) else v) for k, v in env_kwargs.items()},
@@ -431,6 +466,7 @@ def _spec(
         "sigma": sigma,
         "batch": batch,
         "population_size": population,
+        **({"shift": True} if shift else {}),  # absent when off: earlier checkpoints keep their spec
     }
 
 
@@ -518,6 +554,12 @@ def parser() -> argparse.ArgumentParser:
         default=32,
         help="episodes the clone and the evolved network are compared on (default: %(default)s)",
     )
+    ap.add_argument(
+        "--shift",
+        action="store_true",
+        help="also draw episodes from the span with its submit times shifted to start at 0, as many as from the "
+        "span itself (F1 and the features read absolute submit times; default: off)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="output dir (required; no default)")
     ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: a SQLite store OUT/mlflow.db)")
     ap.add_argument("--name", default="RL", help="the exported policy's name (default: %(default)s)")
@@ -566,6 +608,7 @@ def run(a: argparse.Namespace) -> None:
         validation=a.validation,
         tracking_uri=a.tracking_uri,
         name=a.name,
+        shift=a.shift,
     )
     v = record["validation"]["bsld"]
     print(
