@@ -438,9 +438,9 @@ def train(
     export(
         evolved if chosen == "evolved" else like,
         out,
-        window=venv.env.window,
-        runtime_scale=venv.env.runtime_scale,
-        backfill=venv.env.backfill == "easy",
+        window=vvenvs[0].env.window,
+        runtime_scale=vvenvs[0].env.runtime_scale,
+        backfill=vvenvs[0].env.backfill == "easy",
         name=name,
         training=record,
         base="SlotAgent",
