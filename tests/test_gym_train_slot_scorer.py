@@ -106,3 +106,12 @@ def test_clone_evolve_resume_export_and_run_the_agent(tmp_path):
     for e, k in enumerate(starts):
         per_job, summary = run_table(venv.env.source.slice(int(k), 128), Agent, procs=256)
         assert schedules[e].tolist() == per_job["start"].tolist() and bsld[e] == summary["stretch_mean"]
+
+
+def test_shift_adds_the_span_with_submit_times_from_zero():
+    plain, shifted = S.sources(ENV, shift=True)
+    assert plain == ENV and S.sources(ENV, shift=False) == [ENV]
+    a, b = S.make_vec(plain, 1).env, S.make_vec(shifted, 1).env
+    assert b.source["submit"][0] == 0.0 and a.source.height == b.source.height == 7000 and b.nodes == a.nodes
+    assert (a.source["submit"] - b.source["submit"]).unique().to_list() == [a.source["submit"][0]]
+    assert a.source.drop("submit").equals(b.source.drop("submit"))
