@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ gymnasium = pytest.importorskip("gymnasium")
 import schedlab.gym  # noqa: E402,F401
 from schedlab.api.agent import load_layers, logits  # noqa: E402
 from schedlab.engines.batch.sim.engine import run_table  # noqa: E402
-from schedlab.gym.train import train  # noqa: E402
+from schedlab.gym.train import quiet_logger, train  # noqa: E402
 
 LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "lublin_256.swf.gz"
 #: numpy's float32 forward pass against torch's: the same weights, summation orders may differ.
@@ -29,9 +30,14 @@ FORWARD_ATOL = 1e-4
 
 
 @pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
-def test_train_log_export_and_run_the_agent(tmp_path):
+def test_train_log_export_and_run_the_agent(tmp_path, monkeypatch):
     env_kwargs = {"trace": "lublin_256.swf", "sequence": 48, "window": 16, "backfill": "easy", "span": (3000, 10000)}
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where SB3's default logger would make SB3-<date>
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
     budget = train(env_kwargs, timesteps=512, out=tmp_path, seed=0, n_envs=2, n_steps=128, net=(32, 32))
+    assert not list(temp.glob("SB3-*"))  # training leaves no SB3-<date> folder behind
     assert budget["timesteps"] >= 512 and budget["curve"] and budget["cpu_seconds"] > 0
     assert {"model.zip", "agent.py", "agent.npz", "training.json", "mlflow.db"} <= {p.name for p in tmp_path.iterdir()}
     record = json.loads((tmp_path / "training.json").read_text())
@@ -97,11 +103,13 @@ def test_plain_ppo_trains_on_the_defaults_and_maskable_ppo_keeps_its_masks():
 
     env = gymnasium.make("schedlab/Batch-v0", sequence=64, window=16)
     model = PPO("MlpPolicy", env, n_steps=512, batch_size=128, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(quiet_logger())  # no SB3-<date> folder left in the temp dir
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048
 
     strict = gymnasium.make("schedlab/Batch-v0", sequence=64, window=16, invalid_action="raise")
     masked = ActionMasker(strict, lambda e: e.unwrapped.action_masks())
     maskable = MaskablePPO("MlpPolicy", masked, n_steps=256, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    maskable.set_logger(quiet_logger())
     maskable.learn(total_timesteps=512)  # an action outside the mask would raise here
     assert maskable.num_timesteps >= 512

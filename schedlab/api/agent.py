@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from schedlab.engines.batch.features import batch_observation, size
+from schedlab.engines.batch.features import batch_observation, size, slot_features, slot_scores
 from schedlab.engines.batch.policies.priority import PriorityPolicy
 from schedlab.errors import UserError
 
@@ -128,6 +128,26 @@ class MLPAgent(PriorityPolicy):
         return jobs[int(np.argmax(out))]
 
 
+class SlotAgent(MLPAgent):
+    """A slot-scoring network as a batch policy (``schedlab.gym.slot_scorer``
+    trains it): the same small network scores each of the first ``window``
+    waiting jobs from its own features
+    (:func:`schedlab.engines.batch.features.slot_features`: what SJF and F1
+    read, its wait, whether it fits) and the head is the job of the highest
+    score (the first on ties). Weights as :class:`MLPAgent`'s (``W0, b0,
+    ...``; the last pair is the linear term, :func:`slot_scores`)."""
+
+    def choose(self, now: float) -> int:
+        jobs = []
+        for job in self.queue:
+            jobs.append(job)
+            if len(jobs) == self.window:
+                break
+        j = np.asarray(jobs)
+        x = slot_features(self._submit[j], self._requested[j], self._need[j], now, self.free, self.machine.capacity)
+        return jobs[int(np.argmax(slot_scores(self._layers, x)))]
+
+
 def _layers_of(owner: str, weights: str | Path) -> Layers:
     if not weights:
         raise UserError(f"{owner}: set weights = data_file(__file__, 'agent.npz') (the network's .npz)")
@@ -142,4 +162,14 @@ def _layers_of(owner: str, weights: str | Path) -> Layers:
     return MLPAgent._cache[key]
 
 
-__all__ = ["MLPAgent", "batch_observation", "load_layers", "logits", "save_layers", "size"]
+__all__ = [
+    "MLPAgent",
+    "SlotAgent",
+    "batch_observation",
+    "load_layers",
+    "logits",
+    "save_layers",
+    "size",
+    "slot_features",
+    "slot_scores",
+]

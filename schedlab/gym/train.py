@@ -42,27 +42,38 @@ from schedlab.errors import UserError
 #: What an agent is on disk: the policy file, its weights and its training record (the last two its DATA_FILES).
 AGENT_FILE, WEIGHTS_FILE, TRAINING_FILE = "agent.py", "agent.npz", "training.json"
 
-AGENT_TEMPLATE = '''"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
-by schedlab.gym.train. Its network is {weights} and its training record (spec,
+AGENT_TEMPLATE = '''"""{what}, exported as a batch policy
+by {by}. Its network is {weights} and its training record (spec,
 commit, budget, curve) {training}, both beside this file: declared data files,
 hashed into the code's digest and shipped with it. Training:
 {about}
 """
 
 from schedlab.api import data_file
-from schedlab.api.agent import MLPAgent
+from schedlab.api.agent import {base}
 
 DATA_FILES = ("{weights}", "{training}")
 
 
-class Agent(MLPAgent):
+class Agent({base}):
     name = "{name}"
-    summary = "a MaskablePPO agent choosing the head among the first {window} waiting jobs"
+    summary = "{summary} choosing the head among the first {window} waiting jobs"
     backfill = {backfill}
     window = {window}
     runtime_scale = {runtime_scale!r}
     weights = data_file(__file__, "{weights}")
 '''
+
+
+#: Per agent base class: its module docstring's first words, the module that trains it, its summary's first words.
+AGENT_KINDS = {
+    "MLPAgent": ("A MaskablePPO agent trained on schedlab/Batch-v0", "schedlab.gym.train", "a MaskablePPO agent"),
+    "SlotAgent": (
+        "A slot-scoring agent (a heuristic cloned, then CMA-ES) trained on schedlab/Batch-v0",
+        "schedlab.gym.slot_scorer",
+        "a slot-scoring network",
+    ),
+}
 
 
 def policy_layers(model: Any) -> list[tuple[Any, Any]]:
@@ -83,10 +94,13 @@ def export(
     backfill: bool,
     name: str,
     training: dict[str, Any],
+    base: str = "MLPAgent",
 ) -> Path:
     """Write the agent into the folder ``out``: ``agent.py`` (the policy
-    class), ``agent.npz`` (``layers``) and ``training.json`` (``training``);
-    returns the path of agent.py."""
+    class, a subclass of ``schedlab.api.agent``'s ``base``: ``MLPAgent``, the
+    network of the whole observation, or ``SlotAgent``, a slot-scoring
+    network), ``agent.npz`` (``layers``) and ``training.json``
+    (``training``); returns the path of agent.py."""
     import textwrap
 
     from schedlab.api.agent import save_layers
@@ -103,6 +117,10 @@ def export(
     path = out / AGENT_FILE
     path.write_text(
         AGENT_TEMPLATE.format(
+            what=AGENT_KINDS[base][0],
+            by=AGENT_KINDS[base][1],
+            summary=AGENT_KINDS[base][2],
+            base=base,
             about=about,
             name=name,
             window=window,
@@ -140,6 +158,16 @@ def provenance() -> dict[str, Any]:
         return record  # not a git checkout (an installed schedlab): the version says it
     record.update(commit=head.stdout.strip(), dirty=bool(status.stdout.strip()))
     return record
+
+
+def quiet_logger() -> Any:
+    """A Stable-Baselines3 logger that writes nothing and makes no folder: its
+    values (``name_to_value``) still reach the MLflow callback. Without one,
+    ``learn()`` configures SB3's default, which creates an empty
+    ``tempdir/SB3-<date>`` folder on every call."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
 
 
 def make_env(env_kwargs: dict[str, Any]) -> Any:
@@ -189,6 +217,7 @@ def train(
         verbose=0,
         device="cpu",
     )
+    model.set_logger(quiet_logger())  # else each learn() makes an empty tempdir/SB3-<date> folder
     mlflow.set_tracking_uri(tracking_uri or f"sqlite:///{(out / 'mlflow.db').resolve()}")
     mlflow.set_experiment("schedlab-rl")
     curve: list[tuple[int, float]] = []

@@ -1,22 +1,21 @@
-"""A MaskablePPO agent trained on schedlab/Batch-v0, exported as a batch policy
-by schedlab.gym.train. Its network is agent.npz and its training record (spec,
+"""A slot-scoring agent (a heuristic cloned, then CMA-ES) trained on schedlab/Batch-v0, exported as a batch policy
+by schedlab.gym.slot_scorer. Its network is agent.npz and its training record (spec,
 commit, budget, curve) training.json, both beside this file: declared data files,
 hashed into the code's digest and shipped with it. Training:
-301056 timesteps, seed 0, 122 CPU s, env {'trace': 'lublin_256.swf', 'nodes': 'None', 'sequence':
-'256', 'window': '64', 'backfill': 'easy', 'span': '(3000, 10000)', 'reward': 'bsld', 'reward_mode':
-'step'}
+17576753 timesteps, seed 0, 329 CPU s, env {'trace': 'lublin_256.swf', 'nodes': None, 'sequence':
+1024, 'window': 128, 'backfill': 'easy', 'span': [3000, 10000]}
 """
 
 from schedlab.api import data_file
-from schedlab.api.agent import MLPAgent
+from schedlab.api.agent import SlotAgent
 
 DATA_FILES = ("agent.npz", "training.json")
 
 
-class Agent(MLPAgent):
+class Agent(SlotAgent):
     name = "RL"
-    summary = "a MaskablePPO agent choosing the head among the first 64 waiting jobs"
+    summary = "a slot-scoring network choosing the head among the first 128 waiting jobs"
     backfill = True
-    window = 64
+    window = 128
     runtime_scale = 109441.0
     weights = data_file(__file__, "agent.npz")

@@ -50,3 +50,66 @@ def batch_observation(
         obs[-2] = free / nodes
         obs[-1] = min((waiting - k) / window, 1.0)
     return obs
+
+
+# ---- per-slot features: what a slot-scoring agent reads (schedlab.api.agent.SlotAgent) ----------------------------
+
+#: Numbers per waiting job that a slot-scoring network reads (:func:`slot_features`).
+SLOT_FEATURES = 8
+#: log10 of times (s) is divided by this (log10 of about 11.6 days): requested times land in [0, 1].
+LOG_TIME_SCALE = 6.0
+#: The submit time that a log10 reads when s <= 0, as F1..F4 read it (``policies.priority.F_SUBMIT_FLOOR``).
+SUBMIT_FLOOR = 0.1
+
+
+def slot_features(
+    submit: np.ndarray,
+    requested: np.ndarray,
+    need: np.ndarray,
+    now: np.ndarray | float,
+    free: np.ndarray | float,
+    nodes: int,
+) -> np.ndarray:
+    """Per waiting job, what the priority heuristics read, scaled to about
+    [0, 1]: log10 requested, need / nodes, log2 need / log2 nodes, F1's
+    product log10(requested) x need / nodes, log10(1 + wait), log10(now /
+    submit) (F1's submit term, up to a constant shared by all slots: the
+    slots' order under ``a log10(r) n + b log10(s)`` is that of a linear
+    score of two features), fits in ``free``, free / nodes.
+
+    ``submit``, ``requested``, ``need``: arrays of any shape ``(..., slots)``;
+    ``now`` and ``free`` broadcast against them (``(..., 1)`` for a batch of
+    decisions). Returns ``(..., slots, SLOT_FEATURES)`` float32, computed in
+    float64 (F1's submit differences are small at late times)."""
+    submit = np.asarray(submit, dtype=np.float64)
+    requested = np.maximum(np.asarray(requested, dtype=np.float64), 1.0)
+    need = np.asarray(need, dtype=np.float64)
+    now = np.asarray(now, dtype=np.float64)
+    free = np.asarray(free, dtype=np.float64)
+    log_r = np.log10(requested) / LOG_TIME_SCALE
+    out = np.empty((*np.broadcast(submit, now).shape, SLOT_FEATURES), dtype=np.float32)
+    out[..., 0] = log_r
+    out[..., 1] = need / nodes
+    out[..., 2] = np.log2(np.maximum(need, 1.0)) / np.log2(max(nodes, 2))
+    out[..., 3] = log_r * need / nodes
+    out[..., 4] = np.log10(1.0 + np.maximum(now - submit, 0.0)) / LOG_TIME_SCALE
+    out[..., 5] = np.log10(np.maximum(now, SUBMIT_FLOOR)) - np.log10(np.where(submit > 0, submit, SUBMIT_FLOOR))
+    out[..., 6] = need <= free
+    out[..., 7] = free / nodes
+    return out
+
+
+def slot_scores(layers: Sequence[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """A slot-scoring network's score of each slot (higher: chosen first): the
+    same small network applied to every slot's features ``x`` (``(...,
+    SLOT_FEATURES)``) -- tanh hidden layers then a linear output -- plus a
+    linear term of the features (``layers[-1]``: its (1, SLOT_FEATURES)
+    weights and bias), so that a linear score such as F1's is exactly
+    representable. Returns ``x.shape[:-1]`` float32."""
+    h = x
+    for w, b in layers[:-2]:
+        h = np.tanh(h @ w.T + b)
+    w, b = layers[-2]
+    ws, bs = layers[-1]
+    out: np.ndarray = (h @ w.T + b + x @ ws.T + bs)[..., 0]
+    return out
