@@ -139,7 +139,7 @@ class SlotAgent(MLPAgent):
 
     def choose(self, now: float) -> int:
         jobs = []
-        for job in self.queue:
+        for job in self.waiting():  # arrival order (under RLScheduler's loop, its queue list)
             jobs.append(job)
             if len(jobs) == self.window:
                 break
