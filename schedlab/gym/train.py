@@ -239,6 +239,7 @@ def train(
         mlflow.log_params({**{k: str(v) for k, v in env_kwargs.items()}, "timesteps": timesteps, "seed": seed})
         model.learn(total_timesteps=timesteps, callback=Log())
         budget = {
+            "method": "MaskablePPO (schedlab gym train)",
             "timesteps": int(model.num_timesteps),
             "wall_seconds": time.perf_counter() - wall,
             "cpu_seconds": time.process_time() - cpu,

@@ -278,7 +278,8 @@ def rl_measured(data) -> str:
             "",
             md(["paired", "geometric mean ratio [95 % CI]", "sequences"], pair_rows),
             "",
-            f"Training budget of the agent (its {TRAINING}): {budget.get('timesteps')} timesteps, "
+            f"Training budget of the agent (its {TRAINING}; {budget.get('method', 'MaskablePPO')}): "
+            f"{budget.get('timesteps')} decisions, "
             f"{budget.get('cpu_seconds', float('nan')):.0f} CPU s ({budget.get('wall_seconds', float('nan')):.0f} s "
             f"wall on a shared machine); environment {budget.get('env')}.",
         ]
@@ -352,6 +353,7 @@ def rl_setting(data) -> dict[str, Any]:
     return {
         "sequences": int(summary["n"].max()),
         "sequence": int(frame["sequence"].max()),
+        "method": budget.get("method", "MaskablePPO"),  # a record without one: the PPO training of schedlab gym train
         "timesteps": budget.get("timesteps", "?"),
         "cpu_seconds": float(budget.get("cpu_seconds", float("nan"))),
     }
