@@ -29,7 +29,9 @@ needs_data = pytest.mark.skipif(not DATA.exists(), reason="the trace pipelines n
 
 #: sha256 (first 16 hex digits) of ``json.dumps(specs)`` of every pipeline that reads a trace or an agent, per
 #: scale (and a paper-scale subset), computed on the commit before the data root (0177c19: the specs' paths were
-#: literals ``../shared/data/...`` and ``sweeps/rl/agent.py:Agent``), from the checkout's root.
+#: literals ``../shared/data/...`` and ``sweeps/rl/agent.py:Agent``), from the checkout's root. rlsched-tables'
+#: three were re-pinned when it gained RLScheduler's setting (a new sweep, rlsched-theirs, and four policies
+#: appended to its agent sweep; every earlier sweep's spec unchanged, its policies a prefix of the new list).
 PINNED = {
     "dfrs-fig1/smoke": "13ab72f38447eb9c",
     "dfrs-fig1/quick": "3d0d5b652d897da0",
@@ -52,9 +54,9 @@ PINNED = {
     "psbs-ircache/smoke": "3dea38e4d058cdd0",
     "psbs-ircache/quick": "c567324a9482a3fb",
     "psbs-ircache/paper": "ea64e3868c6e97f6",
-    "rlsched-tables/smoke": "d982a8cd13d796b4",
-    "rlsched-tables/quick": "474ba165372fde2c",
-    "rlsched-tables/paper": "654e40fd5dd566f0",
+    "rlsched-tables/smoke": "e34360b901ae4cfc",
+    "rlsched-tables/quick": "9e4d44fe0df809e4",
+    "rlsched-tables/paper": "9d2f1a999a89fc1b",
     "tetris-fairness/smoke": "e945d70f0ee58875",
     "tetris-fairness/quick": "aa7d4f46858c5d3f",
     "tetris-fairness/paper": "f6585e985248d09f",
@@ -213,4 +215,5 @@ def test_an_agent_elsewhere_keeps_its_configuration_ids(tmp_path, monkeypatch):
         return sorted(build_plan(parse_spec(spec, "rlsched-tables"), "rlsched-tables").configs)
 
     moved, here = configs(str(tmp_path / "rl")), configs(DEFAULT_AGENT)
-    assert moved == here and len(here) == 4  # the agent, EASY, SJF+EASY, F1+EASY on the smoke sequence
+    # the agent, EASY, SJF+EASY, F1+EASY on the smoke sequence, in schedlab's setting and in RLScheduler's
+    assert moved == here and len(here) == 8
