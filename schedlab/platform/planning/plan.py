@@ -76,6 +76,20 @@ def _key_text(key: str) -> str:
     return json.dumps(key)
 
 
+def _text(value: Any) -> str:
+    """``canonical(value)``; a scalar's made once (`_value_text`): a grid's
+    values repeat across its points, and every pass over a streamed plan
+    makes each point's identity again."""
+    if isinstance(value, (dict, list, tuple)):
+        return canonical(value)
+    return _value_text(value)
+
+
+@functools.lru_cache(maxsize=65_536, typed=True)  # typed: 1, 1.0 and True are three keys (True stays true)
+def _value_text(value: Any) -> str:
+    return canonical(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     config_id: str
@@ -871,9 +885,11 @@ def _point_ids(
     """(the canonical text of the workload point's identity, its id, its
     draw id: None when it is the point id, see the module docstring)."""
     workload_identity = {"kind": kind_name, "params": ident}
+    parts = {"kind": _value_text(kind_name), "params": canonical_object({str(k): _text(v) for k, v in ident.items()})}
     if pcode is not None:
         workload_identity["code"] = pcode.identity
-    workload_text = canonical(workload_identity)
+        parts["code"] = canonical(pcode.identity)
+    workload_text = canonical_object(parts)  # == canonical(workload_identity), from the values' texts
     point_id = text_digest(workload_text)
     excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
     draw_id = None
