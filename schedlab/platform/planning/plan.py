@@ -492,8 +492,11 @@ class _PointMaker:
         return WorkloadPoint(point_id, self.kind_name, params, tuple(configs), pcode, self.warmup, draw_id)
 
     def __call__(self, raw: dict[str, Any]) -> list[WorkloadPoint]:
-        """The points of a grid point the checking pass accepted (not checked again)."""
-        full, code = self.reader(self.kind.complete(raw, self.where))
+        """The points of a grid point the checking pass accepted (not checked
+        again): ``kind.complete`` of a sound point without its checks (the
+        defaults in their order with the point's values, then the names the
+        kind's open prefix admits, in the point's order: the same dict)."""
+        full, code = self.reader({**self.kind.defaults, **raw})
         return self.expand(full, code)
 
 
