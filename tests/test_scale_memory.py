@@ -5,6 +5,7 @@ the digest of the whole identity."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import tracemalloc
@@ -16,7 +17,7 @@ import pytest
 
 from schedlab.platform.execution.runner import manifest_for, run_sweep
 from schedlab.platform.execution.sizing import LOOKAHEAD, TaskSizer
-from schedlab.platform.planning.plan import build_plan, config_identity, digest
+from schedlab.platform.planning.plan import Grid, build_plan, config_identity, digest
 from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.storage.keyset import KeySet, id_numbers
 from schedlab.platform.storage.manifest import manifest_text
@@ -27,6 +28,9 @@ from schedlab.platform.storage.store import ResultStore
 MANIFEST_BYTES_PER_CONFIG = 1_000
 #: Bytes a key of a `KeySet` may cost (a Python set of (str, int) tuples: about 200).
 KEYSET_BYTES_PER_KEY = 24
+#: Bytes a configuration of a built plan may keep (held whole, a plan kept about 800; streamed,
+#: it keeps the grid's axes and the policies, whatever the count).
+PLAN_BYTES_PER_CONFIG = 8
 
 
 def spec_of(tmp_path, loads: int, sigmas: int, **changes):
@@ -171,3 +175,42 @@ def test_a_resume_runs_exactly_what_is_not_on_disk(tmp_path, kept):
     cols = [c for c in rows.columns if c not in ("sim_seconds",) and not c.endswith("_seconds")]
     assert after.sort("config_id").select(cols).equals(rows.sort("config_id").select(cols))
     assert np.array_equal(np.sort(store.done_key_set().contains_many(list(after["config_id"]), [0] * 48)), [True] * 48)
+
+
+def test_a_built_plan_keeps_nothing_per_configuration(tmp_path):
+    spec = spec_of(tmp_path, 100, 50)  # 10,000 configurations
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        plan = build_plan(spec)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(plan.configs) == 10_000 and len(plan.points) == 5_000
+    assert kept / len(plan.configs) < PLAN_BYTES_PER_CONFIG, kept / len(plan.configs)
+
+
+def test_streamed_points_are_the_same_every_pass_and_by_position(tmp_path):
+    plan = build_plan(spec_of(tmp_path, 7, 5))
+    points = list(plan.points)
+    assert points == list(plan.points) and len(points) == len(plan.points) == 35
+    assert [plan.points[k] for k in range(-35, 35)] == points + points
+    assert plan.points[3:30:4] == points[3:30:4] and plan.points[::-1] == points[::-1]
+    with pytest.raises(IndexError):
+        plan.points[35]
+    configs = [c for p in points for c in p.configs]
+    assert list(plan.configs) == [c.config_id for c in configs] and list(plan.configs.values()) == configs
+    assert len(plan.configs) == len(set(plan.configs)) == 70
+    # a lookup scans; the next ones read the id -> configuration map
+    assert [plan.configs[c.config_id] for c in configs[::-1]] == configs[::-1]
+    assert "0123456789abcdef" not in plan.configs
+    instances = list(plan.each_instance(range(2)))
+    assert [i.index for i in instances] == [k for k in range(35) for _ in range(2)]
+
+
+def test_a_grid_is_the_cross_product_by_position():
+    axes = [[{"a": 1}, {"a": 2}], [{"b": 1, "c": 1}, {"b": 2, "c": 2}, {"b": 3, "c": 3}], [{"d": 0}]]
+    grid = Grid(axes)
+    crossed = [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*axes)]
+    assert list(grid) == crossed and [grid[k] for k in range(len(grid))] == crossed and len(grid) == 6
+    assert grid[-1] == crossed[-1] and grid[1:5:2] == crossed[1:5:2] and list(Grid([])) == [{}]

@@ -389,13 +389,9 @@ class _Sweep:
 
         self.first_round = False
         compiling.reset()
-        # a policy configuration's params dict is shared by all its points' configurations: one
-        # json.dumps per dict, not per configuration (ten million of them)
-        shared: dict[tuple[str, int], Config] = {}
-        for c in self.plan.configs.values():
-            if c.code is None:
-                shared.setdefault((c.policy, id(c.policy_params)), c)
-        builtin = {(c.policy, json.dumps(c.policy_params, sort_keys=True)) for c in shared.values()}
+        # the plan's policy configurations (every point crosses the same ones), not its configurations
+        policies = self.plan.policies
+        builtin = {(name, json.dumps(params, sort_keys=True)) for name, params, code in policies if code is None}
         with self.timed("precompile"):
             cold = cold_units(self.plan.engine, [(p, json.loads(params)) for p, params in sorted(builtin)])
             if cold and worth_a_child(list(cold), work_units):
@@ -424,14 +420,19 @@ class _Sweep:
                 f"with the first calls' imports (the reference loop would have taken longer)"
             )
 
-    def unwritten(self, instances: Iterable[Instance]) -> Iterator[tuple[Instance, Sequence[Config]]]:
+    def unwritten(
+        self, instances: Iterable[Instance], planned: list[int] | None = None
+    ) -> Iterator[tuple[Instance, Sequence[Config]]]:
         """The (instance, configurations not on disk) pairs of ``instances``,
         made as they are drawn, `UNWRITTEN_BLOCK` instances checked at once; an
         instance with nothing on disk keeps its point's own tuple of
-        configurations (no list per instance)."""
+        configurations (no list per instance). ``planned[0]`` counts every
+        configuration looked at, written or not."""
         written = self.sink.written
         for block in _batched(instances):
             ids = [c.config_id for inst in block for c in inst.point.configs]
+            if planned is not None:
+                planned[0] += len(ids)
             reps = [inst.replication for inst in block for _ in inst.point.configs]
             done = written.contains_many(ids, reps).tolist()
             at = 0
@@ -449,19 +450,18 @@ class _Sweep:
         here to count what is not on disk, once as tasks are handed out), as
         a `TaskSizer`; counts it."""
         pending = TaskSizer(self.unwritten(instances), self.spec.execution.task_jobs, remaining=0)
-        total = planned = units = 0
+        total = units = 0
+        planned = [0]
         tracked = self.tracker is not None
         self.unsettled.clear()
-        for inst, todo in self.unwritten(instances):
+        for inst, todo in self.unwritten(instances, planned):
             total += len(todo)
             units += pending.cost(inst, todo)
             if tracked:
                 for c in todo:
                     self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
-        for inst in instances:
-            planned += len(inst.point.configs)
         pending.remaining = units
-        self.report.rows_skipped += planned - total
+        self.report.rows_skipped += planned[0] - total
         self.counts["total"] += total
         self.counts["round"] = self.report.rounds + 1
         return pending

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 from collections import ChainMap
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from schedlab.platform.planning.plan import digest
 from schedlab.version import __version__
 
 if TYPE_CHECKING:
-    from schedlab.platform.planning.plan import Plan
+    from schedlab.platform.planning.plan import Config, Plan
     from schedlab.platform.planning.spec import SweepSpec
 
 
@@ -187,19 +188,42 @@ def manifest_text(manifest: dict[str, Any]) -> Iterator[bytes]:
     for i, key in enumerate(keys):
         end = ",\n" if i < len(keys) - 1 else "\n"
         value = manifest[key]
-        if key == "configs" and isinstance(value, Mapping) and value:
-            yield f"  {json.dumps(key)}: {{\n".encode()
-            ids = sorted(value)
-            for start in range(0, len(ids), TEXT_CHUNK_CONFIGS):
-                block = ids[start : start + TEXT_CHUNK_CONFIGS]
-                last = start + len(block) == len(ids)
-                lines = [f"    {json.dumps(cid)}: {json.dumps(value[cid], sort_keys=True)}" for cid in block]
-                yield (",\n".join(lines) + ("\n" if last else ",\n")).encode()
-            yield f"  }}{end}".encode()
+        if key == "configs" and isinstance(value, Mapping):
+            yield f"  {json.dumps(key)}: {{".encode()
+            items = _config_items(value)
+            sep = "\n"
+            while block := list(itertools.islice(items, TEXT_CHUNK_CONFIGS)):
+                yield "".join(
+                    f"{sep if i == 0 else ',' + chr(10)}    {json.dumps(cid)}: {json.dumps(entry, sort_keys=True)}"
+                    for i, (cid, entry) in enumerate(block)
+                ).encode()
+                sep = ",\n"
+            yield f"\n  }}{end}".encode()
         else:
             text = json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n  ")
             yield f"  {json.dumps(key)}: {text}{end}".encode()
     yield b"}\n"
+
+
+def _config_items(configs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``configs.items()`` in its own order, streamed: a plan's entries are
+    made as they are written (`ConfigEntries`); a grown manifest's ChainMap
+    (the new plan's entries first) gives each id once, its first map's entry,
+    without a lookup into the plan's (the later maps are the old manifests'
+    dicts, read from disk)."""
+    if not isinstance(configs, ChainMap):
+        yield from configs.items()
+        return
+    first, *rest = configs.maps
+    later = [dict(m) for m in rest]  # the old entries still to write: a copy, the manifest read is not changed
+    for cid, entry in first.items():
+        for m in later:
+            m.pop(cid, None)
+        yield cid, entry
+    for i, m in enumerate(later):
+        for cid, entry in m.items():
+            if not any(cid in earlier for earlier in rest[:i]):
+                yield cid, entry
 
 
 def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -246,32 +270,56 @@ def input_files(plan: Plan) -> list[str]:
 
 class ConfigEntries(Mapping[str, dict[str, Any]]):
     """The manifest's ``configs`` of a plan: config id -> what the manifest
-    says of it, each entry made when it is looked up (`manifest_text` writes
-    them a chunk at a time), not half a kilobyte a configuration held from
-    the plan to the end of the write."""
+    says of it, streamed from the plan's points (``items()``: `manifest_text`
+    writes them a chunk at a time), not half a kilobyte a configuration held
+    from the plan to the end of the write. A lookup by id goes through the
+    plan's configurations (`plan.PlanConfigs`)."""
 
     def __init__(self, plan: Plan) -> None:
-        self.configs = plan.configs
-        self.workload_code = {c.config_id: p.code.sha256 for p in plan.points if p.code is not None for c in p.configs}
+        self.plan = plan
         self.engine_code = {"engine_code_sha256": plan.code["engine"].sha256} if "engine" in plan.code else {}
+        self._workload_code: dict[str, str] | None = None  # config id -> its point's code digest, for lookups
 
-    def __getitem__(self, cid: str) -> dict[str, Any]:
-        c = self.configs[cid]
+    def entry(self, c: Config, workload_sha256: str | None) -> dict[str, Any]:
+        """What the manifest says of ``c`` (the digest of its point's code: ``workload_sha256``)."""
         return {
             "engine": c.engine,
             "policy": c.policy,
             "workload_kind": c.workload_kind,
             "params": c.flat_params(),
             **({"code_sha256": c.code.sha256} if c.code is not None else {}),
-            **({"workload_code_sha256": self.workload_code[cid]} if cid in self.workload_code else {}),
+            **({"workload_code_sha256": workload_sha256} if workload_sha256 is not None else {}),
             **self.engine_code,
         }
 
+    def __getitem__(self, cid: str) -> dict[str, Any]:
+        c = self.plan.configs[cid]
+        if self._workload_code is None:
+            self._workload_code = {
+                c.config_id: p.code.sha256 for p in self.plan.points if p.code is not None for c in p.configs
+            }
+        return self.entry(c, self._workload_code.get(cid))
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self.configs)
+        return iter(self.plan.configs)
 
     def __len__(self) -> int:
-        return len(self.configs)
+        return len(self.plan.configs)
+
+    def items(self) -> ItemsView[str, dict[str, Any]]:
+        return _EntryItems(self)
+
+
+class _EntryItems(ItemsView[str, dict[str, Any]]):
+    """`ConfigEntries.items`, streamed from the plan's points (no lookup per id)."""
+
+    _mapping: ConfigEntries
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        entries = self._mapping
+        for p in entries.plan.points:
+            for c in p.configs:
+                yield c.config_id, entries.entry(c, p.code.sha256 if p.code is not None else None)
 
 
 def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
