@@ -29,8 +29,9 @@ MANIFEST_BYTES_PER_CONFIG = 1_000
 #: Bytes a key of a `KeySet` may cost (a Python set of (str, int) tuples: about 200).
 KEYSET_BYTES_PER_KEY = 24
 #: Bytes a configuration of a built plan may keep (held whole, a plan kept about 800; streamed,
-#: it keeps the grid's axes and the policies, whatever the count).
-PLAN_BYTES_PER_CONFIG = 8
+#: it keeps the grid's axes, the policies and the checking pass's ids: 8 bytes a configuration
+#: and 8 a point, `plan.PlanIds`, so that no later pass hashes them again).
+PLAN_BYTES_PER_CONFIG = 24
 
 
 def spec_of(tmp_path, loads: int, sigmas: int, **changes):
@@ -177,7 +178,7 @@ def test_a_resume_runs_exactly_what_is_not_on_disk(tmp_path, kept):
     assert np.array_equal(np.sort(store.done_key_set().contains_many(list(after["config_id"]), [0] * 48)), [True] * 48)
 
 
-def test_a_built_plan_keeps_nothing_per_configuration(tmp_path):
+def test_a_built_plan_keeps_only_its_ids_per_configuration(tmp_path):
     spec = spec_of(tmp_path, 100, 50)  # 10,000 configurations
     tracemalloc.start()
     try:

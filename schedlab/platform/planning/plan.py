@@ -30,6 +30,8 @@ from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import CodeRef
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from schedlab.engines.base import Engine
     from schedlab.errors import Collector
     from schedlab.platform.planning.spec import MetricEntry, SweepSpec
@@ -396,6 +398,32 @@ def _checked_points(
         raise UserError(f"{where}: {err}") from None
 
 
+@dataclass(frozen=True)
+class PlanIds:
+    """The ids the checking pass hashed, as 64-bit numbers in plan order (an
+    id is 16 hex digits, `text_digest`): 8 bytes a configuration and 8 a
+    point, so that every later pass (the manifest's write, the round's
+    counting pass, the tasks) makes a point without hashing its identity
+    again (two thirds of making it), and a round checks its keys on disk
+    without making a point (`configs_of`). ``draws``: the draw id of each
+    point (``drawn``: where it is not its point id), None when no point has
+    one."""
+
+    points: np.ndarray
+    configs: np.ndarray
+    draws: np.ndarray | None = None
+    drawn: np.ndarray | None = None
+
+    @property
+    def per_point(self) -> int:
+        return len(self.configs) // len(self.points) if len(self.points) else 0
+
+    def configs_of(self, start: int, stop: int) -> np.ndarray:
+        """The configuration ids of points ``start`` to ``stop`` (a view), point by point."""
+        per = self.per_point
+        return self.configs[start * per : stop * per]
+
+
 class _PointMaker:
     """A grid point of the spec -> its workload points, each with its
     configurations (every [system] grid point x every policy configuration),
@@ -441,6 +469,10 @@ class _PointMaker:
         self.columns_of = {name: integers | policy_integers.get(name, frozenset()) for name, _, _ in policies}
         #: a trace reader's reference -> its code and absolute reference, resolved (and hashed) once a plan
         self.readers: dict[str, tuple[CodeRef, str]] = {}
+        #: (system, policy, params, code) of each configuration of a point, in the order of its ids
+        self.names = [(system, name, pparams, code) for system, _, _ in self.texts for name, pparams, code in policies]
+        #: the ids of every point, set by the checking pass (`_expand`): later passes reuse them
+        self.ids: PlanIds | None = None
 
     @property
     def per_point(self) -> int:
@@ -460,44 +492,63 @@ class _PointMaker:
             got = self.readers[ref] = (code, absolute(ref, self.base_dir))
         return {**full, "reader": got[1]}, got[0]
 
-    def expand(self, full: dict[str, Any], code: CodeRef | None) -> list[WorkloadPoint]:
-        """The points of a complete grid point (``kind.expand``), trimmed."""
+    def expand(self, full: dict[str, Any], code: CodeRef | None, first: int = -1) -> list[WorkloadPoint]:
+        """The points of a complete grid point (``kind.expand``), trimmed;
+        ``first``: the plan position of the first (-1: not known, ids hashed)."""
         out = []
-        for p in self.kind.expand(full) if self.kind.expand else [full]:
+        for j, p in enumerate(self.kind.expand(full) if self.kind.expand else [full]):
             p = self.kind.trim(p)
-            out.append(self.point(p, {**p, "reader": code.attr} if code is not None else p, code))
+            at = first + j if first >= 0 else -1
+            out.append(self.point(p, {**p, "reader": code.attr} if code is not None else p, code, at))
         return out
 
-    def point(self, params: dict[str, Any], ident: dict[str, Any], reader_code: CodeRef | None) -> WorkloadPoint:
+    def point(
+        self, params: dict[str, Any], ident: dict[str, Any], reader_code: CodeRef | None, at: int = -1
+    ) -> WorkloadPoint:
+        """Workload point ``at`` of the plan; its ids are the checking pass's
+        (`PlanIds`) when known, else hashed from its identity."""
         pcode = self.wl_code or reader_code
-        workload_text, point_id, draw_id = _point_ids(self.kind, self.kind_name, params, ident, pcode)
-        configs = []
-        for system, system_text, engine_text in self.texts:
-            for (name, pparams, code), policy_text in zip(self.policies, self.policy_texts, strict=True):
-                identity = {**engine_text, **policy_text, **system_text, "workload": workload_text}
-                configs.append(
-                    Config(
-                        text_digest(canonical_object(identity)),
-                        self.engine_name,
-                        name,
-                        pparams,
-                        self.kind_name,
-                        params,
-                        point_id,
-                        system,
-                        code,
-                        self.columns_of[name],
-                    )
-                )
-        return WorkloadPoint(point_id, self.kind_name, params, tuple(configs), pcode, self.warmup, draw_id)
+        if self.ids is not None and at >= 0:
+            ids = self.ids
+            point_id = f"{int(ids.points[at]):016x}"
+            draw_id = (
+                f"{int(ids.draws[at]):016x}"
+                if ids.draws is not None and ids.drawn is not None and ids.drawn[at]
+                else None
+            )
+            config_ids = [f"{n:016x}" for n in ids.configs_of(at, at + 1).tolist()]
+        else:
+            workload_text, point_id, draw_id = _point_ids(self.kind, self.kind_name, params, ident, pcode)
+            config_ids = [
+                text_digest(canonical_object({**engine_text, **policy_text, **system_text, "workload": workload_text}))
+                for _, system_text, engine_text in self.texts
+                for policy_text in self.policy_texts
+            ]
+        configs = tuple(
+            Config(
+                cid,
+                self.engine_name,
+                name,
+                pparams,
+                self.kind_name,
+                params,
+                point_id,
+                system,
+                code,
+                self.columns_of[name],
+            )
+            for cid, (system, name, pparams, code) in zip(config_ids, self.names, strict=True)
+        )
+        return WorkloadPoint(point_id, self.kind_name, params, configs, pcode, self.warmup, draw_id)
 
-    def __call__(self, raw: dict[str, Any]) -> list[WorkloadPoint]:
+    def __call__(self, raw: dict[str, Any], first: int = -1) -> list[WorkloadPoint]:
         """The points of a grid point the checking pass accepted (not checked
         again): ``kind.complete`` of a sound point without its checks (the
         defaults in their order with the point's values, then the names the
-        kind's open prefix admits, in the point's order: the same dict)."""
+        kind's open prefix admits, in the point's order: the same dict);
+        ``first``: the plan position of its first point."""
         full, code = self.reader({**self.kind.defaults, **raw})
-        return self.expand(full, code)
+        return self.expand(full, code, first)
 
 
 class PlanPoints(Sequence[WorkloadPoint]):
@@ -509,17 +560,42 @@ class PlanPoints(Sequence[WorkloadPoint]):
     checking pass (the grid's size, for one point per grid point)."""
 
     def __init__(
-        self, grid: Sequence[dict[str, Any]], make: Callable[[dict[str, Any]], list[WorkloadPoint]], count: int
+        self, grid: Sequence[dict[str, Any]], make: Callable[[dict[str, Any], int], list[WorkloadPoint]], count: int
     ) -> None:
         self.grid, self.make, self.size = grid, make, count
         self.one_each = getattr(getattr(make, "kind", None), "expand", None) is None and len(grid) == count
+
+    @property
+    def ids(self) -> PlanIds | None:
+        """The checking pass's ids of every point and configuration (None: not known)."""
+        ids: PlanIds | None = getattr(self.make, "ids", None)
+        return ids
 
     def __len__(self) -> int:
         return self.size
 
     def __iter__(self) -> Iterator[WorkloadPoint]:
+        k = 0
         for raw in self.grid:
-            yield from self.make(raw)
+            made = self.make(raw, k)
+            k += len(made)
+            yield from made
+
+    def some(self, wanted: Iterable[int]) -> Iterator[tuple[int, WorkloadPoint]]:
+        """(k, point k) for the increasing positions ``wanted``, only those
+        made when each grid point makes one point; otherwise by iterating."""
+        if self.one_each:
+            for k in wanted:
+                yield k, self.make(self.grid[k], k)[0]
+            return
+        want = iter(wanted)
+        k = next(want, -1)
+        for at, point in enumerate(self):
+            if k < 0:
+                return
+            if at == k:
+                yield at, point
+                k = next(want, -1)
 
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
@@ -532,7 +608,7 @@ class PlanPoints(Sequence[WorkloadPoint]):
         if not 0 <= k < self.size:
             raise IndexError(k)
         if self.one_each:
-            return self.make(self.grid[k])[0]
+            return self.make(self.grid[k], k)[0]
         return next(itertools.islice(iter(self), k, None))
 
 
@@ -860,7 +936,8 @@ def _expand(
     grid: Sequence[dict[str, Any]] = []
     count = 0
     columns: dict[str, None] = {}
-    ids = array.array("Q")
+    ids, config_ids, draw_ids = array.array("Q"), array.array("Q"), array.array("Q")
+    drawn = bytearray()  # 1 where the point's draw id is not its point id
     if kind is not None:
         where = f"{source}: workload"
         with errors.check():
@@ -870,6 +947,9 @@ def _expand(
                 for point in _checked_points(kind, make, raw, where, spec.base_dir, found):
                     count += 1
                     ids.append(int(point.point_id, 16))
+                    config_ids.extend(int(c.config_id, 16) for c in point.configs)
+                    draw_ids.append(int(point.draw_id, 16) if point.draw_id is not None else 0)
+                    drawn.append(point.draw_id is not None)
                     for c in point.configs:
                         columns.update(dict.fromkeys(c.flat_params()))
             found.raise_any()
@@ -877,8 +957,15 @@ def _expand(
         codes.setdefault("workload.reader", code)
         break
     keys = np.frombuffer(ids, dtype=np.uint64).copy() if ids else np.zeros(0, dtype=np.uint64)
-    keys.sort()
-    repeats = bool(keys.size > 1 and (keys[1:] == keys[:-1]).any())
+    repeats = bool(keys.size > 1 and (np.diff(np.sort(keys)) == 0).any())
+    if not errors and count:  # later passes make each point with these ids (`PlanIds`), not by hashing again
+        any_drawn = any(drawn)
+        make.ids = PlanIds(
+            keys,
+            np.frombuffer(config_ids, dtype=np.uint64).copy(),
+            np.frombuffer(draw_ids, dtype=np.uint64).copy() if any_drawn else None,
+            np.frombuffer(bytes(drawn), dtype=np.bool_).copy() if any_drawn else None,
+        )
     return PlanPoints(grid, make, count), list(columns), repeats
 
 
