@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from schedlab.errors import UserError
 from schedlab.platform.execution.backends import Choice, choose
 from schedlab.platform.execution.executor import Executor, Lost, Task, busy_seconds
@@ -35,7 +37,7 @@ from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
-from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
+from schedlab.platform.planning.plan import Config, Instance, Instances, Plan, PlanIds, PlanPoints, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.keyset import KeySet
 from schedlab.platform.storage.manifest import manifest_for
@@ -427,8 +429,16 @@ class _Sweep:
         made as they are drawn, `UNWRITTEN_BLOCK` instances checked at once; an
         instance with nothing on disk keeps its point's own tuple of
         configurations (no list per instance). ``planned[0]`` counts every
-        configuration looked at, written or not."""
+        configuration looked at, written or not. A round of the plan's own
+        instances (`plan.Instances`) whose ids the plan kept (`plan.PlanIds`)
+        is checked by those numbers, and a point is made only when one of its
+        configurations is not on disk (`_unwritten_by_ids`): skipping what a
+        killed sweep finished makes no point."""
         written = self.sink.written
+        known = self.plan.points.ids if isinstance(self.plan.points, PlanPoints) else None
+        if isinstance(instances, Instances) and instances.plan is self.plan and known is not None:
+            yield from self._unwritten_by_ids(instances, known, planned)
+            return
         for block in _batched(instances):
             ids = [c.config_id for inst in block for c in inst.point.configs]
             if planned is not None:
@@ -444,6 +454,39 @@ class _Sweep:
                     yield inst, configs
                 elif not all(flags):
                     yield inst, [c for c, d in zip(configs, flags, strict=True) if not d]
+
+    def _unwritten_by_ids(
+        self, instances: Instances, ids: PlanIds, planned: list[int] | None
+    ) -> Iterator[tuple[Instance, Sequence[Config]]]:
+        """`unwritten` of the plan's own instances, in their order (point by
+        point, each replication in turn): `UNWRITTEN_BLOCK` points' ids
+        checked against the keys on disk at once, per replication, as numbers
+        (`KeySet.contains_numbers`); only the points with a configuration to
+        run are made (`PlanPoints.some`). The same pairs as the generic path,
+        checked as lazily (a block when the round reaches it)."""
+        plan, reps = self.plan, instances.replications
+        points = plan.points
+        assert isinstance(points, PlanPoints)  # `unwritten` sends only a streamed plan's instances here
+        written, per, seed = self.sink.written, ids.per_point, plan.seed
+        if not reps:
+            return
+        for start in range(0, len(points), UNWRITTEN_BLOCK):
+            stop = min(start + UNWRITTEN_BLOCK, len(points))
+            numbers = ids.configs_of(start, stop)
+            if planned is not None:
+                planned[0] += len(numbers) * len(reps)
+            done = {r: written.contains_numbers(numbers, r).reshape(stop - start, per) for r in reps}
+            # the points of the block with a configuration not on disk in some replication
+            left = np.flatnonzero(~np.logical_and.reduce([done[r].all(axis=1) for r in reps]))
+            for j, point in points.some((start + left).tolist()):
+                words = int(point.seed_id, 16)
+                for r in reps:
+                    flags = done[r][j - start]
+                    if not flags.any():
+                        yield Instance(point, r, (seed, words, r), j), point.configs
+                    elif not flags.all():
+                        todo = [c for c, d in zip(point.configs, flags.tolist(), strict=True) if not d]
+                        yield Instance(point, r, (seed, words, r), j), todo
 
     def round_work(self, instances: Iterable[Instance]) -> TaskSizer:
         """The round's work, streamed from ``instances`` (iterated twice: once
