@@ -215,3 +215,70 @@ def test_a_grid_is_the_cross_product_by_position():
     crossed = [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*axes)]
     assert list(grid) == crossed and [grid[k] for k in range(len(grid))] == crossed and len(grid) == 6
     assert grid[-1] == crossed[-1] and grid[1:5:2] == crossed[1:5:2] and list(Grid([])) == [{}]
+
+
+def _hashed_points(plan):
+    """The plan's points made with every id hashed again (as if the plan had kept none)."""
+    make = plan.points.make
+    kept, make.ids = make.ids, None
+    try:
+        return list(plan.points)
+    finally:
+        make.ids = kept
+
+
+def test_points_made_with_the_kept_ids_equal_the_hashed_ones(tmp_path):
+    plan = build_plan(spec_of(tmp_path, 7, 5, system={}, policies=["FIFO", {"name": "PSBS"}]))
+    ids = plan.points.ids
+    assert ids is not None and ids.per_point == 2 and ids.draws is None
+    assert len(ids.points) == 35 and len(ids.configs) == 70
+    made = list(plan.points)
+    assert made == _hashed_points(plan) and [p.draw_id for p in made] == [None] * 35
+    assert [f"{n:016x}" for n in ids.configs.tolist()] == list(plan.configs)
+    assert [p.point_id for p in made] == [f"{n:016x}" for n in ids.points.tolist()]
+    # a kind whose points share a draw (a Lublin trace scaled to each load): the draw ids kept too
+    from tests.test_lublin import _scaled_plan
+
+    scaled = _scaled_plan(True)
+    assert scaled.points.ids is not None and scaled.points.ids.draws is not None
+    points = list(scaled.points)
+    assert points == _hashed_points(scaled) and all(p.draw_id is not None for p in points)
+    assert len({p.seed_id for p in points}) == 1
+
+
+def test_a_round_checked_by_the_kept_ids_is_the_round_checked_by_text(tmp_path):
+    """`_Sweep.unwritten` on the plan's own instances (by its ids, a point made only with
+    work left) yields what the generic path yields on the same instances as a list:
+    the same instances (with their positions) and configurations, in the same order, and
+    counts the same configurations looked at; keys merged and keys pending alike."""
+    import time
+
+    from schedlab.platform.execution import runner
+    from schedlab.platform.execution.backends import choose
+
+    spec = spec_of(tmp_path, 30, 20)  # 600 points, 1,200 configurations
+    plan = build_plan(spec)
+    store = ResultStore(spec.results_dir())
+    sweep = runner._Sweep(spec, plan, store, time.monotonic(), choose(spec, None, "local"), None, None)
+    rng = random.Random(3)
+    ids = list(plan.configs)
+    for r in range(3):
+        chosen = [cid for cid in ids if rng.random() < 0.5]  # half of them, some whole points
+        sweep.sink.written.add_numbers(np.array([int(c, 16) for c in chosen[::2]], np.uint64), r)
+        for cid in chosen[1::2]:
+            sweep.sink.written.add((cid, r))  # pending: not merged into the sorted array
+    sweep.sink.written.add_numbers(np.array([int(c, 16) for c in ids[:200]], np.uint64), 1)
+    old_block = runner.UNWRITTEN_BLOCK
+    runner.UNWRITTEN_BLOCK = 64  # several blocks, one of them short
+    try:
+        by_ids, by_text = [0], [0]
+        fast = list(sweep.unwritten(plan.each_instance(range(3)), by_ids))
+        slow = list(sweep.unwritten(list(plan.each_instance(range(3))), by_text))
+    finally:
+        runner.UNWRITTEN_BLOCK = old_block
+    assert by_ids == by_text == [3 * 1_200]
+    assert [(i, i.index, list(todo)) for i, todo in fast] == [(i, i.index, list(todo)) for i, todo in slow]
+    assert 0 < sum(len(todo) for _, todo in fast) < 3 * 1_200
+    every = set(itertools.product(ids, range(3)))
+    left = {(c.config_id, i.replication) for i, todo in fast for c in todo}
+    assert left == {k for k in every if k not in sweep.sink.written}
