@@ -18,7 +18,9 @@ but runs no task:
   sweep's part files would), then the round again: the configurations made,
   checked and all skipped;
 * ``peak RSS``: the process's peak resident memory (ru_maxrss), and after
-  each step.
+  each step;
+* each step's CPU seconds too (``*_cpu`` in the JSON: the figure to compare
+  on a loaded machine).
 
 Run it on two checkouts (``PYTHONPATH``) to compare them; the machine's load
 average is printed with each row.
@@ -57,29 +59,30 @@ def child(n: int, out: Path) -> dict:
     from schedlab.platform.storage.seam import open_store
 
     row: dict = {"configs": n, "start_gb": rss_gb()}
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     spec = parse_spec(spec_for(n, out, "local", 1), "benchmark")
-    row["plan_s"], row["plan_gb"] = time.perf_counter() - t, rss_gb()
+    row["plan_s"], row["plan_cpu"], row["plan_gb"] = time.perf_counter() - t, time.process_time() - c, rss_gb()
     plan = spec.checked_plan[1] if spec.checked_plan is not None else None
     store = open_store(spec.results_dir())
     store.lock()
     sweep = _Sweep(spec, plan, store, time.monotonic(), choose(spec, None, "local"), None, None)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     sweep.prepare(False)
-    row["prepare_s"], row["prepare_gb"] = time.perf_counter() - t, rss_gb()
-    t = time.perf_counter()
+    row["prepare_s"], row["prepare_cpu"], row["prepare_gb"] = time.perf_counter() - t, time.process_time() - c, rss_gb()
+    t, c = time.perf_counter(), time.process_time()
     pending = sweep.round_work(plan.each_instance(range(1)))
     handed = 0
     while pending:
         work, _ = pending.next_work(1)
         handed += sum(len(todo) for _, todo in work)
     row["hand_out_s"], row["hand_out_gb"], row["handed"] = time.perf_counter() - t, rss_gb(), handed
+    row["hand_out_cpu"] = time.process_time() - c
     numbers = np.fromiter((id_number(cid) for cid in plan.configs), dtype=np.uint64, count=len(plan.configs))
     sweep.sink.written.add_numbers(numbers, 0)  # every key on disk: a finished sweep
     del numbers
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     pending = sweep.round_work(plan.each_instance(range(1)))
-    row["resume_s"], row["resume_gb"] = time.perf_counter() - t, rss_gb()
+    row["resume_s"], row["resume_cpu"], row["resume_gb"] = time.perf_counter() - t, time.process_time() - c, rss_gb()
     row["skipped"], row["left"] = sweep.report.rows_skipped, pending.remaining
     store.unlock()
     return row

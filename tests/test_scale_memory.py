@@ -215,6 +215,8 @@ def test_a_grid_is_the_cross_product_by_position():
     crossed = [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*axes)]
     assert list(grid) == crossed and [grid[k] for k in range(len(grid))] == crossed and len(grid) == 6
     assert grid[-1] == crossed[-1] and grid[1:5:2] == crossed[1:5:2] and list(Grid([])) == [{}]
+    assert all(list(grid.walk(k)) == crossed[k:] for k in range(6)) and list(grid.walk(6)) == []
+    assert [list(p) for p in grid.walk(3)] == [list(p) for p in crossed[3:]]  # the keys' order too
 
 
 def _hashed_points(plan):

@@ -475,17 +475,20 @@ class _Sweep:
             numbers = ids.configs_of(start, stop)
             if planned is not None:
                 planned[0] += len(numbers) * len(reps)
-            done = {r: written.contains_numbers(numbers, r).reshape(stop - start, per) for r in reps}
+            done: list[np.ndarray] = [written.contains_numbers(numbers, r).reshape(stop - start, per) for r in reps]
+            finished = [d.all(axis=1) for d in done]  # per replication: the points with every configuration on disk
+            every: list[Any] = [f.tolist() for f in finished]
+            none: list[Any] = [(~d.any(axis=1)).tolist() for d in done]  # ... with none
             # the points of the block with a configuration not on disk in some replication
-            left = np.flatnonzero(~np.logical_and.reduce([done[r].all(axis=1) for r in reps]))
+            left = np.flatnonzero(~np.logical_and.reduce(finished))
             for j, point in points.some((start + left).tolist()):
                 words = int(point.seed_id, 16)
-                for r in reps:
-                    flags = done[r][j - start]
-                    if not flags.any():
+                for i, r in enumerate(reps):
+                    if none[i][j - start]:
                         yield Instance(point, r, (seed, words, r), j), point.configs
-                    elif not flags.all():
-                        todo = [c for c, d in zip(point.configs, flags.tolist(), strict=True) if not d]
+                    elif not every[i][j - start]:
+                        flags = done[i][j - start].tolist()
+                        todo = [c for c, d in zip(point.configs, flags, strict=True) if not d]
                         yield Instance(point, r, (seed, words, r), j), todo
 
     def round_work(self, instances: Iterable[Instance]) -> TaskSizer:

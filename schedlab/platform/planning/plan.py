@@ -300,11 +300,50 @@ class Grid(Sequence[dict[str, Any]]):
         for axis in reversed(self.axes):
             k, digit = divmod(k, len(axis))
             parts.append(axis[digit])
-        return dict(kv for part in reversed(parts) for kv in part.items())
+        point: dict[str, Any] = {}
+        for part in reversed(parts):
+            point.update(part)
+        return point
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for combo in itertools.product(*self.axes):
-            yield dict(kv for part in combo for kv in part.items())
+        return self.walk(0)
+
+    def walk(self, start: int) -> Iterator[dict[str, Any]]:
+        """Points ``start``, ``start + 1``, ... to the end, each a new dict
+        equal to ``self[k]``: the digits counted up like an odometer, the
+        points' common part (every axis but the last) made again only when
+        it changes."""
+        if not 0 <= start < self.size:
+            return
+        axes = self.axes
+        if not axes:
+            yield {}
+            return
+        digits = []
+        k = start
+        for axis in reversed(axes):
+            k, digit = divmod(k, len(axis))
+            digits.append(digit)
+        digits.reverse()
+        last, head = axes[-1], axes[:-1]
+        while True:
+            prefix: dict[str, Any] = {}
+            for axis, digit in zip(head, digits, strict=False):
+                prefix.update(axis[digit])
+            for d in range(digits[-1], len(last)):
+                point = prefix.copy()
+                point.update(last[d])
+                yield point
+            digits[-1] = 0
+            i = len(axes) - 2  # carry into the axes before the last
+            while i >= 0:
+                digits[i] += 1
+                if digits[i] < len(axes[i]):
+                    break
+                digits[i] = 0
+                i -= 1
+            if i < 0:
+                return
 
 
 def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> Grid:
@@ -423,6 +462,27 @@ class PlanIds:
         per = self.per_point
         return self.configs[start * per : stop * per]
 
+    def texts(self, start: int, stop: int) -> tuple[list[str], list[str | None], list[str]]:
+        """(point ids, draw ids, configuration ids) of points ``start`` to
+        ``stop`` as the hex text the plan's objects carry, made a block at a
+        time (one ``bytes.hex`` of the block, not a format per id)."""
+        points = _hex(self.points[start:stop])
+        draws: list[str | None] = [None] * len(points)
+        if self.draws is not None and self.drawn is not None:
+            drawn = self.drawn[start:stop].tolist()
+            draws = [d if has else None for d, has in zip(_hex(self.draws[start:stop]), drawn, strict=True)]
+        return points, draws, _hex(self.configs_of(start, stop))
+
+
+def _hex(numbers: np.ndarray) -> list[str]:
+    """uint64 ids -> their 16 lower-case hex digits (`text_digest`'s form)."""
+    text = numbers.astype(">u8").tobytes().hex()
+    return [text[i : i + 16] for i in range(0, len(text), 16)]
+
+
+#: Points whose ids `_PointMaker` turns into text at once (`PlanIds.texts`).
+TEXT_BLOCK = 1024
+
 
 class _PointMaker:
     """A grid point of the spec -> its workload points, each with its
@@ -473,6 +533,8 @@ class _PointMaker:
         self.names = [(system, name, pparams, code) for system, _, _ in self.texts for name, pparams, code in policies]
         #: the ids of every point, set by the checking pass (`_expand`): later passes reuse them
         self.ids: PlanIds | None = None
+        self._texts: tuple[int, tuple[list[str], list[str | None], list[str]]] = (-1, ([], [], []))
+        self.trims = bool(getattr(kind, "late", ()))  # `kind.trim` changes a point (else: a copy per point saved)
 
     @property
     def per_point(self) -> int:
@@ -481,9 +543,11 @@ class _PointMaker:
 
     def reader(self, full: dict[str, Any]) -> tuple[dict[str, Any], CodeRef | None]:
         """(``full`` with a reader given as code made absolute, that code)."""
+        if self.kind.name != "trace":  # before the import: asked once a point on every pass
+            return full, None
         from schedlab.usercode import absolute, is_reference, resolve
 
-        if self.kind.name != "trace" or not is_reference(full.get("reader")):
+        if not is_reference(full.get("reader")):
             return full, None
         ref = full["reader"]
         got = self.readers.get(ref)
@@ -497,7 +561,7 @@ class _PointMaker:
         ``first``: the plan position of the first (-1: not known, ids hashed)."""
         out = []
         for j, p in enumerate(self.kind.expand(full) if self.kind.expand else [full]):
-            p = self.kind.trim(p)
+            p = self.kind.trim(p) if self.trims else p
             at = first + j if first >= 0 else -1
             out.append(self.point(p, {**p, "reader": code.attr} if code is not None else p, code, at))
         return out
@@ -509,14 +573,7 @@ class _PointMaker:
         (`PlanIds`) when known, else hashed from its identity."""
         pcode = self.wl_code or reader_code
         if self.ids is not None and at >= 0:
-            ids = self.ids
-            point_id = f"{int(ids.points[at]):016x}"
-            draw_id = (
-                f"{int(ids.draws[at]):016x}"
-                if ids.draws is not None and ids.drawn is not None and ids.drawn[at]
-                else None
-            )
-            config_ids = [f"{n:016x}" for n in ids.configs_of(at, at + 1).tolist()]
+            point_id, draw_id, config_ids = self.known(at)
         else:
             workload_text, point_id, draw_id = _point_ids(self.kind, self.kind_name, params, ident, pcode)
             config_ids = [
@@ -540,6 +597,18 @@ class _PointMaker:
             for cid, (system, name, pparams, code) in zip(config_ids, self.names, strict=True)
         )
         return WorkloadPoint(point_id, self.kind_name, params, configs, pcode, self.warmup, draw_id)
+
+    def known(self, at: int) -> tuple[str, str | None, list[str]]:
+        """(point id, draw id, configuration ids) of point ``at``, from the kept
+        ids (`PlanIds.texts`, `TEXT_BLOCK` points' worth at a time)."""
+        assert self.ids is not None
+        block, texts = self._texts
+        if block != at // TEXT_BLOCK:
+            block = at // TEXT_BLOCK
+            texts = self.ids.texts(block * TEXT_BLOCK, min((block + 1) * TEXT_BLOCK, len(self.ids.points)))
+            self._texts = (block, texts)
+        j, per = at - block * TEXT_BLOCK, self.per_point
+        return texts[0][j], texts[1][j], texts[2][j * per : (j + 1) * per]
 
     def __call__(self, raw: dict[str, Any], first: int = -1) -> list[WorkloadPoint]:
         """The points of a grid point the checking pass accepted (not checked
@@ -585,8 +654,16 @@ class PlanPoints(Sequence[WorkloadPoint]):
         """(k, point k) for the increasing positions ``wanted``, only those
         made when each grid point makes one point; otherwise by iterating."""
         if self.one_each:
+            walk = getattr(self.grid, "walk", None)
+            at, raws = -2, iter(())  # -2: no walk yet
             for k in wanted:
-                yield k, self.make(self.grid[k], k)[0]
+                if walk is None:
+                    raw = self.grid[k]
+                else:  # a run of consecutive points: the grid walked, not each point's digits read
+                    if k != at + 1:
+                        raws = walk(k)
+                    raw, at = next(raws), k
+                yield k, self.make(raw, k)[0]
             return
         want = iter(wanted)
         k = next(want, -1)
