@@ -284,3 +284,43 @@ def test_a_round_checked_by_the_kept_ids_is_the_round_checked_by_text(tmp_path):
     every = set(itertools.product(ids, range(3)))
     left = {(c.config_id, i.replication) for i, todo in fast for c in todo}
     assert left == {k for k in every if k not in sweep.sink.written}
+
+
+def test_a_manifest_read_lean_is_the_manifest_read_whole(tmp_path):
+    """`manifest.read_lean` (16 bytes a configuration: a resume of millions) gives the
+    manifest `json.loads` gives, its configurations looked up and streamed from disk;
+    a resume's grown manifest written from it is the same text; a manifest not laid out
+    one configuration a line is left to json.loads; a file replaced since is refused."""
+    from schedlab.platform.storage.manifest import OnDiskConfigs, grown_manifest, read_lean
+
+    spec = spec_of(tmp_path, 9, 6)
+    plan = build_plan(spec)
+    store = ResultStore(spec.results_dir())
+    store.prepare(manifest_for(spec, plan), fresh=False)
+    path = store.root / "manifest.json"
+    whole = json.loads(path.read_text())
+    lean = read_lean(path)
+    assert lean is not None and isinstance(lean["configs"], OnDiskConfigs)
+    assert {k: v for k, v in lean.items() if k != "configs"} == {k: v for k, v in whole.items() if k != "configs"}
+    assert dict(lean["configs"].items()) == whole["configs"] and list(lean["configs"]) == list(whole["configs"])
+    some = list(whole["configs"])[::7]
+    assert [lean["configs"][cid] for cid in some] == [whole["configs"][cid] for cid in some]
+    assert "0123456789abcdef" not in lean["configs"] and len(lean["configs"]) == len(whole["configs"]) == 108
+    # a resume with a smaller grid: the old-only entries come from disk, streamed, in the same order
+    old_only = {"odd id": {"policy": "X"}, **{f"{n:016x}": {"policy": str(n)} for n in (1, 2)}}
+    with_old = {**whole, "configs": {**whole["configs"], **old_only}}
+    path.write_bytes(b"".join(manifest_text(with_old)))
+    smaller = spec_of(tmp_path, 9, 3)
+    new = manifest_for(smaller, build_plan(smaller))
+    by_lean = b"".join(manifest_text(grown_manifest(read_lean(path), new)))
+    by_whole = b"".join(manifest_text(grown_manifest(json.loads(path.read_text()), new)))
+    assert by_lean == by_whole and json.loads(by_lean)["configs"]["odd id"] == {"policy": "X"}
+    assert store.read_manifest(lean=True)["configs"]["odd id"] == {"policy": "X"}
+    # json.dumps(indent=2)'s layout (an older schedlab's): not read lean, read whole by the store
+    path.write_text(json.dumps(whole, indent=2))
+    assert read_lean(path) is None and store.read_manifest(lean=True) == whole
+    path.write_bytes(b"".join(manifest_text(whole)))
+    lean = store.read_manifest(lean=True)
+    path.write_bytes(b"".join(manifest_text(with_old)))  # replaced: the offsets read no longer hold
+    with pytest.raises(RuntimeError, match="changed since"):
+        lean["configs"][some[0]]

@@ -316,7 +316,7 @@ class _Sweep:
         t0 = time.monotonic()
         store, report = self.store, self.report
         try:
-            previous = store.read_manifest()
+            previous = store.read_manifest(lean=True)  # only its inputs are read here
         except UserError:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
         if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile

@@ -12,10 +12,12 @@ import hashlib
 import itertools
 import json
 from collections import ChainMap
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from schedlab.platform.planning.plan import digest
 from schedlab.version import __version__
@@ -215,6 +217,10 @@ def _config_items(configs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         yield from configs.items()
         return
     first, *rest = configs.maps
+    known = getattr(first.plan.points, "ids", None) if isinstance(first, ConfigEntries) else None
+    if known is not None and rest and all(isinstance(m, OnDiskConfigs) for m in rest):
+        yield from _grown_items(first, known.configs, rest)
+        return
     later = [dict(m) for m in rest]  # the old entries still to write: a copy, the manifest read is not changed
     for cid, entry in first.items():
         for m in later:
@@ -224,6 +230,29 @@ def _config_items(configs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         for cid, entry in m.items():
             if not any(cid in earlier for earlier in rest[:i]):
                 yield cid, entry
+
+
+def _grown_items(first: Mapping[str, Any], numbers: np.ndarray, rest: list[Any]) -> Iterator[tuple[str, Any]]:
+    """`_config_items` of a new plan's entries (``first``, whose ids are
+    ``numbers``) over manifests read lean (`OnDiskConfigs`), in the same
+    order, without a copy of the old entries: each old manifest streamed,
+    its ids already written (as numbers, sorted) skipped unparsed."""
+    from schedlab.platform.storage.keyset import id_number
+
+    yield from first.items()
+    written = np.unique(numbers)
+    for i, m in enumerate(rest):
+        earlier = rest[:i]
+
+        def seen(cid: str, written: np.ndarray = written, earlier: list[Any] = earlier) -> bool:
+            number = id_number(cid)
+            if number is None:  # not a plan's id (those are 16 hex digits): looked up in the maps before
+                return any(cid in e for e in earlier)
+            at = int(np.searchsorted(written, np.uint64(number)))
+            return at < len(written) and int(written[at]) == number
+
+        yield from m.items(skip=seen)
+        written = np.union1d(written, m.ids())
 
 
 def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -264,6 +293,8 @@ def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
 def input_files(plan: Plan) -> list[str]:
     """The files (or folders) the plan's workload points read: the ``path``
     of trace and file workloads, as the readers open them."""
+    if "path" not in plan.param_columns:  # no point has one (a streamed plan's points not made to say so)
+        return []
     paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
     return sorted(x for x in paths if Path(x).exists())
 
@@ -358,3 +389,153 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
             else {}
         ),
     }
+
+
+class OnDiskConfigs(Mapping[str, dict[str, Any]]):
+    """The ``configs`` of a manifest.json that `manifest_text` wrote (one
+    configuration a line), read lazily (`read_lean`): the ids as sorted 64-bit
+    numbers and each one's line offset, 16 bytes a configuration, instead of
+    about 1.7 KB of parsed entries (a resume of ten million configurations
+    would hold 17 GB). A lookup reads its line; iterating streams the file.
+    Ids that are not 16 hex digits (none that schedlab writes) are held parsed."""
+
+    def __init__(self, path: Path, numbers: np.ndarray, offsets: np.ndarray, others: dict[str, dict[str, Any]]) -> None:
+        order = np.argsort(numbers, kind="stable")
+        self.path, self.numbers, self.offsets, self.others = path, numbers[order], offsets[order], others
+        self.stamp = _stamp(path)
+
+    def _open(self) -> Any:
+        """The file, checked to be the one read (a manifest written since moved
+        every line: reading it by these offsets would be wrong, not just stale)."""
+        if _stamp(self.path) != self.stamp:
+            raise RuntimeError(f"{self.path} changed since its configurations were read")
+        return self.path.open("rb")
+
+    def ids(self) -> np.ndarray:
+        """The 16-hex-digit ids as sorted 64-bit numbers (`keyset.id_number`)."""
+        return self.numbers
+
+    def _at(self, cid: str) -> int:
+        """The line offset of ``cid``, or -1."""
+        from schedlab.platform.storage.keyset import id_number
+
+        number = id_number(cid)
+        if number is None or not len(self.numbers):
+            return -1
+        i = int(np.searchsorted(self.numbers, np.uint64(number)))
+        return int(self.offsets[i]) if i < len(self.numbers) and int(self.numbers[i]) == number else -1
+
+    def __contains__(self, cid: object) -> bool:
+        return isinstance(cid, str) and (cid in self.others or self._at(cid) >= 0)
+
+    def __getitem__(self, cid: str) -> dict[str, Any]:
+        if cid in self.others:
+            return self.others[cid]
+        at = self._at(cid)
+        if at < 0:
+            raise KeyError(cid)
+        with self._open() as fh:
+            fh.seek(at)
+            return _config_line(fh.readline())[1]
+
+    def __len__(self) -> int:
+        return len(self.numbers) + len(self.others)
+
+    def __iter__(self) -> Iterator[str]:
+        for cid, _ in self.items():
+            yield cid
+
+    def items(self, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:  # type: ignore[override]
+        """(id, entry) in the file's order, streamed; ``skip(id)``: not parsed nor yielded."""
+        with self._open() as fh:
+            inside = False
+            for line in fh:
+                if not inside:
+                    inside = line == CONFIGS_LINE
+                    continue
+                if line.startswith(b"  }"):
+                    return
+                cid = _hex_id(line)
+                if cid is None:
+                    cid, entry = _config_line(line)
+                    if skip is None or not skip(cid):
+                        yield cid, entry
+                elif skip is None or not skip(cid):
+                    yield _config_line(line)
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+#: The line of manifest.json that opens its configurations (`manifest_text`).
+CONFIGS_LINE = b'  "configs": {\n'
+
+
+def _hex_id(line: bytes) -> str | None:
+    """The id of a configuration line whose id is 16 hex digits (``    "<id>": {...}``), else None."""
+    if len(line) > 24 and line[21:24] == b'": ' and line[:5] == b'    "':
+        cid = line[5:21].decode("ascii", "replace")
+        if _HEX_DIGITS.issuperset(cid):
+            return cid
+    return None
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _config_line(line: bytes) -> tuple[str, dict[str, Any]]:
+    """(id, entry) of one configuration line of manifest.json (`manifest_text`)."""
+    parsed: dict[str, Any] = json.loads(b"{" + line.strip().rstrip(b",") + b"}")
+    if len(parsed) != 1:
+        raise ValueError("a configuration line holds more than one configuration")
+    return next(iter(parsed.items()))
+
+
+def read_lean(path: Path) -> dict[str, Any] | None:
+    """manifest.json with its ``configs`` an `OnDiskConfigs`, when it is laid
+    out as `manifest_text` writes it (each configuration on one line between
+    the ``"configs": {`` line and the ``}`` that closes it); None otherwise
+    (a manifest written whole by an older schedlab, or edited: read it with
+    ``json.loads``). A malformed document raises ``ValueError``."""
+    import array
+
+    from schedlab.platform.storage.keyset import id_number
+
+    head: list[bytes] = []
+    numbers, offsets = array.array("Q"), array.array("q")
+    others: dict[str, dict[str, Any]] = {}
+    with path.open("rb") as fh:
+        at = 0
+        state = "head"
+        for line in fh:
+            if state == "head":
+                head.append(line)
+                if line == CONFIGS_LINE:
+                    state = "configs"
+            elif state == "configs":
+                if line.startswith(b"  }"):
+                    head[-1] = b'  "configs": {' + line.lstrip()
+                    state = "tail"
+                elif not line.startswith(b'    "') or not line.rstrip(b",\n").endswith(b"}"):
+                    return None  # a configuration over several lines: not manifest_text's layout
+                else:
+                    cid = _hex_id(line)
+                    number = id_number(cid) if cid is not None else None
+                    if number is None:
+                        key, entry = _config_line(line)
+                        others[key] = entry
+                    else:
+                        numbers.append(number)
+                        offsets.append(at)
+            else:
+                head.append(line)
+            at += len(line)
+    if state != "tail":
+        return None
+    manifest: dict[str, Any] = json.loads(b"".join(head))
+    manifest["configs"] = OnDiskConfigs(
+        path, np.frombuffer(numbers, np.uint64).copy(), np.frombuffer(offsets, np.int64).copy(), others
+    )
+    return manifest
