@@ -279,6 +279,18 @@ def test_a_round_checked_by_the_kept_ids_is_the_round_checked_by_text(tmp_path):
     finally:
         runner.UNWRITTEN_BLOCK = old_block
     assert by_ids == by_text == [3 * 1_200]
+    # the round's counting pass by the kept ids (no point made) counts what the generic one counts,
+    # tasks sized by measurement or of a fixed size (`TaskSizer.units_of`)
+    fixed = spec_of(tmp_path, 30, 20, execution={"backend": "local", "num_cpus": 1, "task_jobs": 500})
+    other = runner._Sweep(fixed, build_plan(fixed), store, time.monotonic(), choose(fixed, None, "local"), None, None)
+    other.sink.written = sweep.sink.written
+    for one in (sweep, other):
+        counted = []
+        for instances in (one.plan.each_instance(range(3)), list(one.plan.each_instance(range(3)))):
+            one.report.rows_skipped, one.counts["total"] = 0, 0
+            pending = one.round_work(instances)
+            counted.append((pending.remaining, one.counts["total"], one.report.rows_skipped))
+        assert counted[0] == counted[1] and counted[0][1] + counted[0][2] == 3 * 1_200 and counted[0][0] > 0
     assert [(i, i.index, list(todo)) for i, todo in fast] == [(i, i.index, list(todo)) for i, todo in slow]
     assert 0 < sum(len(todo) for _, todo in fast) < 3 * 1_200
     every = set(itertools.product(ids, range(3)))

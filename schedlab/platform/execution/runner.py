@@ -491,6 +491,33 @@ class _Sweep:
                         todo = [c for c, d in zip(point.configs, flags, strict=True) if not d]
                         yield Instance(point, r, (seed, words, r), j), todo
 
+    def _count_by_ids(self, instances: Instances, ids: PlanIds, sizer: TaskSizer) -> tuple[int, int, int]:
+        """`round_work`'s counting pass over the plan's own instances without
+        making a point: (configurations to run, their job-runs, configurations
+        looked at), from the plan's kept ids checked against the keys on disk
+        as `_unwritten_by_ids` checks them, and each point's parameters
+        (`PlanPoints.some_params`, `TaskSizer.units_of`)."""
+        points, reps = self.plan.points, instances.replications
+        assert isinstance(points, PlanPoints)  # `round_work` sends only a streamed plan's instances here
+        written, per = self.sink.written, ids.per_point
+        total = units = looked = 0
+        if not reps:
+            return 0, 0, 0
+        for start in range(0, len(points), UNWRITTEN_BLOCK):
+            stop = min(start + UNWRITTEN_BLOCK, len(points))
+            numbers = ids.configs_of(start, stop)
+            looked += len(numbers) * len(reps)
+            # per replication: each point's configurations not on disk
+            todo = [per - written.contains_numbers(numbers, r).reshape(stop - start, per).sum(axis=1) for r in reps]
+            total += sum(int(t.sum()) for t in todo)
+            left = np.flatnonzero(np.logical_or.reduce([t > 0 for t in todo]))
+            counts: list[Any] = [t.tolist() for t in todo]
+            for k, params in points.some_params((start + left).tolist()):
+                for count in counts:
+                    if count[k - start]:
+                        units += sizer.units_of(params, count[k - start], per)
+        return total, units, looked
+
     def round_work(self, instances: Iterable[Instance]) -> TaskSizer:
         """The round's work, streamed from ``instances`` (iterated twice: once
         here to count what is not on disk, once as tasks are handed out), as
@@ -500,12 +527,16 @@ class _Sweep:
         planned = [0]
         tracked = self.tracker is not None
         self.unsettled.clear()
-        for inst, todo in self.unwritten(instances, planned):
-            total += len(todo)
-            units += pending.cost(inst, todo)
-            if tracked:
-                for c in todo:
-                    self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
+        known = self.plan.points.ids if isinstance(self.plan.points, PlanPoints) else None
+        if not tracked and isinstance(instances, Instances) and instances.plan is self.plan and known is not None:
+            total, units, planned[0] = self._count_by_ids(instances, known, pending)
+        else:
+            for inst, todo in self.unwritten(instances, planned):
+                total += len(todo)
+                units += pending.cost(inst, todo)
+                if tracked:
+                    for c in todo:
+                        self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
         pending.remaining = units
         self.report.rows_skipped += planned[0] - total
         self.counts["total"] += total

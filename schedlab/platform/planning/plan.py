@@ -598,6 +598,14 @@ class _PointMaker:
         )
         return WorkloadPoint(point_id, self.kind_name, params, configs, pcode, self.warmup, draw_id)
 
+    def params(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        """The parameters of the points ``self(raw)`` makes, without making
+        them (no ids, no configurations): what a round's counting pass needs."""
+        full, _ = self.reader({**self.kind.defaults, **raw})
+        return [
+            self.kind.trim(p) if self.trims else p for p in (self.kind.expand(full) if self.kind.expand else [full])
+        ]
+
     def known(self, at: int) -> tuple[str, str | None, list[str]]:
         """(point id, draw id, configuration ids) of point ``at``, from the kept
         ids (`PlanIds.texts`, `TEXT_BLOCK` points' worth at a time)."""
@@ -650,19 +658,48 @@ class PlanPoints(Sequence[WorkloadPoint]):
             k += len(made)
             yield from made
 
+    def some_params(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(k, the parameters of point k) for the increasing positions
+        ``wanted``, without making the points (`_PointMaker.params`)."""
+        params = getattr(self.make, "params", None)
+        if params is None:
+            for k, point in self.some(wanted):
+                yield k, point.params
+            return
+        if self.one_each:
+            for k, raw in self._raws(wanted):
+                yield k, params(raw)[0]
+            return
+        want = iter(wanted)
+        k = next(want, -1)
+        at = 0
+        for raw in self.grid:
+            if k < 0:
+                return
+            made = params(raw)
+            while 0 <= k < at + len(made):
+                yield k, made[k - at]
+                k = next(want, -1)
+            at += len(made)
+
+    def _raws(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(k, grid point k) for the increasing ``wanted`` (one point a grid point)."""
+        walk = getattr(self.grid, "walk", None)
+        at, raws = -2, iter(())  # -2: no walk yet
+        for k in wanted:
+            if walk is None:
+                yield k, self.grid[k]
+                continue
+            if k != at + 1:  # a run of consecutive points: the grid walked, not each point's digits read
+                raws = walk(k)
+            at = k
+            yield k, next(raws)
+
     def some(self, wanted: Iterable[int]) -> Iterator[tuple[int, WorkloadPoint]]:
         """(k, point k) for the increasing positions ``wanted``, only those
         made when each grid point makes one point; otherwise by iterating."""
         if self.one_each:
-            walk = getattr(self.grid, "walk", None)
-            at, raws = -2, iter(())  # -2: no walk yet
-            for k in wanted:
-                if walk is None:
-                    raw = self.grid[k]
-                else:  # a run of consecutive points: the grid walked, not each point's digits read
-                    if k != at + 1:
-                        raws = walk(k)
-                    raw, at = next(raws), k
+            for k, raw in self._raws(wanted):
                 yield k, self.make(raw, k)[0]
             return
         want = iter(wanted)
