@@ -25,10 +25,11 @@ are not run again (a long run killed at 10^7 keeps its rows). The load
 average before and after each size is printed with it: the machine is
 shared, so read ratios of rows measured at similar load.
 
-The plan is streamed (made from the grid on every pass, never held); what
-grows with the sweep is the done set (8 bytes a key) and, on the resume, the
-old manifest read whole (about 1.7 KB a configuration). ``benchmarks/plan_scale.py``
-measures the driver's own part without simulating.
+The plan is streamed (made from the grid on every pass, never held; its
+ids kept, 8 bytes a configuration); what else grows with the sweep is the
+done set (8 bytes a key) and, on the resume, the old manifest's index (16
+bytes a configuration, `manifest.read_lean`). ``benchmarks/plan_scale.py``
+measures the driver's own part without simulating (and the resume's skip alone).
 
     python benchmarks/sweep_scale.py [--max 1e6] [--min 1e3] [--table FILE] [--backend local] [--cpus 1]
 """

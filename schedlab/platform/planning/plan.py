@@ -714,6 +714,8 @@ class PlanPoints(Sequence[WorkloadPoint]):
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             at = range(*k.indices(self.size))
+            if self.one_each and at.step > 0:  # a block of the plan (`payload.Packer`): the grid walked
+                return [point for _, point in self.some(at)]
             if self.one_each or at.step < 0:
                 return [self[i] for i in at]
             return list(itertools.islice(iter(self), at.start, at.stop, at.step))
