@@ -20,7 +20,7 @@ from schedlab.platform.execution.sizing import LOOKAHEAD, TaskSizer
 from schedlab.platform.planning.plan import Grid, build_plan, config_identity, digest
 from schedlab.platform.planning.validate import parse_spec
 from schedlab.platform.storage.keyset import KeySet, id_numbers
-from schedlab.platform.storage.manifest import manifest_text
+from schedlab.platform.storage.manifest import ConfigEntries, manifest_text
 from schedlab.platform.storage.store import ResultStore
 
 #: Bytes of Python allocations a configuration may cost at once while the manifest is written
@@ -236,6 +236,11 @@ def test_points_made_with_the_kept_ids_equal_the_hashed_ones(tmp_path):
     assert len(ids.points) == 35 and len(ids.configs) == 70
     made = list(plan.points)
     assert made == _hashed_points(plan) and [p.draw_id for p in made] == [None] * 35
+    # the manifest's entries made without the points equal those made from them
+    entries = ConfigEntries(plan)
+    flat = list(entries.items())
+    assert flat == [(c.config_id, entries.entry(c, None)) for p in made for c in p.configs]
+    assert [json.dumps(e) for _, e in flat] == [json.dumps(entries.entry(c, None)) for p in made for c in p.configs]
     assert [f"{n:016x}" for n in ids.configs.tolist()] == list(plan.configs)
     assert [p.point_id for p in made] == [f"{n:016x}" for n in ids.points.tolist()]
     # a kind whose points share a draw (a Lublin trace scaled to each load): the draw ids kept too

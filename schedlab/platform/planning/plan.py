@@ -109,11 +109,30 @@ class Config:
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
-        return {
-            **self.workload_params,
-            **{f"system_{k}": v for k, v in self.system.items()},
-            **{f"policy_{k}": v for k, v in self.policy_params.items()},
-        }
+        return flat_params(self.workload_params, self.system, self.policy_params)
+
+
+def flat_params(workload: dict[str, Any], system: dict[str, Any], policy: dict[str, Any]) -> dict[str, Any]:
+    """`Config.flat_params` of a configuration's three parameter tables."""
+    return {
+        **workload,
+        **{f"system_{k}": v for k, v in system.items()},
+        **{f"policy_{k}": v for k, v in policy.items()},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class FlatConfig:
+    """What the manifest says of a configuration, made without its point
+    (`PlanPoints.flat_configs`): the fields of `Config` it reads."""
+
+    config_id: str
+    engine: str
+    policy: str
+    workload_kind: str
+    params: dict[str, Any]  # `Config.flat_params`
+    code: CodeRef | None
+    point_code: CodeRef | None  # its workload point's code (`WorkloadPoint.code`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -657,6 +676,29 @@ class PlanPoints(Sequence[WorkloadPoint]):
             made = self.make(raw, k)
             k += len(made)
             yield from made
+
+    def flat_configs(self) -> Iterator[FlatConfig]:
+        """Every configuration in plan order as a `FlatConfig`: with the kept
+        ids (`PlanIds`), from each grid point's parameters, as
+        `_PointMaker.expand` makes its points, without making them (what the
+        manifest's write needs); otherwise from the points made."""
+        make = self.make
+        if not isinstance(make, _PointMaker) or make.ids is None:
+            for p in self:
+                for c in p.configs:
+                    yield FlatConfig(c.config_id, c.engine, c.policy, c.workload_kind, c.flat_params(), c.code, p.code)
+            return
+        k, kind = 0, make.kind
+        for raw in self.grid:
+            full, code = make.reader({**kind.defaults, **raw})
+            pcode = make.wl_code or code
+            for params in kind.expand(full) if kind.expand else [full]:
+                params = kind.trim(params) if make.trims else params
+                _, _, ids = make.known(k)
+                k += 1
+                for cid, (system, name, pparams, ccode) in zip(ids, make.names, strict=True):
+                    flat = flat_params(params, system, pparams)
+                    yield FlatConfig(cid, make.engine_name, name, make.kind_name, flat, ccode, pcode)
 
     def some_params(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """(k, the parameters of point k) for the increasing positions

@@ -23,7 +23,7 @@ from schedlab.platform.planning.plan import digest
 from schedlab.version import __version__
 
 if TYPE_CHECKING:
-    from schedlab.platform.planning.plan import Config, Plan
+    from schedlab.platform.planning.plan import Config, FlatConfig, Plan
     from schedlab.platform.planning.spec import SweepSpec
 
 
@@ -323,6 +323,18 @@ class ConfigEntries(Mapping[str, dict[str, Any]]):
             **self.engine_code,
         }
 
+    def flat_entry(self, f: FlatConfig) -> dict[str, Any]:
+        """`entry` of a `plan.FlatConfig` (the same keys, in the same order)."""
+        return {
+            "engine": f.engine,
+            "policy": f.policy,
+            "workload_kind": f.workload_kind,
+            "params": f.params,
+            **({"code_sha256": f.code.sha256} if f.code is not None else {}),
+            **({"workload_code_sha256": f.point_code.sha256} if f.point_code is not None else {}),
+            **self.engine_code,
+        }
+
     def __getitem__(self, cid: str) -> dict[str, Any]:
         c = self.plan.configs[cid]
         if self._workload_code is None:
@@ -348,6 +360,11 @@ class _EntryItems(ItemsView[str, dict[str, Any]]):
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         entries = self._mapping
+        flat = getattr(entries.plan.points, "flat_configs", None)
+        if flat is not None:  # a streamed plan: no point made (`PlanPoints.flat_configs`)
+            for f in flat():
+                yield f.config_id, entries.flat_entry(f)
+            return
         for p in entries.plan.points:
             for c in p.configs:
                 yield c.config_id, entries.entry(c, p.code.sha256 if p.code is not None else None)
