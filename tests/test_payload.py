@@ -36,9 +36,10 @@ def plan_of(tmp_path):
 
 
 def same(a, b) -> bool:
-    """Equal work, with the configurations the very objects of the plan."""
+    """Equal work: the same instances, the same configurations (equal, not the
+    same objects: a block's points are made anew from the plan's grid, `plan.PlanPoints`)."""
     return len(a) == len(b) and all(
-        ia == ib and len(ca) == len(cb) and all(x is y for x, y in zip(ca, cb, strict=True))
+        ia == ib and len(ca) == len(cb) and all(x == y for x, y in zip(ca, cb, strict=True))
         for (ia, ca), (ib, cb) in zip(a, b, strict=True)
     )
 

@@ -68,52 +68,45 @@ class Packer:
         by default the block itself)."""
         self.points = points
         self.put = put
-        #: point id -> its index, built on the first point not found at the cursor (`_index`)
+        #: point id -> its index, built for the first instance whose index is not known (`_index`)
         self.index: dict[str, int] | None = None
-        self._cursor = 0
-        self._refs: OrderedDict[int, Any] = OrderedDict()
-        self._positions: dict[int, dict[str, int]] = {}
+        #: block number -> (what a task carries for it, the block's points): the last `KEPT_BLOCKS`
+        self._refs: OrderedDict[int, tuple[Any, tuple[WorkloadPoint, ...]]] = OrderedDict()
 
-    def _block(self, b: int) -> Any:
-        ref = self._refs.pop(b, None)
-        if ref is None:
-            ref = self.put(tuple(self.points[b * BLOCK_POINTS : (b + 1) * BLOCK_POINTS]))
-        self._refs[b] = ref
+    def _block(self, b: int) -> tuple[Any, tuple[WorkloadPoint, ...]]:
+        kept = self._refs.pop(b, None)
+        if kept is None:
+            block = tuple(self.points[b * BLOCK_POINTS : (b + 1) * BLOCK_POINTS])  # made now (`plan.PlanPoints`)
+            kept = (self.put(block), block)
+        self._refs[b] = kept
         while len(self._refs) > KEPT_BLOCKS:
             self._refs.popitem(last=False)
-        return ref
+        return kept
 
-    def _index(self, point: WorkloadPoint) -> int:
-        """``point``'s index in the plan. A sweep's tasks take the points in
-        plan order, so it is found at the cursor or just after it, with no
-        index of ten million ids in memory; otherwise (an adaptive round's
-        points, which are copies) by the id index, built then."""
-        k = self._cursor
-        for at in (k, k + 1):
-            if at < len(self.points) and self.points[at] is point:
-                self._cursor = at
-                return at
+    def _index(self, inst: Instance) -> int:
+        """``inst``'s point's index in the plan: the one the plan's instances
+        carry (`plan.Instances`), so no index of ten million ids is held;
+        otherwise (an adaptive round's points, which are copies) by the id
+        index, built then."""
+        if inst.index >= 0:
+            return inst.index
         if self.index is None:
             self.index = {p.point_id: k for k, p in enumerate(self.points)}
             if len(self.index) != len(self.points):  # invariant: point ids are digests of distinct points
                 raise RuntimeError("two workload points of the plan share an id")
-        self._cursor = self.index[point.point_id]
-        return self._cursor
+        return self.index[inst.point.point_id]
 
     def pack(self, work: list[tuple[Instance, list[Config]]]) -> PackedWork:
         items: list[Item] = []
         blocks: dict[int, Any] = {}
         for inst, todo in work:
-            k = self._index(inst.point)
-            if k // BLOCK_POINTS not in blocks:
-                blocks[k // BLOCK_POINTS] = self._block(k // BLOCK_POINTS)
-            every = self.points[k].configs
-            if len(todo) == len(every) and all(a is b for a, b in zip(todo, every, strict=True)):
-                chosen = None
-            else:
-                at = self._positions.get(k)
-                if at is None:
-                    at = self._positions[k] = {c.config_id: j for j, c in enumerate(every)}
+            k = self._index(inst)
+            ref, points = self._block(k // BLOCK_POINTS)
+            blocks[k // BLOCK_POINTS] = ref
+            every = points[k % BLOCK_POINTS].configs  # the plan's point (a copy's configurations are a subset)
+            chosen: tuple[int, ...] | None = None
+            if len(todo) != len(every) or any(a.config_id != b.config_id for a, b in zip(todo, every, strict=True)):
+                at = {c.config_id: j for j, c in enumerate(every)}
                 chosen = tuple(at[c.config_id] for c in todo)
             items.append((k, inst.replication, inst.seed_words, chosen))
         return PackedWork(blocks, items)

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from schedlab.errors import UserError
 from schedlab.platform.execution.backends import Choice, choose
 from schedlab.platform.execution.executor import Executor, Lost, Task, busy_seconds
@@ -35,7 +37,7 @@ from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
-from schedlab.platform.planning.plan import Config, Instance, Plan, plan_of
+from schedlab.platform.planning.plan import Config, Instance, Instances, Plan, PlanIds, PlanPoints, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.keyset import KeySet
 from schedlab.platform.storage.manifest import manifest_for
@@ -314,7 +316,7 @@ class _Sweep:
         t0 = time.monotonic()
         store, report = self.store, self.report
         try:
-            previous = store.read_manifest()
+            previous = store.read_manifest(lean=True)  # only its inputs are read here
         except UserError:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
         if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile
@@ -389,13 +391,9 @@ class _Sweep:
 
         self.first_round = False
         compiling.reset()
-        # a policy configuration's params dict is shared by all its points' configurations: one
-        # json.dumps per dict, not per configuration (ten million of them)
-        shared: dict[tuple[str, int], Config] = {}
-        for c in self.plan.configs.values():
-            if c.code is None:
-                shared.setdefault((c.policy, id(c.policy_params)), c)
-        builtin = {(c.policy, json.dumps(c.policy_params, sort_keys=True)) for c in shared.values()}
+        # the plan's policy configurations (every point crosses the same ones), not its configurations
+        policies = self.plan.policies
+        builtin = {(name, json.dumps(params, sort_keys=True)) for name, params, code in policies if code is None}
         with self.timed("precompile"):
             cold = cold_units(self.plan.engine, [(p, json.loads(params)) for p, params in sorted(builtin)])
             if cold and worth_a_child(list(cold), work_units):
@@ -424,14 +422,27 @@ class _Sweep:
                 f"with the first calls' imports (the reference loop would have taken longer)"
             )
 
-    def unwritten(self, instances: Iterable[Instance]) -> Iterator[tuple[Instance, Sequence[Config]]]:
+    def unwritten(
+        self, instances: Iterable[Instance], planned: list[int] | None = None
+    ) -> Iterator[tuple[Instance, Sequence[Config]]]:
         """The (instance, configurations not on disk) pairs of ``instances``,
         made as they are drawn, `UNWRITTEN_BLOCK` instances checked at once; an
         instance with nothing on disk keeps its point's own tuple of
-        configurations (no list per instance)."""
+        configurations (no list per instance). ``planned[0]`` counts every
+        configuration looked at, written or not. A round of the plan's own
+        instances (`plan.Instances`) whose ids the plan kept (`plan.PlanIds`)
+        is checked by those numbers, and a point is made only when one of its
+        configurations is not on disk (`_unwritten_by_ids`): skipping what a
+        killed sweep finished makes no point."""
         written = self.sink.written
+        known = self.plan.points.ids if isinstance(self.plan.points, PlanPoints) else None
+        if isinstance(instances, Instances) and instances.plan is self.plan and known is not None:
+            yield from self._unwritten_by_ids(instances, known, planned)
+            return
         for block in _batched(instances):
             ids = [c.config_id for inst in block for c in inst.point.configs]
+            if planned is not None:
+                planned[0] += len(ids)
             reps = [inst.replication for inst in block for _ in inst.point.configs]
             done = written.contains_many(ids, reps).tolist()
             at = 0
@@ -444,24 +455,90 @@ class _Sweep:
                 elif not all(flags):
                     yield inst, [c for c, d in zip(configs, flags, strict=True) if not d]
 
+    def _unwritten_by_ids(
+        self, instances: Instances, ids: PlanIds, planned: list[int] | None
+    ) -> Iterator[tuple[Instance, Sequence[Config]]]:
+        """`unwritten` of the plan's own instances, in their order (point by
+        point, each replication in turn): `UNWRITTEN_BLOCK` points' ids
+        checked against the keys on disk at once, per replication, as numbers
+        (`KeySet.contains_numbers`); only the points with a configuration to
+        run are made (`PlanPoints.some`). The same pairs as the generic path,
+        checked as lazily (a block when the round reaches it)."""
+        plan, reps = self.plan, instances.replications
+        points = plan.points
+        assert isinstance(points, PlanPoints)  # `unwritten` sends only a streamed plan's instances here
+        written, per, seed = self.sink.written, ids.per_point, plan.seed
+        if not reps:
+            return
+        for start in range(0, len(points), UNWRITTEN_BLOCK):
+            stop = min(start + UNWRITTEN_BLOCK, len(points))
+            numbers = ids.configs_of(start, stop)
+            if planned is not None:
+                planned[0] += len(numbers) * len(reps)
+            done: list[np.ndarray] = [written.contains_numbers(numbers, r).reshape(stop - start, per) for r in reps]
+            finished = [d.all(axis=1) for d in done]  # per replication: the points with every configuration on disk
+            every: list[Any] = [f.tolist() for f in finished]
+            none: list[Any] = [(~d.any(axis=1)).tolist() for d in done]  # ... with none
+            # the points of the block with a configuration not on disk in some replication
+            left = np.flatnonzero(~np.logical_and.reduce(finished))
+            for j, point in points.some((start + left).tolist()):
+                words = int(point.seed_id, 16)
+                for i, r in enumerate(reps):
+                    if none[i][j - start]:
+                        yield Instance(point, r, (seed, words, r), j), point.configs
+                    elif not every[i][j - start]:
+                        flags = done[i][j - start].tolist()
+                        todo = [c for c, d in zip(point.configs, flags, strict=True) if not d]
+                        yield Instance(point, r, (seed, words, r), j), todo
+
+    def _count_by_ids(self, instances: Instances, ids: PlanIds, sizer: TaskSizer) -> tuple[int, int, int]:
+        """`round_work`'s counting pass over the plan's own instances without
+        making a point: (configurations to run, their job-runs, configurations
+        looked at), from the plan's kept ids checked against the keys on disk
+        as `_unwritten_by_ids` checks them, and each point's parameters
+        (`PlanPoints.some_params`, `TaskSizer.units_of`)."""
+        points, reps = self.plan.points, instances.replications
+        assert isinstance(points, PlanPoints)  # `round_work` sends only a streamed plan's instances here
+        written, per = self.sink.written, ids.per_point
+        total = units = looked = 0
+        if not reps:
+            return 0, 0, 0
+        for start in range(0, len(points), UNWRITTEN_BLOCK):
+            stop = min(start + UNWRITTEN_BLOCK, len(points))
+            numbers = ids.configs_of(start, stop)
+            looked += len(numbers) * len(reps)
+            # per replication: each point's configurations not on disk
+            todo = [per - written.contains_numbers(numbers, r).reshape(stop - start, per).sum(axis=1) for r in reps]
+            total += sum(int(t.sum()) for t in todo)
+            left = np.flatnonzero(np.logical_or.reduce([t > 0 for t in todo]))
+            counts: list[Any] = [t.tolist() for t in todo]
+            for k, params in points.some_params((start + left).tolist()):
+                for count in counts:
+                    if count[k - start]:
+                        units += sizer.units_of(params, count[k - start], per)
+        return total, units, looked
+
     def round_work(self, instances: Iterable[Instance]) -> TaskSizer:
         """The round's work, streamed from ``instances`` (iterated twice: once
         here to count what is not on disk, once as tasks are handed out), as
         a `TaskSizer`; counts it."""
         pending = TaskSizer(self.unwritten(instances), self.spec.execution.task_jobs, remaining=0)
-        total = planned = units = 0
+        total = units = 0
+        planned = [0]
         tracked = self.tracker is not None
         self.unsettled.clear()
-        for inst, todo in self.unwritten(instances):
-            total += len(todo)
-            units += pending.cost(inst, todo)
-            if tracked:
-                for c in todo:
-                    self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
-        for inst in instances:
-            planned += len(inst.point.configs)
+        known = self.plan.points.ids if isinstance(self.plan.points, PlanPoints) else None
+        if not tracked and isinstance(instances, Instances) and instances.plan is self.plan and known is not None:
+            total, units, planned[0] = self._count_by_ids(instances, known, pending)
+        else:
+            for inst, todo in self.unwritten(instances, planned):
+                total += len(todo)
+                units += pending.cost(inst, todo)
+                if tracked:
+                    for c in todo:
+                        self.unsettled.setdefault(c.config_id, set()).add(inst.replication)
         pending.remaining = units
-        self.report.rows_skipped += planned - total
+        self.report.rows_skipped += planned[0] - total
         self.counts["total"] += total
         self.counts["round"] = self.report.rounds + 1
         return pending

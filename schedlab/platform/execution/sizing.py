@@ -65,9 +65,14 @@ class TaskSizer:
 
     def cost(self, inst: Instance, todo: Sequence[Any]) -> int:
         """Job-runs of one pair (``fixed``: exactly `Plan.tasks`'s packing)."""
+        return self.units_of(inst.point.params, len(todo), len(inst.point.configs))
+
+    def units_of(self, params: dict[str, Any], todo: int, every: int) -> int:
+        """`cost` of ``todo`` of a point's ``every`` configurations, from its
+        parameters alone (a round's counting pass makes no point, `runner`)."""
         if self.fixed is not None:
-            return max(1, inst.point.work())
-        return max(1, int(inst.point.params.get("njobs", 10_000)) * len(todo))
+            return max(1, int(params.get("njobs", 10_000)) * every)  # `WorkloadPoint.work`
+        return max(1, int(params.get("njobs", 10_000)) * todo)
 
     def _fill(self) -> bool:
         """Queue the next `LOOKAHEAD` pairs of the work; False when none is left."""

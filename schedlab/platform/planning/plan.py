@@ -21,7 +21,8 @@ import functools
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator
+import math
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ from schedlab.errors import UserError, did_you_mean
 from schedlab.usercode import CodeRef
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from schedlab.engines.base import Engine
     from schedlab.errors import Collector
     from schedlab.platform.planning.spec import MetricEntry, SweepSpec
@@ -75,6 +78,20 @@ def _key_text(key: str) -> str:
     return json.dumps(key)
 
 
+def _text(value: Any) -> str:
+    """``canonical(value)``; a scalar's made once (`_value_text`): a grid's
+    values repeat across its points, and every pass over a streamed plan
+    makes each point's identity again."""
+    if isinstance(value, (dict, list, tuple)):
+        return canonical(value)
+    return _value_text(value)
+
+
+@functools.lru_cache(maxsize=65_536, typed=True)  # typed: 1, 1.0 and True are three keys (True stays true)
+def _value_text(value: Any) -> str:
+    return canonical(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     config_id: str
@@ -92,11 +109,30 @@ class Config:
 
     def flat_params(self) -> dict[str, Any]:
         """Every parameter as its own column / MLflow param."""
-        return {
-            **self.workload_params,
-            **{f"system_{k}": v for k, v in self.system.items()},
-            **{f"policy_{k}": v for k, v in self.policy_params.items()},
-        }
+        return flat_params(self.workload_params, self.system, self.policy_params)
+
+
+def flat_params(workload: dict[str, Any], system: dict[str, Any], policy: dict[str, Any]) -> dict[str, Any]:
+    """`Config.flat_params` of a configuration's three parameter tables."""
+    return {
+        **workload,
+        **{f"system_{k}": v for k, v in system.items()},
+        **{f"policy_{k}": v for k, v in policy.items()},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class FlatConfig:
+    """What the manifest says of a configuration, made without its point
+    (`PlanPoints.flat_configs`): the fields of `Config` it reads."""
+
+    config_id: str
+    engine: str
+    policy: str
+    workload_kind: str
+    params: dict[str, Any]  # `Config.flat_params`
+    code: CodeRef | None
+    point_code: CodeRef | None  # its workload point's code (`WorkloadPoint.code`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +162,9 @@ class Instance:
     point: WorkloadPoint
     replication: int
     seed_words: tuple[int, ...]
+    #: The point's position in the plan (-1: not known, e.g. an adaptive round's copy of a point):
+    #: how `payload.Packer` finds its block without an index of the plan's point ids.
+    index: int = field(default=-1, compare=False)
 
     @property
     def seed_label(self) -> str:
@@ -151,15 +190,22 @@ class MetricSpec:
 
 @dataclass
 class Plan:
+    """A sweep's plan. Its workload points and configurations are streamed
+    (`PlanPoints`, `PlanConfigs`): made from the spec's grid, in the grid's
+    order, each time they are iterated, so the plan holds the grid's axes,
+    not its points (ten million configurations are not ten gigabytes)."""
+
     name: str
     engine: str
     seed: int
-    points: list[WorkloadPoint]
+    points: Sequence[WorkloadPoint]
     param_columns: list[str]
-    configs: dict[str, Config] = field(default_factory=dict)
+    configs: Mapping[str, Config] = field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()
     #: spec field -> resolved user code, e.g. "policies[3].use" -> CodeRef
     code: dict[str, CodeRef] = field(default_factory=dict)
+    #: (name, params of one grid point, user code) per policy configuration: what every point crosses
+    policies: tuple[tuple[str, dict[str, Any], CodeRef | None], ...] = ()
 
     @property
     def engine_ref(self) -> str | CodeRef:
@@ -174,11 +220,9 @@ class Plan:
 
     def instances(self, replications: Iterable[int], points: Iterable[WorkloadPoint] | None = None) -> list[Instance]:
         reps = list(replications)
-        return [
-            Instance(p, r, (self.seed, int(p.seed_id, 16), r))
-            for p in (self.points if points is None else points)
-            for r in reps
-        ]
+        if points is None:
+            return list(self.each_instance(reps))
+        return [Instance(p, r, (self.seed, int(p.seed_id, 16), r)) for p in points for r in reps]
 
     def each_instance(self, replications: Iterable[int]) -> Instances:
         """`instances` of every point, made one at a time as they are iterated
@@ -216,10 +260,10 @@ class Instances:
 
     def __iter__(self) -> Iterator[Instance]:
         seed, reps = self.plan.seed, self.replications
-        for p in self.plan.points:
+        for k, p in enumerate(self.plan.points):
             words = int(p.seed_id, 16)
             for r in reps:
-                yield Instance(p, r, (seed, words, r))
+                yield Instance(p, r, (seed, words, r), k)
 
     def __len__(self) -> int:
         return len(self.plan.points) * len(self.replications)
@@ -250,7 +294,78 @@ def shared_input_key(point: WorkloadPoint) -> str | None:
     )
 
 
-def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dict[str, Any]]:
+class Grid(Sequence[dict[str, Any]]):
+    """The cross product of a grid's axes (each a list of parameter dicts),
+    in ``itertools.product``'s order (the last axis fastest), each point made
+    when it is reached: the length is the product of the axes' lengths, point
+    k is read off k's mixed-radix digits, so nothing the size of the grid is
+    held."""
+
+    def __init__(self, axes: list[list[dict[str, Any]]]) -> None:
+        self.axes = axes
+        self.size = math.prod(len(a) for a in axes)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.size))]
+        if k < 0:
+            k += self.size
+        if not 0 <= k < self.size:
+            raise IndexError(k)
+        parts = []
+        for axis in reversed(self.axes):
+            k, digit = divmod(k, len(axis))
+            parts.append(axis[digit])
+        point: dict[str, Any] = {}
+        for part in reversed(parts):
+            point.update(part)
+        return point
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.walk(0)
+
+    def walk(self, start: int) -> Iterator[dict[str, Any]]:
+        """Points ``start``, ``start + 1``, ... to the end, each a new dict
+        equal to ``self[k]``: the digits counted up like an odometer, the
+        points' common part (every axis but the last) made again only when
+        it changes."""
+        if not 0 <= start < self.size:
+            return
+        axes = self.axes
+        if not axes:
+            yield {}
+            return
+        digits = []
+        k = start
+        for axis in reversed(axes):
+            k, digit = divmod(k, len(axis))
+            digits.append(digit)
+        digits.reverse()
+        last, head = axes[-1], axes[:-1]
+        while True:
+            prefix: dict[str, Any] = {}
+            for axis, digit in zip(head, digits, strict=False):
+                prefix.update(axis[digit])
+            for d in range(digits[-1], len(last)):
+                point = prefix.copy()
+                point.update(last[d])
+                yield point
+            digits[-1] = 0
+            i = len(axes) - 2  # carry into the axes before the last
+            while i >= 0:
+                digits[i] += 1
+                if digits[i] < len(axes[i]):
+                    break
+                digits[i] = 0
+                i -= 1
+            if i < 0:
+                return
+
+
+def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> Grid:
     """Cross every list-valued param, except that each zip group varies together."""
     zipped: set[str] = set()
     axes: list[list[dict[str, Any]]] = []
@@ -280,7 +395,7 @@ def _grid(params: dict[str, Any], zips: list[list[str]], where: str) -> list[dic
     for name, value in params.items():
         if isinstance(value, list) and not value:
             raise UserError(f"{where}.{name}: empty grid axis")
-    return [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*axes)]
+    return Grid(axes)
 
 
 def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: Collector) -> None:
@@ -307,47 +422,412 @@ def _check_params(kind: WorkloadKind, full: dict[str, Any], where: str, errors: 
                 return
 
 
-def _points(
-    kind: WorkloadKind, params: dict[str, Any], zips: list[list[str]], where: str, base_dir: Any = "."
-) -> list[tuple[dict[str, Any], dict[str, Any], CodeRef | None]]:
-    """Grid points with defaults filled in, checked, and expanded by the kind
-    (e.g. a trace's window = "all" becomes one point per window), each as
-    (params, identity params, user code). A trace point whose ``reader`` is a
-    code reference gets it made absolute (the driver loads the trace from
-    anywhere) and identified by the reader's name and digest, not its path."""
+def _checked_points(
+    kind: WorkloadKind, make: _PointMaker, raw: dict[str, Any], where: str, base_dir: Any, errors: Collector
+) -> list[WorkloadPoint]:
+    """The workload points of one grid point of the spec, checked: defaults
+    filled in, every bad parameter reported into ``errors`` (then no point),
+    expanded by the kind (e.g. a trace's window = "all" becomes one point per
+    window). A trace point whose ``reader`` is a code reference gets it made
+    absolute (the driver loads the trace from anywhere) and identified by the
+    reader's name and digest, not its path (`_PointMaker`)."""
     from schedlab.errors import Collector
-    from schedlab.usercode import absolute, is_reference, resolve
     from schedlab.workloads.files import check_path
 
-    out = []
-    errors = Collector()
-    for raw in _grid(params, zips, where):
-        with errors.check():
-            # an unknown name is one error; the names the kind takes are still checked, so that one
-            # validate round shows every mistake
-            for line in kind.unknown_errors(raw, where):
-                errors.add(line)
-            full = kind.complete({k: v for k, v in raw.items() if k not in kind.unknown(raw)}, where)
-            code = None
-            if kind.name == "trace" and is_reference(full.get("reader")):
-                code = resolve(full["reader"], base_dir, f"{where}.reader")
-                full = {**full, "reader": absolute(full["reader"], base_dir)}
-            _check_params(kind, full, where, errors)
-            if "path" in kind.shared_keys:  # a missing input file: said here, not after Ray starts
-                with errors.check(f"{where}."):
-                    check_path(full["path"], base_dir)
-            if errors:
+    mine = Collector()
+    with mine.check():
+        # an unknown name is one error; the names the kind takes are still checked, so that one
+        # validate round shows every mistake
+        for line in kind.unknown_errors(raw, where):
+            mine.add(line)
+        full = kind.complete({k: v for k, v in raw.items() if k not in kind.unknown(raw)}, where)
+        full, code = make.reader(full)
+        _check_params(kind, full, where, mine)
+        if "path" in kind.shared_keys:  # a missing input file: said here, not after Ray starts
+            with mine.check(f"{where}."):
+                check_path(full["path"], base_dir)
+    if mine:
+        for line in mine.errors:
+            errors.add(line)
+        return []
+    try:
+        return make.expand(full, code)
+    except UserError as err:  # names a file:line or a parameter
+        raise UserError(f"{where}: {err}") from None
+
+
+@dataclass(frozen=True)
+class PlanIds:
+    """The ids the checking pass hashed, as 64-bit numbers in plan order (an
+    id is 16 hex digits, `text_digest`): 8 bytes a configuration and 8 a
+    point, so that every later pass (the manifest's write, the round's
+    counting pass, the tasks) makes a point without hashing its identity
+    again (two thirds of making it), and a round checks its keys on disk
+    without making a point (`configs_of`). ``draws``: the draw id of each
+    point (``drawn``: where it is not its point id), None when no point has
+    one."""
+
+    points: np.ndarray
+    configs: np.ndarray
+    draws: np.ndarray | None = None
+    drawn: np.ndarray | None = None
+
+    @property
+    def per_point(self) -> int:
+        return len(self.configs) // len(self.points) if len(self.points) else 0
+
+    def configs_of(self, start: int, stop: int) -> np.ndarray:
+        """The configuration ids of points ``start`` to ``stop`` (a view), point by point."""
+        per = self.per_point
+        return self.configs[start * per : stop * per]
+
+    def texts(self, start: int, stop: int) -> tuple[list[str], list[str | None], list[str]]:
+        """(point ids, draw ids, configuration ids) of points ``start`` to
+        ``stop`` as the hex text the plan's objects carry, made a block at a
+        time (one ``bytes.hex`` of the block, not a format per id)."""
+        points = _hex(self.points[start:stop])
+        draws: list[str | None] = [None] * len(points)
+        if self.draws is not None and self.drawn is not None:
+            drawn = self.drawn[start:stop].tolist()
+            draws = [d if has else None for d, has in zip(_hex(self.draws[start:stop]), drawn, strict=True)]
+        return points, draws, _hex(self.configs_of(start, stop))
+
+
+def _hex(numbers: np.ndarray) -> list[str]:
+    """uint64 ids -> their 16 lower-case hex digits (`text_digest`'s form)."""
+    text = numbers.astype(">u8").tobytes().hex()
+    return [text[i : i + 16] for i in range(0, len(text), 16)]
+
+
+#: Points whose ids `_PointMaker` turns into text at once (`PlanIds.texts`).
+TEXT_BLOCK = 1024
+
+
+class _PointMaker:
+    """A grid point of the spec -> its workload points, each with its
+    configurations (every [system] grid point x every policy configuration),
+    ids and seeds: the one way the checking pass (`_expand`) and every later
+    pass over the plan (`PlanPoints`) make them, so every pass makes the same
+    points with the same ids. The canonical text of each part of a
+    configuration's identity is made once (`canonical_object`)."""
+
+    def __init__(
+        self,
+        spec: SweepSpec,
+        source: str,
+        engine: Any,
+        kind: Any,
+        kind_name: str,
+        wl_code: CodeRef | None,
+        codes: dict[str, CodeRef],
+        systems: list[dict[str, Any]] | None,
+        policies: _PolicyPoints,
+        policy_integers: dict[str, frozenset[str]],
+    ) -> None:
+        self.kind, self.kind_name, self.wl_code = kind, kind_name, wl_code
+        self.where, self.base_dir = f"{source}: workload", spec.base_dir
+        self.warmup = getattr(spec.outputs, "warmup", None)
+        self.engine_name = engine.name if engine is not None else ""
+        integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
+            f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer
+        )
+        engine_code = codes.get("engine")  # your own engine's code: part of its configurations' identity
+        engine_text = {} if engine is None else {"engine": canonical(engine.name)}
+        if engine_code is not None:
+            engine_text["engine_code"] = canonical(engine_code.identity)
+        self.texts = [
+            (system, {"system": canonical(system)} if system else {}, engine_text) for system in systems or ()
+        ]
+        self.policies = policies
+        self.policy_texts = [
+            {"policy": canonical(name), "policy_params": canonical(pparams)}
+            | ({"code": canonical(code.identity)} if code is not None else {})
+            for name, pparams, code in policies
+        ]
+        # one frozenset per policy, shared by its configurations (not 200 bytes each)
+        self.columns_of = {name: integers | policy_integers.get(name, frozenset()) for name, _, _ in policies}
+        #: a trace reader's reference -> its code and absolute reference, resolved (and hashed) once a plan
+        self.readers: dict[str, tuple[CodeRef, str]] = {}
+        #: (system, policy, params, code) of each configuration of a point, in the order of its ids
+        self.names = [(system, name, pparams, code) for system, _, _ in self.texts for name, pparams, code in policies]
+        #: the ids of every point, set by the checking pass (`_expand`): later passes reuse them
+        self.ids: PlanIds | None = None
+        self._texts: tuple[int, tuple[list[str], list[str | None], list[str]]] = (-1, ([], [], []))
+        self.trims = bool(getattr(kind, "late", ()))  # `kind.trim` changes a point (else: a copy per point saved)
+
+    @property
+    def per_point(self) -> int:
+        """Configurations of every workload point."""
+        return len(self.texts) * len(self.policies)
+
+    def reader(self, full: dict[str, Any]) -> tuple[dict[str, Any], CodeRef | None]:
+        """(``full`` with a reader given as code made absolute, that code)."""
+        if self.kind.name != "trace":  # before the import: asked once a point on every pass
+            return full, None
+        from schedlab.usercode import absolute, is_reference, resolve
+
+        if not is_reference(full.get("reader")):
+            return full, None
+        ref = full["reader"]
+        got = self.readers.get(ref)
+        if got is None:
+            code = resolve(ref, self.base_dir, f"{self.where}.reader")
+            got = self.readers[ref] = (code, absolute(ref, self.base_dir))
+        return {**full, "reader": got[1]}, got[0]
+
+    def expand(self, full: dict[str, Any], code: CodeRef | None, first: int = -1) -> list[WorkloadPoint]:
+        """The points of a complete grid point (``kind.expand``), trimmed;
+        ``first``: the plan position of the first (-1: not known, ids hashed)."""
+        out = []
+        for j, p in enumerate(self.kind.expand(full) if self.kind.expand else [full]):
+            p = self.kind.trim(p) if self.trims else p
+            at = first + j if first >= 0 else -1
+            out.append(self.point(p, {**p, "reader": code.attr} if code is not None else p, code, at))
+        return out
+
+    def point(
+        self, params: dict[str, Any], ident: dict[str, Any], reader_code: CodeRef | None, at: int = -1
+    ) -> WorkloadPoint:
+        """Workload point ``at`` of the plan; its ids are the checking pass's
+        (`PlanIds`) when known, else hashed from its identity."""
+        pcode = self.wl_code or reader_code
+        if self.ids is not None and at >= 0:
+            point_id, draw_id, config_ids = self.known(at)
+        else:
+            workload_text, point_id, draw_id = _point_ids(self.kind, self.kind_name, params, ident, pcode)
+            config_ids = [
+                text_digest(canonical_object({**engine_text, **policy_text, **system_text, "workload": workload_text}))
+                for _, system_text, engine_text in self.texts
+                for policy_text in self.policy_texts
+            ]
+        configs = tuple(
+            Config(
+                cid,
+                self.engine_name,
+                name,
+                pparams,
+                self.kind_name,
+                params,
+                point_id,
+                system,
+                code,
+                self.columns_of[name],
+            )
+            for cid, (system, name, pparams, code) in zip(config_ids, self.names, strict=True)
+        )
+        return WorkloadPoint(point_id, self.kind_name, params, configs, pcode, self.warmup, draw_id)
+
+    def params(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        """The parameters of the points ``self(raw)`` makes, without making
+        them (no ids, no configurations): what a round's counting pass needs."""
+        full, _ = self.reader({**self.kind.defaults, **raw})
+        return [
+            self.kind.trim(p) if self.trims else p for p in (self.kind.expand(full) if self.kind.expand else [full])
+        ]
+
+    def known(self, at: int) -> tuple[str, str | None, list[str]]:
+        """(point id, draw id, configuration ids) of point ``at``, from the kept
+        ids (`PlanIds.texts`, `TEXT_BLOCK` points' worth at a time)."""
+        assert self.ids is not None
+        block, texts = self._texts
+        if block != at // TEXT_BLOCK:
+            block = at // TEXT_BLOCK
+            texts = self.ids.texts(block * TEXT_BLOCK, min((block + 1) * TEXT_BLOCK, len(self.ids.points)))
+            self._texts = (block, texts)
+        j, per = at - block * TEXT_BLOCK, self.per_point
+        return texts[0][j], texts[1][j], texts[2][j * per : (j + 1) * per]
+
+    def __call__(self, raw: dict[str, Any], first: int = -1) -> list[WorkloadPoint]:
+        """The points of a grid point the checking pass accepted (not checked
+        again): ``kind.complete`` of a sound point without its checks (the
+        defaults in their order with the point's values, then the names the
+        kind's open prefix admits, in the point's order: the same dict);
+        ``first``: the plan position of its first point."""
+        full, code = self.reader({**self.kind.defaults, **raw})
+        return self.expand(full, code, first)
+
+
+class PlanPoints(Sequence[WorkloadPoint]):
+    """The plan's workload points in the grid's order, each made (with its
+    configurations) when it is reached, never held: iterating makes them
+    one at a time. Point k of a kind that makes one point per grid point (no
+    ``expand``) is made from grid point k alone (`Grid`); otherwise (a
+    trace's windows) by iterating to it. The length is counted by the plan's
+    checking pass (the grid's size, for one point per grid point)."""
+
+    def __init__(
+        self, grid: Sequence[dict[str, Any]], make: Callable[[dict[str, Any], int], list[WorkloadPoint]], count: int
+    ) -> None:
+        self.grid, self.make, self.size = grid, make, count
+        self.one_each = getattr(getattr(make, "kind", None), "expand", None) is None and len(grid) == count
+
+    @property
+    def ids(self) -> PlanIds | None:
+        """The checking pass's ids of every point and configuration (None: not known)."""
+        ids: PlanIds | None = getattr(self.make, "ids", None)
+        return ids
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[WorkloadPoint]:
+        k = 0
+        for raw in self.grid:
+            made = self.make(raw, k)
+            k += len(made)
+            yield from made
+
+    def flat_configs(self) -> Iterator[FlatConfig]:
+        """Every configuration in plan order as a `FlatConfig`: with the kept
+        ids (`PlanIds`), from each grid point's parameters, as
+        `_PointMaker.expand` makes its points, without making them (what the
+        manifest's write needs); otherwise from the points made."""
+        make = self.make
+        if not isinstance(make, _PointMaker) or make.ids is None:
+            for p in self:
+                for c in p.configs:
+                    yield FlatConfig(c.config_id, c.engine, c.policy, c.workload_kind, c.flat_params(), c.code, p.code)
+            return
+        k, kind = 0, make.kind
+        for raw in self.grid:
+            full, code = make.reader({**kind.defaults, **raw})
+            pcode = make.wl_code or code
+            for params in kind.expand(full) if kind.expand else [full]:
+                params = kind.trim(params) if make.trims else params
+                _, _, ids = make.known(k)
+                k += 1
+                for cid, (system, name, pparams, ccode) in zip(ids, make.names, strict=True):
+                    flat = flat_params(params, system, pparams)
+                    yield FlatConfig(cid, make.engine_name, name, make.kind_name, flat, ccode, pcode)
+
+    def some_params(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(k, the parameters of point k) for the increasing positions
+        ``wanted``, without making the points (`_PointMaker.params`)."""
+        params = getattr(self.make, "params", None)
+        if params is None:
+            for k, point in self.some(wanted):
+                yield k, point.params
+            return
+        if self.one_each:
+            for k, raw in self._raws(wanted):
+                yield k, params(raw)[0]
+            return
+        want = iter(wanted)
+        k = next(want, -1)
+        at = 0
+        for raw in self.grid:
+            if k < 0:
+                return
+            made = params(raw)
+            while 0 <= k < at + len(made):
+                yield k, made[k - at]
+                k = next(want, -1)
+            at += len(made)
+
+    def _raws(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(k, grid point k) for the increasing ``wanted`` (one point a grid point)."""
+        walk = getattr(self.grid, "walk", None)
+        at, raws = -2, iter(())  # -2: no walk yet
+        for k in wanted:
+            if walk is None:
+                yield k, self.grid[k]
                 continue
-            try:
-                expanded = kind.expand(full) if kind.expand else [full]
-            except UserError as err:  # names a file:line or a parameter
-                raise UserError(f"{where}: {err}") from None
-            for p in expanded:
-                p = kind.trim(p)
-                ident = {**p, "reader": code.attr} if code is not None else p
-                out.append((p, ident, code))
-    errors.raise_any()
-    return out
+            if k != at + 1:  # a run of consecutive points: the grid walked, not each point's digits read
+                raws = walk(k)
+            at = k
+            yield k, next(raws)
+
+    def some(self, wanted: Iterable[int]) -> Iterator[tuple[int, WorkloadPoint]]:
+        """(k, point k) for the increasing positions ``wanted``, only those
+        made when each grid point makes one point; otherwise by iterating."""
+        if self.one_each:
+            for k, raw in self._raws(wanted):
+                yield k, self.make(raw, k)[0]
+            return
+        want = iter(wanted)
+        k = next(want, -1)
+        for at, point in enumerate(self):
+            if k < 0:
+                return
+            if at == k:
+                yield at, point
+                k = next(want, -1)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            at = range(*k.indices(self.size))
+            if self.one_each and at.step > 0:  # a block of the plan (`payload.Packer`): the grid walked
+                return [point for _, point in self.some(at)]
+            if self.one_each or at.step < 0:
+                return [self[i] for i in at]
+            return list(itertools.islice(iter(self), at.start, at.stop, at.step))
+        if k < 0:
+            k += self.size
+        if not 0 <= k < self.size:
+            raise IndexError(k)
+        if self.one_each:
+            return self.make(self.grid[k], k)[0]
+        return next(itertools.islice(iter(self), k, None))
+
+
+class PlanConfigs(Mapping[str, Config]):
+    """The plan's configurations by id, in plan order, streamed from its
+    points (`PlanPoints`): iterating, ``values()`` and ``items()`` make them
+    as they go; the length is points x configurations per point. A lookup by
+    id scans the points; a second one builds the id -> configuration map
+    (what adaptive rounds' statistics and a lookup-heavy caller need: the
+    plan's full footprint, paid only by them)."""
+
+    def __init__(self, points: Sequence[WorkloadPoint], per_point: int) -> None:
+        self.points, self.per_point = points, per_point
+        self._index: dict[str, Config] | None = None
+        self._lookups = 0
+
+    def __len__(self) -> int:
+        return len(self.points) * self.per_point
+
+    def __iter__(self) -> Iterator[str]:
+        for p in self.points:
+            for c in p.configs:
+                yield c.config_id
+
+    def __getitem__(self, cid: str) -> Config:
+        if self._index is None:
+            self._lookups += 1
+            if self._lookups == 1:
+                for c in self.values():
+                    if c.config_id == cid:
+                        return c
+                raise KeyError(cid)
+            self._index = {c.config_id: c for c in self.values()}
+        return self._index[cid]
+
+    def values(self) -> _ConfigValues:
+        return _ConfigValues(self)
+
+    def items(self) -> _ConfigItems:
+        return _ConfigItems(self)
+
+
+class _ConfigValues(ValuesView[Config]):
+    """`PlanConfigs.values`, streamed (no lookup per id)."""
+
+    _mapping: PlanConfigs
+
+    def __iter__(self) -> Iterator[Config]:
+        for p in self._mapping.points:
+            yield from p.configs
+
+
+class _ConfigItems(ItemsView[str, Config]):
+    """`PlanConfigs.items`, streamed (no lookup per id)."""
+
+    _mapping: PlanConfigs
+
+    def __iter__(self) -> Iterator[tuple[str, Config]]:
+        for p in self._mapping.points:
+            for c in p.configs:
+                yield c.config_id, c
 
 
 def _policies(
@@ -501,13 +981,14 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     errors = Collector()
     engine, kind, kind_name, wl_code, codes = _engine_and_kind(spec, source, errors)
     policies, policy_integers, metrics, systems = _parts(spec, source, errors, engine, codes)
-    points, configs = _expand(
+    points, columns, repeats = _expand(
         spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers
     )
-    _check_points(spec, source, errors, engine, kind, points, systems)
-    columns = _columns(source, errors, codes, configs, metrics)
+    _check_points(spec, source, errors, engine, kind, points, systems, repeats)
+    _columns(source, errors, codes, columns, metrics)
     errors.raise_any()
-    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes)
+    configs = PlanConfigs(points, points.make.per_point if isinstance(points.make, _PointMaker) else 0)
+    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes, tuple(policies))
 
 
 def _engine_and_kind(
@@ -579,7 +1060,7 @@ def _parts(
     if engine is not None:
         with errors.check():
             engine.check_system(spec.system, f"{source}: system")
-            systems = _grid(dict(spec.system), [], f"{source}: system")
+            systems = list(_grid(dict(spec.system), [], f"{source}: system"))
     return policies, policy_integers, metrics, systems
 
 
@@ -595,61 +1076,55 @@ def _expand(
     systems: list[dict[str, Any]] | None,
     policies: _PolicyPoints,
     policy_integers: dict[str, frozenset[str]],
-) -> tuple[list[WorkloadPoint], dict[str, Config]]:
-    """The workload points of the grid and, for each, its configurations:
-    every [system] grid point x every policy configuration."""
-    points: list[WorkloadPoint] = []
-    configs: dict[str, Config] = {}
-    integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
-        f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer
-    )
-    expanded = []
+) -> tuple[PlanPoints, list[str], bool]:
+    """The checking pass over the workload grid: every grid point checked
+    and made into its workload points and their configurations (as the run
+    will make them again, `PlanPoints`), one at a time. Returns the streamed
+    points, the parameter columns of their configurations (in order of first
+    appearance) and whether two points share an id (a grid that repeats a
+    point). What it keeps meanwhile is 8 bytes a point (the ids, for that
+    check), dropped on return."""
+    import array
+
+    import numpy as np
+
+    from schedlab.errors import Collector
+
+    make = _PointMaker(spec, source, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers)
+    grid: Sequence[dict[str, Any]] = []
+    count = 0
+    columns: dict[str, None] = {}
+    ids, config_ids, draw_ids = array.array("Q"), array.array("Q"), array.array("Q")
+    drawn = bytearray()  # 1 where the point's draw id is not its point id
     if kind is not None:
+        where = f"{source}: workload"
         with errors.check():
-            expanded = _points(kind, spec.workload.params(), spec.workload.zip, f"{source}: workload", spec.base_dir)
-    # the canonical text of each part of a configuration's identity, made once (`canonical_object`)
-    engine_code = codes.get("engine")  # your own engine's code: part of its configurations' identity
-    engine_text = {} if engine is None else {"engine": canonical(engine.name)}
-    if engine_code is not None:
-        engine_text["engine_code"] = canonical(engine_code.identity)
-    texts = [(system, {"system": canonical(system)} if system else {}, engine_text) for system in systems or ()]
-    policy_texts = [
-        {"policy": canonical(name), "policy_params": canonical(pparams)}
-        | ({"code": canonical(code.identity)} if code is not None else {})
-        for name, pparams, code in policies
-    ]
-    # one frozenset per policy, shared by its configurations (not 200 bytes each)
-    columns_of = {name: integers | policy_integers.get(name, frozenset()) for name, _, _ in policies}
-    for params, ident, reader_code in expanded:
-        pcode = wl_code or reader_code
-        if reader_code is not None:
-            codes.setdefault("workload.reader", reader_code)
-        workload_text, point_id, draw_id = _point_ids(kind, kind_name, params, ident, pcode)
-        point_configs = []
-        for system, system_text, engine_text in texts:
-            for (name, pparams, code), policy_text in zip(policies, policy_texts, strict=True):
-                columns = columns_of[name]
-                identity = {**engine_text, **policy_text, **system_text, "workload": workload_text}
-                config = Config(
-                    text_digest(canonical_object(identity)),
-                    engine.name,
-                    name,
-                    pparams,
-                    kind_name,
-                    params,
-                    point_id,
-                    system,
-                    code,
-                    columns,
-                )
-                configs[config.config_id] = config
-                point_configs.append(config)
-        points.append(
-            WorkloadPoint(
-                point_id, kind_name, params, tuple(point_configs), pcode, getattr(spec.outputs, "warmup", None), draw_id
-            )
+            grid = _grid(spec.workload.params(), spec.workload.zip, where)
+            found = Collector()
+            for raw in grid:
+                for point in _checked_points(kind, make, raw, where, spec.base_dir, found):
+                    count += 1
+                    ids.append(int(point.point_id, 16))
+                    config_ids.extend(int(c.config_id, 16) for c in point.configs)
+                    draw_ids.append(int(point.draw_id, 16) if point.draw_id is not None else 0)
+                    drawn.append(point.draw_id is not None)
+                    for c in point.configs:
+                        columns.update(dict.fromkeys(c.flat_params()))
+            found.raise_any()
+    for _, (code, _) in make.readers.items():
+        codes.setdefault("workload.reader", code)
+        break
+    keys = np.frombuffer(ids, dtype=np.uint64).copy() if ids else np.zeros(0, dtype=np.uint64)
+    repeats = bool(keys.size > 1 and (np.diff(np.sort(keys)) == 0).any())
+    if not errors and count:  # later passes make each point with these ids (`PlanIds`), not by hashing again
+        any_drawn = any(drawn)
+        make.ids = PlanIds(
+            keys,
+            np.frombuffer(config_ids, dtype=np.uint64).copy(),
+            np.frombuffer(draw_ids, dtype=np.uint64).copy() if any_drawn else None,
+            np.frombuffer(bytes(drawn), dtype=np.bool_).copy() if any_drawn else None,
         )
-    return points, configs
+    return PlanPoints(grid, make, count), list(columns), repeats
 
 
 def _point_ids(
@@ -658,9 +1133,11 @@ def _point_ids(
     """(the canonical text of the workload point's identity, its id, its
     draw id: None when it is the point id, see the module docstring)."""
     workload_identity = {"kind": kind_name, "params": ident}
+    parts = {"kind": _value_text(kind_name), "params": canonical_object({str(k): _text(v) for k, v in ident.items()})}
     if pcode is not None:
         workload_identity["code"] = pcode.identity
-    workload_text = canonical(workload_identity)
+        parts["code"] = canonical(pcode.identity)
+    workload_text = canonical_object(parts)  # == canonical(workload_identity), from the values' texts
     point_id = text_digest(workload_text)
     excluded = kind.draw_excludes(params) if kind.draw_excludes is not None else ()
     draw_id = None
@@ -707,24 +1184,26 @@ def _check_points(
     errors: Collector,
     engine: Any,
     kind: Any,
-    points: list[WorkloadPoint],
+    points: Sequence[WorkloadPoint],
     systems: list[dict[str, Any]] | None,
+    repeats: bool,
 ) -> None:
-    """The rules between [system] and the workload points' jobs, and a grid
-    that repeats a point."""
+    """The rules between [system] and the workload points' jobs (the points
+    streamed to them), and a grid that repeats a point (``repeats``, found by
+    the checking pass)."""
     if points and systems is not None:
         from schedlab.sim.system import check_jobs_fit
 
         # [system] x workload rules (e.g. a capacity list has one entry per resource of the job table)
         with errors.check():
             engine.check_system_workload(
-                spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+                spec.system, kind, (p.params for p in points), f"{source}: system", f"{source}: workload"
             )
             # what run would reject in every instance, known now: jobs wider than the machine, a build that fails
             check_jobs_fit(
-                engine.system, spec.system, kind, [p.params for p in points], f"{source}: system", f"{source}: workload"
+                engine.system, spec.system, kind, (p.params for p in points), f"{source}: system", f"{source}: workload"
             )
-    if len({p.point_id for p in points}) != len(points):
+    if repeats:
         errors.add(f"{source}: workload: the grid repeats a point (a value is listed twice)")
 
 
@@ -786,20 +1265,19 @@ def _columns(
     source: str,
     errors: Collector,
     codes: dict[str, CodeRef],
-    configs: dict[str, Config],
+    columns: list[str],
     metrics: tuple[MetricSpec, ...],
-) -> list[str]:
-    """The parameter columns of the rows; user code that differs under one
-    name, and a column or metric that takes a reserved name, are errors."""
+) -> None:
+    """The parameter columns of the rows (``columns``, found by the checking
+    pass) checked: user code that differs under one name, and a column or
+    metric that takes a reserved name, are errors."""
     from schedlab.usercode import check_distinct
 
     with errors.check():
         check_distinct(codes, source)
-    columns = list(dict.fromkeys(k for c in configs.values() for k in c.flat_params()))
     clash = set(columns) & RESERVED_COLUMNS
     if clash:
         errors.add(f"{source}: workload.{sorted(clash)[0]}: reserved column name")
     for i, m in enumerate(metrics):
         if m.name in RESERVED_COLUMNS or m.name in columns:
             errors.add(f"{source}: metrics[{i}].name: {m.name!r} is already a column (a parameter or reserved)")
-    return columns

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 from collections import ChainMap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from schedlab.platform.planning.plan import digest
 from schedlab.version import __version__
 
 if TYPE_CHECKING:
-    from schedlab.platform.planning.plan import Plan
+    from schedlab.platform.planning.plan import Config, FlatConfig, Plan
     from schedlab.platform.planning.spec import SweepSpec
 
 
@@ -187,19 +190,69 @@ def manifest_text(manifest: dict[str, Any]) -> Iterator[bytes]:
     for i, key in enumerate(keys):
         end = ",\n" if i < len(keys) - 1 else "\n"
         value = manifest[key]
-        if key == "configs" and isinstance(value, Mapping) and value:
-            yield f"  {json.dumps(key)}: {{\n".encode()
-            ids = sorted(value)
-            for start in range(0, len(ids), TEXT_CHUNK_CONFIGS):
-                block = ids[start : start + TEXT_CHUNK_CONFIGS]
-                last = start + len(block) == len(ids)
-                lines = [f"    {json.dumps(cid)}: {json.dumps(value[cid], sort_keys=True)}" for cid in block]
-                yield (",\n".join(lines) + ("\n" if last else ",\n")).encode()
-            yield f"  }}{end}".encode()
+        if key == "configs" and isinstance(value, Mapping):
+            yield f"  {json.dumps(key)}: {{".encode()
+            items = _config_items(value)
+            sep = "\n"
+            while block := list(itertools.islice(items, TEXT_CHUNK_CONFIGS)):
+                yield "".join(
+                    f"{sep if i == 0 else ',' + chr(10)}    {json.dumps(cid)}: {json.dumps(entry, sort_keys=True)}"
+                    for i, (cid, entry) in enumerate(block)
+                ).encode()
+                sep = ",\n"
+            yield f"\n  }}{end}".encode()
         else:
             text = json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n  ")
             yield f"  {json.dumps(key)}: {text}{end}".encode()
     yield b"}\n"
+
+
+def _config_items(configs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``configs.items()`` in its own order, streamed: a plan's entries are
+    made as they are written (`ConfigEntries`); a grown manifest's ChainMap
+    (the new plan's entries first) gives each id once, its first map's entry,
+    without a lookup into the plan's (the later maps are the old manifests'
+    dicts, read from disk)."""
+    if not isinstance(configs, ChainMap):
+        yield from configs.items()
+        return
+    first, *rest = configs.maps
+    known = getattr(first.plan.points, "ids", None) if isinstance(first, ConfigEntries) else None
+    if known is not None and rest and all(isinstance(m, OnDiskConfigs) for m in rest):
+        yield from _grown_items(first, known.configs, rest)
+        return
+    later = [dict(m) for m in rest]  # the old entries still to write: a copy, the manifest read is not changed
+    for cid, entry in first.items():
+        for m in later:
+            m.pop(cid, None)
+        yield cid, entry
+    for i, m in enumerate(later):
+        for cid, entry in m.items():
+            if not any(cid in earlier for earlier in rest[:i]):
+                yield cid, entry
+
+
+def _grown_items(first: Mapping[str, Any], numbers: np.ndarray, rest: list[Any]) -> Iterator[tuple[str, Any]]:
+    """`_config_items` of a new plan's entries (``first``, whose ids are
+    ``numbers``) over manifests read lean (`OnDiskConfigs`), in the same
+    order, without a copy of the old entries: each old manifest streamed,
+    its ids already written (as numbers, sorted) skipped unparsed."""
+    from schedlab.platform.storage.keyset import id_number
+
+    yield from first.items()
+    written = np.unique(numbers)
+    for i, m in enumerate(rest):
+        earlier = rest[:i]
+
+        def seen(cid: str, written: np.ndarray = written, earlier: list[Any] = earlier) -> bool:
+            number = id_number(cid)
+            if number is None:  # not a plan's id (those are 16 hex digits): looked up in the maps before
+                return any(cid in e for e in earlier)
+            at = int(np.searchsorted(written, np.uint64(number)))
+            return at < len(written) and int(written[at]) == number
+
+        yield from m.items(skip=seen)
+        written = np.union1d(written, m.ids())
 
 
 def fingerprint(path: Path, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -240,38 +293,81 @@ def _changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
 def input_files(plan: Plan) -> list[str]:
     """The files (or folders) the plan's workload points read: the ``path``
     of trace and file workloads, as the readers open them."""
+    if "path" not in plan.param_columns:  # no point has one (a streamed plan's points not made to say so)
+        return []
     paths = {str(p.params["path"]) for p in plan.points if isinstance(p.params.get("path"), str)}
     return sorted(x for x in paths if Path(x).exists())
 
 
 class ConfigEntries(Mapping[str, dict[str, Any]]):
     """The manifest's ``configs`` of a plan: config id -> what the manifest
-    says of it, each entry made when it is looked up (`manifest_text` writes
-    them a chunk at a time), not half a kilobyte a configuration held from
-    the plan to the end of the write."""
+    says of it, streamed from the plan's points (``items()``: `manifest_text`
+    writes them a chunk at a time), not half a kilobyte a configuration held
+    from the plan to the end of the write. A lookup by id goes through the
+    plan's configurations (`plan.PlanConfigs`)."""
 
     def __init__(self, plan: Plan) -> None:
-        self.configs = plan.configs
-        self.workload_code = {c.config_id: p.code.sha256 for p in plan.points if p.code is not None for c in p.configs}
+        self.plan = plan
         self.engine_code = {"engine_code_sha256": plan.code["engine"].sha256} if "engine" in plan.code else {}
+        self._workload_code: dict[str, str] | None = None  # config id -> its point's code digest, for lookups
 
-    def __getitem__(self, cid: str) -> dict[str, Any]:
-        c = self.configs[cid]
+    def entry(self, c: Config, workload_sha256: str | None) -> dict[str, Any]:
+        """What the manifest says of ``c`` (the digest of its point's code: ``workload_sha256``)."""
         return {
             "engine": c.engine,
             "policy": c.policy,
             "workload_kind": c.workload_kind,
             "params": c.flat_params(),
             **({"code_sha256": c.code.sha256} if c.code is not None else {}),
-            **({"workload_code_sha256": self.workload_code[cid]} if cid in self.workload_code else {}),
+            **({"workload_code_sha256": workload_sha256} if workload_sha256 is not None else {}),
             **self.engine_code,
         }
 
+    def flat_entry(self, f: FlatConfig) -> dict[str, Any]:
+        """`entry` of a `plan.FlatConfig` (the same keys, in the same order)."""
+        return {
+            "engine": f.engine,
+            "policy": f.policy,
+            "workload_kind": f.workload_kind,
+            "params": f.params,
+            **({"code_sha256": f.code.sha256} if f.code is not None else {}),
+            **({"workload_code_sha256": f.point_code.sha256} if f.point_code is not None else {}),
+            **self.engine_code,
+        }
+
+    def __getitem__(self, cid: str) -> dict[str, Any]:
+        c = self.plan.configs[cid]
+        if self._workload_code is None:
+            self._workload_code = {
+                c.config_id: p.code.sha256 for p in self.plan.points if p.code is not None for c in p.configs
+            }
+        return self.entry(c, self._workload_code.get(cid))
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self.configs)
+        return iter(self.plan.configs)
 
     def __len__(self) -> int:
-        return len(self.configs)
+        return len(self.plan.configs)
+
+    def items(self) -> ItemsView[str, dict[str, Any]]:
+        return _EntryItems(self)
+
+
+class _EntryItems(ItemsView[str, dict[str, Any]]):
+    """`ConfigEntries.items`, streamed from the plan's points (no lookup per id)."""
+
+    _mapping: ConfigEntries
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        entries = self._mapping
+        flat = getattr(entries.plan.points, "flat_configs", None)
+        if flat is not None:  # a streamed plan: no point made (`PlanPoints.flat_configs`)
+            for f in flat():
+                yield f.config_id, entries.flat_entry(f)
+            return
+        for p in entries.plan.points:
+            for c in p.configs:
+                yield c.config_id, entries.entry(c, p.code.sha256 if p.code is not None else None)
 
 
 def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -310,3 +406,153 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
             else {}
         ),
     }
+
+
+class OnDiskConfigs(Mapping[str, dict[str, Any]]):
+    """The ``configs`` of a manifest.json that `manifest_text` wrote (one
+    configuration a line), read lazily (`read_lean`): the ids as sorted 64-bit
+    numbers and each one's line offset, 16 bytes a configuration, instead of
+    about 1.7 KB of parsed entries (a resume of ten million configurations
+    would hold 17 GB). A lookup reads its line; iterating streams the file.
+    Ids that are not 16 hex digits (none that schedlab writes) are held parsed."""
+
+    def __init__(self, path: Path, numbers: np.ndarray, offsets: np.ndarray, others: dict[str, dict[str, Any]]) -> None:
+        order = np.argsort(numbers, kind="stable")
+        self.path, self.numbers, self.offsets, self.others = path, numbers[order], offsets[order], others
+        self.stamp = _stamp(path)
+
+    def _open(self) -> Any:
+        """The file, checked to be the one read (a manifest written since moved
+        every line: reading it by these offsets would be wrong, not just stale)."""
+        if _stamp(self.path) != self.stamp:
+            raise RuntimeError(f"{self.path} changed since its configurations were read")
+        return self.path.open("rb")
+
+    def ids(self) -> np.ndarray:
+        """The 16-hex-digit ids as sorted 64-bit numbers (`keyset.id_number`)."""
+        return self.numbers
+
+    def _at(self, cid: str) -> int:
+        """The line offset of ``cid``, or -1."""
+        from schedlab.platform.storage.keyset import id_number
+
+        number = id_number(cid)
+        if number is None or not len(self.numbers):
+            return -1
+        i = int(np.searchsorted(self.numbers, np.uint64(number)))
+        return int(self.offsets[i]) if i < len(self.numbers) and int(self.numbers[i]) == number else -1
+
+    def __contains__(self, cid: object) -> bool:
+        return isinstance(cid, str) and (cid in self.others or self._at(cid) >= 0)
+
+    def __getitem__(self, cid: str) -> dict[str, Any]:
+        if cid in self.others:
+            return self.others[cid]
+        at = self._at(cid)
+        if at < 0:
+            raise KeyError(cid)
+        with self._open() as fh:
+            fh.seek(at)
+            return _config_line(fh.readline())[1]
+
+    def __len__(self) -> int:
+        return len(self.numbers) + len(self.others)
+
+    def __iter__(self) -> Iterator[str]:
+        for cid, _ in self.items():
+            yield cid
+
+    def items(self, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:  # type: ignore[override]
+        """(id, entry) in the file's order, streamed; ``skip(id)``: not parsed nor yielded."""
+        with self._open() as fh:
+            inside = False
+            for line in fh:
+                if not inside:
+                    inside = line == CONFIGS_LINE
+                    continue
+                if line.startswith(b"  }"):
+                    return
+                cid = _hex_id(line)
+                if cid is None:
+                    cid, entry = _config_line(line)
+                    if skip is None or not skip(cid):
+                        yield cid, entry
+                elif skip is None or not skip(cid):
+                    yield _config_line(line)
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+#: The line of manifest.json that opens its configurations (`manifest_text`).
+CONFIGS_LINE = b'  "configs": {\n'
+
+
+def _hex_id(line: bytes) -> str | None:
+    """The id of a configuration line whose id is 16 hex digits (``    "<id>": {...}``), else None."""
+    if len(line) > 24 and line[21:24] == b'": ' and line[:5] == b'    "':
+        cid = line[5:21].decode("ascii", "replace")
+        if _HEX_DIGITS.issuperset(cid):
+            return cid
+    return None
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _config_line(line: bytes) -> tuple[str, dict[str, Any]]:
+    """(id, entry) of one configuration line of manifest.json (`manifest_text`)."""
+    parsed: dict[str, Any] = json.loads(b"{" + line.strip().rstrip(b",") + b"}")
+    if len(parsed) != 1:
+        raise ValueError("a configuration line holds more than one configuration")
+    return next(iter(parsed.items()))
+
+
+def read_lean(path: Path) -> dict[str, Any] | None:
+    """manifest.json with its ``configs`` an `OnDiskConfigs`, when it is laid
+    out as `manifest_text` writes it (each configuration on one line between
+    the ``"configs": {`` line and the ``}`` that closes it); None otherwise
+    (a manifest written whole by an older schedlab, or edited: read it with
+    ``json.loads``). A malformed document raises ``ValueError``."""
+    import array
+
+    from schedlab.platform.storage.keyset import id_number
+
+    head: list[bytes] = []
+    numbers, offsets = array.array("Q"), array.array("q")
+    others: dict[str, dict[str, Any]] = {}
+    with path.open("rb") as fh:
+        at = 0
+        state = "head"
+        for line in fh:
+            if state == "head":
+                head.append(line)
+                if line == CONFIGS_LINE:
+                    state = "configs"
+            elif state == "configs":
+                if line.startswith(b"  }"):
+                    head[-1] = b'  "configs": {' + line.lstrip()
+                    state = "tail"
+                elif not line.startswith(b'    "') or not line.rstrip(b",\n").endswith(b"}"):
+                    return None  # a configuration over several lines: not manifest_text's layout
+                else:
+                    cid = _hex_id(line)
+                    number = id_number(cid) if cid is not None else None
+                    if number is None:
+                        key, entry = _config_line(line)
+                        others[key] = entry
+                    else:
+                        numbers.append(number)
+                        offsets.append(at)
+            else:
+                head.append(line)
+            at += len(line)
+    if state != "tail":
+        return None
+    manifest: dict[str, Any] = json.loads(b"".join(head))
+    manifest["configs"] = OnDiskConfigs(
+        path, np.frombuffer(numbers, np.uint64).copy(), np.frombuffer(offsets, np.int64).copy(), others
+    )
+    return manifest

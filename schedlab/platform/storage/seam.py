@@ -36,8 +36,9 @@ class ResultsStore(Protocol):
     root: Path
 
     # ---- the manifest ------------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any] | None:
-        """The manifest, or None before the first run wrote one; an unreadable one is a `UserError`."""
+    def read_manifest(self, lean: bool = False) -> dict[str, Any] | None:
+        """The manifest, or None before the first run wrote one; an unreadable one is a `UserError`.
+        ``lean``: its ``configs`` may be a mapping read from disk on demand (a resume of millions)."""
         ...
 
     def prepare(

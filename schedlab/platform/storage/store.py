@@ -91,6 +91,7 @@ from schedlab.platform.storage.manifest import (
     CodeChange,
     code_changes,
     manifest_text,
+    read_lean,
     rerun_note,
     stale_digests,
     superseded_configs,
@@ -147,12 +148,17 @@ class ResultStore:
         self.root = Path(root)
 
     # ---- manifest -------------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any] | None:
+    def read_manifest(self, lean: bool = False) -> dict[str, Any] | None:
+        """The manifest; ``lean``: its ``configs`` read lazily (`manifest.read_lean`:
+        16 bytes a configuration, what a resume of millions needs), where its layout allows."""
         path = self.root / MANIFEST
         if not path.exists():
             return None
         try:
-            manifest: dict[str, Any] = json.loads(path.read_text())
+            manifest: dict[str, Any] | None = read_lean(path) if lean else None
+            if manifest is None:
+                manifest = json.loads(path.read_text())
+            assert manifest is not None  # json.loads of a manifest is a dict
             return manifest
         except (OSError, ValueError) as err:
             raise UserError(
@@ -235,7 +241,7 @@ class ResultStore:
           name, engine): an error naming the field(s), unless ``fresh`` (which
           discards the old results)."""
         try:
-            existing = self.read_manifest()
+            existing = self.read_manifest(lean=True)
         except UserError:
             if not fresh:
                 raise
