@@ -156,6 +156,7 @@ VCSIM_OPTIONS = {
     "victims": "put-back",
     "victims_settle": "instant-end",
     "mcb8_remaps": "instant-end",
+    "minvt_units": "ms",
 }
 #: The batch engine's policies here (the DFRS pipelines' cluster model, exact estimates) and the
 #: [system] options of each ``--variant vcsim`` for them.
