@@ -19,6 +19,8 @@ from schedlab.engines.dfrs.sim import WAITING, DfrsState
 from schedlab.engines.dfrs.sim.allocation import percent_max_min, percent_yields
 from schedlab.errors import UserError
 
+END_TOL = 1e-9  # s: completion times of the hand-worked cases, equal up to float residue
+
 
 def test_vcsim_rules_hand_example():
     """Two nodes; jobs a (id 0) and b (id 1), one task each, need 1, memory
@@ -115,6 +117,7 @@ def test_bad_values_are_one_line():
         "time_units",
         "priority_units",
         "arrival_at_period",
+        "minvt_units",
     ):
         with pytest.raises(UserError, match=key):
             run_per(**{key: "other"})
@@ -357,3 +360,67 @@ def test_arrival_at_period(rule, migrations, end):
     res = get_engine("dfrs").run(fresh_example(), "Greedy*/per/OPT=MIN", {"period": 10.0}, system)
     assert np.asarray(res.jobs["migrations"]).tolist() == migrations
     assert np.asarray(res.jobs["end"]).tolist() == end
+
+
+def test_below_minvt_units():
+    """MINVT's test at a bound of 600 s. 480 s of virtual time plus 120 s
+    gained at yield .2 over intervals of 11, 99, 127, 9, 54 and 300 s (the
+    instants of job 975 of the 1,000-job Lublin seed 1 between two periodic
+    remaps, docs/dfrs.md) sums in floats to 599.9999999999999 s: below 600 in
+    floats (pinned), exactly 600,000 ms in whole milliseconds, not below
+    600,000 (the authors' simulator's ``vtmsecs() < 1000 * minvt``: not
+    pinned). A virtual time one millisecond short (599.999 s) is below in
+    both; 600.0004 s (600,000 ms) is below in neither."""
+    s = DfrsState(1, [0.0] * 3, [1000.0] * 3, [1] * 3, [1.0] * 3, [0.1] * 3, 0.0)
+    vt = 480.0
+    for dt in (11.0, 99.0, 127.0, 9.0, 54.0, 300.0):
+        vt += 0.2 * dt
+    assert vt == 599.9999999999999
+    s.vt[:] = [vt, 599.999, 600.0004]
+    assert [s.below_minvt(j, 600.0) for j in range(3)] == [True, True, False]
+    s.minvt_units = "ms"
+    assert [s.below_minvt(j, 600.0) for j in range(3)] == [False, True, False]
+
+
+def minvt_example() -> pl.DataFrame:
+    """Two nodes; A (job 0) at t = 0, runtime 2 s, and B (job 1) at t = .61,
+    runtime 5 s, one task each, need 1, memory .6 (one job a node).
+    /per/OPT=MIN with a period of .3 s and MINVT = .6 s, penalty 1 s,
+    vcsim's MCB8 rules and no relabelling. The periodic instants are k x .3
+    in floats: .3, .6, .8999999999999999, 1.2, 1.5, ...
+
+    A is placed on node 0 at .3 and runs at yield 1; at the third instant its
+    virtual time is .3 + (.8999999999999999 - .6) = .5999999999999999 s,
+    .6 s exactly. MCB8 maps A and B there.
+
+    ``minvt_units = "real"``: .5999999999999999 < .6, A is pinned on node 0
+    and B goes to node 1. At 1.2 A (vt .9) is free but B (vt .3) pinned: A
+    stays on node 0. At 1.5 both are free (B's vt .6000000000000001):
+    vcsim's lists put the later job first on ties, B on node 0 and A on node
+    1: both migrate, each paying 1 s. A (vt 1.2) ends at 1.5 + 1 + .8 = 3.3,
+    B (vt .6) at 1.5 + 1 + 4.4 = 6.9.
+
+    ``"ms"``: A's 600 ms are not below 600 ms, so A is not pinned: B (the
+    later job) goes to node 0 and A migrates to node 1 at .9 (vt .6, penalty
+    to 1.9): A ends at 1.9 + 1.4 = 3.3, B, never moved, at .9 + 5 = 5.9."""
+    return pl.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit": [0.0, 0.61],
+            "runtime": [2.0, 5.0],
+            "procs": [1, 1],
+            "cpu_need": [1.0, 1.0],
+            "memory": [0.6, 0.6],
+        }
+    )
+
+
+@pytest.mark.parametrize("units,migrations,end", [("real", [1, 1], [3.3, 6.9]), ("ms", [1, 0], [3.3, 5.9])])
+def test_minvt_units(units, migrations, end):
+    """``minvt_example``: with MINVT's test in floats B runs on the other node
+    until both are free and then both migrate; in whole milliseconds (the
+    authors' simulator) A is repacked at once and B never moves."""
+    system = {"nodes": 2, "penalty": 1.0, "mcb8_rules": "vcsim", "relabel": "none", "minvt_units": units}
+    res = get_engine("dfrs").run(minvt_example(), "/per/OPT=MIN", {"period": 0.3, "minvt": 0.6}, system)
+    assert np.asarray(res.jobs["migrations"]).tolist() == migrations
+    assert np.asarray(res.jobs["end"]).tolist() == pytest.approx(end, abs=END_TOL)

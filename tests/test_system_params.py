@@ -80,6 +80,7 @@ BASE = {
             "priority_units": "real",
             "victims_settle": "arrival",
             "mcb8_remaps": "each-event",
+            "minvt_units": "real",
             "arrival_at_period": "placed",
         },
     },
@@ -148,6 +149,7 @@ VALID = {
         "priority_units": lambda v: v in ("real", "ms") and type(v) is str,
         "victims_settle": lambda v: v in ("arrival", "instant-end") and type(v) is str,
         "mcb8_remaps": lambda v: v in ("each-event", "instant-end") and type(v) is str,
+        "minvt_units": lambda v: v in ("real", "ms") and type(v) is str,
         "arrival_at_period": lambda v: v in ("placed", "remap") and type(v) is str,
     },
 }
@@ -310,7 +312,7 @@ def test_unknown_names_and_queue_takes_none():
 def test_malformed_value_count():
     """The generator is not silently empty: how many invalid values the two tests above reject."""
     invalid = [(e, f, v) for e, f, v in CASES if not VALID[e][f](v[0] if isinstance(v, list) else v)]
-    assert len(CASES) == 32 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
+    assert len(CASES) == 33 * len(generated("dfrs", "nodes")) and len(invalid) >= 600
 
 
 # ---- rules across fields and with the workload -------------------------------------------------------

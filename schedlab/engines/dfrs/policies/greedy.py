@@ -356,7 +356,7 @@ def _set_bounds(pol, minvt, minft) -> None:
 
 def _pinned(st: DfrsState, minvt: float | None, minft: float | None) -> dict[int, list[int]]:
     if minvt is not None:
-        young = [j for j in st.running if float(st.vt[j]) < minvt]
+        young = [j for j in st.running if st.below_minvt(j, minvt)]
     elif minft is not None:
         young = [j for j in st.running if st.now - st.release[j] < minft]
     else:

@@ -125,6 +125,7 @@ class DfrsRun:
         arrival_at_period: str = "placed",
         victims_settle: str = "arrival",
         mcb8_remaps: str = "each-event",
+        minvt_units: str = "real",
         recorder=None,
     ) -> None:
         self.state = st = DfrsState(nodes, release, processing, tasks, cpu, mem, penalty)
@@ -137,6 +138,7 @@ class DfrsRun:
         st.priority_units = priority_units
         st.victims_settle = victims_settle
         st.mcb8_remaps = mcb8_remaps
+        st.minvt_units = minvt_units
         self._late_star = star_pass in ("instant-end", "vcsim") and _greedy_family(policy)
         st.star_pass = star_pass
         if hidden is not None:
@@ -380,6 +382,7 @@ def simulate_dfrs(
     arrival_at_period: str = "placed",
     victims_settle: str = "arrival",
     mcb8_remaps: str = "each-event",
+    minvt_units: str = "real",
     recorder=None,
 ) -> DfrsResult:
     """Replay jobs (arrays in job order) under ``policy`` (an instance with
@@ -411,7 +414,9 @@ def simulate_dfrs(
     GreedyP / GreedyPM's victims until the end of the instant, where the
     policy's ``end_instant`` settles them before the '*' pass;
     ``mcb8_remaps = "instant-end"`` (``state.mcb8_remaps``): MCB8* and
-    MCB8/per remap once, in ``end_instant``, where they asked for a remap.
+    MCB8/per remap once, in ``end_instant``, where they asked for a remap;
+    ``minvt_units = "ms"`` (``state.minvt_units``): MINVT's pinning test in
+    whole milliseconds (``DfrsState.below_minvt``).
 
     ``stretch_realloc = "every-instant"``: a policy with its own
     ``allocate`` hook (the /stretch-per family) re-allocates at every
@@ -444,6 +449,7 @@ def simulate_dfrs(
             arrival_at_period=arrival_at_period,
             victims_settle=victims_settle,
             mcb8_remaps=mcb8_remaps,
+            minvt_units=minvt_units,
             recorder=recorder,
         )
     )

@@ -118,6 +118,7 @@ class DfrsState:
         self.remap_due = False
         self.penalties = "each-change"
         self.priority_units = "real"  # [system] priority_units: floats (default) or vcsim's whole milliseconds
+        self.minvt_units = "real"  # [system] minvt_units: MINVT's test in floats (default) or whole milliseconds
         self._before: dict[int, tuple[Any, ...]] = {}
 
     # -- priority ------------------------------------------------------------
@@ -156,9 +157,27 @@ class DfrsState:
         earlier job. Virtual time is truncated to whole milliseconds here
         (that simulator truncates it at each allocation change, so the two
         can differ by a few ms)."""
-        vt_ms = math.floor(float(self.vt[j]) * 1000.0 + PRIORITY_MS_EPS)
+        vt_ms = self._vt_ms(j)
         ft_ms = round((self.now - self.release[j]) * 1000.0)
         return (vt_ms * vt_ms) // ft_ms if ft_ms > 0 else 0
+
+    def _vt_ms(self, j: int) -> int:
+        """Job ``j``'s virtual time in whole milliseconds, as the authors'
+        simulator keeps it (truncated; a float residue within
+        ``PRIORITY_MS_EPS`` below a whole millisecond counts as on it)."""
+        return math.floor(float(self.vt[j]) * 1000.0 + PRIORITY_MS_EPS)
+
+    def below_minvt(self, j: int, bound: float) -> bool:
+        """MINVT's test (§4.3): is job ``j``'s virtual time strictly below
+        ``bound`` seconds? In floats by default; under ``minvt_units == "ms"``
+        (docs/dfrs.md, "The /per difference") in whole milliseconds as the
+        authors' simulator compares them (``vtmsecs() < 1000 * minvt``): a
+        virtual time summed in floats to a residue below the bound (e.g.
+        599.9999999999999 s for 480 s + 600 s x 0.2) is the bound there, so
+        the job is not pinned but repacked."""
+        if self.minvt_units == "ms":
+            return self._vt_ms(j) < round(bound * 1000.0)
+        return float(self.vt[j]) < bound
 
     def by_priority(self, jobs: Iterable[int]) -> list[int]:
         return sorted(jobs, key=self.priority_key)

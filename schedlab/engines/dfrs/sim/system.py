@@ -150,6 +150,14 @@ DFRS = SystemSchema(
             doc="MCB8* and MCB8/per remap at each arrival, at the completions and at the periodic instant "
             "(default) or, as the authors' simulator does, once at the end of the instant (docs/dfrs.md)",
         ),
+        choice(
+            "minvt_units",
+            "real",
+            ("real", "ms"),
+            doc="MINVT's test 'virtual time < bound' in floats (default) or, as the authors' simulator makes "
+            "it, in whole milliseconds: a job whose float virtual time is a residue below the bound is not "
+            "pinned (docs/dfrs.md)",
+        ),
     ),
     fits=_dfrs_fits,
 )

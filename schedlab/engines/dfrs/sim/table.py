@@ -63,7 +63,8 @@ def run_table(
     milliseconds (``DfrsState._vcsim_value``); ``arrival_at_period``: "remap" leaves an arrival at a periodic
     instant to that instant's remap; ``victims_settle``: "instant-end" settles GreedyP / GreedyPM's victims at
     the end of the instant (``schedlab.engines.dfrs.policies.greedy.hold_victims``); ``mcb8_remaps``: "instant-end" runs
-    MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``). The
+    MCB8* / MCB8/per's remap once at the end of the instant (``MCB8Star.end_instant``); ``minvt_units``: "ms"
+    makes MINVT's test in whole milliseconds (``DfrsState.below_minvt``). The
     system parameters are checked against the engine's declaration
     (``schedlab.engines.dfrs.sim.system.DFRS``), the same one a sweep's plan checks."""
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in TABLE_SETTINGS}
@@ -126,6 +127,7 @@ def table_inputs(
     arrival_at_period: str = "placed",
     victims_settle: str = "arrival",
     mcb8_remaps: str = "each-event",
+    minvt_units: str = "real",
 ) -> TableInputs:
     """Read and check a job table and the ``[system]`` arguments of
     :func:`run_table` (against the engine's declaration) and apply the
@@ -151,6 +153,7 @@ def table_inputs(
             "arrival_at_period": arrival_at_period,
             "victims_settle": victims_settle,
             "mcb8_remaps": mcb8_remaps,
+            "minvt_units": minvt_units,
         },
         "dfrs engine",
         jobs.columns,
@@ -201,6 +204,7 @@ def table_inputs(
         "arrival_at_period": arrival_at_period,
         "victims_settle": victims_settle,
         "mcb8_remaps": mcb8_remaps,
+        "minvt_units": minvt_units,
     }
     return TableInputs(
         job_id, submit, runtime, procs, cpu, mem, int(nodes), float(penalty), bool(bound), dropped, settings
