@@ -522,7 +522,7 @@ SWEEP_IDS = {
     "psbs-sigma.toml": "11d065a3072ccfbb",
     # a trained agent (user code; its digest is of the syntax tree since #41, and of its declared data files:
     # agent.npz, training.json, since #37)
-    "rl-lublin1.toml": "60f2e7d9aa1e632c",
+    "rl-lublin1.toml": "6d16c0fbad6f0462",  # re-pinned: the slot-scoring agent replaced the PPO one (its code digest)
     "tetris-knob.toml": "b1dbc391affa7377",  # a [search] spec (new): its plan's one base configuration
 }
 
