@@ -5,7 +5,7 @@ run did not have enough replications to say, which tells a reader nothing of
 the paper's claim. `decide_pipeline` (``schedlab pipelines run NAME
 --decide``) runs the pipeline as declared, evaluates its claims, and for each
 inconclusive one raises the replications of the sweeps that claim reads
-(`base.Check.reads`; every sweep when it reads no panel of its own), doubling
+(`base.Check.reads`: its panel's sweep, else its figure's ``reads``, else every sweep), doubling
 them, then evaluates again -- until each claim holds or fails, or its sweeps
 reach the budget of replications per point. The new replications are
 replications n, n+1, ... of the same workload points, so they are paired with

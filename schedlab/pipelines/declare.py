@@ -475,7 +475,9 @@ class Declared:
                     found = self.fn(claim.check)(data, claim)
                 else:
                     found = claim.compare(data, panel.get("x") or fig["plot"]["x"], fig["plot"]["y"])
-            reads = (panel["sweep"],) if panel.get("sweep") else ()
+            # the sweeps a claim reads (what --decide grows and counts): its panel's, else the figure's
+            # ``reads`` (name prefixes), else every sweep of the pipeline
+            reads = (panel["sweep"],) if panel.get("sweep") else tuple(fig.get("reads", ()))
             for c in [found] if isinstance(found, Check) else (found or []):
                 c.reads = c.reads or reads
                 if c.outcome == INCONCLUSIVE and c.straddle is None:
