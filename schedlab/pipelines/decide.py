@@ -174,7 +174,7 @@ def section(state: dict[str, Any]) -> str:
         outcomes = ", ".join(s["outcome"] for s in seen)
         lines.append(f"| {claim.replace('|', '/')} | {ns} | {outcomes} |")
     first, final = rounds[0]["replications"], rounds[-1]["replications"]
-    grown = [s for s in final if final[s] != first.get(s)]
+    grown = [s for s in final if s in first and final[s] != first[s]]  # a sweep added since is not grown
     if grown:
         lines += [
             "",
