@@ -485,34 +485,9 @@ def parser() -> argparse.ArgumentParser:
         epilog='Writes OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent"), OUT/agent.npz, '
         "OUT/training.json and OUT/checkpoint.pkl (run again to resume). Needs pip install -e '.[rl]'.",
     )
-    ap.add_argument(
-        "--trace", default="lublin_256.swf", help="SWF trace, a path or a bare name in --data (default: %(default)s)"
-    )
-    ap.add_argument(
-        "--data",
-        type=Path,
-        default=None,
-        help="the data folder a bare --trace is looked up in (default: $SCHEDLAB_DATA)",
-    )
-    ap.add_argument("--nodes", type=int, default=None, help="processors of the machine (default: the trace's)")
-    ap.add_argument("--sequence", type=int, default=1024, help="jobs per episode (default: %(default)s)")
-    ap.add_argument(
-        "--window", type=int, default=128, help="waiting jobs the agent chooses among (default: %(default)s)"
-    )
-    ap.add_argument(
-        "--backfill",
-        default="easy",
-        choices=["none", "easy"],
-        help="backfilling behind the agent (default: %(default)s)",
-    )
-    ap.add_argument(
-        "--span",
-        type=int,
-        nargs=2,
-        default=None,
-        metavar=("LO", "HI"),
-        help="draw episodes among jobs LO..HI-1 only (default: the whole trace)",
-    )
+    from schedlab.gym.train import add_env_arguments
+
+    add_env_arguments(ap, sequence=1024)
     ap.add_argument(
         "--teacher",
         default="F1",

@@ -273,14 +273,9 @@ def _json_values(values: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line: every option with its meaning and default (``--help``)."""
-    ap = argparse.ArgumentParser(
-        prog="python -m schedlab.gym.train",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
-        epilog='Writes OUT/model.zip and the agent: OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent"), '
-        "OUT/agent.npz (its weights) and OUT/training.json (spec, commit, budget). Needs pip install -e '.[rl]'.",
-    )
+def add_env_arguments(ap: argparse.ArgumentParser, *, sequence: int) -> None:
+    """The environment's options of a training command line (this one and ``schedlab.gym.slot_scorer``'s):
+    the trace, the data folder, the machine, the episodes' jobs and window, the backfilling, the span."""
     ap.add_argument(
         "--trace",
         default="lublin_256.swf",
@@ -296,7 +291,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--nodes", type=int, default=None, help="processors of the machine (default: the trace's MaxProcs / MaxNodes)"
     )
-    ap.add_argument("--sequence", type=int, default=256, help="jobs per training episode (default: %(default)s)")
+    ap.add_argument("--sequence", type=int, default=sequence, help="jobs per training episode (default: %(default)s)")
     ap.add_argument(
         "--window", type=int, default=128, help="waiting jobs the agent chooses among (default: %(default)s)"
     )
@@ -314,6 +309,17 @@ def parser() -> argparse.ArgumentParser:
         metavar=("LO", "HI"),
         help="draw episodes among jobs LO..HI-1 of the trace only (default: the whole trace)",
     )
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: every option with its meaning and default (``--help``)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m schedlab.gym.train",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog='Writes OUT/model.zip and the agent: OUT/agent.py (a batch policy: use = "OUT/agent.py:Agent"), '
+        "OUT/agent.npz (its weights) and OUT/training.json (spec, commit, budget). Needs pip install -e '.[rl]'.",
+    )
+    add_env_arguments(ap, sequence=256)
     ap.add_argument(
         "--timesteps", type=int, default=100_000, help="environment steps to train for (default: %(default)s)"
     )

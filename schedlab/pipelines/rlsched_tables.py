@@ -146,6 +146,30 @@ def measured(data) -> str:
     )
 
 
+def _published_panel(ax, trace: str, x, ps: list[str]) -> None:
+    """One trace's panel of a Table V figure: the published values as red diamonds over our bars, log scale."""
+    pub = [published(trace, p) for p in ps]
+    ax.scatter(
+        [i for i, v in zip(x, pub) if v],
+        [v for v in pub if v],
+        color="tab:red",
+        marker="D",
+        zorder=3,
+        label="published",
+    )
+    ax.set_yscale("log")
+    ax.set_xticks(x, ps, rotation=60, fontsize=7)
+    ax.set_title(trace)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _finish(fig, axes, path: Path) -> None:
+    axes[0][0].set_ylabel("mean bounded slowdown")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, path)
+
+
 def plot(data, path: Path) -> list[str]:
     """Per trace: our means (bars, 95 % CI) and the published values (markers), log scale."""
     import matplotlib.pyplot as plt
@@ -162,23 +186,8 @@ def plot(data, path: Path) -> list[str]:
         ci = np.array([r[f"{METRIC}_ci95"] or 0.0 for r in rows if r])
         low = np.minimum(ci, means - 1.0)  # a bounded slowdown is >= 1
         ax.bar(x, means, yerr=[low, ci], capsize=2, color="tab:blue", label="ours")
-        pub = [published(t, p) for p in ps]
-        ax.scatter(
-            [i for i, v in zip(x, pub) if v],
-            [v for v in pub if v],
-            color="tab:red",
-            marker="D",
-            zorder=3,
-            label="published",
-        )
-        ax.set_yscale("log")
-        ax.set_xticks(x, ps, rotation=60, fontsize=7)
-        ax.set_title(t)
-        ax.grid(True, axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("mean bounded slowdown")
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    save(fig, path)
+        _published_panel(ax, t, x, ps)
+    _finish(fig, axes, path)
     return POLICIES
 
 
@@ -462,23 +471,8 @@ def theirs_plot(data, path: Path) -> list[str]:
         ps = list(got)
         x = np.arange(len(ps))
         ax.bar(x, [got[p][f"{METRIC}_mean"] for p in ps], color="tab:green", label="ours, its setting")
-        pub = [published(t, p) for p in ps]
-        ax.scatter(
-            [i for i, v in zip(x, pub) if v],
-            [v for v in pub if v],
-            color="tab:red",
-            marker="D",
-            zorder=3,
-            label="published",
-        )
-        ax.set_yscale("log")
-        ax.set_xticks(x, ps, rotation=60, fontsize=7)
-        ax.set_title(t)
-        ax.grid(True, axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("mean bounded slowdown")
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    save(fig, path)
+        _published_panel(ax, t, x, ps)
+    _finish(fig, axes, path)
     return THEIRS_POLICIES
 
 

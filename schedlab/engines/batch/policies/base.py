@@ -18,6 +18,7 @@ index in the job table).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -44,3 +45,15 @@ class BatchPolicy(ABC):
     @abstractmethod
     def schedule(self, now: float) -> list[int]:
         """Jobs to start at ``now``, in order."""
+
+
+def run_pass(decisions: Generator[None, int, list[int]], choose: Callable[[], int]) -> list[int]:
+    """Drive a scheduling pass written as a coroutine (it yields whenever a head must be
+    chosen): send it ``choose()`` each time; returns the jobs it started."""
+    try:
+        next(decisions)
+        while True:
+            decisions.send(choose())
+    except StopIteration as stop:
+        started: list[int] = stop.value
+        return started

@@ -77,7 +77,7 @@ from typing import Any, ClassVar, Literal
 
 from sortedcontainers import SortedList
 
-from schedlab.engines.batch.policies.base import BatchPolicy
+from schedlab.engines.batch.policies.base import BatchPolicy, run_pass
 from schedlab.engines.batch.policies.easy import backfill, reservation
 from schedlab.engines.batch.policies.rlscheduler import EVENT, RLSCHEDULER, RLSchedulerLoop
 
@@ -239,14 +239,7 @@ class PriorityPolicy(BatchPolicy):
     def schedule(self, now: float) -> list[int]:
         if self.loop is not None:
             return self.loop.schedule(now)
-        gen = self.decisions(now)
-        try:
-            next(gen)
-            while True:
-                gen.send(self.choose(now))
-        except StopIteration as stop:
-            started: list[int] = stop.value
-            return started
+        return run_pass(self.decisions(now), lambda: self.choose(now))
 
 
 def _log10_submit(s: float) -> float:

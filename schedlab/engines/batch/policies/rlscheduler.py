@@ -53,6 +53,8 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
+from schedlab.engines.batch.policies.base import run_pass
+
 #: The options' values that select RLScheduler's rules (``backfill``, ``wait``; ``passes``).
 RLSCHEDULER = "rlscheduler"
 EVENT = "event"
@@ -114,14 +116,7 @@ class RLSchedulerLoop:
         return self.jobs[0]
 
     def schedule(self, now: float) -> list[int]:
-        gen = self.decisions(now)
-        try:
-            next(gen)
-            while True:
-                gen.send(self.chooser(now))
-        except StopIteration as stop:
-            started: list[int] = stop.value
-            return started
+        return run_pass(self.decisions(now), lambda: self.chooser(now))
 
     def decisions(self, now: float) -> Generator[None, int, list[int]]:
         """This instant's passes (one, or one per event): yields when a head
