@@ -156,3 +156,12 @@ def test_mean_and_halfwidth_share_one_notation_and_one_decimal_place(exponent):
 def test_format_value_fixed_inside_the_range_scientific_outside():
     assert format_value(2623.34) == "2623.34" and format_value(9.41388) == "9.41388"
     assert format_value(1.0e26) == "1.00000e+26" and format_value(0.0) == "0.00000"
+
+
+def test_a_long_pooled_list_is_shown_by_its_ends_and_length():
+    """A note pooling over many values (e.g. every start of a trace's sequences) stays one readable line."""
+    from schedlab.cli.analysis import LISTED_VALUES, _listed
+
+    assert _listed([0.25, 1.0, 4.0]) == "0.25, 1, 4"
+    assert _listed(list(range(LISTED_VALUES))) == ", ".join(map(str, range(LISTED_VALUES)))
+    assert _listed(list(range(1977))) == "0, 1, 2, ..., 1976: 1,977 values"

@@ -103,6 +103,17 @@ def _cell(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+#: Values a note lists in full; a longer list is shown by its ends and its length.
+LISTED_VALUES = 12
+
+
+def _listed(values: list) -> str:
+    """``0.25, 1, 4``, or for more than `LISTED_VALUES` values ``0, 1, 2, ..., 1976: 1,977 values``."""
+    if len(values) <= LISTED_VALUES:
+        return ", ".join(map(_cell, values))
+    return f"{', '.join(map(_cell, values[:3]))}, ..., {_cell(values[-1])}: {len(values):,} values"
+
+
 def results_columns(
     columns: list[str], manifest: dict[str, Any], keys: list[str], metrics: list[str], where: list[str], by_config: bool
 ) -> list[str]:
@@ -262,7 +273,7 @@ def results(
         pooled = [c for c in varying if c not in keys and several[c]]
         if pooled:
             taken = rows.select([pl_unique(c).implode() for c in pooled]).collect(engine=COUNT_ENGINE)
-            values = "; ".join(f"{c} ({', '.join(map(_cell, sorted(taken[c][0].to_list())))})" for c in pooled)
+            values = "; ".join(f"{c} ({_listed(sorted(taken[c][0].to_list()))})" for c in pooled)
             frame, dropped = pooled_means(rows, keys, pooled, list(metrics))
             notes.append(
                 f"pooled over {values}: each replication's mean over them, then the interval over replications (n)"
