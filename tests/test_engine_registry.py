@@ -30,6 +30,7 @@ OTHER_MEANINGS: dict[tuple[str, str], str] = {
     ("pipelines/dfrs_common.py", "batch"): "the DFRS paper's sweeps, written as specs naming their engines",
     ("pipelines/dfrs_common.py", "dfrs"): "the DFRS paper's sweeps, written as specs naming their engines",
     ("pipelines/dfrs_table.py", "batch"): "the DFRS paper's group of batch algorithms a claim names",
+    ("gym/slot_scorer.py", "batch"): "the training record's `batch`: the episodes each CMA-ES candidate is scored on",
 }
 
 
