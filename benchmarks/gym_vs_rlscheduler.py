@@ -33,7 +33,7 @@ loop only), measured in steady state
 until twice ``--envs`` episodes have ended (jobs of the ended episodes /
 seconds: the partial ones count for nothing). BLAS runs one thread.
 
-Usage: python benchmarks/gym_vs_rlscheduler.py --peer /tmp/rlsched [--sequences 20] [--length 1024]
+Usage: python benchmarks/gym_vs_rlscheduler.py --peer DIR [--sequences 20] [--length 1024]
 """
 
 from __future__ import annotations

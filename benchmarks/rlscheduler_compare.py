@@ -34,7 +34,7 @@ with ``setting="rlscheduler"`` (``loop="reference"``, ``window=128``, its
 processors (the first such slot), choices that depend on which jobs fill the
 slots and in which order; each job's start and the decisions asked are compared.
 
-Usage: python benchmarks/rlscheduler_compare.py --peer /tmp/rlsched [--traces lublin1,lublin2,hpc2n] [--environments]
+Usage: python benchmarks/rlscheduler_compare.py --peer DIR [--traces lublin1,lublin2,hpc2n] [--environments]
 """
 
 from __future__ import annotations
