@@ -97,6 +97,21 @@ def traces(summary) -> list[str]:
     return [t for t in TRACES.values() if t in set(summary["trace"].to_list())]
 
 
+def _pair_rows(summary, got: dict[tuple[str, str], dict[str, Any]]) -> list[list[str]]:
+    """Per trace, each pair's paired ratio with its 95 % interval ("–" without one), in ``got``'s order."""
+    rows = []
+    for t in traces(summary):
+        cells = []
+        for key in got:
+            r = got[key].get(t)
+            if r is not None and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
+                cells.append(f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+            else:
+                cells.append("–")
+        rows.append([t, *cells])
+    return rows
+
+
 def measured(data) -> str:
     frame, summary = data.table
     head = ["trace", "policy", "ours (mean ± 95 % CI)", "published", "ours / published"]
@@ -120,16 +135,7 @@ def measured(data) -> str:
     n = ", ".join(map(str, sorted(set(summary["n"].to_list()))))
     pair_head = ["trace", *(f"{a} / {b}" for a, b in PAIRS)]
     got = {(a, b): pairs(frame, a, b) for a, b in PAIRS}
-    pair_rows = []
-    for t in traces(summary):
-        cells = []
-        for key in PAIRS:
-            r = got[key].get(t)
-            if r is not None and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
-                cells.append(f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
-            else:
-                cells.append("–")
-        pair_rows.append([t, *cells])
+    pair_rows = _pair_rows(summary, got)
     return "\n".join(
         [
             md(head, rows),
@@ -431,17 +437,7 @@ def theirs_measured(data) -> str:
             rows.append(
                 [t, p, f"{mean:.2f}", f"{pub:.2f}" if pub is not None else "–", f"{mean / pub:.4f}" if pub else "–"]
             )
-    pair_rows = []
-    got = {key: _theirs_pairs(frame, *key) for key in THEIRS_PAIRS}
-    for t in traces(summary):
-        cells = []
-        for key in THEIRS_PAIRS:
-            r = got[key].get(t)
-            if r is not None and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
-                cells.append(f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
-            else:
-                cells.append("–")
-        pair_rows.append([t, *cells])
+    pair_rows = _pair_rows(summary, {key: _theirs_pairs(frame, *key) for key in THEIRS_PAIRS})
     n = ", ".join(map(str, sorted(set(summary["n"].to_list()))))
     return "\n".join(
         [
