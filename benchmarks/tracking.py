@@ -15,9 +15,10 @@ timed into
 
 and configuration runs/s are printed, with runs per CPU-second of the
 ``schedlab track`` process (its own CPU, not the database's: on a shared
-machine the steadier figure). For a server, the CPU its processes
-(the recipe's session: mlflow's workers; and PostgreSQL's, found from its
-``postmaster.pid``) spent per configuration run is read from /proc before and
+machine the steadier figure). For a server, and for PostgreSQL used
+directly, the CPU its processes (the recipe's session: mlflow's workers; and
+PostgreSQL's, found from its ``postmaster.pid``, with the backends it has
+reaped) spent per configuration run is read from /proc before and
 after each timed ``schedlab track``, next to the client's, and the ceiling
 they set on this machine is printed as arithmetic: cores x 1000 / (server +
 client CPU-ms per run) runs/s, what no concurrency setting can pass. ``--before REV`` also times the
@@ -143,7 +144,10 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def processes() -> dict[int, tuple[int, int, float]]:
-    """pid -> (parent pid, session id, CPU seconds) of every process, from /proc."""
+    """pid -> (parent pid, session id, CPU seconds) of every process, from /proc. A process's CPU
+    includes its waited-for children's (cutime, cstime): PostgreSQL's postmaster reaps each
+    connection's backend when it ends, so a direct client's backends, gone before they could be
+    read, are still counted in the postmaster's figure."""
     out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -153,7 +157,7 @@ def processes() -> dict[int, tuple[int, int, float]]:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited meanwhile
-        out[int(entry)] = (int(fields[1]), int(fields[3]), (int(fields[11]) + int(fields[12])) / CLK_TCK)
+        out[int(entry)] = (int(fields[1]), int(fields[3]), sum(int(f) for f in fields[11:15]) / CLK_TCK)
     return out
 
 
@@ -317,8 +321,8 @@ def main() -> None:
                 if "postgres-db" in wanted:
                     from tests.test_tracking_postgres import fresh_database  # (postgres_missing put ROOT on the path)
 
-                    # No server CPU: a connection's backend process is gone before it could be read.
-                    targets["postgres-db"] = (lambda which, i, port=pg_port: fresh_database(port, f"{which}_{i}"), None)
+                    # The server's CPU: its backends, counted in the postmaster's reaped-children time.
+                    targets["postgres-db"] = (lambda which, i, port=pg_port: fresh_database(port, f"{which}_{i}"), srv)
         label = {
             "sqlite": "(a) fresh SQLite store",
             "server": "(b) mlflow server on SQLite",

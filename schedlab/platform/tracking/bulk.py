@@ -274,59 +274,88 @@ def _stored(
     return (key, stored, timestamp, 0, is_nan, run_id)
 
 
-def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
-    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
-    may have a run yet) in one transaction: the caller hands `BULK_RUNS` at a
-    time (`tracking_sync.Sync`). Configurations whose data MLflow rejects
-    come back with ``error`` set and are not written; a failure of the store
-    is raised, and then none of these runs exists. The rows go in through the
-    driver (`tracking_bulk_insert`), runs first: the others refer to them."""
+@dataclass
+class NewRows:
+    """A batch of new runs built and checked, not yet written (`build_new_runs`):
+    the rows of each table, and what each configuration became."""
+
+    experiment_id: str
+    rows: dict[str, list[tuple[Any, ...]]]
+    runs: list[NewRun]
+
+
+def build_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> NewRows:
+    """The rows of a finished child run of ``parent_id`` for each of ``exps``
+    (none may have a run yet), checked by MLflow's validators; nothing is
+    written (`insert_new_runs` does). Configurations whose data MLflow
+    rejects come back with ``error`` set and no rows. Apart so that the
+    caller can build the next batch while the database takes this one
+    (`tracking_sync.Sync`): the building is Python, the writing mostly the
+    database's own work (SQLite's C, PostgreSQL's server)."""
     from mlflow.entities import LifecycleStage, RunStatus, SourceType
     from mlflow.utils.uri import append_to_uri_path
-
-    from schedlab.platform.tracking.bulk_insert import insert_rows
 
     out: list[NewRun] = []
     rows: dict[str, list[tuple[Any, ...]]] = {"runs": [], "tags": [], "params": [], "metrics": []}
     # MLflow leaves these unannotated.
     get_experiment: Callable[[str], Any] = store.get_experiment
-    check_active: Callable[[Any], None] = store._check_experiment_is_active
     artifact_uri: Callable[..., str] = append_to_uri_path
     sanitize: Callable[[float], tuple[bool, float]] = store.sanitize_metric_value
     source_type = SourceType.to_string(SourceType.UNKNOWN)
     finished = RunStatus.to_string(RunStatus.FINISHED)
+    location = get_experiment(experiment_id).artifact_location
+    folder = store.ARTIFACTS_FOLDER_NAME
+    experiment_key = int(experiment_id)
+    for exp in exps:
+        name = exp.run_name or exp.config_id
+        tags = dict(exp.tags)
+        tags.update({PARENT_TAG: parent_id, RUN_NAME_TAG: name})
+        try:
+            values, params, tags = checked(exp, tags)
+        except Exception as err:  # noqa: BLE001 - MlflowException(INVALID_PARAMETER_VALUE): this config's data
+            out.append(NewRun(exp, error=err))
+            continue
+        now = _start_time_ms()
+        logged = int(time.time() * 1000)  # the metrics' timestamp, as MLflow's log_batch stamps them
+        run_id = time_ordered_id(now)
+        uri = artifact_uri(location, run_id, folder)
+        rows["runs"].append(
+            (run_id, name, source_type, "", "", "unknown", finished, now, now, None, "")
+            + (LifecycleStage.ACTIVE, uri, experiment_key)
+        )
+        rows["tags"] += [(k, v, run_id) for k, v in tags.items()]
+        rows["params"] += [(k, v, run_id) for k, v in params.items()]
+        rows["metrics"] += [
+            (k, v, logged, 0, False, run_id) if math.isfinite(v) else _stored(sanitize, k, v, logged, run_id)
+            for k, v in values.items()
+        ]
+        out.append(NewRun(exp, run_id, tags, params))
+    return NewRows(experiment_id, rows, out)
+
+
+def insert_new_runs(store: SqlAlchemyStore, batch: NewRows) -> list[NewRun]:
+    """Write a built batch in one transaction, the experiment checked active
+    inside it; a failure of the store is raised, and then none of these runs
+    exists. The rows go in through the driver (`tracking_bulk_insert`), runs
+    first: the others refer to them. Returns what each configuration became."""
+    from schedlab.platform.tracking.bulk_insert import insert_rows
+
+    # MLflow leaves these unannotated.
+    get_experiment: Callable[[str], Any] = store.get_experiment
+    check_active: Callable[[Any], None] = store._check_experiment_is_active
     with store.ManagedSessionMaker(read_only=False) as session:
-        experiment = get_experiment(experiment_id)
-        check_active(experiment)
-        location = experiment.artifact_location
-        folder = store.ARTIFACTS_FOLDER_NAME
-        experiment_key = int(experiment_id)
-        for exp in exps:
-            name = exp.run_name or exp.config_id
-            tags = dict(exp.tags)
-            tags.update({PARENT_TAG: parent_id, RUN_NAME_TAG: name})
-            try:
-                values, params, tags = checked(exp, tags)
-            except Exception as err:  # noqa: BLE001 - MlflowException(INVALID_PARAMETER_VALUE): this config's data
-                out.append(NewRun(exp, error=err))
-                continue
-            now = _start_time_ms()
-            logged = int(time.time() * 1000)  # the metrics' timestamp, as MLflow's log_batch stamps them
-            run_id = time_ordered_id(now)
-            uri = artifact_uri(location, run_id, folder)
-            rows["runs"].append(
-                (run_id, name, source_type, "", "", "unknown", finished, now, now, None, "")
-                + (LifecycleStage.ACTIVE, uri, experiment_key)
-            )
-            rows["tags"] += [(k, v, run_id) for k, v in tags.items()]
-            rows["params"] += [(k, v, run_id) for k, v in params.items()]
-            rows["metrics"] += [
-                (k, v, logged, 0, False, run_id) if math.isfinite(v) else _stored(sanitize, k, v, logged, run_id)
-                for k, v in values.items()
-            ]
-            out.append(NewRun(exp, run_id, tags, params))
+        check_active(get_experiment(batch.experiment_id))
         for table in ("runs", "tags", "params", "metrics"):  # runs first: the others refer to them
-            insert_rows(session, store.db_type, table, ROW_COLUMNS[table], rows[table])
+            insert_rows(session, store.db_type, table, ROW_COLUMNS[table], batch.rows[table])
         # one point per metric: it is also the latest
-        insert_rows(session, store.db_type, "latest_metrics", ROW_COLUMNS["latest_metrics"], rows["metrics"])
-    return out
+        insert_rows(session, store.db_type, "latest_metrics", ROW_COLUMNS["latest_metrics"], batch.rows["metrics"])
+    return batch.runs
+
+
+def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
+    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
+    may have a run yet) in one transaction: `build_new_runs`, then
+    `insert_new_runs`. Configurations whose data MLflow rejects come back
+    with ``error`` set and are not written; a failure of the store is
+    raised, and then none of these runs exists."""
+    return insert_new_runs(store, build_new_runs(store, experiment_id, parent_id, exps))

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab.platform.tracking.bulk import PARENT_TAG, RUN_NAME_TAG, NewRun, bulk_store, write_new_runs
+from schedlab.platform.tracking.bulk import (
+    PARENT_TAG,
+    RUN_NAME_TAG,
+    NewRows,
+    NewRun,
+    build_new_runs,
+    bulk_store,
+    insert_new_runs,
+)
 from schedlab.platform.tracking.bulk_read import child_runs
 from schedlab.platform.tracking.data import (
     CONFIG_TAG,
@@ -338,12 +346,25 @@ class Mirror:
 
     def log_new(self, exps: list[Expected]) -> list[NewRun]:
         """Create the runs of configurations that have none, in one
-        transaction (`tracking_bulk.write_new_runs`; only when `bulk` is set). Returns
-        what was written and which configurations MLflow rejected."""
+        transaction (`build_new`, then `commit_new`; only when `bulk` is set).
+        Returns what was written and which configurations MLflow rejected."""
+        return self.commit_new(self.build_new(exps))
+
+    def build_new(self, exps: list[Expected]) -> NewRows:
+        """The new runs of configurations that have none, built and checked,
+        not written (`tracking_bulk.build_new_runs`)."""
         if self.bulk is None:  # invariant: callers check
-            raise RuntimeError("Mirror.log_new without a bulk store")
+            raise RuntimeError("Mirror.build_new without a bulk store")
+        return build_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
+
+    def commit_new(self, batch: NewRows) -> list[NewRun]:
+        """Write a built batch in one transaction (`tracking_bulk.insert_new_runs`)
+        and know its runs from then on. Safe in another thread than
+        `build_new`'s: the two share no state until this returns."""
+        if self.bulk is None:  # invariant: callers check
+            raise RuntimeError("Mirror.commit_new without a bulk store")
         children = self.children()
-        written = write_new_runs(self.bulk, self.experiment_id, self.parent.run_id, exps)
+        written = insert_new_runs(self.bulk, batch)
         for new in written:
             if new.error is None:
                 cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]

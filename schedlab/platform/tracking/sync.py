@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.platform.tracking.bulk import BULK_RUNS
+from schedlab.platform.tracking.bulk import BULK_RUNS, NewRun
 from schedlab.platform.tracking.data import CONFIG_TAG, Expected, code_digest, expected_runs, read_manifest
 from schedlab.platform.tracking.mirror import (
     CODE_ARTIFACTS_TAG,
@@ -210,18 +210,24 @@ class Sync:
 
     def _log_new(self, exps: list[Expected]) -> None:
         """Create the runs of configurations that have none, `BULK_RUNS` to a
-        transaction (a database of a known schema: `Mirror.log_new`)."""
+        transaction (a database of a known schema: `Mirror.log_new`). One
+        writer thread commits a batch while this one builds the next
+        (`Mirror.build_new`, `Mirror.commit_new`): building is Python under
+        the GIL, committing is mostly the database's work (SQLite's C with
+        the GIL released, PostgreSQL's server), so the two overlap. Batches
+        are committed in order, one at a time; after a failure of the store
+        nothing more is committed (a built batch not yet handed over is
+        dropped: its configurations have no run, which the reconcile finds)."""
         if self.mirror is None:  # invariant: only reached through _log_all
             raise RuntimeError("Sync._log_new called before connect()")
-        for start in range(0, len(exps), BULK_RUNS):
-            if self.dead:
-                return
-            chunk = exps[start : start + BULK_RUNS]
+        mirror = self.mirror
+
+        def settle(pending: Future[list[NewRun]]) -> bool:
             try:
-                written = self.mirror.log_new(chunk)
+                written = pending.result()
             except Exception as err:
                 self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
-                return
+                return False
             for new in written:
                 if new.error is not None:
                     self.record(f"config {new.exp.config_id}: {describe_error(new.error)}")
@@ -229,6 +235,24 @@ class Sync:
                 self.logged.update(new.exp.config_id for new in written if new.error is None)
                 self.logged_total += len(written)
                 self.ticks += 1
+            return True
+
+        pending: Future[list[NewRun]] | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-bulk") as writer:
+            for start in range(0, len(exps), BULK_RUNS):
+                if self.dead:
+                    break
+                try:
+                    batch = mirror.build_new(exps[start : start + BULK_RUNS])
+                except Exception as err:
+                    self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
+                    break
+                if pending is not None and not settle(pending):
+                    pending = None
+                    break
+                pending = writer.submit(mirror.commit_new, batch)
+            if pending is not None:
+                settle(pending)
 
     def _log_all(self, expected: Iterable[Expected]) -> None:
         """Log each configuration, `threads` at a time; stop at the first
