@@ -338,12 +338,24 @@ def rl_ratio(frame, policy: str, other: str) -> tuple[Estimate, dict[str, Any] |
     return paired_row(r), r
 
 
-#: Digits of a value over the whole population (exact: its side of the bound is read off it).
-EXACT_FORMAT = ".4f"
+#: Decimals of a value over the whole population, at least (exact: its side of the bound is read off it).
+EXACT_DECIMALS = 4
+#: The bound of the agent's claims (RL / X below 1).
+BOUND = 1.0
+
+
+def exact_digits(v: float, bound: float = BOUND) -> str:
+    """An exact value with `EXACT_DECIMALS` decimals, or as many more as show its side of ``bound``
+    (0.99995, not 1.0000, for a claim that holds by that much)."""
+    for d in range(EXACT_DECIMALS, 17):
+        text = f"{v:.{d}f}"
+        if v == bound or text != f"{bound:.{d}f}":
+            return text
+    return repr(v)
 
 
 def _ratio_text(ratio: Estimate) -> str:
-    return interval_text(ratio, EXACT_FORMAT if ratio.exact else ".3f")
+    return f"{exact_digits(float(ratio))} ({ratio.basis})" if ratio.exact else interval_text(ratio)
 
 
 def rl_measured(data) -> str:
@@ -362,7 +374,7 @@ def rl_measured(data) -> str:
     for rl, other in [("RL", o) for o in RL_POLICIES[1:]] + [(RL_THEIRS[0], o) for o in RL_THEIRS[1:]]:
         ratio, r = rl_ratio(frame, rl, other)
         if r and (ratio.exact or (r["ci_high"] is not None and r["ci_high"] == r["ci_high"])):
-            cell = f"{float(ratio):{EXACT_FORMAT}}" if ratio.exact else _ratio_text(ratio)
+            cell = exact_digits(float(ratio)) if ratio.exact else _ratio_text(ratio)
             pair_rows.append([f"{rl} / {other}", cell, str(r["n"])])
     if whole:
         heads = ["ours (mean; exact)", "geometric mean ratio (exact)"]
@@ -448,7 +460,7 @@ def rl_beats(data, claim):
     a, b = claim.quantity.split(" / ")
     ratio, r = rl_ratio(frame, a, b)
     n = f" over {r['n']} sequences" if r and not ratio.exact else ""
-    return claim.verdict(judge(ratio, "<", 1.0), f"{a} / {b} = {_ratio_text(ratio)}{n}")
+    return claim.verdict(judge(ratio, "<", BOUND), f"{a} / {b} = {_ratio_text(ratio)}{n}")
 
 
 def rl_setting(data) -> dict[str, Any]:
