@@ -390,6 +390,15 @@ class Estimate(float):
         return Estimate(float(other), *bounds(other)) / self
 
 
+def exact(value: float, n: int, members: str) -> Estimate:
+    """A quantity of a whole finite population of ``n`` ``members`` ("weeks", "held-out sequences"),
+    every one of which ran once, replayed by deterministic engines: the quantity itself, not a sample
+    estimate of it, so its interval is the point (the finite-population correction at n = N), and its
+    basis says so ("all 182 weeks: exact"). `judge` then decides a claim on the value's side of the
+    bound: a strict claim fails at the bound itself."""
+    return Estimate(value, value, value, basis=f"all {n:,} {members}: exact")
+
+
 def bounds(x: Any) -> tuple[float, float]:
     """An `Estimate`'s interval; a plain number is exact (a constant of the claim)."""
     if isinstance(x, Estimate):

@@ -66,6 +66,7 @@ from typing import Any
 from schedlab.errors import UserError
 from schedlab.pipelines.base import deep_merge
 from schedlab.pipelines.common import Estimate
+from schedlab.pipelines.common import exact as exact_value
 from schedlab.pipelines.inputs import data_path
 from schedlab.platform.storage.seam import is_results_dir, require_manifest
 
@@ -585,8 +586,9 @@ def exact_set(trace_set: str, ns: Any) -> bool:
 
 
 def exact(v: float, trace_set: str) -> Estimate:
-    """An average (or a ratio of averages) of a whole fixed set (`exact_set`): its interval is the point, saying why."""
-    return Estimate(v, v, v, basis=f"all {PAPER_INSTANCES[trace_set]} weeks: exact")
+    """An average (or a ratio of averages) of a whole fixed set (`exact_set`): its interval is the point, saying
+    why (`common.exact`)."""
+    return exact_value(v, PAPER_INSTANCES[trace_set], "weeks")
 
 
 def per_instance(frame, trace_set: str, by: str, metric: str) -> dict[Any, dict[tuple[Any, ...], float]]:

@@ -1,6 +1,8 @@
 """RLScheduler's heuristic table (rlsched_tables.toml: the setting, and why):
 our mean bounded slowdowns beside the published ones, paired intervals over
-sequences, claims."""
+sequences, claims; and the trained agent on held-out sequences, which at a
+scale with ``held_out = "every"`` are all of them, each once (`specs`), so that
+its claims are decided on the exact value (`common.exact`)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from schedlab.pipelines.base import FAILS, HOLDS
+from schedlab.pipelines.base import FAILS, HOLDS, WINDOW_COLUMNS
 from schedlab.pipelines.common import (
+    Estimate,
     estimate,
     every,
+    exact,
     fmt_ci,
     interval_text,
     judge,
@@ -19,6 +23,7 @@ from schedlab.pipelines.common import (
     paired_ratios,
     paired_row,
 )
+from schedlab.pipelines.declare import sweep_specs
 from schedlab.plotting import save
 
 DOC = tomllib.loads(Path(__file__).with_suffix(".toml").read_text())
@@ -242,12 +247,41 @@ def setting(data) -> dict[str, Any]:
 # ---- the trained agent (figure "rl") ---------------------------------------------------------------
 
 RL_SWEEP = "rlsched-rl-lublin1-"
+#: The agent's sweep at a scale with ``held_out = "every"``: every held-out sequence once (`specs`).
+RL_EVERY = "rlsched-rl-every-"
 #: The label of a policy run with RLScheduler's backfilling (and its committed pick and passes).
 THEIRS = " (RLScheduler)"
 RL_POLICIES = ["RL", "EASY", "SJF+EASY", "F1+EASY"]
 RL_THEIRS = [p + THEIRS for p in RL_POLICIES]
 #: The agent's training record: a data file its code declares (schedlab.gym.train writes it beside agent.py).
 TRAINING = "training.json"
+#: What the members of the agent's population are called where a value over all of them is exact.
+HELD_OUT = "held-out sequences"
+
+
+def specs(doc: dict[str, Any], scale: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """The declared sweeps (`declare.sweep_specs`), the agent's replaced at a scale with
+    ``held_out = "every"`` by `every_held_out`: the held-out sequences are a finite population,
+    replayed deterministically, so a sample of them drawn with replacement (4,000 draws of 1,977
+    sequences: many the same) estimates what running each one once gives exactly."""
+    out = sweep_specs(doc, scale, overrides)
+    if doc["scales"][scale].get("held_out") != "every":
+        return out
+    return [every_held_out(spec, scale) if spec["name"].startswith(RL_SWEEP) else spec for spec in out]
+
+
+def held_out_starts(workload: dict[str, Any]) -> list[int]:
+    """The first job of every held-out sequence: each start whose ``sequence`` consecutive jobs lie
+    within the first ``sequence_within`` (the starts the drawn sequences are drawn among)."""
+    return list(range(int(workload["sequence_within"]) - int(workload["sequence"]) + 1))
+
+
+def every_held_out(spec: dict[str, Any], scale: str) -> dict[str, Any]:
+    """The agent's sweep on every held-out sequence once: ``sequence_start`` the list of them (a grid
+    axis: one workload point per sequence) and one replication each (nothing is drawn: another
+    replication of a sequence is the same run), named `RL_EVERY` (its rows are not the drawn sweep's)."""
+    workload = {**spec["workload"], "sequence_start": held_out_starts(spec["workload"])}
+    return {**spec, "name": f"{RL_EVERY}{scale}", "workload": workload, "replications": {"n": 1}}
 
 
 def rl_table(results_dirs: dict[str, Path]):
@@ -257,41 +291,109 @@ def rl_table(results_dirs: dict[str, Path]):
     from schedlab import load
     from schedlab.platform.statistics.stats import summarize
 
-    (d,) = [d for name, d in results_dirs.items() if name.startswith(RL_SWEEP)]
+    (d,) = [d for name, d in results_dirs.items() if name.startswith((RL_SWEEP, RL_EVERY))]
     frame = load(d).collect()
     if "policy_backfill" in frame.columns:  # results made before the RLScheduler rows have no such column
         theirs = pl.col("policy_backfill").fill_null("") == "rlscheduler"
         frame = frame.with_columns(pl.when(theirs).then(pl.col("policy") + THEIRS).otherwise(pl.col("policy")))
-    frame = frame.select(["policy", "replication", "sequence", METRIC])
+    keys = ["policy", "replication", "sequence", "sequence_within", *_starts(frame), METRIC]
+    frame = frame.select(keys)
     return frame, summarize(frame, ["policy"], [METRIC]), _training(d)
 
 
+def _starts(frame) -> list[str]:
+    """The column naming a sequence by its first job, when the rows name it (`every_held_out`), else none."""
+    return [c for c in WINDOW_COLUMNS if c in frame.columns]
+
+
+def population(frame) -> int | None:
+    """The number of held-out sequences when the rows are every one of them, each once, for every
+    policy (`every_held_out`): the trace as it is, the engines and the agent deterministic, so a mean
+    over them is the population's own; None when they are draws (or not all there)."""
+    import polars as pl
+
+    if "sequence_start" not in frame.columns or frame.height == 0:
+        return None
+    sizes = frame.select(pl.col("sequence_within") - pl.col("sequence") + 1).unique().to_series().to_list()
+    if len(sizes) != 1:
+        return None
+    every = list(range(sizes[0]))
+    by_policy = frame.group_by("policy").agg(pl.col("sequence_start").sort())
+    return sizes[0] if all(starts == every for starts in by_policy["sequence_start"].to_list()) else None
+
+
 def _rl_pair(frame, policy: str, other: str) -> dict[str, Any] | None:
-    rows = paired_ratios(frame, METRIC, policy, other, [], ["replication"]).rows(named=True)
+    rows = paired_ratios(frame, METRIC, policy, other, [], ["replication", *_starts(frame)]).rows(named=True)
     return rows[0] if rows else None
+
+
+def rl_ratio(frame, policy: str, other: str) -> tuple[Estimate, dict[str, Any] | None]:
+    """(``policy`` / ``other`` over the held-out sequences -- the geometric mean of the per-sequence
+    ratio -- and its paired row): exact when the rows are the whole population (`population`: its
+    interval the point), else with its paired 95 % t interval (`paired_row`)."""
+    r = _rl_pair(frame, policy, other)
+    n = population(frame)
+    if r is not None and n is not None and r["n"] == n:
+        return exact(r["estimate"], n, HELD_OUT), r
+    return paired_row(r), r
+
+
+#: Decimals of a value over the whole population, at least (exact: its side of the bound is read off it).
+EXACT_DECIMALS = 4
+#: The bound of the agent's claims (RL / X below 1).
+BOUND = 1.0
+
+
+def exact_digits(v: float, bound: float = BOUND) -> str:
+    """An exact value with `EXACT_DECIMALS` decimals, or as many more as show its side of ``bound``
+    (0.99995, not 1.0000, for a claim that holds by that much)."""
+    for d in range(EXACT_DECIMALS, 17):
+        text = f"{v:.{d}f}"
+        if v == bound or text != f"{bound:.{d}f}":
+            return text
+    return repr(v)
+
+
+def _ratio_text(ratio: Estimate) -> str:
+    return f"{exact_digits(float(ratio))} ({ratio.basis})" if ratio.exact else interval_text(ratio)
 
 
 def rl_measured(data) -> str:
     frame, summary, budget = data.table
+    whole = population(frame)
     rows = []
     for p in RL_POLICIES + RL_THEIRS:
         r = summary.filter(summary["policy"] == p).rows(named=True)
         if r:
             base = p.removesuffix(THEIRS)
             pub = published("Lublin-1", base) if base != "RL" else float(PUBLISHED["Lublin-1"]["easy"][-1])
-            rows.append([p, fmt_ci(r[0][f"{METRIC}_mean"], r[0][f"{METRIC}_ci95"]), f"{pub:g}" if pub else "–"])
+            mean = r[0][f"{METRIC}_mean"]
+            ours = f"{mean:.4g}" if whole else fmt_ci(mean, r[0][f"{METRIC}_ci95"])
+            rows.append([p, ours, f"{pub:g}" if pub else "–"])
     pair_rows = []
     for rl, other in [("RL", o) for o in RL_POLICIES[1:]] + [(RL_THEIRS[0], o) for o in RL_THEIRS[1:]]:
-        r = _rl_pair(frame, rl, other)
-        if r and r["ci_high"] is not None and r["ci_high"] == r["ci_high"]:
-            pair_rows.append(
-                [f"{rl} / {other}", f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", str(r["n"])]
-            )
+        ratio, r = rl_ratio(frame, rl, other)
+        if r and (ratio.exact or (r["ci_high"] is not None and r["ci_high"] == r["ci_high"])):
+            cell = exact_digits(float(ratio)) if ratio.exact else _ratio_text(ratio)
+            pair_rows.append([f"{rl} / {other}", cell, str(r["n"])])
+    if whole:
+        heads = ["ours (mean; exact)", "geometric mean ratio (exact)"]
+        over = (
+            f"Every one of the {whole:,} {HELD_OUT}, each once (the whole population, replayed deterministically): "
+            "the means and ratios are its own, exact, with no interval (nothing is left to sample), and each "
+            "claim below is decided by its ratio's side of 1 (at 1 itself, a claim that the agent beats a heuristic "
+            "fails)."
+        )
+    else:
+        heads = ["ours (mean ± 95 % CI)", "geometric mean ratio [95 % CI]"]
+        over = "Held-out sequences drawn with replacement: means with 95 % t intervals, paired 95 % t intervals."
     return "\n".join(
         [
-            md(["policy", "ours (mean ± 95 % CI)", "published (Lublin-1, backfilling)"], rows),
+            md(["policy", heads[0], "published (Lublin-1, backfilling)"], rows),
             "",
-            md(["paired", "geometric mean ratio [95 % CI]", "sequences"], pair_rows),
+            md(["paired", heads[1], "sequences"], pair_rows),
+            "",
+            over,
             "",
             f"Training budget of the agent (its {TRAINING}; {budget.get('method', 'MaskablePPO')}): "
             f"{budget.get('timesteps')} decisions, "
@@ -319,34 +421,34 @@ def _training(results: Path) -> dict[str, Any]:
 
 
 def rl_plot(data, path: Path) -> list[str]:
-    """Per-sequence mean bounded slowdown of each policy / the agent's (log scale), with the mean ratio."""
+    """Per-sequence mean bounded slowdown of each policy / the agent's (log scale), with the geometric
+    mean ratio (its paired 95 % interval; a point where it is exact: `rl_ratio`)."""
     import matplotlib.pyplot as plt
     import numpy as np
+    import polars as pl
 
     frame, _, _ = data.table
+    pair = ["replication", *_starts(frame)]
+    agent = frame.filter(pl.col("policy") == "RL").select([*pair, pl.col(METRIC).alias("_rl")])
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     names = []
     for i, other in enumerate(RL_POLICIES[1:]):
-        r = _rl_pair(frame, other, "RL")
+        ratio, r = rl_ratio(frame, other, "RL")
         if r is None:
             continue
-        a = frame.filter(frame["policy"] == other).sort("replication")[METRIC].to_numpy()
-        b = frame.filter(frame["policy"] == "RL").sort("replication")[METRIC].to_numpy()
-        ax.scatter(np.full(len(a), i) + np.linspace(-0.2, 0.2, len(a)), a / b, s=6, alpha=0.5)
-        ax.errorbar(
-            [i],
-            [r["estimate"]],
-            yerr=[[r["estimate"] - r["ci_low"]], [r["ci_high"] - r["estimate"]]],
-            fmt="D",
-            color="k",
-            capsize=4,
-        )
+        same = frame.filter(pl.col("policy") == other).join(agent, on=pair).sort(pair)  # the same sequence
+        per = (same[METRIC] / same["_rl"]).to_numpy()
+        ax.scatter(np.full(len(per), i) + np.linspace(-0.2, 0.2, len(per)), per, s=6, alpha=0.5)
+        v = float(ratio)
+        lo, hi = (ratio.low, ratio.high) if np.isfinite([ratio.low, ratio.high]).all() else (v, v)
+        ax.errorbar([i], [v], yerr=[[v - lo], [hi - v]], fmt="D", color="k", capsize=4)
         names.append(other)
     ax.axhline(1.0, color="grey", linestyle=":")
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)), [f"{n} / RL" for n in names])
     ax.set_ylabel("mean bounded slowdown ratio (same sequence)")
-    ax.set_title("Lublin-1, held-out sequences: heuristic / agent")
+    whole = population(frame)
+    ax.set_title(f"Lublin-1, {f'all {whole:,} ' if whole else ''}{HELD_OUT}: heuristic / agent")
     ax.grid(True, axis="y", alpha=0.3)
     save(fig, path)
     return names
@@ -354,20 +456,27 @@ def rl_plot(data, path: Path) -> list[str]:
 
 def rl_beats(data, claim):
     """``RL / X`` of ``quantity``: its paired 95 % CI over sequences below 1 (holds), wholly at or
-    above 1 (fails), else inconclusive (`common.judge`)."""
+    above 1 (fails), else inconclusive (`common.judge`); over the whole held-out population
+    (`population`) the value itself decides: below 1 holds, at or above 1 fails (`rl_ratio`)."""
     frame, _, _ = data.table
     a, b = claim.quantity.split(" / ")
-    r = _rl_pair(frame, a, b)
-    ratio = paired_row(r)
-    n = f" over {r['n']} sequences" if r else ""
-    return claim.verdict(judge(ratio, "<", 1.0), f"{a} / {b} = {interval_text(ratio)}{n}")
+    ratio, r = rl_ratio(frame, a, b)
+    n = f" over {r['n']} sequences" if r and not ratio.exact else ""
+    return claim.verdict(judge(ratio, "<", BOUND), f"{a} / {b} = {_ratio_text(ratio)}{n}")
 
 
 def rl_setting(data) -> dict[str, Any]:
+    """The setting paper_says names: ``held_out``, the sequences the agent was compared on."""
     frame, summary, budget = data.table
+    whole, sequence, within = population(frame), int(frame["sequence"].max()), int(frame["sequence_within"].max())
+    held_out = (
+        f"every one of the {whole:,} sequences of {sequence} consecutive jobs among the held-out first {within:,} "
+        "jobs, each once (the whole population, replayed deterministically: its values are exact)"
+        if whole
+        else f"{int(summary['n'].max())} sequences of {sequence} jobs drawn among the held-out first {within:,} jobs"
+    )
     return {
-        "sequences": int(summary["n"].max()),
-        "sequence": int(frame["sequence"].max()),
+        "held_out": held_out,
         "method": budget.get("method", "MaskablePPO"),  # a record without one: the PPO training of schedlab gym train
         "timesteps": budget.get("timesteps", "?"),
         "cpu_seconds": float(budget.get("cpu_seconds", float("nan"))),
