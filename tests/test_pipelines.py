@@ -125,7 +125,9 @@ def test_slowdown_checks_from_per_job_rows(runs):
     assert set(cond) == set(psbs_slowdown.POLICIES)
     for x, y in cond.values():
         assert len(x) == len(y) == 100 and np.all(np.diff(x) >= 0) and np.all(y >= 1.0 - 1e-9)
-    assert {c.claim for c in result.figures[1].checks} >= {"PS, LAS and PSBS: no job has slowdown above 100"}
+    # smoke scale runs 2 replications, under one sample of the paper's 121 runs: the claim has none to read
+    (none_high,) = [c for c in result.figures[1].checks if "samples of the paper's size (121 runs)" in c.claim]
+    assert none_high.outcome == "inconclusive" and "no complete sample of the paper's size" in none_high.detail
 
 
 def test_pg_fig3_specs_every_scale():
