@@ -145,6 +145,11 @@ def test_closest_call_and_what_more_replications_can_decide():
     flat = Check("c", "inconclusive", "", straddle=Straddle(1.0, -math.inf, math.inf, 0.0))
     assert decide.growable(flat, 1) and not decide.growable(flat, 2)  # no interval at 2+: identical replications
     assert decide.growable(Check("c", "inconclusive", "", straddle=s), 10)
+    # a share on its bound (1 of 2 samples hold: 0.5 [0.013, 0.987] against 0.5): no trend to extrapolate,
+    # but more samples move it off, so it grows, and the report says it sits on the bound
+    half = Straddle(0.5, 0.013, 0.987, 0.5)
+    assert math.isinf(half.predicted(242)) and decide.growable(Check("c", "inconclusive", "", straddle=half), 242)
+    assert "sits on the bound" in decide.closeness(242, {"value": 0.5, "low": 0.013, "high": 0.987, "bound": 0.5})
 
 
 def test_pg_fig5_identical_replications_are_an_exact_replay(tmp_path):

@@ -143,8 +143,16 @@ def growable(check: Check, n: int) -> bool:
     interval that straddles its bound, or fewer than 2 replications per point
     (no interval yet). One without an interval at 2 or more rests on
     identical replications (a deterministic replay) or a dominated mean:
-    more of the same would not change it."""
-    return n < 2 or (check.straddle is not None and math.isfinite(check.straddle.predicted(n)))
+    more of the same would not change it. An estimate on its bound with an
+    interval around it (a share of exactly one half: 1 of 2 samples) has no
+    trend to extrapolate, but more samples move it off: it grows too."""
+    s = check.straddle
+    return n < 2 or (s is not None and (math.isfinite(s.predicted(n)) or on_bound(s)))
+
+
+def on_bound(s: Straddle) -> bool:
+    """An estimate that sits on its bound, inside a finite interval around it."""
+    return s.distance == 0 and math.isfinite(s.low) and math.isfinite(s.high) and s.low < s.bound < s.high
 
 
 def _straddle(s: Straddle | None) -> dict[str, float] | None:
@@ -198,7 +206,7 @@ def section(state: dict[str, Any]) -> str:
 
 def closeness(n: int, straddle: dict[str, float] | None) -> str:
     """How close an inconclusive claim came at ``n`` replications per point, and what the trend predicts."""
-    if straddle is None or not math.isfinite(Straddle(**straddle).predicted(n)):
+    if straddle is None or not (math.isfinite(Straddle(**straddle).predicted(n)) or on_bound(Straddle(**straddle))):
         return (
             f"at {n} replications per point no interval could be formed (see its verdict above): its values, or "
             "the pairs it compares, are identical in every replication (a deterministic replay, or two policies "
