@@ -1,0 +1,229 @@
+"""Run logs that survive a killed run (`pipelines.runlog`, issue #40): real
+`schedlab pipelines run` processes ended by SIGTERM and by SIGKILL, then
+resumed to the end, and the page that reads their records; the guard against
+two runs into one dir; SIGTERM's handler while a run goes on
+(`platform.execution.interrupts`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import schedlab
+from schedlab.cli import main
+from schedlab.errors import UserError
+from schedlab.pipelines import pages, runlog
+from schedlab.platform.execution import interrupts
+from tests.processes import checkout_env, kill_session
+
+#: The quickest pipeline that commits rows in several batches: psbs-shape at `quick` (126 rows,
+#: a batch every couple of seconds; its `smoke` scale commits once).
+NAME, SCALE = "psbs-shape", "quick"
+#: How long a run may take to start writing rows, or to end once told (a loaded 2-core machine).
+START_TIMEOUT = 120.0
+END_TIMEOUT = 120.0
+
+
+def _start(out: Path, log: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "schedlab.cli", "pipelines", "run", NAME, "--scale", SCALE]
+    command += ["--no-tracking", "--backend", "local", "--out", str(out)]
+    with open(log, "a") as fh:
+        return subprocess.Popen(
+            command, env=checkout_env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _parts(out: Path) -> set[Path]:
+    return set(out.glob("*/summary/*/part-*.parquet"))
+
+
+def _rows(out: Path) -> int:
+    return sum(schedlab.load(d).collect().height for d in out.iterdir() if (d / "manifest.json").exists())
+
+
+def _wait(what, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what.__doc__} never came (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory):
+    """Three invocations into one dir: the first ended by SIGTERM once rows are
+    being written, the second by SIGKILL once it wrote rows of its own, the
+    third to the end. Each is frozen (SIGSTOP) the moment the test sees what it
+    waits for, so the signal lands while the run is writing rows whatever the
+    machine's load (SIGCONT then lets it handle the signal)."""
+    root = tmp_path_factory.mktemp("runlog")
+    out, log = root / NAME, root / "run.log"
+    seen: dict = {}
+
+    proc = _start(out, log)
+    try:
+
+        def first_rows():
+            """the first committed rows"""
+            return bool(_parts(out))
+
+        _wait(first_rows, proc, log)
+        os.kill(proc.pid, signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGCONT)
+        seen["sigterm_rc"] = proc.wait(timeout=END_TIMEOUT)
+    finally:
+        kill_session(proc)
+    seen["sigterm_log"] = log.read_text()
+    seen["after_sigterm"] = {"runs": runlog.read_runs(out), "rows": _rows(out)}
+    seen["open_left_by_sigterm"] = (out / runlog.OPEN_FILE).exists()
+
+    before, parts = _rows(out), _parts(out)
+    proc = _start(out, log)
+    started = time.monotonic()
+    try:
+
+        def open_record():
+            """the second run's open record"""
+            return (out / runlog.OPEN_FILE).exists()
+
+        def own_rows():
+            """rows of the second run (or its report: nothing left to run)"""
+            return len(_parts(out) - parts) > 0 or (out / "report.md").exists()
+
+        _wait(open_record, proc, log)
+        _wait(own_rows, proc, log)
+        os.kill(proc.pid, signal.SIGSTOP)
+        seen["open"] = json.loads((out / runlog.OPEN_FILE).read_text())
+        seen["sigkill_elapsed"] = time.monotonic() - started
+        kill_session(proc)  # SIGKILL, the driver and its pool
+    finally:
+        kill_session(proc)
+    seen["after_sigkill"] = {"runs": runlog.read_runs(out), "rows": _rows(out), "rows_before": before}
+    seen["open_left_by_sigkill"] = (out / runlog.OPEN_FILE).exists()
+
+    proc = _start(out, log)
+    try:
+        seen["resumed_rc"] = proc.wait(timeout=END_TIMEOUT * 2)
+    finally:
+        kill_session(proc)
+    seen["runs"], seen["rows"], seen["log"] = runlog.read_runs(out), _rows(out), log.read_text()
+    return root, out, seen
+
+
+def test_sigterm_is_an_interruption_with_its_record(killed_and_resumed):
+    _, out, seen = killed_and_resumed
+    text = seen["sigterm_log"]
+    assert seen["sigterm_rc"] == 130, text[-3000:]  # as Ctrl-C: what arrived is committed, run again to resume
+    assert "Traceback" not in text and "run again to resume" in text, text[-3000:]
+    (record,) = seen["after_sigterm"]["runs"]
+    assert record["interrupted"] is True and record["ended_by"] == "SIGTERM"
+    assert record["rows_new"] == seen["after_sigterm"]["rows"] > 0 and record["rows_resumed"] == 0
+    assert record["wall_seconds"] > 0 and "wall_is_lower_bound" not in record
+    assert not seen["open_left_by_sigterm"]  # replaced by its line
+
+
+def test_sigkill_leaves_an_open_record_the_next_run_settles(killed_and_resumed):
+    _, out, seen = killed_and_resumed
+    opened = seen["open"]
+    assert opened["pid"] > 0 and opened["command"].startswith(f"schedlab pipelines run {NAME}")
+    assert opened["rows_on_disk_at_start"] == seen["after_sigkill"]["rows_before"]
+    assert seen["open_left_by_sigkill"] and len(seen["after_sigkill"]["runs"]) == 1  # nothing else said it ended
+
+    first, killed, last = seen["runs"]
+    assert killed["id"] == opened["id"] and killed["started"] == opened["started"]
+    assert killed["interrupted"] is True and killed["ended_by"] == runlog.NO_END
+    assert killed["wall_is_lower_bound"] is True and killed["driver_cpu_is_lower_bound"] is True
+    # its wall runs to its last heartbeat: not more than it ran, and the heartbeat came at least once
+    assert 0 < killed["wall_seconds"] <= seen["sigkill_elapsed"]
+    assert killed["rows_new"] == seen["after_sigkill"]["rows"] - seen["after_sigkill"]["rows_before"]
+    assert killed["rows_resumed"] == first["rows_new"]
+    assert seen["resumed_rc"] == 0, seen["log"][-3000:]
+    assert "interrupted" not in last and last["rows_resumed"] == first["rows_new"] + killed["rows_new"]
+    assert not (out / runlog.OPEN_FILE).exists()
+
+
+def test_the_page_counts_every_invocation(killed_and_resumed, tmp_path):
+    root, _, seen = killed_and_resumed
+    got = CliRunner().invoke(main, ["pipelines", "pages", NAME, "--results", str(root), "--to", str(tmp_path)])
+    assert got.exit_code == 0, got.output
+    summary = json.loads((tmp_path / NAME / pages.SUMMARY).read_text())
+    runs = seen["runs"]
+    assert summary["rows"] == seen["rows"] == summary["rows_logged"] == sum(r["rows_new"] for r in runs)
+    assert summary["wall_seconds"] == pytest.approx(sum(r["wall_seconds"] for r in runs))
+    assert summary["wall_is_lower_bound"] is True
+    page = (tmp_path / f"{NAME}.md").read_text()
+    said = "| invocations | 3 (1 ended by SIGTERM, 1 with no end recorded: its wall is a lower bound), first "
+    assert said in page, page
+    assert f"| wall | at least {pages._duration(summary['wall_seconds'])} summed over the invocations |" in page
+    index = (tmp_path / pages.INDEX).read_text()
+    assert f"| at least {pages._duration(summary['wall_seconds'])} |" in index
+
+
+def test_a_second_run_into_the_same_dir_stops_with_one_line(tmp_path):
+    """The dir's lock is held (here by this process, as a running invocation
+    holds it): `pipelines run` into it says who holds it, exit 2, and writes
+    nothing; once it is released the next run goes on."""
+    invocation = runlog.Invocation.start(tmp_path, "smoke", None)
+    invocation.open([tmp_path / "psbs-shape-smoke"])
+    with pytest.raises(UserError, match=f"another `schedlab pipelines run` is writing here \\(PID {os.getpid()}, "):
+        runlog.hold(tmp_path)
+    command = [sys.executable, "-m", "schedlab.cli", "pipelines", "run", "psbs-shape", "--scale", "smoke"]
+    got = subprocess.run(
+        [*command, "--no-tracking", "--out", str(tmp_path)], env=checkout_env(), capture_output=True, text=True
+    )
+    assert got.returncode == 2, got.stderr
+    assert got.stderr.strip().count("\n") == 0 and f"PID {os.getpid()}" in got.stderr, got.stderr
+    assert not (tmp_path / "psbs-shape-smoke").exists() and not (tmp_path / runlog.RUNS_FILE).exists()
+    record = invocation.finish(rows_new=0, rows_resumed=0, failures=0)
+    assert runlog.read_runs(tmp_path) == [record] and not (tmp_path / runlog.OPEN_FILE).exists()
+    runlog.hold(tmp_path).close()  # released
+
+
+def test_an_unreadable_open_record_is_one_line(tmp_path):
+    (tmp_path / runlog.OPEN_FILE).write_text("{not json")
+    with pytest.raises(UserError, match=f"{runlog.OPEN_FILE}: not an open run record"):
+        runlog.Invocation.start(tmp_path, "smoke", None).open([])
+    runlog.hold(tmp_path).close()  # the failed open let go of the dir
+
+
+def test_sigterm_as_ctrl_c_restores_the_handler_it_replaced():
+    def mine(signum, frame):
+        raise AssertionError("the caller's handler ran inside the block")
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_ctrl_c() as handler:
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(1.0)  # the handler runs at the next bytecode, long before this ends
+        assert handler.ended_by == "SIGTERM"
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_ray_init_does_not_take_sigterm_from_a_run():
+    """`keep_sigterm_handler` (around ``ray.init``, which installs Ray's handler) puts the run's back."""
+    with interrupts.sigterm_as_ctrl_c() as handler:
+        with interrupts.keep_sigterm_handler():
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))  # what ray.init does
+        assert signal.getsignal(signal.SIGTERM) is handler
+
+
+def test_held_back_delivers_sigterm_after_the_block():
+    done = []
+    with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_ctrl_c() as handler:
+        with interrupts.held_back():
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            done.append("the whole block")
+        time.sleep(1.0)
+    assert done == ["the whole block"] and handler.ended_by == "SIGTERM"
