@@ -210,20 +210,60 @@ def test_sigterm_as_ctrl_c_restores_the_handler_it_replaced():
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_ray_init_does_not_take_sigterm_from_a_run():
-    """`keep_sigterm_handler` (around ``ray.init``, which installs Ray's handler) puts the run's back."""
-    with interrupts.sigterm_as_ctrl_c() as handler:
-        with interrupts.keep_sigterm_handler():
-            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))  # what ray.init does
-        assert signal.getsignal(signal.SIGTERM) is handler
+def test_ray_init_does_not_take_sigterm_from_a_run(tmp_path):
+    """``ray.init`` installs Ray's SIGTERM handlers (``sys.exit``: past the
+    runner's clean-up; a pipeline on Ray then exited 15 with its record
+    saying "error: SystemExit"); starting Ray for a sweep keeps the run's
+    (`interrupts.keep_sigterm_handler`). Real Ray, started here."""
+    import ray
+
+    from schedlab.platform.execution import ray_backend
+    from schedlab.platform.planning.validate import parse_spec
+
+    spec = parse_spec(
+        {
+            "name": "sigterm-ray",
+            "engine": "queue",
+            "policies": ["FIFO"],
+            "workload": {"kind": "synthetic", "njobs": 100},
+            "outputs": {"dir": str(tmp_path / "out")},
+            "tracking": {"enabled": False},
+            "execution": {"num_cpus": 1},
+        },
+        "sigterm-ray.toml",
+        tmp_path,
+    )
+    if ray.is_initialized():
+        ray.shutdown()
+    ray_backend.forget_ray()
+    try:
+        with interrupts.sigterm_as_ctrl_c() as handler:
+            ray_backend._init_ray(spec, None)
+            assert ray.is_initialized() and signal.getsignal(signal.SIGTERM) is handler
+    finally:
+        ray.shutdown()
+        ray_backend.forget_ray()
 
 
 def test_held_back_delivers_sigterm_after_the_block():
+    """A commit is never cut by SIGTERM (nor Ctrl-C), even when the signal
+    reaches another thread: blocking it in the main thread does not hold back
+    its Python handler, which runs in the main thread whichever thread the
+    signal reached; `held_back` notes it and hands it over after the block."""
+    import threading
+
+    other = threading.Event()
+    helper = threading.Thread(target=other.wait, daemon=True)  # started before: SIGTERM not blocked there
+    helper.start()
     done = []
-    with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_ctrl_c() as handler:
-        with interrupts.held_back():
-            signal.raise_signal(signal.SIGTERM)
-            time.sleep(0.2)
-            done.append("the whole block")
-        time.sleep(1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_ctrl_c() as handler:
+            with interrupts.held_back():
+                os.kill(os.getpid(), signal.SIGTERM)  # to the process: the helper thread takes it
+                time.sleep(0.5)
+                done.append("the whole block")
+            time.sleep(1.0)
+    finally:
+        other.set()
+        helper.join()
     assert done == ["the whole block"] and handler.ended_by == "SIGTERM"
