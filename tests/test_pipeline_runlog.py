@@ -24,9 +24,9 @@ from schedlab.pipelines import pages, runlog
 from schedlab.platform.execution import interrupts
 from tests.processes import checkout_env, kill_session
 
-#: The quickest pipeline that commits rows in several batches: psbs-shape at `quick` (126 rows,
-#: a batch every couple of seconds; its `smoke` scale commits once).
-NAME, SCALE = "psbs-shape", "quick"
+#: The quickest pipeline of two sweeps: the second cannot have rows before the first has all of
+#: its own, so a run stopped at the first sweep's first commit always leaves rows to write.
+NAME, SCALE = "pg-fig3", "smoke"
 #: How long a run may take to start writing rows, or to end once told (a loaded 2-core machine).
 START_TIMEOUT = 120.0
 END_TIMEOUT = 120.0
@@ -41,8 +41,8 @@ def _start(out: Path, log: Path) -> subprocess.Popen:
         )
 
 
-def _parts(out: Path) -> set[Path]:
-    return set(out.glob("*/summary/*/part-*.parquet"))
+def _has_rows(sweep_dir: Path) -> bool:
+    return any(sweep_dir.glob("summary/*/part-*.parquet"))
 
 
 def _rows(out: Path) -> int:
@@ -59,11 +59,14 @@ def _wait(what, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOU
 
 @pytest.fixture(scope="module")
 def killed_and_resumed(tmp_path_factory):
-    """Three invocations into one dir: the first ended by SIGTERM once rows are
-    being written, the second by SIGKILL once it wrote rows of its own, the
-    third to the end. Each is frozen (SIGSTOP) the moment the test sees what it
-    waits for, so the signal lands while the run is writing rows whatever the
-    machine's load (SIGCONT then lets it handle the signal)."""
+    """Three invocations into one dir: the first ended by SIGTERM at the first
+    sweep's first commit, the second by SIGKILL at the second sweep's first
+    commit, the third to the end. Each is frozen (SIGSTOP) the moment the test
+    sees what it waits for, so the signal lands while the run has rows to
+    write whatever the machine's load (SIGCONT then lets it handle SIGTERM)."""
+    from schedlab.pipelines.registry import get_pipeline
+
+    first, second = [s["name"] for s in get_pipeline(NAME).specs(SCALE, {})]
     root = tmp_path_factory.mktemp("runlog")
     out, log = root / NAME, root / "run.log"
     seen: dict = {}
@@ -72,8 +75,8 @@ def killed_and_resumed(tmp_path_factory):
     try:
 
         def first_rows():
-            """the first committed rows"""
-            return bool(_parts(out))
+            """the first sweep's first committed rows"""
+            return _has_rows(out / first)
 
         _wait(first_rows, proc, log)
         os.kill(proc.pid, signal.SIGSTOP)
@@ -83,24 +86,19 @@ def killed_and_resumed(tmp_path_factory):
     finally:
         kill_session(proc)
     seen["sigterm_log"] = log.read_text()
-    seen["after_sigterm"] = {"runs": runlog.read_runs(out), "rows": _rows(out)}
+    seen["after_sigterm"] = {"runs": runlog.read_runs(out), "rows": _rows(out), "second": _rows_of(out / second)}
     seen["open_left_by_sigterm"] = (out / runlog.OPEN_FILE).exists()
 
-    before, parts = _rows(out), _parts(out)
+    before = _rows(out)
     proc = _start(out, log)
     started = time.monotonic()
     try:
 
-        def open_record():
-            """the second run's open record"""
-            return (out / runlog.OPEN_FILE).exists()
+        def second_rows():
+            """the second sweep's first committed rows"""
+            return _has_rows(out / second)
 
-        def own_rows():
-            """rows of the second run (or its report: nothing left to run)"""
-            return len(_parts(out) - parts) > 0 or (out / "report.md").exists()
-
-        _wait(open_record, proc, log)
-        _wait(own_rows, proc, log)
+        _wait(second_rows, proc, log)
         os.kill(proc.pid, signal.SIGSTOP)
         seen["open"] = json.loads((out / runlog.OPEN_FILE).read_text())
         seen["sigkill_elapsed"] = time.monotonic() - started
@@ -119,6 +117,10 @@ def killed_and_resumed(tmp_path_factory):
     return root, out, seen
 
 
+def _rows_of(sweep_dir: Path) -> int:
+    return schedlab.load(sweep_dir).collect().height if (sweep_dir / "manifest.json").exists() else 0
+
+
 def test_sigterm_is_an_interruption_with_its_record(killed_and_resumed):
     _, out, seen = killed_and_resumed
     text = seen["sigterm_log"]
@@ -127,6 +129,7 @@ def test_sigterm_is_an_interruption_with_its_record(killed_and_resumed):
     (record,) = seen["after_sigterm"]["runs"]
     assert record["interrupted"] is True and record["ended_by"] == "SIGTERM"
     assert record["rows_new"] == seen["after_sigterm"]["rows"] > 0 and record["rows_resumed"] == 0
+    assert seen["after_sigterm"]["second"] == 0  # it stopped with rows still to write
     assert record["wall_seconds"] > 0 and "wall_is_lower_bound" not in record
     assert not seen["open_left_by_sigterm"]  # replaced by its line
 
@@ -144,7 +147,7 @@ def test_sigkill_leaves_an_open_record_the_next_run_settles(killed_and_resumed):
     assert killed["wall_is_lower_bound"] is True and killed["driver_cpu_is_lower_bound"] is True
     # its wall runs to its last heartbeat: not more than it ran, and the heartbeat came at least once
     assert 0 < killed["wall_seconds"] <= seen["sigkill_elapsed"]
-    assert killed["rows_new"] == seen["after_sigkill"]["rows"] - seen["after_sigkill"]["rows_before"]
+    assert killed["rows_new"] == seen["after_sigkill"]["rows"] - seen["after_sigkill"]["rows_before"] > 0
     assert killed["rows_resumed"] == first["rows_new"]
     assert seen["resumed_rc"] == 0, seen["log"][-3000:]
     assert "interrupted" not in last and last["rows_resumed"] == first["rows_new"] + killed["rows_new"]
@@ -173,16 +176,16 @@ def test_a_second_run_into_the_same_dir_stops_with_one_line(tmp_path):
     holds it): `pipelines run` into it says who holds it, exit 2, and writes
     nothing; once it is released the next run goes on."""
     invocation = runlog.Invocation.start(tmp_path, "smoke", None)
-    invocation.open([tmp_path / "psbs-shape-smoke"])
+    invocation.open([tmp_path / "pg-fig3a-smoke"])
     with pytest.raises(UserError, match=f"another `schedlab pipelines run` is writing here \\(PID {os.getpid()}, "):
         runlog.hold(tmp_path)
-    command = [sys.executable, "-m", "schedlab.cli", "pipelines", "run", "psbs-shape", "--scale", "smoke"]
+    command = [sys.executable, "-m", "schedlab.cli", "pipelines", "run", NAME, "--scale", SCALE]
     got = subprocess.run(
         [*command, "--no-tracking", "--out", str(tmp_path)], env=checkout_env(), capture_output=True, text=True
     )
     assert got.returncode == 2, got.stderr
     assert got.stderr.strip().count("\n") == 0 and f"PID {os.getpid()}" in got.stderr, got.stderr
-    assert not (tmp_path / "psbs-shape-smoke").exists() and not (tmp_path / runlog.RUNS_FILE).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([runlog.LOCK_FILE, runlog.OPEN_FILE])  # nothing new
     record = invocation.finish(rows_new=0, rows_resumed=0, failures=0)
     assert runlog.read_runs(tmp_path) == [record] and not (tmp_path / runlog.OPEN_FILE).exists()
     runlog.hold(tmp_path).close()  # released
