@@ -107,6 +107,7 @@ def killed_and_resumed(tmp_path_factory):
         kill_session(proc)
     seen["after_sigkill"] = {"runs": runlog.read_runs(out), "rows": _rows(out), "rows_before": before}
     seen["open_left_by_sigkill"] = (out / runlog.OPEN_FILE).exists()
+    seen["unsettled"] = runlog.unsettled(out)  # what a page drawn now counts for it (and writes nothing)
 
     proc = _start(out, log)
     try:
@@ -143,6 +144,7 @@ def test_sigkill_leaves_an_open_record_the_next_run_settles(killed_and_resumed):
 
     first, killed, last = seen["runs"]
     assert killed["id"] == opened["id"] and killed["started"] == opened["started"]
+    assert seen["unsettled"] == killed  # a page drawn before the next run counted it the same
     assert killed["interrupted"] is True and killed["ended_by"] == runlog.NO_END
     assert killed["wall_is_lower_bound"] is True and killed["driver_cpu_is_lower_bound"] is True
     # its wall runs to its last heartbeat: not more than it ran, and the heartbeat came at least once
@@ -169,6 +171,19 @@ def test_the_page_counts_every_invocation(killed_and_resumed, tmp_path):
     assert f"| wall | at least {pages._duration(summary['wall_seconds'])} summed over the invocations |" in page
     index = (tmp_path / pages.INDEX).read_text()
     assert f"| at least {pages._duration(summary['wall_seconds'])} |" in index
+
+
+def test_the_page_says_how_many_were_interrupted_and_by_what():
+    runs = [
+        {"interrupted": True, "ended_by": "SIGTERM"},
+        {"interrupted": True, "ended_by": runlog.NO_END, "wall_is_lower_bound": True},
+        {"interrupted": True, "ended_by": "SIGTERM"},
+        {},
+    ]
+    said = " (2 ended by SIGTERM, 1 with no end recorded: its wall is a lower bound)"
+    assert pages._interruptions(runs) == said
+    assert pages._interruptions([{"interrupted": True}, {}]) == " (1 interrupted)"  # a record from before ended_by
+    assert pages._interruptions([{}, {}]) == ""  # nothing cut short: the page's line as it was
 
 
 def test_a_second_run_into_the_same_dir_stops_with_one_line(tmp_path):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.runlog import NO_END, read_runs
+from schedlab.pipelines.runlog import NO_END, read_runs, unsettled
 
 #: Beside the pages: the hand-written notes, ``<pages>/notes/<name>.md``.
 NOTES_DIR = "notes"
@@ -142,6 +142,8 @@ def read_page(name: str, out_dir: Path) -> Page:
         if "sim_seconds" in frame.columns and frame.height:
             sim += float(frame.select(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum()).item())
     runs = read_runs(out_dir)
+    killed = unsettled(out_dir)  # a run killed outright that no invocation has settled yet: its cost counts too
+    runs += [killed] if killed is not None else []
     mine = [r for r in runs if ran_sweeps(r, shown)]
     return Page(
         name=name,

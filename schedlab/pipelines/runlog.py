@@ -308,38 +308,63 @@ def _read_open(out_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def settle_killed(out_dir: Path) -> dict[str, Any] | None:
-    """The open record of an invocation that never finished (SIGKILL, power
-    loss: its process is gone, the caller holds the output dir's lock) appended
-    to ``OUT/runs.jsonl`` and removed; returns that record (None if there was
-    none). Its wall and driver CPU are those of its last heartbeat, lower
-    bounds (``wall_is_lower_bound``); its rows new are the rows on disk now,
-    in the sweeps it ran, less those at its start: nothing has run since. An
-    open record whose invocation's line is already there (killed between the
-    two writes of `Invocation.finish`) is only removed."""
+def killed_record(out_dir: Path) -> dict[str, Any] | None:
+    """The record of an invocation that never finished (SIGKILL, power loss),
+    from its open record (None if there is none, or if its line is already in
+    ``OUT/runs.jsonl``: killed between the two writes of `Invocation.finish`).
+    The caller knows its process is gone (it holds the dir's lock). Its wall
+    and driver CPU are those of its last heartbeat, lower bounds
+    (``wall_is_lower_bound``); its rows new are the rows on disk now, in the
+    sweeps it ran, less those at its start: nothing has run since."""
     out_dir = Path(out_dir)
     found = _read_open(out_dir)
-    if found is None:
+    if found is None or found.get("id") in {r.get("id") for r in read_runs(out_dir)}:
         return None
-    if found.get("id") not in {r.get("id") for r in read_runs(out_dir)}:
-        before = int(found.get("rows_on_disk_at_start", 0))
-        now = sum(rows_on_disk(out_dir / s) for s in found.get("sweeps", []))
-        keep = ("started", "scale", "overrides", "command", "cwd", "schedlab_version", "commit", "machine", "id")
-        record = {
-            **{k: found[k] for k in keep if k in found},
-            "wall_seconds": found.get("wall_seconds", 0.0),
-            "wall_is_lower_bound": True,
-            "driver_cpu_seconds": found.get("driver_cpu_seconds", 0.0),
-            "driver_cpu_is_lower_bound": True,
-            "last_heartbeat": found.get("heartbeat"),
-            "rows_new": max(0, now - before),
-            "rows_resumed": before,
-            "interrupted": True,
-            "ended_by": NO_END,
-        }
+    before = int(found.get("rows_on_disk_at_start", 0))
+    now = sum(rows_on_disk(out_dir / s) for s in found.get("sweeps", []))
+    keep = ("started", "scale", "overrides", "command", "cwd", "schedlab_version", "commit", "machine", "id")
+    return {
+        **{k: found[k] for k in keep if k in found},
+        "wall_seconds": found.get("wall_seconds", 0.0),
+        "wall_is_lower_bound": True,
+        "driver_cpu_seconds": found.get("driver_cpu_seconds", 0.0),
+        "driver_cpu_is_lower_bound": True,
+        "last_heartbeat": found.get("heartbeat"),
+        "rows_new": max(0, now - before),
+        "rows_resumed": before,
+        "interrupted": True,
+        "ended_by": NO_END,
+    }
+
+
+def settle_killed(out_dir: Path) -> dict[str, Any] | None:
+    """A killed invocation's record (`killed_record`) appended to
+    ``OUT/runs.jsonl`` and its open record removed (the caller holds the dir's
+    lock); returns the record appended (None if none was)."""
+    out_dir = Path(out_dir)
+    if not (out_dir / OPEN_FILE).exists():
+        return None
+    record = killed_record(out_dir)
+    if record is not None:
         _append(out_dir, record)
     (out_dir / OPEN_FILE).unlink()
-    return found
+    return record
+
+
+def unsettled(out_dir: Path) -> dict[str, Any] | None:
+    """The record a killed invocation will get when the next one starts
+    (`killed_record`), for a reader (the pages) that writes nothing; None when
+    there is none or an invocation is running there now."""
+    from schedlab.errors import UserError
+
+    if not (Path(out_dir) / OPEN_FILE).exists():
+        return None
+    try:
+        lock = hold(out_dir)
+    except UserError:
+        return None  # a run in progress: its record is its own to write
+    with lock:
+        return killed_record(out_dir)
 
 
 def settle_if_idle(out_dir: Path) -> None:
