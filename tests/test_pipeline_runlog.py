@@ -285,3 +285,25 @@ def test_held_back_delivers_sigterm_after_the_block():
         other.set()
         helper.join()
     assert done == ["the whole block"] and handler.ended_by == "SIGTERM"
+
+
+def test_a_sigterm_the_task_swallows_is_noticed():
+    """An in-process task may swallow the KeyboardInterrupt (numba's ctypes
+    callback does): a SIGTERM handled as Ctrl-C is noted all the same, so the
+    executor raises it again; a caller's own SIGTERM handler is left alone."""
+    with interrupts.sigterm_as_ctrl_c(), interrupts.noticed() as stopped:
+        try:
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass  # the task swallowed it
+    assert stopped == [signal.SIGTERM]
+    calls = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: calls.append(signum))
+    try:
+        with interrupts.noticed() as stopped:
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(0.2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stopped == [] and calls == [signal.SIGTERM]

@@ -114,12 +114,18 @@ def held_back() -> Iterator[None]:
 
 @contextlib.contextmanager
 def noticed() -> Iterator[list[int]]:
-    """While an in-process task runs (main thread): every SIGINT or SIGTERM
-    whose handler is a Python one is noted (the list yielded) before that
-    handler runs, so a KeyboardInterrupt the task swallowed can be raised
-    again once it returns."""
+    """While an in-process task runs (main thread): every SIGINT whose handler
+    is a Python one, and every SIGTERM handled as Ctrl-C (`sigterm_as_ctrl_c`;
+    not a caller's own SIGTERM handler, which may mean something else), is
+    noted (the list yielded) before that handler runs, so a KeyboardInterrupt
+    the task swallowed can be raised again once it returns."""
     seen: list[int] = []
-    handlers = {s: h for s in STOPPING if callable(h := signal.getsignal(s))} if _main_thread() else {}
+    handlers = {}
+    if _main_thread():
+        if callable(h := signal.getsignal(signal.SIGINT)):
+            handlers[signal.SIGINT] = h
+        if isinstance(h := signal.getsignal(signal.SIGTERM), SigtermAsCtrlC):
+            handlers[signal.SIGTERM] = h
     for s, h in handlers.items():
 
         def note(signum: int, frame: Any, h: Any = h) -> None:
