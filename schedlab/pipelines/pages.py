@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import UserError
-from schedlab.pipelines.runlog import read_runs
+from schedlab.pipelines.runlog import NO_END, read_runs, unsettled
 
 #: Beside the pages: the hand-written notes, ``<pages>/notes/<name>.md``.
 NOTES_DIR = "notes"
@@ -98,6 +98,11 @@ class Page:
         return float(sum(r.get("wall_seconds", 0.0) for r in self.runs))
 
     @property
+    def wall_is_lower_bound(self) -> bool:
+        """Some invocation was killed outright: its wall counts to its last heartbeat (`runlog.settle_killed`)."""
+        return any(r.get("wall_is_lower_bound") for r in self.runs)
+
+    @property
     def failing(self) -> int:
         """Verdicts that fail ("fails", or a report's older "does not hold"): each needs a measured reason."""
         return sum(n for v, n in self.verdicts.items() if v not in (HOLDS, INCONCLUSIVE))
@@ -137,6 +142,8 @@ def read_page(name: str, out_dir: Path) -> Page:
         if "sim_seconds" in frame.columns and frame.height:
             sim += float(frame.select(pl.col("sim_seconds").cast(pl.Float64).fill_null(0.0).sum()).item())
     runs = read_runs(out_dir)
+    killed = unsettled(out_dir)  # a run killed outright that no invocation has settled yet: its cost counts too
+    runs += [killed] if killed is not None else []
     mine = [r for r in runs if ran_sweeps(r, shown)]
     return Page(
         name=name,
@@ -241,7 +248,8 @@ def _how_made(page: Page) -> list[str]:
     mem_s = f", {mem / 2**30:.0f} GiB" if mem else ""
     cpu = sum(r.get("driver_cpu_seconds", 0.0) for r in page.runs)
     rows_new = sum(r.get("rows_new", 0) for r in page.runs)
-    failures = page.runs[-1].get("failures", 0)
+    failures = next((r["failures"] for r in reversed(page.runs) if "failures" in r), 0)  # a killed one's: not known
+    at_least = "at least " if page.wall_is_lower_bound else ""
     command = _command(page)
     started = (
         "`--fresh`: its sweeps' earlier rows were discarded first"
@@ -257,12 +265,12 @@ def _how_made(page: Page) -> list[str]:
             f"| commit | {', '.join(f'`{c}`' for c in commits)} |",
             f"| machine | {m.get('cores', '?')} cores{mem_s}, {m.get('processor') or 'processor not known'}; "
             f"{m.get('system', '')}, Python {m.get('python', '?')} |",
-            f"| invocations | {len(page.runs)}, first {first}, last {last} |",
-            f"| wall | {_duration(page.wall_seconds)} summed over the invocations |",
+            f"| invocations | {len(page.runs)}{_interruptions(page.runs)}, first {first}, last {last} |",
+            f"| wall | {at_least}{_duration(page.wall_seconds)} summed over the invocations |",
             f"| simulation | {_duration(page.sim_seconds)} (`sim_seconds` summed over the {page.rows:,} rows: "
             f"{ENGINE_TIME}) |",
-            f"| driver CPU | {_duration(cpu)} summed over the invocations (the `schedlab` process and the children it "
-            "waited for; Ray's workers are not among them) |",
+            f"| driver CPU | {at_least}{_duration(cpu)} summed over the invocations (the `schedlab` process and the "
+            "children it waited for; Ray's workers are not among them) |",
             f"| rows | {page.rows:,} ({rows_new:,} computed by the recorded invocations); failed simulations in the "
             f"last: {failures} |",
             "",
@@ -280,6 +288,25 @@ def _how_made(page: Page) -> list[str]:
     )
 
 
+def _interruptions(runs: list[dict[str, Any]]) -> str:
+    """How many invocations were cut short, and by what (`runlog`): "" when none was;
+    else e.g. " (2 ended by SIGTERM, 1 with no end recorded: its wall is a lower bound)"."""
+    by = Counter(str(r.get("ended_by") or "") for r in runs if r.get("interrupted"))
+    if not by:
+        return ""
+    said = []
+    for end, n in sorted(by.items(), key=lambda kv: (kv[0] == NO_END, kv[0])):
+        if end == NO_END:
+            said.append(
+                f"{n} with no end recorded: {'its wall is a lower bound' if n == 1 else 'their walls are lower bounds'}"
+            )
+        elif end:
+            said.append(f"{n} ended by {end}")
+        else:  # a record from before ended_by: Ctrl-C or an error
+            said.append(f"{n} interrupted")
+    return f" ({', '.join(said)})"
+
+
 def _other_runs(page: Page) -> list[str]:
     """A line on the invocations of the same output dir that ran other sweeps ([] when none)."""
     if not page.other_runs:
@@ -287,7 +314,10 @@ def _other_runs(page: Page) -> list[str]:
     said = []
     for r in page.other_runs:
         f = (r.get("overrides") or {}).get("subset")
-        said.append(f"{f'`--subset {f}`' if f else 'the full sets'}, {_duration(r.get('wall_seconds', 0.0))} wall")
+        at_least = "at least " if r.get("wall_is_lower_bound") else ""
+        said.append(
+            f"{f'`--subset {f}`' if f else 'the full sets'}, {at_least}{_duration(r.get('wall_seconds', 0.0))} wall"
+        )
     return [
         f"{len(page.other_runs)} other invocation(s) in the same output dir ran other sweeps ({'; '.join(said)}): "
         "not counted above.",
@@ -356,6 +386,7 @@ def write_page(page: Page, pages_dir: Path) -> Path:
         "rows": page.rows,
         "rows_logged": sum(int(r.get("rows_new", 0)) for r in page.runs),
         "verdicts": dict(sorted(page.verdicts.items())),
+        **({"wall_is_lower_bound": True} if page.wall_is_lower_bound else {}),
     }
     (fig_dir / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return path
@@ -389,7 +420,12 @@ def write_index(pages_dir: Path) -> Path:
         totals.update(page["verdicts"])
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(page["verdicts"].items()))
         logged = page.get("rows_logged", page["rows"])
-        wall = _duration(page["wall_seconds"]) if logged >= page["rows"] else "not recorded (rows from before run logs)"
+        at_least = "at least " if page.get("wall_is_lower_bound") else ""
+        wall = (
+            at_least + _duration(page["wall_seconds"])
+            if logged >= page["rows"]
+            else "not recorded (rows from before run logs)"
+        )
         rows.append(
             f"| [{name}]({name}.md) | {pipe.paper}, {pipe.figure} | {page['scale']} "
             f"| {wall} | {_duration(page['sim_seconds'])} | {page['rows']:,} | {verdicts} |"

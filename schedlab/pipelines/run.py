@@ -26,6 +26,7 @@ from schedlab.pipelines.base import (
     tally,
 )
 from schedlab.pipelines.inputs import Root, using
+from schedlab.pipelines.runlog import Invocation, rows_on_disk, settle_if_idle
 
 
 def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
@@ -60,21 +61,6 @@ def grown(replications: dict[str, Any], n: int) -> dict[str, Any]:
         return {**replications, "n": max(n, int(replications.get("n") or 1))}
     lo, hi = int(replications.get("min", 5)), int(replications.get("max", 200))
     return {**replications, "min": max(n, lo), "max": max(n, hi)}
-
-
-def _rows_on_disk(results_dir: Path) -> int:
-    """Summary rows committed in a results dir (0 when it has none yet)."""
-    import polars as pl
-
-    from schedlab import load
-    from schedlab.platform.storage.seam import is_results_dir
-
-    if not is_results_dir(results_dir):
-        return 0
-    try:
-        return int(load(results_dir).select(pl.len()).collect().item())
-    except Exception:  # noqa: BLE001 - a count for the record, never a reason to fail
-        return 0
 
 
 def _attach_artifacts(spec, paths: list[Path]) -> None:
@@ -124,7 +110,10 @@ def run_pipeline(
     disk (a long run cut short: the DFRS reports then use the instances
     every algorithm has finished, and say how many). An invocation that
     runs sweeps is logged in ``OUT/runs.jsonl`` (`runlog`), also when it is
-    interrupted (Ctrl-C, an error): the rows it committed and its cost.
+    interrupted (Ctrl-C, SIGTERM -- handled as Ctrl-C while it runs --, an
+    error): the rows it committed and its cost; one killed outright
+    (SIGKILL) leaves its open record, which the next invocation settles.
+    Two invocations into one output dir: the second stops (UserError).
     ``grow``: {sweep name: n}, at least n replications per configuration of
     that sweep (`grown`): the sweep resumes, only the new replications run.
     ``data``, ``agent``: the folders of the traces and of the trained agent
@@ -146,7 +135,7 @@ def run_pipeline(
         expanded = pipe.specs(scale, overrides or {})
     out_dir = Path(out) if out is not None else Path("results") / "pipelines" / name
     out_dir.mkdir(parents=True, exist_ok=True)
-    from schedlab.pipelines.runlog import Invocation
+    from schedlab.platform.execution.interrupts import sigterm_as_ctrl_c
 
     invocation = None if report_only else Invocation.start(out_dir, scale, overrides)
 
@@ -159,30 +148,69 @@ def run_pipeline(
         )
         specs.append(parse_spec(spec_data, f"pipeline {name} ({spec_data['name']})"))
 
-    sweeps: list[Any] = []
     results_dirs = {s.name: s.results_dir() for s in specs}
-    if invocation is not None:
-        before = sum(_rows_on_disk(d) for d in results_dirs.values())
-        try:
-            for spec in specs:
-                sweeps.append(
-                    run_sweep(
-                        spec,
-                        address=address,
-                        backend=backend,
-                        fresh=fresh,
-                        tracking=tracking,
-                        progress=progress,
-                        draw=convergence,
-                    )
-                )
-                if sweeps[-1].interrupted:  # Ctrl-C while it compacted: it is complete; the next one must not start
-                    raise Interrupted(f"interrupted: {spec.name} is complete in {out_dir}; run again to resume")
-        except BaseException:  # Ctrl-C, Interrupted, an error: what it committed, and its cost, are on record
-            after = sum(_rows_on_disk(d) for d in results_dirs.values())
-            invocation.finish(rows_new=max(0, after - before), rows_resumed=before, failures=0, interrupted=True)
-            raise
+    sweeps: list[Any] = []
+    if invocation is None:  # a run killed outright before this one is settled all the same
+        settle_if_idle(out_dir)
+        figures, report_md, failures = _write_report(pipe, scale, specs, None, results_dirs, out_dir)
+    else:
+        with sigterm_as_ctrl_c() as terminated:  # SIGTERM, as a session's end sends it, stops the run as Ctrl-C does
+            before = invocation.open(list(results_dirs.values()))
 
+            def beating(p: Any) -> None:
+                invocation.beat()
+                if progress is not None:
+                    progress(p)
+
+            try:
+                for spec in specs:
+                    sweeps.append(
+                        run_sweep(
+                            spec,
+                            address=address,
+                            backend=backend,
+                            fresh=fresh,
+                            tracking=tracking,
+                            progress=beating,
+                            draw=convergence,
+                        )
+                    )
+                    if sweeps[-1].interrupted:  # Ctrl-C while it compacted: it is complete; the next one must not start
+                        raise Interrupted(f"interrupted: {spec.name} is complete in {out_dir}; run again to resume")
+                figures, report_md, failures = _write_report(pipe, scale, specs, sweeps, results_dirs, out_dir)
+            except BaseException as err:  # Ctrl-C, SIGTERM, Interrupted, an error: what it committed, and its cost
+                after = sum(rows_on_disk(d) for d in results_dirs.values())
+                invocation.finish(
+                    rows_new=max(0, after - before),
+                    rows_resumed=before,
+                    failures=0,
+                    interrupted=True,
+                    ended_by=terminated.ended_by
+                    or (
+                        "SIGINT" if isinstance(err, KeyboardInterrupt | Interrupted) else f"error: {type(err).__name__}"
+                    ),
+                )
+                raise
+            invocation.finish(
+                rows_new=sum(r.rows_written for r in sweeps),
+                rows_resumed=sum(r.rows_skipped for r in sweeps),
+                failures=failures,
+            )
+    if tracking:
+        artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
+        for spec in specs:
+            _attach_artifacts(spec, artifacts)
+    return PipelineResult(
+        name, scale, out_dir, results_dirs, sweeps, figures, report_md, time.monotonic() - started, failures
+    )
+
+
+def _write_report(
+    pipe: Any, scale: str, specs: list[Any], sweeps: list[Any] | None, results_dirs: dict[str, Path], out_dir: Path
+) -> tuple[list[Any], Path, int]:
+    """The figures and report.md from the rows on disk: (figures, report.md's
+    path, failed simulations). ``sweeps``: the reports of the sweeps this
+    invocation ran (None: it only writes the report, ``--report-only``)."""
     from schedlab.plotting import style
 
     with style():
@@ -191,15 +219,15 @@ def run_pipeline(
     for f in figures:
         if f.replications is None and counts:
             f.replications = min(counts)
-    failures = sum(len(r.failures) for r in sweeps)
+    failures = sum(len(r.failures) for r in sweeps or [])
     report_md = out_dir / "report.md"
-    if invocation is not None:
+    if sweeps is not None:
         ran = ", ".join(
             f"`{s.name}` ({r.configs} configurations, {r.rows_written} rows new, {r.rows_skipped} resumed)"
             for s, r in zip(specs, sweeps)
         )
     else:
-        ran = ", ".join(f"`{s.name}` ({_rows_on_disk(d)} rows on disk)" for s, d in zip(specs, results_dirs.values()))
+        ran = ", ".join(f"`{s.name}` ({rows_on_disk(d)} rows on disk)" for s, d in zip(specs, results_dirs.values()))
         ran += " -- **written from the rows on disk, without running** (`--report-only`)"
     header = [
         f"# {pipe.name}: {pipe.paper}, {pipe.figure}",
@@ -221,17 +249,4 @@ def run_pipeline(
             "",
         ]
     report_md.write_text("\n".join(header + [f.markdown() for f in figures]))
-
-    if invocation is not None:
-        invocation.finish(
-            rows_new=sum(r.rows_written for r in sweeps),
-            rows_resumed=sum(r.rows_skipped for r in sweeps),
-            failures=failures,
-        )
-    if tracking:
-        artifacts = [p for f in figures for p in (f.pdf, f.png) if p.exists()] + [report_md]
-        for spec in specs:
-            _attach_artifacts(spec, artifacts)
-    return PipelineResult(
-        name, scale, out_dir, results_dirs, sweeps, figures, report_md, time.monotonic() - started, failures
-    )
+    return figures, report_md, failures

@@ -23,11 +23,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import signal
-import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from schedlab.platform.children import become_child, main_not_reimported, start_method
 from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
+from schedlab.platform.execution.interrupts import noticed
 
 if TYPE_CHECKING:
     from schedlab.platform.execution.tasks import TaskResult
@@ -85,7 +83,8 @@ def _shared_input(instance: Instance) -> Any:
 
 class InProcess(Executor):
     """Tasks run one at a time in the driver's process, inside `wait`
-    (Ctrl-C interrupts the task running; the runner commits what arrived).
+    (Ctrl-C interrupts the task running; the runner commits what arrived; a
+    KeyboardInterrupt the task swallowed is raised again: `interrupts.noticed`).
     ``cold``: the task `wait` last ran was this process's first (its time
     includes one-off imports: not a measure of the work)."""
 
@@ -114,42 +113,17 @@ class InProcess(Executor):
             return []
         task = self.queue.popleft()
         self.cold = _TASKS_RUN[0] == 0
-        with _sigint_noticed() as noticed:
+        with noticed() as stopped:
             try:
                 result: TaskResult | Lost = run_task(self.call, task.work)
             except Exception as err:  # noqa: BLE001 - a task that cannot finish becomes failure records, as on Ray
                 result = Lost(f"task failed: {type(err).__name__}: {err}")
-        if noticed:  # a Ctrl-C the task swallowed: the user's all the same
+        if stopped:  # a Ctrl-C (or SIGTERM handled as one) the task swallowed: the user's all the same
             raise KeyboardInterrupt
         return [(task, result)]
 
     def cancel(self) -> None:
         self.queue.clear()
-
-
-@contextlib.contextmanager
-def _sigint_noticed() -> Iterator[list[bool]]:
-    """While an in-process task runs (main thread): note every SIGINT before
-    the usual handler raises KeyboardInterrupt. A task can swallow that
-    exception -- numba loads a cached kernel through a ctypes callback that
-    prints and drops it, and user code may catch it -- and the sweep would
-    then run on as if Ctrl-C had not been pressed; `InProcess.wait` raises it
-    again once the task returns."""
-    noticed: list[bool] = []
-    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    if not callable(previous):  # not the main thread, or SIGINT ignored or left to the system: nothing to add
-        yield noticed
-        return
-
-    def note(signum: int, frame: Any) -> None:
-        noticed.append(True)
-        previous(signum, frame)
-
-    signal.signal(signal.SIGINT, note)
-    try:
-        yield noticed
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 # ---- the pool -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from schedlab.errors import UserError
 from schedlab.platform.execution.connect import init_bounded, loopback_only
 from schedlab.platform.execution.executor import Executor, Finished, Lost, Task, TaskCall
+from schedlab.platform.execution.interrupts import keep_sigterm_handler
 from schedlab.platform.execution.payload import Packer, ray_put
 from schedlab.platform.planning.plan import Instance, Plan, shared_input_key
 from schedlab.usercode import ship_paths
@@ -80,7 +81,7 @@ def _init_ray(spec: SweepSpec, address: str | None, shipped: tuple[tuple[str, st
         if address:  # bounded in time, interruptible, loopback kept loopback (`connect`)
             init_bounded(ray, kwargs, address, spec.execution.connect_timeout_seconds)
         else:
-            with loopback_only():
+            with loopback_only(), keep_sigterm_handler():  # Ray's handler would exit past the runner's clean-up
                 ray.init(**kwargs)
     except (ConnectionError, ray.exceptions.AuthenticationError) as err:
         raise UserError(

@@ -20,8 +20,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -32,6 +30,7 @@ import numpy as np
 from schedlab.errors import UserError
 from schedlab.platform.execution.backends import Choice, choose
 from schedlab.platform.execution.executor import Executor, Lost, Task, busy_seconds
+from schedlab.platform.execution.interrupts import held_back
 from schedlab.platform.execution.parts import keep_only
 from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
@@ -149,14 +148,15 @@ class _Sink:
         )
 
     def flush(self) -> int:
-        """Commit the buffer. The buffer is taken before writing, and Ctrl-C is
-        held back while the batch is written (delivered right after), so an
-        interrupt can never commit the same rows twice nor half a batch."""
+        """Commit the buffer. The buffer is taken before writing, and Ctrl-C (or
+        a SIGTERM handled as one) is held back while the batch is written
+        (delivered right after, `interrupts.held_back`), so an interrupt can
+        never commit the same rows twice nor half a batch."""
         if not (self.summary or self.failures or self.parts):
             return 0
         summary, jobs, failures, series, parts = self.summary, self.jobs, self.failures, self.series, self.parts
         self._reset()
-        with _sigint_deferred():
+        with held_back():
             self.store.commit(summary, jobs, failures, series, parts=parts)
         touched = (
             {r["config_id"] for r in summary}
@@ -166,19 +166,6 @@ class _Sink:
         if touched:
             self.on_commit(touched)
         return len(summary) + sum(len(p.keys) for p in parts)
-
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Block SIGINT in this thread while the body runs (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def run_sweep(
