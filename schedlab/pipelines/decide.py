@@ -151,11 +151,11 @@ def decide_pipeline(
         if not grow:
             break
         state["grown"] = {**state["grown"], **grow}
-        for s, policies in kept.items():
-            if policies is None:
+        for s, some in kept.items():
+            if some is None:
                 state["policies"].pop(s, None)
             else:
-                state["policies"][s] = policies
+                state["policies"][s] = some
     write_state(out_dir, state)
     result.report_md.write_text(result.report_md.read_text().rstrip("\n") + "\n\n" + section(state) + "\n")
     return result
