@@ -105,6 +105,8 @@ class Check:
     straddle: Straddle | None = None
     #: the sweeps the claim reads, by name prefix (empty: every sweep of the pipeline)
     reads: tuple[str, ...] = ()
+    #: the policies it reads of those sweeps (empty: every one): ``--decide`` grows only theirs
+    policies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:  # a bool from a point estimate is not a verdict

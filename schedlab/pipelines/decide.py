@@ -7,15 +7,24 @@ the paper's claim. `decide_pipeline` (``schedlab pipelines run NAME
 inconclusive one raises the replications of the sweeps that claim reads
 (`base.Check.reads`: its panel's sweep, else its figure's ``reads``, else every sweep), doubling
 them, then evaluates again -- until each claim holds or fails, or its sweeps
-reach the budget of replications per point. The new replications are
+reach the budget of replications per point. A claim that names the policies
+it reads (its ``policies``, `declare.Claim`) grows only their configurations
+of those sweeps: the grown spec is the sweep's with its policies cut to the
+union of what the undecided claims read (a configuration's id does not depend
+on the policy list, so the results dir grows, and the declared spec still
+resumes on it with nothing to run). The readers pair a policy's replication r
+with its baseline's replication r, so a policy with fewer replications has
+fewer pairs, never unpaired ones. The new replications are
 replications n, n+1, ... of the same workload points, so they are paired with
 the old under common random numbers, and a sweep only grows (`run.grown`):
 nothing on disk is recomputed. A claim drawn from one sample path is judged
 on the share of paths that satisfy it (`Claim.share`), so more replications
 decide it too.
 
-The rounds are kept in ``OUT/decide.json`` (the sweeps' replications asked
-for, and each claim's verdict per round), written before each round runs: a
+The rounds are kept in ``OUT/decide.json`` (per sweep the replications asked
+for, ``grown``, and the policies asked of it when not all, ``policies``; per
+round the replications each policy of each sweep has and each claim's
+verdict; a file of the first format, without ``policies``, grew whole sweeps), written before each round runs: a
 run interrupted anywhere resumes with the replications it had asked for, and
 the rows on disk are kept. ``report.md`` then gets a section *Replications
 per claim*: the replications each claim took, and for a claim still
@@ -52,7 +61,7 @@ def read_state(out_dir: Path, scale: str) -> dict[str, Any]:
             raise UserError(f"{path}:{err.lineno}: not JSON ({err.msg}); remove it to start the rounds anew") from None
         if state.get("scale") == scale:
             return state
-    return {"scale": scale, "grown": {}, "rounds": []}
+    return {"scale": scale, "grown": {}, "policies": {}, "rounds": []}
 
 
 def write_state(out_dir: Path, state: dict[str, Any]) -> None:
@@ -67,6 +76,24 @@ def _reads(check: Check, sweeps: list[str]) -> list[str]:
     return [s for s in sweeps if not check.reads or any(s.startswith(r) for r in check.reads)]
 
 
+def _policies(check: Check, counts: dict[str, int]) -> list[str]:
+    """The policies of a sweep ({policy: replications}) a claim reads: its ``policies``, else all."""
+    return [p for p in check.policies if p in counts] if check.policies else list(counts)
+
+
+def _took(check: Check, counts: dict[str, int]) -> int:
+    """A claim's replications per point on a sweep ({policy: replications}): the most any point of its policies took."""
+    return max((counts[p] for p in _policies(check, counts)), default=0)
+
+
+def _asked(state: dict[str, Any], sweep: str, policies: list[str]) -> int:
+    """The replications per point asked of ``policies`` of a sweep by the last growth of it
+    (0 when that growth left some of them out). A state file of the first format has
+    no ``policies``: its growths were of whole sweeps."""
+    kept = state.get("policies", {}).get(sweep)
+    return state["grown"].get(sweep, 0) if kept is None or set(policies) <= set(kept) else 0
+
+
 def decide_pipeline(
     name: str, scale: str, budget: int = DEFAULT_BUDGET, out: str | Path | None = None, **run: Any
 ) -> PipelineResult:
@@ -75,7 +102,7 @@ def decide_pipeline(
     to ``budget`` replications per point) until every claim is decided or
     at its budget; returns the last round's result, its report.md with the
     section `SECTION`."""
-    from schedlab.pipelines.run import instances_per_point, run_pipeline
+    from schedlab.pipelines.run import replications_per_policy, run_pipeline
 
     if budget < 1:
         raise UserError(f"--budget: {budget} replications per point; give at least 1")
@@ -83,38 +110,52 @@ def decide_pipeline(
     out_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(out_dir, scale)
     if run.get("fresh"):
-        state = {"scale": scale, "grown": {}, "rounds": []}
+        state = {"scale": scale, "grown": {}, "policies": {}, "rounds": []}
     state["budget"] = budget
+    state.setdefault("policies", {})  # a state file of the first format grew whole sweeps only
     while True:
         write_state(out_dir, state)  # before the round: an interrupted round resumes with what it asked for
-        result = run_pipeline(name, scale, out=out_dir, grow=state["grown"], **run)
+        result = run_pipeline(name, scale, out=out_dir, grow=state["grown"], grow_policies=state["policies"], **run)
         run["fresh"] = False
         # the most any point took: an adaptive sweep gives a noisy point up to its max, a quiet one its min
-        have = {s: instances_per_point(d, most=True) or 0 for s, d in result.results_dirs.items()}
+        per_policy = {s: replications_per_policy(d) for s, d in result.results_dirs.items()}
+        have = {s: max(counts.values(), default=0) for s, counts in per_policy.items()}
         windowed = {s for s, d in result.results_dirs.items() if replays_windows(d)}
         checks = [c for f in result.figures for c in f.checks]
+
         claims: dict[str, dict[str, Any]] = {}
         for c in checks:
-            n = min((have[s] for s in _reads(c, list(have))), default=0)
+            n = min((_took(c, per_policy[s]) for s in _reads(c, list(have))), default=0)
             claims[c.claim] = {"outcome": c.outcome, "n": n, "straddle": _straddle(c.straddle)}
-        this = {"replications": have, "claims": claims, "windowed": sorted(windowed)}
-        if state["rounds"] and state["rounds"][-1]["replications"] == have:
+        this = {"replications": have, "per_policy": per_policy, "claims": claims, "windowed": sorted(windowed)}
+        last = state["rounds"][-1] if state["rounds"] else {"replications": None}
+        if (last["per_policy"] == per_policy) if "per_policy" in last else (last["replications"] == have):
             state["rounds"][-1] = this  # the same round again (resumed, or re-run): not a new one
         else:
             state["rounds"].append(this)
         grow: dict[str, int] = {}
+        kept: dict[str, list[str] | None] = {}  # per grown sweep, the policies grown (None: all)
         for c in checks:
             if c.outcome != INCONCLUSIVE or not growable(c, claims[c.claim]["n"]):
                 continue
             for s in _reads(c, list(have)):
-                if s in windowed:
+                policies = _policies(c, per_policy[s])
+                if s in windowed or not policies:
                     continue
-                target = min(budget, 2 * max(have[s], 1))
-                if have[s] < budget and state["grown"].get(s, 0) < target:  # asked for before and not grown: stop
+                n = _took(c, per_policy[s])
+                target = min(budget, 2 * max(n, 1))
+                if n < budget and _asked(state, s, policies) < target:  # asked for before and not grown: stop
                     grow[s] = max(grow.get(s, 0), target)
+                    was = kept.get(s, [])
+                    kept[s] = None if was is None or not c.policies else list(dict.fromkeys([*was, *policies]))
         if not grow:
             break
         state["grown"] = {**state["grown"], **grow}
+        for s, some in kept.items():
+            if some is None:
+                state["policies"].pop(s, None)
+            else:
+                state["policies"][s] = some
     write_state(out_dir, state)
     result.report_md.write_text(result.report_md.read_text().rstrip("\n") + "\n\n" + section(state) + "\n")
     return result
@@ -186,8 +227,9 @@ def section(state: dict[str, Any]) -> str:
     if grown:
         lines += [
             "",
-            "Grown: " + ", ".join(f"`{s}` {first.get(s, 0)} → {final[s]}" for s in grown) + " replications per "
-            "point (a claim undecided on some of its sweeps only reads those, so only they grow).",
+            "Grown: " + ", ".join(f"`{s}` {first.get(s, 0)} → {final[s]}{_only(state, s)}" for s in grown) + " "
+            "replications per point (a claim undecided on some of its sweeps only reads those, so only they grow; "
+            "a claim that names its policies grows only their configurations).",
         ]
     windowed = rounds[-1].get("windowed", [])
     if windowed:
@@ -202,6 +244,21 @@ def section(state: dict[str, Any]) -> str:
         for claim, s in open_:
             lines.append(f"- {claim}: {closeness(s['n'], s['straddle'])}")
     return "\n".join(lines)
+
+
+def _only(state: dict[str, Any], sweep: str) -> str:
+    """' (policies A, B only; C, D at 1200)' when the last growth of a sweep was of some of its
+    policies (`decide_pipeline`'s ``policies``); '' when it was of the whole sweep."""
+    grew = state.get("policies", {}).get(sweep)
+    counts = state["rounds"][-1].get("per_policy", {}).get(sweep, {})
+    if not grew:
+        return ""
+    rest: dict[int, list[str]] = {}
+    for p, n in counts.items():
+        if p not in grew:
+            rest.setdefault(n, []).append(p)
+    others = "".join(f"; {', '.join(ps)} at {n}" for n, ps in sorted(rest.items()))
+    return f" (policies {', '.join(grew)} only{others})"
 
 
 def closeness(n: int, straddle: dict[str, float] | None) -> str:

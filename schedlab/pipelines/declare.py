@@ -143,6 +143,9 @@ class Claim:
     #: a claim the paper draws from one sample path: it holds when the 95 % interval of the share of
     #: sample paths (replications) satisfying it lies above ``share`` (`common.share`), fails below
     share: float | None = None
+    #: the policies the claim reads (its quantity's, and the ratio's baseline): ``--decide`` grows only
+    #: their configurations of the sweeps the claim reads (empty: every policy, the whole sweeps)
+    policies: list[str] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)  # more format fields of ``says`` (e.g. a panel's title)
 
     def verdict(self, outcome: str | bool, detail: str, **fields: Any) -> Check:
@@ -383,6 +386,8 @@ class Declared:
                     raise UserError(f"{place}: comparison must be one of {', '.join(OPS)} (or name a check function)")
                 if row.get("only", "") not in ("", "first", "last"):
                     raise UserError(f'{place}: only must be "first" or "last"')
+                if "policies" in row:
+                    check_policies(row["policies"], f"{place}.policies", declared_policies(self.doc), fig)
 
     def fn(self, name: str) -> Callable:
         if (self.module is None or not hasattr(self.module, name)) and name in KINDS:
@@ -480,6 +485,7 @@ class Declared:
             reads = (panel["sweep"],) if panel.get("sweep") else tuple(fig.get("reads", ()))
             for c in [found] if isinstance(found, Check) else (found or []):
                 c.reads = c.reads or reads
+                c.policies = c.policies or tuple(claim.policies)
                 if c.outcome == INCONCLUSIVE and c.straddle is None:
                     c.straddle = closest_call(judged)
                 out.append(c)
@@ -490,6 +496,39 @@ class Declared:
         if self.module is not None and hasattr(self.module, "report"):
             return self.module.report(self, dirs, out_dir)
         return [self.figure_report(fig, dirs, out_dir) for fig in self.doc["figures"]]
+
+
+def declared_policies(doc: dict[str, Any]) -> list[str] | None:
+    """The policy names a pipeline's sweeps declare (``[every_sweep]``, each sweep, and any
+    ``"$var"`` of them at every scale), in order; None when its TOML names none (specs a
+    module builds)."""
+
+    def names(value: Any) -> list[str]:
+        if isinstance(value, str) and value.startswith("$"):
+            return [n for sc in doc.get("scales", {}).values() for n in names(sc.get(value[1:]))]
+        if isinstance(value, list):
+            return [p if isinstance(p, str) else p.get("name", "") for p in value if isinstance(p, str | dict)]
+        return []
+
+    found = names(doc.get("every_sweep", {}).get("policies"))
+    for sweep in doc.get("sweeps", []):
+        found += names(sweep.get("policies"))
+    return list(dict.fromkeys(found)) or None
+
+
+def check_policies(value: Any, place: str, known: list[str] | None, fig: dict[str, Any]) -> None:
+    """A claim's ``policies``: a non-empty list of the sweeps' policy names, with the baseline
+    of the figure's ratios (``table.ratio_to``) among them -- a ratio reads its baseline too."""
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
+        raise UserError(f"{place}: must be a non-empty list of policy names")
+    if known is not None:
+        unknown = [p for p in value if p not in known]
+        if unknown:
+            raise UserError(f"{place}: {unknown[0]!r} is not a policy of the pipeline's sweeps ({', '.join(known)})")
+    table = fig.get("table")
+    baseline = table.get("ratio_to") if isinstance(table, dict) else None
+    if baseline is not None and baseline not in value:
+        raise UserError(f"{place}: the figure's ratios are to {baseline!r}, which the claim reads too: add it")
 
 
 def closest_call(judged: list[tuple[Any, str, Any, str]]) -> Straddle | None:

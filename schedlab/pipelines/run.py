@@ -63,6 +63,28 @@ def grown(replications: dict[str, Any], n: int) -> dict[str, Any]:
     return {**replications, "min": max(n, lo), "max": max(n, hi)}
 
 
+def policy_name(entry: Any) -> str:
+    """The name of a spec's policy entry (a name, or a table with ``name``)."""
+    return entry if isinstance(entry, str) else entry["name"]
+
+
+def replications_per_policy(results_dir: Path) -> dict[str, int]:
+    """{policy: the most replications any of its points took} of a sweep (as
+    `instances_per_point` counts them, ``most``), in the order of the rows' policies."""
+    import polars as pl
+
+    from schedlab import load
+    from schedlab.platform.storage.seam import require_manifest
+
+    manifest = require_manifest(results_dir)
+    frame = load(results_dir).collect()
+    if frame.height == 0:
+        return {}
+    keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
+    counts = frame.group_by(keys).agg(pl.len().alias("k")).group_by("policy").agg(pl.col("k").max())
+    return {p: int(k) for p, k in sorted(counts.iter_rows(), key=lambda r: str(r[0]))}
+
+
 def _attach_artifacts(spec, paths: list[Path]) -> None:
     """Log figures and report.md to the sweep's MLflow parent run; warn on any failure."""
     try:
@@ -102,6 +124,7 @@ def run_pipeline(
     progress: Callable[[Any], None] | None = None,
     report_only: bool = False,
     grow: dict[str, int] | None = None,
+    grow_policies: dict[str, list[str]] | None = None,
     data: str | Root | None = None,
     agent: str | Root | None = None,
 ) -> PipelineResult:
@@ -116,6 +139,9 @@ def run_pipeline(
     Two invocations into one output dir: the second stops (UserError).
     ``grow``: {sweep name: n}, at least n replications per configuration of
     that sweep (`grown`): the sweep resumes, only the new replications run.
+    ``grow_policies``: {sweep name: policies}, a grown sweep runs only
+    those policies' configurations (a configuration's id does not depend on
+    the policy list, so the rows of the others stay on disk, untouched).
     ``data``, ``agent``: the folders of the traces and of the trained agent
     the pipeline's specs name (`inputs`; None: ``$SCHEDLAB_DATA``,
     ``$SCHEDLAB_AGENT``), written into the specs as given."""
@@ -143,6 +169,8 @@ def run_pipeline(
     for spec_data in expanded:
         if want := (grow or {}).get(spec_data["name"]):
             spec_data = {**spec_data, "replications": grown(spec_data.get("replications") or {}, want)}
+            if keep := (grow_policies or {}).get(spec_data["name"]):
+                spec_data["policies"] = [p for p in spec_data["policies"] if policy_name(p) in keep]
         spec_data = deep_merge(
             spec_data, {"outputs": {"dir": str(out_dir / spec_data["name"])}, "tracking": {"enabled": bool(tracking)}}
         )
