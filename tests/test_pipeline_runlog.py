@@ -24,9 +24,12 @@ from schedlab.pipelines import pages, runlog
 from schedlab.platform.execution import interrupts
 from tests.processes import checkout_env, kill_session
 
-#: The quickest pipeline of two sweeps: the second cannot have rows before the first has all of
-#: its own, so a run stopped at the first sweep's first commit always leaves rows to write.
+#: The quickest pipeline of two sweeps, run with `--decide` (`BUDGET`): a run stopped at its first
+#: commit always leaves rows to write (the later rounds').
 NAME, SCALE = "pg-fig3", "smoke"
+#: `--decide`'s budget: its rounds (1 -> 2 -> 4 replications) commit rows again after both sweeps
+#: have some, so a second invocation commits more than once and can be frozen between commits.
+BUDGET = 4
 #: How long a run may take to start writing rows, or to end once told (a loaded 2-core machine).
 START_TIMEOUT = 120.0
 END_TIMEOUT = 120.0
@@ -34,7 +37,7 @@ END_TIMEOUT = 120.0
 
 def _start(out: Path, log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "schedlab.cli", "pipelines", "run", NAME, "--scale", SCALE]
-    command += ["--no-tracking", "--backend", "local", "--out", str(out)]
+    command += ["--no-tracking", "--backend", "local", "--decide", "--budget", str(BUDGET), "--out", str(out)]
     with open(log, "a") as fh:
         return subprocess.Popen(
             command, env=checkout_env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
@@ -46,27 +49,41 @@ def _has_rows(sweep_dir: Path) -> bool:
 
 
 def _rows(out: Path) -> int:
-    return sum(schedlab.load(d).collect().height for d in out.iterdir() if (d / "manifest.json").exists())
+    """Summary rows committed under ``out`` (a sweep dir with a manifest but no rows yet counts 0)."""
+    return sum(_rows_of(d) for d in out.iterdir() if d.is_dir())
 
 
-def _wait(what, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT) -> None:
+#: How long the run goes on between two looks at its output dir, frozen while the test looks.
+SLICE = 0.05
+
+
+def _stop_when(what, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT) -> None:
+    """Let the run go in slices of `SLICE` seconds and freeze it (SIGSTOP) to look between
+    them, until ``what`` holds: it returns with the run frozen at that point, so the run can
+    neither write more nor end before the test's signal lands, whatever the machine's load.
+    (Polling a running process instead lost the race once: a quick second invocation had
+    finished, its open record removed, between the look and the SIGSTOP.)"""
     deadline = time.monotonic() + timeout
-    while not what():
+    while True:
         if proc.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"{what.__doc__} never came (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
-        time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGSTOP)
+        if what():
+            return
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(SLICE)
 
 
 @pytest.fixture(scope="module")
 def killed_and_resumed(tmp_path_factory):
     """Three invocations into one dir: the first ended by SIGTERM at the first
-    sweep's first commit, the second by SIGKILL at the second sweep's first
-    commit, the third to the end. Each is frozen (SIGSTOP) the moment the test
-    sees what it waits for, so the signal lands while the run has rows to
-    write whatever the machine's load (SIGCONT then lets it handle SIGTERM)."""
+    sweep's first commit, the second by SIGKILL at its own first commit, the
+    third to the end. Each is frozen (SIGSTOP, `_stop_when`) when the test sees
+    what it waits for, so the signal lands while the run has rows to write
+    whatever the machine's load (SIGCONT then lets it handle SIGTERM)."""
     from schedlab.pipelines.registry import get_pipeline
 
-    first, second = [s["name"] for s in get_pipeline(NAME).specs(SCALE, {})]
+    first = get_pipeline(NAME).specs(SCALE, {})[0]["name"]
     root = tmp_path_factory.mktemp("runlog")
     out, log = root / NAME, root / "run.log"
     seen: dict = {}
@@ -78,15 +95,14 @@ def killed_and_resumed(tmp_path_factory):
             """the first sweep's first committed rows"""
             return _has_rows(out / first)
 
-        _wait(first_rows, proc, log)
-        os.kill(proc.pid, signal.SIGSTOP)
+        _stop_when(first_rows, proc, log)
         os.kill(proc.pid, signal.SIGTERM)
         os.kill(proc.pid, signal.SIGCONT)
         seen["sigterm_rc"] = proc.wait(timeout=END_TIMEOUT)
     finally:
         kill_session(proc)
     seen["sigterm_log"] = log.read_text()
-    seen["after_sigterm"] = {"runs": runlog.read_runs(out), "rows": _rows(out), "second": _rows_of(out / second)}
+    seen["after_sigterm"] = {"runs": runlog.read_runs(out), "rows": _rows(out)}
     seen["open_left_by_sigterm"] = (out / runlog.OPEN_FILE).exists()
 
     before = _rows(out)
@@ -94,12 +110,12 @@ def killed_and_resumed(tmp_path_factory):
     started = time.monotonic()
     try:
 
-        def second_rows():
-            """the second sweep's first committed rows"""
-            return _has_rows(out / second)
+        def new_rows():
+            """rows the invocation in progress committed, its open record there"""
+            opened = out / runlog.OPEN_FILE
+            return opened.exists() and _rows(out) > json.loads(opened.read_text())["rows_on_disk_at_start"]
 
-        _wait(second_rows, proc, log)
-        os.kill(proc.pid, signal.SIGSTOP)
+        _stop_when(new_rows, proc, log)
         seen["open"] = json.loads((out / runlog.OPEN_FILE).read_text())
         seen["sigkill_elapsed"] = time.monotonic() - started
         kill_session(proc)  # SIGKILL, the driver and its pool
@@ -119,7 +135,8 @@ def killed_and_resumed(tmp_path_factory):
 
 
 def _rows_of(sweep_dir: Path) -> int:
-    return schedlab.load(sweep_dir).collect().height if (sweep_dir / "manifest.json").exists() else 0
+    has = (sweep_dir / "manifest.json").exists() and _has_rows(sweep_dir)
+    return schedlab.load(sweep_dir).collect().height if has else 0
 
 
 def test_sigterm_is_an_interruption_with_its_record(killed_and_resumed):
@@ -130,7 +147,7 @@ def test_sigterm_is_an_interruption_with_its_record(killed_and_resumed):
     (record,) = seen["after_sigterm"]["runs"]
     assert record["interrupted"] is True and record["ended_by"] == "SIGTERM"
     assert record["rows_new"] == seen["after_sigterm"]["rows"] > 0 and record["rows_resumed"] == 0
-    assert seen["after_sigterm"]["second"] == 0  # it stopped with rows still to write
+    assert seen["rows"] > seen["after_sigterm"]["rows"]  # it stopped with rows still to write
     assert record["wall_seconds"] > 0 and "wall_is_lower_bound" not in record
     assert not seen["open_left_by_sigterm"]  # replaced by its line
 
@@ -139,20 +156,25 @@ def test_sigkill_leaves_an_open_record_the_next_run_settles(killed_and_resumed):
     _, out, seen = killed_and_resumed
     opened = seen["open"]
     assert opened["pid"] > 0 and opened["command"].startswith(f"schedlab pipelines run {NAME}")
-    assert opened["rows_on_disk_at_start"] == seen["after_sigkill"]["rows_before"]
-    assert seen["open_left_by_sigkill"] and len(seen["after_sigkill"]["runs"]) == 1  # nothing else said it ended
+    assert opened["rows_on_disk_at_start"] >= seen["after_sigkill"]["rows_before"]
+    assert seen["open_left_by_sigkill"]  # nothing said it ended
+    # --decide's rounds before the killed one ended normally; none said the killed one ended
+    assert all("interrupted" not in r for r in seen["after_sigkill"]["runs"][1:])
 
-    first, killed, last = seen["runs"]
+    runs = seen["runs"]
+    first, last = runs[0], runs[-1]
+    (killed,) = [r for r in runs if r.get("ended_by") == runlog.NO_END]
     assert killed["id"] == opened["id"] and killed["started"] == opened["started"]
     assert seen["unsettled"] == killed  # a page drawn before the next run counted it the same
     assert killed["interrupted"] is True and killed["ended_by"] == runlog.NO_END
     assert killed["wall_is_lower_bound"] is True and killed["driver_cpu_is_lower_bound"] is True
     # its wall runs to its last heartbeat: not more than it ran, and the heartbeat came at least once
     assert 0 < killed["wall_seconds"] <= seen["sigkill_elapsed"]
-    assert killed["rows_new"] == seen["after_sigkill"]["rows"] - seen["after_sigkill"]["rows_before"] > 0
-    assert killed["rows_resumed"] == first["rows_new"]
+    assert killed["rows_new"] == seen["after_sigkill"]["rows"] - opened["rows_on_disk_at_start"] > 0
+    assert killed["rows_resumed"] == opened["rows_on_disk_at_start"]
     assert seen["resumed_rc"] == 0, seen["log"][-3000:]
-    assert "interrupted" not in last and last["rows_resumed"] == first["rows_new"] + killed["rows_new"]
+    assert "interrupted" not in last and sum(r["rows_new"] for r in runs) == seen["rows"]
+    assert first["ended_by"] == "SIGTERM"
     assert not (out / runlog.OPEN_FILE).exists()
 
 
@@ -166,7 +188,7 @@ def test_the_page_counts_every_invocation(killed_and_resumed, tmp_path):
     assert summary["wall_seconds"] == pytest.approx(sum(r["wall_seconds"] for r in runs))
     assert summary["wall_is_lower_bound"] is True
     page = (tmp_path / f"{NAME}.md").read_text()
-    said = "| invocations | 3 (1 ended by SIGTERM, 1 with no end recorded: its wall is a lower bound), first "
+    said = f"| invocations | {len(runs)} (1 ended by SIGTERM, 1 with no end recorded: its wall is a lower bound), "
     assert said in page, page
     assert f"| wall | at least {pages._duration(summary['wall_seconds'])} summed over the invocations |" in page
     index = (tmp_path / pages.INDEX).read_text()
