@@ -37,6 +37,7 @@ from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
+from schedlab.platform.planning.ids_file import KeptIds
 from schedlab.platform.planning.plan import Config, Instance, Instances, Plan, PlanIds, PlanPoints, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.keyset import KeySet
@@ -321,7 +322,12 @@ class _Sweep:
             previous = None  # prepare() says what is wrong with it (or --fresh discards it)
         if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile
             previous = {"inputs": previous.get("inputs") or {}}
-        report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh, self.announce)
+        plan, key = self.plan, self.plan.ids_key
+        report.grew = store.prepare(manifest_for(self.spec, plan, previous), fresh, self.announce, key)
+        ids = plan.points.ids if isinstance(plan.points, PlanPoints) else None
+        if key is not None and ids is not None:  # for the next resume: its plan read, not hashed
+            kept = KeptIds(ids.points, ids.configs, ids.draws, ids.drawn, plan.param_columns)
+            store.keep_ids(key, kept, again=not plan.ids_read)
         store.save_code(self.plan.code.values())
         self.sink.written |= store.done_key_set()  # a damaged part file stops here, before any work
         report.stages.update(dict.fromkeys(DRIVER_STAGES, 0.0), **{f"task_{k}": 0.0 for k in STAGES})
