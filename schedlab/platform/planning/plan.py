@@ -706,6 +706,25 @@ class PlanPoints(Sequence[WorkloadPoint]):
                     flat = flat_params(params, system, pparams)
                     yield FlatConfig(cid, make.engine_name, name, make.kind_name, flat, ccode, pcode)
 
+    def same_value(self, name: str) -> tuple[bool, Any]:
+        """(True, the value) when every point's parameter ``name`` is known
+        to be the same without making a point (None: no point has it): the
+        grid gives it one value (or none: the kind's default) and the kind
+        neither expands a grid point into several nor trims one; else
+        (False, None). What a round's counting pass asks of ``njobs``."""
+        make, grid = self.make, self.grid
+        if not isinstance(make, _PointMaker) or not isinstance(grid, Grid) or make.kind is None:
+            return False, None
+        if make.kind.expand is not None or make.trims or make.kind.name == "trace":
+            return False, None
+        value = make.kind.defaults.get(name)
+        for axis in grid.axes:
+            if any(name in part for part in axis):
+                if len(axis) != 1:
+                    return False, None
+                value = axis[0][name]
+        return True, value
+
     def some_params(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """(k, the parameters of point k) for the increasing positions
         ``wanted``, without making the points (`_PointMaker.params`)."""
