@@ -8,12 +8,12 @@ header names the plan's key (`plan.ids_key`: everything a configuration id
 is a function of) and the SHA-256 of the arrays that follow; another key, a
 file shorter or longer than its header says (torn), a checksum that does not
 match (damaged) or a header that does not parse, and `read` answers None:
-the plan hashes as before, and the run writes the file again. It is written
-atomically (a temporary file renamed into place) after the manifest, and
-names the manifest's stamp then (inode, size, modification time): a resume
-whose key matches and whose manifest still has that stamp knows the
-manifest on disk was written from this very plan (`manifest_current`), so it
-need not write it again.
+the plan hashes as before, and the run writes the file again. The store
+writes it atomically (`chunks`, a temporary file renamed into place) after
+the manifest, naming the manifest's stamp then (inode, size, modification
+time): a resume whose key matches and whose manifest still has that stamp
+knows the manifest on disk was written from this very plan
+(`manifest_current`), so it need not write it again.
 
 Layout: `MAGIC`, the header's length (8 bytes, little-endian), the header
 (JSON), then the point ids, the configuration ids (little-endian uint64),
@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 import struct
-import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ import numpy as np
 IDS_FILE = "plan_ids.bin"
 #: Its first bytes (the format's version is in them: another version is another file).
 MAGIC = b"schedlab plan ids 1\n"
-#: A header longer than this is not one `write` wrote (read no further).
+#: A header longer than this is not one `chunks` made (read no further).
 MAX_HEADER = 1 << 20
 #: Bytes hashed at a time (the arrays are hashed in place, never copied whole).
 HASH_BLOCK = 1 << 24
@@ -97,9 +97,10 @@ def _checksum(arrays: list[np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def write(root: Path, key: str, ids: KeptIds, manifest: Path) -> None:
-    """Keep ``ids`` (the plan of ``key``) in ``root``'s `IDS_FILE`, naming
-    ``manifest``'s stamp now; atomically (a reader sees the old file or the
+def chunks(key: str, ids: KeptIds, manifest: Path) -> Iterator[bytes]:
+    """The bytes of the `IDS_FILE` keeping ``ids`` (the plan of ``key``) and
+    naming ``manifest``'s stamp now, a block at a time: what the store writes
+    atomically (`ResultStore.keep_ids`: a reader sees the old file or the
     new, whole)."""
     arrays = _arrays(ids)
     header = json.dumps(
@@ -114,21 +115,15 @@ def write(root: Path, key: str, ids: KeptIds, manifest: Path) -> None:
         },
         sort_keys=True,
     ).encode()
-    tmp = root / f".{IDS_FILE}.{uuid.uuid4().hex}.tmp"
-    try:
-        with tmp.open("wb") as fh:
-            fh.write(MAGIC + struct.pack("<Q", len(header)) + header)
-            for a in arrays:
-                a.tofile(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, root / IDS_FILE)
-    finally:
-        tmp.unlink(missing_ok=True)
+    yield MAGIC + struct.pack("<Q", len(header)) + header
+    for a in arrays:
+        raw = a.view(np.uint8)
+        for at in range(0, len(raw), HASH_BLOCK):
+            yield raw[at : at + HASH_BLOCK].tobytes()
 
 
 def header(root: Path) -> dict[str, Any] | None:
-    """The header of ``root``'s `IDS_FILE`, None if absent or not one `write` wrote."""
+    """The header of ``root``'s `IDS_FILE`, None if absent or not one `chunks` made."""
     try:
         with (root / IDS_FILE).open("rb") as fh:
             return _header(fh)
@@ -166,7 +161,7 @@ def read(root: Path, key: str) -> KeptIds | None:
                 return None
             n, m, draws = head["points"], head["configs"], head["draws"]
             body = 8 * (n + m) + (9 * n if draws else 0)
-            if os.fstat(fh.fileno()).st_size != fh.tell() + body:  # torn (or grown): not what write wrote
+            if os.fstat(fh.fileno()).st_size != fh.tell() + body:  # torn (or grown): not what `chunks` made
                 return None
             points = np.fromfile(fh, dtype="<u8", count=n)
             configs = np.fromfile(fh, dtype="<u8", count=m)

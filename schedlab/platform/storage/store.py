@@ -349,7 +349,7 @@ class ResultStore:
         the file is torn or damaged). Only under the lock, after `prepare`."""
         if again or not ids_file.manifest_current(self.root, key, self.root / MANIFEST):
             with self._writing(self.root):
-                ids_file.write(self.root, key, ids, self.root / MANIFEST)
+                self._atomic_chunks(self.root / IDS_FILE, ids_file.chunks(key, ids, self.root / MANIFEST))
 
     def supersede(
         self,
