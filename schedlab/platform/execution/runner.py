@@ -36,6 +36,7 @@ from schedlab.platform.execution.ray_backend import forget_ray
 from schedlab.platform.execution.report import Interrupted, Progress, SweepReport
 from schedlab.platform.execution.sizing import TaskSizer
 from schedlab.platform.execution.tasks import STAGES, TaskResult
+from schedlab.platform.planning.ids_file import KeptIds
 from schedlab.platform.planning.plan import Config, Instance, Instances, Plan, PlanIds, PlanPoints, plan_of
 from schedlab.platform.planning.spec import SweepSpec
 from schedlab.platform.storage.keyset import KeySet
@@ -302,13 +303,19 @@ class _Sweep:
         with ``fresh``), the user code saved, the keys already on disk read."""
         t0 = time.monotonic()
         store, report = self.store, self.report
-        try:
-            previous = store.read_manifest(lean=True)  # only its inputs are read here
+        previous = None
+        try:  # only its inputs are read here: none without a point that reads a file (`input_files`)
+            previous = store.read_manifest(lean=True) if "path" in self.plan.param_columns else None
         except UserError:
-            previous = None  # prepare() says what is wrong with it (or --fresh discards it)
+            pass  # prepare() says what is wrong with it (or --fresh discards it)
         if previous is not None:  # only its input files' fingerprints: not its configs held meanwhile
             previous = {"inputs": previous.get("inputs") or {}}
-        report.grew = store.prepare(manifest_for(self.spec, self.plan, previous), fresh, self.announce)
+        plan, key = self.plan, self.plan.ids_key
+        report.grew = store.prepare(manifest_for(self.spec, plan, previous), fresh, self.announce, key)
+        ids = plan.points.ids if isinstance(plan.points, PlanPoints) else None
+        if key is not None and ids is not None:  # for the next resume: its plan read, not hashed
+            kept = KeptIds(ids.points, ids.configs, ids.draws, ids.drawn, plan.param_columns)
+            store.keep_ids(key, kept, again=not plan.ids_read)
         store.save_code(self.plan.code.values())
         self.sink.written |= store.done_key_set()  # a damaged part file stops here, before any work
         report.stages.update(dict.fromkeys(DRIVER_STAGES, 0.0), **{f"task_{k}": 0.0 for k in STAGES})
@@ -483,13 +490,17 @@ class _Sweep:
         making a point: (configurations to run, their job-runs, configurations
         looked at), from the plan's kept ids checked against the keys on disk
         as `_unwritten_by_ids` checks them, and each point's parameters
-        (`PlanPoints.some_params`, `TaskSizer.units_of`)."""
+        (`PlanPoints.some_params`, `TaskSizer.units_of`) -- or, when every
+        point has the same ``njobs`` (`PlanPoints.same_value`), no point's:
+        a point's cost is then a function of how many of its configurations
+        are left (a resume of ten million counts them by the number)."""
         points, reps = self.plan.points, instances.replications
         assert isinstance(points, PlanPoints)  # `round_work` sends only a streamed plan's instances here
         written, per = self.sink.written, ids.per_point
         total = units = looked = 0
         if not reps:
             return 0, 0, 0
+        same, njobs = points.same_value("njobs")  # every point's cost alike: counted, not read point by point
         for start in range(0, len(points), UNWRITTEN_BLOCK):
             stop = min(start + UNWRITTEN_BLOCK, len(points))
             numbers = ids.configs_of(start, stop)
@@ -497,6 +508,14 @@ class _Sweep:
             # per replication: each point's configurations not on disk
             todo = [per - written.contains_numbers(numbers, r).reshape(stop - start, per).sum(axis=1) for r in reps]
             total += sum(int(t.sum()) for t in todo)
+            if same:
+                params = {} if njobs is None else {"njobs": njobs}
+                for t in todo:
+                    lefts, times = np.unique(t[t > 0], return_counts=True)
+                    units += sum(
+                        sizer.units_of(params, int(c), per) * int(n) for c, n in zip(lefts, times, strict=True)
+                    )
+                continue
             left = np.flatnonzero(np.logical_or.reduce([t > 0 for t in todo]))
             counts: list[Any] = [t.tolist() for t in todo]
             for k, params in points.some_params((start + left).tolist()):

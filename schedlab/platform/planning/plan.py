@@ -206,6 +206,11 @@ class Plan:
     code: dict[str, CodeRef] = field(default_factory=dict)
     #: (name, params of one grid point, user code) per policy configuration: what every point crosses
     policies: tuple[tuple[str, dict[str, Any], CodeRef | None], ...] = ()
+    #: What the plan's ids are a function of (`ids_key`): the key its kept ids are filed under
+    #: (`ids_file`); None: not kept (a workload that reads files, or a plan that did not check).
+    ids_key: str | None = None
+    #: The ids were read from the results dir (`ids_file.read`), not hashed by the checking pass.
+    ids_read: bool = False
 
     @property
     def engine_ref(self) -> str | CodeRef:
@@ -531,6 +536,7 @@ class _PointMaker:
         integers = frozenset(kind.integers if kind is not None else ()) | frozenset(
             f"system_{p.name}" for p in (engine.system.params if engine is not None else ()) if p.integer
         )
+        self.codes = codes  # the plan's user code: the checking pass adds a trace reader's
         engine_code = codes.get("engine")  # your own engine's code: part of its configurations' identity
         engine_text = {} if engine is None else {"engine": canonical(engine.name)}
         if engine_code is not None:
@@ -699,6 +705,25 @@ class PlanPoints(Sequence[WorkloadPoint]):
                 for cid, (system, name, pparams, ccode) in zip(ids, make.names, strict=True):
                     flat = flat_params(params, system, pparams)
                     yield FlatConfig(cid, make.engine_name, name, make.kind_name, flat, ccode, pcode)
+
+    def same_value(self, name: str) -> tuple[bool, Any]:
+        """(True, the value) when every point's parameter ``name`` is known
+        to be the same without making a point (None: no point has it): the
+        grid gives it one value (or none: the kind's default) and the kind
+        neither expands a grid point into several nor trims one; else
+        (False, None). What a round's counting pass asks of ``njobs``."""
+        make, grid = self.make, self.grid
+        if not isinstance(make, _PointMaker) or not isinstance(grid, Grid) or make.kind is None:
+            return False, None
+        if make.kind.expand is not None or make.trims or make.kind.name == "trace":
+            return False, None
+        value = make.kind.defaults.get(name)
+        for axis in grid.axes:
+            if any(name in part for part in axis):
+                if len(axis) != 1:
+                    return False, None
+                value = axis[0][name]
+        return True, value
 
     def some_params(self, wanted: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """(k, the parameters of point k) for the increasing positions
@@ -963,8 +988,11 @@ def plan_of(spec: SweepSpec) -> Plan:
     return build_plan(spec)
 
 
-def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
+def build_plan(spec: SweepSpec, source: str = "spec", kept: bool = True) -> Plan:
     """Expand and check a validated `SweepSpec`; every error names its field.
+    ``kept``: the ids of an unchanged sweep are read from its results dir
+    (`ids_file`, `_kept_points`) instead of hashed; False: never (a partial
+    spec checked beside a wrong one).
 
     Every independent mistake is reported (a `UserErrors` when there are
     several): the policies, metrics, [system] values and workload grid points
@@ -981,14 +1009,16 @@ def build_plan(spec: SweepSpec, source: str = "spec") -> Plan:
     errors = Collector()
     engine, kind, kind_name, wl_code, codes = _engine_and_kind(spec, source, errors)
     policies, policy_integers, metrics, systems = _parts(spec, source, errors, engine, codes)
-    points, columns, repeats = _expand(
-        spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers
+    key = ids_key(spec, kind, codes) if kept and not errors and kind is not None else None
+    points, columns, repeats, read = _expand(
+        spec, source, errors, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers, key
     )
-    _check_points(spec, source, errors, engine, kind, points, systems, repeats)
+    if not read:  # ids read from the results dir: the points they name were checked (`_kept_points`)
+        _check_points(spec, source, errors, engine, kind, points, systems, repeats)
     _columns(source, errors, codes, columns, metrics)
     errors.raise_any()
     configs = PlanConfigs(points, points.make.per_point if isinstance(points.make, _PointMaker) else 0)
-    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes, tuple(policies))
+    return Plan(spec.name, engine.name, spec.seed, points, columns, configs, metrics, codes, tuple(policies), key, read)
 
 
 def _engine_and_kind(
@@ -1076,21 +1106,67 @@ def _expand(
     systems: list[dict[str, Any]] | None,
     policies: _PolicyPoints,
     policy_integers: dict[str, frozenset[str]],
+    key: str | None = None,
+) -> tuple[PlanPoints, list[str], bool, bool]:
+    """The workload grid's points, streamed (`PlanPoints`), with the ids of
+    every point and configuration: read from the results dir when ``key``
+    names the ids kept there (`_kept_points`), else made by the checking
+    pass (`_hashing_pass`). Returns the points, the parameter columns of
+    their configurations (in order of first appearance), whether two points
+    share an id (a grid that repeats a point) and whether the ids were read."""
+    make = _PointMaker(spec, source, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers)
+    if key is not None:
+        kept = _kept_points(spec, source, errors, make, key)
+        if kept is not None:
+            return kept[0], kept[1], False, True
+    points, columns, repeats = _hashing_pass(spec, source, errors, make)
+    return points, columns, repeats, False
+
+
+def _kept_points(
+    spec: SweepSpec, source: str, errors: Collector, make: _PointMaker, key: str
+) -> tuple[PlanPoints, list[str]] | None:
+    """The points of a plan whose ids a run of this very plan kept in the
+    results dir (`ids_file`; None when there are none, or they are another
+    plan's, torn or damaged). The per-point checks are not run again: the
+    key covers everything they read (the spec's values and the folder its
+    paths start from, the user code's digests and schedlab's own source,
+    `ids_key`), and the file is only written for a plan that passed them,
+    so they would pass again; only the existence of input files is outside
+    the key, and a plan whose points read files is never keyed. The spec's
+    models, its engine, policies, metrics and [system] values are checked
+    before (`build_plan`), and `probe_plan` after, as for any plan."""
+    from schedlab.platform.planning import ids_file
+
+    kept = ids_file.read(spec.results_dir(), key)
+    if kept is None:
+        return None
+    grid: Sequence[dict[str, Any]] = []
+    with errors.check():
+        grid = _grid(spec.workload.params(), spec.workload.zip, f"{source}: workload")
+    if errors or len(kept.points) * make.per_point != len(kept.configs):
+        return None
+    make.ids = PlanIds(kept.points, kept.configs, kept.draws, kept.drawn)
+    return PlanPoints(grid, make, len(kept.points)), kept.columns
+
+
+def _hashing_pass(
+    spec: SweepSpec, source: str, errors: Collector, make: _PointMaker
 ) -> tuple[PlanPoints, list[str], bool]:
     """The checking pass over the workload grid: every grid point checked
     and made into its workload points and their configurations (as the run
-    will make them again, `PlanPoints`), one at a time. Returns the streamed
-    points, the parameter columns of their configurations (in order of first
-    appearance) and whether two points share an id (a grid that repeats a
-    point). What it keeps meanwhile is 8 bytes a point (the ids, for that
-    check), dropped on return."""
+    will make them again, `PlanPoints`), one at a time, every id hashed.
+    Returns the streamed points, the parameter columns of their
+    configurations (in order of first appearance) and whether two points
+    share an id (a grid that repeats a point). What it keeps meanwhile is 8
+    bytes a point (the ids, for that check), dropped on return."""
     import array
 
     import numpy as np
 
     from schedlab.errors import Collector
 
-    make = _PointMaker(spec, source, engine, kind, kind_name, wl_code, codes, systems, policies, policy_integers)
+    kind, codes = make.kind, make.codes
     grid: Sequence[dict[str, Any]] = []
     count = 0
     columns: dict[str, None] = {}
@@ -1125,6 +1201,28 @@ def _expand(
             np.frombuffer(bytes(drawn), dtype=np.bool_).copy() if any_drawn else None,
         )
     return PlanPoints(grid, make, count), list(columns), repeats
+
+
+def ids_key(spec: SweepSpec, kind: Any, codes: dict[str, CodeRef]) -> str | None:
+    """What every id of ``spec``'s plan is a function of, as one digest (the
+    key its ids are kept under, `ids_file`): the spec as the plan reads it
+    and the folder its paths start from (`plan_key`), the identity of every
+    piece of user code resolved before the checking pass (engine, policies,
+    generator, metrics) and the digest of schedlab's own source (the
+    workload kinds' defaults, expansions and trims, and the canonical form,
+    enter every id). None for a workload whose points read files (a trace:
+    its windows and its reader's code are found by reading them), whose ids
+    are hashed every time."""
+    from schedlab.platform.planning.ids_file import source_digest
+
+    if "path" in getattr(kind, "shared_keys", ()):
+        return None
+    identity = {
+        "plan": plan_key(spec),
+        "code": {field_: code.identity for field_, code in sorted(codes.items())},
+        "schedlab": source_digest(),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def _point_ids(

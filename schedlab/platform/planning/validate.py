@@ -76,7 +76,7 @@ def _check_sound_parts(
         checked.place(base_dir)
     plan_errors = Collector()
     with plan_errors.check():
-        probe_plan(build_plan(checked, source), source)
+        probe_plan(build_plan(checked, source, kept=False), source)
     if not plan_errors and "policies" not in muted and isinstance(data.get("search"), dict) and "search" not in failed:
         _check_search_alone(checked, data["search"], source, plan_errors)
     prefixes = tuple(f"{source}: {k}{sep}" for k in muted for sep in (".", "[", ":"))

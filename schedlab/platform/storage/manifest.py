@@ -410,16 +410,20 @@ def manifest_for(spec: SweepSpec, plan: Plan, previous: dict[str, Any] | None = 
 
 class OnDiskConfigs(Mapping[str, dict[str, Any]]):
     """The ``configs`` of a manifest.json that `manifest_text` wrote (one
-    configuration a line), read lazily (`read_lean`): the ids as sorted 64-bit
-    numbers and each one's line offset, 16 bytes a configuration, instead of
-    about 1.7 KB of parsed entries (a resume of ten million configurations
-    would hold 17 GB). A lookup reads its line; iterating streams the file.
-    Ids that are not 16 hex digits (none that schedlab writes) are held parsed."""
+    configuration a line, bytes ``start`` to ``stop`` of the file), read
+    lazily (`read_lean`): nothing is read until asked; the first lookup,
+    count or ``ids()`` indexes the lines -- the ids as sorted 64-bit numbers
+    and each one's line offset, 16 bytes a configuration, instead of about
+    1.7 KB of parsed entries (a resume of ten million configurations would
+    hold 17 GB). A lookup reads its line; iterating streams the file. A
+    resume that leaves the manifest as it is (`ResultStore.prepare`) never
+    indexes it. Ids that are not 16 hex digits (none that schedlab writes)
+    are held parsed."""
 
-    def __init__(self, path: Path, numbers: np.ndarray, offsets: np.ndarray, others: dict[str, dict[str, Any]]) -> None:
-        order = np.argsort(numbers, kind="stable")
-        self.path, self.numbers, self.offsets, self.others = path, numbers[order], offsets[order], others
+    def __init__(self, path: Path, start: int, stop: int) -> None:
+        self.path, self.start, self.stop = path, start, stop
         self.stamp = _stamp(path)
+        self._index: tuple[np.ndarray, np.ndarray, dict[str, dict[str, Any]]] | None = None
 
     def _open(self) -> Any:
         """The file, checked to be the one read (a manifest written since moved
@@ -428,26 +432,56 @@ class OnDiskConfigs(Mapping[str, dict[str, Any]]):
             raise RuntimeError(f"{self.path} changed since its configurations were read")
         return self.path.open("rb")
 
+    def _indexed(self) -> tuple[np.ndarray, np.ndarray, dict[str, dict[str, Any]]]:
+        """(sorted id numbers, their lines' offsets, the entries of other ids), made once."""
+        if self._index is None:
+            import array
+
+            from schedlab.platform.storage.keyset import id_number
+
+            numbers, offsets = array.array("Q"), array.array("q")
+            others: dict[str, dict[str, Any]] = {}
+            with self._open() as fh:
+                fh.seek(self.start)
+                at = self.start
+                while at < self.stop:
+                    line = fh.readline()
+                    cid = _hex_id(line)
+                    number = id_number(cid) if cid is not None else None
+                    if number is None:
+                        key, entry = _config_line(line)
+                        others[key] = entry
+                    else:
+                        numbers.append(number)
+                        offsets.append(at)
+                    at += len(line)
+            got, where = np.frombuffer(numbers, np.uint64), np.frombuffer(offsets, np.int64)
+            order = np.argsort(got, kind="stable")
+            self._index = (got[order], where[order], others)
+        return self._index
+
     def ids(self) -> np.ndarray:
         """The 16-hex-digit ids as sorted 64-bit numbers (`keyset.id_number`)."""
-        return self.numbers
+        return self._indexed()[0]
 
     def _at(self, cid: str) -> int:
         """The line offset of ``cid``, or -1."""
         from schedlab.platform.storage.keyset import id_number
 
+        numbers, offsets, _ = self._indexed()
         number = id_number(cid)
-        if number is None or not len(self.numbers):
+        if number is None or not len(numbers):
             return -1
-        i = int(np.searchsorted(self.numbers, np.uint64(number)))
-        return int(self.offsets[i]) if i < len(self.numbers) and int(self.numbers[i]) == number else -1
+        i = int(np.searchsorted(numbers, np.uint64(number)))
+        return int(offsets[i]) if i < len(numbers) and int(numbers[i]) == number else -1
 
     def __contains__(self, cid: object) -> bool:
-        return isinstance(cid, str) and (cid in self.others or self._at(cid) >= 0)
+        return isinstance(cid, str) and (cid in self._indexed()[2] or self._at(cid) >= 0)
 
     def __getitem__(self, cid: str) -> dict[str, Any]:
-        if cid in self.others:
-            return self.others[cid]
+        others = self._indexed()[2]
+        if cid in others:
+            return others[cid]
         at = self._at(cid)
         if at < 0:
             raise KeyError(cid)
@@ -456,7 +490,8 @@ class OnDiskConfigs(Mapping[str, dict[str, Any]]):
             return _config_line(fh.readline())[1]
 
     def __len__(self) -> int:
-        return len(self.numbers) + len(self.others)
+        numbers, _, others = self._indexed()
+        return len(numbers) + len(others)
 
     def __iter__(self) -> Iterator[str]:
         for cid, _ in self.items():
@@ -465,13 +500,11 @@ class OnDiskConfigs(Mapping[str, dict[str, Any]]):
     def items(self, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:  # type: ignore[override]
         """(id, entry) in the file's order, streamed; ``skip(id)``: not parsed nor yielded."""
         with self._open() as fh:
-            inside = False
-            for line in fh:
-                if not inside:
-                    inside = line == CONFIGS_LINE
-                    continue
-                if line.startswith(b"  }"):
-                    return
+            fh.seek(self.start)
+            at = self.start
+            while at < self.stop:
+                line = fh.readline()
+                at += len(line)
                 cid = _hex_id(line)
                 if cid is None:
                     cid, entry = _config_line(line)
@@ -510,49 +543,52 @@ def _config_line(line: bytes) -> tuple[str, dict[str, Any]]:
     return next(iter(parsed.items()))
 
 
+#: Bytes `read_lean` reads at a time (then on to the end of a line).
+LEAN_BLOCK = 1 << 24
+
+
 def read_lean(path: Path) -> dict[str, Any] | None:
     """manifest.json with its ``configs`` an `OnDiskConfigs`, when it is laid
     out as `manifest_text` writes it (each configuration on one line between
     the ``"configs": {`` line and the ``}`` that closes it); None otherwise
     (a manifest written whole by an older schedlab, or edited: read it with
-    ``json.loads``). A malformed document raises ``ValueError``."""
-    import array
-
-    from schedlab.platform.storage.keyset import id_number
-
+    ``json.loads``). The configurations' lines are checked a block at a time
+    by counting (a line opens with ``    "`` and ends with ``}``), not parsed:
+    what a resume that leaves the manifest as it is reads of it. A
+    malformed document raises ``ValueError``."""
     head: list[bytes] = []
-    numbers, offsets = array.array("Q"), array.array("q")
-    others: dict[str, dict[str, Any]] = {}
     with path.open("rb") as fh:
-        at = 0
-        state = "head"
-        for line in fh:
-            if state == "head":
-                head.append(line)
-                if line == CONFIGS_LINE:
-                    state = "configs"
-            elif state == "configs":
-                if line.startswith(b"  }"):
-                    head[-1] = b'  "configs": {' + line.lstrip()
-                    state = "tail"
-                elif not line.startswith(b'    "') or not line.rstrip(b",\n").endswith(b"}"):
-                    return None  # a configuration over several lines: not manifest_text's layout
-                else:
-                    cid = _hex_id(line)
-                    number = id_number(cid) if cid is not None else None
-                    if number is None:
-                        key, entry = _config_line(line)
-                        others[key] = entry
-                    else:
-                        numbers.append(number)
-                        offsets.append(at)
-            else:
-                head.append(line)
-            at += len(line)
-    if state != "tail":
-        return None
-    manifest: dict[str, Any] = json.loads(b"".join(head))
-    manifest["configs"] = OnDiskConfigs(
-        path, np.frombuffer(numbers, np.uint64).copy(), np.frombuffer(offsets, np.int64).copy(), others
-    )
+        while True:
+            line = fh.readline()
+            if not line:
+                return None
+            head.append(line)
+            if line == CONFIGS_LINE:
+                break
+        start = at = fh.tell()
+        lines = opens = ends = 0
+        last = b""
+        while True:
+            block = fh.read(LEAN_BLOCK)
+            if not block:
+                return None  # never closed
+            if not block.endswith(b"\n"):
+                block += fh.readline()
+            close = 0 if block.startswith(b"  }") else block.find(b"\n  }") + 1
+            body = block[:close] if close > 0 or block.startswith(b"  }") else block
+            lines += body.count(b"\n")
+            opens += body.count(b'\n    "') + body.startswith(b'    "')
+            ends += body.count(b"},\n")
+            last = body[-2:] if body else last
+            if close > 0 or block.startswith(b"  }"):
+                stop = at + close
+                rest = block[close:] + fh.read()
+                break
+            at += len(block)
+    if opens != lines or (lines and (ends != lines - 1 or last != b"}\n")):
+        return None  # a configuration over several lines: not manifest_text's layout
+    cut = rest.find(b"\n") + 1
+    head[-1] = b'  "configs": {' + rest[:cut].lstrip()
+    manifest: dict[str, Any] = json.loads(b"".join(head) + rest[cut:])
+    manifest["configs"] = OnDiskConfigs(path, start, stop)
     return manifest

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from schedlab.platform.planning.ids_file import KeptIds
     from schedlab.platform.storage.compact import CompactReport
     from schedlab.platform.storage.keyset import KeySet
     from schedlab.platform.storage.manifest import CodeChange
@@ -42,9 +43,18 @@ class ResultsStore(Protocol):
         ...
 
     def prepare(
-        self, manifest: dict[str, Any], fresh: bool, announce: Callable[[str], None] | None = None
+        self,
+        manifest: dict[str, Any],
+        fresh: bool,
+        announce: Callable[[str], None] | None = None,
+        ids_key: str | None = None,
     ) -> str | None:
-        """Create or reopen the store for ``manifest`` (written here); a line saying what grew, or None."""
+        """Create or reopen the store for ``manifest`` (written here, unless a resume of the plan of
+        ``ids_key`` would write it again identically); a line saying what grew, or None."""
+        ...
+
+    def keep_ids(self, key: str, ids: KeptIds, again: bool = False) -> None:
+        """Keep the plan's ids beside the manifest, for a resume (`schedlab.platform.planning.ids_file`)."""
         ...
 
     def supersede(

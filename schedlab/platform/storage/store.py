@@ -3,6 +3,7 @@
 Layout of a results dir::
 
     manifest.json                          spec, spec hash, schedlab version, creation time, configs
+    plan_ids.bin                           the plan's ids, kept for a resume (`planning.ids_file`)
     summary/policy=<p>/part-<batch>.parquet one row per (config id, replication)
     jobs/policy=<p>/part-<batch>.parquet    optional per-job rows
     series/policy=<p>/part-<batch>.parquet  sampled time series (engines that sample one)
@@ -75,6 +76,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schedlab.errors import UserError
+from schedlab.platform.planning import ids_file
+from schedlab.platform.planning.ids_file import IDS_FILE, KeptIds
 from schedlab.platform.storage.damage import _CHECKED as _CHECKED
 from schedlab.platform.storage.damage import DAMAGED_ADVICE as DAMAGED_ADVICE
 from schedlab.platform.storage.damage import _reason as _reason
@@ -134,6 +137,16 @@ class StoreWriteError(UserError):
 
 class LockedError(UserError):
     """Another live process holds the results dir's lock."""
+
+
+def _same_head(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether two manifests say the same but for their configurations (an
+    empty ``history`` is the same as none: the first write has none)."""
+
+    def head(m: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in m.items() if k != "configs" and not (k == "history" and not v)}
+
+    return head(new) == head(old)
 
 
 def _partition(policy: str) -> str:
@@ -216,9 +229,23 @@ class ResultStore:
             os.close(fd)  # closing the last descriptor releases the flock
 
     def prepare(
-        self, manifest: dict[str, Any], fresh: bool, announce: Callable[[str], None] | None = None
+        self,
+        manifest: dict[str, Any],
+        fresh: bool,
+        announce: Callable[[str], None] | None = None,
+        ids_key: str | None = None,
     ) -> str | None:
         """Create or reopen the results dir for ``manifest``'s spec.
+
+        Reopening with the same spec (a resume): the manifest is written
+        again, grown by what the old one describes (`grown_manifest`) --
+        unless it would be written identically: ``ids_key`` (the key of the
+        plan ``manifest`` was made from, `plan.ids_key`) is the one the
+        manifest on disk was written from (`ids_file.manifest_current`: its
+        configurations are that plan's, first, then the same older ones)
+        and every other field would stay as it is (`_same_head`). Then it is
+        left as it is: writing ten million configurations again is most of
+        a resume's cost.
 
         Reopening with a spec whose result-defining part changed:
 
@@ -292,7 +319,7 @@ class ResultStore:
                     )
                 existing = None  # grown above
         if fresh:
-            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, SUPERSEDED, ".tmp", COMPACTING, MANIFEST):
+            for name in (SUMMARY, JOBS, SERIES, FAILURES, CODE, SUPERSEDED, ".tmp", COMPACTING, MANIFEST, IDS_FILE):
                 target = self.root / name
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -301,11 +328,28 @@ class ResultStore:
             existing = None
         if existing is not None:  # the same spec again (a resume)
             manifest = grown_manifest(existing, manifest)
+            if (
+                ids_key is not None
+                and ids_file.manifest_current(self.root, ids_key, self.root / MANIFEST)
+                and _same_head(manifest, existing)
+            ):
+                with self._writing(self.root):
+                    self.clean()
+                return grew
         with self._writing(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
             self._atomic_chunks(self.root / MANIFEST, manifest_text(manifest))
             self.clean()
         return grew
+
+    def keep_ids(self, key: str, ids: KeptIds, again: bool = False) -> None:
+        """Keep the plan's ids (the plan of ``key``) beside the manifest as it
+        is now (`ids_file`), unless the file there already holds them for it
+        (``again``: written anyway, the plan hashed although the key matched:
+        the file is torn or damaged). Only under the lock, after `prepare`."""
+        if again or not ids_file.manifest_current(self.root, key, self.root / MANIFEST):
+            with self._writing(self.root):
+                self._atomic_chunks(self.root / IDS_FILE, ids_file.chunks(key, ids, self.root / MANIFEST))
 
     def supersede(
         self,
