@@ -68,6 +68,7 @@ from schedlab.pipelines.base import deep_merge
 from schedlab.pipelines.common import Estimate
 from schedlab.pipelines.common import exact as exact_value
 from schedlab.pipelines.inputs import data_path
+from schedlab.pipelines.runlog import rows_on_disk
 from schedlab.platform.storage.seam import is_results_dir, require_manifest
 
 #: The HPC2N log, below the data root (`inputs.data_path`: ``--data``, ``$SCHEDLAB_DATA``).
@@ -381,7 +382,7 @@ def subset_wall(results_dirs: dict[str, Path], fraction: float, costs: list[Cost
     wall = sum(float(r.get("wall_seconds", 0.0)) for r in runs)
     rows_logged = sum(int(r.get("rows_new", 0)) for r in runs)
     spent = sum(c.spent for c in costs)
-    on_disk = sum(_rows_on_disk(d) for d in results_dirs.values())
+    on_disk = sum(rows_on_disk(d) for d in results_dirs.values())
     if not (wall > 0 and spent > 0 and rows_logged == on_disk) or any(c.estimate is None for c in costs):
         return ""
     r = wall / spent
@@ -391,17 +392,6 @@ def subset_wall(results_dirs: dict[str, Path], fraction: float, costs: list[Cost
         f"ratio the full sets would take about {_d(est)} [{_d(lo)}, {_d(hi)}] of wall on the same machine "
         "(extrapolated)."
     )
-
-
-def _rows_on_disk(results_dir: Path) -> int:
-    """Summary rows committed in a sweep's results dir (0 before it starts)."""
-    import polars as pl
-
-    from schedlab import load
-
-    if not is_results_dir(results_dir):
-        return 0
-    return int(load(results_dir).select(pl.len()).collect().item())
 
 
 def _d(s: float) -> str:

@@ -29,13 +29,12 @@ from schedlab.pipelines.inputs import Root, using
 from schedlab.pipelines.runlog import Invocation, rows_on_disk, settle_if_idle
 
 
-def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
-    """Fewest (``most``: most) independent instances behind a point of a sweep: rows per
-    (policy, parameters other than a trace window) -- the replications of a
-    configuration, times the windows when a trace is replayed window by
-    window (``WINDOW_COLUMNS``), which the pipelines pool as replications.
-    None for a sweep without rows."""
-
+def point_counts(results_dir: Path) -> Any:
+    """Independent instances behind each point of a sweep, as a polars frame
+    (``policy``, ``k``): rows per (policy, parameters other than a trace
+    window) -- the replications of a configuration, times the windows when a
+    trace is replayed window by window (``WINDOW_COLUMNS``), which the
+    pipelines pool as replications. None for a sweep without rows."""
     import polars as pl
 
     from schedlab import load
@@ -46,8 +45,16 @@ def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
     if frame.height == 0:
         return None
     keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
-    counts = frame.group_by(keys).agg(pl.len().alias("k"))["k"]
-    return int(counts.max() if most else counts.min())
+    return frame.group_by(keys).agg(pl.len().alias("k")).select("policy", "k")
+
+
+def instances_per_point(results_dir: Path, most: bool = False) -> int | None:
+    """Fewest (``most``: most) independent instances behind a point of a
+    sweep (`point_counts`); None for a sweep without rows."""
+    counts = point_counts(results_dir)
+    if counts is None:
+        return None
+    return int(counts["k"].max() if most else counts["k"].min())
 
 
 def grown(replications: dict[str, Any], n: int) -> dict[str, Any]:
@@ -73,16 +80,11 @@ def replications_per_policy(results_dir: Path) -> dict[str, int]:
     `instances_per_point` counts them, ``most``), in the order of the rows' policies."""
     import polars as pl
 
-    from schedlab import load
-    from schedlab.platform.storage.seam import require_manifest
-
-    manifest = require_manifest(results_dir)
-    frame = load(results_dir).collect()
-    if frame.height == 0:
+    counts = point_counts(results_dir)
+    if counts is None:
         return {}
-    keys = ["policy"] + [c for c in manifest.get("param_columns", []) if c in frame.columns and c not in WINDOW_COLUMNS]
-    counts = frame.group_by(keys).agg(pl.len().alias("k")).group_by("policy").agg(pl.col("k").max())
-    return {p: int(k) for p, k in sorted(counts.iter_rows(), key=lambda r: str(r[0]))}
+    most = counts.group_by("policy").agg(pl.col("k").max())
+    return {p: int(k) for p, k in sorted(most.iter_rows(), key=lambda r: str(r[0]))}
 
 
 def _attach_artifacts(spec, paths: list[Path]) -> None:
