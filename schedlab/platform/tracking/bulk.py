@@ -5,7 +5,7 @@ Through MLflow's client a new run is three store calls (``create_run``,
 ``log_batch``, ``set_terminated``) and MLflow's ORM spends about 15 ms of CPU
 on them -- 60 tracked configurations per second at best, before the
 database's commits. Into a database the runs of configurations that have
-none yet are instead written by `write_new_runs`: ``BULK_RUNS`` runs per
+none yet are instead written by `build_new_runs` and `insert_new_runs`: ``BULK_RUNS`` runs per
 transaction, through MLflow's own store (its engine, its managed sessions,
 its table models, its validators), as the same rows the client path writes
 -- the ``runs`` row (FINISHED, ``user_id`` ``unknown``, artifact URI under
@@ -93,7 +93,7 @@ PARENT_TAG = "mlflow.parentRunId"
 
 @dataclass
 class NewRun:
-    """What `write_new_runs` wrote for one configuration (its run id, its tags
+    """What `build_new_runs` made for one configuration (its run id, its tags
     and params as MLflow holds them: its validators may cut long values) or
     why not (``error``: a data problem of this configuration, MLflow's own
     validation error)."""
@@ -240,7 +240,7 @@ def time_ordered_id(ms: int) -> str:
     return f"{value:032x}"
 
 
-#: The columns written per table, in the order `write_new_runs` builds its row tuples.
+#: The columns written per table, in the order `build_new_runs` builds its row tuples.
 ROW_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": (
         "run_uuid",
@@ -350,12 +350,3 @@ def insert_new_runs(store: SqlAlchemyStore, batch: NewRows) -> list[NewRun]:
         # one point per metric: it is also the latest
         insert_rows(session, store.db_type, "latest_metrics", ROW_COLUMNS["latest_metrics"], batch.rows["metrics"])
     return batch.runs
-
-
-def write_new_runs(store: SqlAlchemyStore, experiment_id: str, parent_id: str, exps: list[Expected]) -> list[NewRun]:
-    """Create a finished child run of ``parent_id`` for each of ``exps`` (none
-    may have a run yet) in one transaction: `build_new_runs`, then
-    `insert_new_runs`. Configurations whose data MLflow rejects come back
-    with ``error`` set and are not written; a failure of the store is
-    raised, and then none of these runs exists."""
-    return insert_new_runs(store, build_new_runs(store, experiment_id, parent_id, exps))

@@ -8,7 +8,7 @@ provenance tags (``schedlab.rows``, ``schedlab.rows_digest``), and
 ``set_terminated`` -- except into a database (SQLite, or PostgreSQL reached
 directly) of a known schema, where the
 runs of configurations that have none yet are written many to a transaction
-(`Mirror.log_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
+(`Mirror.build_new` and `Mirror.commit_new`, `tracking_bulk`). MLflow writes a ``log_batch``'s params, then its
 metrics, then its tags, so the provenance tags still land last: a run has
 them only once its values are in (a run wider than one batch gets them in a
 batch of their own, after the others). `Mirror.log` is safe to call from
@@ -343,12 +343,6 @@ class Mirror:
         if not state.finished:
             self.client.set_terminated(state.run_id, "FINISHED")
             state.finished = True
-
-    def log_new(self, exps: list[Expected]) -> list[NewRun]:
-        """Create the runs of configurations that have none, in one
-        transaction (`build_new`, then `commit_new`; only when `bulk` is set).
-        Returns what was written and which configurations MLflow rejected."""
-        return self.commit_new(self.build_new(exps))
 
     def build_new(self, exps: list[Expected]) -> NewRows:
         """The new runs of configurations that have none, built and checked,

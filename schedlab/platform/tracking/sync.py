@@ -210,7 +210,7 @@ class Sync:
 
     def _log_new(self, exps: list[Expected]) -> None:
         """Create the runs of configurations that have none, `BULK_RUNS` to a
-        transaction (a database of a known schema: `Mirror.log_new`). One
+        transaction (a database of a known schema). One
         writer thread commits a batch while this one builds the next
         (`Mirror.build_new`, `Mirror.commit_new`): building is Python under
         the GIL, committing is mostly the database's work (SQLite's C with
