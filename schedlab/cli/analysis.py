@@ -233,7 +233,7 @@ def results(
         click.echo(f"schedlab: warning: {warning}", err=True)
     columns = lf.collect_schema().names()
     keys = [k.strip() for k in (by or "").split(",") if k.strip()]
-    manifest = store.read_manifest() or {}
+    manifest = store.read_manifest(lean=True) or {}  # configurations not parsed: 10^5 are 27 MB of JSON
     if not metrics:
         try:
             metrics = (headline_metric(results_dir, manifest, lf),)
@@ -355,7 +355,7 @@ def compare(
         raise UserError("--csv and --json: choose one")
     store = _open_store(results_dir)
     failed = _failures_note(store)
-    manifest = store.read_manifest() or {}
+    manifest = store.read_manifest(lean=True) or {}  # configurations not parsed: 10^5 are 27 MB of JSON
     if metric is None:
         import polars as pl
 

@@ -304,7 +304,7 @@ def compare(
     schema = lf.collect_schema()
     columns = schema.names()
     if manifest is None:  # (a caller that has read it passes it: 10^5 configurations are 27 MB of JSON)
-        manifest = store.read_manifest() or {}
+        manifest = store.read_manifest(lean=True) or {}
     params = [c for c in (manifest.get("param_columns") or []) if c in columns]
     if metric is None:
         metric = headline_metric(root, manifest, lf)

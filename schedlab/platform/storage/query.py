@@ -300,7 +300,7 @@ def stored_scan(results_dir: str | Path) -> tuple[Path, dict[str, Any], pl.LazyF
     if not root.is_dir():
         raise UserError(f"{root}: no such results directory")
     store = open_store(root)
-    manifest = store.read_manifest()
+    manifest = store.read_manifest(lean=True)  # its configurations are not read here: not parsed (issue #42)
     if manifest is None:
         raise UserError(f"{root}: not a schedlab results dir (no manifest.json)")
     return root, manifest, store.scan()
