@@ -37,7 +37,14 @@ ends and schedules, step for step, to the bit
   (one run alternating the loops, a random valid agent, Lublin's log,
   ``sequence`` 256, ``window`` 128; 2 cores at load 9.9; docs/gym.md).
 
-Decisions. At each event instant (completions, then arrivals), while some
+``setting="rlscheduler"`` (RLScheduler's committed pick, its pass per event,
+backfilling, decision points and observation fill:
+:mod:`schedlab.engines.batch.gym_rlscheduler`) runs on the same two loops: the
+kernel's :func:`schedlab.engines.batch.gym_kernel._rl_run` (the default, and
+the vector environment's) and, as its check, the engine's run under
+``RLSchedulerLoop`` (tests/test_gym_batch_rlscheduler_kernel.py).
+
+Decisions (schedlab's setting). At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
 ``window`` waiting jobs (oldest first); if it fits it starts now and the
 agent picks again, otherwise it is the head: nothing else starts

@@ -35,6 +35,15 @@ smallest job that does not fit: chosen, it starts; behind any other head it
 backfills (a wider head's shadow time is no earlier), and the pass then
 ends either way with the same jobs running.
 
+RLScheduler's setting
+---------------------
+``setting="rlscheduler"`` (``S[e, SETTING]``) runs :func:`_rl_run` instead of
+:func:`_run` on the same state: ``RLSchedulerLoop``'s pass per event with the
+agent's pick committed, its backfilling (the shadow time kept, strict ``<``),
+its release order and decision points, and ``gym_rlscheduler.fill``'s slots
+(the section above :func:`_append` says how its sorted-in-place lists are
+kept). Its reference loop is its check, bit for bit.
+
 State layout (``E`` episodes of ``n`` jobs; row ``e`` is one episode)
 ---------------------------------------------------------------------
 ``F[e, c, :]`` float64 columns (:data:`SUBMIT` ... :data:`REQ_END`),
@@ -707,12 +716,13 @@ def load(
 @njit(**JIT)
 def step_one(F, N, S, T, slot, obs, mask, slots):
     """The single environment's step (episode 0): the agent picks ``slot``, a
-    slot of the mask (the caller checked it: a prefix of the queue, or slot 0
+    slot of the mask (the caller checked it: a prefix of the slots, or slot 0
     when no decision is pending, a no-op); its job is found by walking the
-    queue (the observation's slots, without trusting arrays handed to the
-    user), applied, the episode run to its next decision and observed into
-    ``obs``, ``mask``, ``slots`` (1-D, fresh from the caller: nothing returned
-    to the user is written again). Returns the number of slots holding a job,
+    queue, or in the question's fill in RLScheduler's setting (the
+    observation's slots, without trusting arrays handed to the user),
+    applied, the episode run to its next decision and observed into ``obs``,
+    ``mask``, ``slots`` (1-D, fresh from the caller: nothing returned to the
+    user is written again). Returns the number of slots holding a job,
     0 when the episode has ended. The step's reward terms are in ``T[0, REW]``."""
     Fe = F[0]
     Ie = N[0]
