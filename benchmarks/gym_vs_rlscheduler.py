@@ -28,12 +28,13 @@ each environment's own observation. schedlab runs as one environment
 call (``gymnasium.make_vec``, ``--envs`` episodes, autoreset, random
 starts; the agent's forward pass is batched too), and in RLScheduler's own
 setting (``setting="rlscheduler"``: its committed pick, its backfilling and
-decision points; the reference loop, the compiled kernel being schedlab's
-loop only), measured in steady state
+decision points), one environment and vector, on the compiled kernel (and,
+with ``--reference``, one environment on the reference loop too); the vector
+environments are measured in steady state
 until twice ``--envs`` episodes have ended (jobs of the ended episodes /
 seconds: the partial ones count for nothing). BLAS runs one thread.
 
-Usage: python benchmarks/gym_vs_rlscheduler.py --peer DIR [--sequences 20] [--length 1024]
+Usage: python benchmarks/gym_vs_rlscheduler.py --peer DIR [--sequences 20] [--length 1024] [--reference]
 """
 
 from __future__ import annotations
@@ -175,6 +176,11 @@ def ours_vector(envs, episodes: int, layers) -> tuple[int, int, float, float]:
     return ended * u.env.sequence, decisions, time.perf_counter() - t, time.process_time() - c
 
 
+def add(tot: dict[str, list], name: str, got: tuple) -> None:
+    """Add one sequence's (jobs, decisions, wall, CPU) to ``tot[name]``."""
+    tot[name] = [a + b for a, b in zip(tot.get(name, [0, 0, 0.0, 0.0]), got, strict=True)]
+
+
 def main() -> None:
     import gymnasium
     from threadpoolctl import threadpool_limits
@@ -189,6 +195,7 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--envs", type=int, default=64, help="episodes the vector environment steps per call")
+    ap.add_argument("--reference", action="store_true", help="also RLScheduler's setting on the reference loop")
     args = ap.parse_args()
 
     peer = None
@@ -205,50 +212,58 @@ def main() -> None:
     starts = sorted(int(k) for k in rng.integers(args.length, 10_000 - args.length - 1, args.sequences))
     print(f"Lublin-1, {args.sequences} sequences of {args.length} jobs; load: {os.getloadavg()[0]:.2f}")
     print(
-        f"{'backfill':<9} {'agent':<10} {'environment':<22} {'jobs/s':>9} {'decisions/s':>12} {'dec/job':>8} "
+        f"{'backfill':<9} {'agent':<10} {'environment':<24} {'jobs/s':>9} {'decisions/s':>12} {'dec/job':>8} "
         f"{'jobs/CPU-s':>11}"
     )
     for backfill in ("none", "easy"):
         kw = {"trace": str(swf), "sequence": args.length, "window": 128, "backfill": backfill}
         env = gymnasium.make("schedlab/Batch-v0", **kw)
         envs = gymnasium.make_vec("schedlab/Batch-v0", num_envs=args.envs, **kw)
-        # RLScheduler's own setting (committed pick, its backfilling and decision points), on the reference loop
-        env_theirs = gymnasium.make("schedlab/Batch-v0", **kw, setting="rlscheduler", loop="reference")
+        # RLScheduler's own setting (committed pick, its backfilling and decision points): the compiled kernel
+        its = {**kw, "setting": "rlscheduler"}
+        env_its = gymnasium.make("schedlab/Batch-v0", **its)
+        envs_its = gymnasium.make_vec("schedlab/Batch-v0", num_envs=args.envs, **its)
+        env_ref = gymnasium.make("schedlab/Batch-v0", **its, loop="reference") if args.reference else None
         ours_run(env, starts[0], None)  # compile / load the kernel
+        ours_run(env_its, starts[0], None)
         penv = peer_env(peer, swf, backfill == "easy") if peer is not None else None
         for agent, layers_ours, layers_peer in (
             ("first", None, None),
             ("MLP", mlp(env.unwrapped.obs_size, 128), mlp(8 * 128, 128)),
         ):
-            tot = {"peer": [0, 0, 0.0, 0.0], "ours": [0, 0, 0.0, 0.0]}
+            tot: dict[str, list] = {}
             for k in starts:  # alternating
                 if penv is not None:
-                    got = peer_run(penv, peer, k, args.length, layers_peer)
-                    tot["peer"] = [a + b for a, b in zip(tot["peer"], got, strict=True)]
-                tot["ours"] = [a + b for a, b in zip(tot["ours"], ours_run(env, k, layers_ours), strict=True)]
-                theirs = ours_run(env_theirs, k, layers_ours)
-                tot["theirs"] = [a + b for a, b in zip(tot.get("theirs", [0, 0, 0.0, 0.0]), theirs, strict=True)]
-            vec = list(ours_vector(envs, 2 * args.envs, layers_ours))
+                    add(tot, "peer", peer_run(penv, peer, k, args.length, layers_peer))
+                add(tot, "ours", ours_run(env, k, layers_ours))
+                add(tot, "its", ours_run(env_its, k, layers_ours))
+                if env_ref is not None:
+                    add(tot, "ref", ours_run(env_ref, k, layers_ours))
+            tot["vec"] = list(ours_vector(envs, 2 * args.envs, layers_ours))
+            tot["its vec"] = list(ours_vector(envs_its, 2 * args.envs, layers_ours))
             rows = [
-                ("schedlab Batch-v0", tot["ours"]),
-                (f"schedlab vector x{args.envs}", vec),
-                ("Batch-v0, its setting", tot["theirs"]),
+                ("peer", "RLScheduler HPCEnv"),
+                ("ours", "schedlab Batch-v0"),
+                ("vec", f"schedlab vector x{args.envs}"),
+                ("its", "its setting, kernel"),
+                ("its vec", f"its setting, vector x{args.envs}"),
+                ("ref", "its setting, reference"),
             ]
+            for key, name in rows:
+                if key in tot:
+                    j, d, s, c = tot[key]
+                    figures = f"{j / s:>9,.0f} {d / s:>12,.0f} {d / j:>8.3f} {j / c:>11,.0f}"
+                    print(f"{backfill:<9} {agent:<10} {name:<24} {figures}")
             if penv is not None:
-                rows.insert(0, ("RLScheduler HPCEnv", tot["peer"]))
-            for name, (j, d, s, c) in rows:
-                figures = f"{j / s:>9,.0f} {d / s:>12,.0f} {d / j:>8.3f} {j / c:>11,.0f}"
-                print(f"{backfill:<9} {agent:<10} {name:<22} {figures}")
-            if penv is not None:
-                (pj, _, ps, pc), (oj, _, os_, oc), (vj, _, vs, vc) = tot["peer"], tot["ours"], vec
-                tj, _, ts, tc = tot["theirs"]
-                print(
-                    f"{'':<9} {'':<10} {'ratio to RLScheduler':<22} single {oj / os_ / (pj / ps):.1f}x "
-                    f"(CPU {oj / oc / (pj / pc):.1f}x), vector {vj / vs / (pj / ps):.1f}x "
-                    f"(CPU {vj / vc / (pj / pc):.1f}x), its setting {tj / ts / (pj / ps):.1f}x "
-                    f"(CPU {tj / tc / (pj / pc):.1f}x)"
-                )
+                pj, _, ps, pc = tot["peer"]
+                ratios = []
+                for key, name in rows[1:]:
+                    if key in tot:
+                        j, _, s, c = tot[key]
+                        ratios.append(f"{name} {j / s / (pj / ps):.1f}x (CPU {j / c / (pj / pc):.1f}x)")
+                print(f"{'':<9} {'':<10} {'ratio to RLScheduler':<24} " + "; ".join(ratios))
         envs.close()
+        envs_its.close()
     print(f"load at the end: {os.getloadavg()[0]:.2f}")
     tmp.cleanup()
 

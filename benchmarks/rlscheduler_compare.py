@@ -28,13 +28,13 @@ each side (the mean over sequences of the per-sequence mean: Table V's number).
 
 With ``--environments``: the environments instead, side by side --
 RLScheduler's ``HPCEnv`` stepped by ``step_for_test`` and ``schedlab/Batch-v0``
-with ``setting="rlscheduler"`` (``loop="reference"``, ``window=128``, its
-``MAX_QUEUE_SIZE``) -- with the same scripted agents on the same sequences:
+with ``setting="rlscheduler"`` (``--loop``: the compiled kernel, the default,
+or the reference loop; ``window=128``, its ``MAX_QUEUE_SIZE``) -- with the same scripted agents on the same sequences:
 ``last`` takes the last filled slot and ``widest`` the job needing the most
 processors (the first such slot), choices that depend on which jobs fill the
 slots and in which order; each job's start and the decisions asked are compared.
 
-Usage: python benchmarks/rlscheduler_compare.py --peer DIR [--traces lublin1,lublin2,hpc2n] [--environments]
+Usage: python benchmarks/rlscheduler_compare.py --peer DIR [--traces lublin1,lublin2,hpc2n] [--environments [--loop L]]
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def environments(args, peer, tmp: str) -> None:
                 window=128,
                 backfill="easy" if bf else "none",
                 setting="rlscheduler",
-                loop="reference",
+                loop=args.loop,
             )
             for name, agent in AGENTS.items():
                 differ = total = dec_p = dec_o = 0
@@ -223,13 +223,17 @@ def main() -> None:
         help="schedlab's passes (instant: to measure the rule)",
     )
     ap.add_argument("--environments", action="store_true", help="compare the environments (HPCEnv, Batch-v0)")
+    ap.add_argument("--loop", choices=("kernel", "reference"), default="kernel", help="Batch-v0 loop")
     args = ap.parse_args()
     if args.peer is None or not (Path(args.peer) / "HPCSimPickJobs.py").is_file():
         print(f"RLScheduler's HPCEnv: skipped (no checkout: give --peer DIR or ${PEER_ENV})")
         return
     peer = load_peer(Path(args.peer))
     if args.environments:
-        print(f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}); load {os.getloadavg()[0]:.2f}")
+        print(
+            f"{args.sequences} sequences of {args.length} jobs (seed {args.seed}), Batch-v0 loop={args.loop}; "
+            f"load {os.getloadavg()[0]:.2f}"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             environments(args, peer, tmp)
         print(f"load at the end: {os.getloadavg()[0]:.2f}")

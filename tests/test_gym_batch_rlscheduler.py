@@ -2,7 +2,8 @@
 ``loop="reference"``; schedlab.engines.batch.gym_rlscheduler): Gymnasium's
 checker, a scripted agent against the batch engine's policy in the same
 setting, bit for bit, its observation's fill worked by hand, its decision
-points, and the one-line error when the kernel is asked for it."""
+points (the compiled kernel of this setting is checked against this loop in
+tests/test_gym_batch_rlscheduler_kernel.py)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,15 @@ LUBLIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "lublin" / "l
 needs_lublin = pytest.mark.skipif(not LUBLIN.exists(), reason="Lublin log not present")
 
 
-def make(backfill, **kw):
-    return gym.make(
-        "schedlab/Batch-v0", trace=str(LUBLIN), backfill=backfill, setting="rlscheduler", loop="reference", **kw
-    )
+def make(backfill, loop="reference", **kw):
+    return gym.make("schedlab/Batch-v0", trace=str(LUBLIN), backfill=backfill, setting="rlscheduler", loop=loop, **kw)
 
 
 @needs_lublin
+@pytest.mark.parametrize("loop", ["reference", "kernel"])
 @pytest.mark.parametrize("backfill", ["none", "easy"])
-def test_gymnasium_check_env_passes(backfill):
-    check_env(make(backfill, sequence=128, window=16).unwrapped, skip_render_check=True)
+def test_gymnasium_check_env_passes(backfill, loop):
+    check_env(make(backfill, loop, sequence=128, window=16).unwrapped, skip_render_check=True)
 
 
 @needs_lublin
@@ -85,10 +85,7 @@ def test_the_observation_is_filled_shortest_and_narrowest_first_when_the_queue_o
     assert fill([4, 0, 3], 3, submit, requested, need) == [0, 3, 4]
 
 
-@needs_lublin
-def test_the_kernel_is_schedlabs_loop_only():
-    with pytest.raises(UserError, match="setting='rlscheduler' runs on loop='reference' only") as err:
-        gym.make("schedlab/Batch-v0", trace=str(LUBLIN), setting="rlscheduler")
+def test_an_unknown_setting_is_one_line():
+    with pytest.raises(UserError, match="setting must be one of 'schedlab', 'rlscheduler'") as err:
+        gym.make("schedlab/Batch-v0", setting="slurm", sequence=20)
     assert "\n" not in str(err.value)
-    with pytest.raises(UserError, match="setting"):
-        gym.make("schedlab/Batch-v0", trace=str(LUBLIN), setting="slurm", loop="reference")

@@ -37,7 +37,14 @@ ends and schedules, step for step, to the bit
   (one run alternating the loops, a random valid agent, Lublin's log,
   ``sequence`` 256, ``window`` 128; 2 cores at load 9.9; docs/gym.md).
 
-Decisions. At each event instant (completions, then arrivals), while some
+``setting="rlscheduler"`` (RLScheduler's committed pick, its pass per event,
+backfilling, decision points and observation fill:
+:mod:`schedlab.engines.batch.gym_rlscheduler`) runs on the same two loops: the
+kernel's :func:`schedlab.engines.batch.gym_kernel._rl_run` (the default, and
+the vector environment's) and, as its check, the engine's run under
+``RLSchedulerLoop`` (tests/test_gym_batch_rlscheduler_kernel.py).
+
+Decisions (schedlab's setting). At each event instant (completions, then arrivals), while some
 waiting job fits in the free units the agent picks one of the first
 ``window`` waiting jobs (oldest first); if it fits it starts now and the
 agent picks again, otherwise it is the head: nothing else starts
@@ -158,6 +165,20 @@ def job_arrays(table: pl.DataFrame, nodes: int) -> tuple[np.ndarray, np.ndarray,
     return t.submit, t.runtime, t.requested, t.need
 
 
+def dense_rank(*keys: np.ndarray) -> np.ndarray:
+    """Each job's rank (0, 1, ...) in the order of ``keys`` (the first the primary), jobs of
+    equal keys sharing one: the compiled kernel's counting sorts in RLScheduler's setting read
+    them for its observation's stable sorts by (requested, submit) and (need, submit, requested)."""
+    idx = np.lexsort(keys[::-1])
+    change = np.zeros(len(idx), dtype=np.int64)
+    for k in keys:
+        s = k[idx]
+        change[1:] |= s[1:] != s[:-1]
+    rank = np.empty(len(idx), dtype=np.int64)
+    rank[idx] = np.cumsum(change)
+    return rank
+
+
 def episode_metric(
     kind: str, submit: np.ndarray, runtime: np.ndarray, need: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: int
 ) -> float:
@@ -195,11 +216,6 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
     ) -> None:
         self.loop = check_choice(ENV, "loop", loop, LOOPS)
         self.setting = check_choice(ENV, "setting", setting, SETTINGS)
-        if self.setting == RLSCHEDULER and self.loop != REFERENCE:
-            raise UserError(
-                f"{ENV}: setting={RLSCHEDULER!r} runs on loop={REFERENCE!r} only (the compiled kernel is "
-                f"schedlab's loop): give loop={REFERENCE!r}"
-            )
         self.window = check_int(ENV, "window", window)
         self.sequence = check_int(ENV, "sequence", sequence)
         self.backfill = check_choice(ENV, "backfill", backfill, BACKFILL)
@@ -250,6 +266,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
             BOUNDED_STRETCH_THRESHOLD,
             self.runtime_scale,
         )
+        self._kernel_setting = K.SETTING_RLSCHEDULER if self.setting == RLSCHEDULER else K.SETTING_SCHEDLAB
         self._state = K.allocate(1, self.sequence)
         self._episode: pl.DataFrame | None = pl.DataFrame()
         self._start = 0
@@ -294,7 +311,24 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         """Start episode ``e`` of ``state`` on ``arrays`` and run it to its first decision."""
         submit, runtime, requested, need = arrays
         order = np.argsort(submit, kind="stable")
-        K.load(*state, e, submit, runtime, requested, need, order, self.nodes, *self._kernel_args)
+        if self._kernel_setting == K.SETTING_RLSCHEDULER:
+            ranks = dense_rank(requested, submit), dense_rank(need, submit, requested)
+        else:
+            ranks = _NO_RANKS, _NO_RANKS
+        K.load(
+            *state,
+            e,
+            submit,
+            runtime,
+            requested,
+            need,
+            order,
+            self.nodes,
+            *self._kernel_args,
+            self._kernel_setting,
+            self.window,
+            *ranks,
+        )
 
     @property
     def episode(self) -> pl.DataFrame:
@@ -315,7 +349,7 @@ class BatchEnv(gymnasium.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         self._start, self._episode, arrays = self.draw(self.np_random, options)
         self._loaded = True
-        if self.setting == RLSCHEDULER:
+        if self.setting == RLSCHEDULER and self.loop == REFERENCE:
             self._ref = RLSchedulerEpisode(self.episode, self.nodes, self.backfill == "easy", self.window)
         elif self.loop == REFERENCE:
             self._ref = ReferenceEpisode(self.episode, self.nodes, self.backfill == "easy")
@@ -440,6 +474,8 @@ _INTS = (int, np.int64)
 _OBS, _MASK, _SLOT = np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int64)
 #: numpy's ``empty``, bound once (a step allocates three arrays: dtype objects and a bound name halve the cost).
 _empty = np.empty
+#: The kernel's rank arrays in schedlab's setting (unread there).
+_NO_RANKS = np.zeros(0, dtype=np.int64)
 #: ``invalid_action`` -> the kernel's code.
 INVALID_CODES = {"nearest": K.NEAREST, "penalty": K.PENALTY, "raise": K.RAISE}
 

@@ -35,6 +35,15 @@ smallest job that does not fit: chosen, it starts; behind any other head it
 backfills (a wider head's shadow time is no earlier), and the pass then
 ends either way with the same jobs running.
 
+RLScheduler's setting
+---------------------
+``setting="rlscheduler"`` (``S[e, SETTING]``) runs :func:`_rl_run` instead of
+:func:`_run` on the same state: ``RLSchedulerLoop``'s pass per event with the
+agent's pick committed, its backfilling (the shadow time kept, strict ``<``),
+its release order and decision points, and ``gym_rlscheduler.fill``'s slots
+(the section above :func:`_append` says how its sorted-in-place lists are
+kept). Its reference loop is its check, bit for bit.
+
 State layout (``E`` episodes of ``n`` jobs; row ``e`` is one episode)
 ---------------------------------------------------------------------
 ``F[e, c, :]`` float64 columns (:data:`SUBMIT` ... :data:`REQ_END`),
@@ -57,16 +66,31 @@ from schedlab.sim.common.jit import HOT, JIT, NONE, ZERO, hpop, hpush, njit
 
 #: Float columns of ``F``.
 SUBMIT, RUNTIME, REQUESTED, START, END, HK, RK, REQ_END = range(8)
-#: Int columns of ``N``.
-NEED, ORDER, HI, RI, NXT, PRV = range(6)
+#: Int columns of ``N``. The last ten serve RLScheduler's setting only (:func:`_rl_run`): each job's
+#: start number, its dense ranks by (requested, submit) and by (need, submit, requested), the
+#: pending question's slots, counting-sort buckets, seen-stamps, the open instant's ending jobs,
+#: the shortest-requested and fewest-processors lists of a fill, a submit group being re-sorted.
+NEED, ORDER, HI, RI, NXT, PRV, SEQ, RRS, RNS, SLOT, CNT, MARK, ENDED, SHORT, FEW, GRP = range(16)
+INT_COLUMNS = 16
 #: Int scalars of ``S``: heap size, running-list size, queue ends, free units,
 #: next arrival, jobs started, queue length and summed need, decision pending,
 #: passes, capacity (the machine's units: the observation's ``nodes``); the
 #: settings: EASY backfilling (1) or none (0), the reward terms (``TERM_*``).
 HS, R, QHEAD, QTAIL, FREE, NEXT, STARTED, QLEN, QNEED, PENDING, PASSES, CAP, BACKFILL, TERM = range(14)
+#: Int scalars of RLScheduler's setting: the setting (:data:`SETTING_SCHEDLAB` or
+#: :data:`SETTING_RLSCHEDULER`), the window, the committed head (-1: none), whether its shadow
+#: time is kept, the open instant's arrivals end (positions in ``order``), ending jobs and the next
+#: of them to release, the starts counted at the last shadow time (its running list's sort), the
+#: pending question's slots, the fills' seen-stamp.
+SETTING, WINDOW, HEAD, HAS_SHADOW, ARR_END, NENDED, ENDCUR, LSORT, NSLOT, STAMP = range(14, 24)
+INT_SCALARS = 24
 #: Float scalars of ``T``: the current instant; the step's summed reward terms;
-#: the settings: tau (bounded slowdown), the observation's requested-time scale.
-NOW, REW, TAU, SCALE = range(4)
+#: the settings: tau (bounded slowdown), the observation's requested-time scale;
+#: RLScheduler's setting: the committed head's kept shadow time.
+NOW, REW, TAU, SCALE, SHADOW = range(5)
+FLOAT_SCALARS = 5
+#: ``S[e, SETTING]``: schedlab's loop (:func:`_run`) or RLScheduler's (:func:`_rl_run`).
+SETTING_SCHEDLAB, SETTING_RLSCHEDULER = 0, 1
 
 #: Reward terms kernels add up per started job (``reward_mode="step"``).
 TERM_NONE, TERM_BSLD, TERM_WAIT = 0, 1, 2
@@ -76,9 +100,9 @@ def allocate(envs: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     """Empty state arrays for ``envs`` episodes of ``n`` jobs."""
     return (
         np.zeros((envs, 8, n)),
-        np.zeros((envs, 6, n), dtype=np.int64),
-        np.zeros((envs, 14), dtype=np.int64),
-        np.zeros((envs, 4)),
+        np.zeros((envs, INT_COLUMNS, n), dtype=np.int64),
+        np.zeros((envs, INT_SCALARS), dtype=np.int64),
+        np.zeros((envs, FLOAT_SCALARS)),
     )
 
 
@@ -273,6 +297,313 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
         open_pass = True
 
 
+# ---- RLScheduler's setting (``setting="rlscheduler"``) -----------------------------------------
+# ``schedlab.engines.batch.policies.rlscheduler.RLSchedulerLoop`` with the agent as its chooser and
+# ``schedlab.engines.batch.gym_rlscheduler.fill`` for the slots, operation for operation (the
+# reference loop is its check, tests/test_gym_batch_rlscheduler_kernel.py). Its queue is a Python
+# list sorted in place; only the order of jobs of one submit time is ever read from it (every
+# read sorts it by submit first, stably), so the queue here is the linked list kept in that order:
+# arrivals append (the latest submit), and a fill of an overflowing queue re-sorts each submit
+# group by (need, requested), stably -- what its sorts by (requested, submit) then (need, submit)
+# leave behind. Its running list (release order of jobs ending together) is start order re-sorted
+# stably by requested end at each shadow time: the jobs started before the last one (``LSORT``)
+# by (requested end, start), then the later ones by start (:func:`_rl_ending_key_lt`).
+
+
+@njit(**HOT)
+def _append(Ie, S, e, j):
+    """Queue ``j`` at the tail."""
+    Ie[NXT, j] = NONE
+    tail = S[e, QTAIL]
+    Ie[PRV, j] = tail
+    if tail >= 0:
+        Ie[NXT, tail] = j
+    else:
+        S[e, QHEAD] = j
+    S[e, QTAIL] = j
+    S[e, QLEN] += 1
+    S[e, QNEED] += Ie[NEED, j]
+
+
+@njit(**HOT)
+def _rl_ending_key_lt(Fe, Ie, lsort, a, b):
+    """Whether ending job ``a`` comes before ``b`` in RLScheduler's running list."""
+    sa = Ie[SEQ, a]
+    sb = Ie[SEQ, b]
+    if sa < lsort and sb < lsort:
+        xa = Fe[REQ_END, a]
+        xb = Fe[REQ_END, b]
+        if xa != xb:
+            return xa < xb
+        return sa < sb
+    if sa < lsort:
+        return True
+    if sb < lsort:
+        return False
+    return sa < sb
+
+
+@njit(**HOT)
+def _rl_advance(Fe, Ie, S, T, e, backfill):
+    """Open the next instant: its completions (the heap's (end, job) order) become the ending
+    jobs to release, re-ordered as RLScheduler's running list with backfilling; its arrivals are
+    ``order[NEXT:ARR_END]``. Units are freed at each release, not here (its passes' ``free``)."""
+    n = Fe.shape[1]
+    i = S[e, NEXT]
+    t_arr = Fe[SUBMIT, Ie[ORDER, i]] if i < n else np.inf
+    t = Fe[HK, 0] if S[e, HS] > 0 and Fe[HK, 0] < t_arr else t_arr
+    ended = Ie[ENDED]
+    m = ZERO
+    while S[e, HS] > 0 and Fe[HK, 0] <= t:
+        ended[m] = Ie[HI, 0]
+        m += 1
+        S[e, HS] = hpop(Fe[HK], Ie[HI], S[e, HS])
+    if backfill and m > 1:
+        lsort = S[e, LSORT]
+        for a in range(1, m):  # insertion sort: a handful of jobs
+            j = ended[a]
+            b = a
+            while b > 0 and _rl_ending_key_lt(Fe, Ie, lsort, j, ended[b - 1]):
+                ended[b] = ended[b - 1]
+                b -= 1
+            ended[b] = j
+    a1 = i
+    while a1 < n and Fe[SUBMIT, Ie[ORDER, a1]] <= t:
+        a1 += 1
+    S[e, ARR_END] = a1
+    S[e, NENDED] = m
+    S[e, ENDCUR] = 0
+    S[e, PASSES] += 1
+    T[e, NOW] = t
+
+
+@njit(**HOT)
+def _rl_shadow(Fe, Ie, S, T, e, nh):
+    """RLScheduler's shadow time (``policies.rlscheduler.shadow_time``): the requested end at
+    which the free units plus the running jobs' (by requested end) first cover ``nh``; the last
+    requested end if they never do, ``now`` if nothing runs. Not clamped to ``now``."""
+    avail = S[e, FREE]
+    shadow = T[e, NOW]
+    r = S[e, R]
+    k = ZERO
+    while k < r:
+        avail += Ie[NEED, Ie[RI, k]]
+        shadow = Fe[RK, k]
+        if avail >= nh:
+            break
+        k += 1
+    return shadow
+
+
+@njit(**HOT)
+def _rl_start(Fe, Ie, S, T, e, job, backfill, term, tau):
+    Ie[SEQ, job] = S[e, STARTED]
+    _launch(Fe, Ie, S, T, e, job, backfill, term, tau)
+
+
+@njit(**HOT)
+def _topk(Ie, S, e, key, out, k):
+    """The first ``k`` queued jobs by (``key``, queue order) into ``out``: a counting sort over
+    the dense ranks ``key`` (< n), stable in the queue's order, placing only positions < ``k``."""
+    cnt = Ie[CNT]
+    j = S[e, QHEAD]
+    while j >= 0:
+        cnt[key[j]] += 1
+        j = Ie[NXT, j]
+    acc = ZERO
+    r = ZERO
+    while acc < k:
+        c = cnt[r]
+        cnt[r] = acc
+        acc += c
+        r += 1
+    j = S[e, QHEAD]
+    while j >= 0:
+        rr = key[j]
+        if rr < r:
+            p = cnt[rr]
+            cnt[rr] = p + 1
+            if p < k:
+                out[p] = j
+        j = Ie[NXT, j]
+    for x in range(r):  # the offsets (empty ranks' too), then the counts past them
+        cnt[x] = 0
+    j = S[e, QHEAD]
+    while j >= 0:
+        cnt[key[j]] = 0
+        j = Ie[NXT, j]
+
+
+@njit(**HOT)
+def _regroup(Fe, Ie, S, e):
+    """Re-sort each submit group of the queue by (need, requested), stably (module section)."""
+    grp = Ie[GRP]
+    j = S[e, QHEAD]
+    while j >= 0:
+        s = Fe[SUBMIT, j]
+        last = j
+        m = ZERO
+        while Ie[NXT, last] >= 0 and Fe[SUBMIT, Ie[NXT, last]] == s:
+            last = Ie[NXT, last]
+            m += 1
+        if m == 0:
+            j = Ie[NXT, j]
+            continue
+        before = Ie[PRV, j]
+        after = Ie[NXT, last]
+        m = ZERO
+        q = j
+        while True:
+            x = q
+            b = m
+            while b > 0:
+                y = grp[b - 1]
+                if Ie[NEED, y] > Ie[NEED, x] or (Ie[NEED, y] == Ie[NEED, x] and Fe[REQUESTED, y] > Fe[REQUESTED, x]):
+                    grp[b] = y
+                    b -= 1
+                else:
+                    break
+            grp[b] = x
+            m += 1
+            if q == last:
+                break
+            q = Ie[NXT, q]
+        prev = before
+        for b in range(m):
+            x = grp[b]
+            Ie[PRV, x] = prev
+            if prev >= 0:
+                Ie[NXT, prev] = x
+            else:
+                S[e, QHEAD] = x
+            prev = x
+        Ie[NXT, prev] = after
+        if after >= 0:
+            Ie[PRV, after] = prev
+        else:
+            S[e, QTAIL] = prev
+        j = after
+
+
+@njit(**HOT)
+def _rl_fill(Fe, Ie, S, e):
+    """The question's slots (``gym_rlscheduler.fill``): at most ``window`` waiting jobs, the
+    queue (oldest first); more, the shortest-requested and fewest-processors lists interleaved,
+    each job once, then the queue's submit groups re-sorted as its sorts leave them."""
+    window = S[e, WINDOW]
+    q = S[e, QLEN]
+    slot = Ie[SLOT]
+    if q <= window:
+        k = ZERO
+        j = S[e, QHEAD]
+        while j >= 0:
+            slot[k] = j
+            k += 1
+            j = Ie[NXT, j]
+        S[e, NSLOT] = q
+        return
+    short = Ie[SHORT]
+    few = Ie[FEW]
+    _topk(Ie, S, e, Ie[RRS], short, window)
+    _topk(Ie, S, e, Ie[RNS], few, window)
+    stamp = S[e, STAMP] + 1
+    S[e, STAMP] = stamp
+    mark = Ie[MARK]
+    c = ZERO
+    i = ZERO
+    while c < window:
+        j = short[i]
+        if mark[j] != stamp:
+            mark[j] = stamp
+            slot[c] = j
+            c += 1
+        if c < window:
+            j = few[i]
+            if mark[j] != stamp:
+                mark[j] = stamp
+                slot[c] = j
+                c += 1
+        i += 1
+    S[e, NSLOT] = window
+    _regroup(Fe, Ie, S, e)
+
+
+@njit(**HOT)
+def _rl_pass(Fe, Ie, S, T, e, backfill, term, tau):
+    """RLScheduler's pass (``RLSchedulerLoop._pass``) from where it stands: the committed head
+    starts while it fits; a blocked head gets its shadow time once and the queue a backfilling
+    scan (submit order, fits the free units and ends strictly before the shadow time). With no
+    head and a job waiting: the question (True, its slots filled)."""
+    while S[e, QLEN] > 0:
+        head = S[e, HEAD]
+        if head < 0:
+            _rl_fill(Fe, Ie, S, e)
+            S[e, PENDING] = 1
+            return True
+        nh = Ie[NEED, head]
+        if nh <= S[e, FREE]:
+            _rl_start(Fe, Ie, S, T, e, head, backfill, term, tau)
+            S[e, HEAD] = NONE
+            S[e, HAS_SHADOW] = 0
+            continue
+        if backfill:
+            if S[e, HAS_SHADOW] == 0:
+                T[e, SHADOW] = _rl_shadow(Fe, Ie, S, T, e, nh)
+                S[e, HAS_SHADOW] = 1
+                S[e, LSORT] = S[e, STARTED]  # its running list is sorted by requested end here
+            shadow = T[e, SHADOW]
+            now = T[e, NOW]
+            j = S[e, QHEAD]
+            while j >= 0:
+                after = Ie[NXT, j]
+                if Ie[NEED, j] <= S[e, FREE] and now + Fe[REQUESTED, j] < shadow:
+                    _rl_start(Fe, Ie, S, T, e, j, backfill, term, tau)
+                j = after
+        break
+    return False
+
+
+@njit(**HOT)
+def _rl_run(Fe, Ie, S, T, e, job, backfill, term, tau):
+    """RLScheduler's loop (``RLSchedulerLoop.decisions``, one pass per event: an instant's
+    arrivals first, in ``order``, then its ending jobs, each released then passed): commit the
+    agent's ``job`` as the head (-1: none, at the start of an episode), then run to the next
+    question (``S[e, PENDING] = 1``) or until every job has started (0)."""
+    n = Fe.shape[1]
+    S[e, PENDING] = 0
+    if job >= 0:
+        S[e, HEAD] = job
+        if _rl_pass(Fe, Ie, S, T, e, backfill, term, tau):
+            return
+    while True:
+        i = S[e, NEXT]
+        if i < S[e, ARR_END]:
+            _append(Ie, S, e, Ie[ORDER, i])
+            S[e, NEXT] = i + 1
+        elif S[e, ENDCUR] < S[e, NENDED]:
+            j = Ie[ENDED, S[e, ENDCUR]]
+            S[e, ENDCUR] += 1
+            S[e, FREE] += Ie[NEED, j]
+            if backfill:
+                S[e, R] = sorted_remove(Fe[RK], Ie[RI], S[e, R], Fe[REQ_END, j], j)
+        else:
+            if S[e, STARTED] == n:
+                return
+            _rl_advance(Fe, Ie, S, T, e, backfill)
+            continue
+        if _rl_pass(Fe, Ie, S, T, e, backfill, term, tau):
+            return
+
+
+@njit(**HOT)
+def _go(Fe, Ie, S, T, e, job):
+    """Apply ``job`` and run episode ``e`` to its next decision, in its setting's loop."""
+    if S[e, SETTING] == SETTING_RLSCHEDULER:
+        _rl_run(Fe, Ie, S, T, e, job, S[e, BACKFILL] != 0, S[e, TERM], T[e, TAU])
+    else:
+        _run(Fe, Ie, S, T, e, job, S[e, BACKFILL] != 0, S[e, TERM], T[e, TAU])
+
+
 @njit(**HOT)
 def _observe(Fe, Ie, S, T, e, o, mask, slots):
     """``schedlab.engines.batch.features.batch_observation`` of row ``e`` into
@@ -280,7 +611,8 @@ def _observe(Fe, Ie, S, T, e, o, mask, slots):
     float32 (``nodes``: the machine's units, ``CAP``; the requested-time scale:
     ``SCALE``); ``mask`` and ``slots`` (each slot's job, -1 if empty). Returns
     the number of slots holding a job (the mask is always a prefix): 0 when no
-    decision is pending."""
+    decision is pending. The slots: the queue's first ``window`` jobs (schedlab's setting), or
+    the question's fill (RLScheduler's, :func:`_rl_fill`)."""
     window = mask.shape[0]
     o[:] = 0.0
     mask[:] = False
@@ -294,8 +626,10 @@ def _observe(Fe, Ie, S, T, e, o, mask, slots):
     scale = T[e, SCALE]
     now = T[e, NOW]
     free = S[e, FREE]
+    rl = S[e, SETTING] == SETTING_RLSCHEDULER
+    nslot = S[e, NSLOT]
     k = ZERO
-    job = S[e, QHEAD]
+    job = Ie[SLOT, 0] if rl else S[e, QHEAD]
     while job >= 0 and k < window:
         b = k * JOB_FEATURES
         o[b] = 1.0
@@ -308,7 +642,10 @@ def _observe(Fe, Ie, S, T, e, o, mask, slots):
         mask[k] = True
         slots[k] = job
         k += 1
-        job = Ie[NXT, job]
+        if rl:
+            job = Ie[SLOT, k] if k < nslot else NONE
+        else:
+            job = Ie[NXT, job]
     m = window * JOB_FEATURES
     o[m] = free / nodes
     x = (S[e, QLEN] - k) / window
@@ -317,10 +654,32 @@ def _observe(Fe, Ie, S, T, e, o, mask, slots):
 
 
 @njit(**JIT)
-def load(F, N, S, T, e, submit, runtime, requested, need, order, capacity, backfill, term, tau, scale):
+def load(
+    F,
+    N,
+    S,
+    T,
+    e,
+    submit,
+    runtime,
+    requested,
+    need,
+    order,
+    capacity,
+    backfill,
+    term,
+    tau,
+    scale,
+    setting,
+    window,
+    rrs,
+    rns,
+):
     """Start episode ``e`` on these jobs, with these settings (backfilling, the
-    reward terms, tau, the observation's requested-time scale), and run it to
-    its first decision."""
+    reward terms, tau, the observation's requested-time scale, the loop's
+    setting and, for RLScheduler's, the window and the jobs' dense ranks by
+    (requested, submit) and by (need, submit, requested): empty arrays for
+    schedlab's), and run it to its first decision."""
     n = submit.shape[0]
     Fe = F[e]
     Ie = N[e]
@@ -342,27 +701,40 @@ def load(F, N, S, T, e, submit, runtime, requested, need, order, capacity, backf
     S[e, TERM] = term
     T[e, TAU] = tau
     T[e, SCALE] = scale
-    _run(Fe, Ie, S, T, e, NONE, backfill, term, tau)
+    S[e, SETTING] = setting
+    S[e, WINDOW] = window
+    S[e, HEAD] = NONE
+    if setting == SETTING_RLSCHEDULER:
+        for j in range(n):
+            Ie[RRS, j] = rrs[j]
+            Ie[RNS, j] = rns[j]
+            Ie[CNT, j] = 0
+            Ie[MARK, j] = 0
+    _go(Fe, Ie, S, T, e, NONE)
 
 
 @njit(**JIT)
 def step_one(F, N, S, T, slot, obs, mask, slots):
     """The single environment's step (episode 0): the agent picks ``slot``, a
-    slot of the mask (the caller checked it: a prefix of the queue, or slot 0
+    slot of the mask (the caller checked it: a prefix of the slots, or slot 0
     when no decision is pending, a no-op); its job is found by walking the
-    queue (the observation's slots, without trusting arrays handed to the
-    user), applied, the episode run to its next decision and observed into
-    ``obs``, ``mask``, ``slots`` (1-D, fresh from the caller: nothing returned
-    to the user is written again). Returns the number of slots holding a job,
+    queue, or in the question's fill in RLScheduler's setting (the
+    observation's slots, without trusting arrays handed to the user),
+    applied, the episode run to its next decision and observed into ``obs``,
+    ``mask``, ``slots`` (1-D, fresh from the caller: nothing returned to the
+    user is written again). Returns the number of slots holding a job,
     0 when the episode has ended. The step's reward terms are in ``T[0, REW]``."""
     Fe = F[0]
     Ie = N[0]
     job = NONE
     if S[0, PENDING]:
-        job = S[0, QHEAD]
-        for _ in range(slot):
-            job = Ie[NXT, job]
-    _run(Fe, Ie, S, T, 0, job, S[0, BACKFILL] != 0, S[0, TERM], T[0, TAU])
+        if S[0, SETTING] == SETTING_RLSCHEDULER:
+            job = Ie[SLOT, slot]
+        else:
+            job = S[0, QHEAD]
+            for _ in range(slot):
+                job = Ie[NXT, job]
+    _go(Fe, Ie, S, T, 0, job)
     return _observe(Fe, Ie, S, T, 0, obs, mask, slots)
 
 
@@ -405,7 +777,7 @@ def vstep(F, N, S, T, actions, skip, invalid, penalty, factor, obs, mask, slots,
                 continue
             while a > 0 and not mask[e, a]:
                 a -= 1
-        _run(F[e], N[e], S, T, e, slots[e, a], S[e, BACKFILL] != 0, S[e, TERM], T[e, TAU])
+        _go(F[e], N[e], S, T, e, slots[e, a])
         _observe(F[e], N[e], S, T, e, obs[e], mask[e], slots[e])
         out[e] = T[e, REW] * factor
         T[e, REW] = 0.0

@@ -1,5 +1,5 @@
-"""``schedlab/Batch-v0`` in RLScheduler's setting (``setting="rlscheduler"``,
-``loop="reference"``): its ``HPCEnv`` (DIR-LAB/deep-batch-scheduler,
+"""``schedlab/Batch-v0`` in RLScheduler's setting (``setting="rlscheduler"``),
+its reference loop (``loop="reference"``): its ``HPCEnv`` (DIR-LAB/deep-batch-scheduler,
 ``HPCSimPickJobs.py``) as the batch engine's own run, the agent choosing
 where RLScheduler's loop chooses (docs/gym.md):
 
@@ -22,8 +22,9 @@ where RLScheduler's loop chooses (docs/gym.md):
   is (its later ties read that order). Each slot's numbers are Batch-v0's own
   (:func:`schedlab.engines.batch.features.batch_observation`), not its eight.
 
-The compiled kernel implements schedlab's loop only: ``setting="rlscheduler"``
-needs ``loop="reference"`` (one UserError line otherwise). This class has the
+This is the setting's reference loop (``loop="reference"``): the compiled
+kernel's (``loop="kernel"``, the default: ``gym_kernel._rl_run``) check, step
+for step to the bit (tests/test_gym_batch_rlscheduler_kernel.py). This class has the
 surface of :class:`schedlab.engines.batch.gym_reference.ReferenceEpisode`
 (``pending``, ``now``, ``answer``, ``job_at``, ``observe``,
 ``reward_terms``, ``schedule``, ``result``), so :class:`BatchEnv` drives both alike."""

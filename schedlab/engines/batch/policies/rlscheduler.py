@@ -41,7 +41,9 @@ The pass is a coroutine (:meth:`RLSchedulerLoop.decisions`), as
 :meth:`schedlab.engines.batch.policies.priority.PriorityPolicy.decisions` is:
 it yields when a head must be chosen and is sent the choice (the policy's
 :meth:`RLSchedulerLoop.choose`, or an agent's). Such runs take the Python
-reference path (the compiled kernels implement schedlab's loop only).
+reference path (the engine's compiled kernels implement schedlab's loop only;
+Batch-v0's kernel has this loop with an agent choosing every head:
+``schedlab.engines.batch.gym_kernel._rl_run``, checked against this class).
 
 Cost per pass: a sort of the queue per head chosen and per scan
 (O(q log q), nearly sorted lists), O(r log r) once per blocked head for
