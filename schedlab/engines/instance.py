@@ -59,11 +59,16 @@ class InstanceRun:
 _KINDS: dict[str, Any] = {}
 
 
-def build_workload(engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None) -> pl.DataFrame:
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: bool = False
+) -> pl.DataFrame:
     """One workload instance of ``point`` (a plan's workload point: ``kind``,
     ``params``, ``code``): a built-in kind, or a user's generator (whose table
     is checked against the engine's schema). ``shared``: the kind's shared
-    input (a trace), loaded once per process."""
+    input (a trace), loaded once per process. ``arrays`` (for an engine that
+    reads them, ``Engine.job_arrays``): a built-in kind that can draw numpy
+    columns returns them as ``schedlab.workloads.arrays.JobArrays`` (the same
+    draw, no polars frame: issue 42); every other table is a polars frame."""
     from schedlab.api.workloads import check_job_table
     from schedlab.usercode import worker_load
     from schedlab.workloads.registry import workload_kind, workload_kinds
@@ -74,7 +79,7 @@ def build_workload(engine_name: str, point: Any, rng: np.random.Generator, share
     kind = _KINDS.get(point.kind)
     if kind is None:
         kind = _KINDS[point.kind] = workload_kind(point.kind)
-    table: pl.DataFrame = kind.instance(rng, point.params, shared)
+    table: pl.DataFrame = kind.instance(rng, point.params, shared, arrays)
     return table
 
 

@@ -14,6 +14,7 @@ from schedlab.engines.queue.columns import METRICS, UNITS
 from schedlab.engines.queue.sim.system import QUEUE
 from schedlab.errors import UserError
 from schedlab.sim.system.jobs import QUEUE_JOBS
+from schedlab.workloads.arrays import column
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,10 +39,10 @@ def run(
     ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
-    submit = jobs["submit"].to_numpy()
-    size = jobs["size"].to_numpy()
-    estimate = jobs["estimate"].to_numpy()
-    weight = jobs["weight"].to_numpy()
+    submit = column(jobs, "submit")
+    size = column(jobs, "size")
+    estimate = column(jobs, "estimate")
+    weight = column(jobs, "weight")
     out = None
     kernel = kernel_id(cls) if path == "fast" and not params and recorder is None else None
     if kernel is not None:  # numba is imported only here
@@ -86,10 +87,10 @@ def start(
         factory = (lambda server: cls(server, **kw)) if kw else cls  # noqa: E731
     started = time.perf_counter()
     run = QueueRun(
-        jobs["submit"].to_numpy(),
-        jobs["size"].to_numpy(),
-        jobs["estimate"].to_numpy(),
-        jobs["weight"].to_numpy(),
+        column(jobs, "submit"),
+        column(jobs, "size"),
+        column(jobs, "estimate"),
+        column(jobs, "weight"),
         factory,
         hidden=hidden,
         recorder=recorder,
@@ -103,19 +104,19 @@ def outcome(jobs: pl.DataFrame, completion: Any, events: int, wall: float) -> Ru
     another driver (``schedlab.engines.queue.gym``)."""
     from schedlab.sim.common.metrics import queue_summary, slowdown
 
-    submit = jobs["submit"].to_numpy()
-    size = jobs["size"].to_numpy()
+    submit = column(jobs, "submit")
+    size = column(jobs, "size")
     sojourn = completion - submit
-    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    classes = column(jobs, "weight_class") if "weight_class" in jobs.columns else None
     slowdowns = slowdown(sojourn, size)
     summary = queue_summary(size, sojourn, classes, slowdowns)
     summary.update(makespan=float(completion.max()), events=float(events), sim_seconds=wall)
     per_job = {
-        "job_id": jobs["job_id"].to_numpy(),
+        "job_id": column(jobs, "job_id"),
         "submit": submit,
         "size": size,
-        "estimate": jobs["estimate"].to_numpy(),
-        "weight": jobs["weight"].to_numpy(),
+        "estimate": column(jobs, "estimate"),
+        "weight": column(jobs, "weight"),
         "completion": completion,
         "sojourn": sojourn,
         "slowdown": slowdowns,
@@ -185,4 +186,5 @@ ENGINE = Engine(
     unstable_load=1.0,
     summary_lines="schedlab.engines.queue.columns:summary_lines",
     fast_path=True,
+    job_arrays=True,
 )

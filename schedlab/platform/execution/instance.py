@@ -39,7 +39,9 @@ def warmup_hook(
     d = warmup.point_cut(
         method, instance.seed_words[0], point.point_id, lambda rng: build_workload(engine_name, point, rng, shared)
     )
-    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    from schedlab.workloads.arrays import column
+
+    classes = column(jobs, "weight_class") if "weight_class" in jobs.columns else None
     return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
 
 

@@ -195,7 +195,7 @@ def run_instances(
         try:
             t0 = time.perf_counter()
             with sim_budget(sim_budget_seconds):
-                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared)
+                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared, engine.job_arrays)
                 steady = warmup_hook(engine_name, instance, jobs, shared)
             clock["build"] += time.perf_counter() - t0
         except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - becomes a failure record, see module docstring
