@@ -212,10 +212,16 @@ def check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, w
 
 
 def _check_int(name: str, value, rule: str) -> None:
+    if type(value) is int and value >= 1:  # the usual: no abstract-class lookup
+        return
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise UserError(f"{name}: must be {rule}; got {value!r}")
 
 
 def _check_real(name: str, value, ok, rule: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or not ok(value):
-        raise UserError(f"{name}: must be {rule}; got {value!r}")
+    if type(value) is float or type(value) is int:  # the usual: no abstract-class lookup (every instance checks)
+        if math.isfinite(value) and ok(value):
+            return
+    elif not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value) and ok(value):
+        return
+    raise UserError(f"{name}: must be {rule}; got {value!r}")

@@ -150,7 +150,16 @@ def kernel_id(cls: type) -> str | None:
     """The id of ``cls``'s compiled kernel in ``schedlab.engines.queue.sim.fast``: its
     registry name if it *is* a built-in queue policy class (identity, never a
     subclass), else None (the reference engine runs it)."""
-    return ENGINE.builtin_name(cls)
+    if not _BUILTINS:  # every run asks: the lazily imported policy table is read once
+        for name, c in ENGINE.policies.items():
+            _BUILTINS.setdefault(id(c), (c, name))  # the first name, as ENGINE.builtin_name
+    hit = _BUILTINS.get(id(cls))
+    return hit[1] if hit is not None and hit[0] is cls else None
+
+
+#: id(class) -> (class, name) of every built-in queue policy (`kernel_id`: the
+#: identity is checked, so a class that reuses a dead one's id is never taken for it).
+_BUILTINS: dict[int, tuple[type, str]] = {}
 
 
 ENGINE = Engine(
