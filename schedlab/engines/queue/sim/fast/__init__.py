@@ -134,8 +134,8 @@ def _writable(a: np.ndarray) -> np.ndarray:
     # A writable C float64 array: the one type the kernels are compiled for (a
     # read-only array, as polars hands out, would compile a second version).
     # (np.require's answer without its bookkeeping: the same array or a C copy.)
-    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
-        return a
+    if a.dtype == np.float64:
+        return a if a.flags.c_contiguous and a.flags.writeable else a.copy(order="C")
     return np.require(a, np.float64, ["C", "W"])
 
 
