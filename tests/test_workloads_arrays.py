@@ -68,7 +68,7 @@ def test_synthetic_arrays_are_the_frames_columns(params):
     table = kind.instance(seeded(WORDS[0]), params, None)
     assert isinstance(arrays, JobArrays) and isinstance(table, pl.DataFrame)
     assert arrays.columns == table.columns == list(synthetic.WORKLOAD_COLUMNS)
-    assert arrays.height == table.height == params["njobs"]
+    assert arrays.height == len(arrays) == table.height == params["njobs"]
     for name in table.columns:
         a, b = column(arrays, name), column(table, name)
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()

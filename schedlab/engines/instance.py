@@ -21,7 +21,7 @@ import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from schedlab.engines.base import Engine, RunResult, StartedRun
+    from schedlab.workloads.arrays import JobArrays
 
 #: An extra metric as the spec declares it (``name``, ``params``: ``schedlab.platform.planning.plan.MetricSpec``)
 #: with its function (per-job table, **params -> number: ``schedlab.api.metrics``).
@@ -59,9 +60,21 @@ class InstanceRun:
 _KINDS: dict[str, Any] = {}
 
 
+@overload
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: Literal[False] = False
+) -> pl.DataFrame: ...
+
+
+@overload
 def build_workload(
     engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: bool = False
-) -> pl.DataFrame:
+) -> pl.DataFrame | JobArrays: ...
+
+
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: bool = False
+) -> pl.DataFrame | JobArrays:
     """One workload instance of ``point`` (a plan's workload point: ``kind``,
     ``params``, ``code``): a built-in kind, or a user's generator (whose table
     is checked against the engine's schema). ``shared``: the kind's shared
@@ -79,7 +92,7 @@ def build_workload(
     kind = _KINDS.get(point.kind)
     if kind is None:
         kind = _KINDS[point.kind] = workload_kind(point.kind)
-    table: pl.DataFrame = kind.instance(rng, point.params, shared, arrays)
+    table: pl.DataFrame | JobArrays = kind.instance(rng, point.params, shared, arrays)
     return table
 
 

@@ -48,6 +48,10 @@ class JobArrays:
         #: The number of jobs (rows), as ``pl.DataFrame.height``.
         self.height = len(next(iter(self._columns.values()))) if self._columns else 0
 
+    def __len__(self) -> int:
+        """The number of jobs, as ``len`` of a polars frame."""
+        return self.height
+
     @property
     def columns(self) -> list[str]:
         """Column names in table order (as ``pl.DataFrame.columns``)."""

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
     from schedlab.engines.base import RunResult
     from schedlab.platform.planning.plan import Config, Instance, Plan, WorkloadPoint
+    from schedlab.workloads.arrays import JobArrays
 
 
 def warmup_hook(
-    engine_name: str, instance: Instance, jobs: pl.DataFrame, shared: Any
+    engine_name: str, instance: Instance, jobs: pl.DataFrame | JobArrays, shared: Any
 ) -> Callable[[RunResult, Sequence[MetricFn]], dict[str, Any]] | None:
     """With ``[outputs] warmup``: a function (run result, extra metrics) ->
     the columns the cut changes (``schedlab.platform.statistics.warmup``: one cut per
