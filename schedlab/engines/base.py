@@ -150,6 +150,12 @@ class Engine:
     jobs_out: tuple[str, ...] = ()
     #: ``schedlab view --batsim-csv``: the schedule can be written as Batsim's jobs CSV.
     batsim: bool = False
+    #: Its adapter, ``start`` and ``warmup`` read a job table given as
+    #: ``schedlab.workloads.arrays.JobArrays`` too (through
+    #: ``schedlab.workloads.arrays.column``): a sweep's task then draws the
+    #: built-in kinds that can as numpy columns, without a polars frame per
+    #: instance (issue 42). False: always a polars frame.
+    job_arrays: bool = False
     #: A user's engine (``engine = "file.py:Name"``): the digest of its code
     #: (``schedlab.engines.user`` sets it), part of ``digest()``.
     code_sha256: str = ""

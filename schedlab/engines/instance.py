@@ -21,7 +21,7 @@ import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from schedlab.engines.base import Engine, RunResult, StartedRun
+    from schedlab.workloads.arrays import JobArrays
 
 #: An extra metric as the spec declares it (``name``, ``params``: ``schedlab.platform.planning.plan.MetricSpec``)
 #: with its function (per-job table, **params -> number: ``schedlab.api.metrics``).
@@ -59,11 +60,28 @@ class InstanceRun:
 _KINDS: dict[str, Any] = {}
 
 
-def build_workload(engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None) -> pl.DataFrame:
+@overload
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: Literal[False] = False
+) -> pl.DataFrame: ...
+
+
+@overload
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: bool = False
+) -> pl.DataFrame | JobArrays: ...
+
+
+def build_workload(
+    engine_name: str, point: Any, rng: np.random.Generator, shared: Any = None, arrays: bool = False
+) -> pl.DataFrame | JobArrays:
     """One workload instance of ``point`` (a plan's workload point: ``kind``,
     ``params``, ``code``): a built-in kind, or a user's generator (whose table
     is checked against the engine's schema). ``shared``: the kind's shared
-    input (a trace), loaded once per process."""
+    input (a trace), loaded once per process. ``arrays`` (for an engine that
+    reads them, ``Engine.job_arrays``): a built-in kind that can draw numpy
+    columns returns them as ``schedlab.workloads.arrays.JobArrays`` (the same
+    draw, no polars frame: issue 42); every other table is a polars frame."""
     from schedlab.api.workloads import check_job_table
     from schedlab.usercode import worker_load
     from schedlab.workloads.registry import workload_kind, workload_kinds
@@ -74,14 +92,39 @@ def build_workload(engine_name: str, point: Any, rng: np.random.Generator, share
     kind = _KINDS.get(point.kind)
     if kind is None:
         kind = _KINDS[point.kind] = workload_kind(point.kind)
-    table: pl.DataFrame = kind.instance(rng, point.params, shared)
+    table: pl.DataFrame | JobArrays = kind.instance(rng, point.params, shared, arrays)
     return table
 
 
 def seeded(seed_words: Sequence[int]) -> np.random.Generator:
     """The generator an instance is drawn with: its seed words (common random
-    numbers: every policy of a replication sees the same draw)."""
-    return np.random.default_rng(np.random.SeedSequence(list(seed_words)))
+    numbers: every policy of a replication sees the same draw).
+
+    The seed sequence's entropy is given as the 32-bit words numpy makes of
+    the seed words itself (`entropy_words`), so it is not converted again
+    by every child a generator spawns (``rng.spawn(4)`` in the synthetic
+    kind: most of an instance's seeding time at 50 jobs, issue 42): the very
+    same pool, states and draws as ``SeedSequence(list(seed_words))``
+    (tests/test_workloads_arrays.py)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy_words(seed_words))))
+
+
+def entropy_words(seed_words: Sequence[int]) -> np.ndarray:
+    """``seed_words`` as numpy's ``SeedSequence`` reads a sequence of
+    non-negative ints: each int's 32-bit words, least significant first (0
+    is one word), concatenated, as uint32. A negative word is numpy's
+    ValueError, as before."""
+    out: list[int] = []
+    for word in seed_words:
+        n = int(word)
+        if n < 0:
+            raise ValueError("expected non-negative integer")
+        if n == 0:
+            out.append(0)
+        while n > 0:
+            out.append(n & 0xFFFFFFFF)
+            n >>= 32
+    return np.array(out, dtype=np.uint32)
 
 
 def extra_metrics(result: RunResult, metric_fns: Sequence[MetricFn], engine_name: str) -> dict[str, float]:

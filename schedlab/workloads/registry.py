@@ -46,6 +46,11 @@ class WorkloadKind:
     #: differ only there draw the same trace (``Plan.instances``). None / ():
     #: the whole point keys the seed.
     draw_excludes: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    #: (rng, params, shared) -> the same draw as ``build`` as numpy columns
+    #: (``schedlab.workloads.arrays.JobArrays``), for an engine that reads
+    #: arrays (``Engine.job_arrays``): no polars frame per instance (issue 42).
+    #: None: the kind only builds frames.
+    build_arrays: Callable[[Any, dict[str, Any], Any], Any] | None = None
 
     def unknown(self, params: dict[str, Any]) -> list[str]:
         """The names of ``params`` the kind does not take, sorted."""
@@ -85,13 +90,18 @@ class WorkloadKind:
         """A point's parameters without the ``late`` ones at their default."""
         return {k: v for k, v in params.items() if not (k in self.late and v == self.defaults[k])}
 
-    def instance(self, rng, params: dict[str, Any], shared: Any):
-        """Build one instance from a (trimmed) point's parameters."""
-        return self.build(rng, {**{k: self.defaults[k] for k in self.late}, **params}, shared)
+    def instance(self, rng, params: dict[str, Any], shared: Any, arrays: bool = False):
+        """Build one instance from a (trimmed) point's parameters. ``arrays``:
+        as `JobArrays` when the kind can (``build_arrays``), else its frame."""
+        full = {**{k: self.defaults[k] for k in self.late}, **params}
+        if arrays and self.build_arrays is not None:
+            return self.build_arrays(rng, full, shared)
+        return self.build(rng, full, shared)
 
 
 def _synthetic() -> WorkloadKind:
     from schedlab.workloads import synthetic
+    from schedlab.workloads.arrays import JobArrays
 
     sig = inspect.signature(synthetic.queue_workload)
     defaults = {name: p.default for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
@@ -104,6 +114,9 @@ def _synthetic() -> WorkloadKind:
         defaults=defaults,
         check=lambda params: synthetic.check_params(**params),
         build=lambda rng, params, shared: synthetic.queue_workload(rng, **params),
+        build_arrays=lambda rng, params, shared: JobArrays(
+            synthetic.queue_columns(rng, **params), synthetic.WORKLOAD_SCHEMA
+        ),
         integers=integers,
     )
 

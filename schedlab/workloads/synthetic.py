@@ -87,6 +87,40 @@ def queue_workload(
     Weights (§6.6): a job's class c is uniform on 1..`weight_classes`, and
     its weight is 1 / c**`beta` (beta = 0: every weight is exactly 1.0).
     """
+    columns = queue_columns(
+        rng,
+        njobs=njobs,
+        shape=shape,
+        timeshape=timeshape,
+        load=load,
+        sigma=sigma,
+        size_dist=size_dist,
+        alpha=alpha,
+        beta=beta,
+        weight_classes=weight_classes,
+        load_mode=load_mode,
+    )
+    return pl.DataFrame(columns, schema=WORKLOAD_SCHEMA)
+
+
+def queue_columns(
+    rng: np.random.Generator,
+    *,
+    njobs: int = 10_000,
+    shape: float = 0.25,
+    timeshape: float = 1.0,
+    load: float = 0.9,
+    sigma: float = 0.5,
+    size_dist: str = "weibull",
+    alpha: float = 2.0,
+    beta: float = 0.0,
+    weight_classes: int = 5,
+    load_mode: str = "realized",
+) -> dict[str, np.ndarray]:
+    """`queue_workload`'s draw as numpy columns (`WORKLOAD_COLUMNS`, the
+    dtypes of `WORKLOAD_SCHEMA`), before the polars frame: what the
+    ``synthetic`` kind hands an engine that reads arrays
+    (``schedlab.workloads.arrays.JobArrays``), the same values to the bit."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode)
@@ -101,18 +135,14 @@ def queue_workload(
         estimate = size * error_rng.lognormal(0.0, float(sigma), njobs)
     weight_class = class_rng.integers(1, int(weight_classes) + 1, size=njobs, dtype=np.int64)
     weight = 1.0 / np.power(weight_class.astype(np.float64), float(beta))
-
-    return pl.DataFrame(
-        {
-            "job_id": np.arange(njobs, dtype=np.int64),
-            "submit": submit,
-            "size": size,
-            "estimate": estimate,
-            "weight": weight,
-            "weight_class": weight_class,
-        },
-        schema=WORKLOAD_SCHEMA,
-    )
+    return {
+        "job_id": np.arange(njobs, dtype=np.int64),
+        "submit": submit,
+        "size": size,
+        "estimate": estimate,
+        "weight": weight,
+        "weight_class": weight_class,
+    }
 
 
 def _unit_mean_weibull_scale(k: float) -> float:
@@ -182,10 +212,16 @@ def check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, w
 
 
 def _check_int(name: str, value, rule: str) -> None:
+    if type(value) is int and value >= 1:  # the usual: no abstract-class lookup
+        return
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise UserError(f"{name}: must be {rule}; got {value!r}")
 
 
 def _check_real(name: str, value, ok, rule: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or not ok(value):
-        raise UserError(f"{name}: must be {rule}; got {value!r}")
+    if type(value) is float or type(value) is int:  # the usual: no abstract-class lookup (every instance checks)
+        if math.isfinite(value) and ok(value):
+            return
+    elif not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value) and ok(value):
+        return
+    raise UserError(f"{name}: must be {rule}; got {value!r}")

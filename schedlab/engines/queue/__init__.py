@@ -14,6 +14,7 @@ from schedlab.engines.queue.columns import METRICS, UNITS
 from schedlab.engines.queue.sim.system import QUEUE
 from schedlab.errors import UserError
 from schedlab.sim.system.jobs import QUEUE_JOBS
+from schedlab.workloads.arrays import column
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,10 +39,10 @@ def run(
     ``recorder``: the schedule recorder of ``simulate`` (the reference runs)."""
     if system:
         raise UserError(f"the queue engine takes no system parameters (got {', '.join(sorted(system))})")
-    submit = jobs["submit"].to_numpy()
-    size = jobs["size"].to_numpy()
-    estimate = jobs["estimate"].to_numpy()
-    weight = jobs["weight"].to_numpy()
+    submit = column(jobs, "submit")
+    size = column(jobs, "size")
+    estimate = column(jobs, "estimate")
+    weight = column(jobs, "weight")
     out = None
     kernel = kernel_id(cls) if path == "fast" and not params and recorder is None else None
     if kernel is not None:  # numba is imported only here
@@ -86,10 +87,10 @@ def start(
         factory = (lambda server: cls(server, **kw)) if kw else cls  # noqa: E731
     started = time.perf_counter()
     run = QueueRun(
-        jobs["submit"].to_numpy(),
-        jobs["size"].to_numpy(),
-        jobs["estimate"].to_numpy(),
-        jobs["weight"].to_numpy(),
+        column(jobs, "submit"),
+        column(jobs, "size"),
+        column(jobs, "estimate"),
+        column(jobs, "weight"),
         factory,
         hidden=hidden,
         recorder=recorder,
@@ -103,19 +104,19 @@ def outcome(jobs: pl.DataFrame, completion: Any, events: int, wall: float) -> Ru
     another driver (``schedlab.engines.queue.gym``)."""
     from schedlab.sim.common.metrics import queue_summary, slowdown
 
-    submit = jobs["submit"].to_numpy()
-    size = jobs["size"].to_numpy()
+    submit = column(jobs, "submit")
+    size = column(jobs, "size")
     sojourn = completion - submit
-    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    classes = column(jobs, "weight_class") if "weight_class" in jobs.columns else None
     slowdowns = slowdown(sojourn, size)
     summary = queue_summary(size, sojourn, classes, slowdowns)
     summary.update(makespan=float(completion.max()), events=float(events), sim_seconds=wall)
     per_job = {
-        "job_id": jobs["job_id"].to_numpy(),
+        "job_id": column(jobs, "job_id"),
         "submit": submit,
         "size": size,
-        "estimate": jobs["estimate"].to_numpy(),
-        "weight": jobs["weight"].to_numpy(),
+        "estimate": column(jobs, "estimate"),
+        "weight": column(jobs, "weight"),
         "completion": completion,
         "sojourn": sojourn,
         "slowdown": slowdowns,
@@ -149,7 +150,16 @@ def kernel_id(cls: type) -> str | None:
     """The id of ``cls``'s compiled kernel in ``schedlab.engines.queue.sim.fast``: its
     registry name if it *is* a built-in queue policy class (identity, never a
     subclass), else None (the reference engine runs it)."""
-    return ENGINE.builtin_name(cls)
+    if not _BUILTINS:  # every run asks: the lazily imported policy table is read once
+        for name, c in ENGINE.policies.items():
+            _BUILTINS.setdefault(id(c), (c, name))  # the first name, as ENGINE.builtin_name
+    hit = _BUILTINS.get(id(cls))
+    return hit[1] if hit is not None and hit[0] is cls else None
+
+
+#: id(class) -> (class, name) of every built-in queue policy (`kernel_id`: the
+#: identity is checked, so a class that reuses a dead one's id is never taken for it).
+_BUILTINS: dict[int, tuple[type, str]] = {}
 
 
 ENGINE = Engine(
@@ -185,4 +195,5 @@ ENGINE = Engine(
     unstable_load=1.0,
     summary_lines="schedlab.engines.queue.columns:summary_lines",
     fast_path=True,
+    job_arrays=True,
 )

@@ -27,9 +27,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 #: Default of ``[execution] sim_budget_seconds`` and of ``schedlab simulate
 #: --budget``: far above any simulation the repository runs (the largest DFRS
@@ -51,28 +50,51 @@ def budget_message(seconds: float, where: str) -> str:
     )
 
 
-@contextmanager
-def sim_budget(seconds: float | None, where: str = "[execution] sim_budget_seconds") -> Iterator[None]:
+try:  # the C function ``signal.signal`` wraps: its enum conversion of the old handler is most of its cost
+    from _signal import signal as _set_handler
+except ImportError:  # pragma: no cover - not CPython
+    _set_handler = signal.signal
+
+
+class sim_budget:  # noqa: N801 - used as a function: ``with sim_budget(seconds):``
     """Run the block under a budget of ``seconds`` (None or 0: none);
     :class:`BudgetExceeded` (message naming ``where``, the setting that
-    gives the budget) is raised in it when the time is up."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    gives the budget) is raised in it when the time is up.
 
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise BudgetExceeded(budget_message(seconds, where))
+    A class rather than a generator context manager, and the handler set
+    through ``_signal``: a sweep's task enters two of these per
+    configuration, and at 50 jobs a configuration (issue 42) the generator
+    and the enum round trip of ``signal.signal`` were a tenth of its
+    platform time. What it does is unchanged."""
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    outer, outer_every = signal.setitimer(signal.ITIMER_REAL, seconds, REARM_SECONDS)  # someone else's timer
-    started = time.monotonic()
-    try:
-        yield
-    finally:
+    __slots__ = ("_outer", "_previous", "_started", "seconds", "where")
+
+    def __init__(self, seconds: float | None, where: str = "[execution] sim_budget_seconds") -> None:
+        self.seconds = seconds
+        self.where = where
+        self._previous: Any = None
+        self._outer = (0.0, 0.0)
+        self._started = 0.0
+
+    def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
+        raise BudgetExceeded(budget_message(self.seconds or 0.0, self.where))
+
+    def __enter__(self) -> None:
+        if not self.seconds or threading.current_thread() is not threading.main_thread():
+            self.seconds = None  # nothing armed: nothing to undo
+            return
+        self._previous = _set_handler(signal.SIGALRM, self._on_alarm)
+        self._outer = signal.setitimer(signal.ITIMER_REAL, self.seconds, REARM_SECONDS)  # someone else's timer
+        self._started = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.seconds:
+            return
         signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, previous)
+        _set_handler(signal.SIGALRM, self._previous)
+        outer, outer_every = self._outer
         if outer > 0:  # give it back, less the time spent here (at least a moment: it fires, late)
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3), outer_every)
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - self._started), 1e-3), outer_every)
 
 
 __all__ = ["DEFAULT_SIM_BUDGET_SECONDS", "REARM_SECONDS", "BudgetExceeded", "budget_message", "sim_budget"]

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
     from schedlab.engines.base import RunResult
     from schedlab.platform.planning.plan import Config, Instance, Plan, WorkloadPoint
+    from schedlab.workloads.arrays import JobArrays
 
 
 def warmup_hook(
-    engine_name: str, instance: Instance, jobs: pl.DataFrame, shared: Any
+    engine_name: str, instance: Instance, jobs: pl.DataFrame | JobArrays, shared: Any
 ) -> Callable[[RunResult, Sequence[MetricFn]], dict[str, Any]] | None:
     """With ``[outputs] warmup``: a function (run result, extra metrics) ->
     the columns the cut changes (``schedlab.platform.statistics.warmup``: one cut per
@@ -39,7 +40,9 @@ def warmup_hook(
     d = warmup.point_cut(
         method, instance.seed_words[0], point.point_id, lambda rng: build_workload(engine_name, point, rng, shared)
     )
-    classes = jobs["weight_class"].to_numpy() if "weight_class" in jobs.columns else None
+    from schedlab.workloads.arrays import column
+
+    classes = column(jobs, "weight_class") if "weight_class" in jobs.columns else None
     return lambda result, metric_fns: warmup.apply(result, d, classes, metric_fns)
 
 

@@ -77,6 +77,11 @@ def _column_value(v: Any, integer: bool = False) -> Any:
     int64 (``Config.integers``: njobs, weight_classes, system_procs, ...),
     other numbers -> float64, lists -> JSON text, others as they are (see
     docs/columns.md)."""
+    kind = type(v)
+    if kind is float or kind is int:  # the usual: no isinstance chain (every parameter of every row)
+        return int(v) if integer and float(v).is_integer() else float(v)
+    if kind is str:
+        return v
     if isinstance(v, list):
         return json.dumps(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -100,25 +105,45 @@ def point_columns(point: WorkloadPoint) -> dict[str, pa.DataType | None]:
     (``pl.read_parquet(DIR/"summary")``, DuckDB's ``read_parquet``) reads
     the directory as it is. A column no configuration gives a value has no
     type (None): it is null, untyped, in every part alike."""
+    return _point_params(point)[0]
+
+
+def _config_values(config: Config) -> dict[str, Any]:
+    """A configuration's parameters as their row values (`_column_value`)."""
+    return {k: _column_value(v, k in config.integers) for k, v in config.flat_params().items()}
+
+
+def _point_params(point: WorkloadPoint) -> tuple[dict[str, pa.DataType | None], dict[str, dict[str, Any]]]:
+    """`point_columns`, and each configuration's `_config_values` by config
+    id: a task makes both once per point, the rows reuse the values."""
     types: dict[str, pa.DataType | None] = {}
+    values: dict[str, dict[str, Any]] = {}
     for config in point.configs:
-        for k, v in config.flat_params().items():
+        values[config.config_id] = mine = _config_values(config)
+        for k, v in mine.items():
             if types.get(k) is None:
-                types[k] = _arrow_type(_column_value(v, k in config.integers))
+                types[k] = _arrow_type(v)
     if any(c.code is not None for c in point.configs):
         types["code_sha256"] = pa.string()
     if point.code is not None:
         types["workload_code_sha256"] = pa.string()
-    return types
+    return types, values
 
 
 def _arrow_type(value: Any) -> pa.DataType | None:
     """The Arrow type ``pa.Table.from_pydict`` gives a column of `_column_value`
     values (bool, int64, float64, string; None for None: not known from it)."""
+    exact = _ARROW_TYPES.get(type(value))  # the usual: one look-up per value
+    if exact is not None:
+        return exact
     for kind, arrow in ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string())):
         if isinstance(value, kind):
             return arrow
     return None if value is None else pa.array([value]).type
+
+
+#: `_arrow_type` of a value of exactly these types.
+_ARROW_TYPES: dict[type, pa.DataType] = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 
 def _keyed_table(config: Config, replication: int, columns: dict[str, Any]) -> pa.Table:
@@ -189,13 +214,13 @@ def run_instances(
     classes: dict[str, Any] = {}
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)
-    known: dict[str, dict[str, pa.DataType | None]] = {}  # point id -> `point_columns`
+    known: dict[str, tuple[dict[str, pa.DataType | None], dict[str, dict[str, Any]]]] = {}  # `_point_params`
     for instance, configs in work:
         point = instance.point
         try:
             t0 = time.perf_counter()
             with sim_budget(sim_budget_seconds):
-                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared)
+                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared, engine.job_arrays)
                 steady = warmup_hook(engine_name, instance, jobs, shared)
             clock["build"] += time.perf_counter() - t0
         except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - becomes a failure record, see module docstring
@@ -204,8 +229,8 @@ def run_instances(
             out.failures += [_failure(c, instance.replication, text, trace) for c in configs]
             continue
         if point.point_id not in known:  # a task's instances share few points (one per replication each)
-            known[point.point_id] = point_columns(point)
-        columns = known[point.point_id]
+            known[point.point_id] = _point_params(point)
+        columns, point_values = known[point.point_id]
         out.column_types.update({k: t for k, t in columns.items() if t is not None})
         for config in configs:
             try:
@@ -244,7 +269,9 @@ def run_instances(
                 continue
             out.sim_seconds += sim
             out.job_runs += jobs.height if hasattr(jobs, "height") else len(jobs)
-            params = config.flat_params()
+            params = point_values.get(config.config_id)
+            if params is None:  # not one of the point's own configurations (e.g. an adaptive round's copy)
+                params = _config_values(config)
             row = {
                 "config_id": config.config_id,
                 "replication": instance.replication,
@@ -252,7 +279,7 @@ def run_instances(
                 "engine": engine_name,
                 "workload_kind": point.kind,
                 "seed": instance.seed_label,
-                **{k: _column_value(params[k], k in config.integers) if k in params else None for k in columns},
+                **{k: params[k] if k in params else None for k in columns},
                 **{k: float(v) for k, v in result.summary.items()},
                 **extra,
                 **provenance,

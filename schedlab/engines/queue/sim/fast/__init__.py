@@ -133,6 +133,9 @@ def kernel_for(kernel: str | None) -> tuple[str, int] | None:
 def _writable(a: np.ndarray) -> np.ndarray:
     # A writable C float64 array: the one type the kernels are compiled for (a
     # read-only array, as polars hands out, would compile a second version).
+    # (np.require's answer without its bookkeeping: the same array or a C copy.)
+    if a.dtype == np.float64:
+        return a if a.flags.c_contiguous and a.flags.writeable else a.copy(order="C")
     return np.require(a, np.float64, ["C", "W"])
 
 
@@ -155,10 +158,10 @@ def simulate(
     arrays = [np.asarray(a) for a in (submit, size, estimate, weight)]
     n = len(arrays[0])
     for a in arrays:
-        if a.dtype != np.float64 or a.ndim != 1 or len(a) != n or not np.all(np.isfinite(a)):
+        if a.dtype != np.float64 or a.ndim != 1 or len(a) != n or not np.isfinite(a).all():
             return None
     submit, size, estimate, weight = arrays
-    if n == 0 or np.any(size <= 0) or np.any(estimate <= 0) or np.any(weight <= 0) or np.any(np.diff(submit) < 0):
+    if n == 0 or (size <= 0).any() or (estimate <= 0).any() or (weight <= 0).any() or (np.diff(submit) < 0).any():
         return None
     family, mode, exact_size = found
     seen = size if exact_size else estimate
