@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.engines.batch.features import SLOT_FEATURES, slot_features, slot_scores
+from schedlab.engines.batch.features import FEATURE_SETS, SLOT_FEATURES, slot_features, slot_scores
 from schedlab.errors import UserError
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
@@ -85,8 +85,8 @@ class Decision:
         self.free = S[:, K.FREE][:, None]
         self.nodes = venv.env.nodes
 
-    def features(self) -> np.ndarray:
-        return slot_features(self.submit, self.requested, self.need, self.now, self.free, self.nodes)
+    def features(self, features: str = "submit") -> np.ndarray:
+        return slot_features(self.submit, self.requested, self.need, self.now, self.free, self.nodes, features)
 
     def keys(self, teacher: str) -> np.ndarray:
         """The teacher's priority key of each slot (smallest first), as the policy computes it."""
@@ -142,6 +142,7 @@ def total_bsld(
     choose: Chooser,
     steps: list[int],
     firsts: list[np.ndarray | None] | None = None,
+    features: str = "submit",
 ) -> float:
     """The summed mean bounded slowdowns of the episodes at ``starts`` of each
     of ``venvs`` (with ``firsts``, each episode's first submit time as the
@@ -149,7 +150,7 @@ def total_bsld(
     firsts = firsts or [None] * len(venvs)
     return float(
         sum(
-            run_episodes(v, s, choose, steps=steps, firsts=f).sum()
+            run_episodes(v, s, choose, steps=steps, firsts=f, features=features).sum()
             for v, s, f in zip(venvs, starts, firsts, strict=True)
         )
     )
@@ -189,6 +190,7 @@ def run_episodes(
     schedules: dict[int, np.ndarray] | None = None,
     steps: list[int] | None = None,
     firsts: np.ndarray | None = None,
+    features: str = "submit",
 ) -> np.ndarray:
     """Each episode's mean bounded slowdown (the environment's final reward,
     the engine's ``stretch_mean``), the episodes starting at ``starts`` (one
@@ -199,7 +201,8 @@ def run_episodes(
     increased by the decisions answered in the episodes (the environment
     steps a training budget counts); ``firsts``, if given, is each episode's
     first submit time as ``choose`` reads the times (:func:`episode_deltas`:
-    the schedule is the same, only what F1 and the features read moves)."""
+    the schedule is the same, only what F1 and the features read moves);
+    ``features`` the slot feature set ``choose`` and ``record`` see."""
     obs, info = venv.reset(options={"start": [int(s) for s in starts]})
     delta = None if firsts is None else episode_deltas(venv, firsts)
     n = len(starts)
@@ -209,7 +212,7 @@ def run_episodes(
         width = max(int(info["action_mask"].sum(axis=1).max()), 1)  # the masks are prefixes: the rest is empty
         mask = info["action_mask"][:, :width]
         d = Decision(venv, info["jobs"][:, :width], delta)
-        x = d.features()
+        x = d.features(features)
         picks = choose(x, mask, d)
         if record is not None:
             live = ~done & (mask.sum(axis=1) > 1)  # a decision with one filled slot teaches nothing
@@ -313,7 +316,12 @@ def agreement(layers: Layers, x: np.ndarray, mask: np.ndarray, picks: np.ndarray
 
 
 def record_teacher(
-    venv: Any, starts: np.ndarray, teacher: str, steps: list[int] | None = None, firsts: np.ndarray | None = None
+    venv: Any,
+    starts: np.ndarray,
+    teacher: str,
+    steps: list[int] | None = None,
+    firsts: np.ndarray | None = None,
+    features: str = "submit",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The teacher's decisions on the episodes at ``starts`` (features, masks,
     picks; with ``firsts``, the episodes' times shifted: :func:`run_episodes`)
@@ -329,7 +337,7 @@ def record_teacher(
         ms.append(np.pad(m, ((0, 0), (0, window - m.shape[1]))))
         ps.append(p)
 
-    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps, firsts=firsts)
+    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps, firsts=firsts, features=features)
     return np.concatenate(xs), np.concatenate(ms), np.concatenate(ps), bsld
 
 
@@ -354,6 +362,7 @@ def train(
     name: str = "RL",
     shift: bool = False,
     offsets: float | None = None,
+    features: str = "submit",
 ) -> dict[str, Any]:
     """Clone, evolve (resuming from OUT/checkpoint.pkl), choose, export (module docstring); returns the record."""
     import mlflow
@@ -361,21 +370,24 @@ def train(
 
     from schedlab.gym.train import _json_values, export, provenance
 
+    if features not in FEATURE_SETS:
+        raise UserError(f"slot_scorer: features must be one of {', '.join(FEATURE_SETS)}; got {features!r}")
     if teacher not in TEACHERS:
         raise UserError(f"slot_scorer: teacher must be one of {', '.join(TEACHERS)}; got {teacher!r}")
     out.mkdir(parents=True, exist_ok=True)
     env_kwargs = {**env_kwargs}
     cpu0 = time.process_time()
     path = out / CHECKPOINT
+    spec = _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift, offsets, features)
     state: dict[str, Any]
     if path.exists():
         state = pickle.loads(path.read_bytes())
-        if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift, offsets):
+        if state["spec"] != spec:
             raise UserError(f"{path}: a checkpoint of another training spec; use another --out or remove it")
         state.setdefault("resumed", []).append({"generation": state["generation"], **provenance()})
     else:
         state = {
-            "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift, offsets),
+            "spec": spec,
             "cpu_seconds": 0.0,
             "wall_seconds": 0.0,
             "steps": [0],
@@ -395,10 +407,11 @@ def train(
             rng = np.random.default_rng([seed, 1])
             venv = make_vec(env_kwargs, clone_episodes)
             cstarts = draw_starts(venv, rng)
-            x, m, p, teacher_bsld = record_teacher(venv, cstarts, teacher, steps, draw_firsts(venv, rng, offsets))
+            cfirsts = draw_firsts(venv, rng, offsets)
+            x, m, p, teacher_bsld = record_teacher(venv, cstarts, teacher, steps, cfirsts, features)
             layers, losses = clone(x, m, p, hidden=hidden, epochs=clone_epochs, seed=seed)
             cstarts = draw_starts(venv, rng)  # fresh episodes
-            hx, hm, hp, _ = record_teacher(venv, cstarts, teacher, steps, draw_firsts(venv, rng, offsets))
+            hx, hm, hp, _ = record_teacher(venv, cstarts, teacher, steps, draw_firsts(venv, rng, offsets), features)
             state["clone"] = layers
             state["clone_record"] = {
                 "decisions": len(p),
@@ -427,11 +440,12 @@ def train(
             rng = np.random.default_rng([seed, 2, g])
             starts = [draw_starts(v, rng) for v in venvs]
             firsts = [draw_firsts(v, rng, offsets) for v in venvs]
-            base = total_bsld(venvs, starts, reference, steps, firsts)
+            base = total_bsld(venvs, starts, reference, steps, firsts, features)
             told = []
             for _ in range(es.population_size):
                 z = es.ask()
-                told.append((z, total_bsld(venvs, starts, network_chooser(unflatten(z, like)), steps, firsts) / base))
+                bsld = total_bsld(venvs, starts, network_chooser(unflatten(z, like)), steps, firsts, features)
+                told.append((z, bsld / base))
             es.tell(told)
             ratios = [r for _, r in told]
             state["generation"] = g + 1
@@ -457,9 +471,9 @@ def train(
         vfirsts = [draw_firsts(v, vrng, offsets) for v in vvenvs]
         n = validation * len(vvenvs)
         scores = {
-            "teacher": total_bsld(vvenvs, vstarts, reference, steps, vfirsts) / n,
-            "clone": total_bsld(vvenvs, vstarts, network_chooser(like), steps, vfirsts) / n,
-            "evolved": total_bsld(vvenvs, vstarts, network_chooser(evolved), steps, vfirsts) / n,
+            "teacher": total_bsld(vvenvs, vstarts, reference, steps, vfirsts, features) / n,
+            "clone": total_bsld(vvenvs, vstarts, network_chooser(like), steps, vfirsts, features) / n,
+            "evolved": total_bsld(vvenvs, vstarts, network_chooser(evolved), steps, vfirsts, features) / n,
         }
         chosen = "evolved" if scores["evolved"] <= scores["clone"] else "clone"
         state["cpu_seconds"] += time.process_time() - cpu0
@@ -491,6 +505,7 @@ def train(
         name=name,
         training=record,
         base="SlotAgent",
+        attributes={"features": features} if features != "submit" else None,
     )
     return record
 
@@ -505,6 +520,7 @@ def _spec(
     population: int | None,
     shift: bool,
     offsets: float | None = None,
+    features: str = "submit",
 ) -> dict[str, Any]:
     return {
         "env": {k: (list(v) if isinstance(v, tuple) else v) for k, v in env_kwargs.items()},
@@ -516,6 +532,7 @@ def _spec(
         "population_size": population,
         **({"shift": True} if shift else {}),  # absent when off: earlier checkpoints keep their spec
         **({"offsets": offsets} if offsets is not None else {}),
+        **({"features": features} if features != "submit" else {}),
     }
 
 
@@ -594,6 +611,14 @@ def parser() -> argparse.ArgumentParser:
         "only what reads absolute times moves: e.g. the submit time of the span's first job, to train and "
         "validate in the conditions of the log's head; default: off, the log's own times)",
     )
+    ap.add_argument(
+        "--features",
+        default="submit",
+        choices=list(FEATURE_SETS),
+        help="the slot features: 'submit' reads log10(now / submit), F1's submit term (F1 exactly representable); "
+        "'invariant' reads the job's bounded slowdown were it started now instead, so every feature reads "
+        "differences of times only (default: %(default)s)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="output dir (required; no default)")
     ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: a SQLite store OUT/mlflow.db)")
     ap.add_argument("--name", default="RL", help="the exported policy's name (default: %(default)s)")
@@ -644,6 +669,7 @@ def run(a: argparse.Namespace) -> None:
         name=a.name,
         shift=a.shift,
         offsets=a.offsets,
+        features=a.features,
     )
     v = record["validation"]["bsld"]
     print(
