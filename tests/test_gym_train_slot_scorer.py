@@ -193,3 +193,16 @@ def test_invariant_features_do_not_move_with_the_times_and_export(tmp_path):
     for e, k in enumerate(starts):
         per_job, summary = run_table(venv.env.source.slice(int(k), 128), Agent, procs=256)
         assert schedules[e].tolist() == per_job["start"].tolist() and bsld[e] == summary["stretch_mean"]
+
+
+def test_train_records_offsets_and_features_and_exports_them(tmp_path):
+    """A short run with --offsets and --features invariant: both in the spec (a resume with other
+    offsets is refused), the exported agent reads the invariant features."""
+    kwargs = {"clone_episodes": 4, "clone_epochs": 3, "hidden": 4, "population": 4, "batch": 2, "validation": 2}
+    record = S.train(ENV, out=tmp_path, generations=1, offsets=2_000_000, features="invariant", **kwargs)
+    assert record["offsets"] == 2_000_000 and record["features"] == "invariant" and record["generations"] == 1
+    with pytest.raises(S.UserError, match="another training spec"):
+        S.train(ENV, out=tmp_path, generations=1, offsets=1_000, features="invariant", **kwargs)
+    with pytest.raises(S.UserError, match="features must be one of"):
+        S.train(ENV, out=tmp_path / "other", generations=1, features="absolute", **kwargs)
+    assert "    features = 'invariant'\n" in (tmp_path / "agent.py").read_text()
