@@ -205,4 +205,4 @@ def test_train_records_offsets_and_features_and_exports_them(tmp_path):
         S.train(ENV, out=tmp_path, generations=1, offsets=1_000, features="invariant", **kwargs)
     with pytest.raises(S.UserError, match="features must be one of"):
         S.train(ENV, out=tmp_path / "other", generations=1, features="absolute", **kwargs)
-    assert "    features = 'invariant'\n" in (tmp_path / "agent.py").read_text()
+    assert '    features = "invariant"\n' in (tmp_path / "agent.py").read_text()

@@ -130,7 +130,7 @@ def export(
             runtime_scale=runtime_scale,
             weights=WEIGHTS_FILE,
             training=TRAINING_FILE,
-            extra="".join(f"    {k} = {v!r}\n" for k, v in (attributes or {}).items()),
+            extra="".join(f"    {k} = {json.dumps(v)}\n" for k, v in (attributes or {}).items()),  # ruff's quotes
         )
     )
     return path
