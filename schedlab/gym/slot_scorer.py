@@ -35,6 +35,13 @@ Every generation logs to MLflow (experiment ``schedlab-rl``; ``--tracking-uri``,
 default a SQLite store in OUT): the candidates' best and mean ratio to the
 teacher, CMA-ES's step size, CPU seconds. ``--span LO HI`` keeps every
 episode among jobs LO..HI-1 (the others held out for the sweep).
+
+F1 reads absolute submit times, which are small at the head of a log: a
+network trained among later jobs meets other times there. ``--offsets S``
+reads every episode as if its log were shifted to a random first submit in
+1..S (the schedule does not change, only what F1 and the features read);
+``--features invariant`` gives the network features that read differences of
+times only (:func:`schedlab.engines.batch.features.slot_features`).
 """
 
 from __future__ import annotations
