@@ -115,3 +115,94 @@ def test_shift_adds_the_span_with_submit_times_from_zero():
     assert b.source["submit"][0] == 0.0 and a.source.height == b.source.height == 7000 and b.nodes == a.nodes
     assert (a.source["submit"] - b.source["submit"]).unique().to_list() == [a.source["submit"][0]]
     assert a.source.drop("submit").equals(b.source.drop("submit"))
+
+
+def test_offsets_shift_what_the_teacher_reads_and_keep_the_schedule(tmp_path):
+    """--offsets: each episode's first submit is drawn (seeded: the same draw twice), the episode's
+    times as F1 reads them are the log's shifted by whole seconds, so the teacher's schedule is
+    F1+EASY's on the shifted log (to the bit), and a chooser that reads no absolute time (SJF)
+    keeps its schedule."""
+    venv = S.make_vec({**ENV, "window": 128}, 3)
+    starts = np.array([0, 700, 2500])
+    firsts = S.draw_firsts(venv, np.random.default_rng([7, 2]), 2_000_000)
+    assert (
+        firsts is not None and S.draw_firsts(venv, np.random.default_rng([7, 2]), 2_000_000).tolist() == firsts.tolist()
+    )
+    assert ((firsts >= 1) & (firsts <= 2_000_000) & (firsts == np.round(firsts))).all()
+    assert S.draw_firsts(venv, np.random.default_rng(0), None) is None
+    source = venv.env.source
+    for teacher, policy in (("F1", "F1+EASY"), ("SJF", "SJF+EASY")):
+        shifted, plain = {}, {}
+        bsld = S.run_episodes(venv, starts, S.teacher_chooser(teacher), schedules=shifted, firsts=firsts)
+        S.run_episodes(venv, starts, S.teacher_chooser(teacher), schedules=plain)
+        for e, k in enumerate(starts):
+            jobs = source.slice(int(k), 128)
+            delta = firsts[e] - jobs["submit"].min()
+            per_job, summary = run_table(jobs.with_columns(jobs["submit"] + delta), BATCH_POLICIES[policy], procs=256)
+            assert (shifted[e] + delta).tolist() == per_job["start"].tolist() and bsld[e] == summary["stretch_mean"]
+            if teacher == "SJF":
+                assert shifted[e].tolist() == plain[e].tolist()
+    f1_plain, f1_shifted = {}, {}
+    S.run_episodes(venv, starts, S.teacher_chooser("F1"), schedules=f1_plain)
+    S.run_episodes(venv, starts, S.teacher_chooser("F1"), schedules=f1_shifted, firsts=firsts)
+    assert any(f1_plain[e].tolist() != f1_shifted[e].tolist() for e in range(3))  # F1 reads absolute times
+
+
+def test_invariant_features_do_not_move_with_the_times_and_export(tmp_path):
+    """--features invariant: the slot features read differences of times only (shifting every time
+    leaves them equal); an exported SlotAgent carries its feature set and gives in the engine the
+    schedule its network gives in the environment, bit for bit."""
+    from schedlab.engines.batch.features import slot_features
+    from schedlab.gym.train import export
+
+    rng = np.random.default_rng(5)
+    submit = rng.integers(0, 10_000, (4, 6)).astype(np.float64)
+    requested = rng.integers(1, 50_000, (4, 6)).astype(np.float64)
+    need = rng.integers(1, 256, (4, 6)).astype(np.float64)
+    now, free = np.full((4, 1), 12_000.0), np.full((4, 1), 40.0)
+    x = slot_features(submit, requested, need, now, free, 256, "invariant")
+    assert np.array_equal(x, slot_features(submit + 3e6, requested, need, now + 3e6, free, 256, "invariant"))
+    assert not np.array_equal(x, slot_features(submit, requested, need, now, free, 256))  # the sixth differs
+    with pytest.raises(ValueError, match="features must be one of"):
+        slot_features(submit, requested, need, now, free, 256, "absolute")
+
+    layers = S.init_layers(8, np.random.default_rng(2))
+    layers[-1] = (np.random.default_rng(3).normal(size=(1, SLOT_FEATURES)).astype(np.float32), np.zeros(1, np.float32))
+    export(
+        layers,
+        tmp_path,
+        window=32,
+        runtime_scale=1.0,
+        backfill=True,
+        name="RLinv",
+        training={},
+        base="SlotAgent",
+        attributes={"features": "invariant"},
+    )
+    spec = importlib.util.spec_from_file_location("slot_agent_inv", tmp_path / "agent.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["slot_agent_inv"] = module
+    spec.loader.exec_module(module)
+    Agent = module.Agent
+    assert Agent.features == "invariant"
+
+    venv = S.make_vec(ENV, 2)
+    starts = np.array([5, 4000])
+    schedules = {}
+    bsld = S.run_episodes(venv, starts, S.network_chooser(layers), schedules=schedules, features="invariant")
+    for e, k in enumerate(starts):
+        per_job, summary = run_table(venv.env.source.slice(int(k), 128), Agent, procs=256)
+        assert schedules[e].tolist() == per_job["start"].tolist() and bsld[e] == summary["stretch_mean"]
+
+
+def test_train_records_offsets_and_features_and_exports_them(tmp_path):
+    """A short run with --offsets and --features invariant: both in the spec (a resume with other
+    offsets is refused), the exported agent reads the invariant features."""
+    kwargs = {"clone_episodes": 4, "clone_epochs": 3, "hidden": 4, "population": 4, "batch": 2, "validation": 2}
+    record = S.train(ENV, out=tmp_path, generations=1, offsets=2_000_000, features="invariant", **kwargs)
+    assert record["offsets"] == 2_000_000 and record["features"] == "invariant" and record["generations"] == 1
+    with pytest.raises(S.UserError, match="another training spec"):
+        S.train(ENV, out=tmp_path, generations=1, offsets=1_000, features="invariant", **kwargs)
+    with pytest.raises(S.UserError, match="features must be one of"):
+        S.train(ENV, out=tmp_path / "other", generations=1, features="absolute", **kwargs)
+    assert '    features = "invariant"\n' in (tmp_path / "agent.py").read_text()

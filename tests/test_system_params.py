@@ -522,7 +522,9 @@ SWEEP_IDS = {
     "psbs-sigma.toml": "11d065a3072ccfbb",
     # a trained agent (user code; its digest is of the syntax tree since #41, and of its declared data files:
     # agent.npz, training.json, since #37)
-    "rl-lublin1.toml": "6d16c0fbad6f0462",  # re-pinned: the slot-scoring agent replaced the PPO one (its code digest)
+    # re-pinned: the slot-scoring agent replaced the PPO one, then (issue #38) the one reading time-invariant
+    # features replaced the shift-trained one (the agent's code digest)
+    "rl-lublin1.toml": "39a0dfd3446e7c51",
     "tetris-knob.toml": "b1dbc391affa7377",  # a [search] spec (new): its plan's one base configuration
 }
 

@@ -135,7 +135,11 @@ class SlotAgent(MLPAgent):
     (:func:`schedlab.engines.batch.features.slot_features`: what SJF and F1
     read, its wait, whether it fits) and the head is the job of the highest
     score (the first on ties). Weights as :class:`MLPAgent`'s (``W0, b0,
-    ...``; the last pair is the linear term, :func:`slot_scores`)."""
+    ...``; the last pair is the linear term, :func:`slot_scores`);
+    ``features`` names the feature set it was trained on (``slot_features``'
+    ``features``)."""
+
+    features: ClassVar[str] = "submit"
 
     def choose(self, now: float) -> int:
         jobs = []
@@ -144,7 +148,9 @@ class SlotAgent(MLPAgent):
             if len(jobs) == self.window:
                 break
         j = np.asarray(jobs)
-        x = slot_features(self._submit[j], self._requested[j], self._need[j], now, self.free, self.machine.capacity)
+        x = slot_features(
+            self._submit[j], self._requested[j], self._need[j], now, self.free, self.machine.capacity, self.features
+        )
         return jobs[int(np.argmax(slot_scores(self._layers, x)))]
 
 

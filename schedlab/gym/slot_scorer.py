@@ -35,6 +35,13 @@ Every generation logs to MLflow (experiment ``schedlab-rl``; ``--tracking-uri``,
 default a SQLite store in OUT): the candidates' best and mean ratio to the
 teacher, CMA-ES's step size, CPU seconds. ``--span LO HI`` keeps every
 episode among jobs LO..HI-1 (the others held out for the sweep).
+
+F1 reads absolute submit times, which are small at the head of a log: a
+network trained among later jobs meets other times there. ``--offsets S``
+reads every episode as if its log were shifted to a random first submit in
+1..S (the schedule does not change, only what F1 and the features read);
+``--features invariant`` gives the network features that read differences of
+times only (:func:`schedlab.engines.batch.features.slot_features`).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.engines.batch.features import SLOT_FEATURES, slot_features, slot_scores
+from schedlab.engines.batch.features import FEATURE_SETS, SLOT_FEATURES, slot_features, slot_scores
 from schedlab.errors import UserError
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
@@ -69,7 +76,7 @@ class Decision:
     each slot's job's submit, requested time and need, each environment's now
     and free processors (read from the vector environment's kernel state)."""
 
-    def __init__(self, venv: Any, slots: np.ndarray) -> None:
+    def __init__(self, venv: Any, slots: np.ndarray, delta: np.ndarray | None = None) -> None:
         from schedlab.engines.batch import gym_kernel as K
 
         F, N, S, T = venv._state  # the kernel's state (gym_kernel's layout): read only
@@ -79,11 +86,14 @@ class Decision:
         self.requested = F[e, K.REQUESTED, rows]
         self.need = N[e, K.NEED, rows]
         self.now = T[:, K.NOW][:, None]
+        if delta is not None:  # the episode as if its log were shifted by delta (episode_deltas): times read only
+            self.submit = self.submit + delta[:, None]
+            self.now = self.now + delta[:, None]
         self.free = S[:, K.FREE][:, None]
         self.nodes = venv.env.nodes
 
-    def features(self) -> np.ndarray:
-        return slot_features(self.submit, self.requested, self.need, self.now, self.free, self.nodes)
+    def features(self, features: str = "submit") -> np.ndarray:
+        return slot_features(self.submit, self.requested, self.need, self.now, self.free, self.nodes, features)
 
     def keys(self, teacher: str) -> np.ndarray:
         """The teacher's priority key of each slot (smallest first), as the policy computes it."""
@@ -133,9 +143,44 @@ def sources(env_kwargs: dict[str, Any], shift: bool) -> list[dict[str, Any]]:
     return [env_kwargs, {**rest, "jobs": table, "nodes": probe.nodes}]
 
 
-def total_bsld(venvs: list[Any], starts: list[np.ndarray], choose: Chooser, steps: list[int]) -> float:
-    """The summed mean bounded slowdowns of the episodes at ``starts`` of each of ``venvs``."""
-    return float(sum(run_episodes(v, s, choose, steps=steps).sum() for v, s in zip(venvs, starts, strict=True)))
+def total_bsld(
+    venvs: list[Any],
+    starts: list[np.ndarray],
+    choose: Chooser,
+    steps: list[int],
+    firsts: list[np.ndarray | None] | None = None,
+    features: str = "submit",
+) -> float:
+    """The summed mean bounded slowdowns of the episodes at ``starts`` of each
+    of ``venvs`` (with ``firsts``, each episode's first submit time as the
+    chooser reads it: :func:`run_episodes`)."""
+    firsts = firsts or [None] * len(venvs)
+    return float(
+        sum(
+            run_episodes(v, s, choose, steps=steps, firsts=f, features=features).sum()
+            for v, s, f in zip(venvs, starts, firsts, strict=True)
+        )
+    )
+
+
+def draw_firsts(venv: Any, rng: np.random.Generator, offsets: float | None) -> np.ndarray | None:
+    """With ``offsets``, one first submit time per sub-environment, uniform
+    among the whole seconds 1..``offsets`` (else None: the log's own times)."""
+    if offsets is None:
+        return None
+    return rng.integers(1, int(offsets) + 1, size=venv.num_envs).astype(np.float64)
+
+
+def episode_deltas(venv: Any, firsts: np.ndarray) -> np.ndarray:
+    """The shift of each sub-environment's episode that puts its first submit
+    at ``firsts``: whole seconds (the log's times are), so the shifted times
+    are exact in float64. A schedule reads only differences of times (waits,
+    ends, the shadow time), so it is that of the shifted log; what the
+    shift changes is what F1 and the slot features read of absolute times."""
+    from schedlab.engines.batch import gym_kernel as K
+
+    first = venv._state[0][:, K.SUBMIT, : venv.env.sequence].min(axis=1)
+    return np.asarray(firsts, dtype=np.float64) - first
 
 
 def make_vec(env_kwargs: dict[str, Any], n: int) -> Any:
@@ -151,6 +196,8 @@ def run_episodes(
     record: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
     schedules: dict[int, np.ndarray] | None = None,
     steps: list[int] | None = None,
+    firsts: np.ndarray | None = None,
+    features: str = "submit",
 ) -> np.ndarray:
     """Each episode's mean bounded slowdown (the environment's final reward,
     the engine's ``stretch_mean``), the episodes starting at ``starts`` (one
@@ -159,16 +206,20 @@ def run_episodes(
     episodes not yet ended; ``schedules[e]``, if given, is set to episode
     ``e``'s start times (by row) when it ends; ``steps[0]``, if given, is
     increased by the decisions answered in the episodes (the environment
-    steps a training budget counts)."""
+    steps a training budget counts); ``firsts``, if given, is each episode's
+    first submit time as ``choose`` reads the times (:func:`episode_deltas`:
+    the schedule is the same, only what F1 and the features read moves);
+    ``features`` the slot feature set ``choose`` and ``record`` see."""
     obs, info = venv.reset(options={"start": [int(s) for s in starts]})
+    delta = None if firsts is None else episode_deltas(venv, firsts)
     n = len(starts)
     result = np.full(n, np.nan)
     done = np.zeros(n, dtype=bool)
     while not done.all():
         width = max(int(info["action_mask"].sum(axis=1).max()), 1)  # the masks are prefixes: the rest is empty
         mask = info["action_mask"][:, :width]
-        d = Decision(venv, info["jobs"][:, :width])
-        x = d.features()
+        d = Decision(venv, info["jobs"][:, :width], delta)
+        x = d.features(features)
         picks = choose(x, mask, d)
         if record is not None:
             live = ~done & (mask.sum(axis=1) > 1)  # a decision with one filled slot teaches nothing
@@ -272,10 +323,16 @@ def agreement(layers: Layers, x: np.ndarray, mask: np.ndarray, picks: np.ndarray
 
 
 def record_teacher(
-    venv: Any, starts: np.ndarray, teacher: str, steps: list[int] | None = None
+    venv: Any,
+    starts: np.ndarray,
+    teacher: str,
+    steps: list[int] | None = None,
+    firsts: np.ndarray | None = None,
+    features: str = "submit",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The teacher's decisions on the episodes at ``starts`` (features, masks,
-    picks) and its per-episode bounded slowdowns."""
+    picks; with ``firsts``, the episodes' times shifted: :func:`run_episodes`)
+    and its per-episode bounded slowdowns."""
     xs: list[np.ndarray] = []
     ms: list[np.ndarray] = []
     ps: list[np.ndarray] = []
@@ -287,7 +344,7 @@ def record_teacher(
         ms.append(np.pad(m, ((0, 0), (0, window - m.shape[1]))))
         ps.append(p)
 
-    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps)
+    bsld = run_episodes(venv, starts, teacher_chooser(teacher), keep, steps=steps, firsts=firsts, features=features)
     return np.concatenate(xs), np.concatenate(ms), np.concatenate(ps), bsld
 
 
@@ -311,6 +368,8 @@ def train(
     tracking_uri: str | None = None,
     name: str = "RL",
     shift: bool = False,
+    offsets: float | None = None,
+    features: str = "submit",
 ) -> dict[str, Any]:
     """Clone, evolve (resuming from OUT/checkpoint.pkl), choose, export (module docstring); returns the record."""
     import mlflow
@@ -318,21 +377,24 @@ def train(
 
     from schedlab.gym.train import _json_values, export, provenance
 
+    if features not in FEATURE_SETS:
+        raise UserError(f"slot_scorer: features must be one of {', '.join(FEATURE_SETS)}; got {features!r}")
     if teacher not in TEACHERS:
         raise UserError(f"slot_scorer: teacher must be one of {', '.join(TEACHERS)}; got {teacher!r}")
     out.mkdir(parents=True, exist_ok=True)
     env_kwargs = {**env_kwargs}
     cpu0 = time.process_time()
     path = out / CHECKPOINT
+    spec = _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift, offsets, features)
     state: dict[str, Any]
     if path.exists():
         state = pickle.loads(path.read_bytes())
-        if state["spec"] != _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift):
+        if state["spec"] != spec:
             raise UserError(f"{path}: a checkpoint of another training spec; use another --out or remove it")
         state.setdefault("resumed", []).append({"generation": state["generation"], **provenance()})
     else:
         state = {
-            "spec": _spec(env_kwargs, teacher, hidden, seed, sigma, batch, population, shift),
+            "spec": spec,
             "cpu_seconds": 0.0,
             "wall_seconds": 0.0,
             "steps": [0],
@@ -351,9 +413,12 @@ def train(
         if "clone" not in state:
             rng = np.random.default_rng([seed, 1])
             venv = make_vec(env_kwargs, clone_episodes)
-            x, m, p, teacher_bsld = record_teacher(venv, draw_starts(venv, rng), teacher, steps)
+            cstarts = draw_starts(venv, rng)
+            cfirsts = draw_firsts(venv, rng, offsets)
+            x, m, p, teacher_bsld = record_teacher(venv, cstarts, teacher, steps, cfirsts, features)
             layers, losses = clone(x, m, p, hidden=hidden, epochs=clone_epochs, seed=seed)
-            hx, hm, hp, _ = record_teacher(venv, draw_starts(venv, rng), teacher, steps)  # fresh episodes
+            cstarts = draw_starts(venv, rng)  # fresh episodes
+            hx, hm, hp, _ = record_teacher(venv, cstarts, teacher, steps, draw_firsts(venv, rng, offsets), features)
             state["clone"] = layers
             state["clone_record"] = {
                 "decisions": len(p),
@@ -381,11 +446,13 @@ def train(
             g = state["generation"]
             rng = np.random.default_rng([seed, 2, g])
             starts = [draw_starts(v, rng) for v in venvs]
-            base = total_bsld(venvs, starts, reference, steps)
+            firsts = [draw_firsts(v, rng, offsets) for v in venvs]
+            base = total_bsld(venvs, starts, reference, steps, firsts, features)
             told = []
             for _ in range(es.population_size):
                 z = es.ask()
-                told.append((z, total_bsld(venvs, starts, network_chooser(unflatten(z, like)), steps) / base))
+                bsld = total_bsld(venvs, starts, network_chooser(unflatten(z, like)), steps, firsts, features)
+                told.append((z, bsld / base))
             es.tell(told)
             ratios = [r for _, r in told]
             state["generation"] = g + 1
@@ -408,11 +475,12 @@ def train(
         vvenvs = [make_vec(kw, validation) for kw in sources(env_kwargs, shift)]
         vrng = np.random.default_rng([seed, 3])
         vstarts = [draw_starts(v, vrng) for v in vvenvs]
+        vfirsts = [draw_firsts(v, vrng, offsets) for v in vvenvs]
         n = validation * len(vvenvs)
         scores = {
-            "teacher": total_bsld(vvenvs, vstarts, reference, steps) / n,
-            "clone": total_bsld(vvenvs, vstarts, network_chooser(like), steps) / n,
-            "evolved": total_bsld(vvenvs, vstarts, network_chooser(evolved), steps) / n,
+            "teacher": total_bsld(vvenvs, vstarts, reference, steps, vfirsts, features) / n,
+            "clone": total_bsld(vvenvs, vstarts, network_chooser(like), steps, vfirsts, features) / n,
+            "evolved": total_bsld(vvenvs, vstarts, network_chooser(evolved), steps, vfirsts, features) / n,
         }
         chosen = "evolved" if scores["evolved"] <= scores["clone"] else "clone"
         state["cpu_seconds"] += time.process_time() - cpu0
@@ -444,6 +512,7 @@ def train(
         name=name,
         training=record,
         base="SlotAgent",
+        attributes={"features": features} if features != "submit" else None,
     )
     return record
 
@@ -457,6 +526,8 @@ def _spec(
     batch: int,
     population: int | None,
     shift: bool,
+    offsets: float | None = None,
+    features: str = "submit",
 ) -> dict[str, Any]:
     return {
         "env": {k: (list(v) if isinstance(v, tuple) else v) for k, v in env_kwargs.items()},
@@ -467,6 +538,8 @@ def _spec(
         "batch": batch,
         "population_size": population,
         **({"shift": True} if shift else {}),  # absent when off: earlier checkpoints keep their spec
+        **({"offsets": offsets} if offsets is not None else {}),
+        **({"features": features} if features != "submit" else {}),
     }
 
 
@@ -535,6 +608,24 @@ def parser() -> argparse.ArgumentParser:
         help="also draw episodes from the span with its submit times shifted to start at 0, as many as from the "
         "span itself (F1 and the features read absolute submit times; default: off)",
     )
+    ap.add_argument(
+        "--offsets",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="shift every episode's times, as the teacher and the features read them, so that its first job is "
+        "submitted at a whole second drawn uniformly in 1..SECONDS (seeded per episode; the schedule is the same, "
+        "only what reads absolute times moves: e.g. the submit time of the span's first job, to train and "
+        "validate in the conditions of the log's head; default: off, the log's own times)",
+    )
+    ap.add_argument(
+        "--features",
+        default="submit",
+        choices=list(FEATURE_SETS),
+        help="the slot features: 'submit' reads log10(now / submit), F1's submit term (F1 exactly representable); "
+        "'invariant' reads the job's bounded slowdown were it started now instead, so every feature reads "
+        "differences of times only (default: %(default)s)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="output dir (required; no default)")
     ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: a SQLite store OUT/mlflow.db)")
     ap.add_argument("--name", default="RL", help="the exported policy's name (default: %(default)s)")
@@ -584,6 +675,8 @@ def run(a: argparse.Namespace) -> None:
         tracking_uri=a.tracking_uri,
         name=a.name,
         shift=a.shift,
+        offsets=a.offsets,
+        features=a.features,
     )
     v = record["validation"]["bsld"]
     print(

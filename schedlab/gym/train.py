@@ -62,7 +62,7 @@ class Agent({base}):
     window = {window}
     runtime_scale = {runtime_scale!r}
     weights = data_file(__file__, "{weights}")
-'''
+{extra}'''
 
 
 #: Per agent base class: its module docstring's first words, the module that trains it, its summary's first words.
@@ -95,12 +95,14 @@ def export(
     name: str,
     training: dict[str, Any],
     base: str = "MLPAgent",
+    attributes: dict[str, str] | None = None,
 ) -> Path:
     """Write the agent into the folder ``out``: ``agent.py`` (the policy
     class, a subclass of ``schedlab.api.agent``'s ``base``: ``MLPAgent``, the
     network of the whole observation, or ``SlotAgent``, a slot-scoring
     network), ``agent.npz`` (``layers``) and ``training.json``
-    (``training``); returns the path of agent.py."""
+    (``training``); ``attributes`` adds class attributes (name -> string
+    value, e.g. a ``SlotAgent``'s ``features``); returns the path of agent.py."""
     import textwrap
 
     from schedlab.api.agent import save_layers
@@ -128,6 +130,7 @@ def export(
             runtime_scale=runtime_scale,
             weights=WEIGHTS_FILE,
             training=TRAINING_FILE,
+            extra="".join(f"    {k} = {json.dumps(v)}\n" for k, v in (attributes or {}).items()),  # ruff's quotes
         )
     )
     return path

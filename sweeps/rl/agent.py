@@ -2,7 +2,7 @@
 by schedlab.gym.slot_scorer. Its network is agent.npz and its training record (spec,
 commit, budget, curve) training.json, both beside this file: declared data files,
 hashed into the code's digest and shipped with it. Training:
-17576753 timesteps, seed 0, 329 CPU s, env {'trace': 'lublin_256.swf', 'nodes': None, 'sequence':
+8857837 timesteps, seed 0, 178 CPU s, env {'trace': 'lublin_256.swf', 'nodes': None, 'sequence':
 1024, 'window': 128, 'backfill': 'easy', 'span': [3000, 10000]}
 """
 
@@ -19,3 +19,4 @@ class Agent(SlotAgent):
     window = 128
     runtime_scale = 109441.0
     weights = data_file(__file__, "agent.npz")
+    features = "invariant"

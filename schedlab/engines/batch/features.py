@@ -60,6 +60,10 @@ SLOT_FEATURES = 8
 LOG_TIME_SCALE = 6.0
 #: The submit time that a log10 reads when s <= 0, as F1..F4 read it (``policies.priority.F_SUBMIT_FLOOR``).
 SUBMIT_FLOOR = 0.1
+#: The slot feature sets (:func:`slot_features`' ``features``): the first reads absolute submit times, as F1 does.
+FEATURE_SETS = ("submit", "invariant")
+#: The bounded slowdown's floor on run times (s), as ``stretch_mean`` bounds it: the "invariant" set's sixth feature.
+BSLD_FLOOR = 10.0
 
 
 def slot_features(
@@ -69,6 +73,7 @@ def slot_features(
     now: np.ndarray | float,
     free: np.ndarray | float,
     nodes: int,
+    features: str = "submit",
 ) -> np.ndarray:
     """Per waiting job, what the priority heuristics read, scaled to about
     [0, 1]: log10 requested, need / nodes, log2 need / log2 nodes, F1's
@@ -76,6 +81,14 @@ def slot_features(
     submit) (F1's submit term, up to a constant shared by all slots: the
     slots' order under ``a log10(r) n + b log10(s)`` is that of a linear
     score of two features), fits in ``free``, free / nodes.
+
+    ``features="invariant"`` replaces log10(now / submit) by log10 of the
+    job's bounded slowdown were it started now, by its requested time
+    (``max(wait + r, 10) / max(r, 10)``): every feature then reads
+    differences of times only, so the scores do not move with where the
+    sequence sits in its log (F1's do: its submit term weighs more at the
+    head of a log, where submit times are small). F1's order is then not
+    exactly representable.
 
     ``submit``, ``requested``, ``need``: arrays of any shape ``(..., slots)``;
     ``now`` and ``free`` broadcast against them (``(..., 1)`` for a batch of
@@ -93,7 +106,14 @@ def slot_features(
     out[..., 2] = np.log2(np.maximum(need, 1.0)) / np.log2(max(nodes, 2))
     out[..., 3] = log_r * need / nodes
     out[..., 4] = np.log10(1.0 + np.maximum(now - submit, 0.0)) / LOG_TIME_SCALE
-    out[..., 5] = np.log10(np.maximum(now, SUBMIT_FLOOR)) - np.log10(np.where(submit > 0, submit, SUBMIT_FLOOR))
+    if features == "invariant":
+        wait = np.maximum(now - submit, 0.0)
+        out[..., 5] = np.log10(np.maximum(wait + requested, BSLD_FLOOR) / np.maximum(requested, BSLD_FLOOR))
+        out[..., 5] /= LOG_TIME_SCALE
+    elif features == "submit":
+        out[..., 5] = np.log10(np.maximum(now, SUBMIT_FLOOR)) - np.log10(np.where(submit > 0, submit, SUBMIT_FLOOR))
+    else:
+        raise ValueError(f"slot_features: features must be one of {FEATURE_SETS}; got {features!r}")
     out[..., 6] = need <= free
     out[..., 7] = free / nodes
     return out
