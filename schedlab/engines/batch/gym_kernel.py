@@ -41,7 +41,7 @@ RLScheduler's setting
 :func:`_run` on the same state: ``RLSchedulerLoop``'s pass per event with the
 agent's pick committed, its backfilling (the shadow time kept, strict ``<``),
 its release order and decision points, and ``gym_rlscheduler.fill``'s slots
-(the section above :func:`_append` says how its sorted-in-place lists are
+(the section above :func:`_rl_ending_key_lt` says how its sorted-in-place lists are
 kept). Its reference loop is its check, bit for bit.
 
 State layout (``E`` episodes of ``n`` jobs; row ``e`` is one episode)
@@ -213,6 +213,21 @@ def _shadow(Fe, Ie, S, T, e, nh):
 
 
 @njit(**HOT)
+def _append(Ie, S, e, j):
+    """Queue ``j`` at the tail."""
+    Ie[NXT, j] = NONE
+    tail = S[e, QTAIL]
+    Ie[PRV, j] = tail
+    if tail >= 0:
+        Ie[NXT, tail] = j
+    else:
+        S[e, QHEAD] = j
+    S[e, QTAIL] = j
+    S[e, QLEN] += 1
+    S[e, QNEED] += Ie[NEED, j]
+
+
+@njit(**HOT)
 def _advance(Fe, Ie, S, T, e, backfill):
     """Apply every event of the next instant (completions, then arrivals)."""
     n = Fe.shape[1]
@@ -227,18 +242,8 @@ def _advance(Fe, Ie, S, T, e, backfill):
         if backfill:
             S[e, R] = sorted_remove(Fe[RK], Ie[RI], S[e, R], Fe[REQ_END, j], j)
     while i < n and Fe[SUBMIT, Ie[ORDER, i]] <= t:
-        j = Ie[ORDER, i]
+        _append(Ie, S, e, Ie[ORDER, i])
         i += 1
-        Ie[NXT, j] = NONE
-        tail = S[e, QTAIL]
-        Ie[PRV, j] = tail
-        if tail >= 0:
-            Ie[NXT, tail] = j
-        else:
-            S[e, QHEAD] = j
-        S[e, QTAIL] = j
-        S[e, QLEN] += 1
-        S[e, QNEED] += Ie[NEED, j]
     S[e, NEXT] = i
     S[e, PASSES] += 1
     T[e, NOW] = t
@@ -308,21 +313,6 @@ def _run(Fe, Ie, S, T, e, job, backfill, term, tau):
 # leave behind. Its running list (release order of jobs ending together) is start order re-sorted
 # stably by requested end at each shadow time: the jobs started before the last one (``LSORT``)
 # by (requested end, start), then the later ones by start (:func:`_rl_ending_key_lt`).
-
-
-@njit(**HOT)
-def _append(Ie, S, e, j):
-    """Queue ``j`` at the tail."""
-    Ie[NXT, j] = NONE
-    tail = S[e, QTAIL]
-    Ie[PRV, j] = tail
-    if tail >= 0:
-        Ie[NXT, tail] = j
-    else:
-        S[e, QHEAD] = j
-    S[e, QTAIL] = j
-    S[e, QLEN] += 1
-    S[e, QNEED] += Ie[NEED, j]
 
 
 @njit(**HOT)
