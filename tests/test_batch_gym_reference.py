@@ -102,6 +102,19 @@ def lockstep(kernel: BatchEnv, reference: BatchEnv, agent, seed: int, options=No
     return steps
 
 
+def scripted(actions: list[int]):
+    """An agent playing ``actions`` in turn (an empty slot: ``invalid_action``), then cycling
+    them with an empty slot read as slot 0 (under "penalty" an empty slot forever would never end)."""
+    turn = iter(range(10**6))
+
+    def agent(env, info, rng):
+        i = next(turn)
+        a = actions[i % len(actions)] % len(info["action_mask"])
+        return a if i < len(actions) or info["action_mask"][a] else 0
+
+    return agent
+
+
 def pair(**kw) -> tuple[BatchEnv, BatchEnv]:
     return BatchEnv(**kw), BatchEnv(loop="reference", **kw)
 
@@ -289,13 +302,4 @@ def job_tables(draw):
 def test_property_the_reference_loop_is_the_kernel_on_small_tables(case):
     kw, actions = case
     kernel, reference = pair(**kw)
-    turn = iter(range(10**6))
-
-    def scripted(env, info, rng):
-        """Hypothesis's actions in turn (an empty slot: ``invalid_action``), then cycled with
-        an empty slot read as slot 0 (under "penalty" an empty slot forever would never end)."""
-        i = next(turn)
-        a = actions[i % len(actions)] % len(info["action_mask"])
-        return a if i < len(actions) or info["action_mask"][a] else 0
-
-    lockstep(kernel, reference, scripted, 0, options={"start": 0})
+    lockstep(kernel, reference, scripted(actions), 0, options={"start": 0})

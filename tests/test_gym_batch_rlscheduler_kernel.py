@@ -25,7 +25,14 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 import schedlab.gym  # noqa: E402,F401  (registers the environments)
 from schedlab.engines.batch import gym_kernel as K  # noqa: E402
 from schedlab.engines.batch.gym import BatchEnv, dense_rank  # noqa: E402
-from tests.test_batch_gym_reference import first, job_tables, last_filled, lockstep, random_valid  # noqa: E402
+from tests.test_batch_gym_reference import (  # noqa: E402
+    first,
+    job_tables,
+    last_filled,
+    lockstep,
+    random_valid,
+    scripted,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LUBLIN1 = DATA / "lublin" / "lublin_256.swf.gz"
@@ -92,16 +99,7 @@ def test_the_kernel_is_the_reference_loop_step_for_step(hpc2n, source, backfill,
 def test_property_the_kernel_is_the_reference_loop_on_small_tables(case):
     kw, actions = case
     kernel, reference = pair(**kw)
-    turn = iter(range(10**6))
-
-    def scripted(env, info, rng):
-        """Hypothesis's actions in turn (an empty slot: ``invalid_action``), then cycled with
-        an empty slot read as slot 0 (under "penalty" an empty slot forever would never end)."""
-        i = next(turn)
-        a = actions[i % len(actions)] % len(info["action_mask"])
-        return a if i < len(actions) or info["action_mask"][a] else 0
-
-    lockstep(kernel, reference, scripted, 0, options={"start": 0})
+    lockstep(kernel, reference, scripted(actions), 0, options={"start": 0})
 
 
 @needs_traces

@@ -103,7 +103,7 @@ def _synthetic() -> WorkloadKind:
     from schedlab.workloads import synthetic
     from schedlab.workloads.arrays import JobArrays
 
-    sig = inspect.signature(synthetic.queue_workload)
+    sig = inspect.signature(synthetic.queue_columns)
     defaults = {name: p.default for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
     integers = tuple(
         name for name, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and p.annotation in (int, "int")

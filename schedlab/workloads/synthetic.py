@@ -8,8 +8,10 @@ and §6.7 Pareto sizes.
 
 from __future__ import annotations
 
+import inspect
 import math
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -31,21 +33,11 @@ LOAD_MODES = ("realized", "nominal")
 _TINY = float(np.nextafter(0.0, 1.0))
 
 
-def queue_workload(
-    rng: np.random.Generator,
-    *,
-    njobs: int = 10_000,
-    shape: float = 0.25,
-    timeshape: float = 1.0,
-    load: float = 0.9,
-    sigma: float = 0.5,
-    size_dist: str = "weibull",
-    alpha: float = 2.0,
-    beta: float = 0.0,
-    weight_classes: int = 5,
-    load_mode: str = "realized",
-) -> pl.DataFrame:
-    """Generate one workload as a job table.
+def queue_workload(rng: np.random.Generator, **params: Any) -> pl.DataFrame:
+    """Generate one workload as a job table. Its parameters are
+    `queue_columns`' (its signature is this function's too: `help` and
+    `inspect.signature` show them; one list of names and defaults, which the
+    ``synthetic`` kind reads).
 
     Columns: `QUEUE_COLUMNS` (job_id 0..njobs-1, submit, size, estimate,
     weight) followed by `weight_class` (Int64, 1..weight_classes), which
@@ -87,20 +79,7 @@ def queue_workload(
     Weights (§6.6): a job's class c is uniform on 1..`weight_classes`, and
     its weight is 1 / c**`beta` (beta = 0: every weight is exactly 1.0).
     """
-    columns = queue_columns(
-        rng,
-        njobs=njobs,
-        shape=shape,
-        timeshape=timeshape,
-        load=load,
-        sigma=sigma,
-        size_dist=size_dist,
-        alpha=alpha,
-        beta=beta,
-        weight_classes=weight_classes,
-        load_mode=load_mode,
-    )
-    return pl.DataFrame(columns, schema=WORKLOAD_SCHEMA)
+    return pl.DataFrame(queue_columns(rng, **params), schema=WORKLOAD_SCHEMA)
 
 
 def queue_columns(
@@ -143,6 +122,12 @@ def queue_columns(
         "weight": weight,
         "weight_class": weight_class,
     }
+
+
+#: `queue_workload` takes `queue_columns`' parameters: its signature says so (`help`, `inspect`).
+queue_workload.__signature__ = inspect.signature(queue_columns).replace(  # type: ignore[attr-defined]
+    return_annotation="pl.DataFrame"
+)
 
 
 def _unit_mean_weibull_scale(k: float) -> float:
