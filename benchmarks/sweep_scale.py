@@ -15,6 +15,8 @@ configuration: ``resume``), in a second fresh process. Columns:
 * ``wall``: `run_sweep`'s own wall (results dir, rounds, commits, compaction);
 * ``sim``: seconds inside the engine (``SweepReport.sim_seconds``);
 * ``platform ms/config``: (plan + wall - sim) / configurations;
+* ``cpu ms/config``: (the driver process's CPU seconds, start-up and plan included, - sim) /
+  configurations: the platform's cost by CPU, which load on a shared machine inflates less than wall;
 * ``peak RSS``: the driver process's peak resident memory (ru_maxrss);
 * ``resume``: wall of the second `run_sweep` (plan included: its ``plan`` column
   is the second process's), and its peak RSS.
@@ -97,7 +99,9 @@ def child(config: dict) -> None:
     spec = parse_spec(config["spec"], "benchmark")
     plan = time.perf_counter() - t
     report = run_sweep(spec, tracking=False)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the check reads the rows back
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # before the check reads the rows back
+    peak = usage.ru_maxrss / 1024
+    cpu = usage.ru_utime + usage.ru_stime  # plan included: the process's CPU, steadier than wall on a shared machine
     import schedlab
 
     keys = schedlab.load(report.results_dir).select("config_id", "replication").collect()
@@ -115,6 +119,7 @@ def child(config: dict) -> None:
                 "on_disk": keys.height,
                 "dup_keys": int(keys.is_duplicated().sum()),
                 "peak_mib": peak,
+                "cpu": cpu,
                 "stages": {k: round(v, 3) for k, v in report.stages.items()},
             }
         )
@@ -140,7 +145,8 @@ def load() -> str:
 
 
 HEADER = (
-    f"{'configs':>11} {'plan s':>8} {'wall s':>9} {'sim s':>8} {'platform ms/cfg':>16} {'peak RSS':>9} "
+    f"{'configs':>11} {'plan s':>8} {'wall s':>9} {'sim s':>8} {'platform ms/cfg':>16} {'cpu ms/cfg':>11} "
+    f"{'peak RSS':>9} "
     f"{'resume s':>9} {'resume RSS':>10} {'backend':>11}  load before / after"
 )
 
@@ -148,8 +154,9 @@ HEADER = (
 def line(row: dict) -> str:
     run, resume = row["run"], row["resume"]
     platform = (run["plan"] + run["wall"] - run["sim"]) / row["configs"] * 1e3
+    cpu = f"{(run['cpu'] - run['sim']) / row['configs'] * 1e3:>11.3f}" if "cpu" in run else f"{'-':>11}"
     return (
-        f"{row['configs']:>11,} {run['plan']:>8.1f} {run['wall']:>9.1f} {run['sim']:>8.1f} {platform:>16.3f} "
+        f"{row['configs']:>11,} {run['plan']:>8.1f} {run['wall']:>9.1f} {run['sim']:>8.1f} {platform:>16.3f} {cpu} "
         f"{run['peak_mib'] / 1024:>7.2f}GB {resume['plan'] + resume['wall']:>9.1f} "
         f"{resume['peak_mib'] / 1024:>8.2f}GB {run['backend']:>11}  {row['load_before']} / {row['load_after']}"
     )
