@@ -14,10 +14,11 @@ import polars as pl
 import pytest
 
 from schedlab.engines import get_engine
-from schedlab.engines.instance import entropy_words, run_instance, seeded
+from schedlab.engines.instance import run_instance, seeded
 from schedlab.workloads import synthetic
 from schedlab.workloads.arrays import JobArrays, column, frame
 from schedlab.workloads.registry import workload_kind
+from schedlab.workloads.streams import entropy_words
 
 #: Seed words as plans make them (seed, a point's 64-bit seed id, replication) and the edges of the conversion.
 WORDS = [

@@ -51,6 +51,14 @@ class WorkloadKind:
     #: arrays (``Engine.job_arrays``): no polars frame per instance (issue 42).
     #: None: the kind only builds frames.
     build_arrays: Callable[[Any, dict[str, Any], Any], Any] | None = None
+    #: The kind's array draw reads only the first ``spawns`` children of its
+    #: generator (``rng.spawn(spawns)``), and ``build_children(children,
+    #: params, shared)`` is that draw given them: a sweep's task then makes
+    #: the children of all its instances at once (``schedlab.workloads.streams``,
+    #: the same states) instead of numpy's seed sequences one by one (issue 42).
+    #: 0: the kind needs its generator itself.
+    spawns: int = 0
+    build_children: Callable[[Any, dict[str, Any], Any], Any] | None = None
 
     def unknown(self, params: dict[str, Any]) -> list[str]:
         """The names of ``params`` the kind does not take, sorted."""
@@ -98,6 +106,13 @@ class WorkloadKind:
             return self.build_arrays(rng, full, shared)
         return self.build(rng, full, shared)
 
+    def instance_of_children(self, children: list[Any], params: dict[str, Any], shared: Any):
+        """`instance`'s array draw from the first `spawns` children of its
+        generator, made by the caller (``build_children``)."""
+        assert self.build_children is not None
+        full = {**{k: self.defaults[k] for k in self.late}, **params}
+        return self.build_children(children, full, shared)
+
 
 def _synthetic() -> WorkloadKind:
     from schedlab.workloads import synthetic
@@ -116,6 +131,10 @@ def _synthetic() -> WorkloadKind:
         build=lambda rng, params, shared: synthetic.queue_workload(rng, **params),
         build_arrays=lambda rng, params, shared: JobArrays(
             synthetic.queue_columns(rng, **params), synthetic.WORKLOAD_SCHEMA
+        ),
+        spawns=synthetic.STREAMS,
+        build_children=lambda children, params, shared: JobArrays(
+            synthetic.queue_columns_of(children, **params), synthetic.WORKLOAD_SCHEMA
         ),
         integers=integers,
     )

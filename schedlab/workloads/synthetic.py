@@ -103,8 +103,40 @@ def queue_columns(
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     check_params(njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode)
+    return _columns(
+        rng.spawn(STREAMS),
+        njobs=njobs,
+        shape=shape,
+        timeshape=timeshape,
+        load=load,
+        sigma=sigma,
+        size_dist=size_dist,
+        alpha=alpha,
+        beta=beta,
+        weight_classes=weight_classes,
+        load_mode=load_mode,
+    )
+
+
+#: The children of its generator a draw reads (sizes, gaps, errors, classes).
+STREAMS = 4
+
+
+def queue_columns_of(children: list[np.random.Generator], **params: Any) -> dict[str, np.ndarray]:
+    """`queue_columns` given the `STREAMS` children of its generator
+    (``rng.spawn(STREAMS)``), made by the caller: a sweep's task makes those of
+    all its instances at once (``schedlab.workloads.streams``). ``params``:
+    `queue_columns`' own, with its defaults."""
+    full = {**_DEFAULTS, **params}
+    check_params(**full)
+    return _columns(children, **full)
+
+
+def _columns(
+    children, *, njobs, shape, timeshape, load, sigma, size_dist, alpha, beta, weight_classes, load_mode
+) -> dict[str, np.ndarray]:
     njobs = int(njobs)
-    size_rng, gap_rng, error_rng, class_rng = rng.spawn(4)
+    size_rng, gap_rng, error_rng, class_rng = children
 
     size = _draw_sizes(size_rng, njobs, size_dist, shape, alpha)
     submit = _draw_submits(gap_rng, size, timeshape, load, size_dist, alpha, load_mode)
@@ -123,6 +155,11 @@ def queue_columns(
         "weight_class": weight_class,
     }
 
+
+#: `queue_columns`' parameters and their defaults (`queue_columns_of`'s too).
+_DEFAULTS = {
+    name: p.default for name, p in inspect.signature(queue_columns).parameters.items() if p.kind is p.KEYWORD_ONLY
+}
 
 #: `queue_workload` takes `queue_columns`' parameters: its signature says so (`help`, `inspect`).
 queue_workload.__signature__ = inspect.signature(queue_columns).replace(  # type: ignore[attr-defined]

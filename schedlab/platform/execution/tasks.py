@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from schedlab.engines.instance import build_workload, run_instance, seeded
+from schedlab.engines.instance import Draws, run_instance
 from schedlab.platform.execution.budget import DEFAULT_SIM_BUDGET_SECONDS, BudgetExceeded, sim_budget
 from schedlab.platform.execution.instance import warmup_hook
 from schedlab.platform.planning.plan import Config, Instance, MetricSpec, WorkloadPoint
@@ -215,12 +215,15 @@ def run_instances(
     metric_fns = [(m, m.function()) for m in metrics]
     out = TaskResult([], [], [], 0.0)
     known: dict[str, tuple[dict[str, pa.DataType | None], dict[str, dict[str, Any]]]] = {}  # `_point_params`
-    for instance, configs in work:
+    t0 = time.perf_counter()
+    draws = Draws([instance for instance, _ in work], engine.job_arrays)
+    clock["build"] += time.perf_counter() - t0
+    for at, (instance, configs) in enumerate(work):
         point = instance.point
         try:
             t0 = time.perf_counter()
             with sim_budget(sim_budget_seconds):
-                jobs = build_workload(engine_name, point, seeded(instance.seed_words), shared, engine.job_arrays)
+                jobs = draws.build(at, engine_name, instance, shared, engine.job_arrays)
                 steady = warmup_hook(engine_name, instance, jobs, shared)
             clock["build"] += time.perf_counter() - t0
         except (Exception, BudgetExceeded) as err:  # noqa: BLE001 - becomes a failure record, see module docstring

@@ -19,7 +19,8 @@ module             kernel      policies
 
 Their shared machinery: ``server`` (the engine's ``Server``: job and pool
 tables, pools' pairing heaps, ``tie_key``, status codes) and ``las``
-(``LeastAttained``, used by LAS, SRPTE+LAS and FSPE+LAS). This package's
+(``LeastAttained``, used by LAS, SRPTE+LAS and FSPE+LAS); a run's summary is
+one more kernel (``outcome``: the summary metrics to the bit). This package's
 ``__init__`` is the Python side: :func:`simulate`, :func:`kernel_for`,
 :func:`warm`, :func:`compile_all`.
 
@@ -90,6 +91,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schedlab.engines.queue.sim.fast import outcome
 from schedlab.engines.queue.sim.fast.basic import B_FIFO, B_GPS, B_LAS, B_PS, _basic
 from schedlab.engines.queue.sim.fast.fsp import FSP_GPS, FSP_LAS, FSP_ONE, _fsp
 from schedlab.engines.queue.sim.fast.las import SCR, _ambiguous  # noqa: F401  (for the tests)
@@ -195,7 +197,7 @@ def cached(kernel: str | None) -> bool:
     """Whether kernel ``kernel``'s compiled code is in the on-disk cache
     (`schedlab.sim.common.jit.cached`); True for no kernel."""
     found = _KERNELS.get(kernel) if kernel is not None else None
-    return found is None or _cached(_FUNCTIONS[found[0]])
+    return found is None or (_cached(_FUNCTIONS[found[0]]) and _cached(outcome._outcome))
 
 
 _WARM: set[str] = set()
@@ -208,6 +210,8 @@ def warm(kernel: str | None) -> None:
     if found is not None and found[0] not in _WARM:
         one = np.ones(3)
         _FUNCTIONS[found[0]](np.array([0.0, 0.5, 0.5]), one, one * 0.5, one, found[1], _pool_rows(3))
+        if not _WARM:
+            outcome.warm()  # the summary kernel every kernel's run ends with
         _WARM.add(found[0])
 
 
@@ -217,3 +221,4 @@ def compile_all() -> None:
     sub = np.array([0.0, 0.5, 0.5])
     for kernel in dict.fromkeys(_FUNCTIONS.values()):
         kernel(sub, one, one * 0.5, one, 0, _pool_rows(3))
+    outcome.warm()
