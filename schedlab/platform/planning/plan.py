@@ -443,9 +443,11 @@ def _checked_points(
     with mine.check():
         # an unknown name is one error; the names the kind takes are still checked, so that one
         # validate round shows every mistake
-        for line in kind.unknown_errors(raw, where):
-            mine.add(line)
-        full = kind.complete({k: v for k, v in raw.items() if k not in kind.unknown(raw)}, where)
+        unknown = kind.unknown(raw)  # once: every grid point of a sweep asks (issue 42)
+        if unknown:
+            for line in kind.unknown_errors(raw, where):
+                mine.add(line)
+        full = kind.complete({k: v for k, v in raw.items() if k not in unknown} if unknown else raw, where)
         full, code = make.reader(full)
         _check_params(kind, full, where, mine)
         if "path" in kind.shared_keys:  # a missing input file: said here, not after Ray starts
@@ -1170,6 +1172,7 @@ def _hashing_pass(
     grid: Sequence[dict[str, Any]] = []
     count = 0
     columns: dict[str, None] = {}
+    shapes: set[tuple[str, ...]] = set()  # the parameter names of the points seen (their columns are in)
     ids, config_ids, draw_ids = array.array("Q"), array.array("Q"), array.array("Q")
     drawn = bytearray()  # 1 where the point's draw id is not its point id
     if kind is not None:
@@ -1184,8 +1187,11 @@ def _hashing_pass(
                     config_ids.extend(int(c.config_id, 16) for c in point.configs)
                     draw_ids.append(int(point.draw_id, 16) if point.draw_id is not None else 0)
                     drawn.append(point.draw_id is not None)
-                    for c in point.configs:
-                        columns.update(dict.fromkeys(c.flat_params()))
+                    shape = tuple(point.params)  # a configuration's columns follow from its point's names
+                    if shape not in shapes:
+                        shapes.add(shape)
+                        for c in point.configs:
+                            columns.update(dict.fromkeys(c.flat_params()))
             found.raise_any()
     for _, (code, _) in make.readers.items():
         codes.setdefault("workload.reader", code)
