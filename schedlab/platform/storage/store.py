@@ -766,9 +766,59 @@ def load(results_dir: str | Path, table: str = SUMMARY) -> pl.LazyFrame:
 def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows as a table with every key any row has (``pa.Table.from_pylist``
     takes the columns of the first row only: a metric or a traceback that
-    only later rows have would be dropped); a row without a key gets null."""
+    only later rows have would be dropped); a row without a key gets null.
+
+    The types are pyarrow's inference from the Python values. A column whose
+    values are all of one kind that polars types alike (`_PLAIN`: numbers,
+    text, booleans, with nulls) is built by polars: about five times faster,
+    and pyarrow's conversion of Python values imports pandas (60-90 MB in
+    every process that encodes rows: issue 42). Any other column (numpy
+    scalars, lists, a mix polars would coerce where pyarrow refuses) makes
+    the whole table pyarrow's, as before."""
     keys = dict.fromkeys(k for row in rows for k in row)
-    return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
+    columns = {k: [row.get(k) for row in rows] for k in keys}
+    wanted = [_plain_type(values) for values in columns.values()]
+    if all(t is not None for t in wanted):
+        try:
+            table = pl.DataFrame(columns, strict=False).to_arrow()
+        except (pl.exceptions.PolarsError, pa.ArrowException, OverflowError):  # pyarrow says what it says
+            table = None
+        if table is not None and [_NARROW.get(f.type, f.type) for f in table.schema] == wanted:
+            return table.cast(pa.schema([pa.field(f.name, t) for f, t in zip(table.schema, wanted, strict=True)]))
+    return pa.Table.from_pydict(columns)  # e.g. an int past int64, numpy scalars, lists: pyarrow's answer
+
+
+#: The Python types of a column's values that polars types as pyarrow infers
+#: them (`rows_table`), and that type: floats and ints (int64; double once a
+#: float is there), text, booleans, each with nulls; nulls alone.
+_PLAIN: dict[frozenset[type], pa.DataType] = {
+    frozenset(kinds | extra): arrow
+    for kinds, arrow in (
+        ({float}, pa.float64()),
+        ({int}, pa.int64()),
+        ({float, int}, pa.float64()),
+        ({str}, pa.string()),
+        ({bool}, pa.bool_()),
+    )
+    for extra in ({type(None)}, set())
+}
+_PLAIN[frozenset({type(None)})] = pa.null()
+
+
+def _plain_type(values: list[Any]) -> pa.DataType | None:
+    """The type pyarrow infers for ``values`` when polars gives it too (`_PLAIN`), else None."""
+    kinds = frozenset(map(type, values))
+    arrow = _PLAIN.get(kinds)
+    if arrow is not None and int in kinds and float in kinds:  # pyarrow refuses an int a double cannot hold exactly
+        if not all(-_EXACT <= v <= _EXACT for v in values if type(v) is int):
+            return None
+    return arrow
+
+
+#: The largest integer magnitude a double holds exactly (pyarrow's limit for an int in a double column).
+_EXACT = 2**53
+#: polars' Arrow types with 64-bit offsets -> the types pyarrow's inference gives.
+_NARROW = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
 
 
 def _unlink_quietly(path: Path) -> None:
