@@ -180,7 +180,7 @@ def _draw_sizes(rng: np.random.Generator, njobs: int, size_dist: str, shape: flo
     else:
         size = rng.pareto(float(alpha), njobs)
         culprit = f"alpha={alpha}"
-    if not np.all(np.isfinite(size)):
+    if not np.isfinite(size).all():  # the method: no np.all wrapper (every instance of a sweep, issue 42)
         raise UserError(f"{culprit} is too extreme: some job sizes overflow to infinity")
     return np.maximum(size, _TINY)
 
@@ -204,7 +204,7 @@ def _draw_submits(
         return submit * (mean_size / float(load))
     if size.size == 1:
         return submit
-    total_work = float(np.sum(size))
+    total_work = float(np.add.reduce(size))  # np.sum's very reduction, without its wrapper
     if not np.isfinite(total_work):
         raise UserError("the total job size overflows to infinity; use a lighter-tailed size distribution")
     if submit[-1] == 0.0:

@@ -160,14 +160,15 @@ def simulate(
     arrays = [np.asarray(a) for a in (submit, size, estimate, weight)]
     n = len(arrays[0])
     for a in arrays:
-        if a.dtype != np.float64 or a.ndim != 1 or len(a) != n or not np.isfinite(a).all():
+        if a.dtype != np.float64 or a.ndim != 1 or len(a) != n:
             return None
-    submit, size, estimate, weight = arrays
-    if n == 0 or (size <= 0).any() or (estimate <= 0).any() or (weight <= 0).any() or (np.diff(submit) < 0).any():
+    if n == 0:
+        return None
+    submit, size, estimate, weight = (_writable(a) for a in arrays)
+    if not outcome.inputs_ok(submit, size, estimate, weight):  # finite, positive, in submit order
         return None
     family, mode, exact_size = found
-    seen = size if exact_size else estimate
-    args = [_writable(a) for a in (submit, size, seen, weight)]
+    args = (submit, size, size if exact_size else estimate, weight)
     completion, events, status = _FUNCTIONS[family](*args, mode, _pool_rows(n))
     if status == POOLS_FULL:  # rare (many preemptions): again with room for every pool a run can create
         completion, events, status = _FUNCTIONS[family](*args, mode, _pool_rows(n, enough=True))
@@ -197,7 +198,7 @@ def cached(kernel: str | None) -> bool:
     """Whether kernel ``kernel``'s compiled code is in the on-disk cache
     (`schedlab.sim.common.jit.cached`); True for no kernel."""
     found = _KERNELS.get(kernel) if kernel is not None else None
-    return found is None or (_cached(_FUNCTIONS[found[0]]) and _cached(outcome._outcome))
+    return found is None or all(_cached(f) for f in (_FUNCTIONS[found[0]], outcome._outcome, outcome.inputs_ok))
 
 
 _WARM: set[str] = set()

@@ -1,4 +1,4 @@
-"""A kernel run's summary in one compiled call: sojourns, slowdowns and
+"""A kernel run's inputs checked and its summary made, each in one compiled call: sojourns, slowdowns and
 ``schedlab.sim.common.metrics.queue_summary``'s numbers, to the bit.
 
 Why: at 50 jobs the summary's dozen numpy calls cost more than the
@@ -130,6 +130,23 @@ def _percentile(ordered, p):
 
 
 @njit(**JIT)
+def inputs_ok(submit, size, estimate, weight):
+    """Whether a run's columns are inside the kernels' remit: every value
+    finite, sizes, estimates and weights > 0, submit times in order (what
+    ``simulate`` checked with a dozen numpy calls, in one pass)."""
+    n = submit.shape[0]
+    for i in range(n):
+        s, z, e, w = submit[i], size[i], estimate[i], weight[i]
+        if not (np.isfinite(s) and np.isfinite(z) and np.isfinite(e) and np.isfinite(w)):
+            return False
+        if not (z > 0 and e > 0 and w > 0):
+            return False
+        if i and s < submit[i - 1]:
+            return False
+    return True
+
+
+@njit(**JIT)
 def _outcome(submit, size, completion, weight_class, classes):
     """(sojourn, slowdown, stats, class ids, class means) of a run; ``classes``:
     whether ``weight_class`` (int64) is the table's. Stats: `MST` ... `MAKESPAN`."""
@@ -227,7 +244,8 @@ def _own(a: np.ndarray) -> np.ndarray:
 
 
 def warm() -> None:
-    """Compile (or load) the kernel for the arrays the fast path hands it."""
+    """Compile (or load) the kernels for the arrays the fast path hands them."""
     one = np.ones(3)
+    inputs_ok(np.array([0.0, 0.5, 0.5]), one, one, one)
     summarise(np.array([0.0, 0.5, 0.5]), one, one * 2.0, np.array([1, 2, 1], np.int64))
     summarise(np.array([0.0, 0.5, 0.5]), one, one * 2.0, None)
