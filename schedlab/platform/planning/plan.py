@@ -69,7 +69,14 @@ def canonical_object(parts: dict[str, str]) -> str:
     """``canonical({k: v})`` from the canonical text of each value: the same
     characters (keys sorted, escaped and separated as `canonical` does), so a
     plan canonicalises a workload point once, not once per configuration."""
-    return "{" + ",".join(f"{_key_text(k)}:{v}" for k, v in sorted(parts.items())) + "}"
+    keys = _sorted_key_texts(tuple(parts))
+    return "{" + ",".join([f"{text}:{parts[k]}" for k, text in keys]) + "}"
+
+
+@functools.lru_cache(maxsize=256)
+def _sorted_key_texts(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``keys`` sorted, each with its `_key_text`: a plan's points share a handful of key sets."""
+    return tuple((k, _key_text(k)) for k in sorted(keys))
 
 
 @functools.lru_cache(maxsize=256)
@@ -82,9 +89,13 @@ def _text(value: Any) -> str:
     """``canonical(value)``; a scalar's made once (`_value_text`): a grid's
     values repeat across its points, and every pass over a streamed plan
     makes each point's identity again."""
-    if isinstance(value, (dict, list, tuple)):
-        return canonical(value)
-    return _value_text(value)
+    if type(value) in _SCALARS or not isinstance(value, (dict, list, tuple)):
+        return _value_text(value)
+    return canonical(value)
+
+
+#: Types `_text` takes straight to `_value_text` (every parameter of every point asks).
+_SCALARS = frozenset({float, int, str, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=65_536, typed=True)  # typed: 1, 1.0 and True are three keys (True stays true)
@@ -1180,8 +1191,9 @@ def _hashing_pass(
         with errors.check():
             grid = _grid(spec.workload.params(), spec.workload.zip, where)
             found = Collector()
+            base_dir = spec.base_dir  # a pydantic private attribute: read once, not once a grid point
             for raw in grid:
-                for point in _checked_points(kind, make, raw, where, spec.base_dir, found):
+                for point in _checked_points(kind, make, raw, where, base_dir, found):
                     count += 1
                     ids.append(int(point.point_id, 16))
                     config_ids.extend(int(c.config_id, 16) for c in point.configs)
