@@ -15,8 +15,9 @@ configuration: ``resume``), in a second fresh process. Columns:
 * ``wall``: `run_sweep`'s own wall (results dir, rounds, commits, compaction);
 * ``sim``: seconds inside the engine (``SweepReport.sim_seconds``);
 * ``platform ms/config``: (plan + wall - sim) / configurations;
-* ``cpu ms/config``: (the driver process's CPU seconds, start-up and plan included, - sim) /
-  configurations: the platform's cost by CPU, which load on a shared machine inflates less than wall;
+* ``cpu ms/config``: the driver process's CPU seconds (start-up, plan and the simulations
+  included) / configurations: what load on a shared machine inflates least (``sim`` is wall:
+  under load it grows with the wait for a core, so CPU - sim would understate the platform);
 * ``peak RSS``: the driver process's peak resident memory (ru_maxrss);
 * ``resume``: wall of the second `run_sweep` (plan included: its ``plan`` column
   is the second process's), and its peak RSS.
@@ -154,7 +155,7 @@ HEADER = (
 def line(row: dict) -> str:
     run, resume = row["run"], row["resume"]
     platform = (run["plan"] + run["wall"] - run["sim"]) / row["configs"] * 1e3
-    cpu = f"{(run['cpu'] - run['sim']) / row['configs'] * 1e3:>11.3f}" if "cpu" in run else f"{'-':>11}"
+    cpu = f"{run['cpu'] / row['configs'] * 1e3:>11.3f}" if "cpu" in run else f"{'-':>11}"
     return (
         f"{row['configs']:>11,} {run['plan']:>8.1f} {run['wall']:>9.1f} {run['sim']:>8.1f} {platform:>16.3f} {cpu} "
         f"{run['peak_mib'] / 1024:>7.2f}GB {resume['plan'] + resume['wall']:>9.1f} "
