@@ -27,6 +27,8 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from schedlab.sim.common.portable import dot
+
 
 def _values(jobs: pl.DataFrame, column: str) -> np.ndarray:
     if column not in jobs.columns:
@@ -61,7 +63,7 @@ def jain(jobs: pl.DataFrame, *, column: str) -> float:
     """Jain's fairness index (sum x)^2 / (n sum x^2) of a per-job column: 1
     when every job gets the same value, 1/n when one job gets everything."""
     v = _values(jobs, column)
-    denom = v.size * float(np.dot(v, v))
+    denom = v.size * dot(v, v)
     return float(v.sum() ** 2 / denom) if denom > 0 else math.nan
 
 

@@ -88,6 +88,7 @@ building a fresh generator from the same seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from numbers import Integral, Real
 
@@ -335,7 +336,7 @@ def _arrivals(rng: np.random.Generator, n: int, cls: LublinClassParams, params: 
         params.max_log_interarrival,
         f"params.{name}.aarr/barr or params.max_log_interarrival",
     )
-    tau = np.cumsum(np.exp(log_gap))  # model-clock arrival times, s
+    tau = np.cumsum(_each(math.exp, log_gap))  # model-clock arrival times, s
 
     # Real time t maps to model time W(t) = integral of the bucket weights; W
     # grows by exactly one day per day (weights have mean 1). Invert it.
@@ -360,7 +361,7 @@ def _sizes(rng: np.random.Generator, n: int, cls: LublinClassParams, nodes: int)
     par = np.where(first, u_low + x * (u_med - u_low), u_med + x * (u_hi - u_med))
     pow2 = u <= cls.serial_prob + cls.pow2_prob
     par = np.where(pow2, np.floor(par + 0.5), par)
-    procs = np.floor(np.exp2(par) + 0.5).astype(np.int64)
+    procs = np.floor(_each(math.exp2, par) + 0.5).astype(np.int64)
     too_big = procs > nodes
     if too_big.any():
         largest_pow2 = 1 << (nodes.bit_length() - 1)
@@ -380,7 +381,25 @@ def _runtimes(
         return np.where(first, rng.gamma(cls.a1, cls.b1, idx.size), rng.gamma(cls.a2, cls.b2, idx.size))
 
     log_rt = _truncated(draw, procs.size, max_log_runtime, "params.max_log_runtime", indexed=True)
-    return np.exp(log_rt)
+    return _each(math.exp, log_rt)
+
+
+def _each(fn: Callable[[float], float], x: np.ndarray) -> np.ndarray:
+    """``fn`` (``math.exp``, ``math.exp2``) of each element of the 1-d float
+    array ``x``, one C library call per element.
+
+    Why not ``np.exp`` / ``np.exp2``: numpy evaluates them with SIMD code of
+    its own on CPUs with AVX-512 (its own float64 exp; Intel's SVML for
+    exp2) and calls the C library elsewhere, and the two differ in the last
+    bit for some arguments -- so on an AVX-512 machine the same seed could
+    give run times and arrival times other in their last bits than on any
+    other. The C library's
+    function is the one numpy calls on every other CPU, so on those the
+    workload keeps its bits. Cost: about 65 ns per job and call (three calls
+    per job), against 5-8 ns for numpy's vector loop. The C library's own
+    last bits can still depend on the CPU (docs/architecture.md, "Bits
+    across CPUs")."""
+    return np.fromiter(map(fn, x.tolist()), dtype=np.float64, count=x.size)
 
 
 def _truncated(draw, n: int, cap: float, culprit: str, indexed: bool = False) -> np.ndarray:

@@ -114,6 +114,7 @@ from schedlab.gym.common import (
     resolve_trace,
 )
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch
+from schedlab.sim.common.portable import dot
 from schedlab.sim.system.jobs import BATCH_JOBS
 
 ENV = "schedlab/Batch-v0"
@@ -189,7 +190,7 @@ def episode_metric(
     if kind == "wait":
         return float((start - submit).mean())
     horizon = float(end.max() - submit.min())
-    used = float(np.dot(need.astype(float), runtime))
+    used = dot(need, runtime)
     return used / (nodes * horizon) if horizon > 0 else float("nan")
 
 

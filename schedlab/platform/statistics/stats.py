@@ -36,6 +36,8 @@ import numpy.typing as npt
 import polars as pl
 from scipy import special
 
+from schedlab.sim.common.portable import dot
+
 CONFIDENCE = 0.95
 #: Said wherever a value or a difference is reported without its interval
 #: because every replication gave the same number.
@@ -491,7 +493,7 @@ def obm(x: npt.ArrayLike, batches: int = OBM_BATCHES, confidence: float = CONFID
         return BatchMeans(n, mean, b, math.nan, math.nan)
     c = np.concatenate(([0.0], np.cumsum(x - mean)))  # centred: less cancellation
     y = (c[b:] - c[:-b]) / b  # overlapping batch means minus the grand mean
-    v = n * b / ((n - b + 1) * (n - b)) * float(np.dot(y, y))
+    v = n * b / ((n - b + 1) * (n - b)) * dot(y, y)
     dof = 1.5 * (n / b - 1)
     half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(v / n)
     return BatchMeans(n, mean, b, dof, half)

@@ -146,6 +146,7 @@ from schedlab.sim.bound.underutilization import (  # re-exported (see the module
     normalized_underutilization,
     underutilization,
 )
+from schedlab.sim.common.portable import dot
 
 BOUNDED_STRETCH_THRESHOLD = 10.0
 """Bounded-stretch threshold in seconds (paper §2)."""
@@ -402,9 +403,9 @@ def _newton_in_segment(inst: _Instance, a: float, b: float) -> float:
         out_b = np.concatenate(([0.0], np.cumsum(np.where(tx, 0.0, seg.d_b))))
         out_len = np.concatenate(([0.0], np.cumsum(np.where(tx, 0.0, length))))
         lo, hi = seg.lo[jx], seg.hi[jx]
-        shortfall = float(work[jx].sum() - np.dot(q[jx], out_len[hi] - out_len[lo]) - P * length[tx].sum())
-        beta = float(np.dot(q[jx], out_b[hi] - out_b[lo]) + P * seg.d_b[tx].sum())
-        scale = float(work[jx].sum() + np.dot(q[jx], out_len[hi] - out_len[lo]) + P * length[tx].sum())
+        shortfall = float(work[jx].sum() - dot(q[jx], out_len[hi] - out_len[lo]) - P * length[tx].sum())
+        beta = float(dot(q[jx], out_b[hi] - out_b[lo]) + P * seg.d_b[tx].sum())
+        scale = float(work[jx].sum() + dot(q[jx], out_len[hi] - out_len[lo]) + P * length[tx].sum())
         if shortfall <= 64.0 * np.finfo(float).eps * scale:  # F(S) = W up to the rounding of the cut's sums
             return S
         if not beta > 0.0:

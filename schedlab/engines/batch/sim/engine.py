@@ -105,6 +105,7 @@ from schedlab.engines.batch.sim.system import BATCH_MODELS, BOUND_TOL, MACHINE_P
 from schedlab.errors import PolicyError, UserError
 from schedlab.sim.bound.stretch_bound import BOUNDED_STRETCH_THRESHOLD, bounded_stretch, max_stretch_lower_bound
 from schedlab.sim.bound.underutilization import normalized_underutilization
+from schedlab.sim.common.portable import dot
 from schedlab.sim.common.stepping import run_to_end
 from schedlab.sim.system.jobs import BATCH_JOBS
 
@@ -621,7 +622,7 @@ def table_outcome(t: TableInputs, res: BatchResult, wall: float) -> tuple[dict[s
     n = len(submit)
     if n:
         horizon = float(res.end.max() - submit.min())
-        used = float(np.dot(need.astype(float), runtime))
+        used = dot(need, runtime)
         util = used / (capacity * horizon) if horizon > 0 else math.nan
         work = float(np.sum(cpu * jprocs * runtime))
         underutil = (
