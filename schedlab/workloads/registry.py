@@ -279,7 +279,9 @@ def _packing() -> WorkloadKind:
                 mean_size = (lo + hi) / 2
             elif sizes and all(map(finite, sizes)) and (not probs or len(probs) == len(sizes)):
                 w = np.asarray(probs, float) if probs else np.full(len(sizes), 1 / len(sizes))
-                mean_size = float(np.dot(np.asarray(sizes, float), w))
+                # products then numpy's pairwise sum, not np.dot: BLAS's kernel (and so the last bit) depends
+                # on the CPU (schedlab.sim.common.portable.dot, which this layer below sim/ does not import)
+                mean_size = float(np.add.reduce(np.multiply(np.asarray(sizes, float), w)))
             if mean_size > 0:
                 p["rate"] = alpha * servers / p["mean_service"] / mean_size
         return {"sizes": sizes, "probs": probs, "uniform": uniform, **p}
