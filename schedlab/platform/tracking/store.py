@@ -421,6 +421,10 @@ RETIRED_INDEXES = {
     "sqlite": (),
     "postgresql": ("schedlab_params_value", "schedlab_tags_value"),
 }
+#: How long (ms) PostgreSQL may wait for a table's lock to change its indexes: dropping a retired
+#: one locks its table, and a lock request queued behind a long read (a server's search) would hold
+#: up every later query of that table; past it the store is searched as it is (see `ensure_indexes`).
+INDEX_LOCK_TIMEOUT_MS = 5000
 #: Stores (database URIs) this process has already given `SEARCH_INDEXES`.
 _INDEXED: set[str] = set()
 
@@ -443,6 +447,8 @@ def ensure_indexes(client: object) -> None:
 
     try:
         with engine.begin() as con:
+            if db_type == "postgresql":
+                con.execute(text(f"SET LOCAL lock_timeout = {INDEX_LOCK_TIMEOUT_MS}"))
             for name in RETIRED_INDEXES[db_type]:
                 con.execute(text(f"DROP INDEX IF EXISTS {name}"))
             for statement in SEARCH_INDEXES[db_type]:
