@@ -2,9 +2,10 @@
 (`tracking_bulk.insert_new_runs`), and why each is safe.
 
 Measured on the runs' five tables (PostgreSQL 15, 1,000 runs of ~45 rows a
-transaction), the server spent about 40 % of its CPU per run in foreign-key
-checks: every ``tags``, ``params``, ``metrics`` and ``latest_metrics`` row
-fires a trigger that looks its run up in ``runs`` and locks it (``SELECT
+transaction, 10,000 runs stored), the server spent a third of its CPU per
+run in foreign-key checks (0.81 -> 0.54 CPU-ms per run without them):
+every ``tags``, ``params``, ``metrics`` and ``latest_metrics`` row fires a
+trigger that looks its run up in ``runs`` and locks it (``SELECT
 ... FOR KEY SHARE``), and every ``runs`` row does the same for its
 experiment. The rows of a batch cannot break those keys: `build_new_runs`
 makes each child row for a run of the same batch, ``runs`` rows are written
