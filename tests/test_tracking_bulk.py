@@ -183,6 +183,28 @@ def test_bulk_only_for_a_known_schema(tmp_path):
         con.close()
 
 
+@pytest.mark.parametrize("table", ["tags", "params", "metrics"])
+def test_a_batch_naming_a_run_outside_it_is_refused_whole(tmp_path, table):
+    """`insert_new_runs` writes a batch's child rows only when each names a run
+    of the same batch (what lets PostgreSQL skip the foreign-key triggers,
+    `tracking_bulk_pg`): a row naming any other run stops the batch before
+    anything of it is written."""
+    d = make_results(tmp_path / "results")
+    uri = f"sqlite:///{tmp_path / 's.db'}"
+    sync = Sync(uri, None, d)
+    assert sync.connect() and sync.mirror is not None and sync.mirror.bulk is not None
+    expected = sync._expected(None)
+    assert expected
+    batch = sync.mirror.build_new(list(expected.values()))
+    row = batch.rows[table][0]
+    batch.rows[table][0] = (*row[:-1], uuid.uuid4().hex)  # a run the batch does not create
+    with pytest.raises(RuntimeError, match=f"a {table} row of the batch names a run outside it"):
+        sync.mirror.commit_new(batch)
+    assert sync.mirror.search_children() == []  # none of the batch's runs exists
+    batch.rows[table][0] = row
+    assert {new.exp.config_id for new in sync.mirror.commit_new(batch)} == set(CONFIGS)
+
+
 def test_row_tuples_fill_exactly_the_checked_columns():
     """The column order the driver path writes its tuples in covers exactly the
     columns `bulk_store` checks the database for."""

@@ -285,3 +285,129 @@ def test_bulk_runs_equal_client_runs_in_postgres(tmp_path, monkeypatch, recipe, 
     }
     # (assert_bulk_equals_client also checks that each path was the one taken)
     assert_bulk_equals_client(three_configurations(tmp_path / "results"), uris, monkeypatch, tricky)
+
+
+def _prepared(monkeypatch) -> list[bool]:
+    """What `tracking_bulk_pg.prepare_batch` answered for each batch from now on (whether it skipped the
+    foreign-key triggers), by a wrapper on it."""
+    from schedlab.platform.tracking import bulk_pg
+
+    answers: list[bool] = []
+    real = bulk_pg.prepare_batch
+
+    def spy(cursor, database, experiment_id):
+        answers.append(real(cursor, database, experiment_id))
+        return answers[-1]
+
+    monkeypatch.setattr(bulk_pg, "prepare_batch", spy)
+    return answers
+
+
+def _sql(pg_port: int, dbname: str, *statements: str, user: str = "mlflow") -> list[tuple]:
+    """Run ``statements`` in one committed transaction; the last one's rows (if it returns any)."""
+    import psycopg2
+
+    con = psycopg2.connect(host="127.0.0.1", port=pg_port, user=user, dbname=dbname)
+    try:
+        with con, con.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+            return cur.fetchall() if cur.description else []
+    finally:
+        con.close()
+
+
+def _children_of_bulk(pg_port: int, dbname: str) -> int:
+    rows = _sql(pg_port, dbname, "SELECT count(*) FROM tags WHERE key = 'mlflow.parentRunId'")
+    return rows[0][0]
+
+
+def test_bulk_batches_skip_foreign_key_triggers_only_where_allowed(tmp_path, monkeypatch, recipe):
+    """A batch's transaction skips the foreign-key triggers (`tracking_bulk_pg`) only as a role that may
+    set ``session_replication_role`` and only where the five tables have no trigger but the foreign
+    keys': a trigger added to ``tags`` still sees every tag row written in bulk, and a role that is not
+    a superuser writes the runs with the checks. The runs are whole either way (the tracker's verify)."""
+    from mlflow.tracking import MlflowClient
+
+    from schedlab.platform.tracking import sync as tracking_sync
+    from tests.test_tracking import CONFIGS
+    from tests.test_tracking import make_results as three_configurations
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)  # 3 configurations: two transactions
+    d = three_configurations(tmp_path / "results")
+    n = len(CONFIGS)
+
+    answers = _prepared(monkeypatch)
+    uri = fresh_database(recipe.pg_port, "fk_superuser")
+    assert track_results(d, uri=uri) == TrackReport(n, False, None)
+    assert answers == [True, True] and _children_of_bulk(recipe.pg_port, "fk_superuser") == n
+
+    # Someone's trigger on tags: the batches keep every trigger, and it fires for every tag row.
+    uri = fresh_database(recipe.pg_port, "fk_trigger")
+    MlflowClient(tracking_uri=uri).search_experiments()  # MLflow's schema, so that the trigger has its table
+    _sql(
+        recipe.pg_port,
+        "fk_trigger",
+        "CREATE TABLE seen_tags (run_uuid varchar(32), key varchar(250))",
+        "CREATE FUNCTION note_tag() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN INSERT INTO seen_tags VALUES (NEW.run_uuid, NEW.key); RETURN NEW; END $$",
+        "CREATE TRIGGER note_tag AFTER INSERT ON tags FOR EACH ROW EXECUTE FUNCTION note_tag()",
+    )
+    answers.clear()
+    assert track_results(d, uri=uri) == TrackReport(n, False, None)
+    assert answers == [False, False]
+    unseen = _sql(recipe.pg_port, "fk_trigger", "SELECT run_uuid, key FROM tags EXCEPT SELECT * FROM seen_tags")
+    assert unseen == [] and _children_of_bulk(recipe.pg_port, "fk_trigger") == n
+
+    # A role that is not a superuser (and was not granted SET on the setting): the checks run.
+    _sql(recipe.pg_port, "postgres", "CREATE ROLE plain LOGIN")
+    uri = fresh_database(recipe.pg_port, "fk_plain")
+    _sql(recipe.pg_port, "postgres", 'ALTER DATABASE "fk_plain" OWNER TO plain')
+    _sql(recipe.pg_port, "fk_plain", "ALTER SCHEMA public OWNER TO plain")
+    answers.clear()
+    plain = uri.replace("//mlflow@", "//plain@")
+    assert track_results(d, uri=plain) == TrackReport(n, False, None)
+    assert answers == [False, False] and _children_of_bulk(recipe.pg_port, "fk_plain") == n
+
+
+def test_value_indexes_are_radix_trees_that_take_any_length(tmp_path, monkeypatch, recipe):
+    """schedlab's value indexes on params and tags are SP-GiST (`tracking_store.SEARCH_INDEXES`): the
+    hash ones of earlier versions are dropped where found, a search by value can use the new ones, and
+    values of MLflow's longest lengths go in (a btree would refuse them)."""
+    import secrets
+
+    from mlflow.tracking import MlflowClient
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
+
+    from tests.test_tracking import SWEEP
+    from tests.test_tracking import make_results as three_configurations
+
+    monkeypatch.chdir(tmp_path)
+    d = three_configurations(tmp_path / "results")
+    uri = fresh_database(recipe.pg_port, "radix")
+    MlflowClient(tracking_uri=uri).search_experiments()
+    _sql(recipe.pg_port, "radix", "CREATE INDEX schedlab_params_value ON params USING hash (value)")  # as before
+    assert track_results(d, uri=uri).failed is False
+    indexes = dict(
+        _sql(recipe.pg_port, "radix", "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'schedlab_%'")
+    )
+    assert "schedlab_params_value" not in indexes and "schedlab_tags_value" not in indexes
+    for table in ("params", "tags"):
+        assert "USING spgist (value)" in indexes[f"schedlab_{table}_value_radix"]
+
+    client = MlflowClient(tracking_uri=uri)
+    run = client.search_runs([client.get_experiment_by_name(SWEEP).experiment_id])[0]
+    long_param = secrets.token_urlsafe(MAX_PARAM_VAL_LENGTH)[:MAX_PARAM_VAL_LENGTH]
+    long_tag = secrets.token_urlsafe(MAX_TAG_VAL_LENGTH)[:MAX_TAG_VAL_LENGTH]
+    client.log_param(run.info.run_id, "long", long_param)
+    client.set_tag(run.info.run_id, "long", long_tag)
+    found = client.search_runs([run.info.experiment_id], f"params.long = '{long_param}'")
+    assert [r.info.run_id for r in found] == [run.info.run_id]
+    plan = _sql(
+        recipe.pg_port,
+        "radix",
+        "SET LOCAL enable_seqscan = off",
+        f"EXPLAIN SELECT run_uuid FROM params WHERE key = 'long' AND value = '{long_param}'",
+    )
+    assert "schedlab_params_value_radix" in " ".join(row[0] for row in plan)

@@ -337,16 +337,32 @@ def insert_new_runs(store: SqlAlchemyStore, batch: NewRows) -> list[NewRun]:
     """Write a built batch in one transaction, the experiment checked active
     inside it; a failure of the store is raised, and then none of these runs
     exists. The rows go in through the driver (`tracking_bulk_insert`), runs
-    first: the others refer to them. Returns what each configuration became."""
+    first: the others refer to them. Into PostgreSQL the transaction is set
+    up by `tracking_bulk_pg.prepare_batch` (its commit not waiting for the
+    disk and, where allowed, no foreign-key trigger per row: every child row
+    names a run of this batch, checked here first). Returns what each
+    configuration became."""
     from schedlab.platform.tracking.bulk_insert import insert_rows
+    from schedlab.platform.tracking.bulk_pg import prepare_batch
 
+    new_ids = {row[0] for row in batch.rows["runs"]}
+    for table in ("tags", "params", "metrics"):
+        if not {row[-1] for row in batch.rows[table]} <= new_ids:  # invariant: build_new_runs made them together
+            raise RuntimeError(f"a {table} row of the batch names a run outside it")
     # MLflow leaves these unannotated.
     get_experiment: Callable[[str], Any] = store.get_experiment
     check_active: Callable[[Any], None] = store._check_experiment_is_active
     with store.ManagedSessionMaker(read_only=False) as session:
         check_active(get_experiment(batch.experiment_id))
-        for table in ("runs", "tags", "params", "metrics"):  # runs first: the others refer to them
-            insert_rows(session, store.db_type, table, ROW_COLUMNS[table], batch.rows[table])
-        # one point per metric: it is also the latest
-        insert_rows(session, store.db_type, "latest_metrics", ROW_COLUMNS["latest_metrics"], batch.rows["metrics"])
+        if store.db_type == "postgresql":
+            cursor = session.connection().connection.cursor()  # the transaction's own DBAPI connection
+            try:
+                prepare_batch(cursor, str(store.db_uri), int(batch.experiment_id))
+            finally:
+                cursor.close()
+        for table in ("runs", "tags", "params"):  # runs first: the others refer to them
+            insert_rows(session, store.db_type, (table,), ROW_COLUMNS[table], batch.rows[table])
+        # one point per metric: it is also the latest (the two tables' columns are the same)
+        both = ("metrics", "latest_metrics")
+        insert_rows(session, store.db_type, both, ROW_COLUMNS["metrics"], batch.rows["metrics"])
     return batch.runs

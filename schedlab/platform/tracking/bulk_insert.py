@@ -54,9 +54,13 @@ def copy_text(rows: Sequence[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def insert_rows(session: Any, dialect: str, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Append ``rows`` (tuples in ``columns`` order) to ``table`` in the
-    session's open transaction (``dialect``: MLflow's ``db_type``)."""
+def insert_rows(
+    session: Any, dialect: str, tables: Sequence[str], columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Append ``rows`` (tuples in ``columns`` order) to each of ``tables``
+    (``metrics`` and ``latest_metrics`` take the same rows: their text is
+    built once) in the session's open transaction (``dialect``: MLflow's
+    ``db_type``)."""
     if not rows:
         return
     names = ", ".join(columns)
@@ -69,18 +73,18 @@ def insert_rows(session: Any, dialect: str, table: str, columns: Sequence[str], 
             cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         for start in range(0, len(rows), CHUNK_ROWS):
             chunk = rows[start : start + CHUNK_ROWS]
-            if copy:
-                cursor.copy_expert(
-                    f"COPY {table} ({names}) FROM STDIN WITH (FORMAT csv)", io.StringIO(copy_text(chunk))
-                )
-            elif qmark:  # sqlite3
-                marks = ", ".join("?" for _ in columns)
-                cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", chunk)  # noqa: S608 - fixed names
-            else:  # another driver: SQLAlchemy's own executemany, named parameters
-                from sqlalchemy import text
+            text = copy_text(chunk) if copy else ""
+            for table in tables:
+                if copy:
+                    cursor.copy_expert(f"COPY {table} ({names}) FROM STDIN WITH (FORMAT csv)", io.StringIO(text))
+                elif qmark:  # sqlite3
+                    marks = ", ".join("?" for _ in columns)
+                    cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", chunk)  # noqa: S608 - fixed names
+                else:  # another driver: SQLAlchemy's own executemany, named parameters
+                    from sqlalchemy import text as sql
 
-                binds = ", ".join(f":c{i}" for i in range(len(columns)))
-                statement = text(f"INSERT INTO {table} ({names}) VALUES ({binds})")  # noqa: S608 - fixed names
-                session.execute(statement, [{f"c{i}": v for i, v in enumerate(row)} for row in chunk])
+                    binds = ", ".join(f":c{i}" for i in range(len(columns)))
+                    statement = sql(f"INSERT INTO {table} ({names}) VALUES ({binds})")  # noqa: S608 - fixed names
+                    session.execute(statement, [{f"c{i}": v for i, v in enumerate(row)} for row in chunk])
     finally:
         cursor.close()
