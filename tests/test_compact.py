@@ -292,6 +292,28 @@ def test_row_groups_stream_in_bounded_chunks(tmp_path, monkeypatch):
     assert ROW_GROUP_ROWS >= 64 * 1024  # the real row groups are large
 
 
+def test_equal_footers_share_one_schema_object(tmp_path):
+    """A compaction holds every batch's schemas at once (and the footer
+    check caches one per file): files with equal schemas share one Arrow
+    schema object, so what it holds does not grow with the part files; files
+    whose schemas differ keep their own, each equal to the file's footer."""
+    from schedlab.platform.storage.compact import _batch
+    from schedlab.platform.storage.damage import part_schema
+
+    root = tmp_path / "out"
+    store = write_batches(root, 8, job_rows=2)
+    files = store.files("summary")
+    schemas = [part_schema(f) for f in files]
+    for f, schema in zip(files, schemas, strict=True):
+        assert schema.equals(pq.read_schema(f), check_metadata=True)
+    distinct = {id(s) for s in schemas}
+    assert len(distinct) < len(files)  # most batches share a schema ...
+    equal_groups = {s.serialize().to_pybytes() for s in schemas}
+    assert len(distinct) == len(equal_groups)  # ... exactly one object per distinct schema
+    batches = [_batch(store, f.name, {"summary": f}) for f in files]
+    assert all(b.schemas["summary"] is s for b, s in zip(batches, schemas, strict=True))
+
+
 def test_batches_whose_columns_conflict_are_not_merged_together(tmp_path):
     """A column that is an integer in some batches and text in others is left
     to the readers' relaxed concatenation: merging across the change would
