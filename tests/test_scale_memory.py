@@ -84,6 +84,24 @@ def test_key_set_answers_as_a_python_set_does():
     assert got.tolist() == [k in expected for k in probe]
 
 
+def test_key_set_looks_up_sixteen_character_ids_as_pyarrow_reads_them():
+    """Lists of 16-character ids take the bytes path (no pyarrow conversion: no pandas import), odd ones
+    included: upper case, a non-hex digit, non-ASCII text; the answers are a Python set's, and the numbers
+    and the mask are `id_numbers`' of the same strings through pyarrow."""
+    from schedlab.platform.storage.keyset import _str_id_numbers
+
+    rng = random.Random(5)
+    ids = [hex_id(rng) for _ in range(300)] + ["ABCDEF0123456789", "0123456789abcdeg", "é" * 16, "0123456789abcde\0"]
+    numbers, ok = _str_id_numbers(ids)
+    want_numbers, want_ok = id_numbers(pa.array(ids, pa.string()))
+    assert ok.tolist() == want_ok.tolist() and numbers[ok].tolist() == want_numbers[want_ok].tolist()
+    ks = KeySet()
+    stored = {(i, 0) for i in ids[::2]}
+    for key in stored:
+        ks.add(key)
+    assert ks.contains_many(ids, [0] * len(ids)).tolist() == [(i, 0) in stored for i in ids]
+
+
 def test_key_set_from_part_columns_and_its_size():
     rng = random.Random(4)
     n = 50_000

@@ -65,6 +65,27 @@ def id_numbers(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
     return numbers, ok
 
 
+def _str_id_numbers(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """`id_numbers` of Python strings. The usual ids (16 ASCII characters
+    each) are read as bytes straight into numpy: pyarrow's conversion of a
+    Python list would import pandas into the driver (about 40 MB, issue 42's
+    driver memory); any other list goes through pyarrow as before."""
+    if all(len(i) == ID_DIGITS for i in ids):
+        try:
+            data = "".join(ids).encode("ascii")
+        except UnicodeEncodeError:
+            data = b""
+        if len(data) == ID_DIGITS * len(ids):
+            digits = np.frombuffer(data, np.uint8).reshape(len(ids), ID_DIGITS)
+            ok: np.ndarray = _IS_HEX[digits].all(axis=1)
+            nibbles = _NIBBLE[digits]
+            packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+            numbers = np.zeros(len(ids), dtype=np.uint64)
+            numbers[ok] = np.ascontiguousarray(packed[ok]).view(">u8").ravel().astype(np.uint64)
+            return numbers, ok
+    return id_numbers(pa.array(ids, pa.string()))
+
+
 class KeySet:
     """A set of (config id, replication) keys; see the module docstring."""
 
@@ -160,7 +181,7 @@ class KeySet:
         out = np.zeros(len(ids), dtype=bool)
         if not len(ids):
             return out
-        numbers, good = id_numbers(pa.array(ids, pa.string()))
+        numbers, good = _str_id_numbers(ids)
         reps = np.asarray(replications, dtype=np.int64)
         for replication in np.unique(reps).tolist():
             chosen = good & (reps == replication)
