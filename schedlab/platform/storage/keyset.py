@@ -77,7 +77,7 @@ def _str_id_numbers(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
             data = b""
         if len(data) == ID_DIGITS * len(ids):
             digits = np.frombuffer(data, np.uint8).reshape(len(ids), ID_DIGITS)
-            ok: np.ndarray = _IS_HEX[digits].all(axis=1)
+            ok = np.asarray(_IS_HEX[digits].all(axis=1), dtype=bool)
             nibbles = _NIBBLE[digits]
             packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
             numbers = np.zeros(len(ids), dtype=np.uint64)
