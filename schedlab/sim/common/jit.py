@@ -252,3 +252,74 @@ def grow_i(a, cap):
     for k in range(a.shape[0]):
         b[k] = a[k]
     return b
+
+
+@njit(**HOT)
+def pairwise_block(a, lo, n):
+    """numpy's ``pairwise_sum`` of a[lo:lo + n] for n <= 128 (loops_utils.h.src):
+    sequential below 8 terms, else 8 interleaved accumulators and the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        b = lo + i
+        r0 += a[b]
+        r1 += a[b + 1]
+        r2 += a[b + 2]
+        r3 += a[b + 3]
+        r4 += a[b + 4]
+        r5 += a[b + 5]
+        r6 += a[b + 6]
+        r7 += a[b + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(**ALLOC)
+def pairwise_sum(a, lo, n):
+    """numpy's ``pairwise_sum`` of a[lo:lo + n] (``np.add.reduce`` of a
+    contiguous float64 array, whose order numpy's source fixes on every CPU):
+    above 128 terms, the sum of the two halves split at a multiple of 8
+    (n // 2 rounded down), each summed the same way -- the recursion unrolled
+    on an explicit stack (a recursive numba function does not survive the
+    on-disk cache). Shared by the DFRS allocations and the queue summary."""
+    if n <= 128:
+        return pairwise_block(a, lo, n)
+    slo = np.empty(64, dtype=np.int64)  # frames: start, length, stage (0 new, 1 left done), left half's sum
+    sn = np.empty(64, dtype=np.int64)
+    stage = np.empty(64, dtype=np.int64)
+    left = np.empty(64)
+    slo[0], sn[0], stage[0] = lo, n, 0
+    sp = 1
+    ret = 0.0
+    while sp > 0:
+        t = sp - 1
+        nn = sn[t]
+        n2 = nn // 2
+        n2 -= n2 % 8
+        if stage[t] == 0:
+            if nn <= 128:
+                ret = pairwise_block(a, slo[t], nn)
+                sp -= 1
+            else:
+                stage[t] = 1
+                slo[sp], sn[sp], stage[sp] = slo[t], n2, 0
+                sp += 1
+        elif stage[t] == 1:
+            left[t] = ret
+            stage[t] = 2
+            slo[sp], sn[sp], stage[sp] = slo[t] + n2, nn - n2, 0
+            sp += 1
+        else:
+            ret = left[t] + ret
+            sp -= 1
+    return ret

@@ -8,8 +8,8 @@ operations in the same order:
 
 * a mean is numpy's pairwise sum (``np.add.reduce`` of a contiguous float64
   array: eight running sums over blocks of at most 128, halves above, a plain
-  loop under 8; `pairwise_sum`, without recursion: numba cannot cache a
-  recursive function) divided by the count;
+  loop under 8; ``schedlab.sim.common.jit.pairwise_sum``, which the DFRS
+  allocations use too) divided by the count;
 * a percentile is numpy's "linear" one (``np.percentile``'s default, as
   `linear_percentiles` spells it) over the sorted slowdowns: any exact sort
   gives the same order statistics;
@@ -26,87 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.sim.common.jit import HOT, JIT, njit
+from schedlab.sim.common.jit import HOT, JIT, njit, pairwise_sum
 
-#: numpy's pairwise summation: blocks of at most this many values are summed by eight running sums.
-PW_BLOCKSIZE = 128
 #: Weight classes the kernel groups: integer classes spanning fewer values than this (else numpy's route).
 CLASS_SPAN = 1 << 16
 #: The summary's slowdown percentiles (``schedlab.sim.common.metrics.PERCENTILES``, which a test checks).
 P50, P99 = 50.0, 99.0
 #: Positions in the kernel's stats array.
 MST, SD_MEAN, SD_P50, SD_P99, SD_MAX, MAKESPAN = range(6)
-
-
-@njit(**HOT)
-def _block_sum(a, lo, n):
-    """numpy's pairwise sum of at most `PW_BLOCKSIZE` values: a plain loop
-    under 8, else eight running sums over the multiple of 8, then the rest."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    end = n - n % 8
-    while i < end:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-#: Frames of `pairwise_sum`'s stack: enough for any array (each level halves the count).
-STACK = 64
-
-
-@njit(**HOT)
-def pairwise_sum(a, lo, n, frames, values):
-    """numpy's pairwise sum of ``a[lo:lo + n]`` (loops_utils.h's
-    ``pairwise_sum``: above `PW_BLOCKSIZE` values, the sum of the two halves'
-    sums, the first half's count a multiple of 8). numpy recurses; this walks
-    the same tree with a stack (``frames``: `STACK` x 3 int64 of offset,
-    count, halves done; ``values``: `STACK` float64 of finished sums), since
-    numba's on-disk cache cannot hold a recursive function."""
-    if n <= PW_BLOCKSIZE:
-        return _block_sum(a, lo, n)
-    top = 0
-    frames[0, 0], frames[0, 1], frames[0, 2] = lo, n, 0
-    done = 0
-    while top >= 0:
-        at, count, halves = frames[top, 0], frames[top, 1], frames[top, 2]
-        if count <= PW_BLOCKSIZE:
-            values[done] = _block_sum(a, at, count)
-            done += 1
-            top -= 1
-            continue
-        first = count // 2
-        first -= first % 8
-        if halves == 0:
-            frames[top, 2] = 1
-            top += 1
-            frames[top, 0], frames[top, 1], frames[top, 2] = at, first, 0
-        elif halves == 1:
-            frames[top, 2] = 2
-            top += 1
-            frames[top, 0], frames[top, 1], frames[top, 2] = at + first, count - first, 0
-        else:  # both halves summed: their sum replaces them
-            done -= 1
-            values[done - 1] = values[done - 1] + values[done]
-            top -= 1
-    return values[0]
 
 
 @njit(**HOT)
@@ -161,11 +88,9 @@ def _outcome(submit, size, completion, weight_class, classes):
         if completion[i] > makespan:
             makespan = completion[i]
     ordered = np.sort(slowdowns)
-    frames = np.empty((STACK, 3), np.int64)
-    values = np.empty(STACK)
     stats = np.empty(6)
-    stats[MST] = pairwise_sum(sojourn, 0, n, frames, values) / n
-    stats[SD_MEAN] = pairwise_sum(slowdowns, 0, n, frames, values) / n
+    stats[MST] = pairwise_sum(sojourn, 0, n) / n
+    stats[SD_MEAN] = pairwise_sum(slowdowns, 0, n) / n
     stats[SD_P50] = _percentile(ordered, P50)
     stats[SD_P99] = _percentile(ordered, P99)
     stats[SD_MAX] = ordered[n - 1]
@@ -201,7 +126,7 @@ def _outcome(submit, size, completion, weight_class, classes):
     for c in range(span):
         if counts[c]:
             ids[k] = low + c
-            means[k] = pairwise_sum(grouped, starts[c], counts[c], frames, values) / counts[c]
+            means[k] = pairwise_sum(grouped, starts[c], counts[c]) / counts[c]
             k += 1
     return sojourn, slowdowns, stats, ids, means
 
