@@ -125,7 +125,7 @@ def kernel_status(policy, submit, size, estimate, weight) -> int:
     """The status the policy's kernel returns on these arrays (with room for every pool)."""
     family, mode, exact_size = queue_fast._KERNELS[policy]
     arrays = [np.asarray(a, dtype=float) for a in (submit, size, size if exact_size else estimate, weight)]
-    args = [queue_fast._writable(a) for a in arrays]
+    args = [queue_fast.writable(a) for a in arrays]
     return int(queue_fast._FUNCTIONS[family](*args, mode, queue_fast._pool_rows(len(arrays[0]), enough=True))[2])
 
 

@@ -9,6 +9,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from schedlab.engines.base import Engine, LazyPolicies, RunResult, StartedRun, run_to_end_rows
 from schedlab.engines.queue.columns import METRICS, UNITS
 from schedlab.engines.queue.sim.system import QUEUE
@@ -51,6 +53,8 @@ def run(
 
         if compiling.ready(fast.unit(kernel)):  # else compiled beside this process now: the reference runs
             fast.warm(kernel)  # compile or load the kernel outside the timed run
+            # the kernel's and the summary's one writable copy (a JobArrays column is read-only)
+            submit, size = (fast.writable(a) if a.dtype == np.float64 else a for a in (submit, size))
             started = time.perf_counter()
             out = fast.simulate(kernel, submit, size, estimate, weight)
     if out is None:  # the reference path (or the kernel declined)

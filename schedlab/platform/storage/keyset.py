@@ -57,12 +57,19 @@ def id_numbers(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
         good = pc.filter(ids, sized)  # a fresh array: its data buffer is the ids back to back
         offsets = np.frombuffer(good.buffers()[1], np.int32, len(good) + 1)
         data = np.frombuffer(good.buffers()[2], np.uint8)[offsets[0] : offsets[-1]].reshape(len(good), ID_DIGITS)
-        hexes = _IS_HEX[data].all(axis=1)
-        digits = _NIBBLE[data]
-        packed = (digits[:, 0::2] << 4) | digits[:, 1::2]
+        packed, hexes = _packed(data)
         ok[ok] = hexes
-        numbers[ok] = np.ascontiguousarray(packed[hexes]).view(">u8").ravel().astype(np.uint64)
+        numbers[ok] = packed
     return numbers, ok
+
+
+def _packed(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 numbers of the rows that are hex, mask of those rows) of a
+    (rows, 16) array of id characters: packed two a byte into 8 big-endian bytes."""
+    hexes = np.asarray(_IS_HEX[digits].all(axis=1), dtype=bool)
+    nibbles = _NIBBLE[digits]
+    packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+    return np.ascontiguousarray(packed[hexes]).view(">u8").ravel().astype(np.uint64), hexes
 
 
 def _str_id_numbers(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -76,12 +83,9 @@ def _str_id_numbers(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         except UnicodeEncodeError:
             data = b""
         if len(data) == ID_DIGITS * len(ids):
-            digits = np.frombuffer(data, np.uint8).reshape(len(ids), ID_DIGITS)
-            ok = np.asarray(_IS_HEX[digits].all(axis=1), dtype=bool)
-            nibbles = _NIBBLE[digits]
-            packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+            packed, ok = _packed(np.frombuffer(data, np.uint8).reshape(len(ids), ID_DIGITS))
             numbers = np.zeros(len(ids), dtype=np.uint64)
-            numbers[ok] = np.ascontiguousarray(packed[ok]).view(">u8").ravel().astype(np.uint64)
+            numbers[ok] = packed
             return numbers, ok
     return id_numbers(pa.array(ids, pa.string()))
 

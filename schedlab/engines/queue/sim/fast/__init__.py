@@ -132,7 +132,7 @@ def kernel_for(kernel: str | None) -> tuple[str, int] | None:
     return None if found is None else (found[0], found[1])
 
 
-def _writable(a: np.ndarray) -> np.ndarray:
+def writable(a: np.ndarray) -> np.ndarray:
     # A writable C float64 array: the one type the kernels are compiled for (a
     # read-only array, as polars hands out, would compile a second version).
     # (np.require's answer without its bookkeeping: the same array or a C copy.)
@@ -164,7 +164,7 @@ def simulate(
             return None
     if n == 0:
         return None
-    submit, size, estimate, weight = (_writable(a) for a in arrays)
+    submit, size, estimate, weight = (writable(a) for a in arrays)
     if not outcome.inputs_ok(submit, size, estimate, weight):  # finite, positive, in submit order
         return None
     family, mode, exact_size = found

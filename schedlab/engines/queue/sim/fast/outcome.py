@@ -27,11 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.sim.common.jit import HOT, JIT, njit, pairwise_sum
+from schedlab.sim.common.metrics import PERCENTILES
 
 #: Weight classes the kernel groups: integer classes spanning fewer values than this (else numpy's route).
 CLASS_SPAN = 1 << 16
-#: The summary's slowdown percentiles (``schedlab.sim.common.metrics.PERCENTILES``, which a test checks).
-P50, P99 = 50.0, 99.0
+#: The summary's slowdown percentiles, as floats (numba constants).
+P50, P99 = (float(p) for p in PERCENTILES)
 #: Positions in the kernel's stats array.
 MST, SD_MEAN, SD_P50, SD_P99, SD_MAX, MAKESPAN = range(6)
 
