@@ -17,10 +17,20 @@ from pathlib import Path
 import pytest
 
 from schedlab.platform.tracking import bulk as tracking_bulk
+from schedlab.platform.tracking import bulk_read
 from schedlab.platform.tracking import sync as tracking_sync
 from schedlab.platform.tracking.bulk import bulk_store
 from schedlab.platform.tracking.sync import Sync, TrackReport
-from tests.test_tracking import CONFIGS, METRICS, SWEEP, check_runs, expected, make_results, sqlite_children
+from tests.test_tracking import (
+    CONFIGS,
+    METRICS,
+    SWEEP,
+    check_runs,
+    expected,
+    make_results,
+    sqlite_children,
+    write_summary,
+)
 
 #: Columns that differ between any two trackings (ids, clocks) and are compared separately.
 VOLATILE = {"run_uuid", "start_time", "end_time", "timestamp", "artifact_uri"}
@@ -91,6 +101,9 @@ def assert_read_equals_search(uri: str) -> None:
         for r in child_runs(store, exp.experiment_id, parent.info.run_id)
     ]
     assert len(got) == len(CONFIGS) and got == want
+    blocks = list(bulk_read.child_run_blocks(store, exp.experiment_id, parent.info.run_id))
+    assert [r for b in blocks for r in b] == list(child_runs(store, exp.experiment_id, parent.info.run_id))
+    assert all(0 < len(b) <= bulk_read.READ_BLOCK for b in blocks)
 
 
 def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch, tricky: bool = False) -> None:
@@ -98,6 +111,7 @@ def assert_bulk_equals_client(d: Path, uris: dict[bool, str], monkeypatch, trick
     ``uris[False]`` (two fresh stores of one kind), 2 runs to a transaction,
     and compare everything MLflow reads back and every table row."""
     monkeypatch.setattr(tracking_sync, "BULK_RUNS", 2)  # 3 configurations: two transactions
+    monkeypatch.setattr(bulk_read, "READ_BLOCK", 2)  # ... and read back in two blocks (the verify, the search)
     if tricky:  # a tag of every run: quotes, comma, backslash, newline, tab through SQLite's and COPY's paths
         manifest = json.loads((d / "manifest.json").read_text())
         manifest["spec_hash"] = TRICKY
@@ -144,6 +158,65 @@ def test_bulk_runs_equal_client_runs_with_awkward_text(tmp_path, monkeypatch):
     d = make_results(tmp_path / "results")
     uris = {bulk: f"sqlite:///{tmp_path / ('bulk' if bulk else 'client')}.db" for bulk in (True, False)}
     assert_bulk_equals_client(d, uris, monkeypatch, tricky=True)
+
+
+def test_known_runs_are_held_by_id_and_read_back_to_be_logged_again(tmp_path, monkeypatch):
+    """Into a bulk store the mirror keeps each child run's id, not its
+    contents; a configuration whose rows grow (a later commit of the live
+    tracker) has its run read back, a block at a time, and replaced; the
+    contents are let go after."""
+    monkeypatch.setattr(bulk_read, "READ_BLOCK", 1)
+    d = make_results(tmp_path / "results")
+    uri = f"sqlite:///{tmp_path}/m.db"
+    sync = Sync(uri, None, d)
+    assert sync.finalize() == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+    assert sync.mirror is not None
+    children = sync.mirror.children()
+    assert set(children) == set(CONFIGS) and children.states == {}
+    before = dict(children.ids)
+
+    read: list[list[str]] = []
+    reader = children._read
+    assert reader is not None
+    monkeypatch.setattr(children, "_read", lambda ids: read.append(ids) or reader(ids))
+    write_summary(d, {"c1": range(4, 6)}, part=1, seed=2)
+    sync.track(["c1", "c2"])
+    assert read == [[before["c1"], before["c2"]]] and children.states == {}
+    assert children.ids["c1"] != before["c1"] and children.ids["c2"] == before["c2"]  # c1 behind: replaced
+    assert sync.finalize() == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+    _, _, view = sqlite_children(uri)
+    check_runs(view, expected(d))
+
+
+@pytest.mark.parametrize("block", [1, 2, 1000])
+def test_verify_reads_runs_a_block_at_a_time_and_finds_every_problem(tmp_path, monkeypatch, block):
+    """The final verify compares each run as its block is read: a run behind
+    the rows, a duplicated run and a run of a configuration without rows are
+    found whichever block they fall in, and counted as the whole read did."""
+    from mlflow.tracking import MlflowClient
+
+    d = make_results(tmp_path / "results")
+    uri = f"sqlite:///{tmp_path}/m.db"
+    assert track(d, uri, True) == TrackReport(logged=len(CONFIGS), failed=False, error=None)
+    monkeypatch.setattr(bulk_read, "READ_BLOCK", block)
+    sync = Sync(uri, None, d)
+    assert sync.connect() and sync.mirror is not None and sync.mirror.bulk is not None
+    expected = sync._expected(None)
+    assert expected is not None
+    sync.verify(expected)
+    assert (sync.failed, sync.logged) == (False, set(CONFIGS))
+
+    client = MlflowClient(tracking_uri=uri)
+    children = {s.tags["schedlab.config_id"]: s for s in sync.mirror.search_children()}
+    first, second = sorted(children)[:2]
+    client.log_metric(children[first].run_id, "n", 99.0)  # behind the rows: another value
+    parent = sync.mirror.parent.run_id
+    exp_id = sync.mirror.experiment_id
+    client.create_run(exp_id, tags={"schedlab.config_id": second, "mlflow.parentRunId": parent})  # duplicated
+    client.create_run(exp_id, tags={"schedlab.config_id": "gone", "mlflow.parentRunId": parent})  # no rows
+    sync.verify(expected)
+    assert sync.failed and sync.logged == set(CONFIGS) - {first, second}
+    assert sync.error is not None and "(3 problem(s); first: config " in sync.error
 
 
 @pytest.mark.parametrize("bulk", [True, False])

@@ -35,7 +35,7 @@ from schedlab.platform.tracking.bulk import (
     bulk_store,
     insert_new_runs,
 )
-from schedlab.platform.tracking.bulk_read import child_runs
+from schedlab.platform.tracking.bulk_read import child_run_blocks, runs_by_id
 from schedlab.platform.tracking.data import (
     CONFIG_TAG,
     PROVENANCE_TAGS,
@@ -162,6 +162,70 @@ def behind(state: RunState, exp: Expected) -> str:
     return "up to date"
 
 
+class Children:
+    """config id -> its child run, as the mirror knows the store's. Into a
+    database written in bulk (`tracking_bulk`: where big sweeps go) only
+    each run's id is kept, about a hundred bytes a configuration; a run's
+    contents are read back from the store when it is logged again
+    (`state`, `load`) and let go after (`release`). A run's contents are
+    about 7 KB of Python objects: held for every run, a 10^6 sweep's tracking
+    reached 15 GB (issue 42). Through a server (``read`` None) every run's
+    contents are kept as they were read: a server takes ~30 runs/s, and
+    reading a run back would be one more request."""
+
+    def __init__(self, read: Callable[[list[str]], list[RunState]] | None) -> None:
+        self.ids: dict[str, str] = {}  # config id -> run id
+        self.states: dict[str, RunState] = {}  # config id -> contents (through a server: all; else: loaded)
+        self._read = read
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in self.ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def add(self, cid: str, state: RunState, keep: bool = False) -> None:
+        """Know ``state`` as ``cid``'s run (its contents kept through a server, or when ``keep``)."""
+        self.ids[cid] = state.run_id
+        if self._read is None or keep:
+            self.states[cid] = state
+        else:
+            self.states.pop(cid, None)
+
+    def remove(self, cid: str) -> None:
+        del self.ids[cid]
+        self.states.pop(cid, None)
+
+    def state(self, cid: str) -> RunState | None:
+        """``cid``'s run with its contents (read from the store if not held), or None."""
+        if cid not in self.ids:
+            return None
+        if cid not in self.states:
+            self.load([cid])
+        return self.states.get(cid)
+
+    def load(self, cids: list[str]) -> None:
+        """Read the contents of the runs of ``cids`` not held (a block of reads,
+        not one per run); a run no longer in the store is forgotten."""
+        if self._read is None:
+            return
+        wanted = {self.ids[c]: c for c in cids if c in self.ids and c not in self.states}
+        found = {state.run_id: state for state in self._read(list(wanted))}
+        for run_id, cid in wanted.items():
+            if run_id in found:
+                self.states[cid] = found[run_id]
+            else:
+                self.remove(cid)
+
+    def release(self) -> None:
+        """Let go of the contents read back (a server's are kept)."""
+        if self._read is not None:
+            self.states.clear()
+
+
 class Mirror:
     """The sweep's experiment, parent run and child runs in one tracking store."""
 
@@ -176,7 +240,7 @@ class Mirror:
         self.sweep = str(manifest["name"])
         self.experiment_id = self._experiment(experiment or self.sweep)
         self.parent = self._parent(manifest)
-        self._children: dict[str, RunState] | None = None
+        self._children: Children | None = None
         #: The store new runs are written to in bulk, or None: through the client (`tracking_bulk.bulk_store`;
         #: ``bulk=False``: always the client, the path the bulk one is compared with).
         self.bulk = bulk_store(self.client) if bulk else None
@@ -249,50 +313,77 @@ class Mirror:
     def search_children(self, parent_id: str | None = None) -> list[RunState]:
         """Child runs of a parent (ours by default), oldest first, fresh from the store
         (a bulk store: read straight from its tables, `tracking_bulk_read`)."""
-        if self.bulk is not None:
-            stored = child_runs(self.bulk, self.experiment_id, parent_id or self.parent.run_id)
+        return [state for block in self.search_children_blocks(parent_id) for state in block]
+
+    def search_children_blocks(self, parent_id: str | None = None) -> Iterator[list[RunState]]:
+        """`search_children` a block of runs at a time, in the same order: from a
+        bulk store `tracking_bulk_read.READ_BLOCK` runs' contents at a time (a
+        caller that looks at each run once holds one block); through MLflow's
+        client, one block of them all."""
+        if self.bulk is None:
+            runs = self._search(f"tags.`{PARENT_TAG}` = '{parent_id or self.parent.run_id}'")
+            yield [RunState.of(r) for r in runs if r.data.tags.get(CONFIG_TAG) is not None]
+            return
+        for stored in child_run_blocks(self.bulk, self.experiment_id, parent_id or self.parent.run_id):
             self.tick()
-            return [
+            yield [
                 RunState(r.run_id, r.params, r.tags, r.metrics, r.status == "FINISHED", r.name)
                 for r in stored
                 if r.tags.get(CONFIG_TAG) is not None
             ]
-        runs = self._search(f"tags.`{PARENT_TAG}` = '{parent_id or self.parent.run_id}'")
-        return [RunState.of(r) for r in runs if r.data.tags.get(CONFIG_TAG) is not None]
 
-    def children(self) -> dict[str, RunState]:
+    def children(self) -> Children:
         """config_id -> child run (the oldest), one search the first time."""
         if self._children is None:
-            found: dict[str, RunState] = {}
-            for state in self.search_children():
-                found.setdefault(state.tags[CONFIG_TAG], state)
+            found = self._new_children()
+            for block in self.search_children_blocks():
+                for state in block:
+                    if state.tags[CONFIG_TAG] not in found:
+                        found.add(state.tags[CONFIG_TAG], state)
             self._children = found
         return self._children
 
-    def tidy(self, configs_with_rows: set[str]) -> int:
+    def _new_children(self) -> Children:
+        bulk = self.bulk
+        if bulk is None:
+            return Children(None)
+
+        def read(run_ids: list[str]) -> list[RunState]:
+            return [
+                RunState(r.run_id, r.params, r.tags, r.metrics, r.status == "FINISHED", r.name)
+                for r in runs_by_id(bulk, run_ids)
+            ]
+
+        return Children(read)
+
+    def tidy(self, configs_with_rows: set[str], expected: dict[str, Expected] | None = None) -> set[str]:
         """Delete what no results dir row accounts for: extra parent runs of
         this sweep (with their children), duplicated child runs (the oldest is
         kept), child runs of configurations without rows. Refreshes the
-        children. Returns how many runs were deleted."""
-        deleted = 0
+        children, reading them a block at a time. Returns the configurations
+        of ``expected`` whose kept run is not up to date with it (their runs'
+        contents are held, for `log`)."""
         for extra in self.parents():
             if extra.run_id == self.parent.run_id:
                 continue
-            for child in self.search_children(extra.run_id):
-                self.client.delete_run(child.run_id)
-                deleted += 1
+            for block in self.search_children_blocks(extra.run_id):
+                for child in block:
+                    self.client.delete_run(child.run_id)
             self.client.delete_run(extra.run_id)
-            deleted += 1
-        found: dict[str, RunState] = {}
-        for state in self.search_children():
-            cid = state.tags[CONFIG_TAG]
-            if cid in found or cid not in configs_with_rows:
-                self.client.delete_run(state.run_id)
-                deleted += 1
-            else:
-                found[cid] = state
+        found = self._new_children()
+        behind: set[str] = set()
+        for block in self.search_children_blocks():
+            for state in block:
+                cid = state.tags[CONFIG_TAG]
+                if cid in found or cid not in configs_with_rows:
+                    self.client.delete_run(state.run_id)
+                    continue
+                late = expected is not None and cid in expected and not up_to_date(state, expected[cid])
+                found.add(cid, state, keep=late)
+                if late:
+                    behind.add(cid)
         self._children = found
-        return deleted
+        return behind
 
     def log(self, exp: Expected) -> None:
         """Bring one configuration's child run to ``exp``."""
@@ -300,10 +391,10 @@ class Mirror:
 
         children = self.children()
         cid = exp.config_id
-        state = children.get(cid)
+        state = children.state(cid)
         if state is not None and self._must_replace(state, exp):
             self.client.delete_run(state.run_id)
-            del children[cid]
+            children.remove(cid)
             state = None
         if state is None:
             run = self.client.create_run(
@@ -314,7 +405,8 @@ class Mirror:
                 },
                 run_name=exp.run_name or cid,
             )
-            state = children[cid] = RunState.of(run)
+            state = RunState.of(run)
+            children.add(cid, state, keep=True)  # until `Children.release`: this call brings it up to date
         elif state.run_name != exp.run_name:  # the grid grew an axis: names say more now
             self.client.update_run(state.run_id, name=exp.run_name)
             state.run_name = exp.run_name
@@ -362,7 +454,7 @@ class Mirror:
         for new in written:
             if new.error is None:
                 cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]
-                children[cid] = RunState(new.run_id, new.params, new.tags, values, True, name)
+                children.add(cid, RunState(new.run_id, new.params, new.tags, values, True, name))
         return written
 
     @staticmethod
