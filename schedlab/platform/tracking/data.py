@@ -286,6 +286,10 @@ def run_contents(
     return Expected(config_id, params, tags, values, n, name)
 
 
+#: Aggregated rows `expected_runs` turns into Python dicts at a time.
+ROW_SLICE = 10_000
+
+
 def expected_runs(
     results_dir: Path, manifest: dict[str, Any], config_ids: Iterable[str] | None = None
 ) -> tuple[dict[str, Expected], list[str]]:
@@ -295,12 +299,14 @@ def expected_runs(
     out: dict[str, Expected] = {}
     unknown: list[str] = []
     varying = varying_params(manifest)
-    for row in [] if frame is None else frame.to_dicts():
-        cid = row["config_id"]
-        if cid not in manifest["configs"]:
-            unknown.append(cid)
-            continue
-        out[cid] = run_contents(manifest, cid, row, metrics, varying)
+    # a slice of the rows as dicts at a time: every row's dict at once was the tracking's peak (issue 42)
+    for rows in [] if frame is None else frame.iter_slices(ROW_SLICE):
+        for row in rows.to_dicts():
+            cid = row["config_id"]
+            if cid not in manifest["configs"]:
+                unknown.append(cid)
+                continue
+            out[cid] = run_contents(manifest, cid, row, metrics, varying)
     if (manifest.get("spec") or {}).get("search"):
         _search_tags(results_dir, manifest, out)
     return out, unknown
