@@ -176,6 +176,8 @@ def resume_killed(sizes: list[int], share: float, keep: Path | None) -> None:
         f"{'configs':>11} {'on disk':>9} {'plan cpu':>9} {'prepare cpu':>11} {'skip cpu':>9} "
         f"{'resume cpu':>10} {'wall s':>7} {'peak RSS':>9}  load"
     )
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="slresume-", dir=keep) as tmp:
             out = str(Path(tmp) / "out")

@@ -82,6 +82,17 @@ def test_key_set_answers_as_a_python_set_does():
     probe = list(expected) + absent
     got = ks.contains_many([k for k, _ in probe], [r for _, r in probe])
     assert got.tolist() == [k in expected for k in probe]
+    # a key set into an empty one (its arrays taken as they are) and into one that has keys
+    into_empty = KeySet()
+    into_empty |= ks
+    assert into_empty == expected and len(into_empty) == len(expected)
+    more = KeySet()
+    more.add(keys[-1])
+    more.add(keys[0])  # in ``ks`` too
+    more |= ks
+    assert more == expected | {keys[-1]} and len(more) == len(expected | {keys[-1]})
+    into_empty.add(keys[-2])  # the taken arrays are not written in place: ``ks`` unchanged
+    assert keys[-2] not in ks and keys[-2] in into_empty
 
 
 def test_key_set_looks_up_sixteen_character_ids_as_pyarrow_reads_them():

@@ -152,7 +152,11 @@ class KeySet:
     def __ior__(self, keys: Iterable[tuple[str, int]]) -> KeySet:
         if isinstance(keys, KeySet):
             for replication, array in keys._sorted.items():
-                self.add_numbers(array, replication)
+                if replication in self._sorted or replication in self._pending:
+                    self.add_numbers(array, replication)
+                else:  # already sorted and unique, and never written in place: taken as it is, not sorted again
+                    self._sorted[replication] = array
+                    self._len += len(array)
             for replication, pending in keys._pending.items():
                 self.add_numbers(np.fromiter(pending, np.uint64, len(pending)), replication)
             self.update(keys._other)
