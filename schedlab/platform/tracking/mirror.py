@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from schedlab.platform.tracking.bulk import (
     PARENT_TAG,
-    RUN_NAME_TAG,
     NewRows,
     NewRun,
     build_new_runs,
@@ -194,6 +193,11 @@ class Children:
             self.states[cid] = state
         else:
             self.states.pop(cid, None)
+
+    def know(self, cid: str, run_id: str) -> None:
+        """Know ``run_id`` as ``cid``'s run, its contents not held (a run just written in bulk)."""
+        self.ids[cid] = run_id
+        self.states.pop(cid, None)
 
     def remove(self, cid: str) -> None:
         del self.ids[cid]
@@ -453,8 +457,7 @@ class Mirror:
         written = insert_new_runs(self.bulk, batch)
         for new in written:
             if new.error is None:
-                cid, values, name = new.exp.config_id, dict(new.exp.values), new.tags[RUN_NAME_TAG]
-                children.add(cid, RunState(new.run_id, new.params, new.tags, values, True, name))
+                children.know(new.exp.config_id, new.run_id)  # read back from the store if logged again
         return written
 
     @staticmethod
