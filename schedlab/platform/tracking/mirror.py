@@ -186,10 +186,10 @@ class Children:
     def __iter__(self) -> Iterator[str]:
         return iter(self.ids)
 
-    def add(self, cid: str, state: RunState, keep: bool = False) -> None:
-        """Know ``state`` as ``cid``'s run (its contents kept through a server, or when ``keep``)."""
+    def add(self, cid: str, state: RunState) -> None:
+        """Know ``state`` as ``cid``'s run (its contents kept through a server only)."""
         self.ids[cid] = state.run_id
-        if self._read is None or keep:
+        if self._read is None:
             self.states[cid] = state
         else:
             self.states.pop(cid, None)
@@ -365,8 +365,8 @@ class Mirror:
         this sweep (with their children), duplicated child runs (the oldest is
         kept), child runs of configurations without rows. Refreshes the
         children, reading them a block at a time. Returns the configurations
-        of ``expected`` whose kept run is not up to date with it (their runs'
-        contents are held, for `log`)."""
+        of ``expected`` whose kept run is not up to date with it (`log` reads
+        their contents back, `Children.load`)."""
         for extra in self.parents():
             if extra.run_id == self.parent.run_id:
                 continue
@@ -382,9 +382,8 @@ class Mirror:
                 if cid in found or cid not in configs_with_rows:
                     self.client.delete_run(state.run_id)
                     continue
-                late = expected is not None and cid in expected and not up_to_date(state, expected[cid])
-                found.add(cid, state, keep=late)
-                if late:
+                found.add(cid, state)
+                if expected is not None and cid in expected and not up_to_date(state, expected[cid]):
                     behind.add(cid)
         self._children = found
         return behind
@@ -410,7 +409,7 @@ class Mirror:
                 run_name=exp.run_name or cid,
             )
             state = RunState.of(run)
-            children.add(cid, state, keep=True)  # until `Children.release`: this call brings it up to date
+            children.add(cid, state)
         elif state.run_name != exp.run_name:  # the grid grew an axis: names say more now
             self.client.update_run(state.run_id, name=exp.run_name)
             state.run_name = exp.run_name

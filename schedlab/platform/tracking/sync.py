@@ -34,6 +34,7 @@ from schedlab.platform.tracking.data import CONFIG_TAG, Expected, code_digest, e
 from schedlab.platform.tracking.mirror import (
     CODE_ARTIFACTS_TAG,
     CODE_DIR,
+    Children,
     Mirror,
     behind,
     is_data_error,
@@ -267,16 +268,13 @@ class Sync:
             todo = [exp for exp in todo if exp.config_id in children]
             self._log_new(new)
         try:
-            self._log_each(todo)
+            self._log_each(todo, children)
         finally:
             children.release()  # the contents of runs read back to log them again (`Children`)
 
-    def _log_each(self, todo: list[Expected]) -> None:
+    def _log_each(self, todo: list[Expected], children: Children) -> None:
         """`_log_one` of each configuration, `threads` at a time (their runs'
         contents read back a block at a time first, `Children.load`)."""
-        if self.mirror is None:  # invariant: only reached through _log_all
-            raise RuntimeError("Sync._log_each called before connect()")
-        children = self.mirror.children()
         if self.threads == 1:
             for start in range(0, len(todo), BULK_RUNS):
                 block = todo[start : start + BULK_RUNS]
