@@ -134,17 +134,19 @@ def compact_store(store: ResultsStore) -> CompactReport:
     return compact_locked(store)
 
 
-def read_manifest(path: str | Path) -> dict[str, Any] | None:
+def read_manifest(path: str | Path, lean: bool = False) -> dict[str, Any] | None:
     """The manifest of the results dir at ``path``, or None where no run wrote
-    one (not a results dir yet); an unreadable one is a `UserError` naming it."""
-    return open_store(path).read_manifest()
+    one (not a results dir yet); an unreadable one is a `UserError` naming it.
+    ``lean``: its ``configs`` may be a mapping read from disk on demand
+    (`ResultsStore.read_manifest`)."""
+    return open_store(path).read_manifest(lean=lean)
 
 
-def require_manifest(path: str | Path) -> dict[str, Any]:
+def require_manifest(path: str | Path, lean: bool = False) -> dict[str, Any]:
     """`read_manifest`, where a missing manifest is a `UserError` naming it too."""
     from schedlab.errors import UserError
 
-    manifest = read_manifest(path)
+    manifest = read_manifest(path, lean)
     if manifest is None:
         raise UserError(f"{manifest_path(path)}: not found (is {path} a sweep results dir?)")
     return manifest

@@ -21,7 +21,7 @@ several threads at once for *different* configurations (the pool in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,7 @@ from schedlab.platform.tracking.data import (
     ROWS_TAG,
     Expected,
     code_digest,
+    some_of,
     sweep_note,
 )
 from schedlab.platform.tracking.store import TrackingError, ensure_indexes
@@ -360,13 +361,14 @@ class Mirror:
 
         return Children(read)
 
-    def tidy(self, configs_with_rows: set[str], expected: dict[str, Expected] | None = None) -> set[str]:
+    def tidy(self, expected: Mapping[str, Expected]) -> set[str]:
         """Delete what no results dir row accounts for: extra parent runs of
         this sweep (with their children), duplicated child runs (the oldest is
-        kept), child runs of configurations without rows. Refreshes the
-        children, reading them a block at a time. Returns the configurations
-        of ``expected`` whose kept run is not up to date with it (`log` reads
-        their contents back, `Children.load`)."""
+        kept), child runs of configurations without rows (not in
+        ``expected``). Refreshes the children, reading them a block at a time.
+        Returns the configurations whose kept run is not up to date with
+        ``expected`` (`log` reads their contents back, `Children.load`).
+        ``expected`` is made a block of children at a time (`some_of`)."""
         for extra in self.parents():
             if extra.run_id == self.parent.run_id:
                 continue
@@ -377,13 +379,14 @@ class Mirror:
         found = self._new_children()
         behind: set[str] = set()
         for block in self.search_children_blocks():
+            made = some_of(expected, [state.tags[CONFIG_TAG] for state in block])  # the block's, made at once
             for state in block:
                 cid = state.tags[CONFIG_TAG]
-                if cid in found or cid not in configs_with_rows:
+                if cid in found or cid not in made:
                     self.client.delete_run(state.run_id)
                     continue
                 found.add(cid, state)
-                if expected is not None and cid in expected and not up_to_date(state, expected[cid]):
+                if not up_to_date(state, made[cid]):
                     behind.add(cid)
         self._children = found
         return behind
@@ -469,12 +472,13 @@ class Mirror:
             return True
         return bool(state.metrics) and state.metrics != exp.values
 
-    def describe(self, manifest: dict[str, Any], expected: dict[str, Expected]) -> None:
+    def describe(self, manifest: dict[str, Any], expected: Mapping[str, Expected]) -> None:
         """The parent's and the experiment's descriptions (MLflow notes): what
         the sweep is for, its grid axes, the headline metrics per
         configuration and the result-defining spec; the experiment's saved
         view (`tracking_ui.view_state`); the parent's results table. Set only
-        when changed."""
+        when changed. What each needs of every run is one pass over them
+        (`data.overview_of`); the runs shown are then made a block at a time."""
         text = sweep_note(manifest, expected)
         if self.parent.tags.get(NOTE_TAG) != text:
             self.client.set_tag(self.parent.run_id, NOTE_TAG, text)
@@ -486,20 +490,27 @@ class Mirror:
         view = view_state(manifest, expected)
         if exp.tags.get(VIEW_TAG) != view:
             self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, view)
-        self._log_results(results_csv(manifest, expected))
+        self._log_results(manifest, expected)
 
-    def _log_results(self, table: str) -> None:
-        """The results table (`RESULTS_CSV`) on the parent run, unless it
-        already holds this exact table (tag `RESULTS_TAG`)."""
+    def _log_results(self, manifest: dict[str, Any], expected: Mapping[str, Expected]) -> None:
+        """The results table (`RESULTS_CSV`, `tracking_ui.results_csv`) on the
+        parent run, unless it already holds this exact table (tag
+        `RESULTS_TAG`, the digest of its text). Written to a file as it is
+        made (at 10^6 configurations the table is about 280 MB)."""
         import hashlib
         import tempfile
 
-        digest = hashlib.sha256(table.encode()).hexdigest()[:16]
-        if self.parent.tags.get(RESULTS_TAG) == digest:
-            return
         with tempfile.TemporaryDirectory(prefix="schedlab-mlflow-") as tmp:
             path = Path(tmp) / RESULTS_CSV
-            path.write_text(table)
+            with path.open("w", encoding="utf-8", newline="") as out:
+                results_csv(manifest, expected, out)
+            h = hashlib.sha256()
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            digest = h.hexdigest()[:16]
+            if self.parent.tags.get(RESULTS_TAG) == digest:
+                return
             self.client.log_artifact(self.parent.run_id, str(path))
         self.client.set_tag(self.parent.run_id, RESULTS_TAG, digest)
         self.parent.tags[RESULTS_TAG] = digest

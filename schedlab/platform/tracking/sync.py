@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,17 @@ from typing import Any
 
 from schedlab.errors import UserError
 from schedlab.platform.tracking.bulk import BULK_RUNS, NewRun
-from schedlab.platform.tracking.data import CONFIG_TAG, Expected, code_digest, expected_runs, read_manifest
+from schedlab.platform.tracking.data import (
+    CONFIG_TAG,
+    Expected,
+    ExpectedRuns,
+    Gathering,
+    code_digest,
+    expected_runs,
+    lacking_of,
+    read_manifest,
+    some_of,
+)
 from schedlab.platform.tracking.mirror import (
     CODE_ARTIFACTS_TAG,
     CODE_DIR,
@@ -156,11 +166,14 @@ class Sync:
         self.dead = False
         return True
 
-    def _expected(self, config_ids: list[str] | None) -> dict[str, Expected] | None:
+    def _expected(self, config_ids: list[str] | None) -> ExpectedRuns | None:
         """What the runs must hold (None after recording a failure). A damaged
         part file is raised (`UserError`): it is the user's to fix."""
         if self.manifest is None:  # invariant: only called once connected, and connect() read the manifest
             raise RuntimeError("Sync._expected called before connect()")
+        stale = getattr(self.manifest["configs"], "stale", None)
+        if stale is not None and stale():  # written again since (a search's new trials): its lines moved
+            self.manifest = read_manifest(self.results_dir)
         delay = 0.2
         for attempt in range(READ_ATTEMPTS):
             try:
@@ -208,9 +221,10 @@ class Sync:
             self.ticks += 1
         return True
 
-    def _log_new(self, exps: list[Expected]) -> None:
+    def _log_new(self, blocks: Iterable[list[Expected]]) -> None:
         """Create the runs of configurations that have none, `BULK_RUNS` to a
-        transaction (a database of a known schema). One
+        transaction (a database of a known schema), from ``blocks`` of them
+        as they are made. One
         writer thread commits a batch while this one builds the next
         (`Mirror.build_new`, `Mirror.commit_new`): building is Python under
         the GIL, committing is mostly the database's work (SQLite's C with
@@ -239,11 +253,11 @@ class Sync:
 
         pending: Future[list[NewRun]] | None = None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-bulk") as writer:
-            for start in range(0, len(exps), BULK_RUNS):
+            for batch_runs in _rebatched(blocks, BULK_RUNS):
                 if self.dead:
                     break
                 try:
-                    batch = mirror.build_new(exps[start : start + BULK_RUNS])
+                    batch = mirror.build_new(batch_runs)
                 except Exception as err:
                     self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
                     break
@@ -256,19 +270,36 @@ class Sync:
 
     def _log_all(self, expected: Iterable[Expected]) -> None:
         """Log each configuration, `threads` at a time; stop at the first
-        failure of the store (the calls in flight finish)."""
+        failure of the store (the calls in flight finish). ``expected`` is
+        read as it is made, `BULK_RUNS` at a time: a block's new runs go to
+        the bulk writer, the others are brought up to date block by block
+        (into a database written in bulk, new runs first)."""
         if self.mirror is None:  # invariant: only reached through track/reconcile, which need the mirror
             raise RuntimeError("Sync._log_all called before connect()")
-        todo = list(expected)
-        with self._lock:
-            self.queued_total += len(todo)
         children = self.mirror.children()  # the one search, before any thread reads it
-        if self.mirror.bulk is not None:
-            new = [exp for exp in todo if exp.config_id not in children]
-            todo = [exp for exp in todo if exp.config_id in children]
-            self._log_new(new)
+        old: list[Expected] = []  # runs there are, to bring up to date: those behind the rows, usually few
+
+        def counted(blocks: Iterable[list[Expected]]) -> Iterator[list[Expected]]:
+            for block in blocks:
+                with self._lock:
+                    self.queued_total += len(block)
+                yield block
+
         try:
-            self._log_each(todo, children)
+            if self.mirror.bulk is not None:
+
+                def new_ones() -> Iterator[list[Expected]]:
+                    for block in counted(_rebatched([expected], BULK_RUNS)):
+                        old.extend(exp for exp in block if exp.config_id in children)
+                        yield [exp for exp in block if exp.config_id not in children]
+
+                self._log_new(new_ones())
+                self._log_each(old, children)
+            else:
+                for block in counted(_rebatched([expected], BULK_RUNS)):
+                    self._log_each(block, children)
+                    if self.dead:
+                        break
         finally:
             children.release()  # the contents of runs read back to log them again (`Children`)
 
@@ -302,7 +333,7 @@ class Sync:
         if expected:
             self._log_all(expected.values())
 
-    def reconcile(self, expected: dict[str, Expected] | None = None) -> dict[str, Expected] | None:
+    def reconcile(self, expected: ExpectedRuns | None = None) -> ExpectedRuns | None:
         """Make the whole experiment match the disk: tidy (extra parents,
         duplicated or orphan children), log every run that is missing or
         behind, log ``code/``. Returns what was expected (None on failure)."""
@@ -314,9 +345,10 @@ class Sync:
             if expected is None:
                 return None
         try:
-            behind_rows = self.mirror.tidy(set(expected), expected)
+            behind_rows = self.mirror.tidy(expected)
             children = self.mirror.children()
-            self._log_all(exp for cid, exp in expected.items() if cid not in children or cid in behind_rows)
+            todo = (cid for cid in expected if cid not in children or cid in behind_rows)
+            self._log_all(exp for block in _id_blocks(expected, todo) for exp in block)
             if not self.dead:
                 self.mirror.sync_code(self.results_dir)
         except Exception as err:
@@ -324,7 +356,7 @@ class Sync:
             return None
         return expected
 
-    def verify(self, expected: dict[str, Expected]) -> None:
+    def verify(self, expected: Mapping[str, Expected]) -> None:
         """Check, fresh from the store, that MLflow holds exactly ``expected``:
         one parent, one finished child per configuration with rows, equal to
         the disk; record what does not hold. The children are read a block at
@@ -336,16 +368,20 @@ class Sync:
         self.stage = "verifying"
         counts: dict[str, int] = {}  # config id -> its child runs
         behind_by: dict[str, str] = {}  # config id -> how its (first, oldest) run differs from the disk
+        gathered = Gathering()  # every run is made here once: what describing them needs is gathered too
         try:
             parents = self.mirror.parents()
             for block in self.mirror.search_children_blocks():
+                made = some_of(expected, [state.tags[CONFIG_TAG] for state in block])  # the block's, made at once
                 for state in block:
                     cid = state.tags[CONFIG_TAG]
                     seen = counts.get(cid, 0)
                     counts[cid] = seen + 1
-                    exp = expected.get(cid)
-                    if not seen and exp is not None and not up_to_date(state, exp):
-                        behind_by[cid] = behind(state, exp)
+                    exp = made.get(cid)
+                    if not seen and exp is not None:
+                        gathered.add(exp)
+                        if not up_to_date(state, exp):
+                            behind_by[cid] = behind(state, exp)
             code = code_digest(self.results_dir / CODE_DIR)
             parent_tags = next((p.tags for p in parents if p.run_id == self.mirror.parent.run_id), {})
         except Exception as err:
@@ -365,7 +401,9 @@ class Sync:
                 problems.append(f"config {cid}: {behind_by[cid]}")
             else:
                 good.add(cid)
-        extra = sorted(set(counts) - set(expected))
+        extra = sorted(lacking_of(expected, counts))
+        if isinstance(expected, ExpectedRuns):
+            expected.adopt(gathered)
         if extra:
             problems.append(f"{len(extra)} run(s) of configurations without rows, e.g. {extra[0]}")
         self.logged = good
@@ -386,6 +424,7 @@ class Sync:
                 return self.report()
         expected = self.reconcile()
         if expected is not None:
+            self.manifest = expected.manifest  # read again if it was written since (`ExpectedRuns.reread`)
             self.verify(expected)
         if not self.dead:
             if self.mirror is None or self.manifest is None:  # invariant: connect() set both or we returned
@@ -413,3 +452,29 @@ class Sync:
         except Exception as err:  # noqa: BLE001 - reported as a warning by the caller
             return [], describe_error(err)
         return [f"{FIGURES_DIR}/{Path(p).name}" for p in paths], None
+
+
+def _rebatched(parts: Iterable[Iterable[Expected]], size: int) -> Iterator[list[Expected]]:
+    """The runs of ``parts`` (iterables, read lazily) in lists of ``size``
+    (the last shorter); empty lists are not yielded."""
+    batch: list[Expected] = []
+    for part in parts:
+        for exp in part:
+            batch.append(exp)
+            if len(batch) == size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def _id_blocks(expected: Mapping[str, Expected], ids: Iterable[str]) -> Iterator[list[Expected]]:
+    """The runs of ``ids`` (read lazily), made `BULK_RUNS` at a time (`some_of`)."""
+    block: list[str] = []
+    for cid in ids:
+        block.append(cid)
+        if len(block) == BULK_RUNS:
+            yield list(some_of(expected, block).values())
+            block = []
+    if block:
+        yield list(some_of(expected, block).values())

@@ -26,12 +26,19 @@ child runs: one line per configuration, its grid values and metrics.
 from __future__ import annotations
 
 import csv
-import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from schedlab.platform.tracking.data import CONFIG_TAG, Expected, headline_metrics, varying_params
+from schedlab.platform.tracking.data import (
+    CONFIG_TAG,
+    Expected,
+    headline_metrics,
+    in_blocks,
+    overview_of,
+    varying_params,
+)
 from schedlab.platform.tracking.store import is_http, sqlite_path
 
 #: MLflow's experiment tag that says what the experiment is for; its UI opens
@@ -56,17 +63,18 @@ def _column(kind: str, key: str) -> str:
     return f"{kind}.`{key}`"
 
 
-def view_state(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
+def view_state(manifest: dict[str, Any], expected: Mapping[str, Expected]) -> str:
     """The saved view (JSON) of the sweep's experiment: sorted by the
     headline metric (ascending unless a search maximizes it), every run a row
     (no nesting: not sorted by time), the grid axes (and the policy, when
     several) as parameter columns, the headline metrics with their CI
     half-widths and ``n`` as metric columns, every run drawn in the charts."""
     metrics = headline_metrics(manifest, expected)
-    axes = [a for a in varying_params(manifest) if any(a in e.params for e in expected.values())][:MAX_VIEW_AXES]
-    if len({e.params.get("policy") for e in expected.values()}) > 1:
+    seen = overview_of(expected)
+    axes = [a for a in varying_params(manifest) if a in seen.param_keys][:MAX_VIEW_AXES]
+    if len(seen.policies) > 1:
         axes = ["policy", *axes]
-    have = {k for e in expected.values() for k in e.values}
+    have = set(seen.value_keys)
     shown = [m for head in metrics for m in (head, f"{head}_ci95") if m in have] + ["n"]
     search = (manifest.get("spec") or {}).get("search") or {}
     columns = [_column("params", a) for a in axes] + [_column("metrics", m) for m in shown]
@@ -165,19 +173,19 @@ def artifact_root(uri: str) -> str | None:
     return str(folder / "mlflow-artifacts")
 
 
-def results_csv(manifest: dict[str, Any], expected: dict[str, Expected]) -> str:
-    """One line per configuration (in run-name order): run name, config id,
-    policy, the grid axes, then every metric the runs hold (means, CI
-    half-widths, n) -- the child runs' values as a table."""
+def results_csv(manifest: dict[str, Any], expected: Mapping[str, Expected], out: TextIO) -> None:
+    """One line per configuration (in run-name order) written to ``out``:
+    run name, config id, policy, the grid axes, then every metric the runs
+    hold (means, CI half-widths, n) -- the child runs' values as a table.
+    The runs are made a block at a time in that order (`data.in_blocks`)."""
+    seen = overview_of(expected)
     axes = [a for a in varying_params(manifest) if a != "policy"]
-    metrics = list(dict.fromkeys(k for e in expected.values() for k in e.values))
-    out = io.StringIO()
+    metrics = seen.value_keys
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["run", "config_id", "policy", *axes, *metrics])
-    for exp in sorted(expected.values(), key=lambda e: (e.run_name, e.config_id)):
+    for exp in in_blocks(expected, seen.order):
         values = [repr(exp.values[m]) if m in exp.values else "" for m in metrics]
         params = [exp.params.get(a, "") for a in axes]
         writer.writerow(
             [exp.run_name, exp.tags.get(CONFIG_TAG, exp.config_id), exp.params.get("policy", ""), *params, *values]
         )
-    return out.getvalue()
