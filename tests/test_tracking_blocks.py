@@ -305,3 +305,48 @@ def test_the_verify_gathers_what_describing_needs(sweep_dir, tmp_path):
         (gathered.policies, gathered.param_keys) == (own.policies, own.param_keys) == ({"FIFO", "PS"}, own.param_keys)
     )
     assert own.order.to_list() == sorted(runs, key=lambda cid: (runs[cid].run_name, cid))
+
+
+def test_the_results_table_from_the_verify_equals_the_one_made_again(sweep_dir, tmp_path):
+    """The table's rows written by the verify (`TableRows`, read back in run-name order with
+    the keys some run holds) equal the table made from the runs again, and the definition."""
+    from schedlab.platform.tracking.ui import TableRows
+
+    sync = Sync(f"sqlite:///{tmp_path / 'mlflow.db'}", None, sweep_dir)
+    assert sync.finalize().logged == 240
+    manifest = read_manifest(sweep_dir)
+    spilled, _ = expected_runs(sweep_dir, manifest)
+    sync.verify(spilled)
+    assert isinstance(spilled.overview().rows, TableRows)
+    made_again, _ = expected_runs(sweep_dir, manifest)
+    assert made_again.overview().rows is None
+    a, b = io.StringIO(), io.StringIO()
+    results_csv(manifest, spilled, a)
+    results_csv(manifest, made_again, b)
+    plain = read_manifest(sweep_dir, lean=False)
+    names = aggregate_summary(sweep_dir, plain["param_columns"])[1]
+    assert a.getvalue() == b.getvalue() == reference_csv(plain, reference_runs(sweep_dir, plain), names)
+
+
+def test_table_rows_read_back_with_all_keys_or_some():
+    """Rows with awkward text (commas, quotes, a newline) read back whole, or with some value columns."""
+    from schedlab.platform.tracking.ui import TableRows
+
+    runs = [
+        Expected("a", {"policy": "P", "x": 'say "hi", then\nbye'}, {CONFIG_TAG: "a"}, {"m": 1.5, "n": 2.0}, 2, "P x=1"),
+        Expected("b", {"policy": "Q", "x": "2"}, {CONFIG_TAG: "b"}, {"m": 0.1, "m_ci95": 0.2, "n": 3.0}, 3, "Q x=2"),
+    ]
+    table = TableRows(["x"], ["m", "m_ci95", "n"])
+    places = [table.add(exp) for exp in runs]
+    whole, some = io.StringIO(), io.StringIO()
+    table.write(whole, reversed(places), ["m", "m_ci95", "n"])
+    table.write(some, places, ["n", "m"])
+    table.close()
+    assert list(csv.reader(io.StringIO(whole.getvalue()))) == [
+        ["Q x=2", "b", "Q", "2", "0.1", "0.2", "3.0"],
+        ["P x=1", "a", "P", 'say "hi", then\nbye', "1.5", "", "2.0"],
+    ]
+    assert list(csv.reader(io.StringIO(some.getvalue()))) == [
+        ["P x=1", "a", "P", 'say "hi", then\nbye', "2.0", "1.5"],
+        ["Q x=2", "b", "Q", "2", "3.0", "0.1"],
+    ]

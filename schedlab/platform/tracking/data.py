@@ -467,6 +467,8 @@ class ExpectedRuns(Mapping[str, Expected]):
         reason (the verify), when it holds every run: then no pass of its own."""
         if gathered.count == len(self):
             self._overview = gathered.overview(self.key_order())
+        else:
+            gathered.drop()
 
 
 @dataclass
@@ -486,6 +488,10 @@ class Overview:
     param_keys: set[str]
     #: the config ids in run-name order (ties by config id), as a column (`in_blocks` reads it)
     order: pl.Series
+    #: the results table's rows written as the runs were gathered (`tracking_ui.TableRows`), and
+    #: each row's (offset, length) there in the order above; None where they were not written
+    rows: Any = None
+    places: tuple[pl.Series, pl.Series] | None = None
 
 
 def overview_of(expected: Mapping[str, Expected]) -> Overview:
@@ -504,17 +510,20 @@ def _overview_pass(expected: Mapping[str, Expected]) -> Overview:
 class Gathering:
     """An `Overview` gathered run by run, wherever every run is made anyway
     (`_overview_pass`; the verify, which makes each run to compare it:
-    `ExpectedRuns.adopt`). The run-name order is sorted as Arrow strings (not a
-    Python tuple a run: 200 MB at 10^6)."""
+    `ExpectedRuns.adopt`), with the results table's rows written on the way
+    when ``rows`` is given (`tracking_ui.TableRows`). The run-name order is
+    sorted as Arrow strings (not a Python tuple a run: 200 MB at 10^6)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Any = None) -> None:
         self.keys: dict[str, None] = {}
         self.dominated: set[str] = set()
         self.marks: set[str] = set()
         self.policies: set[str] = set()
         self.params: set[str] = set()
+        self.rows = rows
         self.names: list[str] = []
         self.ids: list[str] = []
+        self.places: list[tuple[int, int]] = []
         self.parts: list[pl.DataFrame] = []
         self.count = 0
 
@@ -529,6 +538,8 @@ class Gathering:
         self.params.update(exp.params)
         self.names.append(exp.run_name)
         self.ids.append(exp.config_id)
+        if self.rows is not None:
+            self.places.append(self.rows.add(exp))
         if len(self.ids) >= ROW_SLICE:
             self._flush()
 
@@ -536,8 +547,15 @@ class Gathering:
         import polars as pl
 
         if self.ids:
-            self.parts.append(pl.DataFrame({"name": self.names, "id": self.ids}, schema=_ORDER_SCHEMA))
-            self.names, self.ids = [], []
+            columns: dict[str, Any] = {"name": self.names, "id": self.ids}
+            if self.rows is not None:
+                columns["at"] = [a for a, _ in self.places]
+                columns["size"] = [n for _, n in self.places]
+            self.parts.append(pl.DataFrame(columns, schema=self._schema()))
+            self.names, self.ids, self.places = [], [], []
+
+    def _schema(self) -> dict[str, type]:
+        return {**_ORDER_SCHEMA, **({"at": int, "size": int} if self.rows is not None else {})}
 
     def overview(self, key_order: list[str] | None = None) -> Overview:
         """The gathered `Overview`; ``key_order``: the values' keys in this
@@ -546,13 +564,20 @@ class Gathering:
         import polars as pl
 
         self._flush()
-        frame = pl.concat(self.parts) if self.parts else pl.DataFrame(schema=_ORDER_SCHEMA)
-        order = frame.sort("name", "id")["id"]
+        frame = pl.concat(self.parts) if self.parts else pl.DataFrame(schema=self._schema())
+        frame = frame.sort("name", "id")
         keys = list(self.keys)
         if key_order is not None:
             rank = {k: i for i, k in enumerate(key_order)}
             keys.sort(key=lambda k: rank.get(k, len(rank)))
-        return Overview(keys, self.dominated, self.marks, self.policies, self.params, order)
+        places = (frame["at"], frame["size"]) if self.rows is not None else None
+        return Overview(keys, self.dominated, self.marks, self.policies, self.params, frame["id"], self.rows, places)
+
+    def drop(self) -> None:
+        """Let go of the rows written (not adopted)."""
+        if self.rows is not None:
+            self.rows.close()
+            self.rows = None
 
 
 _ORDER_SCHEMA: dict[str, type] = {"name": str, "id": str}

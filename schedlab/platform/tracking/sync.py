@@ -51,7 +51,7 @@ from schedlab.platform.tracking.mirror import (
     up_to_date,
 )
 from schedlab.platform.tracking.store import is_http, prepare_store
-from schedlab.platform.tracking.ui import browse_hint
+from schedlab.platform.tracking.ui import TableRows, browse_hint
 
 READ_ATTEMPTS = 3
 #: The parent run's artifact folder of a sweep's figures (the headline figure, `Sync.log_figures`).
@@ -368,7 +368,10 @@ class Sync:
         self.stage = "verifying"
         counts: dict[str, int] = {}  # config id -> its child runs
         behind_by: dict[str, str] = {}  # config id -> how its (first, oldest) run differs from the disk
-        gathered = Gathering()  # every run is made here once: what describing them needs is gathered too
+        # every run is made here once: what describing them needs is gathered too, the results table's rows written
+        gathered = Gathering()
+        if isinstance(expected, ExpectedRuns) and expected._overview is None:
+            gathered = Gathering(TableRows([a for a in expected.varying if a != "policy"], expected.key_order()))
         try:
             parents = self.mirror.parents()
             for block in self.mirror.search_children_blocks():
@@ -402,8 +405,10 @@ class Sync:
             else:
                 good.add(cid)
         extra = sorted(lacking_of(expected, counts))
-        if isinstance(expected, ExpectedRuns):
+        if isinstance(expected, ExpectedRuns) and expected._overview is None:
             expected.adopt(gathered)
+        else:
+            gathered.drop()
         if extra:
             problems.append(f"{len(extra)} run(s) of configurations without rows, e.g. {extra[0]}")
         self.logged = good
