@@ -1,7 +1,8 @@
 """What MLflow must hold for a results dir, computed from the disk alone.
 
 `expected_runs` reads ``manifest.json`` and the summary rows and returns, per
-configuration with rows, the child run it should have (`Expected`): its name
+configuration with rows, the child run it should have (`Expected`, made a
+block of configurations at a time and never all held: `ExpectedRuns`): its name
 (the policy and the values that tell it apart, e.g. ``PSBS shape=0.25
 sigma=0.5``), params, tags, metric values (for every metric m: its mean under
 the plain name ``m``, its 95 % CI half-width as ``m_ci95`` when that is a
@@ -26,7 +27,6 @@ import functools
 import hashlib
 import itertools
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,16 +136,6 @@ def _same_json(value: Any) -> tuple[type, str]:
     return dict, json.dumps(value, sort_keys=True)
 
 
-def run_name(config: dict[str, Any], varying: Iterable[str]) -> str:
-    """``policy k=v ...``: the policy and the values of the sweep's grid axes
-    that tell this configuration apart (MLflow's run name; the config id
-    stays a tag)."""
-    params = config.get("params") or {}
-    parts = [str(config.get("policy", ""))]
-    parts += [f"{k}={_param_value(params[k])}" for k in varying if k in params]
-    return " ".join(p for p in parts if p)
-
-
 def read_manifest(results_dir: str | Path, lean: bool = True) -> dict[str, Any]:
     """The sweep's manifest (read by the store); a `UserError` naming the file
     if it is missing or lacks what tracking needs. ``lean`` (tracking's
@@ -245,13 +235,6 @@ def _metric_columns(metrics: tuple[str, ...]) -> tuple[tuple[str, str, str, str,
     return tuple((m, f"{m}_identical", f"{m}_dominated", f"{m}_mean", f"{m}_ci95") for m in metrics)
 
 
-def _number_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
 def _param_value(value: Any) -> str:
     if value is None or isinstance(value, (str, bool, int, float)):
         return str(value)
@@ -320,7 +303,8 @@ def run_contents(
             values[ci_column] = float(ci)
     values["n"] = float(n)
     axes = varying_params(manifest) if varying is None else varying
-    name = " ".join(p for p in [policy, *(f"{k}={given[k]}" for k in axes if k in given)] if p)  # `run_name`
+    # MLflow's run name: the policy and the values of the grid axes that tell this configuration apart
+    name = " ".join(p for p in [policy, *(f"{k}={given[k]}" for k in axes if k in given)] if p)
     return Expected(config_id, params, tags, values, n, name)
 
 
@@ -404,9 +388,9 @@ class ExpectedRuns(Mapping[str, Expected]):
         at = self._positions(list(cids))
         return {e.config_id: e for e in self._made(self.frame[at])} if at else {}
 
-    def blocks(self, size: int = ROW_SLICE) -> Iterator[list[Expected]]:
-        """Every run, in config-id order, ``size`` at a time."""
-        for rows in self.frame.iter_slices(size):
+    def blocks(self, size: int | None = None) -> Iterator[list[Expected]]:
+        """Every run, in config-id order, ``size`` (default `ROW_SLICE`) at a time."""
+        for rows in self.frame.iter_slices(size or ROW_SLICE):
             yield self._made(rows)
 
     def values(self) -> Iterator[Expected]:  # type: ignore[override]
