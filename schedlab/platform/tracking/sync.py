@@ -388,6 +388,7 @@ class Sync:
             code = code_digest(self.results_dir / CODE_DIR)
             parent_tags = next((p.tags for p in parents if p.run_id == self.mirror.parent.run_id), {})
         except Exception as err:
+            gathered.drop()
             self.record(f"tracking to {self.uri} failed: {describe_error(err)}", fatal=True)
             return
         problems = []
