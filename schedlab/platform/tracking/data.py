@@ -461,7 +461,8 @@ class Overview:
     pass (`overview_of`): the parent's note, the saved view and the results
     table then make only the runs they show, a block at a time."""
 
-    #: every key of the runs' values, in order of first appearance
+    #: every key of the runs' values: for `ExpectedRuns` in `ExpectedRuns.key_order` (each metric's
+    #: mean, its CI half-width, then n: not the order the runs were met in), else as first met
     value_keys: list[str]
     #: the metrics some run flags as dominated (`DOMINATED_TAG`)
     dominated: set[str]
