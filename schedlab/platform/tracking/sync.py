@@ -20,13 +20,14 @@ recorded and the others are still logged.
 from __future__ import annotations
 
 import importlib
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from schedlab.errors import UserError
 from schedlab.platform.tracking.bulk import BULK_RUNS, NewRun
@@ -253,7 +254,7 @@ class Sync:
 
         pending: Future[list[NewRun]] | None = None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedlab-bulk") as writer:
-            for batch_runs in _rebatched(blocks, BULK_RUNS):
+            for batch_runs in _chunks(itertools.chain.from_iterable(blocks), BULK_RUNS):
                 if self.dead:
                     break
                 try:
@@ -289,14 +290,14 @@ class Sync:
             if self.mirror.bulk is not None:
 
                 def new_ones() -> Iterator[list[Expected]]:
-                    for block in counted(_rebatched([expected], BULK_RUNS)):
+                    for block in counted(_chunks(expected, BULK_RUNS)):
                         old.extend(exp for exp in block if exp.config_id in children)
                         yield [exp for exp in block if exp.config_id not in children]
 
                 self._log_new(new_ones())
                 self._log_each(old, children)
             else:
-                for block in counted(_rebatched([expected], BULK_RUNS)):
+                for block in counted(_chunks(expected, BULK_RUNS)):
                     self._log_each(block, children)
                     if self.dead:
                         break
@@ -348,7 +349,7 @@ class Sync:
             behind_rows = self.mirror.tidy(expected)
             children = self.mirror.children()
             todo = (cid for cid in expected if cid not in children or cid in behind_rows)
-            self._log_all(exp for block in _id_blocks(expected, todo) for exp in block)
+            self._log_all(exp for ids in _chunks(todo, BULK_RUNS) for exp in some_of(expected, ids).values())
             if not self.dead:
                 self.mirror.sync_code(self.results_dir)
         except Exception as err:
@@ -460,27 +461,11 @@ class Sync:
         return [f"{FIGURES_DIR}/{Path(p).name}" for p in paths], None
 
 
-def _rebatched(parts: Iterable[Iterable[Expected]], size: int) -> Iterator[list[Expected]]:
-    """The runs of ``parts`` (iterables, read lazily) in lists of ``size``
-    (the last shorter); empty lists are not yielded."""
-    batch: list[Expected] = []
-    for part in parts:
-        for exp in part:
-            batch.append(exp)
-            if len(batch) == size:
-                yield batch
-                batch = []
-    if batch:
-        yield batch
+T = TypeVar("T")
 
 
-def _id_blocks(expected: Mapping[str, Expected], ids: Iterable[str]) -> Iterator[list[Expected]]:
-    """The runs of ``ids`` (read lazily), made `BULK_RUNS` at a time (`some_of`)."""
-    block: list[str] = []
-    for cid in ids:
-        block.append(cid)
-        if len(block) == BULK_RUNS:
-            yield list(some_of(expected, block).values())
-            block = []
-    if block:
-        yield list(some_of(expected, block).values())
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` (read lazily) in lists of ``size``, the last shorter; no empty list."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
